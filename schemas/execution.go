@@ -1,0 +1,113 @@
+package schemas
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ExecutionEvent is one tool execution with the decisions of every hook it
+// passed through (schema execution/v1, subject auditrail.events.<org>.execution).
+// Field names on the wire are the msgpack tags.
+type ExecutionEvent struct {
+	EventID        string     `msgpack:"event_id" json:"event_id"`
+	ExecutionID    string     `msgpack:"execution_id" json:"execution_id"`
+	OrganizationID string     `msgpack:"organization_id" json:"organization_id"`
+	ProjectID      string     `msgpack:"project_id" json:"project_id"`
+	UserID         string     `msgpack:"user_id" json:"user_id"`
+	Tool           ToolRef    `msgpack:"tool" json:"tool"`
+	StartedAt      time.Time  `msgpack:"started_at" json:"started_at"`
+	EndedAt        time.Time  `msgpack:"ended_at" json:"ended_at"`
+	DurationMS     float64    `msgpack:"duration_ms" json:"duration_ms"`
+	Success        bool       `msgpack:"success" json:"success"`
+	ExecutionCode  string     `msgpack:"execution_code" json:"execution_code"`
+	ExecutionError string     `msgpack:"execution_error" json:"execution_error"`
+	ErrorKind      string     `msgpack:"error_kind" json:"error_kind"`
+	Hooks          []HookCall `msgpack:"hooks" json:"hooks"`
+}
+
+// ToolRef names a tool.
+type ToolRef struct {
+	Toolkit string `msgpack:"toolkit" json:"toolkit"`
+	Name    string `msgpack:"name" json:"name"`
+	Version string `msgpack:"version" json:"version"`
+}
+
+// HookCall is one call (or skipped call) of a customer hook in an execution.
+type HookCall struct {
+	HookID       string  `msgpack:"hook_id" json:"hook_id"`
+	HookName     string  `msgpack:"hook_name" json:"hook_name"`
+	Point        string  `msgpack:"point" json:"point"` // access, pre, post
+	Code         string  `msgpack:"code" json:"code"`   // OK, CHECK_FAILED, RATE_LIMIT_EXCEEDED, or "" when the call failed
+	ErrorMessage string  `msgpack:"error_message" json:"error_message"`
+	HTTPStatus   int     `msgpack:"http_status" json:"http_status"`
+	Attempts     int     `msgpack:"attempts" json:"attempts"`
+	LatencyMS    float64 `msgpack:"latency_ms" json:"latency_ms"`
+	// Failure describes why the call failed (timeout, status 503, breaker open, …); empty on success.
+	Failure string `msgpack:"failure" json:"failure"`
+	// FailureModeApplied is fail_open or fail_closed when the failure mode decided, else empty.
+	FailureModeApplied string `msgpack:"failure_mode_applied" json:"failure_mode_applied"`
+	// Decision is allow or deny.
+	Decision   string `msgpack:"decision" json:"decision"`
+	Overridden bool   `msgpack:"overridden" json:"overridden"`
+}
+
+// Key is the event id, used as Nats-Msg-Id.
+func (e *ExecutionEvent) Key() string { return e.EventID }
+
+// Subject is auditrail.events.<org_id>.execution.
+func (e *ExecutionEvent) Subject() string { return EventSubject(e.OrganizationID, KindExecution) }
+
+// Schema is execution/v1.
+func (e *ExecutionEvent) Schema() string { return SchemaExecutionV1 }
+
+// Marshal encodes the event in the execution/v1 wire format.
+func (e *ExecutionEvent) Marshal() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetCustomStructTag("msgpack")
+	if err := enc.Encode(e); err != nil {
+		return nil, fmt.Errorf("encode execution event: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Validate checks the identifiers and times that ingest requires.
+func (e *ExecutionEvent) Validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"event_id", e.EventID}, {"execution_id", e.ExecutionID}, {"organization_id", e.OrganizationID},
+	} {
+		if _, err := uuid.Parse(f.v); err != nil {
+			return fmt.Errorf("%w: %s is not a UUID", ErrInvalidEvent, f.name)
+		}
+	}
+	if e.ProjectID != "" {
+		if _, err := uuid.Parse(e.ProjectID); err != nil {
+			return fmt.Errorf("%w: project_id is not a UUID", ErrInvalidEvent)
+		}
+	}
+	if e.StartedAt.IsZero() {
+		return fmt.Errorf("%w: missing started_at", ErrInvalidEvent)
+	}
+	if e.Tool.Name == "" || e.Tool.Toolkit == "" {
+		return fmt.Errorf("%w: missing tool", ErrInvalidEvent)
+	}
+	return nil
+}
+
+// UnmarshalExecutionEvent decodes and validates an execution/v1 payload.
+func UnmarshalExecutionEvent(b []byte) (ExecutionEvent, error) {
+	var e ExecutionEvent
+	dec := msgpack.NewDecoder(bytes.NewReader(b))
+	dec.SetCustomStructTag("msgpack")
+	if err := dec.Decode(&e); err != nil {
+		return ExecutionEvent{}, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	if err := e.Validate(); err != nil {
+		return ExecutionEvent{}, err
+	}
+	return e, nil
+}

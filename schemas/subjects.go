@@ -1,0 +1,58 @@
+package schemas
+
+import "strings"
+
+// Stream and subject names of the event stream (CONTRACT.md "Event stream").
+const (
+	StreamEvents = "AUDITRAIL_EVENTS"
+	StreamDLQ    = "AUDITRAIL_DLQ"
+
+	SubjectEventsAll = "auditrail.events.>"
+	SubjectAuditAll  = "auditrail.events.*.audit"
+	SubjectExecAll   = "auditrail.events.*.execution"
+	SubjectDLQAll    = "auditrail.dlq.>"
+
+	KindAudit     = "audit"
+	KindExecution = "execution"
+
+	SchemaAuditV1     = "audit/v1"
+	SchemaExecutionV1 = "execution/v1"
+
+	HeaderMsgID       = "Nats-Msg-Id"
+	HeaderContentType = "Content-Type"
+	HeaderSchema      = "Auditrail-Schema"
+	ContentMsgpack    = "application/msgpack"
+
+	// Headers set on dead letters.
+	HeaderDLQReason    = "Auditrail-Dlq-Reason"
+	HeaderDLQSubject   = "Auditrail-Dlq-Subject"
+	HeaderDLQStreamSeq = "Auditrail-Dlq-Stream-Seq"
+)
+
+// EventSubject is auditrail.events.<org_id>.<kind>.
+func EventSubject(orgID, kind string) string {
+	return "auditrail.events." + orgID + "." + kind
+}
+
+// DLQSubject is the dead-letter subject of a message that arrived on subject:
+// auditrail.dlq.<org_id>.<kind> for event subjects, auditrail.dlq.unknown otherwise.
+func DLQSubject(subject string) string {
+	org, kind, ok := ParseEventSubject(subject)
+	if !ok {
+		return "auditrail.dlq.unknown"
+	}
+	return "auditrail.dlq." + org + "." + kind
+}
+
+// ParseEventSubject splits auditrail.events.<org_id>.<kind>.
+func ParseEventSubject(subject string) (org, kind string, ok bool) {
+	rest, found := strings.CutPrefix(subject, "auditrail.events.")
+	if !found {
+		return "", "", false
+	}
+	org, kind, found = strings.Cut(rest, ".")
+	if !found || org == "" || kind == "" || strings.Contains(kind, ".") {
+		return "", "", false
+	}
+	return org, kind, true
+}
