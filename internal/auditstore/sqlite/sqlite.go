@@ -1,0 +1,280 @@
+// Package sqlite is the embedded audit store (modernc.org/sqlite, pure Go):
+// the default of `auditrail dev`.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+var (
+	//go:embed queries/insert_audit.sql
+	insertAuditSQL string
+	//go:embed queries/list_org.sql
+	listOrgSQL string
+	//go:embed queries/list_project.sql
+	listProjectSQL string
+)
+
+// Store is the SQLite audit store.
+type Store struct {
+	db  *sql.DB
+	now func() time.Time
+}
+
+var _ auditstore.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database file at path and applies the
+// migrations. WAL with synchronous=FULL: a committed batch survives a crash
+// of the process or of the machine.
+func Open(ctx context.Context, path string) (*Store, error) {
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)"} {
+		q.Add("_pragma", p)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	s := &Store{db: db, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := auditstore.LoadMigrations(schemas.SQLiteDDL, "sqlite")
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_ms INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE name = ?`, m.Name).Scan(&n); err != nil {
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, stmt := range m.Statements {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migration %s: %w", m.Name, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (name, applied_ms) VALUES (?, ?) ON CONFLICT DO NOTHING`, m.Name, time.Now().UnixMilli()); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// WriteAudit implements auditstore.Store in one transaction.
+func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	created := s.now().UnixMilli()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite begin: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, insertAuditSQL)
+	if err != nil {
+		return fmt.Errorf("sqlite prepare insert: %w", err)
+	}
+	defer stmt.Close()
+	for i := range events {
+		e := &events[i]
+		var rt any
+		if e.ResourceType != nil {
+			rt = int64(*e.ResourceType)
+		}
+		var data any
+		if e.Data != nil {
+			data = string(e.Data)
+		}
+		if _, err := stmt.ExecContext(ctx,
+			e.OrganizationID.String(), e.EventID.String(), schemas.EntryID(e.EventID).String(),
+			e.Timestamp.UnixMilli(), nullStr(e.ClientIP), int64(e.Action), int64(e.Source), e.DisplayName,
+			nullUUID(e.CustomerID), nullUUID(e.ProjectID), e.PrincipalID, nullStr(e.UserID), e.PrincipalType,
+			rt, nullStr(e.ResourceID), nullStr(e.ResourceDisplay), data, created,
+		); err != nil {
+			return fmt.Errorf("sqlite insert: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite commit: %w", err)
+	}
+	return nil
+}
+
+func nullStr(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func nullUUID(p *uuid.UUID) any {
+	if p == nil {
+		return nil
+	}
+	return p.String()
+}
+
+// ListAudit implements auditstore.Store.
+func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
+	if err := q.Validate(); err != nil {
+		return auditstore.Page{}, err
+	}
+	args := []any{
+		sql.Named("org", q.OrgID.String()),
+		sql.Named("action", enumArg(q.Action)),
+		sql.Named("source", enumArg(q.Source)),
+		sql.Named("resource_type", enumArg(q.ResourceType)),
+		sql.Named("limit", q.Limit+1),
+	}
+	if q.After != nil {
+		args = append(args, sql.Named("after_ts", q.After.Timestamp.UnixMilli()), sql.Named("after_id", q.After.EventID.String()))
+	} else {
+		args = append(args, sql.Named("after_ts", nil), sql.Named("after_id", nil))
+	}
+	query := listOrgSQL
+	if q.ProjectID != nil {
+		query = listProjectSQL
+		args = append(args, sql.Named("project", q.ProjectID.String()))
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return auditstore.Page{}, fmt.Errorf("sqlite list: %w", err)
+	}
+	defer rows.Close()
+	var page auditstore.Page
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return auditstore.Page{}, err
+		}
+		page.Items = append(page.Items, e)
+	}
+	if err := rows.Err(); err != nil {
+		return auditstore.Page{}, fmt.Errorf("sqlite list: %w", err)
+	}
+	if len(page.Items) > q.Limit {
+		page.Items, page.HasMore = page.Items[:q.Limit], true
+	}
+	return page, nil
+}
+
+func enumArg[T ~uint8](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return int64(*p)
+}
+
+func scanEntry(rows *sql.Rows) (schemas.AuditEntry, error) {
+	var (
+		e                                                              schemas.AuditEntry
+		eventID, id, org                                               string
+		tsMS, createdMS, action, source                                int64
+		clientIP, customer, project, user, resID, resDisplay, data, rt sql.NullString
+	)
+	if err := rows.Scan(&eventID, &id, &tsMS, &clientIP, &action, &source, &e.DisplayName, &customer,
+		&org, &project, &e.PrincipalID, &user, &e.PrincipalType, &rt, &resID, &resDisplay, &data, &createdMS); err != nil {
+		return e, fmt.Errorf("sqlite scan: %w", err)
+	}
+	var err error
+	if e.EventID, err = uuid.Parse(eventID); err != nil {
+		return e, fmt.Errorf("stored event_id %q: %w", eventID, err)
+	}
+	if e.ID, err = uuid.Parse(id); err != nil {
+		return e, fmt.Errorf("stored id %q: %w", id, err)
+	}
+	if e.OrganizationID, err = uuid.Parse(org); err != nil {
+		return e, fmt.Errorf("stored organization_id %q: %w", org, err)
+	}
+	e.Timestamp = time.UnixMilli(tsMS).UTC()
+	e.CreatedTime = time.UnixMilli(createdMS).UTC()
+	e.Action = schemas.AuditAction(action)
+	e.Source = schemas.AuditSource(source)
+	e.ClientIP = strPtr(clientIP)
+	e.UserID = strPtr(user)
+	e.ResourceID = strPtr(resID)
+	e.ResourceDisplay = strPtr(resDisplay)
+	if e.CustomerID, err = uuidPtr(customer); err != nil {
+		return e, err
+	}
+	if e.ProjectID, err = uuidPtr(project); err != nil {
+		return e, err
+	}
+	if rt.Valid {
+		var n int
+		if _, err := fmt.Sscan(rt.String, &n); err != nil {
+			return e, fmt.Errorf("stored resource_type %q: %w", rt.String, err)
+		}
+		v := schemas.ResourceType(n)
+		e.ResourceType = &v
+	}
+	if data.Valid {
+		e.Data = []byte(data.String)
+	}
+	return e, nil
+}
+
+func strPtr(n sql.NullString) *string {
+	if !n.Valid {
+		return nil
+	}
+	return &n.String
+}
+
+func uuidPtr(n sql.NullString) (*uuid.UUID, error) {
+	if !n.Valid {
+		return nil, nil
+	}
+	u, err := uuid.Parse(n.String)
+	if err != nil {
+		return nil, fmt.Errorf("stored uuid %q: %w", n.String, err)
+	}
+	return &u, nil
+}
+
+// Ping implements auditstore.Store.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Close implements auditstore.Store.
+func (s *Store) Close() error {
+	if s.db == nil {
+		return errors.New("sqlite store already closed")
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}

@@ -1,0 +1,93 @@
+// Package auditstore is the storage of audit entries: one interface, a
+// conformance suite (storetest) and two backends, clickhouse (at scale) and
+// sqlite (embedded default).
+package auditstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// ErrInvalidQuery is returned for a query that no backend can answer.
+var ErrInvalidQuery = errors.New("invalid query")
+
+// MaxLimit is the largest page a store returns.
+const MaxLimit = 1000
+
+// Store keeps audit entries. Implementations are safe for concurrent use.
+type Store interface {
+	// WriteAudit stores a batch of validated events. It returns nil only after
+	// every event of the batch is durably stored. It is idempotent per
+	// (organization_id, event_id): an event already stored, in this batch or
+	// an earlier one, is stored once, and readers keep seeing the id and
+	// created_time of its first write.
+	WriteAudit(ctx context.Context, events []schemas.AuditEvent) error
+	// ListAudit returns one page of an organization's entries, newest first,
+	// ties broken by event_id descending.
+	ListAudit(ctx context.Context, q Query) (Page, error)
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+	// Close releases the store.
+	Close() error
+}
+
+// Filter narrows a listing; nil fields do not filter.
+type Filter struct {
+	Action       *schemas.AuditAction
+	Source       *schemas.AuditSource
+	ResourceType *schemas.ResourceType
+}
+
+// Key is a position in the newest-first order of an organization's entries.
+type Key struct {
+	Timestamp time.Time
+	EventID   uuid.UUID
+}
+
+// Query selects a page.
+type Query struct {
+	OrgID     uuid.UUID
+	ProjectID *uuid.UUID
+	Filter
+	// After, when set, returns only entries strictly older than this key in
+	// the listing order (keyset pagination).
+	After *Key
+	// Limit is the page size, 1..MaxLimit.
+	Limit int
+}
+
+// Validate checks the query.
+func (q Query) Validate() error {
+	if q.OrgID == uuid.Nil {
+		return fmt.Errorf("%w: organization id is required", ErrInvalidQuery)
+	}
+	if q.Limit < 1 || q.Limit > MaxLimit {
+		return fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalidQuery, q.Limit, MaxLimit)
+	}
+	return nil
+}
+
+// Page is one page of a listing.
+type Page struct {
+	Items []schemas.AuditEntry
+	// HasMore is true when entries older than the last item exist.
+	HasMore bool
+}
+
+// Next is the key after the last item of the page, or nil when there is none.
+func (p Page) Next() *Key {
+	if !p.HasMore || len(p.Items) == 0 {
+		return nil
+	}
+	last := p.Items[len(p.Items)-1]
+	return &Key{Timestamp: last.Timestamp, EventID: last.EventID}
+}
+
+// Millis truncates t to the stored precision (milliseconds, UTC).
+func Millis(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }

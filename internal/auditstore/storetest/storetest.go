@@ -1,0 +1,398 @@
+// Package storetest is the conformance suite that every auditstore backend
+// passes: the same behaviour from SQLite and ClickHouse.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// Opener opens the store of one test location; calling it again reopens the
+// same data (a restart).
+type Opener func(t *testing.T) auditstore.Store
+
+// Factory returns an opener for a fresh, empty location.
+type Factory func(t *testing.T) Opener
+
+// Run runs the conformance suite.
+func Run(t *testing.T, factory Factory) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open Opener)
+	}{
+		{"EmptyOrganization", testEmpty},
+		{"RoundTripEveryField", testRoundTrip},
+		{"NewestFirstTiesByEventID", testOrdering},
+		{"KeysetPagination", testPagination},
+		{"Filters", testFilters},
+		{"TenantIsolation", testIsolation},
+		{"DuplicatesStoredOnce", testDuplicates},
+		{"WalkWhileWriting", testWalkWhileWriting},
+		{"ReopenKeepsData", testReopen},
+		{"InvalidQuery", testInvalidQuery},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, factory(t))
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func mustOpen(t *testing.T, open Opener) auditstore.Store {
+	t.Helper()
+	s := open(t)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// Event returns a minimal valid event of org at ts.
+func Event(org uuid.UUID, ts time.Time) schemas.AuditEvent {
+	return schemas.AuditEvent{
+		EventID: uuid.New(), OrganizationID: org, Timestamp: auditstore.Millis(ts),
+		Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
+		DisplayName: "tester", PrincipalID: "p1", PrincipalType: "ACCOUNT",
+	}
+}
+
+func write(t *testing.T, s auditstore.Store, evs []schemas.AuditEvent) {
+	t.Helper()
+	if err := s.WriteAudit(ctx(t), evs); err != nil {
+		t.Fatalf("WriteAudit: %v", err)
+	}
+}
+
+// all walks every page of q.
+func all(t *testing.T, s auditstore.Store, q auditstore.Query) []schemas.AuditEntry {
+	t.Helper()
+	var out []schemas.AuditEntry
+	for i := 0; ; i++ {
+		if i > 10000 {
+			t.Fatal("pagination does not end")
+		}
+		p, err := s.ListAudit(ctx(t), q)
+		if err != nil {
+			t.Fatalf("ListAudit: %v", err)
+		}
+		if len(p.Items) > q.Limit {
+			t.Fatalf("page of %d items with limit %d", len(p.Items), q.Limit)
+		}
+		out = append(out, p.Items...)
+		if !p.HasMore {
+			return out
+		}
+		if len(p.Items) == 0 {
+			t.Fatal("has_more with an empty page")
+		}
+		q.After = p.Next()
+	}
+}
+
+// sorted returns evs in listing order.
+func sorted(evs []schemas.AuditEvent) []uuid.UUID {
+	c := slices.Clone(evs)
+	slices.SortFunc(c, func(a, b schemas.AuditEvent) int {
+		if d := b.Timestamp.Compare(a.Timestamp); d != 0 {
+			return d
+		}
+		return bytes.Compare(b.EventID[:], a.EventID[:])
+	})
+	ids := make([]uuid.UUID, len(c))
+	for i, e := range c {
+		ids[i] = e.EventID
+	}
+	return ids
+}
+
+func ids(es []schemas.AuditEntry) []uuid.UUID {
+	out := make([]uuid.UUID, len(es))
+	for i, e := range es {
+		out[i] = e.EventID
+	}
+	return out
+}
+
+func testEmpty(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	p, err := s.ListAudit(ctx(t), auditstore.Query{OrgID: uuid.New(), Limit: 50})
+	if err != nil || len(p.Items) != 0 || p.HasMore || p.Next() != nil {
+		t.Fatalf("empty org: %+v %v", p, err)
+	}
+}
+
+func testRoundTrip(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	rt := schemas.ResourceTypeUserConnection
+	full := schemas.AuditEvent{
+		EventID: uuid.New(), Timestamp: time.Date(2026, 11, 21, 10, 4, 5, 123_000_000, time.UTC),
+		ClientIP: schemas.Ptr("2001:db8::1"), Action: schemas.AuditActionDisabled, Source: schemas.AuditSourceDashboard,
+		DisplayName: "Grace — ünïcode", CustomerID: schemas.Ptr(uuid.New()), OrganizationID: org,
+		ProjectID: schemas.Ptr(uuid.New()), PrincipalID: "key_1", UserID: schemas.Ptr("u'1\"; DROP TABLE x"),
+		PrincipalType: "API_KEY", ResourceType: &rt, ResourceID: schemas.Ptr("conn_9"),
+		ResourceDisplay: schemas.Ptr("google"), Data: json.RawMessage(`{"after":{"scopes":["a","b"]},"before":null}`),
+	}
+	minimal := Event(org, full.Timestamp.Add(-time.Second))
+	before := time.Now().Add(-time.Second)
+	write(t, s, []schemas.AuditEvent{full, minimal})
+	after := time.Now().Add(time.Second)
+	got := all(t, s, auditstore.Query{OrgID: org, Limit: 10})
+	if len(got) != 2 {
+		t.Fatalf("got %d entries, want 2", len(got))
+	}
+	for i, want := range []schemas.AuditEvent{full, minimal} {
+		g := got[i]
+		if g.ID != schemas.EntryID(want.EventID) {
+			t.Errorf("id = %s, want EntryID(event_id)", g.ID)
+		}
+		if g.CreatedTime.Before(before) || g.CreatedTime.After(after) {
+			t.Errorf("created_time %s not set at write time", g.CreatedTime)
+		}
+		wantJSON, _ := json.Marshal(want)
+		gotJSON, _ := json.Marshal(g.AuditEvent)
+		if !bytes.Equal(normalize(t, wantJSON), normalize(t, gotJSON)) {
+			t.Errorf("entry %d:\n got %s\nwant %s", i, gotJSON, wantJSON)
+		}
+	}
+}
+
+func normalize(t *testing.T, b []byte) []byte {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(v)
+	return out
+}
+
+func testOrdering(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	base := time.Now().Add(-time.Hour)
+	var evs []schemas.AuditEvent
+	for i := 0; i < 40; i++ {
+		// Several events share each millisecond.
+		evs = append(evs, Event(org, base.Add(time.Duration(i/8)*time.Millisecond)))
+	}
+	rand.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+	write(t, s, evs[:20])
+	write(t, s, evs[20:])
+	for _, limit := range []int{1, 3, 8, 100} {
+		got := ids(all(t, s, auditstore.Query{OrgID: org, Limit: limit}))
+		if !slices.Equal(got, sorted(evs)) {
+			t.Fatalf("limit %d: order differs from (timestamp desc, event_id desc)", limit)
+		}
+	}
+}
+
+func testPagination(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	base := time.Now().Add(-48 * time.Hour)
+	var evs []schemas.AuditEvent
+	for i := 0; i < 250; i++ {
+		evs = append(evs, Event(org, base.Add(time.Duration(rand.IntN(3_000_000))*time.Millisecond*50)))
+	}
+	write(t, s, evs)
+	p, err := s.ListAudit(ctx(t), auditstore.Query{OrgID: org, Limit: 250})
+	if err != nil || len(p.Items) != 250 || p.HasMore {
+		t.Fatalf("exact page: %d items, has_more %v, %v", len(p.Items), p.HasMore, err)
+	}
+	p, err = s.ListAudit(ctx(t), auditstore.Query{OrgID: org, Limit: 249})
+	if err != nil || len(p.Items) != 249 || !p.HasMore {
+		t.Fatalf("short page: %d items, has_more %v, %v", len(p.Items), p.HasMore, err)
+	}
+	got := ids(all(t, s, auditstore.Query{OrgID: org, Limit: 7}))
+	if !slices.Equal(got, sorted(evs)) {
+		t.Fatalf("walk with limit 7: %d items, differs from listing order", len(got))
+	}
+}
+
+func testFilters(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org, p1, p2 := uuid.New(), uuid.New(), uuid.New()
+	now := time.Now()
+	actions := []schemas.AuditAction{schemas.AuditActionCreated, schemas.AuditActionUpdated, schemas.AuditActionDeleted, schemas.AuditActionDisabled}
+	sources := []schemas.AuditSource{schemas.AuditSourceAPI, schemas.AuditSourceCLI, schemas.AuditSourceSystem}
+	types := []schemas.ResourceType{schemas.ResourceTypeProject, schemas.ResourceTypeAPIKey, schemas.ResourceTypeHook}
+	var evs []schemas.AuditEvent
+	for i := 0; i < 120; i++ {
+		e := Event(org, now.Add(-time.Duration(i)*time.Second))
+		e.Action = actions[i%len(actions)]
+		e.Source = sources[i%len(sources)]
+		if i%5 != 0 {
+			rt := types[i%len(types)]
+			e.ResourceType = &rt
+		}
+		switch i % 3 {
+		case 0:
+			e.ProjectID = &p1
+		case 1:
+			e.ProjectID = &p2
+		}
+		evs = append(evs, e)
+	}
+	write(t, s, evs)
+	hook := schemas.ResourceTypeHook
+	upd := schemas.AuditActionUpdated
+	cli := schemas.AuditSourceCLI
+	cases := []struct {
+		name string
+		q    auditstore.Query
+		keep func(e schemas.AuditEvent) bool
+	}{
+		{"none", auditstore.Query{}, func(schemas.AuditEvent) bool { return true }},
+		{"action", auditstore.Query{Filter: auditstore.Filter{Action: &upd}}, func(e schemas.AuditEvent) bool { return e.Action == upd }},
+		{"source", auditstore.Query{Filter: auditstore.Filter{Source: &cli}}, func(e schemas.AuditEvent) bool { return e.Source == cli }},
+		{"resource_type", auditstore.Query{Filter: auditstore.Filter{ResourceType: &hook}}, func(e schemas.AuditEvent) bool {
+			return e.ResourceType != nil && *e.ResourceType == hook
+		}},
+		{"project", auditstore.Query{ProjectID: &p1}, func(e schemas.AuditEvent) bool { return e.ProjectID != nil && *e.ProjectID == p1 }},
+		{"all", auditstore.Query{ProjectID: &p2, Filter: auditstore.Filter{Action: &upd, Source: &cli, ResourceType: &hook}}, func(e schemas.AuditEvent) bool {
+			return e.ProjectID != nil && *e.ProjectID == p2 && e.Action == upd && e.Source == cli && e.ResourceType != nil && *e.ResourceType == hook
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var want []schemas.AuditEvent
+			for _, e := range evs {
+				if c.keep(e) {
+					want = append(want, e)
+				}
+			}
+			q := c.q
+			q.OrgID, q.Limit = org, 4
+			got := ids(all(t, s, q))
+			if !slices.Equal(got, sorted(want)) {
+				t.Fatalf("got %d entries, want %d", len(got), len(want))
+			}
+		})
+	}
+}
+
+func testIsolation(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	a, b := uuid.New(), uuid.New()
+	ea, eb := Event(a, time.Now()), Event(b, time.Now())
+	// The same event_id in two organizations is two entries.
+	eb.EventID = ea.EventID
+	write(t, s, []schemas.AuditEvent{ea, eb, Event(b, time.Now())})
+	if n := len(all(t, s, auditstore.Query{OrgID: a, Limit: 10})); n != 1 {
+		t.Fatalf("org a sees %d entries, want 1", n)
+	}
+	if n := len(all(t, s, auditstore.Query{OrgID: b, Limit: 10})); n != 2 {
+		t.Fatalf("org b sees %d entries, want 2", n)
+	}
+	if n := len(all(t, s, auditstore.Query{OrgID: uuid.New(), Limit: 10})); n != 0 {
+		t.Fatalf("unknown org sees %d entries", n)
+	}
+}
+
+func testDuplicates(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	var evs []schemas.AuditEvent
+	for i := 0; i < 30; i++ {
+		evs = append(evs, Event(org, time.Now().Add(-time.Duration(i)*time.Minute)))
+	}
+	// Duplicates inside one batch.
+	write(t, s, append(slices.Clone(evs[:20]), evs[:5]...))
+	first := all(t, s, auditstore.Query{OrgID: org, Limit: 100})
+	time.Sleep(20 * time.Millisecond)
+	// Redelivery of old events alongside new ones, twice.
+	write(t, s, evs[10:])
+	write(t, s, evs)
+	got := all(t, s, auditstore.Query{OrgID: org, Limit: 7})
+	if !slices.Equal(ids(got), sorted(evs)) {
+		t.Fatalf("got %d entries after redelivery, want %d once each", len(got), len(evs))
+	}
+	firstByID := map[uuid.UUID]schemas.AuditEntry{}
+	for _, e := range first {
+		firstByID[e.EventID] = e
+	}
+	for _, e := range got {
+		if f, ok := firstByID[e.EventID]; ok {
+			if f.ID != e.ID || !f.CreatedTime.Equal(e.CreatedTime) {
+				t.Fatalf("event %s: id/created_time changed on redelivery: %s %s -> %s %s", e.EventID, f.ID, f.CreatedTime, e.ID, e.CreatedTime)
+			}
+		}
+	}
+}
+
+func testWalkWhileWriting(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	base := time.Now().Add(-time.Hour)
+	var evs []schemas.AuditEvent
+	for i := 0; i < 60; i++ {
+		evs = append(evs, Event(org, base.Add(time.Duration(i)*time.Second)))
+	}
+	write(t, s, evs)
+	q := auditstore.Query{OrgID: org, Limit: 10}
+	var got []uuid.UUID
+	for {
+		p, err := s.ListAudit(ctx(t), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ids(p.Items)...)
+		// Newer events arrive during the walk; they belong before the cursor.
+		write(t, s, []schemas.AuditEvent{Event(org, time.Now())})
+		if !p.HasMore {
+			break
+		}
+		q.After = p.Next()
+	}
+	if !slices.Equal(got, sorted(evs)) {
+		t.Fatalf("walk saw %d entries, want exactly the %d that existed at its start", len(got), len(evs))
+	}
+}
+
+func testReopen(t *testing.T, open Opener) {
+	s := open(t)
+	org := uuid.New()
+	evs := []schemas.AuditEvent{Event(org, time.Now()), Event(org, time.Now().Add(-time.Second))}
+	write(t, s, evs)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := mustOpen(t, open) // migrations run again on an existing schema
+	got := all(t, s2, auditstore.Query{OrgID: org, Limit: 10})
+	if !slices.Equal(ids(got), sorted(evs)) {
+		t.Fatalf("after reopen: %d entries", len(got))
+	}
+	if err := s2.Ping(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testInvalidQuery(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	for _, q := range []auditstore.Query{
+		{Limit: 10},
+		{OrgID: uuid.New(), Limit: 0},
+		{OrgID: uuid.New(), Limit: auditstore.MaxLimit + 1},
+	} {
+		_, err := s.ListAudit(ctx(t), q)
+		if err == nil || !strings.Contains(fmt.Sprint(err), "invalid query") {
+			t.Errorf("query %+v: err = %v, want ErrInvalidQuery", q, err)
+		}
+	}
+}

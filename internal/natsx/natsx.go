@@ -1,0 +1,175 @@
+// Package natsx holds the NATS plumbing shared by every role: the embedded
+// JetStream server of `auditrail dev` and tests, and the idempotent creation
+// of the event and dead-letter streams.
+package natsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// ErrInvalidOption wraps every configuration error of this package.
+var ErrInvalidOption = errors.New("invalid option")
+
+// ServerConfig configures the embedded NATS server.
+type ServerConfig struct {
+	// Listen is host:port of the client listener; port 0 or -1 picks a free one.
+	Listen string
+	// StoreDir holds the JetStream file store.
+	StoreDir string
+	// ReadyTimeout bounds start-up.
+	ReadyTimeout time.Duration
+}
+
+// DefaultServerConfig returns the defaults of `auditrail dev`.
+func DefaultServerConfig() ServerConfig {
+	return ServerConfig{Listen: "127.0.0.1:4222", StoreDir: "./data/jetstream", ReadyTimeout: 10 * time.Second}
+}
+
+// Validate checks the configuration.
+func (c ServerConfig) Validate() error {
+	if c.StoreDir == "" {
+		return fmt.Errorf("%w: nats store dir is empty", ErrInvalidOption)
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("%w: nats listen %q: %v", ErrInvalidOption, c.Listen, err)
+	}
+	if c.ReadyTimeout <= 0 {
+		return fmt.Errorf("%w: nats ready timeout must be positive", ErrInvalidOption)
+	}
+	return nil
+}
+
+// StartServer starts an embedded nats-server with JetStream on disk and waits
+// until it accepts connections.
+func StartServer(cfg ServerConfig) (*server.Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	host, portStr, _ := net.SplitHostPort(cfg.Listen)
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: nats port %q", ErrInvalidOption, portStr)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName: "auditrail-dev",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		NoSigs:     true,
+		NoLog:      true,
+		MaxPayload: 8 << 20,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("nats server: %w", err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(cfg.ReadyTimeout) {
+		s.Shutdown()
+		return nil, fmt.Errorf("nats server not ready after %s", cfg.ReadyTimeout)
+	}
+	return s, nil
+}
+
+// Connect dials url with reconnects that never give up, logging state changes.
+func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
+	nc, err := nats.Connect(url,
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect nats %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// StreamConfig sets the retention of the event streams.
+type StreamConfig struct {
+	// Duplicates is the JetStream dedup window (Nats-Msg-Id); at least 10 minutes.
+	Duplicates time.Duration
+	// MaxAge of events in AUDITRAIL_EVENTS; 0 keeps them until limits say otherwise.
+	MaxAge time.Duration
+	// Replicas for clustered deployments.
+	Replicas int
+}
+
+// DefaultStreamConfig returns a 20-minute dedup window, unlimited age, one replica.
+func DefaultStreamConfig() StreamConfig {
+	return StreamConfig{Duplicates: 20 * time.Minute, Replicas: 1}
+}
+
+// MinDuplicates is the shortest dedup window accepted.
+const MinDuplicates = 10 * time.Minute
+
+// Validate checks the configuration.
+func (c StreamConfig) Validate() error {
+	if c.Duplicates < MinDuplicates {
+		return fmt.Errorf("%w: duplicate window %s is shorter than %s", ErrInvalidOption, c.Duplicates, MinDuplicates)
+	}
+	if c.MaxAge != 0 && c.MaxAge < c.Duplicates {
+		return fmt.Errorf("%w: max age %s is shorter than the duplicate window", ErrInvalidOption, c.MaxAge)
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return fmt.Errorf("%w: replicas %d not in 1..5", ErrInvalidOption, c.Replicas)
+	}
+	return nil
+}
+
+// EnsureStreams creates AUDITRAIL_EVENTS and AUDITRAIL_DLQ, or updates them to
+// cfg. Calling it again with the same config changes nothing.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	streams := []jetstream.StreamConfig{
+		{
+			Name:        schemas.StreamEvents,
+			Description: "auditrail audit and execution events",
+			Subjects:    []string{schemas.SubjectEventsAll},
+			Storage:     jetstream.FileStorage,
+			Retention:   jetstream.LimitsPolicy,
+			Duplicates:  cfg.Duplicates,
+			MaxAge:      cfg.MaxAge,
+			Replicas:    cfg.Replicas,
+			Discard:     jetstream.DiscardOld,
+		},
+		{
+			Name:        schemas.StreamDLQ,
+			Description: "auditrail events that ingest could not decode or accept",
+			Subjects:    []string{schemas.SubjectDLQAll},
+			Storage:     jetstream.FileStorage,
+			Retention:   jetstream.LimitsPolicy,
+			Duplicates:  cfg.Duplicates,
+			Replicas:    cfg.Replicas,
+		},
+	}
+	for _, sc := range streams {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("ensure stream %s: %w", sc.Name, err)
+		}
+	}
+	return nil
+}
