@@ -237,12 +237,12 @@ func enumArg[T ~uint8](p *T) int {
 
 func scanEntry(rows driver.Rows) (schemas.AuditEntry, error) {
 	var (
-		e                                                           schemas.AuditEntry
-		eventID, id, org                                            string
-		tsMS, createdMS                                             int64
-		action, source                                              uint8
+		e                                                          schemas.AuditEntry
+		eventID, id, org                                           string
+		tsMS, createdMS                                            int64
+		action, source                                             uint8
 		clientIP, customer, project, user, resID, resDisplay, data *string
-		rt                                                          *uint8
+		rt                                                         *uint8
 	)
 	if err := rows.Scan(&eventID, &id, &tsMS, &clientIP, &action, &source, &e.DisplayName, &customer,
 		&org, &project, &e.PrincipalID, &user, &e.PrincipalType, &rt, &resID, &resDisplay, &data, &createdMS); err != nil {
