@@ -1,0 +1,469 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+		"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
+	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+type backend struct {
+	name string
+	open func(t *testing.T) auditstore.Store
+}
+
+func backends() []backend {
+	return []backend{
+		{"sqlite", func(t *testing.T) auditstore.Store {
+			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"clickhouse", func(t *testing.T) auditstore.Store {
+			s, err := clickhouse.Open(context.Background(), testenv.ClickHouse(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+	}
+}
+
+func testConfig() ingest.Config {
+	cfg := ingest.DefaultConfig()
+	cfg.BatchSize = 500
+	cfg.MaxAckPending = 2000
+	cfg.FlushInterval = 50 * time.Millisecond
+	cfg.RetryMin = 20 * time.Millisecond
+	cfg.RetryMax = 200 * time.Millisecond
+	cfg.DrainTimeout = time.Second
+	return cfg
+}
+
+func event(org uuid.UUID, ts time.Time) *schemas.AuditEvent {
+	return &schemas.AuditEvent{EventID: uuid.New(), OrganizationID: org, Timestamp: auditstore.Millis(ts),
+		Action: schemas.AuditActionUpdated, Source: schemas.AuditSourceSDK, DisplayName: "svc", PrincipalID: "p", PrincipalType: "SERVICE"}
+}
+
+// runIngester runs an ingester until the test ends; it returns a func that
+// stops it and waits.
+func runIngester(t *testing.T, nc *nats.Conn, store ingest.AuditWriter, cfg ingest.Config) (*ingest.Ingester[schemas.AuditEvent], func()) {
+	t.Helper()
+	in, err := ingest.NewAudit(nc, store, cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					t.Errorf("ingester: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("ingester did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return in, stop
+}
+
+// listAll returns every entry of org.
+func listAll(t *testing.T, s auditstore.Store, org uuid.UUID) []schemas.AuditEntry {
+	t.Helper()
+	var out []schemas.AuditEntry
+	q := auditstore.Query{OrgID: org, Limit: auditstore.MaxLimit}
+	for {
+		p, err := s.ListAudit(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p.Items...)
+		if !p.HasMore {
+			return out
+		}
+		q.After = p.Next()
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkExactlyOnce asserts that org holds exactly the events want, once each.
+func checkExactlyOnce(t *testing.T, s auditstore.Store, org uuid.UUID, want []*schemas.AuditEvent) []schemas.AuditEntry {
+	t.Helper()
+	got := listAll(t, s, org)
+	seen := map[uuid.UUID]int{}
+	for _, e := range got {
+		seen[e.EventID]++
+		if e.ID != schemas.EntryID(e.EventID) {
+			t.Fatalf("entry %s has id %s", e.EventID, e.ID)
+		}
+	}
+	for _, e := range want {
+		if seen[e.EventID] != 1 {
+			t.Fatalf("event %s stored %d times", e.EventID, seen[e.EventID])
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("org holds %d entries, want %d", len(got), len(want))
+	}
+	return got
+}
+
+func publish(t *testing.T, p *producers.Publisher, evs []*schemas.AuditEvent) {
+	t.Helper()
+	batch := make([]producers.Event, len(evs))
+	for i, e := range evs {
+		batch[i] = e
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.PublishBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// publishRaw publishes without Nats-Msg-Id, as a careless producer would.
+func publishRaw(t *testing.T, js jetstream.JetStream, subject string, data []byte, hdr nats.Header) {
+	t.Helper()
+	m := nats.NewMsg(subject)
+	m.Data = data
+	for k, v := range hdr {
+		m.Header[k] = v
+	}
+	if _, err := js.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newPublisher(t *testing.T, nc *nats.Conn) *producers.Publisher {
+	p, err := producers.New(nc, producers.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func consumerPending(t *testing.T, js jetstream.JetStream, durable string) (ackPending int, numPending uint64) {
+	c, err := js.Consumer(context.Background(), schemas.StreamEvents, durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.NumAckPending, info.NumPending
+}
+
+func TestIngestExactlyOnce(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			store := b.open(t)
+			_, nc, js := testenv.NATS(t)
+			pub := newPublisher(t, nc)
+			cfg := testConfig()
+			in, _ := runIngester(t, nc, store, cfg)
+
+			orgs := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+			byOrg := map[uuid.UUID][]*schemas.AuditEvent{}
+			var all []*schemas.AuditEvent
+			for i := 0; i < 3000; i++ {
+				org := orgs[i%3]
+				e := event(org, time.Now().Add(-time.Duration(i)*time.Millisecond))
+				byOrg[org] = append(byOrg[org], e)
+				all = append(all, e)
+			}
+			publish(t, pub, all)
+			// The producer retries: JetStream drops these by Nats-Msg-Id.
+			publish(t, pub, all[:500])
+			// A producer re-publishes without Nats-Msg-Id: the store folds them.
+			for _, e := range all[1000:1100] {
+				b, _ := e.Marshal()
+				publishRaw(t, js, e.Subject(), b, nil)
+			}
+			waitFor(t, 30*time.Second, "all events received", func() bool { return in.Stats().Received >= 3100 })
+			waitFor(t, 10*time.Second, "all acked", func() bool {
+				ack, pending := consumerPending(t, js, cfg.Durable)
+				return ack == 0 && pending == 0
+			})
+			for _, org := range orgs {
+				checkExactlyOnce(t, store, org, byOrg[org])
+			}
+			if st := in.Stats(); st.DeadLettered != 0 || st.Stored != 3100 {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+func TestPoisonMessagesGoToDLQ(t *testing.T) {
+	store := backends()[0].open(t)
+	_, nc, js := testenv.NATS(t)
+	pub := newPublisher(t, nc)
+	cfg := testConfig()
+	in, _ := runIngester(t, nc, store, cfg)
+
+	org := uuid.New()
+	subject := schemas.EventSubject(org.String(), schemas.KindAudit)
+	good := []*schemas.AuditEvent{event(org, time.Now()), event(org, time.Now())}
+	valid := func(mut func(m map[string]any)) []byte {
+		m := map[string]any{"event_id": uuid.NewString(), "organization_id": org.String(), "timestamp": time.Now(),
+			"action": "AUDIT_ACTION_CREATED", "source": "AUDIT_SOURCE_API"}
+		mut(m)
+		b, _ := msgpack.Marshal(m)
+		return b
+	}
+	poison := []struct {
+		name   string
+		data   []byte
+		hdr    nats.Header
+		reason string
+	}{
+		{"garbage", []byte("\xc1not msgpack"), nil, "cannot decode"},
+		{"missing event_id", valid(func(m map[string]any) { delete(m, "event_id") }), nil, "missing event_id"},
+		{"missing organization_id", valid(func(m map[string]any) { delete(m, "organization_id") }), nil, "missing organization_id"},
+		{"missing timestamp", valid(func(m map[string]any) { delete(m, "timestamp") }), nil, "missing timestamp"},
+		{"unknown enum", valid(func(m map[string]any) { m["action"] = "AUDIT_ACTION_BOGUS" }), nil, "unknown enum"},
+		{"org of another tenant", valid(func(m map[string]any) { m["organization_id"] = uuid.NewString() }), nil, "does not match subject"},
+		{"wrong schema", valid(func(map[string]any) {}), nats.Header{"Auditrail-Schema": []string{"execution/v1"}}, "schema"},
+	}
+	publish(t, pub, good[:1])
+	for _, p := range poison {
+		publishRaw(t, js, subject, p.data, p.hdr)
+	}
+	publish(t, pub, good[1:])
+
+	waitFor(t, 20*time.Second, "all messages handled", func() bool { return in.Stats().Received >= uint64(len(poison)+2) })
+	waitFor(t, 10*time.Second, "all acked", func() bool { ack, pending := consumerPending(t, js, cfg.Durable); return ack == 0 && pending == 0 })
+	checkExactlyOnce(t, store, org, good)
+
+	dlq, err := js.Stream(context.Background(), schemas.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := dlq.Info(context.Background())
+	if info.State.Msgs != uint64(len(poison)) {
+		t.Fatalf("DLQ holds %d messages, want %d", info.State.Msgs, len(poison))
+	}
+	for i, p := range poison {
+		m, err := dlq.GetMsg(context.Background(), uint64(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Data) != string(p.data) {
+			t.Errorf("%s: DLQ payload differs from the original", p.name)
+		}
+		reason := m.Header.Get(schemas.HeaderDLQReason)
+		if !contains(reason, p.reason) {
+			t.Errorf("%s: reason %q does not mention %q", p.name, reason, p.reason)
+		}
+		if m.Header.Get(schemas.HeaderDLQSubject) != subject || m.Subject != "auditrail.dlq."+org.String()+".audit" {
+			t.Errorf("%s: subject %s / original %s", p.name, m.Subject, m.Header.Get(schemas.HeaderDLQSubject))
+		}
+	}
+	if st := in.Stats(); st.DeadLettered != uint64(len(poison)) {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// crashingStore commits a batch, then kills the ingester's connection before
+// it can acknowledge: a crash between the store commit and the ack.
+type crashingStore struct {
+	ingest.AuditWriter
+	nc      *nats.Conn
+	crashed atomic.Bool
+}
+
+func (c *crashingStore) WriteAudit(ctx context.Context, evs []schemas.AuditEvent) error {
+	if err := c.AuditWriter.WriteAudit(ctx, evs); err != nil {
+		return err
+	}
+	if c.crashed.CompareAndSwap(false, true) {
+		c.nc.Close()
+	}
+	if c.crashed.Load() {
+		// A dead process does nothing more.
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func TestCrashAfterCommitBeforeAck(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			store := b.open(t)
+			srv, nc, js := testenv.NATS(t)
+			cfg := testConfig()
+			cfg.AckWait = 1 * time.Second
+			cfg.FlushInterval = 200 * time.Millisecond
+
+			org := uuid.New()
+			var evs []*schemas.AuditEvent
+			for i := 0; i < 1200; i++ {
+				evs = append(evs, event(org, time.Now().Add(-time.Duration(i)*time.Second)))
+			}
+			publish(t, newPublisher(t, nc), evs)
+
+			nc1, err := nats.Connect(srv.ClientURL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			crash := &crashingStore{AuditWriter: store, nc: nc1}
+			in1, stop1 := runIngester(t, nc1, crash, cfg)
+			waitFor(t, 20*time.Second, "the crash", func() bool { return crash.crashed.Load() })
+			stop1()
+			if in1.Stats().Batches != 0 {
+				t.Fatalf("the crashed ingester acknowledged %d batches", in1.Stats().Batches)
+			}
+			firstWrite := listAll(t, store, org)
+			if len(firstWrite) == 0 {
+				t.Fatal("nothing committed before the crash")
+			}
+
+			nc2, err := nats.Connect(srv.ClientURL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc2.Close()
+			runIngester(t, nc2, store, cfg)
+			waitFor(t, 30*time.Second, "redelivery and ack", func() bool {
+				ack, pending := consumerPending(t, js, cfg.Durable)
+				return ack == 0 && pending == 0
+			})
+			got := checkExactlyOnce(t, store, org, evs)
+			before := map[uuid.UUID]schemas.AuditEntry{}
+			for _, e := range firstWrite {
+				before[e.EventID] = e
+			}
+			for _, e := range got {
+				if f, ok := before[e.EventID]; ok && (f.ID != e.ID || !f.CreatedTime.Equal(e.CreatedTime)) {
+					t.Fatalf("redelivered event %s changed: %v/%v -> %v/%v", e.EventID, f.ID, f.CreatedTime, e.ID, e.CreatedTime)
+				}
+			}
+		})
+	}
+}
+
+func TestClickHouseOutageMidStream(t *testing.T) {
+	chSrv, dsn := testenv.ClickHouseDedicated(t)
+	store, err := clickhouse.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	_, nc, js := testenv.NATS(t)
+	pub := newPublisher(t, nc)
+	cfg := testConfig()
+	cfg.AckWait = 2 * time.Second // shorter than the outage: held batches must be kept alive
+	in, _ := runIngester(t, nc, store, cfg)
+
+	org := uuid.New()
+	var evs []*schemas.AuditEvent
+	for i := 0; i < 20_000; i++ {
+		evs = append(evs, event(org, time.Now().Add(-time.Duration(i)*time.Millisecond)))
+	}
+	publish(t, pub, evs[:5000])
+	waitFor(t, 30*time.Second, "first events stored", func() bool { return in.Stats().Stored >= 1000 })
+
+	chSrv.Kill()
+	publish(t, pub, evs[5000:])
+	waitFor(t, 30*time.Second, "retries during the outage", func() bool { return in.Stats().Retries >= 3 })
+	time.Sleep(3 * time.Second) // longer than AckWait
+	if err := chSrv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "recovery", func() bool {
+		ack, pending := consumerPending(t, js, cfg.Durable)
+		return ack == 0 && pending == 0 && in.Stats().Stored >= uint64(len(evs))
+	})
+	checkExactlyOnce(t, store, org, evs)
+	t.Logf("stats after outage: %+v", in.Stats())
+}
+
+func TestGracefulStopCommitsBatchInHand(t *testing.T) {
+	store := backends()[0].open(t)
+	_, nc, js := testenv.NATS(t)
+	cfg := testConfig()
+	cfg.FlushInterval = 20 * time.Second // the batch would wait long without a stop
+	cfg.AckWait = 30 * time.Second
+	in, stop := runIngester(t, nc, store, cfg)
+	waitFor(t, 10*time.Second, "ingester ready", in.Ready)
+	org := uuid.New()
+	evs := []*schemas.AuditEvent{event(org, time.Now()), event(org, time.Now())}
+	publish(t, newPublisher(t, nc), evs)
+	waitFor(t, 10*time.Second, "events received", func() bool {
+		ack, _ := consumerPending(t, js, cfg.Durable)
+		return ack == 2
+	})
+	stop()
+	checkExactlyOnce(t, store, org, evs)
+	if ack, _ := consumerPending(t, js, cfg.Durable); ack != 0 {
+		t.Fatalf("%d messages left unacknowledged after a graceful stop", ack)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	mut := []func(c *ingest.Config){
+		func(c *ingest.Config) { c.Durable = "" },
+		func(c *ingest.Config) { c.BatchSize = 0 },
+		func(c *ingest.Config) { c.MaxAckPending = c.BatchSize },
+		func(c *ingest.Config) { c.FlushInterval = 0 },
+		func(c *ingest.Config) { c.AckWait = c.FlushInterval },
+		func(c *ingest.Config) { c.RetryMax = c.RetryMin / 2 },
+		func(c *ingest.Config) { c.DrainTimeout = 0 },
+	}
+	for i, m := range mut {
+		c := ingest.DefaultConfig()
+		m(&c)
+		if err := c.Validate(); !errors.Is(err, ingest.ErrInvalidOption) {
+			t.Errorf("case %d: %v", i, err)
+		}
+	}
+	if err := ingest.DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
