@@ -1,0 +1,325 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/auditrail once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "auditrail-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "auditrail")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// devProc is a running `auditrail dev`.
+type devProc struct {
+	cmd    *exec.Cmd
+	http   string
+	nats   string
+	stdout *lockedBuf
+	stderr *lockedBuf
+	exited chan error
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func startDev(t *testing.T, data string, extra ...string) *devProc {
+	t.Helper()
+	hp, _ := testenv.FreePort()
+	np, _ := testenv.FreePort()
+	p := &devProc{http: fmt.Sprintf("127.0.0.1:%d", hp), nats: fmt.Sprintf("127.0.0.1:%d", np),
+		stdout: &lockedBuf{}, stderr: &lockedBuf{}, exited: make(chan error, 1)}
+	args := append([]string{"dev", "--data", data, "--http", p.http, "--nats-listen", p.nats, "--flush-interval", "100ms"}, extra...)
+	p.cmd = exec.Command(binary(t), args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("dev stdout:\n%s\ndev stderr:\n%s", p.stdout, p.stderr)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.http + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		select {
+		case err := <-p.exited:
+			t.Fatalf("dev exited at start: %v\n%s", err, p.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dev not healthy after 30s\n%s", p.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and expects exit status 0.
+func (p *devProc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("dev exited with %v after SIGTERM\n%s", err, p.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev did not exit within 30s of SIGTERM")
+	}
+}
+
+type listResp struct {
+	Code int    `json:"code"`
+	Msg  string `json:"msg"`
+	Data *struct {
+		Items      []map[string]any `json:"items"`
+		HasMore    bool             `json:"has_more"`
+		NextCursor *string          `json:"next_cursor"`
+	} `json:"data"`
+}
+
+func get(t *testing.T, base, path, key string) (int, listResp, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+base+path, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var lr listResp
+	if err := json.Unmarshal(body, &lr); err != nil {
+		t.Fatalf("GET %s: %d, body is not JSON: %s", path, resp.StatusCode, body)
+	}
+	if lr.Code != resp.StatusCode {
+		t.Fatalf("GET %s: body code %d != status %d", path, lr.Code, resp.StatusCode)
+	}
+	return resp.StatusCode, lr, resp.Header
+}
+
+func emit(t *testing.T, natsAddr string, org uuid.UUID, count int) {
+	t.Helper()
+	out, err := exec.Command(binary(t), "emit", "--nats-url", "nats://"+natsAddr, "--org", org.String(), "--count", fmt.Sprint(count), "--batch", "250").CombinedOutput()
+	if err != nil {
+		t.Fatalf("emit: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), fmt.Sprintf("emitted %d events", count)) {
+		t.Fatalf("emit output: %s", out)
+	}
+}
+
+// walk pages through a listing and returns the event ids in order.
+func walk(t *testing.T, base, path, key string, limit int) []string {
+	t.Helper()
+	var ids []string
+	cursor := ""
+	for i := 0; i < 1000; i++ {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		p := fmt.Sprintf("%s%slimit=%d", path, sep, limit)
+		if cursor != "" {
+			p += "&cursor=" + url.QueryEscape(cursor)
+		}
+		code, lr, _ := get(t, base, p, key)
+		if code != 200 {
+			t.Fatalf("GET %s: %d %s", p, code, lr.Msg)
+		}
+		for _, it := range lr.Data.Items {
+			ids = append(ids, it["event_id"].(string))
+		}
+		if !lr.Data.HasMore {
+			if lr.Data.NextCursor != nil {
+				t.Fatal("next_cursor present with has_more false")
+			}
+			return ids
+		}
+		cursor = *lr.Data.NextCursor
+	}
+	t.Fatal("walk did not end")
+	return nil
+}
+
+var keyRe = regexp.MustCompile(`ark_[A-Za-z0-9_-]+`)
+
+func TestDevEndToEnd(t *testing.T) {
+	data := t.TempDir()
+	p := startDev(t, data)
+	key := keyRe.FindString(p.stdout.String())
+	if key == "" {
+		t.Fatalf("no bootstrap key printed:\n%s", p.stdout)
+	}
+	org := uuid.New()
+	emit(t, p.nats, org, 1200)
+
+	path := "/api/v1/orgs/" + org.String() + "/audit_logs"
+	var ids []string
+	deadline := time.Now().Add(20 * time.Second)
+	for len(ids) < 1200 && time.Now().Before(deadline) {
+		ids = walk(t, p.http, path, key, 100)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(ids) != 1200 {
+		t.Fatalf("listed %d events, want 1200", len(ids))
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("event %s listed twice", id)
+		}
+		seen[id] = true
+	}
+
+	// Default limit, envelope, every field present.
+	code, lr, _ := get(t, p.http, path, key)
+	if code != 200 || lr.Msg == "" || len(lr.Data.Items) != 50 || !lr.Data.HasMore {
+		t.Fatalf("default page: %d %q %d items has_more=%v", code, lr.Msg, len(lr.Data.Items), lr.Data.HasMore)
+	}
+	for _, f := range []string{"id", "event_id", "timestamp", "client_ip", "action", "source", "display_name", "customer_id",
+		"organization_id", "project_id", "principal_id", "user_id", "principal_type", "resource_type", "resource_id",
+		"resource_display", "data", "created_time"} {
+		if _, ok := lr.Data.Items[0][f]; !ok {
+			t.Errorf("item lacks field %q", f)
+		}
+	}
+	if ts := lr.Data.Items[0]["timestamp"].(string); !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(ts) {
+		t.Errorf("timestamp %q is not UTC with milliseconds", ts)
+	}
+
+	// Filters narrow and page consistently.
+	filtered := walk(t, p.http, path+"?action=AUDIT_ACTION_CREATED&resource_type=RESOURCE_TYPE_HOOK", key, 7)
+	if len(filtered) == 0 || len(filtered) >= 1200 {
+		t.Fatalf("filter returned %d", len(filtered))
+	}
+	projectID := lr.Data.Items[0]["project_id"]
+	for _, it := range lr.Data.Items {
+		if it["project_id"] != nil {
+			projectID = it["project_id"]
+			break
+		}
+	}
+	proj := walk(t, p.http, fmt.Sprintf("/api/v1/orgs/%s/projects/%s/audit_logs", org, projectID), key, 100)
+	if len(proj) == 0 || len(proj) >= 1200 {
+		t.Fatalf("project listing returned %d", len(proj))
+	}
+
+	// Errors.
+	for _, c := range []struct {
+		path, key string
+		code      int
+		msg       string
+	}{
+		{path, "", 401, "bearer"},
+		{path, "wrong-key-wrong-key", 401, "invalid"},
+		{"/api/v1/orgs/not-a-uuid/audit_logs", key, 400, "org_id"},
+		{path + "?limit=0", key, 400, "limit"},
+		{path + "?limit=101", key, 400, "limit"},
+		{path + "?limit=ten", key, 400, "limit"},
+		{path + "?action=CREATED", key, 400, "action"},
+		{path + "?source=AUDIT_SOURCE_X", key, 400, "source"},
+		{path + "?resource_type=nope", key, 400, "resource_type"},
+		{path + "?cursor=garbage", key, 400, "cursor"},
+		{"/api/v1/nothing", key, 404, "no route"},
+	} {
+		code, lr, _ := get(t, p.http, c.path, c.key)
+		if code != c.code || !strings.Contains(lr.Msg, c.msg) || lr.Data != nil {
+			t.Errorf("GET %s: %d %q, want %d naming %q", c.path, code, lr.Msg, c.code, c.msg)
+		}
+	}
+	// A cursor replayed with other filters is refused.
+	_, first, _ := get(t, p.http, path+"?limit=5", key)
+	code, lr, _ = get(t, p.http, path+"?limit=5&source=AUDIT_SOURCE_CLI&cursor="+url.QueryEscape(*first.Data.NextCursor), key)
+	if code != 400 || !strings.Contains(lr.Msg, "cursor") {
+		t.Errorf("cursor with other filters: %d %s", code, lr.Msg)
+	}
+
+	// SIGTERM drains and exits 0; a restart on the same data keeps everything,
+	// including the bootstrap key.
+	p.stop(t)
+	p2 := startDev(t, data)
+	if keyRe.MatchString(p2.stdout.String()) {
+		t.Error("restart printed a new bootstrap key")
+	}
+	again := walk(t, p2.http, path, key, 100)
+	if len(again) != 1200 {
+		t.Fatalf("after restart: %d events", len(again))
+	}
+	org2 := uuid.New()
+	emit(t, p2.nats, org2, 10)
+	deadline = time.Now().Add(10 * time.Second)
+	for len(walk(t, p2.http, "/api/v1/orgs/"+org2.String()+"/audit_logs", key, 100)) != 10 {
+		if time.Now().After(deadline) {
+			t.Fatal("events after restart not ingested")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p2.stop(t)
+}

@@ -1,0 +1,69 @@
+// Command auditrail is the single binary of auditrail: every role and tool
+// is a subcommand.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name  string
+	short string
+	run   func(ctx context.Context, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"dev", "run every role in one process on embedded defaults", runDev},
+		{"ingest", "consume events from JetStream into the audit store (production role)", runIngest},
+		{"query", "serve the audit API (production role)", runQuery},
+		{"emit", "publish synthetic audit events", runEmit},
+		{"bench", "run the benchmarks and print figures beside their references", runBench},
+	}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: auditrail <command> [flags]\n\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.short)
+	}
+	fmt.Fprintf(os.Stderr, "\nRun 'auditrail <command> -h' for the flags of a command; every flag has an AUDITRAIL_… environment twin.\n")
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, c := range commands() {
+		if c.name == os.Args[1] {
+			err := c.run(ctx, os.Args[2:])
+			if errors.Is(err, flag.ErrHelp) {
+				return
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "auditrail %s: %v\n", c.name, err)
+				var ue usageError
+				if errors.As(err, &ue) {
+					os.Exit(2)
+				}
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "auditrail: unknown command %q\n\n", os.Args[1])
+	usage()
+	os.Exit(2)
+}

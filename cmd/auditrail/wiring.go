@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
+	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
+	"github.com/auditrail/auditrail/query"
+)
+
+// openStore opens ClickHouse when dsn is set, else the SQLite file in dataDir.
+func openStore(ctx context.Context, dsn, dataDir string, log *slog.Logger) (auditstore.Store, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if dsn != "" {
+		s, err := clickhouse.Open(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("audit store: clickhouse", "dsn", redactDSN(dsn))
+		return s, nil
+	}
+	path := filepath.Join(dataDir, "audit.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("audit store: sqlite", "path", path)
+	return s, nil
+}
+
+// redactDSN hides a password in a DSN for logs.
+func redactDSN(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return dsn
+	}
+	creds := dsn[scheme+3 : at]
+	if user, _, ok := strings.Cut(creds, ":"); ok {
+		return dsn[:scheme+3] + user + ":***" + dsn[at:]
+	}
+	return dsn
+}
+
+const (
+	bootstrapHashFile = "bootstrap_key.sha256"
+	cursorKeyFile     = "cursor.key"
+)
+
+// bootstrapKey returns the hash of the platform-admin key: the given key, or
+// the one kept in dataDir, or a new one that is printed once to out and kept
+// (as its hash only) in dataDir.
+func bootstrapKey(given, dataDir string, out io.Writer) ([32]byte, error) {
+	if given != "" {
+		if len(given) < 16 {
+			return [32]byte{}, usageErrorf("--bootstrap-key must be at least 16 characters")
+		}
+		return query.HashKey(given), nil
+	}
+	path := filepath.Join(dataDir, bootstrapHashFile)
+	if b, err := os.ReadFile(path); err == nil {
+		var h [32]byte
+		raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(raw) != 32 {
+			return h, fmt.Errorf("%s is corrupt; delete it to generate a new bootstrap key", path)
+		}
+		copy(h[:], raw)
+		fmt.Fprintf(out, "bootstrap key: kept as a hash in %s (it was printed at the first start; delete that file to get a new one)\n", path)
+		return h, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return [32]byte{}, err
+	}
+	key := "ark_" + randomToken(32)
+	h := query.HashKey(key)
+	if err := writeFileAtomic(path, []byte(hex.EncodeToString(h[:])+"\n"), 0o600); err != nil {
+		return h, err
+	}
+	fmt.Fprintf(out, "bootstrap key (platform admin, shown once): %s\n", key)
+	return h, nil
+}
+
+// cursorKeys parses comma-separated base64 keys, or keeps a generated key in
+// dataDir when none are given (dev).
+func cursorKeys(given, dataDir string) ([][]byte, error) {
+	if given != "" {
+		var keys [][]byte
+		for _, part := range strings.Split(given, ",") {
+			k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(part))
+			if err != nil || len(k) < 16 {
+				return nil, usageErrorf("--cursor-keys: each key must be base64 of at least 16 bytes")
+			}
+			keys = append(keys, k)
+		}
+		return keys, nil
+	}
+	if dataDir == "" {
+		return nil, usageErrorf("--cursor-keys is required (comma-separated base64 keys; the first signs)")
+	}
+	path := filepath.Join(dataDir, cursorKeyFile)
+	if b, err := os.ReadFile(path); err == nil {
+		k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(k) < 16 {
+			return nil, fmt.Errorf("%s is corrupt", path)
+		}
+		return [][]byte{k}, nil
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(path, []byte(base64.StdEncoding.EncodeToString(k)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return [][]byte{k}, nil
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// check is one readiness check of /healthz.
+type check struct {
+	name string
+	fn   func(ctx context.Context) error
+}
+
+// healthHandler answers 200 when every check passes, else 503, with the
+// result of each check.
+func healthHandler(checks []check, extra func() map[string]any) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+		defer cancel()
+		status := fiber.StatusOK
+		results := map[string]string{}
+		for _, ch := range checks {
+			if err := ch.fn(ctx); err != nil {
+				status = fiber.StatusServiceUnavailable
+				results[ch.name] = err.Error()
+			} else {
+				results[ch.name] = "ok"
+			}
+		}
+		body := map[string]any{"status": map[bool]string{true: "ok", false: "unavailable"}[status == fiber.StatusOK], "checks": results}
+		if extra != nil {
+			for k, v := range extra() {
+				body[k] = v
+			}
+		}
+		return c.Status(status).JSON(body)
+	}
+}
+
+// serve runs app on addr until ctx ends, then shuts it down gracefully.
+func serve(ctx context.Context, app *fiber.App, addr string, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- app.Listen(addr) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("listen %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	log.Info("http: draining")
+	if err := app.ShutdownWithTimeout(10 * time.Second); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package query
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// Envelope is the body of every /api/v1 response.
+type Envelope struct {
+	Code int    `json:"code"`
+	Msg  string `json:"msg"`
+	Data any    `json:"data,omitempty"`
+}
+
+// ListData is data of a list response.
+type ListData struct {
+	Items      any    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+	HasMore    bool   `json:"has_more"`
+}
+
+// TimeFormat is UTC with milliseconds, as the seed asks.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// Item is an audit log entry as the API returns it: every field of the seed,
+// null where absent, enums by name.
+type Item struct {
+	ID              string          `json:"id"`
+	EventID         string          `json:"event_id"`
+	Timestamp       string          `json:"timestamp"`
+	ClientIP        *string         `json:"client_ip"`
+	Action          string          `json:"action"`
+	Source          string          `json:"source"`
+	DisplayName     string          `json:"display_name"`
+	CustomerID      *string         `json:"customer_id"`
+	OrganizationID  string          `json:"organization_id"`
+	ProjectID       *string         `json:"project_id"`
+	PrincipalID     string          `json:"principal_id"`
+	UserID          *string         `json:"user_id"`
+	PrincipalType   string          `json:"principal_type"`
+	ResourceType    *string         `json:"resource_type"`
+	ResourceID      *string         `json:"resource_id"`
+	ResourceDisplay *string         `json:"resource_display"`
+	Data            json.RawMessage `json:"data"`
+	CreatedTime     string          `json:"created_time"`
+}
+
+// NewItem converts a stored entry.
+func NewItem(e *schemas.AuditEntry) Item {
+	it := Item{
+		ID: e.ID.String(), EventID: e.EventID.String(), Timestamp: formatTime(e.Timestamp),
+		ClientIP: e.ClientIP, Action: e.Action.String(), Source: e.Source.String(), DisplayName: e.DisplayName,
+		CustomerID: uuidPtr(e.CustomerID), OrganizationID: e.OrganizationID.String(), ProjectID: uuidPtr(e.ProjectID),
+		PrincipalID: e.PrincipalID, UserID: e.UserID, PrincipalType: e.PrincipalType,
+		ResourceID: e.ResourceID, ResourceDisplay: e.ResourceDisplay, Data: e.Data, CreatedTime: formatTime(e.CreatedTime),
+	}
+	if e.ResourceType != nil {
+		s := e.ResourceType.String()
+		it.ResourceType = &s
+	}
+	return it
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+func uuidPtr(u *uuid.UUID) *string {
+	if u == nil {
+		return nil
+	}
+	s := u.String()
+	return &s
+}

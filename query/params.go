@@ -1,0 +1,109 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// ErrBadParam marks input errors; their message names the parameter.
+var ErrBadParam = errors.New("bad parameter")
+
+// Limits of the limit parameter (seeds/000).
+const (
+	DefaultLimit = 50
+	MaxLimit     = 100
+)
+
+// ListParams are the parsed parameters of an audit log listing.
+type ListParams struct {
+	OrgID     uuid.UUID
+	ProjectID *uuid.UUID
+	auditstore.Filter
+	Limit  int
+	Cursor string
+	// raw filter values, part of the cursor scope
+	action, source, resourceType string
+}
+
+// Getter returns a query or path parameter ("" when absent).
+type Getter func(name string) string
+
+func badParam(name, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrBadParam, name, fmt.Sprintf(format, args...))
+}
+
+// ParseList parses the path and query parameters of a listing.
+func ParseList(path, query Getter, withProject bool) (ListParams, error) {
+	var p ListParams
+	var err error
+	if p.OrgID, err = parseUUID("org_id", path("org_id")); err != nil {
+		return p, err
+	}
+	if withProject {
+		id, err := parseUUID("project_id", path("project_id"))
+		if err != nil {
+			return p, err
+		}
+		p.ProjectID = &id
+	}
+	if v := query("action"); v != "" {
+		a, err := schemas.ParseAuditAction(v)
+		if err != nil {
+			return p, badParam("action", "unknown value %q; one of %v", v, schemas.AuditActionNames())
+		}
+		p.Action, p.action = &a, v
+	}
+	if v := query("source"); v != "" {
+		s, err := schemas.ParseAuditSource(v)
+		if err != nil {
+			return p, badParam("source", "unknown value %q; one of %v", v, schemas.AuditSourceNames())
+		}
+		p.Source, p.source = &s, v
+	}
+	if v := query("resource_type"); v != "" {
+		r, err := schemas.ParseResourceType(v)
+		if err != nil {
+			return p, badParam("resource_type", "unknown value %q; one of %v", v, schemas.ResourceTypeNames())
+		}
+		p.ResourceType, p.resourceType = &r, v
+	}
+	p.Limit = DefaultLimit
+	if v := query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return p, badParam("limit", "%q is not an integer", v)
+		}
+		if n < 1 || n > MaxLimit {
+			return p, badParam("limit", "%d is not between 1 and %d", n, MaxLimit)
+		}
+		p.Limit = n
+	}
+	p.Cursor = query("cursor")
+	return p, nil
+}
+
+func parseUUID(name, v string) (uuid.UUID, error) {
+	if len(v) != 36 {
+		return uuid.Nil, badParam(name, "%q is not a UUID", v)
+	}
+	u, err := uuid.Parse(v)
+	if err != nil {
+		return uuid.Nil, badParam(name, "%q is not a UUID", v)
+	}
+	return u, nil
+}
+
+// Scope is the cursor scope of the listing: the route kind, org, project and filters.
+func (p ListParams) Scope(kind string) [scopeLen]byte {
+	project := ""
+	if p.ProjectID != nil {
+		project = p.ProjectID.String()
+	}
+	return Scope(kind, p.OrgID.String(), project, p.action, p.source, p.resourceType)
+}

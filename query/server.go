@@ -1,0 +1,220 @@
+// Package query serves the audit API over HTTP (Fiber): the org and project
+// audit log listings with the seed's envelope, filters and cursor paging.
+package query
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+)
+
+// Access errors.
+var (
+	ErrUnauthenticated = errors.New("missing or invalid credentials")
+	ErrForbidden       = errors.New("not allowed")
+)
+
+// Reader is the store as the query service needs it.
+type Reader interface {
+	ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error)
+}
+
+// Principal is an authenticated caller.
+type Principal struct {
+	ID            string
+	DisplayName   string
+	Type          string
+	PlatformAdmin bool
+}
+
+// Access authenticates callers and decides what they may read.
+type Access interface {
+	// Authenticate resolves a bearer credential, or returns ErrUnauthenticated.
+	Authenticate(ctx context.Context, credential string) (Principal, error)
+	// AuthorizeRead returns nil when p may read the org (and project, when
+	// set), or ErrForbidden.
+	AuthorizeRead(ctx context.Context, p Principal, org uuid.UUID, project *uuid.UUID) error
+}
+
+// Config configures the query service.
+type Config struct {
+	// CursorKeys sign cursors; the first signs, all verify.
+	CursorKeys [][]byte
+	// StoreTimeout bounds one store query.
+	StoreTimeout time.Duration
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if len(c.CursorKeys) == 0 {
+		return errors.New("query: at least one cursor key is required")
+	}
+	if c.StoreTimeout <= 0 {
+		return errors.New("query: store timeout must be positive")
+	}
+	return nil
+}
+
+// Server holds the handlers.
+type Server struct {
+	cfg    Config
+	store  Reader
+	access Access
+	cursor *CursorCodec
+	log    *slog.Logger
+}
+
+// New returns a query server.
+func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	codec, err := NewCursorCodec(cfg.CursorKeys...)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log}, nil
+}
+
+// NewApp returns a Fiber app whose errors, including unknown routes, are
+// answered with the envelope.
+func NewApp(log *slog.Logger) *fiber.App {
+	if log == nil {
+		log = slog.Default()
+	}
+	return fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		ErrorHandler: func(c *fiber.Ctx, err error) error {
+			code := fiber.StatusInternalServerError
+			msg := "internal error"
+			var fe *fiber.Error
+			switch {
+			case errors.As(err, &fe):
+				code, msg = fe.Code, fe.Message
+			default:
+				log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+			}
+			return c.Status(code).JSON(Envelope{Code: code, Msg: msg})
+		},
+	})
+}
+
+// Register mounts the /api/v1 audit routes.
+func (s *Server) Register(r fiber.Router) {
+	r.Get("/api/v1/orgs/:org_id/audit_logs", s.listAudit(false))
+	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", s.listAudit(true))
+}
+
+// NotFound answers every other route with 404 in the envelope; mount it last.
+func NotFound(c *fiber.Ctx) error {
+	return fiber.NewError(fiber.StatusNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path()))
+}
+
+func (s *Server) authenticate(c *fiber.Ctx) (Principal, error) {
+	h := c.Get(fiber.HeaderAuthorization)
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return Principal{}, fiber.NewError(fiber.StatusUnauthorized, "missing bearer credentials (Authorization: Bearer <API key or token>)")
+	}
+	p, err := s.access.Authenticate(c.UserContext(), strings.TrimSpace(token))
+	if err != nil {
+		if errors.Is(err, ErrUnauthenticated) {
+			return Principal{}, fiber.NewError(fiber.StatusUnauthorized, "invalid credentials")
+		}
+		return Principal{}, err
+	}
+	return p, nil
+}
+
+func (s *Server) listAudit(withProject bool) fiber.Handler {
+	kind := "audit_logs/org"
+	if withProject {
+		kind = "audit_logs/project"
+	}
+	return func(c *fiber.Ctx) error {
+		p, err := ParseList(func(n string) string { return c.Params(n) }, func(n string) string { return c.Query(n) }, withProject)
+		if err != nil {
+			// Authentication comes first: an anonymous caller learns nothing.
+			if _, aerr := s.authenticate(c); aerr != nil {
+				return aerr
+			}
+			return fiber.NewError(fiber.StatusBadRequest, err.Error())
+		}
+		principal, err := s.authenticate(c)
+		if err != nil {
+			return err
+		}
+		if err := s.access.AuthorizeRead(c.UserContext(), principal, p.OrgID, p.ProjectID); err != nil {
+			if errors.Is(err, ErrForbidden) {
+				return fiber.NewError(fiber.StatusForbidden, err.Error())
+			}
+			return err
+		}
+		scope := p.Scope(kind)
+		q := auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: p.Limit}
+		if p.Cursor != "" {
+			k, err := s.cursor.Decode(p.Cursor, scope)
+			if err != nil {
+				return fiber.NewError(fiber.StatusBadRequest, "cursor: "+err.Error())
+			}
+			q.After = &k
+		}
+		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+		defer cancel()
+		page, err := s.store.ListAudit(ctx, q)
+		if err != nil {
+			return fmt.Errorf("list audit logs: %w", err)
+		}
+		items := make([]Item, len(page.Items))
+		for i := range page.Items {
+			items[i] = NewItem(&page.Items[i])
+		}
+		data := ListData{Items: items, HasMore: page.HasMore}
+		if next := page.Next(); next != nil {
+			data.NextCursor = s.cursor.Encode(*next, scope)
+		}
+		return c.JSON(Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
+	}
+}
+
+// BootstrapAccess admits only the platform-admin bootstrap key, known by its
+// SHA-256 hash.
+type BootstrapAccess struct {
+	KeyHash [32]byte
+}
+
+// HashKey returns the SHA-256 of an API key.
+func HashKey(key string) [32]byte { return sha256.Sum256([]byte(key)) }
+
+// Authenticate implements Access.
+func (b BootstrapAccess) Authenticate(_ context.Context, credential string) (Principal, error) {
+	h := HashKey(credential)
+	if subtle.ConstantTimeCompare(h[:], b.KeyHash[:]) != 1 {
+		return Principal{}, ErrUnauthenticated
+	}
+	return Principal{ID: "bootstrap", DisplayName: "platform admin (bootstrap key)", Type: "API_KEY", PlatformAdmin: true}, nil
+}
+
+// AuthorizeRead implements Access: the platform admin reads everything.
+func (b BootstrapAccess) AuthorizeRead(_ context.Context, p Principal, _ uuid.UUID, _ *uuid.UUID) error {
+	if p.PlatformAdmin {
+		return nil
+	}
+	return ErrForbidden
+}
