@@ -45,7 +45,7 @@ type Ingester[T any] struct {
 	decode func(m jetstream.Msg) (T, error)
 	write  func(ctx context.Context, batch []T) error
 
-	ready                                           atomic.Bool
+	ready                                            atomic.Bool
 	received, stored, deadLettered, batches, retries atomic.Uint64
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-		"path/filepath"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"

@@ -213,4 +213,3 @@ func roleChecks(nc *nats.Conn, store auditstore.Store, in interface{ Ready() boo
 	}
 	return checks
 }
-
