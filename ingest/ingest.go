@@ -106,7 +106,7 @@ func (in *Ingester[T]) Run(ctx context.Context) error {
 		Durable:       in.cfg.Durable,
 		Description:   "auditrail ingest into the audit store",
 		FilterSubject: in.filter,
-		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckPolicy:     in.cfg.AckMode.policy(),
 		AckWait:       in.cfg.AckWait,
 		MaxAckPending: in.cfg.MaxAckPending,
 		MaxDeliver:    -1,
@@ -124,46 +124,33 @@ func (in *Ingester[T]) Run(ctx context.Context) error {
 	defer in.ready.Store(false)
 	in.log.Info("ingest started", "filter", in.filter, "batch_size", in.cfg.BatchSize, "flush_interval", in.cfg.FlushInterval)
 
+	// Two stages: this goroutine receives and decodes the next batch while
+	// the committer stores and acknowledges the previous one.
+	batches := make(chan *batch[T], 1)
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		for b := range batches {
+			in.commitAndAck(ctx, b)
+		}
+	}()
+	var runErr error
 	for {
-		msgs, err := in.collect(ctx, iter)
-		if len(msgs) > 0 {
-			in.process(ctx, msgs)
+		b, err := in.collect(ctx, iter)
+		if b != nil {
+			batches <- b
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				in.log.Info("ingest stopped", "stats", in.Stats())
-				return nil
+			if ctx.Err() == nil {
+				runErr = err
 			}
-			return err
+			break
 		}
 	}
-}
-
-// collect returns up to BatchSize messages: it waits for a first one, then
-// gathers more for at most FlushInterval. A non-nil error ends the run.
-func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesContext) ([]jetstream.Msg, error) {
-	first, err := iter.Next(jetstream.NextContext(ctx))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("next message: %w", err)
-	}
-	msgs := make([]jetstream.Msg, 1, in.cfg.BatchSize)
-	msgs[0] = first
-	bctx, cancel := context.WithTimeout(ctx, in.cfg.FlushInterval)
-	defer cancel()
-	for len(msgs) < in.cfg.BatchSize {
-		m, err := iter.Next(jetstream.NextContext(bctx))
-		if err != nil {
-			if bctx.Err() != nil {
-				break // the batch is due, or the run is ending: flush what we have
-			}
-			return msgs, fmt.Errorf("next message: %w", err)
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, nil
+	close(batches)
+	<-committed
+	in.log.Info("ingest stopped", "stats", in.Stats())
+	return runErr
 }
 
 type deadLetter struct {
@@ -171,22 +158,58 @@ type deadLetter struct {
 	reason string
 }
 
-// process commits a batch and acknowledges it. It returns only when the
-// batch is committed and acknowledged, or when the run ends during retries
-// (then nothing is acknowledged and JetStream redelivers).
-func (in *Ingester[T]) process(ctx context.Context, msgs []jetstream.Msg) {
-	in.received.Add(uint64(len(msgs)))
-	good := make([]T, 0, len(msgs))
-	var dead []deadLetter
-	for _, m := range msgs {
-		v, err := in.decode(m)
-		if err != nil {
-			dead = append(dead, deadLetter{msg: m, reason: err.Error()})
-			continue
-		}
-		good = append(good, v)
-	}
+// batch is a set of received messages, decoded.
+type batch[T any] struct {
+	msgs []jetstream.Msg
+	good []T
+	dead []deadLetter
+}
 
+func (b *batch[T]) add(in *Ingester[T], m jetstream.Msg) {
+	b.msgs = append(b.msgs, m)
+	v, err := in.decode(m)
+	if err != nil {
+		b.dead = append(b.dead, deadLetter{msg: m, reason: err.Error()})
+		return
+	}
+	b.good = append(b.good, v)
+}
+
+// collect returns up to BatchSize decoded messages: it waits for a first
+// one, then gathers more for at most FlushInterval. A non-nil error ends the
+// run (the batch, if any, is still to be committed).
+func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesContext) (*batch[T], error) {
+	first, err := iter.Next(jetstream.NextContext(ctx))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("next message: %w", err)
+	}
+	b := &batch[T]{msgs: make([]jetstream.Msg, 0, in.cfg.BatchSize), good: make([]T, 0, in.cfg.BatchSize)}
+	b.add(in, first)
+	bctx, cancel := context.WithTimeout(ctx, in.cfg.FlushInterval)
+	defer cancel()
+	for len(b.msgs) < in.cfg.BatchSize {
+		m, err := iter.Next(jetstream.NextContext(bctx))
+		if err != nil {
+			if bctx.Err() != nil {
+				break // the batch is due, or the run is ending: flush what we have
+			}
+			in.received.Add(uint64(len(b.msgs)))
+			return b, fmt.Errorf("next message: %w", err)
+		}
+		b.add(in, m)
+	}
+	in.received.Add(uint64(len(b.msgs)))
+	return b, nil
+}
+
+// commitAndAck commits a batch and acknowledges it. It returns when the
+// batch is committed and acknowledged, or when the run has ended and
+// DrainTimeout passed during retries (then nothing is acknowledged and
+// JetStream redelivers).
+func (in *Ingester[T]) commitAndAck(ctx context.Context, b *batch[T]) {
 	// After ctx ends, the batch in hand still gets DrainTimeout to commit.
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -196,19 +219,20 @@ func (in *Ingester[T]) process(ctx context.Context, msgs []jetstream.Msg) {
 	})
 	defer stop()
 
+	t0 := time.Now()
 	backoff := in.cfg.RetryMin
 	lastProgress := time.Now()
 	for attempt := 0; ; attempt++ {
-		err := in.commit(wctx, good, dead)
+		err := in.commit(wctx, b.good, b.dead)
 		if err == nil {
 			break
 		}
 		if wctx.Err() != nil {
-			in.log.Warn("ingest ended before the batch was stored; it will be redelivered", "events", len(msgs), "err", err)
+			in.log.Warn("ingest ended before the batch was stored; it will be redelivered", "events", len(b.msgs), "err", err)
 			return
 		}
 		in.retries.Add(1)
-		in.log.Error("storing batch failed; retrying", "events", len(msgs), "attempt", attempt+1, "backoff", backoff, "err", err)
+		in.log.Error("storing batch failed; retrying", "events", len(b.msgs), "attempt", attempt+1, "backoff", backoff, "err", err)
 		select {
 		case <-wctx.Done():
 			return
@@ -217,10 +241,37 @@ func (in *Ingester[T]) process(ctx context.Context, msgs []jetstream.Msg) {
 		backoff = min(2*backoff, in.cfg.RetryMax)
 		// Keep the held batch from being redelivered meanwhile.
 		if time.Since(lastProgress) > in.cfg.AckWait/3 {
-			for _, m := range msgs {
+			for _, m := range b.msgs {
 				_ = m.InProgress()
 			}
 			lastProgress = time.Now()
+		}
+	}
+	t1 := time.Now()
+	in.ack(b.msgs)
+	in.stored.Add(uint64(len(b.good)))
+	in.deadLettered.Add(uint64(len(b.dead)))
+	in.batches.Add(1)
+	in.log.Debug("batch committed", "events", len(b.msgs), "dead", len(b.dead), "store", t1.Sub(t0), "ack", time.Since(t1))
+}
+
+// ack acknowledges a committed batch. With AckAll, acknowledging the
+// highest stream sequence of the batch covers the batch: batches are
+// committed in delivery order, so every first delivery below it is committed.
+func (in *Ingester[T]) ack(msgs []jetstream.Msg) {
+	if in.cfg.AckMode == AckAll {
+		var top jetstream.Msg
+		var topSeq uint64
+		for _, m := range msgs {
+			if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream >= topSeq {
+				top, topSeq = m, meta.Sequence.Stream
+			}
+		}
+		if top != nil {
+			if err := top.Ack(); err != nil {
+				in.log.Warn("ack failed; the batch will be redelivered and deduplicated", "err", err)
+			}
+			return
 		}
 	}
 	for _, m := range msgs {
@@ -228,9 +279,6 @@ func (in *Ingester[T]) process(ctx context.Context, msgs []jetstream.Msg) {
 			in.log.Warn("ack failed; the event will be redelivered and deduplicated", "err", err)
 		}
 	}
-	in.stored.Add(uint64(len(good)))
-	in.deadLettered.Add(uint64(len(dead)))
-	in.batches.Add(1)
 }
 
 // commit sends the dead letters (waiting for their acks) and writes the batch.

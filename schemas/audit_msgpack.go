@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // The audit/v1 wire format: a msgpack map keyed by the seed's field names,
@@ -187,32 +185,20 @@ func encodeJSONAny(enc *msgpack.Encoder, v any) error {
 	return fmt.Errorf("%w: unexpected JSON value %T", ErrInvalidEvent, v)
 }
 
-var decPool = sync.Pool{New: func() any {
-	r := bytes.NewReader(nil)
-	return &pooledDecoder{r: r, dec: msgpack.NewDecoder(r)}
-}}
-
-type pooledDecoder struct {
-	r   *bytes.Reader
-	dec *msgpack.Decoder
-}
-
 // UnmarshalAuditEvent decodes an audit/v1 payload and validates it. Errors
 // wrap ErrDecode (not the wire shape) or ErrInvalidEvent (shape right, content
 // not acceptable). Trailing bytes after the map are an error.
 func UnmarshalAuditEvent(b []byte) (AuditEvent, error) {
 	var e AuditEvent
-	p := decPool.Get().(*pooledDecoder)
-	defer decPool.Put(p)
-	p.r.Reset(b)
-	p.dec.Reset(p.r)
-	if err := e.DecodeMsgpack(p.dec); err != nil {
+	r := mpReader{b: b}
+	if err := e.decode(&r); err != nil {
 		return AuditEvent{}, err
 	}
-	if p.r.Len() != 0 {
-		return AuditEvent{}, fmt.Errorf("%w: %d trailing bytes", ErrDecode, p.r.Len())
+	if r.remaining() != 0 {
+		return AuditEvent{}, fmt.Errorf("%w: %d trailing bytes", ErrDecode, r.remaining())
 	}
-	if err := e.Validate(); err != nil {
+	// data came from the transcoder: a JSON object by construction.
+	if err := e.validate(false); err != nil {
 		return AuditEvent{}, err
 	}
 	return e, nil
@@ -220,149 +206,196 @@ func UnmarshalAuditEvent(b []byte) (AuditEvent, error) {
 
 // DecodeMsgpack implements msgpack.CustomDecoder. It does not validate.
 func (e *AuditEvent) DecodeMsgpack(dec *msgpack.Decoder) error {
-	*e = AuditEvent{}
-	n, err := dec.DecodeMapLen()
+	raw, err := dec.DecodeRaw()
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	r := mpReader{b: raw}
+	return e.decode(&r)
+}
+
+func (e *AuditEvent) decode(r *mpReader) error {
+	*e = AuditEvent{}
+	n, err := r.mapLen()
+	if err != nil {
+		return err
 	}
 	if n < 0 {
 		return fmt.Errorf("%w: payload is nil, want a map", ErrDecode)
 	}
 	for i := 0; i < n; i++ {
-		key, err := dec.DecodeString()
+		c, err := r.peek()
 		if err != nil {
-			return fmt.Errorf("%w: map key %d: %v", ErrDecode, i, err)
+			return err
 		}
-		if err := e.decodeField(dec, key); err != nil {
+		if !isStrCode(c) {
+			return fmt.Errorf("%w: map key %d is not a string", ErrDecode, i)
+		}
+		key, err := r.str()
+		if err != nil {
+			return err
+		}
+		if err := e.decodeField(r, key); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (e *AuditEvent) decodeField(dec *msgpack.Decoder, key string) error {
+func (e *AuditEvent) decodeField(r *mpReader, key []byte) error {
 	var err error
-	switch key {
+	switch string(key) {
 	case "event_id":
-		e.EventID, err = decUUID(dec, key)
+		e.EventID, err = readUUID(r, "event_id")
 	case "organization_id":
-		e.OrganizationID, err = decUUID(dec, key)
+		e.OrganizationID, err = readUUID(r, "organization_id")
 	case "customer_id":
-		e.CustomerID, err = decOptUUID(dec, key)
+		e.CustomerID, err = readOptUUID(r, "customer_id")
 	case "project_id":
-		e.ProjectID, err = decOptUUID(dec, key)
+		e.ProjectID, err = readOptUUID(r, "project_id")
 	case "timestamp":
 		var c byte
-		if c, err = dec.PeekCode(); err != nil {
-			return fmt.Errorf("%w: timestamp: %v", ErrDecode, err)
+		if c, err = r.peek(); err != nil {
+			return err
 		}
-		if c == msgpcode.Nil {
-			_ = dec.Skip()
+		if c == 0xc0 {
+			r.off++
 			e.Timestamp = time.Time{}
 			return nil
 		}
-		if !msgpcode.IsExt(c) {
+		if !isExtCode(c) {
 			return fmt.Errorf("%w: timestamp must be a msgpack timestamp", ErrDecode)
 		}
-		var t time.Time
-		if t, err = dec.DecodeTime(); err != nil {
-			return fmt.Errorf("%w: timestamp: %v", ErrDecode, err)
+		if e.Timestamp, err = r.timestamp(); err != nil {
+			return fmt.Errorf("%w: timestamp: %w", ErrDecode, err)
 		}
-		e.Timestamp = t.UTC()
 	case "client_ip":
-		e.ClientIP, err = decOptStr(dec, key)
+		e.ClientIP, err = readOptStr(r, "client_ip")
 	case "display_name":
-		e.DisplayName, err = decStr(dec, key)
+		e.DisplayName, err = readStr(r, "display_name")
 	case "principal_id":
-		e.PrincipalID, err = decStr(dec, key)
+		e.PrincipalID, err = readStr(r, "principal_id")
 	case "principal_type":
-		e.PrincipalType, err = decStr(dec, key)
+		e.PrincipalType, err = readStr(r, "principal_type")
 	case "user_id":
-		e.UserID, err = decOptStr(dec, key)
+		e.UserID, err = readOptStr(r, "user_id")
 	case "resource_id":
-		e.ResourceID, err = decOptStr(dec, key)
+		e.ResourceID, err = readOptStr(r, "resource_id")
 	case "resource_display":
-		e.ResourceDisplay, err = decOptStr(dec, key)
+		e.ResourceDisplay, err = readOptStr(r, "resource_display")
 	case "action":
-		var s *string
-		if s, err = decOptStr(dec, key); err == nil && s != nil {
-			e.Action, err = ParseAuditAction(*s)
-			err = wrapInvalid(err, key)
+		var v []byte
+		if v, err = readEnumName(r, "action"); err == nil && v != nil {
+			var x uint8
+			x, err = enumParseBytes(auditActionNames, v, "action")
+			e.Action = AuditAction(x)
 		}
 	case "source":
-		var s *string
-		if s, err = decOptStr(dec, key); err == nil && s != nil {
-			e.Source, err = ParseAuditSource(*s)
-			err = wrapInvalid(err, key)
+		var v []byte
+		if v, err = readEnumName(r, "source"); err == nil && v != nil {
+			var x uint8
+			x, err = enumParseBytes(auditSourceNames, v, "source")
+			e.Source = AuditSource(x)
 		}
 	case "resource_type":
-		var s *string
-		if s, err = decOptStr(dec, key); err == nil && s != nil {
-			var rt ResourceType
-			rt, err = ParseResourceType(*s)
-			e.ResourceType, err = &rt, wrapInvalid(err, key)
+		var v []byte
+		if v, err = readEnumName(r, "resource_type"); err == nil && v != nil {
+			var x uint8
+			x, err = enumParseBytes(resourceTypeNames, v, "resource_type")
+			rt := ResourceType(x)
+			e.ResourceType = &rt
 		}
 	case "data":
-		e.Data, err = decData(dec)
-	default:
-		if err = dec.Skip(); err != nil {
-			err = fmt.Errorf("%w: value of %q: %v", ErrDecode, key, err)
+		var c byte
+		if c, err = r.peek(); err != nil {
+			return err
 		}
+		switch {
+		case c == 0xc0:
+			r.off++
+			e.Data = nil
+		case (c >= 0x80 && c <= 0x8f) || c == 0xde || c == 0xdf:
+			var b []byte
+			if b, err = r.appendJSON(make([]byte, 0, 128), 0); err == nil {
+				e.Data = b
+			}
+		default:
+			return fmt.Errorf("%w: data must be a map", ErrInvalidEvent)
+		}
+	default:
+		err = r.skip(0)
 	}
 	return err
 }
 
-func wrapInvalid(err error, key string) error {
-	if err == nil {
-		return nil
+func enumParseBytes(names []string, v []byte, key string) (uint8, error) {
+	for i, n := range names {
+		if n == string(v) {
+			return uint8(i), nil
+		}
 	}
-	return fmt.Errorf("%w: %s: %w", ErrInvalidEvent, key, err)
+	return 0, fmt.Errorf("%w: %s: %w %q", ErrInvalidEvent, key, ErrUnknownEnum, v)
 }
 
-func decStr(dec *msgpack.Decoder, key string) (string, error) {
-	s, err := decOptStr(dec, key)
-	if err != nil || s == nil {
-		return "", err
+// readStrView reads a nullable string as a view (nil for null).
+func readStrView(r *mpReader, key string) ([]byte, bool, error) {
+	c, err := r.peek()
+	if err != nil {
+		return nil, false, err
 	}
-	return *s, nil
+	if c == 0xc0 {
+		r.off++
+		return nil, false, nil
+	}
+	if !isStrCode(c) && !isBinCode(c) {
+		return nil, false, fmt.Errorf("%w: %s must be a string", ErrDecode, key)
+	}
+	v, err := r.str()
+	if err != nil {
+		return nil, false, err
+	}
+	if !utf8.Valid(v) {
+		return nil, false, fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidEvent, key)
+	}
+	return v, true, nil
 }
 
-func decOptStr(dec *msgpack.Decoder, key string) (*string, error) {
-	c, err := dec.PeekCode()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDecode, key, err)
+func readEnumName(r *mpReader, key string) ([]byte, error) {
+	v, ok, err := readStrView(r, key)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if c == msgpcode.Nil {
-		_ = dec.Skip()
-		return nil, nil
+	return v, nil
+}
+
+func readStr(r *mpReader, key string) (string, error) {
+	v, _, err := readStrView(r, key)
+	return string(v), err
+}
+
+func readOptStr(r *mpReader, key string) (*string, error) {
+	v, ok, err := readStrView(r, key)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if !msgpcode.IsString(c) && !msgpcode.IsBin(c) {
-		return nil, fmt.Errorf("%w: %s must be a string", ErrDecode, key)
-	}
-	s, err := dec.DecodeString()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrDecode, key, err)
-	}
-	if !utf8.ValidString(s) {
-		return nil, fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidEvent, key)
-	}
+	s := string(v)
 	return &s, nil
 }
 
-func decUUID(dec *msgpack.Decoder, key string) (uuid.UUID, error) {
-	u, err := decOptUUID(dec, key)
+func readUUID(r *mpReader, key string) (uuid.UUID, error) {
+	u, err := readOptUUID(r, key)
 	if err != nil || u == nil {
 		return uuid.Nil, err
 	}
 	return *u, nil
 }
 
-func decOptUUID(dec *msgpack.Decoder, key string) (*uuid.UUID, error) {
-	s, err := decOptStr(dec, key)
-	if err != nil || s == nil {
+func readOptUUID(r *mpReader, key string) (*uuid.UUID, error) {
+	v, ok, err := readStrView(r, key)
+	if err != nil || !ok {
 		return nil, err
 	}
-	u, err := uuid.Parse(*s)
+	u, err := uuid.ParseBytes(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a UUID: %v", ErrInvalidEvent, key, err)
 	}
@@ -373,96 +406,32 @@ func decOptUUID(dec *msgpack.Decoder, key string) (*uuid.UUID, error) {
 // exhaust the stack.
 const maxDataDepth = 32
 
-func decData(dec *msgpack.Decoder) (json.RawMessage, error) {
-	c, err := dec.PeekCode()
-	if err != nil {
-		return nil, fmt.Errorf("%w: data: %v", ErrDecode, err)
-	}
-	if c == msgpcode.Nil {
-		_ = dec.Skip()
-		return nil, nil
-	}
-	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
-		return nil, fmt.Errorf("%w: data must be a map", ErrInvalidEvent)
-	}
-	v, err := decodeJSONish(dec, 0)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
-	}
-	return b, nil
-}
+const hexDigits = "0123456789abcdef"
 
-// decodeJSONish decodes a msgpack value into a value that encoding/json can
-// represent: maps need string keys, floats must be finite, binary becomes
-// base64 through []byte, timestamps become RFC 3339 strings.
-func decodeJSONish(dec *msgpack.Decoder, depth int) (any, error) {
-	if depth > maxDataDepth {
-		return nil, fmt.Errorf("%w: data nested deeper than %d", ErrInvalidEvent, maxDataDepth)
+// appendJSONString appends s (valid UTF-8) as a JSON string.
+func appendJSONString(b []byte, s []byte) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
 	}
-	c, err := dec.PeekCode()
-	if err != nil {
-		return nil, fmt.Errorf("%w: data: %v", ErrDecode, err)
-	}
-	switch {
-	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
-		n, err := dec.DecodeMapLen()
-		if err != nil {
-			return nil, fmt.Errorf("%w: data: %v", ErrDecode, err)
-		}
-		m := make(map[string]any, min(n, 64))
-		for i := 0; i < n; i++ {
-			k, err := dec.DecodeString()
-			if err != nil {
-				return nil, fmt.Errorf("%w: data keys must be strings: %v", ErrInvalidEvent, err)
-			}
-			if !utf8.ValidString(k) {
-				return nil, fmt.Errorf("%w: data key is not valid UTF-8", ErrInvalidEvent)
-			}
-			v, err := decodeJSONish(dec, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			m[k] = v
-		}
-		return m, nil
-	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
-		n, err := dec.DecodeArrayLen()
-		if err != nil {
-			return nil, fmt.Errorf("%w: data: %v", ErrDecode, err)
-		}
-		a := make([]any, 0, min(n, 64))
-		for i := 0; i < n; i++ {
-			v, err := decodeJSONish(dec, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		return a, nil
-	case msgpcode.IsExt(c):
-		t, err := dec.DecodeTime()
-		if err != nil {
-			return nil, fmt.Errorf("%w: data: unsupported extension: %v", ErrInvalidEvent, err)
-		}
-		return t.UTC().Format(time.RFC3339Nano), nil
-	}
-	v, err := dec.DecodeInterfaceLoose()
-	if err != nil {
-		return nil, fmt.Errorf("%w: data: %v", ErrDecode, err)
-	}
-	switch x := v.(type) {
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%w: data: non-finite number", ErrInvalidEvent)
-		}
-	case string:
-		if !utf8.ValidString(x) {
-			return nil, fmt.Errorf("%w: data: string is not valid UTF-8", ErrInvalidEvent)
-		}
-	}
-	return v, nil
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

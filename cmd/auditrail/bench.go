@@ -2,9 +2,56 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/auditrail/auditrail/internal/bench"
 )
 
 func runBench(ctx context.Context, args []string) error {
-	return errors.New("not yet")
+	fs := newFlags("bench")
+	which := fs.String("run", "", "ingest", "benchmarks to run, comma-separated: ingest")
+	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
+	inf := addIngestFlags(fs)
+	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var figures []bench.Figure
+	for _, name := range strings.Split(*which, ",") {
+		switch strings.TrimSpace(name) {
+		case "ingest":
+			fmt.Printf("== ingest: %d events published, measured until all are committed in ClickHouse\n", *events)
+			icfg := inf.config()
+			if err := icfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			r, err := bench.Ingest(ctx, *events, icfg, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("ingest benchmark: %w", err)
+			}
+			fmt.Printf("  publish %s, ingest %s, clickhouse-client %s, bare JetStream consume %s\n", r.Publish, r.Pipeline, r.CHClient, r.JSConsume)
+			figures = append(figures, r.Figures()...)
+		default:
+			return usageErrorf("unknown benchmark %q", name)
+		}
+	}
+	fmt.Println()
+	for _, f := range figures {
+		f.Print(os.Stdout)
+	}
+	return nil
 }

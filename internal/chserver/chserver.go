@@ -1,0 +1,208 @@
+// Package chserver runs a throwaway ClickHouse server from the machine's
+// clickhouse-server binary, in a directory of its own on free ports: for
+// tests (through testenv) and for `auditrail bench`.
+package chserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNotInstalled is returned when no clickhouse-server binary is installed.
+var ErrNotInstalled = errors.New("clickhouse-server not found (apt-get install clickhouse-server)")
+
+// Server is a throwaway ClickHouse server process.
+type Server struct {
+	Dir      string
+	TCPPort  int
+	HTTPPort int
+	bin      string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+const configTemplate = `<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>{{dir}}/log/server.log</log><errorlog>{{dir}}/log/error.log</errorlog></logger>
+  <listen_host>127.0.0.1</listen_host>
+  <tcp_port>{{tcp}}</tcp_port>
+  <http_port>{{http}}</http_port>
+  <path>{{dir}}/data/</path>
+  <tmp_path>{{dir}}/tmp/</tmp_path>
+  <user_files_path>{{dir}}/user_files/</user_files_path>
+  <format_schema_path>{{dir}}/format_schemas/</format_schema_path>
+  <users_config>/etc/clickhouse-server/users.xml</users_config>
+  <default_profile>default</default_profile>
+  <default_database>default</default_database>
+  <mark_cache_size>268435456</mark_cache_size>
+  <max_concurrent_queries>100</max_concurrent_queries>
+</yandex>
+`
+
+// ClickHouseBinary finds clickhouse-server.
+func Binary() (string, error) {
+	for _, name := range []string{"clickhouse-server", "/usr/bin/clickhouse-server", "/usr/sbin/clickhouse-server"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrNotInstalled
+}
+
+// StartClickHouse starts a server with its data under dir on two free ports
+// and waits until it answers.
+func Start(dir string) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	tcp, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	httpPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, TCPPort: tcp, HTTPPort: httpPort, bin: bin}
+	for _, sub := range []string{"log", "data", "tmp", "user_files", "format_schemas"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	cfg := strings.NewReplacer("{{dir}}", dir, "{{tcp}}", fmt.Sprint(tcp), "{{http}}", fmt.Sprint(httpPort)).Replace(configTemplate)
+	if err := os.WriteFile(filepath.Join(dir, "config.xml"), []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start (re)starts the process on the same directory and ports.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("clickhouse already running")
+	}
+	cmd := exec.Command(s.bin, "--config-file="+filepath.Join(s.Dir, "config.xml"))
+	cmd.Dir = s.Dir
+	out, err := os.OpenFile(filepath.Join(s.Dir, "log", "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	// The server dies with the process that started it, even on a crash.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start clickhouse: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	s.cmd = cmd
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			s.cmd = nil
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "log", "error.log"))
+			return fmt.Errorf("clickhouse exited at start: %v: %s", err, tail(log, 2000))
+		default:
+		}
+		if s.ping() {
+			go func() { <-exited }()
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	s.cmd = nil
+	return errors.New("clickhouse did not answer within 60s")
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+func (s *Server) ping() bool {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/ping", s.HTTPPort))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode == 200 && strings.HasPrefix(string(b), "Ok")
+}
+
+// Kill stops the server abruptly (SIGKILL), as a crash or outage would.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	for i := 0; i < 100 && s.alive(); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.cmd = nil
+}
+
+func (s *Server) alive() bool {
+	return syscall.Kill(s.cmd.Process.Pid, 0) == nil && !s.exited()
+}
+
+func (s *Server) exited() bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	return err != nil || strings.Contains(string(b), ") Z ")
+}
+
+// Stop stops the server and waits for it to go.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	for i := 0; i < 200 && s.alive(); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s.alive() {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	s.cmd = nil
+}
+
+// DSN returns the native-protocol DSN of database db.
+func (s *Server) DSN(db string) string {
+	return fmt.Sprintf("clickhouse://127.0.0.1:%d/%s", s.TCPPort, db)
+}
+
+// FreePort returns a TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
