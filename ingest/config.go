@@ -4,39 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ErrInvalidOption wraps every configuration error.
 var ErrInvalidOption = errors.New("invalid option")
 
-// AckMode is how committed batches are acknowledged.
-type AckMode string
-
-const (
-	// AckExplicit acknowledges every message: several ingest instances may
-	// share the durable consumer.
-	AckExplicit AckMode = "explicit"
-	// AckAll acknowledges the last message of each committed batch, which
-	// JetStream applies to every earlier one: about 1.5x cheaper, and correct
-	// only while a single ingest instance consumes the durable (as in
-	// `auditrail dev`). The ack policy of an existing consumer cannot change:
-	// use another Durable to switch.
-	AckAll AckMode = "all"
-)
-
-func (m AckMode) policy() jetstream.AckPolicy {
-	if m == AckAll {
-		return jetstream.AckAllPolicy
-	}
-	return jetstream.AckExplicitPolicy
-}
-
 // Config tunes an Ingester.
 type Config struct {
-	// AckMode: AckExplicit (default) or AckAll.
-	AckMode AckMode
 	// Durable is the name of the durable pull consumer; instances sharing it
 	// share the work.
 	Durable string
@@ -56,14 +30,14 @@ type Config struct {
 	DrainTimeout time.Duration
 }
 
-// DefaultConfig fits ClickHouse: 10k-event batches, flushed at least every second.
+// DefaultConfig fits ClickHouse, which wants few large inserts: batches of up
+// to 50k events, flushed at least every second.
 func DefaultConfig() Config {
 	return Config{
-		AckMode:       AckExplicit,
 		Durable:       "auditrail-ingest-audit",
-		BatchSize:     10_000,
+		BatchSize:     50_000,
 		FlushInterval: time.Second,
-		MaxAckPending: 40_000,
+		MaxAckPending: 125_000,
 		AckWait:       30 * time.Second,
 		RetryMin:      100 * time.Millisecond,
 		RetryMax:      5 * time.Second,
@@ -74,8 +48,6 @@ func DefaultConfig() Config {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	switch {
-	case c.AckMode != AckExplicit && c.AckMode != AckAll:
-		return fmt.Errorf("%w: ack mode %q: want %q or %q", ErrInvalidOption, c.AckMode, AckExplicit, AckAll)
 	case c.Durable == "":
 		return fmt.Errorf("%w: durable name is empty", ErrInvalidOption)
 	case c.BatchSize < 1 || c.BatchSize > 1_000_000:

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -83,10 +84,16 @@ func DecodeAudit(m jetstream.Msg) (schemas.AuditEvent, error) {
 		return ev, err
 	}
 	org, _, ok := schemas.ParseEventSubject(m.Subject())
-	if !ok || org != ev.OrganizationID.String() {
+	if !ok || !sameUUID(org, ev.OrganizationID) {
 		return schemas.AuditEvent{}, fmt.Errorf("%w: organization_id %s does not match subject %s", ErrRejected, ev.OrganizationID, m.Subject())
 	}
 	return ev, nil
+}
+
+// sameUUID compares a subject token with a UUID without allocating.
+func sameUUID(token string, id uuid.UUID) bool {
+	u, err := uuid.Parse(token)
+	return err == nil && u == id
 }
 
 // Ready reports whether the consumer exists and messages are flowing in.
@@ -106,7 +113,7 @@ func (in *Ingester[T]) Run(ctx context.Context) error {
 		Durable:       in.cfg.Durable,
 		Description:   "auditrail ingest into the audit store",
 		FilterSubject: in.filter,
-		AckPolicy:     in.cfg.AckMode.policy(),
+		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       in.cfg.AckWait,
 		MaxAckPending: in.cfg.MaxAckPending,
 		MaxDeliver:    -1,
@@ -255,25 +262,10 @@ func (in *Ingester[T]) commitAndAck(ctx context.Context, b *batch[T]) {
 	in.log.Debug("batch committed", "events", len(b.msgs), "dead", len(b.dead), "store", t1.Sub(t0), "ack", time.Since(t1))
 }
 
-// ack acknowledges a committed batch. With AckAll, acknowledging the
-// highest stream sequence of the batch covers the batch: batches are
-// committed in delivery order, so every first delivery below it is committed.
+// ack acknowledges every message of a committed batch. (AckAll would be
+// cheaper but unsafe: it acknowledges what other instances sharing the
+// durable still hold.)
 func (in *Ingester[T]) ack(msgs []jetstream.Msg) {
-	if in.cfg.AckMode == AckAll {
-		var top jetstream.Msg
-		var topSeq uint64
-		for _, m := range msgs {
-			if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream >= topSeq {
-				top, topSeq = m, meta.Sequence.Stream
-			}
-		}
-		if top != nil {
-			if err := top.Ack(); err != nil {
-				in.log.Warn("ack failed; the batch will be redelivered and deduplicated", "err", err)
-			}
-			return
-		}
-	}
 	for _, m := range msgs {
 		if err := m.Ack(); err != nil {
 			in.log.Warn("ack failed; the event will be redelivered and deduplicated", "err", err)

@@ -55,7 +55,6 @@ func connectStreams(ctx context.Context, url, name string, maxAge time.Duration,
 }
 
 type ingestFlags struct {
-	ackMode *string
 	batch   *int
 	flush   *time.Duration
 	ackWait *time.Duration
@@ -64,7 +63,6 @@ type ingestFlags struct {
 func addIngestFlags(fs *flags) ingestFlags {
 	d := ingest.DefaultConfig()
 	return ingestFlags{
-		ackMode: fs.String("ack-mode", "", string(d.AckMode), "explicit: ack every event (several ingest instances may share the consumer); all: ack each batch's last event, faster, for a single instance"),
 		batch:   fs.Int("batch-size", "", d.BatchSize, "most events per store batch"),
 		flush:   fs.Duration("flush-interval", "", d.FlushInterval, "longest wait for a batch to fill"),
 		ackWait: fs.Duration("ack-wait", "", d.AckWait, "JetStream redelivery timeout of unacknowledged events"),
@@ -73,11 +71,10 @@ func addIngestFlags(fs *flags) ingestFlags {
 
 func (f ingestFlags) config() ingest.Config {
 	cfg := ingest.DefaultConfig()
-	cfg.AckMode = ingest.AckMode(*f.ackMode)
 	cfg.BatchSize = *f.batch
 	cfg.FlushInterval = *f.flush
 	cfg.AckWait = *f.ackWait
-	cfg.MaxAckPending = 4 * cfg.BatchSize
+	cfg.MaxAckPending = cfg.BatchSize * 5 / 2
 	return cfg
 }
 
