@@ -12,7 +12,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "ingest", "benchmarks to run, comma-separated: ingest")
+	which := fs.String("run", "", "decode,ingest", "benchmarks to run, comma-separated: decode, ingest")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	inf := addIngestFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
@@ -33,6 +33,9 @@ func runBench(ctx context.Context, args []string) error {
 	var figures []bench.Figure
 	for _, name := range strings.Split(*which, ",") {
 		switch strings.TrimSpace(name) {
+		case "decode":
+			fmt.Println("== decode: audit/v1 payloads")
+			figures = append(figures, bench.Decode())
 		case "ingest":
 			fmt.Printf("== ingest: %d events published, measured until all are committed in ClickHouse\n", *events)
 			icfg := inf.config()

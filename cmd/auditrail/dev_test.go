@@ -211,8 +211,13 @@ func walk(t *testing.T, base, path, key string, limit int) []string {
 var keyRe = regexp.MustCompile(`ark_[A-Za-z0-9_-]+`)
 
 func TestDevEndToEnd(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { devEndToEnd(t) })
+	t.Run("clickhouse", func(t *testing.T) { devEndToEnd(t, "--clickhouse", testenv.ClickHouse(t)) })
+}
+
+func devEndToEnd(t *testing.T, extra ...string) {
 	data := t.TempDir()
-	p := startDev(t, data)
+	p := startDev(t, data, extra...)
 	key := keyRe.FindString(p.stdout.String())
 	if key == "" {
 		t.Fatalf("no bootstrap key printed:\n%s", p.stdout)
@@ -304,7 +309,7 @@ func TestDevEndToEnd(t *testing.T) {
 	// SIGTERM drains and exits 0; a restart on the same data keeps everything,
 	// including the bootstrap key.
 	p.stop(t)
-	p2 := startDev(t, data)
+	p2 := startDev(t, data, extra...)
 	if keyRe.MatchString(p2.stdout.String()) {
 		t.Error("restart printed a new bootstrap key")
 	}

@@ -1,0 +1,35 @@
+GO      ?= go
+BIN     := bin/auditrail
+ARGS    ?=
+FUZZTIME ?= 30s
+
+.PHONY: run test build bench fuzz vet clean
+
+## run: build and run every role in one process on embedded defaults
+run: build
+	$(BIN) dev $(ARGS)
+
+## test: the whole suite (CI: AUDITRAIL_REQUIRE_ALL=1 make test)
+test: vet
+	$(GO) test -count=1 -timeout 14m ./...
+
+## build: bin/auditrail
+build:
+	$(GO) build -o $(BIN) ./cmd/auditrail
+
+## bench: the benchmarks, each beside its reference measured in the same run
+bench: build
+	$(BIN) bench
+
+## fuzz: run every fuzz target for FUZZTIME
+fuzz:
+	$(GO) test ./schemas -run '^$$' -fuzz FuzzUnmarshalAuditEvent -fuzztime $(FUZZTIME)
+	$(GO) test ./query -run '^$$' -fuzz FuzzCursorDecode -fuzztime $(FUZZTIME)
+	$(GO) test ./query -run '^$$' -fuzz FuzzParseList -fuzztime $(FUZZTIME)
+
+vet:
+	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

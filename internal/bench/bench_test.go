@@ -1,0 +1,55 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/chserver"
+	"github.com/auditrail/auditrail/internal/testenv"
+)
+
+// The benchmark harness itself works end to end, on a small load.
+func TestIngestBenchmarkRuns(t *testing.T) {
+	if _, err := chserver.Binary(); err != nil {
+		testenv.Missing(t, "%v", err)
+	}
+	if _, err := exec.LookPath("clickhouse-client"); err != nil {
+		testenv.Missing(t, "clickhouse-client: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := ingest.DefaultConfig()
+	cfg.BatchSize, cfg.MaxAckPending = 1000, 2500
+	r, err := Ingest(ctx, 3000, cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pipeline <= 0 || r.CHClient <= 0 || r.JSConsume <= 0 || r.Publish <= 0 {
+		t.Fatalf("missing timings: %+v", r)
+	}
+	figs := r.Figures()
+	if len(figs) != 2 || figs[0].Reference <= 0 || figs[0].Value <= 0 {
+		t.Fatalf("figures: %+v", figs)
+	}
+}
+
+func TestFigure(t *testing.T) {
+	tests := []struct {
+		f    Figure
+		want bool
+	}{
+		{Figure{Value: 60, Reference: 100, Goal: 0.5}, true},
+		{Figure{Value: 40, Reference: 100, Goal: 0.5}, false},
+		{Figure{Value: 1.2, Reference: 1, Goal: 1.15, Lower: true}, false},
+		{Figure{Value: 1.1, Reference: 1, Goal: 1.15, Lower: true}, true},
+	}
+	for _, tc := range tests {
+		if tc.f.Met() != tc.want {
+			t.Errorf("%+v: Met = %v", tc.f, !tc.want)
+		}
+	}
+}
