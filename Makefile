@@ -11,7 +11,7 @@ run: build
 
 ## test: the whole suite (CI: AUDITRAIL_REQUIRE_ALL=1 make test)
 test: vet
-	$(GO) test -count=1 -timeout 14m ./...
+	$(GO) test -race -count=1 -timeout 14m ./...
 
 ## build: bin/auditrail
 build:

@@ -21,7 +21,7 @@ func runEmit(ctx context.Context, args []string) error {
 	count := fs.Int("count", "", 1000, "number of events")
 	rate := fs.Float("rate", "", 0, "events per second (0: as fast as the stream acknowledges)")
 	projects := fs.Int("projects", "", 3, "number of projects the events spread over")
-	batch := fs.Int("batch", "", 1000, "events per publish batch")
+	batch := fs.Int("batch", "", 10000, "events per publish batch")
 	mkLog := fs.logFlags("text")
 	if err := fs.parse(args); err != nil {
 		return err
