@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -114,18 +113,7 @@ func TestRepublishIsStoredOnce(t *testing.T) {
 // Until the stream exists, publishes fail with "no responders": the publisher
 // retries and succeeds once the stream appears, losing nothing.
 func TestRetriesUntilStreamAppears(t *testing.T) {
-	cfg := natsx.DefaultServerConfig()
-	cfg.Listen, cfg.StoreDir = "127.0.0.1:0", t.TempDir()
-	srv, err := natsx.StartServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	_, nc := testenv.NATSWithoutStreams(t)
 	p := newPublisher(t, nc, func(c *producers.Config) { c.AckTimeout = 200 * time.Millisecond; c.RetryMin = 20 * time.Millisecond })
 	var evs []producers.Event
 	for i := 0; i < 300; i++ {
@@ -163,14 +151,7 @@ func TestErrors(t *testing.T) {
 	}
 
 	// No stream for this subject space: the call gives up only when ctx ends.
-	srv := server.New(&server.Options{Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	srv.Start()
-	defer srv.Shutdown()
-	if !srv.ReadyForConnections(5 * time.Second) {
-		t.Fatal("nats not ready")
-	}
-	nc2, _ := nats.Connect(srv.ClientURL())
-	defer nc2.Close()
+	_, nc2 := testenv.NATSWithoutStreams(t)
 	p2 := newPublisher(t, nc2, func(c *producers.Config) { c.AckTimeout = 100 * time.Millisecond; c.RetryMin = 10 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 	defer cancel()

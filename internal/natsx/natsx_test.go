@@ -6,26 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
 
 func TestEnsureStreamsIdempotentAndUpdates(t *testing.T) {
-	cfg := natsx.DefaultServerConfig()
-	cfg.Listen, cfg.StoreDir = "127.0.0.1:0", t.TempDir()
-	srv, err := natsx.StartServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	_, nc := testenv.NATSWithoutStreams(t)
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
 	sc := natsx.DefaultStreamConfig()

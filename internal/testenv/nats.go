@@ -17,6 +17,23 @@ import (
 // stop when the test ends.
 func NATS(t testing.TB) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
+	s, nc := NATSWithoutStreams(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
+		t.Fatal(err)
+	}
+	return s, nc, js
+}
+
+// NATSWithoutStreams starts an embedded JetStream server in a temp dir with
+// no streams, and returns it with a connected client.
+func NATSWithoutStreams(t testing.TB) (*server.Server, *nats.Conn) {
+	t.Helper()
 	cfg := natsx.DefaultServerConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.StoreDir = t.TempDir()
@@ -30,14 +47,5 @@ func NATS(t testing.TB) (*server.Server, *nats.Conn, jetstream.JetStream) {
 		t.Fatalf("connect nats: %v", err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		t.Fatal(err)
-	}
-	return s, nc, js
+	return s, nc
 }

@@ -211,19 +211,9 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 		return auditstore.Page{}, fmt.Errorf("clickhouse list: %w", err)
 	}
 	defer rows.Close()
-	var page auditstore.Page
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return auditstore.Page{}, err
-		}
-		page.Items = append(page.Items, e)
-	}
-	if err := rows.Err(); err != nil {
+	page, err := auditstore.ReadPage(rows, q.Limit)
+	if err != nil {
 		return auditstore.Page{}, fmt.Errorf("clickhouse list: %w", err)
-	}
-	if len(page.Items) > q.Limit {
-		page.Items, page.HasMore = page.Items[:q.Limit], true
 	}
 	return page, nil
 }
@@ -233,60 +223,6 @@ func enumArg[T ~uint8](p *T) int {
 		return -1
 	}
 	return int(*p)
-}
-
-func scanEntry(rows driver.Rows) (schemas.AuditEntry, error) {
-	var (
-		e                                                          schemas.AuditEntry
-		eventID, id, org                                           string
-		tsMS, createdMS                                            int64
-		action, source                                             uint8
-		clientIP, customer, project, user, resID, resDisplay, data *string
-		rt                                                         *uint8
-	)
-	if err := rows.Scan(&eventID, &id, &tsMS, &clientIP, &action, &source, &e.DisplayName, &customer,
-		&org, &project, &e.PrincipalID, &user, &e.PrincipalType, &rt, &resID, &resDisplay, &data, &createdMS); err != nil {
-		return e, fmt.Errorf("clickhouse scan: %w", err)
-	}
-	var err error
-	if e.EventID, err = uuid.Parse(eventID); err != nil {
-		return e, fmt.Errorf("stored event_id %q: %w", eventID, err)
-	}
-	if e.ID, err = uuid.Parse(id); err != nil {
-		return e, fmt.Errorf("stored id %q: %w", id, err)
-	}
-	if e.OrganizationID, err = uuid.Parse(org); err != nil {
-		return e, fmt.Errorf("stored organization_id %q: %w", org, err)
-	}
-	e.Timestamp = time.UnixMilli(tsMS).UTC()
-	e.CreatedTime = time.UnixMilli(createdMS).UTC()
-	e.Action, e.Source = schemas.AuditAction(action), schemas.AuditSource(source)
-	e.ClientIP, e.UserID, e.ResourceID, e.ResourceDisplay = clientIP, user, resID, resDisplay
-	if e.CustomerID, err = parseOptUUID(customer); err != nil {
-		return e, err
-	}
-	if e.ProjectID, err = parseOptUUID(project); err != nil {
-		return e, err
-	}
-	if rt != nil {
-		v := schemas.ResourceType(*rt)
-		e.ResourceType = &v
-	}
-	if data != nil {
-		e.Data = []byte(*data)
-	}
-	return e, nil
-}
-
-func parseOptUUID(s *string) (*uuid.UUID, error) {
-	if s == nil {
-		return nil, nil
-	}
-	u, err := uuid.Parse(*s)
-	if err != nil {
-		return nil, fmt.Errorf("stored uuid %q: %w", *s, err)
-	}
-	return &u, nil
 }
 
 // Ping implements auditstore.Store.

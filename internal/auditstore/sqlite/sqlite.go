@@ -175,19 +175,9 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 		return auditstore.Page{}, fmt.Errorf("sqlite list: %w", err)
 	}
 	defer rows.Close()
-	var page auditstore.Page
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return auditstore.Page{}, err
-		}
-		page.Items = append(page.Items, e)
-	}
-	if err := rows.Err(); err != nil {
+	page, err := auditstore.ReadPage(rows, q.Limit)
+	if err != nil {
 		return auditstore.Page{}, fmt.Errorf("sqlite list: %w", err)
-	}
-	if len(page.Items) > q.Limit {
-		page.Items, page.HasMore = page.Items[:q.Limit], true
 	}
 	return page, nil
 }
@@ -197,73 +187,6 @@ func enumArg[T ~uint8](p *T) any {
 		return nil
 	}
 	return int64(*p)
-}
-
-func scanEntry(rows *sql.Rows) (schemas.AuditEntry, error) {
-	var (
-		e                                                              schemas.AuditEntry
-		eventID, id, org                                               string
-		tsMS, createdMS, action, source                                int64
-		clientIP, customer, project, user, resID, resDisplay, data, rt sql.NullString
-	)
-	if err := rows.Scan(&eventID, &id, &tsMS, &clientIP, &action, &source, &e.DisplayName, &customer,
-		&org, &project, &e.PrincipalID, &user, &e.PrincipalType, &rt, &resID, &resDisplay, &data, &createdMS); err != nil {
-		return e, fmt.Errorf("sqlite scan: %w", err)
-	}
-	var err error
-	if e.EventID, err = uuid.Parse(eventID); err != nil {
-		return e, fmt.Errorf("stored event_id %q: %w", eventID, err)
-	}
-	if e.ID, err = uuid.Parse(id); err != nil {
-		return e, fmt.Errorf("stored id %q: %w", id, err)
-	}
-	if e.OrganizationID, err = uuid.Parse(org); err != nil {
-		return e, fmt.Errorf("stored organization_id %q: %w", org, err)
-	}
-	e.Timestamp = time.UnixMilli(tsMS).UTC()
-	e.CreatedTime = time.UnixMilli(createdMS).UTC()
-	e.Action = schemas.AuditAction(action)
-	e.Source = schemas.AuditSource(source)
-	e.ClientIP = strPtr(clientIP)
-	e.UserID = strPtr(user)
-	e.ResourceID = strPtr(resID)
-	e.ResourceDisplay = strPtr(resDisplay)
-	if e.CustomerID, err = uuidPtr(customer); err != nil {
-		return e, err
-	}
-	if e.ProjectID, err = uuidPtr(project); err != nil {
-		return e, err
-	}
-	if rt.Valid {
-		var n int
-		if _, err := fmt.Sscan(rt.String, &n); err != nil {
-			return e, fmt.Errorf("stored resource_type %q: %w", rt.String, err)
-		}
-		v := schemas.ResourceType(n)
-		e.ResourceType = &v
-	}
-	if data.Valid {
-		e.Data = []byte(data.String)
-	}
-	return e, nil
-}
-
-func strPtr(n sql.NullString) *string {
-	if !n.Valid {
-		return nil
-	}
-	return &n.String
-}
-
-func uuidPtr(n sql.NullString) (*uuid.UUID, error) {
-	if !n.Valid {
-		return nil, nil
-	}
-	u, err := uuid.Parse(n.String)
-	if err != nil {
-		return nil, fmt.Errorf("stored uuid %q: %w", n.String, err)
-	}
-	return &u, nil
 }
 
 // Ping implements auditstore.Store.
