@@ -4,9 +4,7 @@ package query
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"errors"
+		"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -16,12 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
-)
-
-// Access errors.
-var (
-	ErrUnauthenticated = errors.New("missing or invalid credentials")
-	ErrForbidden       = errors.New("not allowed")
+	"github.com/auditrail/auditrail/internal/auth"
 )
 
 // Reader is the store as the query service needs it.
@@ -29,21 +22,14 @@ type Reader interface {
 	ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error)
 }
 
-// Principal is an authenticated caller.
-type Principal struct {
-	ID            string
-	DisplayName   string
-	Type          string
-	PlatformAdmin bool
-}
-
 // Access authenticates callers and decides what they may read.
 type Access interface {
-	// Authenticate resolves a bearer credential, or returns ErrUnauthenticated.
-	Authenticate(ctx context.Context, credential string) (Principal, error)
+	// Authenticate resolves a bearer credential, or returns an error wrapping
+	// auth.ErrUnauthenticated.
+	Authenticate(ctx context.Context, credential string) (auth.Principal, error)
 	// AuthorizeRead returns nil when p may read the org (and project, when
-	// set), or ErrForbidden.
-	AuthorizeRead(ctx context.Context, p Principal, org uuid.UUID, project *uuid.UUID) error
+	// set), or an error wrapping auth.ErrForbidden.
+	AuthorizeRead(ctx context.Context, p auth.Principal, org uuid.UUID, project *uuid.UUID) error
 }
 
 // Config configures the query service.
@@ -115,10 +101,12 @@ func NewApp(log *slog.Logger) *fiber.App {
 	})
 }
 
-// Register mounts the /api/v1 audit routes.
-func (s *Server) Register(r fiber.Router) {
-	r.Get("/api/v1/orgs/:org_id/audit_logs", s.listAudit(false))
-	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", s.listAudit(true))
+// Register mounts the /api/v1 audit routes behind the given middleware
+// (the rate limit).
+func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
+	h := func(withProject bool) []fiber.Handler { return append(append([]fiber.Handler{}, mw...), s.listAudit(withProject)) }
+	r.Get("/api/v1/orgs/:org_id/audit_logs", h(false)...)
+	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", h(true)...)
 }
 
 // NotFound answers every other route with 404 in the envelope; mount it last.
@@ -126,18 +114,29 @@ func NotFound(c *fiber.Ctx) error {
 	return fiber.NewError(fiber.StatusNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path()))
 }
 
-func (s *Server) authenticate(c *fiber.Ctx) (Principal, error) {
+func (s *Server) authenticate(c *fiber.Ctx) (auth.Principal, error) {
+	return Authenticate(c, s.access)
+}
+
+// Authenticator resolves bearer credentials.
+type Authenticator interface {
+	Authenticate(ctx context.Context, credential string) (auth.Principal, error)
+}
+
+// Authenticate resolves the bearer credential of a request: 401 when it is
+// missing or invalid.
+func Authenticate(c *fiber.Ctx, a Authenticator) (auth.Principal, error) {
 	h := c.Get(fiber.HeaderAuthorization)
 	token, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || strings.TrimSpace(token) == "" {
-		return Principal{}, fiber.NewError(fiber.StatusUnauthorized, "missing bearer credentials (Authorization: Bearer <API key or token>)")
+		return auth.Principal{}, fiber.NewError(fiber.StatusUnauthorized, "missing bearer credentials (Authorization: Bearer <API key or token>)")
 	}
-	p, err := s.access.Authenticate(c.UserContext(), strings.TrimSpace(token))
+	p, err := a.Authenticate(c.UserContext(), strings.TrimSpace(token))
 	if err != nil {
-		if errors.Is(err, ErrUnauthenticated) {
-			return Principal{}, fiber.NewError(fiber.StatusUnauthorized, "invalid credentials")
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			return auth.Principal{}, fiber.NewError(fiber.StatusUnauthorized, "invalid credentials")
 		}
-		return Principal{}, err
+		return auth.Principal{}, err
 	}
 	return p, nil
 }
@@ -161,7 +160,7 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 			return err
 		}
 		if err := s.access.AuthorizeRead(c.UserContext(), principal, p.OrgID, p.ProjectID); err != nil {
-			if errors.Is(err, ErrForbidden) {
+			if errors.Is(err, auth.ErrForbidden) {
 				return fiber.NewError(fiber.StatusForbidden, err.Error())
 			}
 			return err
@@ -191,30 +190,4 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 		}
 		return c.JSON(Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
 	}
-}
-
-// BootstrapAccess admits only the platform-admin bootstrap key, known by its
-// SHA-256 hash.
-type BootstrapAccess struct {
-	KeyHash [32]byte
-}
-
-// HashKey returns the SHA-256 of an API key.
-func HashKey(key string) [32]byte { return sha256.Sum256([]byte(key)) }
-
-// Authenticate implements Access.
-func (b BootstrapAccess) Authenticate(_ context.Context, credential string) (Principal, error) {
-	h := HashKey(credential)
-	if subtle.ConstantTimeCompare(h[:], b.KeyHash[:]) != 1 {
-		return Principal{}, ErrUnauthenticated
-	}
-	return Principal{ID: "bootstrap", DisplayName: "platform admin (bootstrap key)", Type: "API_KEY", PlatformAdmin: true}, nil
-}
-
-// AuthorizeRead implements Access: the platform admin reads everything.
-func (b BootstrapAccess) AuthorizeRead(_ context.Context, p Principal, _ uuid.UUID, _ *uuid.UUID) error {
-	if p.PlatformAdmin {
-		return nil
-	}
-	return ErrForbidden
 }

@@ -85,8 +85,10 @@ func runDev(ctx context.Context, args []string) error {
 	nf := addNATSFlags(fs, "")
 	data := fs.String("data", "", "./data", "JetStream store and embedded audit store")
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite")
-	bootKey := fs.String("bootstrap-key", "", "", "platform-admin API key (default: generated, printed once, kept as a hash in DATA)")
+	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (default: generated and kept in DATA)")
+	secKeys := fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
+	rate := fs.String("rate-limit", "", "100/60s", "audit API requests per window per client IP, shared by all instances")
 	inf := addIngestFlags(fs)
 	mkLog := fs.logFlags("text")
 	if err := fs.parse(args); err != nil {
@@ -132,11 +134,22 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer store.Close()
 
-	hash, err := bootstrapKey(*bootKey, *data, os.Stdout)
+	keys, err := keyList("cursor-keys", *curKeys, *data, cursorKeyFile, 0)
 	if err != nil {
 		return err
 	}
-	keys, err := cursorKeys(*curKeys, *data)
+	// The control-plane mirror and the limiter live until the process drains.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	cp, err := openControlPlane(bg, nc, af, *data, log)
+	if err != nil {
+		return err
+	}
+	admin, err := cp.adminService(nc, *secKeys, *data, log)
+	if err != nil {
+		return err
+	}
+	limiter, err := rateLimiter(bg, nc, *rate)
 	if err != nil {
 		return err
 	}
@@ -150,7 +163,7 @@ func runDev(ctx context.Context, args []string) error {
 	ingestDone := make(chan error, 1)
 	go func() { ingestDone <- in.Run(ictx) }()
 
-	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, query.BootstrapAccess{KeyHash: hash}, log)
+	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
 	if err != nil {
 		return err
 	}
@@ -158,7 +171,8 @@ func runDev(ctx context.Context, args []string) error {
 	app.Get("/healthz", healthHandler(roleChecks(nc, store, in), func() map[string]any {
 		return map[string]any{"ingest": in.Stats()}
 	}))
-	qs.Register(app)
+	qs.Register(app, query.RateLimit(limiter, cp.proxies, log))
+	admin.Register(app)
 	app.Use(query.NotFound)
 
 	storeName := "sqlite " + filepath.Join(*data, "audit.db")

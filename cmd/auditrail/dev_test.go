@@ -83,7 +83,7 @@ func startDev(t *testing.T, data string, extra ...string) *devProc {
 	np, _ := testenv.FreePort()
 	p := &devProc{http: fmt.Sprintf("127.0.0.1:%d", hp), nats: fmt.Sprintf("127.0.0.1:%d", np),
 		stdout: &lockedBuf{}, stderr: &lockedBuf{}, exited: make(chan error, 1)}
-	args := append([]string{"dev", "--data", data, "--http", p.http, "--nats-listen", p.nats, "--flush-interval", "100ms"}, extra...)
+	args := append([]string{"dev", "--data", data, "--http", p.http, "--nats-listen", p.nats, "--flush-interval", "100ms", "--rate-limit", "100000/60s"}, extra...)
 	p.cmd = exec.Command(binary(t), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

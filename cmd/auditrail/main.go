@@ -24,6 +24,7 @@ func commands() []command {
 		{"dev", "run every role in one process on embedded defaults", runDev},
 		{"ingest", "consume events from JetStream into the audit store (production role)", runIngest},
 		{"query", "serve the audit API (production role)", runQuery},
+		{"controlplane", "serve the admin API (production role)", runControlPlane},
 		{"emit", "publish synthetic audit events", runEmit},
 		{"bench", "run the benchmarks and print figures beside their references", runBench},
 	}

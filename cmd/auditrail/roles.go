@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -60,13 +61,16 @@ func runIngest(ctx context.Context, args []string) error {
 	return err
 }
 
-// runQuery is the production query role.
+// runQuery is the production query role: the audit API over ClickHouse,
+// authenticating against the control-plane state in NATS.
 func runQuery(ctx context.Context, args []string) error {
 	fs := newFlags("query")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
-	bootKey := fs.String("bootstrap-key", "", "", "platform-admin API key (required)")
+	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
+	rate := fs.String("rate-limit", "", "100/60s", "requests per window per client IP, shared by all instances")
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -75,10 +79,25 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *chDSN == "" || *bootKey == "" {
-		return usageErrorf("--clickhouse and --bootstrap-key are required")
+	if *chDSN == "" {
+		return usageErrorf("--clickhouse is required")
 	}
-	keys, err := cursorKeys(*curKeys, "")
+	keys, err := keyList("cursor-keys", *curKeys, "", "", 0)
+	if err != nil {
+		return err
+	}
+	nc, err := connectStreams(ctx, *nf.url, "auditrail-query", *nf.maxAge, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	cp, err := openControlPlane(bg, nc, af, "", log)
+	if err != nil {
+		return err
+	}
+	limiter, err := rateLimiter(bg, nc, *rate)
 	if err != nil {
 		return err
 	}
@@ -87,17 +106,55 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	hash, err := bootstrapKey(*bootKey, "", os.Stdout)
-	if err != nil {
-		return err
-	}
-	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, query.BootstrapAccess{KeyHash: hash}, log)
+	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
 	if err != nil {
 		return err
 	}
 	app := query.NewApp(log)
-	app.Get("/healthz", healthHandler([]check{{"store", store.Ping}}, nil))
-	qs.Register(app)
+	app.Get("/healthz", healthHandler(roleChecks(nc, store, nil), nil))
+	qs.Register(app, query.RateLimit(limiter, cp.proxies, log))
+	app.Use(query.NotFound)
+	return serve(ctx, app, *httpAddr, log)
+}
+
+// runControlPlane is the production admin API role.
+func runControlPlane(ctx context.Context, args []string) error {
+	fs := newFlags("controlplane")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	httpAddr := fs.String("http", "", "127.0.0.1:8082", "listener of the admin API")
+	af := addAccessFlags(fs)
+	secKeys := fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (required)")
+	mkLog := fs.logFlags("json")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	log, err := mkLog(os.Stderr)
+	if err != nil {
+		return err
+	}
+	nc, err := connectStreams(ctx, *nf.url, "auditrail-controlplane", *nf.maxAge, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	cp, err := openControlPlane(bg, nc, af, "", log)
+	if err != nil {
+		return err
+	}
+	admin, err := cp.adminService(nc, *secKeys, "", log)
+	if err != nil {
+		return err
+	}
+	app := query.NewApp(log)
+	app.Get("/healthz", healthHandler([]check{{"nats", func(context.Context) error {
+		if !nc.IsConnected() {
+			return fmt.Errorf("nats %s", nc.Status())
+		}
+		return nil
+	}}}, nil))
+	admin.Register(app)
 	app.Use(query.NotFound)
 	return serve(ctx, app, *httpAddr, log)
 }

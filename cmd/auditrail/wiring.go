@@ -19,7 +19,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
-	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/internal/auth"
 )
 
 // openStore opens ClickHouse when dsn is set, else the SQLite file in dataDir.
@@ -60,61 +60,66 @@ func redactDSN(dsn string) string {
 const (
 	bootstrapHashFile = "bootstrap_key.sha256"
 	cursorKeyFile     = "cursor.key"
+	secretsKeyFile    = "secrets.key"
 )
 
 // bootstrapKey returns the hash of the platform-admin key: the given key, or
 // the one kept in dataDir, or a new one that is printed once to out and kept
 // (as its hash only) in dataDir.
-func bootstrapKey(given, dataDir string, out io.Writer) ([32]byte, error) {
+func bootstrapKey(given, dataDir string, out io.Writer) (string, error) {
 	if given != "" {
 		if len(given) < 16 {
-			return [32]byte{}, usageErrorf("--bootstrap-key must be at least 16 characters")
+			return "", usageErrorf("--bootstrap-key must be at least 16 characters")
 		}
-		return query.HashKey(given), nil
+		return auth.HashKey(given), nil
 	}
 	path := filepath.Join(dataDir, bootstrapHashFile)
 	if b, err := os.ReadFile(path); err == nil {
-		var h [32]byte
-		raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
-		if err != nil || len(raw) != 32 {
-			return h, fmt.Errorf("%s is corrupt; delete it to generate a new bootstrap key", path)
+		h := strings.TrimSpace(string(b))
+		if raw, err := hex.DecodeString(h); err != nil || len(raw) != 32 {
+			return "", fmt.Errorf("%s is corrupt; delete it to generate a new bootstrap key", path)
 		}
-		copy(h[:], raw)
 		fmt.Fprintf(out, "bootstrap key: kept as a hash in %s (it was printed at the first start; delete that file to get a new one)\n", path)
 		return h, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return [32]byte{}, err
+		return "", err
 	}
 	key := "ark_" + randomToken(32)
-	h := query.HashKey(key)
-	if err := writeFileAtomic(path, []byte(hex.EncodeToString(h[:])+"\n"), 0o600); err != nil {
-		return h, err
+	h := auth.HashKey(key)
+	if err := writeFileAtomic(path, []byte(h+"\n"), 0o600); err != nil {
+		return "", err
 	}
 	fmt.Fprintf(out, "bootstrap key (platform admin, shown once): %s\n", key)
 	return h, nil
 }
 
-// cursorKeys parses comma-separated base64 keys, or keeps a generated key in
-// dataDir when none are given (dev).
-func cursorKeys(given, dataDir string) ([][]byte, error) {
+// keyList parses comma-separated base64 keys of flag, or keeps a generated
+// key in dataDir/file when none are given (dev). exact: every key must be
+// that many bytes; otherwise at least 16.
+func keyList(flagName, given, dataDir, file string, exact int) ([][]byte, error) {
+	okLen := func(k []byte) bool { return (exact == 0 && len(k) >= 16) || (exact != 0 && len(k) == exact) }
 	if given != "" {
 		var keys [][]byte
 		for _, part := range strings.Split(given, ",") {
 			k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(part))
-			if err != nil || len(k) < 16 {
-				return nil, usageErrorf("--cursor-keys: each key must be base64 of at least 16 bytes")
+			if err != nil || !okLen(k) {
+				want := "at least 16 bytes"
+				if exact != 0 {
+					want = fmt.Sprintf("%d bytes", exact)
+				}
+				return nil, usageErrorf("--%s: each key must be base64 of %s", flagName, want)
 			}
 			keys = append(keys, k)
 		}
 		return keys, nil
 	}
 	if dataDir == "" {
-		return nil, usageErrorf("--cursor-keys is required (comma-separated base64 keys; the first signs)")
+		return nil, usageErrorf("--%s is required (comma-separated base64 keys; the first is used, all are accepted)", flagName)
 	}
-	path := filepath.Join(dataDir, cursorKeyFile)
+	path := filepath.Join(dataDir, file)
 	if b, err := os.ReadFile(path); err == nil {
 		k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
-		if err != nil || len(k) < 16 {
+		if err != nil || !okLen(k) {
 			return nil, fmt.Errorf("%s is corrupt", path)
 		}
 		return [][]byte{k}, nil

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpx"
+	"github.com/auditrail/auditrail/internal/ratelimit"
+	"github.com/auditrail/auditrail/producers"
+)
+
+// accessFlags are the flags of every role that authenticates callers.
+type accessFlags struct {
+	bootKey, jwks, jwtIssuer, jwtAudience, trusted *string
+}
+
+func addAccessFlags(fs *flags) accessFlags {
+	return accessFlags{
+		bootKey:     fs.String("bootstrap-key", "", "", "platform-admin API key (dev default: generated, printed once, kept as a hash in DATA)"),
+		jwks:        fs.String("jwks", "", "", "JWKS file of the keys that sign bearer JWTs (HS256 oct, RS256 RSA, EdDSA OKP); JWTs are refused without it"),
+		jwtIssuer:   fs.String("jwt-issuer", "", "", "required iss of JWTs"),
+		jwtAudience: fs.String("jwt-audience", "", "", "required aud of JWTs"),
+		trusted:     fs.String("trusted-proxies", "", "", "comma-separated IPs/CIDRs whose X-Forwarded-For is believed"),
+	}
+}
+
+// controlPlane is the state and access of one process.
+type controlPlane struct {
+	state   *controlplane.State
+	access  *controlplane.Access
+	proxies httpx.TrustedProxies
+}
+
+// openControlPlane mirrors the control-plane state of NATS and builds the
+// authenticator. dataDir (dev) keeps a generated bootstrap key hash.
+func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir string, log *slog.Logger) (*controlPlane, error) {
+	proxies, err := httpx.ParseTrustedProxies(*f.trusted)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var verifier *auth.JWTVerifier
+	if *f.jwks != "" {
+		if verifier, err = auth.LoadJWKSFile(*f.jwks, auth.JWTConfig{Issuer: *f.jwtIssuer, Audience: *f.jwtAudience, Leeway: 30 * time.Second}); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	if *f.bootKey == "" && dataDir == "" {
+		return nil, usageErrorf("--bootstrap-key is required")
+	}
+	hash, err := bootstrapKey(*f.bootKey, dataDir, os.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	state, err := controlplane.OpenState(ctx, js, controlplane.DefaultBucket, log)
+	if err != nil {
+		return nil, err
+	}
+	return &controlPlane{state: state, access: controlplane.NewAccess(state, hash, verifier), proxies: proxies}, nil
+}
+
+// adminService builds the admin API: sealer, recorder, service.
+func (cp *controlPlane) adminService(nc *nats.Conn, secretsKeys, dataDir string, log *slog.Logger) (*controlplane.Service, error) {
+	keys, err := keyList("secrets-keys", secretsKeys, dataDir, secretsKeyFile, 32)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := controlplane.NewSealer(keys...)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	pub, err := producers.New(nc, producers.DefaultConfig(), log)
+	if err != nil {
+		return nil, err
+	}
+	return controlplane.NewService(cp.state, cp.access, sealer, producers.NewRecorder(pub, 5*time.Second), cp.proxies, log), nil
+}
+
+// rateLimiter builds the shared limiter of the audit endpoints.
+func rateLimiter(ctx context.Context, nc *nats.Conn, spec string) (*ratelimit.Limiter, error) {
+	s, err := ratelimit.ParseSpec(spec)
+	if err != nil {
+		return nil, usageErrorf("--rate-limit: %v", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ratelimit.New(ctx, js, "auditrail_ratelimit", s)
+	if err != nil {
+		return nil, fmt.Errorf("rate limiter: %w", err)
+	}
+	return l, nil
+}

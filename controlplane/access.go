@@ -1,0 +1,111 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auth"
+)
+
+// Access authenticates bearer credentials against the control-plane state
+// and decides what a principal may read and change.
+type Access struct {
+	state         *State
+	bootstrapHash string
+	jwt           *auth.JWTVerifier
+}
+
+// NewAccess returns an Access. bootstrapHash is the hex SHA-256 of the
+// platform-admin key; jwt may be nil when no JWT keys are configured.
+func NewAccess(state *State, bootstrapHash string, jwt *auth.JWTVerifier) *Access {
+	return &Access{state: state, bootstrapHash: bootstrapHash, jwt: jwt}
+}
+
+// Authenticate resolves a credential: the bootstrap key, a JWT, or an API
+// key that exists and is not disabled (as this instance's mirror of the
+// state sees it, milliseconds behind any write).
+func (a *Access) Authenticate(_ context.Context, cred string) (auth.Principal, error) {
+	hash := auth.HashKey(cred)
+	if a.bootstrapHash != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(a.bootstrapHash)) == 1 {
+		return auth.Principal{ID: "bootstrap", Type: auth.TypePlatformAdmin, DisplayName: "platform admin", PlatformAdmin: true}, nil
+	}
+	if auth.LooksLikeJWT(cred) {
+		if a.jwt == nil {
+			return auth.Principal{}, fmt.Errorf("%w: JWTs are not configured", auth.ErrUnauthenticated)
+		}
+		sub, err := a.jwt.Verify(cred)
+		if err != nil {
+			return auth.Principal{}, err
+		}
+		return auth.Principal{ID: sub, Type: auth.TypeAccount, UserID: sub, DisplayName: sub}, nil
+	}
+	kvKey, ok := a.state.keyByHash(hash)
+	if !ok {
+		return auth.Principal{}, auth.ErrUnauthenticated
+	}
+	var k APIKey
+	if _, err := a.state.get(kvKey, &k); err != nil || k.Disabled {
+		return auth.Principal{}, auth.ErrUnauthenticated
+	}
+	org := k.OrgID
+	return auth.Principal{ID: k.ID.String(), Type: auth.TypeAPIKey, UserID: k.UserID, DisplayName: k.Name, OrgScope: &org}, nil
+}
+
+// Role returns p's role in org, if any.
+func (a *Access) Role(p auth.Principal, org uuid.UUID) (Role, bool) {
+	if p.UserID == "" || !p.InOrg(org) {
+		return "", false
+	}
+	var m Member
+	if _, err := a.state.get(memberKey(org.String(), p.UserID), &m); err != nil {
+		return "", false
+	}
+	return m.Role, true
+}
+
+// AuthorizeRead allows the platform admin everything; others need
+// membership of org and, for a project, of the project too (seeds/000).
+func (a *Access) AuthorizeRead(_ context.Context, p auth.Principal, org uuid.UUID, project *uuid.UUID) error {
+	if p.PlatformAdmin {
+		return nil
+	}
+	if _, ok := a.Role(p, org); !ok {
+		return fmt.Errorf("%w: not a member of organization %s", auth.ErrForbidden, org)
+	}
+	if project != nil {
+		var pm ProjectMember
+		if _, err := a.state.get(pmemberKey(org.String(), project.String(), p.UserID), &pm); err != nil {
+			return fmt.Errorf("%w: not a member of project %s", auth.ErrForbidden, project)
+		}
+	}
+	return nil
+}
+
+// AuthorizeMutate allows the platform admin and the org's owners and admins.
+func (a *Access) AuthorizeMutate(p auth.Principal, org uuid.UUID) error {
+	if p.PlatformAdmin {
+		return nil
+	}
+	if r, ok := a.Role(p, org); ok && r.CanMutate() {
+		return nil
+	}
+	return fmt.Errorf("%w: only owners and admins of organization %s change it", auth.ErrForbidden, org)
+}
+
+// DisplayName is how p appears in audit entries of org: the member's display
+// name when there is one.
+func (a *Access) DisplayName(p auth.Principal, org uuid.UUID) string {
+	if p.UserID != "" {
+		var m Member
+		if _, err := a.state.get(memberKey(org.String(), p.UserID), &m); err == nil && m.DisplayName != "" {
+			return m.DisplayName
+		}
+	}
+	if p.DisplayName != "" {
+		return p.DisplayName
+	}
+	return p.ID
+}

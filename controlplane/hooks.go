@@ -1,0 +1,241 @@
+package controlplane
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// HookConfig is a customer webhook server and how to call it (CONTRACT.md).
+type HookConfig struct {
+	Name      string                `json:"name"`
+	Endpoint  string                `json:"endpoint"`
+	Points    map[string]*HookPoint `json:"points"`
+	Auth      HookAuth              `json:"auth"`
+	TimeoutMS int                   `json:"timeout_ms"`
+	Retries   HookRetries           `json:"retries"`
+	Breaker   HookBreaker           `json:"breaker"`
+	Phase     string                `json:"phase"`
+	Priority  int                   `json:"priority"`
+	Enabled   *bool                 `json:"enabled"`
+}
+
+// HookPoint configures one of access, pre and post.
+type HookPoint struct {
+	Path        string `json:"path"`
+	TimeoutMS   int    `json:"timeout_ms"`
+	FailureMode string `json:"failure_mode"`
+}
+
+// HookAuth is bearer ({type, token}) or mtls ({type, client_cert_pem,
+// client_key_pem, ca_cert_pem}). Token and client key are secrets.
+type HookAuth struct {
+	Type          string `json:"type"`
+	Token         string `json:"token,omitempty"`
+	ClientCertPEM string `json:"client_cert_pem,omitempty"`
+	ClientKeyPEM  string `json:"client_key_pem,omitempty"`
+	CACertPEM     string `json:"ca_cert_pem,omitempty"`
+}
+
+// HookRetries: attempts in all (1 = no retry) and the back-off between them.
+type HookRetries struct {
+	MaxAttempts int `json:"max_attempts"`
+	BackoffMS   int `json:"backoff_ms"`
+}
+
+// HookBreaker opens after ConsecutiveFailures and half-opens after OpenMS.
+type HookBreaker struct {
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	OpenMS              int `json:"open_ms"`
+}
+
+// Hook points and failure modes.
+const (
+	PointAccess = "access"
+	PointPre    = "pre"
+	PointPost   = "post"
+
+	FailOpen   = "fail_open"
+	FailClosed = "fail_closed"
+)
+
+var defaultPaths = map[string]string{PointAccess: "/access", PointPre: "/pre", PointPost: "/post"}
+
+// Normalize fills the defaults of CONTRACT.md and validates. Errors wrap
+// ErrInvalid and name the field.
+func (c *HookConfig) Normalize() error {
+	c.Name = strings.TrimSpace(c.Name)
+	if c.Name == "" || len(c.Name) > 200 {
+		return invalid("name", "required, at most 200 characters")
+	}
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return invalid("endpoint", "%q is not an http(s) URL", c.Endpoint)
+	}
+	if c.TimeoutMS == 0 {
+		c.TimeoutMS = 5000
+	}
+	if c.TimeoutMS < 1 || c.TimeoutMS > 60_000 {
+		return invalid("timeout_ms", "%d not in 1..60000", c.TimeoutMS)
+	}
+	if len(c.Points) == 0 {
+		return invalid("points", "name at least one of access, pre, post")
+	}
+	for name, p := range c.Points {
+		def, ok := defaultPaths[name]
+		if !ok {
+			return invalid("points", "unknown point %q; use access, pre, post", name)
+		}
+		if p == nil {
+			p = &HookPoint{}
+			c.Points[name] = p
+		}
+		if p.Path == "" {
+			p.Path = def
+		}
+		if !strings.HasPrefix(p.Path, "/") {
+			return invalid("points."+name+".path", "%q must start with /", p.Path)
+		}
+		if p.TimeoutMS == 0 {
+			p.TimeoutMS = c.TimeoutMS
+		}
+		if p.TimeoutMS < 1 || p.TimeoutMS > 60_000 {
+			return invalid("points."+name+".timeout_ms", "%d not in 1..60000", p.TimeoutMS)
+		}
+		if p.FailureMode == "" {
+			p.FailureMode = FailClosed
+		}
+		if p.FailureMode != FailOpen && p.FailureMode != FailClosed {
+			return invalid("points."+name+".failure_mode", "%q is not fail_open or fail_closed", p.FailureMode)
+		}
+	}
+	switch c.Auth.Type {
+	case "bearer":
+		if c.Auth.Token == "" {
+			return invalid("auth.token", "required for bearer auth")
+		}
+		c.Auth.ClientCertPEM, c.Auth.ClientKeyPEM, c.Auth.CACertPEM = "", "", ""
+	case "mtls":
+		if u.Scheme != "https" {
+			return invalid("endpoint", "mtls needs an https endpoint")
+		}
+		if _, err := tls.X509KeyPair([]byte(c.Auth.ClientCertPEM), []byte(c.Auth.ClientKeyPEM)); err != nil {
+			return invalid("auth.client_cert_pem", "client certificate and key do not form a pair: %v", err)
+		}
+		if c.Auth.CACertPEM != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(c.Auth.CACertPEM)) {
+			return invalid("auth.ca_cert_pem", "no certificate found")
+		}
+		c.Auth.Token = ""
+	default:
+		return invalid("auth.type", "%q is not bearer or mtls", c.Auth.Type)
+	}
+	if c.Retries.MaxAttempts == 0 {
+		c.Retries.MaxAttempts = 1
+	}
+	if c.Retries.MaxAttempts < 1 || c.Retries.MaxAttempts > 10 {
+		return invalid("retries.max_attempts", "%d not in 1..10", c.Retries.MaxAttempts)
+	}
+	if c.Retries.BackoffMS == 0 {
+		c.Retries.BackoffMS = 100
+	}
+	if c.Retries.BackoffMS < 0 || c.Retries.BackoffMS > 10_000 {
+		return invalid("retries.backoff_ms", "%d not in 0..10000", c.Retries.BackoffMS)
+	}
+	if c.Breaker.ConsecutiveFailures == 0 {
+		c.Breaker.ConsecutiveFailures = 5
+	}
+	if c.Breaker.ConsecutiveFailures < 1 || c.Breaker.ConsecutiveFailures > 1000 {
+		return invalid("breaker.consecutive_failures", "%d not in 1..1000", c.Breaker.ConsecutiveFailures)
+	}
+	if c.Breaker.OpenMS == 0 {
+		c.Breaker.OpenMS = 30_000
+	}
+	if c.Breaker.OpenMS < 100 || c.Breaker.OpenMS > 3_600_000 {
+		return invalid("breaker.open_ms", "%d not in 100..3600000", c.Breaker.OpenMS)
+	}
+	if c.Phase == "" {
+		c.Phase = "before"
+	}
+	if c.Phase != "before" && c.Phase != "after" {
+		return invalid("phase", "%q is not before or after", c.Phase)
+	}
+	if c.Enabled == nil {
+		t := true
+		c.Enabled = &t
+	}
+	return nil
+}
+
+// Hook is a stored hook configuration. The secret parts of Config.Auth
+// (token, client key) are sealed in SealedAuth and blank in Config.
+type Hook struct {
+	ID         uuid.UUID  `json:"id"`
+	OrgID      uuid.UUID  `json:"organization_id"`
+	ProjectID  *uuid.UUID `json:"project_id"`
+	Config     HookConfig `json:"config"`
+	SealedAuth []byte     `json:"sealed_auth,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+}
+
+// Redacted is the configuration as shown to people and audit events:
+// secrets replaced by "[REDACTED]".
+func (c HookConfig) Redacted() HookConfig {
+	if c.Auth.Token != "" || c.Auth.Type == "bearer" {
+		c.Auth.Token = Redacted
+	}
+	if c.Auth.ClientKeyPEM != "" || c.Auth.Type == "mtls" {
+		c.Auth.ClientKeyPEM = Redacted
+	}
+	pts := make(map[string]*HookPoint, len(c.Points))
+	for k, v := range c.Points {
+		p := *v
+		pts[k] = &p
+	}
+	c.Points = pts
+	return c
+}
+
+// Redacted replaces secret values wherever they would be shown.
+const Redacted = "[REDACTED]"
+
+// mergePatch applies an RFC 7386 JSON merge patch to doc.
+func mergePatch(doc, patch json.RawMessage) (json.RawMessage, error) {
+	var p any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	pm, ok := p.(map[string]any)
+	if !ok {
+		return patch, nil
+	}
+	var d any
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, err
+	}
+	return json.Marshal(mergeValue(d, pm))
+}
+
+func mergeValue(target any, patch map[string]any) any {
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(t, k)
+			continue
+		}
+		if pm, ok := v.(map[string]any); ok {
+			t[k] = mergeValue(t[k], pm)
+			continue
+		}
+		t[k] = v
+	}
+	return t
+}

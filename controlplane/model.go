@@ -1,0 +1,135 @@
+// Package controlplane holds the administrative state of auditrail —
+// organizations, projects, members, API keys, hook configurations, secrets
+// and user connections — in a NATS KV bucket, serves the admin API, and
+// records every successful mutation as exactly one audit event.
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Sentinel errors; the HTTP layer maps them to status codes.
+var (
+	ErrNotFound   = errors.New("not found")
+	ErrConflict   = errors.New("conflict")
+	ErrInvalid    = errors.New("invalid")
+	ErrForbidden  = errors.New("forbidden")
+	ErrAuditLog   = errors.New("audit log unavailable")
+	ErrUnavailabe = errors.New("control plane state unavailable")
+)
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+// Role of an organization or project member.
+type Role string
+
+// Roles: owners and admins mutate their org, members read.
+const (
+	RoleOwner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// CanMutate reports whether the role may change its organization.
+func (r Role) CanMutate() bool { return r == RoleOwner || r == RoleAdmin }
+
+func parseRole(field, s string, allowOwner bool) (Role, error) {
+	switch r := Role(s); r {
+	case RoleAdmin, RoleMember:
+		return r, nil
+	case RoleOwner:
+		if allowOwner {
+			return r, nil
+		}
+	}
+	if allowOwner {
+		return "", invalid(field, "%q is not one of owner, admin, member", s)
+	}
+	return "", invalid(field, "%q is not one of admin, member", s)
+}
+
+// Org is an organization.
+type Org struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Project belongs to an organization.
+type Project struct {
+	ID        uuid.UUID `json:"id"`
+	OrgID     uuid.UUID `json:"organization_id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Member is a user's membership of an organization.
+type Member struct {
+	OrgID       uuid.UUID `json:"organization_id"`
+	UserID      string    `json:"user_id"`
+	Role        Role      `json:"role"`
+	DisplayName string    `json:"display_name"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// ProjectMember is a user's membership of a project.
+type ProjectMember struct {
+	OrgID     uuid.UUID `json:"organization_id"`
+	ProjectID uuid.UUID `json:"project_id"`
+	UserID    string    `json:"user_id"`
+	Role      Role      `json:"role"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// APIKey authenticates as UserID within OrgID. Only the SHA-256 of the key
+// is stored.
+type APIKey struct {
+	ID        uuid.UUID `json:"id"`
+	OrgID     uuid.UUID `json:"organization_id"`
+	UserID    string    `json:"user_id"`
+	Name      string    `json:"name"`
+	Prefix    string    `json:"prefix"`
+	Hash      string    `json:"hash,omitempty"`
+	Disabled  bool      `json:"disabled"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Public returns the key without its hash.
+func (k APIKey) Public() APIKey {
+	k.Hash = ""
+	return k
+}
+
+// Secret is a project secret; Value is encrypted at rest and never returned.
+type Secret struct {
+	OrgID     uuid.UUID `json:"organization_id"`
+	ProjectID uuid.UUID `json:"project_id"`
+	Name      string    `json:"name"`
+	Sealed    []byte    `json:"sealed,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// UserConnection is a user's OAuth tokens for a provider in a project;
+// the tokens are encrypted at rest and never returned.
+type UserConnection struct {
+	OrgID     uuid.UUID  `json:"organization_id"`
+	ProjectID uuid.UUID  `json:"project_id"`
+	UserID    string     `json:"user_id"`
+	Provider  string     `json:"provider"`
+	Scopes    []string   `json:"scopes"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	Sealed    []byte     `json:"sealed,omitempty"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+// ConnectionTokens are the sealed part of a UserConnection.
+type ConnectionTokens struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+}

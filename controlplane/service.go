@@ -1,0 +1,254 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpx"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// Recorder publishes the audit event of a mutation and returns once it is stored.
+type Recorder interface {
+	Record(ctx context.Context, m producers.Mutation) (*schemas.AuditEvent, error)
+}
+
+// HeaderSource lets a caller declare its channel: API (default), DASHBOARD, CLI or SDK.
+const HeaderSource = "X-Auditrail-Source"
+
+// Service serves the admin API. Every successful mutation is recorded as
+// exactly one audit event, published before the state changes: when the
+// event cannot be published, the mutation is refused (503) and nothing
+// changes. (A write that fails after its event was recorded — a concurrent
+// change on another instance — answers 409; the audit log then holds the
+// attempt. The reverse, a change without its event, cannot happen.)
+type Service struct {
+	state   *State
+	access  *Access
+	sealer  *Sealer
+	rec     Recorder
+	proxies httpx.TrustedProxies
+	log     *slog.Logger
+	now     func() time.Time
+	locks   [64]sync.Mutex
+}
+
+// NewService returns the admin API.
+func NewService(state *State, access *Access, sealer *Sealer, rec Recorder, proxies httpx.TrustedProxies, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{state: state, access: access, sealer: sealer, rec: rec, proxies: proxies, log: log, now: time.Now}
+}
+
+// Register mounts the admin routes.
+func (s *Service) Register(r fiber.Router) {
+	v := r.Group("/api/v1")
+	v.Post("/orgs", s.createOrg)
+	v.Get("/orgs/:org_id", s.getOrg)
+	v.Post("/orgs/:org_id/projects", s.createProject)
+	v.Get("/orgs/:org_id/projects", s.listProjects)
+	v.Get("/orgs/:org_id/members", s.listMembers)
+	v.Put("/orgs/:org_id/members/:user_id", s.putMember)
+	v.Delete("/orgs/:org_id/members/:user_id", s.deleteMember)
+	v.Get("/orgs/:org_id/projects/:project_id/members", s.listProjectMembers)
+	v.Put("/orgs/:org_id/projects/:project_id/members/:user_id", s.putProjectMember)
+	v.Delete("/orgs/:org_id/projects/:project_id/members/:user_id", s.deleteProjectMember)
+	v.Get("/orgs/:org_id/api_keys", s.listAPIKeys)
+	v.Post("/orgs/:org_id/api_keys", s.createAPIKey)
+	v.Post("/orgs/:org_id/api_keys/:key_id/disable", s.disableAPIKey)
+	v.Delete("/orgs/:org_id/api_keys/:key_id", s.deleteAPIKey)
+	for _, base := range []string{"/orgs/:org_id/hooks", "/orgs/:org_id/projects/:project_id/hooks"} {
+		v.Get(base, s.listHooks)
+		v.Post(base, s.createHook)
+		v.Get(base+"/:hook_id", s.getHook)
+		v.Patch(base+"/:hook_id", s.patchHook)
+		v.Post(base+"/:hook_id/disable", s.disableHook)
+		v.Delete(base+"/:hook_id", s.deleteHook)
+	}
+	v.Get("/orgs/:org_id/projects/:project_id/secrets", s.listSecrets)
+	v.Put("/orgs/:org_id/projects/:project_id/secrets/:name", s.putSecret)
+	v.Delete("/orgs/:org_id/projects/:project_id/secrets/:name", s.deleteSecret)
+	v.Get("/orgs/:org_id/projects/:project_id/users/:user_id/connections", s.listConnections)
+	v.Put("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.putConnection)
+	v.Delete("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.deleteConnection)
+}
+
+// call is an authenticated request.
+type call struct {
+	c      *fiber.Ctx
+	p      auth.Principal
+	source schemas.AuditSource
+	ip     string
+}
+
+func (s *Service) begin(c *fiber.Ctx) (*call, error) {
+	p, err := query.Authenticate(c, s.access)
+	if err != nil {
+		return nil, err
+	}
+	src := schemas.AuditSourceAPI
+	if h := strings.TrimSpace(c.Get(HeaderSource)); h != "" {
+		switch strings.ToUpper(h) {
+		case "API":
+		case "DASHBOARD":
+			src = schemas.AuditSourceDashboard
+		case "CLI":
+			src = schemas.AuditSourceCLI
+		case "SDK":
+			src = schemas.AuditSourceSDK
+		default:
+			return nil, fiber.NewError(fiber.StatusBadRequest, HeaderSource+": "+fmt.Sprintf("%q is not one of API, DASHBOARD, CLI, SDK", h))
+		}
+	}
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	ip := s.proxies.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor))
+	return &call{c: c, p: p, source: src, ip: ip.String()}, nil
+}
+
+// httpError maps errors of this package to status codes.
+func httpError(err error) error {
+	var fe *fiber.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return err
+	case errors.Is(err, ErrInvalid):
+		return fiber.NewError(fiber.StatusBadRequest, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	case errors.Is(err, auth.ErrForbidden):
+		return fiber.NewError(fiber.StatusForbidden, err.Error())
+	case errors.Is(err, ErrNotFound):
+		return fiber.NewError(fiber.StatusNotFound, err.Error())
+	case errors.Is(err, ErrConflict):
+		return fiber.NewError(fiber.StatusConflict, err.Error())
+	case errors.Is(err, ErrAuditLog), errors.Is(err, ErrUnavailabe):
+		return fiber.NewError(fiber.StatusServiceUnavailable, err.Error())
+	}
+	return err
+}
+
+func reply(c *fiber.Ctx, status int, data any) error {
+	msg := "OK"
+	if status == fiber.StatusCreated {
+		msg = "created"
+	}
+	return c.Status(status).JSON(query.Envelope{Code: status, Msg: msg, Data: data})
+}
+
+func uuidParam(c *fiber.Ctx, name string) (uuid.UUID, error) {
+	v := c.Params(name)
+	u, err := uuid.Parse(v)
+	if err != nil || len(v) != 36 {
+		return uuid.Nil, fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("%s: %q is not a UUID", name, v))
+	}
+	return u, nil
+}
+
+// textParam returns a decoded path parameter that must be 1..256 printable characters.
+func textParam(c *fiber.Ctx, name string) (string, error) {
+	v, err := url.PathUnescape(c.Params(name))
+	if err != nil || v == "" || len(v) > 256 || strings.ContainsAny(v, "\x00\r\n") {
+		return "", fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("%s: must be 1 to 256 printable characters", name))
+	}
+	return v, nil
+}
+
+// decodeBody parses a JSON object strictly: unknown fields are errors.
+func decodeBody(c *fiber.Ctx, v any) error {
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return fiber.NewError(fiber.StatusBadRequest, "body: a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fiber.NewError(fiber.StatusBadRequest, "body: "+err.Error())
+	}
+	if dec.More() {
+		return fiber.NewError(fiber.StatusBadRequest, "body: trailing data after the JSON object")
+	}
+	return nil
+}
+
+// lock serializes mutations of one KV key on this instance.
+func (s *Service) lock(key string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	m := &s.locks[h.Sum32()%uint32(len(s.locks))]
+	m.Lock()
+	return m.Unlock
+}
+
+// record publishes the event of a mutation before the state changes.
+func (s *Service) record(cl *call, m producers.Mutation) error {
+	m.Source = cl.source
+	m.PrincipalID, m.PrincipalType, m.UserID = cl.p.ID, cl.p.Type, cl.p.UserID
+	m.DisplayName = s.access.DisplayName(cl.p, m.OrgID)
+	m.ClientIP = cl.ip
+	if _, err := s.rec.Record(cl.c.UserContext(), m); err != nil {
+		s.log.Error("refusing a mutation that cannot be audited", "resource_type", m.ResourceType.String(), "resource_id", m.ResourceID, "err", err)
+		return fmt.Errorf("%w: the change was not made: %v", ErrAuditLog, err)
+	}
+	return nil
+}
+
+// orgFor authorizes cl in org (mutate or read) and returns the org: 403
+// before 404, so that non-members learn nothing about other organizations.
+func (s *Service) orgFor(cl *call, mutate bool) (Org, error) {
+	id, err := uuidParam(cl.c, "org_id")
+	if err != nil {
+		return Org{}, err
+	}
+	if mutate {
+		err = s.access.AuthorizeMutate(cl.p, id)
+	} else {
+		err = s.access.AuthorizeRead(cl.c.UserContext(), cl.p, id, nil)
+	}
+	if err != nil {
+		return Org{}, err
+	}
+	var o Org
+	if _, err := s.state.get(orgKey(id.String()), &o); err != nil {
+		return Org{}, fmt.Errorf("%w: organization %s", ErrNotFound, id)
+	}
+	return o, nil
+}
+
+func (s *Service) projectFor(cl *call, org Org) (Project, error) {
+	id, err := uuidParam(cl.c, "project_id")
+	if err != nil {
+		return Project{}, err
+	}
+	var p Project
+	if _, err := s.state.get(projectKey(org.ID.String(), id.String()), &p); err != nil {
+		return Project{}, fmt.Errorf("%w: project %s", ErrNotFound, id)
+	}
+	return p, nil
+}
+
+func newAPIKeySecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return "ak_" + base64.RawURLEncoding.EncodeToString(b)
+}
