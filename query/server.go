@@ -4,7 +4,7 @@ package query
 
 import (
 	"context"
-		"errors"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -104,7 +104,9 @@ func NewApp(log *slog.Logger) *fiber.App {
 // Register mounts the /api/v1 audit routes behind the given middleware
 // (the rate limit).
 func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
-	h := func(withProject bool) []fiber.Handler { return append(append([]fiber.Handler{}, mw...), s.listAudit(withProject)) }
+	h := func(withProject bool) []fiber.Handler {
+		return append(append([]fiber.Handler{}, mw...), s.listAudit(withProject))
+	}
 	r.Get("/api/v1/orgs/:org_id/audit_logs", h(false)...)
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", h(true)...)
 }
