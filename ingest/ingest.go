@@ -108,7 +108,32 @@ func (in *Ingester[T]) Stats() Stats {
 // Run consumes until ctx ends, then commits and acknowledges the batch in
 // hand (within DrainTimeout) and returns nil. Store and DLQ failures are
 // retried with back-off without acknowledging anything, so nothing is lost.
+// When the consumer itself fails (deleted, stream gone, connection closed),
+// Run reports not ready, backs off and creates it again.
 func (in *Ingester[T]) Run(ctx context.Context) error {
+	backoff := in.cfg.RetryMin
+	for {
+		start := time.Now()
+		err := in.consume(ctx)
+		if ctx.Err() != nil {
+			in.log.Info("ingest stopped", "stats", in.Stats())
+			return nil
+		}
+		if time.Since(start) > in.cfg.RetryMax {
+			backoff = in.cfg.RetryMin
+		}
+		in.log.Error("ingest consumer failed; creating it again", "backoff", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, in.cfg.RetryMax)
+	}
+}
+
+// consume creates the consumer and consumes until ctx ends or the consumer fails.
+func (in *Ingester[T]) consume(ctx context.Context) error {
 	cons, err := in.js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{
 		Durable:       in.cfg.Durable,
 		Description:   "auditrail ingest into the audit store",
@@ -156,7 +181,6 @@ func (in *Ingester[T]) Run(ctx context.Context) error {
 	}
 	close(batches)
 	<-committed
-	in.log.Info("ingest stopped", "stats", in.Stats())
 	return runErr
 }
 

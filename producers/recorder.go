@@ -52,7 +52,7 @@ func (r *Recorder) Event(m Mutation) (*schemas.AuditEvent, error) {
 	}
 	rt := m.ResourceType
 	ev := &schemas.AuditEvent{
-		EventID:         uuid.New(),
+		EventID:         uuid.Must(uuid.NewV7()), // time-ordered: ties in the listing follow creation order
 		Timestamp:       r.now().UTC(),
 		Action:          m.Action,
 		Source:          m.Source,

@@ -11,3 +11,8 @@ var ClickHouseDDL embed.FS
 //
 //go:embed sqlite/*.sql
 var SQLiteDDL embed.FS
+
+// OpenAPI holds the OpenAPI 3.0 descriptions of the HTTP APIs.
+//
+//go:embed openapi/*.yaml
+var OpenAPI embed.FS
