@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -23,6 +24,8 @@ var (
 	insertAuditSQL string
 	//go:embed queries/list_audit.sql
 	listAuditSQL string
+	//go:embed queries/audit_hours.sql
+	auditHoursSQL string
 )
 
 // ErrInvalidDSN is returned for a DSN that cannot be used.
@@ -32,7 +35,26 @@ var ErrInvalidDSN = errors.New("invalid clickhouse dsn")
 type Store struct {
 	conn driver.Conn
 	now  func() time.Time
+
+	mu    sync.Mutex
+	hours map[hoursKey]hoursEntry
 }
+
+type hoursKey struct{ org, project string }
+
+type hoursEntry struct {
+	at    time.Time
+	hours []hourCount // newest first
+}
+
+type hourCount struct {
+	hour int64 // start of the hour, Unix ms
+	n    uint64
+}
+
+// hoursTTL bounds how stale the cached hourly counts may be. Staleness only
+// costs an extra round: the newest bound of a scan is always open.
+const hoursTTL = 5 * time.Second
 
 var _ auditstore.Store = (*Store)(nil)
 
@@ -70,7 +92,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
-	s := &Store{conn: conn, now: time.Now}
+	s := &Store{conn: conn, now: time.Now, hours: map[hoursKey]hoursEntry{}}
 	if err := s.migrate(ctx); err != nil {
 		conn.Close()
 		return nil, err
@@ -188,7 +210,12 @@ func uuidStr(u *uuid.UUID) *string {
 	return &s
 }
 
-// ListAudit implements auditstore.Store.
+// ListAudit implements auditstore.Store. ClickHouse 18.16 cannot read the
+// sort key in reverse, so an unbounded newest-first query reads every row
+// of the organization. Instead the hourly counts (audit_hours) choose the
+// newest hours that hold a page, and only those are scanned; when filters
+// leave too few rows, older hours follow, four times more each round, until
+// the page is full or the organization's history is exhausted.
 func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
 	if err := q.Validate(); err != nil {
 		return auditstore.Page{}, err
@@ -197,6 +224,51 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	if q.ProjectID != nil {
 		project = q.ProjectID.String()
 	}
+	upper := int64(math.MaxInt64) // exclusive
+	if q.After != nil {
+		upper = q.After.Timestamp.UnixMilli() + 1
+	}
+	hours, err := s.hourCounts(ctx, q.OrgID.String(), project)
+	if err != nil {
+		return auditstore.Page{}, err
+	}
+	idx := 0
+	for idx < len(hours) && hours[idx].hour >= upper {
+		idx++
+	}
+	need := q.Limit + 1
+	target := uint64(need)
+	var items []schemas.AuditEntry
+	for hi := upper; ; target *= 4 {
+		var cum uint64
+		j := idx
+		for j < len(hours) && cum < target {
+			cum += hours[j].n
+			j++
+		}
+		lo := int64(math.MinInt64)
+		if j < len(hours) {
+			lo = hours[j-1].hour
+		}
+		page, err := s.listWindow(ctx, q, project, lo, hi, need-len(items))
+		if err != nil {
+			return auditstore.Page{}, err
+		}
+		items = append(items, page...)
+		if len(items) >= need || lo == math.MinInt64 {
+			break
+		}
+		hi, idx = lo, j
+	}
+	out := auditstore.Page{Items: items}
+	if len(items) > q.Limit {
+		out.Items, out.HasMore = items[:q.Limit], true
+	}
+	return out, nil
+}
+
+// listWindow reads up to limit entries of q with lo <= ts_ms < hi.
+func (s *Store) listWindow(ctx context.Context, q auditstore.Query, project string, lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
 	var hasAfter uint8
 	var afterTS int64
 	afterID := ""
@@ -206,16 +278,52 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	action, source, rtype := enumArg(q.Action), enumArg(q.Source), enumArg(q.ResourceType)
 	rows, err := s.conn.Query(ctx, listAuditSQL,
 		q.OrgID.String(), project, project, action, action, source, source, rtype, rtype,
-		hasAfter, afterTS, afterTS, afterID, int64(math.MinInt64), q.Limit+1)
+		hasAfter, afterTS, afterTS, afterID, lo, hi, limit)
 	if err != nil {
-		return auditstore.Page{}, fmt.Errorf("clickhouse list: %w", err)
+		return nil, fmt.Errorf("clickhouse list: %w", err)
 	}
 	defer rows.Close()
-	page, err := auditstore.ReadPage(rows, q.Limit)
+	// ReadPage with limit+1 never trims: the caller counts.
+	page, err := auditstore.ReadPage(rows, limit+1)
 	if err != nil {
-		return auditstore.Page{}, fmt.Errorf("clickhouse list: %w", err)
+		return nil, fmt.Errorf("clickhouse list: %w", err)
 	}
-	return page, nil
+	return page.Items, nil
+}
+
+// hourCounts returns the hourly counts of org (and project), newest first,
+// cached for hoursTTL.
+func (s *Store) hourCounts(ctx context.Context, org, project string) ([]hourCount, error) {
+	k := hoursKey{org, project}
+	s.mu.Lock()
+	e, ok := s.hours[k]
+	s.mu.Unlock()
+	if ok && s.now().Sub(e.at) < hoursTTL {
+		return e.hours, nil
+	}
+	rows, err := s.conn.Query(ctx, auditHoursSQL, org, project, project, int64(math.MaxInt64))
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse hourly counts: %w", err)
+	}
+	defer rows.Close()
+	var hours []hourCount
+	for rows.Next() {
+		var h hourCount
+		if err := rows.Scan(&h.hour, &h.n); err != nil {
+			return nil, fmt.Errorf("clickhouse hourly counts: %w", err)
+		}
+		hours = append(hours, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse hourly counts: %w", err)
+	}
+	s.mu.Lock()
+	if len(s.hours) > 10_000 {
+		s.hours = map[hoursKey]hoursEntry{} // bound the cache; it refills on demand
+	}
+	s.hours[k] = hoursEntry{at: s.now(), hours: hours}
+	s.mu.Unlock()
+	return hours, nil
 }
 
 func enumArg[T ~uint8](p *T) int {

@@ -42,6 +42,8 @@ func Run(t *testing.T, factory Factory) {
 		{"WalkWhileWriting", testWalkWhileWriting},
 		{"ReopenKeepsData", testReopen},
 		{"InvalidQuery", testInvalidQuery},
+		{"SparseMatchesAcrossMonths", testSparse},
+		{"LateArrivals", testLateArrivals},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -393,6 +395,50 @@ func testInvalidQuery(t *testing.T, open Opener) {
 		_, err := s.ListAudit(ctx(t), q)
 		if err == nil || !strings.Contains(fmt.Sprint(err), "invalid query") {
 			t.Errorf("query %+v: err = %v, want ErrInvalidQuery", q, err)
+		}
+	}
+}
+
+// A filter that matches a few events spread over months, paged one by one:
+// stores that bound their scans must still find every match.
+func testSparse(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	now := time.Now()
+	var evs, rare []schemas.AuditEvent
+	for i := 0; i < 400; i++ {
+		e := Event(org, now.Add(-time.Duration(i)*5*time.Hour))
+		if i%97 == 3 {
+			e.Action = schemas.AuditActionDisabled
+			rare = append(rare, e)
+		}
+		evs = append(evs, e)
+	}
+	write(t, s, evs)
+	dis := schemas.AuditActionDisabled
+	got := ids(all(t, s, auditstore.Query{OrgID: org, Limit: 1, Filter: auditstore.Filter{Action: &dis}}))
+	if !slices.Equal(got, sorted(rare)) {
+		t.Fatalf("found %d of %d sparse matches", len(got), len(rare))
+	}
+	if got := ids(all(t, s, auditstore.Query{OrgID: org, Limit: 37})); !slices.Equal(got, sorted(evs)) {
+		t.Fatalf("walk over months: %d of %d", len(got), len(evs))
+	}
+}
+
+// Events that arrive late, with old timestamps, after listings ran.
+func testLateArrivals(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	now := time.Now()
+	evs := []schemas.AuditEvent{Event(org, now), Event(org, now.Add(-2*time.Hour))}
+	write(t, s, evs)
+	_ = all(t, s, auditstore.Query{OrgID: org, Limit: 10})
+	late := []schemas.AuditEvent{Event(org, now.Add(-30*24*time.Hour)), Event(org, now.Add(-time.Hour)), Event(org, now.Add(time.Minute))}
+	write(t, s, late)
+	evs = append(evs, late...)
+	for _, limit := range []int{1, 2, 10} {
+		if got := ids(all(t, s, auditstore.Query{OrgID: org, Limit: limit})); !slices.Equal(got, sorted(evs)) {
+			t.Fatalf("limit %d: %d of %d after late arrivals", limit, len(got), len(evs))
 		}
 	}
 }
