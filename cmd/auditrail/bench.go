@@ -6,13 +6,15 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/auditrail/auditrail/internal/bench"
 )
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,ingest", "benchmarks to run, comma-separated: decode, ingest")
+	which := fs.String("run", "", "decode,ingest,query", "benchmarks to run, comma-separated: decode, ingest, query")
+	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events of the one tenant of the query benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	inf := addIngestFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
@@ -48,6 +50,21 @@ func runBench(ctx context.Context, args []string) error {
 			}
 			fmt.Printf("  publish %s, ingest %s, clickhouse-client %s, bare JetStream consume %s\n", r.Publish, r.Pipeline, r.CHClient, r.JSConsume)
 			figures = append(figures, r.Figures()...)
+		case "query":
+			fmt.Printf("== query: one tenant holding %d events in ClickHouse; API pages against the raw query\n", *queryEvents)
+			rs, err := bench.Query(ctx, *queryEvents, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("query benchmark: %w", err)
+			}
+			for _, r := range rs {
+				fmt.Printf("  %-24s API p50 %7.2f ms p99 %7.2f ms | raw (same hours) p50 %7.2f ms p99 %7.2f ms | raw unbounded p50 %8.1f ms",
+					r.Name, msf(r.API.P50), msf(r.API.P99), msf(r.RawBounded.P50), msf(r.RawBounded.P99), msf(r.RawNaive.P50))
+				if r.ThroughputPerSec > 0 {
+					fmt.Printf(" | %.0f pages/s (4 clients)", r.ThroughputPerSec)
+				}
+				fmt.Println()
+			}
+			figures = append(figures, bench.QueryFigures(rs)...)
 		default:
 			return usageErrorf("unknown benchmark %q", name)
 		}
@@ -58,3 +75,5 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	return nil
 }
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

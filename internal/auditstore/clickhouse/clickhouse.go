@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
+	"text/template"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -23,7 +25,9 @@ var (
 	//go:embed queries/insert_audit.sql
 	insertAuditSQL string
 	//go:embed queries/list_audit.sql
-	listAuditSQL string
+	listAuditTemplate string
+	// listAuditSQL holds every rendering of the list query, by predicate set.
+	listAuditSQL = renderListQueries()
 	//go:embed queries/audit_hours.sql
 	auditHoursSQL string
 )
@@ -232,24 +236,12 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	if err != nil {
 		return auditstore.Page{}, err
 	}
-	idx := 0
-	for idx < len(hours) && hours[idx].hour >= upper {
-		idx++
-	}
+	idx := firstHourBelow(hours, upper)
 	need := q.Limit + 1
 	target := uint64(need)
 	var items []schemas.AuditEntry
 	for hi := upper; ; target *= 4 {
-		var cum uint64
-		j := idx
-		for j < len(hours) && cum < target {
-			cum += hours[j].n
-			j++
-		}
-		lo := int64(math.MinInt64)
-		if j < len(hours) {
-			lo = hours[j-1].hour
-		}
+		lo, j := nextWindow(hours, idx, target)
 		page, err := s.listWindow(ctx, q, project, lo, hi, need-len(items))
 		if err != nil {
 			return auditstore.Page{}, err
@@ -267,18 +259,99 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	return out, nil
 }
 
+// FirstWindow returns the time range [lo, hi) that ListAudit scans first
+// for q (for benchmarks that compare with a hand-written query).
+func (s *Store) FirstWindow(ctx context.Context, q auditstore.Query) (lo, hi int64, err error) {
+	project := ""
+	if q.ProjectID != nil {
+		project = q.ProjectID.String()
+	}
+	hi = math.MaxInt64
+	if q.After != nil {
+		hi = q.After.Timestamp.UnixMilli() + 1
+	}
+	hours, err := s.hourCounts(ctx, q.OrgID.String(), project)
+	if err != nil {
+		return 0, 0, err
+	}
+	lo, _ = nextWindow(hours, firstHourBelow(hours, hi), uint64(q.Limit+1))
+	return lo, hi, nil
+}
+
+// firstHourBelow is the index of the newest hour that starts before upper.
+func firstHourBelow(hours []hourCount, upper int64) int {
+	idx := 0
+	for idx < len(hours) && hours[idx].hour >= upper {
+		idx++
+	}
+	return idx
+}
+
+// nextWindow returns the start of the oldest hour needed for hours[idx:] to
+// hold target events (math.MinInt64 when they hold fewer: scan to the
+// beginning), and the index after that hour.
+func nextWindow(hours []hourCount, idx int, target uint64) (int64, int) {
+	var cum uint64
+	j := idx
+	for j < len(hours) && cum < target {
+		cum += hours[j].n
+		j++
+	}
+	if j < len(hours) {
+		return hours[j-1].hour, j
+	}
+	return math.MinInt64, j
+}
+
+// listPredicates says which optional predicates a listing uses.
+type listPredicates struct{ Project, Action, Source, ResourceType, After bool }
+
+func (p listPredicates) index() int {
+	i := 0
+	for bit, on := range []bool{p.Project, p.Action, p.Source, p.ResourceType, p.After} {
+		if on {
+			i |= 1 << bit
+		}
+	}
+	return i
+}
+
+func renderListQueries() []string {
+	tmpl := template.Must(template.New("list_audit.sql").Parse(listAuditTemplate))
+	out := make([]string, 32)
+	for i := range out {
+		p := listPredicates{Project: i&1 != 0, Action: i&2 != 0, Source: i&4 != 0, ResourceType: i&8 != 0, After: i&16 != 0}
+		var b strings.Builder
+		if err := tmpl.Execute(&b, p); err != nil {
+			panic(err)
+		}
+		out[p.index()] = b.String()
+	}
+	return out
+}
+
 // listWindow reads up to limit entries of q with lo <= ts_ms < hi.
 func (s *Store) listWindow(ctx context.Context, q auditstore.Query, project string, lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
-	var hasAfter uint8
-	var afterTS int64
-	afterID := ""
-	if q.After != nil {
-		hasAfter, afterTS, afterID = 1, q.After.Timestamp.UnixMilli(), q.After.EventID.String()
+	p := listPredicates{Project: project != "", Action: q.Action != nil, Source: q.Source != nil, ResourceType: q.ResourceType != nil, After: q.After != nil}
+	args := []any{q.OrgID.String(), lo, hi}
+	if p.Project {
+		args = append(args, project)
 	}
-	action, source, rtype := enumArg(q.Action), enumArg(q.Source), enumArg(q.ResourceType)
-	rows, err := s.conn.Query(ctx, listAuditSQL,
-		q.OrgID.String(), project, project, action, action, source, source, rtype, rtype,
-		hasAfter, afterTS, afterTS, afterID, lo, hi, limit)
+	if p.Action {
+		args = append(args, uint8(*q.Action))
+	}
+	if p.Source {
+		args = append(args, uint8(*q.Source))
+	}
+	if p.ResourceType {
+		args = append(args, uint8(*q.ResourceType))
+	}
+	if p.After {
+		ts := q.After.Timestamp.UnixMilli()
+		args = append(args, ts, ts, q.After.EventID.String())
+	}
+	args = append(args, limit)
+	rows, err := s.conn.Query(ctx, listAuditSQL[p.index()], args...)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse list: %w", err)
 	}
@@ -324,13 +397,6 @@ func (s *Store) hourCounts(ctx context.Context, org, project string) ([]hourCoun
 	s.hours[k] = hoursEntry{at: s.now(), hours: hours}
 	s.mu.Unlock()
 	return hours, nil
-}
-
-func enumArg[T ~uint8](p *T) int {
-	if p == nil {
-		return -1
-	}
-	return int(*p)
 }
 
 // Ping implements auditstore.Store.
