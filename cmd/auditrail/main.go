@@ -25,6 +25,7 @@ func commands() []command {
 		{"ingest", "consume events from JetStream into the audit store (production role)", runIngest},
 		{"query", "serve the audit API (production role)", runQuery},
 		{"controlplane", "serve the admin API (production role)", runControlPlane},
+		{"admin", "the admin API from a terminal (source CLI)", runAdmin},
 		{"emit", "publish synthetic audit events", runEmit},
 		{"bench", "run the benchmarks and print figures beside their references", runBench},
 	}

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// adminCommand is one `auditrail admin NOUN VERB` command.
+type adminCommand struct {
+	noun, verb string
+	args       []string // positional arguments, by name
+	usage      string
+	// flags adds the command's flags; run builds the request from args and flags.
+	flags func(fs *flags) func(a map[string]string) (method, path string, body any, err error)
+}
+
+func esc(s string) string { return url.PathEscape(s) }
+
+func projectBase(a map[string]string, project string) string {
+	base := "/api/v1/orgs/" + esc(a["ORG"])
+	if project != "" {
+		base += "/projects/" + esc(project)
+	}
+	return base
+}
+
+func readValue(flagValue, what string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(os.Stdin, 1<<20))
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", usageErrorf("%s: give --value or pipe it on standard input", what)
+	}
+	return v, nil
+}
+
+func readJSONFile(path string) (json.RawMessage, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(b) {
+		return nil, usageErrorf("%s is not JSON", path)
+	}
+	return b, nil
+}
+
+func noFlags(build func(a map[string]string) (string, string, any, error)) func(fs *flags) func(a map[string]string) (string, string, any, error) {
+	return func(*flags) func(a map[string]string) (string, string, any, error) { return build }
+}
+
+func adminCommands() []adminCommand {
+	hookCmd := func(verb, method, suffix string, withHook, withFile bool) adminCommand {
+		args := []string{"ORG"}
+		if withHook {
+			args = append(args, "HOOK")
+		}
+		return adminCommand{noun: "hook", verb: verb, args: args, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+			project := fs.FlagSet.String("project", "", "project id (default: an organization hook)")
+			var file *string
+			if withFile {
+				file = fs.FlagSet.String("file", "", "JSON file of the HookConfig (or merge patch); - for standard input")
+			}
+			return func(a map[string]string) (string, string, any, error) {
+				path := projectBase(a, *project) + "/hooks"
+				if withHook {
+					path += "/" + esc(a["HOOK"])
+				}
+				path += suffix
+				if !withFile {
+					return method, path, nil, nil
+				}
+				if *file == "" {
+					return "", "", nil, usageErrorf("--file is required")
+				}
+				body, err := readJSONFile(*file)
+				return method, path, body, err
+			}
+		}}
+	}
+	return []adminCommand{
+		{noun: "org", verb: "create", args: []string{"NAME"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "POST", "/api/v1/orgs", map[string]string{"name": a["NAME"]}, nil
+		})},
+		{noun: "org", verb: "get", args: []string{"ORG"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "GET", "/api/v1/orgs/" + esc(a["ORG"]), nil, nil
+		})},
+		{noun: "project", verb: "create", args: []string{"ORG", "NAME"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "POST", "/api/v1/orgs/" + esc(a["ORG"]) + "/projects", map[string]string{"name": a["NAME"]}, nil
+		})},
+		{noun: "project", verb: "list", args: []string{"ORG"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "GET", "/api/v1/orgs/" + esc(a["ORG"]) + "/projects", nil, nil
+		})},
+		{noun: "member", verb: "set", args: []string{"ORG", "USER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+			role := fs.FlagSet.String("role", "member", "owner, admin or member")
+			name := fs.FlagSet.String("display-name", "", "display name")
+			return func(a map[string]string) (string, string, any, error) {
+				return "PUT", "/api/v1/orgs/" + esc(a["ORG"]) + "/members/" + esc(a["USER"]), map[string]string{"role": *role, "display_name": *name}, nil
+			}
+		}},
+		{noun: "member", verb: "remove", args: []string{"ORG", "USER"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "DELETE", "/api/v1/orgs/" + esc(a["ORG"]) + "/members/" + esc(a["USER"]), nil, nil
+		})},
+		{noun: "member", verb: "list", args: []string{"ORG"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "GET", "/api/v1/orgs/" + esc(a["ORG"]) + "/members", nil, nil
+		})},
+		{noun: "project-member", verb: "set", args: []string{"ORG", "PROJECT", "USER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+			role := fs.FlagSet.String("role", "member", "admin or member")
+			return func(a map[string]string) (string, string, any, error) {
+				return "PUT", projectBase(a, a["PROJECT"]) + "/members/" + esc(a["USER"]), map[string]string{"role": *role}, nil
+			}
+		}},
+		{noun: "project-member", verb: "remove", args: []string{"ORG", "PROJECT", "USER"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "DELETE", projectBase(a, a["PROJECT"]) + "/members/" + esc(a["USER"]), nil, nil
+		})},
+		{noun: "project-member", verb: "list", args: []string{"ORG", "PROJECT"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "GET", projectBase(a, a["PROJECT"]) + "/members", nil, nil
+		})},
+		{noun: "key", verb: "create", args: []string{"ORG", "USER", "NAME"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "POST", "/api/v1/orgs/" + esc(a["ORG"]) + "/api_keys", map[string]string{"user_id": a["USER"], "name": a["NAME"]}, nil
+		})},
+		{noun: "key", verb: "list", args: []string{"ORG"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "GET", "/api/v1/orgs/" + esc(a["ORG"]) + "/api_keys", nil, nil
+		})},
+		{noun: "key", verb: "disable", args: []string{"ORG", "KEY"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "POST", "/api/v1/orgs/" + esc(a["ORG"]) + "/api_keys/" + esc(a["KEY"]) + "/disable", nil, nil
+		})},
+		{noun: "key", verb: "delete", args: []string{"ORG", "KEY"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "DELETE", "/api/v1/orgs/" + esc(a["ORG"]) + "/api_keys/" + esc(a["KEY"]), nil, nil
+		})},
+		hookCmd("create", "POST", "", false, true),
+		hookCmd("list", "GET", "", false, false),
+		hookCmd("get", "GET", "", true, false),
+		hookCmd("patch", "PATCH", "", true, true),
+		hookCmd("disable", "POST", "/disable", true, false),
+		hookCmd("delete", "DELETE", "", true, false),
+		{noun: "secret", verb: "set", args: []string{"ORG", "PROJECT", "NAME"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+			value := fs.FlagSet.String("value", "", "the value (default: read from standard input, which keeps it out of shell history)")
+			return func(a map[string]string) (string, string, any, error) {
+				v, err := readValue(*value, "secret value")
+				return "PUT", projectBase(a, a["PROJECT"]) + "/secrets/" + esc(a["NAME"]), map[string]string{"value": v}, err
+			}
+		}},
+		{noun: "secret", verb: "delete", args: []string{"ORG", "PROJECT", "NAME"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "DELETE", projectBase(a, a["PROJECT"]) + "/secrets/" + esc(a["NAME"]), nil, nil
+		})},
+		{noun: "secret", verb: "list", args: []string{"ORG", "PROJECT"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "GET", projectBase(a, a["PROJECT"]) + "/secrets", nil, nil
+		})},
+		{noun: "connection", verb: "set", args: []string{"ORG", "PROJECT", "USER", "PROVIDER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+			access := fs.FlagSet.String("access-token", "", "access token (default: read from standard input)")
+			refresh := fs.FlagSet.String("refresh-token", "", "refresh token")
+			scopes := fs.FlagSet.String("scopes", "", "comma-separated scopes")
+			expires := fs.FlagSet.String("expires-at", "", "expiry, RFC 3339")
+			return func(a map[string]string) (string, string, any, error) {
+				tok, err := readValue(*access, "access token")
+				if err != nil {
+					return "", "", nil, err
+				}
+				body := map[string]any{"access_token": tok, "refresh_token": *refresh, "scopes": splitList(*scopes)}
+				if *expires != "" {
+					t, err := time.Parse(time.RFC3339, *expires)
+					if err != nil {
+						return "", "", nil, usageErrorf("--expires-at: %v", err)
+					}
+					body["expires_at"] = t
+				}
+				return "PUT", projectBase(a, a["PROJECT"]) + "/users/" + esc(a["USER"]) + "/connections/" + esc(a["PROVIDER"]), body, nil
+			}
+		}},
+		{noun: "connection", verb: "delete", args: []string{"ORG", "PROJECT", "USER", "PROVIDER"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "DELETE", projectBase(a, a["PROJECT"]) + "/users/" + esc(a["USER"]) + "/connections/" + esc(a["PROVIDER"]), nil, nil
+		})},
+		{noun: "connection", verb: "list", args: []string{"ORG", "PROJECT", "USER"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "GET", projectBase(a, a["PROJECT"]) + "/users/" + esc(a["USER"]) + "/connections", nil, nil
+		})},
+	}
+}
+
+func splitList(s string) []string {
+	out := []string{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func adminUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: auditrail admin [--url URL] [--key KEY] NOUN VERB ARGS... [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range adminCommands() {
+		fmt.Fprintf(w, "  %s %s %s\n", c.noun, c.verb, strings.Join(c.args, " "))
+	}
+	fmt.Fprintln(w, "  logs ORG [--project P] [--action A] [--source S] [--resource-type R] [--limit N] [--all] [--format table|json]")
+	fmt.Fprintln(w, "\nRequests carry X-Auditrail-Source: CLI, so the audit log shows where a change came from.")
+}
+
+// runAdmin is the admin API from a terminal.
+func runAdmin(ctx context.Context, args []string) error {
+	fs := newFlags("admin")
+	base := fs.String("url", "", "http://127.0.0.1:8080", "base URL of the admin and audit API")
+	key := fs.String("key", "", "", "API key, JWT or bootstrap key")
+	fs.Usage = func() { adminUsage(os.Stderr); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.envErr != nil {
+		return usageError{fs.envErr}
+	}
+	rest := fs.Args()
+	if len(rest) >= 1 && rest[0] == "logs" {
+		return adminLogs(ctx, *base, *key, rest[1:])
+	}
+	if len(rest) < 2 {
+		adminUsage(os.Stderr)
+		return usageErrorf("name a command")
+	}
+	for _, c := range adminCommands() {
+		if c.noun != rest[0] || c.verb != rest[1] {
+			continue
+		}
+		cfs := newFlags("admin " + c.noun + " " + c.verb)
+		build := c.flags(cfs)
+		positional, err := parseInterleaved(cfs, rest[2:])
+		if err != nil {
+			return err
+		}
+		if len(positional) != len(c.args) {
+			return usageErrorf("usage: auditrail admin %s %s %s", c.noun, c.verb, strings.Join(c.args, " "))
+		}
+		a := map[string]string{}
+		for i, name := range c.args {
+			a[name] = positional[i]
+		}
+		method, path, body, err := build(a)
+		if err != nil {
+			return err
+		}
+		data, err := adminCall(ctx, *base, *key, method, path, body)
+		if err != nil {
+			return err
+		}
+		return printJSON(os.Stdout, data)
+	}
+	adminUsage(os.Stderr)
+	return usageErrorf("unknown command %q", strings.Join(rest[:2], " "))
+}
+
+// parseInterleaved parses flags that may stand before, between or after the
+// positional arguments.
+func parseInterleaved(fs *flags, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError{err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// adminCall sends one request and returns data, or an error with the API's message.
+func adminCall(ctx context.Context, base, key, method, path string, body any) (json.RawMessage, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
+	if err != nil {
+		return nil, usageErrorf("--url: %v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("X-Auditrail-Source", "CLI")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var env struct {
+		Code int             `json:"code"`
+		Msg  string          `json:"msg"`
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, fmt.Errorf("%s %s: %d, not an auditrail answer: %.200s", method, path, resp.StatusCode, raw)
+	}
+	if resp.StatusCode >= 300 {
+		return nil, fmt.Errorf("%d: %s", resp.StatusCode, env.Msg)
+	}
+	return env.Data, nil
+}
+
+func printJSON(w io.Writer, data json.RawMessage) error {
+	if len(data) == 0 {
+		fmt.Fprintln(w, "ok")
+		return nil
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, data, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+// adminLogs lists audit logs, one page or (--all) every page.
+func adminLogs(ctx context.Context, base, key string, args []string) error {
+	fs := newFlags("admin logs")
+	project := fs.FlagSet.String("project", "", "project id")
+	action := fs.FlagSet.String("action", "", "AuditAction name")
+	source := fs.FlagSet.String("source", "", "AuditSource name")
+	rtype := fs.FlagSet.String("resource-type", "", "ResourceType name")
+	limit := fs.FlagSet.Int("limit", 50, "entries per page (1-100)")
+	all := fs.FlagSet.Bool("all", false, "follow next_cursor to the last page")
+	format := fs.FlagSet.String("format", "table", "table or json (one entry per line)")
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) != 1 {
+		return usageErrorf("usage: auditrail admin logs ORG [flags]")
+	}
+	if *format != "table" && *format != "json" {
+		return usageErrorf("--format: table or json")
+	}
+	path := projectBase(map[string]string{"ORG": positional[0]}, *project) + "/audit_logs"
+	q := url.Values{}
+	for k, v := range map[string]string{"action": *action, "source": *source, "resource_type": *rtype} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	q.Set("limit", fmt.Sprint(*limit))
+	tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
+	if *format == "table" {
+		fmt.Fprintln(tw, "TIMESTAMP\tACTION\tRESOURCE\tDISPLAY\tBY\tSOURCE")
+	}
+	for {
+		data, err := adminCall(ctx, base, key, "GET", path+"?"+q.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Items      []map[string]any `json:"items"`
+			HasMore    bool             `json:"has_more"`
+			NextCursor string           `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(data, &page); err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if *format == "json" {
+				b, _ := json.Marshal(it)
+				fmt.Println(string(b))
+				continue
+			}
+			fmt.Fprintf(tw, "%v\t%v\t%v\t%v\t%v\t%v\n", it["timestamp"], strings.TrimPrefix(fmt.Sprint(it["action"]), "AUDIT_ACTION_"),
+				strings.TrimPrefix(fmt.Sprint(it["resource_type"]), "RESOURCE_TYPE_"), it["resource_display"], it["display_name"],
+				strings.TrimPrefix(fmt.Sprint(it["source"]), "AUDIT_SOURCE_"))
+		}
+		if !page.HasMore || !*all {
+			break
+		}
+		q.Set("cursor", page.NextCursor)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAdminCLI(t *testing.T) {
+	p, boot := devWithKey(t)
+	run := func(stdin string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(binary(t), append([]string{"admin", "--url", "http://" + p.http, "--key", boot}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	field := func(out, name string) string {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatalf("output is not JSON: %s", out)
+		}
+		return m[name].(string)
+	}
+	out, code := run("", "org", "create", "Acme Corp")
+	if code != 0 {
+		t.Fatalf("org create: %d %s", code, out)
+	}
+	org := field(out, "id")
+	out, _ = run("", "project", "create", org, "billing")
+	project := field(out, "id")
+	if out, code := run("", "member", "set", org, "alice", "--role", "owner", "--display-name", "Alice"); code != 0 || !strings.Contains(out, `"owner"`) {
+		t.Fatalf("member set: %d %s", code, out)
+	}
+	out, code = run("", "key", "create", org, "alice", "ci")
+	if code != 0 || !strings.HasPrefix(field(out, "key"), "ak_") {
+		t.Fatalf("key create: %d %s", code, out)
+	}
+	if out, code := run("postgres://u:pw@db/x\n", "secret", "set", org, project, "DB_CONNECTION_STRING"); code != 0 || strings.Contains(out, "pw@db") {
+		t.Fatalf("secret set from stdin: %d %s", code, out)
+	}
+	if out, code := run("", "secret", "list", org, project); code != 0 || !strings.Contains(out, "DB_CONNECTION_STRING") {
+		t.Fatalf("secret list: %d %s", code, out)
+	}
+	// Errors: the API's message and status 1; a bad command line, status 2.
+	if out, code := run("", "member", "set", org, "bob", "--role", "emperor"); code != 1 || !strings.Contains(out, "400") || !strings.Contains(out, "role") {
+		t.Fatalf("bad role: %d %s", code, out)
+	}
+	if out, code := run("", "org", "explode"); code != 2 || !strings.Contains(out, "unknown command") {
+		t.Fatalf("unknown command: %d %s", code, out)
+	}
+	if out, code := run("", "project", "create", org); code != 2 || !strings.Contains(out, "usage") {
+		t.Fatalf("missing argument: %d %s", code, out)
+	}
+	// Every change above is in the audit log, with source CLI.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		out, code := run("", "logs", org, "--format", "json", "--all", "--limit", "2")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code == 0 && len(lines) == 5 {
+			for _, l := range lines {
+				if !strings.Contains(l, `"source":"AUDIT_SOURCE_CLI"`) {
+					t.Fatalf("entry without source CLI: %s", l)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logs: %d %s", code, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, code = run("", "logs", org)
+	if code != 0 || !strings.Contains(out, "TIMESTAMP") || !strings.Contains(out, "SECRET") {
+		t.Fatalf("logs table: %d %s", code, out)
+	}
+}
