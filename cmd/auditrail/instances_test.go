@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/testenv"
+)
+
+// startQueryRole runs `auditrail query` and waits for its /healthz.
+func startQueryRole(t *testing.T, args ...string) string {
+	t.Helper()
+	port, _ := testenv.FreePort()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	out := &lockedBuf{}
+	cmd := exec.Command(binary(t), append([]string{"query", "--http", addr}, args...)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("query role output:\n%s", out)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("query role not healthy:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Two instances (dev and a separate query role) share the control-plane
+// state and the rate limit through NATS, and the cursor keys.
+func TestInstancesShareStateAndLimits(t *testing.T) {
+	dsn := testenv.ClickHouse(t)
+	boot := "bootstrap-key-for-two-instances"
+	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-shared-by-instances!!"))
+	common := []string{"--clickhouse", dsn, "--bootstrap-key", boot, "--cursor-keys", cursorKey, "--rate-limit", "6/60s", "--trusted-proxies", "127.0.0.1"}
+	dev := startDev(t, t.TempDir(), common...)
+	q := startQueryRole(t, append([]string{"--nats-url", "nats://" + dev.nats}, common...)...)
+	a, b := newAPIClient(t, dev.http), newAPIClient(t, q)
+
+	// One limit over both instances.
+	path := "/api/v1/orgs/" + uuid.NewString() + "/audit_logs"
+	for i := 0; i < 6; i++ {
+		c := []*apiClient{a, b}[i%2]
+		if r := c.call("GET", path, boot, nil, "X-Forwarded-For", "198.51.100.1"); r.status != 200 {
+			t.Fatalf("request %d: %d", i, r.status)
+		}
+	}
+	for _, c := range []*apiClient{a, b} {
+		if r := c.call("GET", path, boot, nil, "X-Forwarded-For", "198.51.100.1"); r.status != 429 {
+			t.Fatalf("7th request: %d, want 429 on every instance", r.status)
+		}
+	}
+
+	// A key made on one instance works on the other; disabling it takes
+	// effect there at once.
+	org := a.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
+	a.call("PUT", "/api/v1/orgs/"+org+"/members/alice", boot, map[string]any{"role": "owner"})
+	k := a.call("POST", "/api/v1/orgs/"+org+"/api_keys", boot, map[string]any{"name": "k", "user_id": "alice"})
+	key, keyID := k.data()["key"].(string), k.data()["id"].(string)
+	logs := "/api/v1/orgs/" + org + "/audit_logs?limit=1"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := b.call("GET", logs, key, nil, "X-Forwarded-For", "198.51.100.2")
+		if r.status == 200 && len(r.data()["items"].([]any)) == 1 {
+			// A cursor of one instance pages on the other.
+			cur := r.data()["next_cursor"].(string)
+			if r2 := a.call("GET", logs+"&cursor="+url.QueryEscape(cur), key, nil, "X-Forwarded-For", "198.51.100.2"); r2.status != 200 {
+				t.Fatalf("cursor of the other instance: %d %s", r2.status, r2.raw)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key not usable on the second instance: %d %s", r.status, r.raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := a.call("POST", "/api/v1/orgs/"+org+"/api_keys/"+keyID+"/disable", boot, nil); r.status != 200 {
+		t.Fatalf("disable: %d", r.status)
+	}
+	start := time.Now()
+	for b.call("GET", logs, key, nil, "X-Forwarded-For", "198.51.100.3").status != 401 {
+		if time.Since(start) > 500*time.Millisecond {
+			t.Fatal("the disabled key still works on the other instance after 500 ms")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("disabled key refused by the other instance after %s", time.Since(start))
+}
