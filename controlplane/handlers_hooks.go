@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -11,20 +12,17 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// hookScope returns the org, the project (nil for org hooks) and the KV scope token.
-func (s *Service) hookScope(cl *call, mutate bool) (Org, *Project, string, error) {
-	org, err := s.orgFor(cl, mutate)
+// hookScope resolves the org, the project (nil for org hooks) and the KV scope token.
+func (s *Service) hookScope(c *fiber.Ctx, mutate bool) (*call, Org, *Project, string, error) {
+	withProject := c.Params("project_id") != ""
+	cl, org, p, err := s.scope(c, mutate, withProject)
 	if err != nil {
-		return Org{}, nil, "", err
+		return nil, Org{}, nil, "", err
 	}
-	if cl.c.Params("project_id") == "" {
-		return org, nil, "org", nil
+	if p == nil {
+		return cl, org, nil, "org", nil
 	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return Org{}, nil, "", err
-	}
-	return org, &p, p.ID.String(), nil
+	return cl, org, p, p.ID.String(), nil
 }
 
 // sealHook moves the secret parts of cfg.Auth into SealedAuth.
@@ -39,7 +37,7 @@ func (s *Service) sealHook(key string, h *Hook, cfg HookConfig) error {
 	return nil
 }
 
-// UnsealedConfig returns the configuration of a stored hook with its secrets.
+// unsealedConfig returns the configuration of a stored hook with its secrets.
 func (s *Service) unsealedConfig(key string, h Hook) (HookConfig, error) {
 	cfg := h.Config
 	pt, err := s.sealer.Open(key, h.SealedAuth)
@@ -55,39 +53,24 @@ func (s *Service) unsealedConfig(key string, h Hook) (HookConfig, error) {
 }
 
 // hookView is a hook as the API and audit events show it.
-func hookView(h Hook) Hook {
+func hookView(h Hook) any {
 	h.Config = h.Config.Redacted()
 	h.SealedAuth = nil
 	return h
 }
 
 func (s *Service) listHooks(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	_, org, _, scope, err := s.hookScope(c, false)
 	if err != nil {
 		return err
 	}
-	org, _, scope, err := s.hookScope(cl, false)
-	if err != nil {
-		return httpError(err)
-	}
-	hooks, err := listAs[Hook](s.state, "hook."+org.ID.String()+"."+scope+".")
-	if err != nil {
-		return err
-	}
-	for i := range hooks {
-		hooks[i] = hookView(hooks[i])
-	}
-	return reply(c, fiber.StatusOK, map[string]any{"items": hooks})
+	return listItems(s, c, "hook."+org.ID.String()+"."+scope+".", hookView)
 }
 
 func (s *Service) createHook(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, p, scope, err := s.hookScope(c, true)
 	if err != nil {
 		return err
-	}
-	org, p, scope, err := s.hookScope(cl, true)
-	if err != nil {
-		return httpError(err)
 	}
 	var cfg HookConfig
 	if err := decodeBody(c, &cfg); err != nil {
@@ -115,133 +98,99 @@ func (s *Service) createHook(c *fiber.Ctx) error {
 	return reply(c, fiber.StatusCreated, hookView(h))
 }
 
-func (s *Service) hookFor(cl *call, mutate bool) (Org, string, Hook, uint64, error) {
-	org, _, scope, err := s.hookScope(cl, mutate)
+// hookTarget resolves the hook of a hook route: its KV key and the
+// mutation that names it.
+func (s *Service) hookTarget(c *fiber.Ctx, mutate bool) (*call, string, producers.Mutation, error) {
+	cl, org, p, scope, err := s.hookScope(c, mutate)
 	if err != nil {
-		return Org{}, "", Hook{}, 0, err
+		return nil, "", producers.Mutation{}, err
 	}
-	id, err := uuidParam(cl.c, "hook_id")
+	id, err := uuidParam(c, "hook_id")
 	if err != nil {
-		return Org{}, "", Hook{}, 0, err
+		return nil, "", producers.Mutation{}, err
 	}
 	key := hookKey(org.ID.String(), scope, id.String())
-	var h Hook
-	rev, err := s.state.get(key, &h)
-	if err != nil {
-		return Org{}, "", Hook{}, 0, fmt.Errorf("%w: hook %s", ErrNotFound, id)
+	mut := producers.Mutation{ResourceType: schemas.ResourceTypeHook, ResourceID: id.String(), OrgID: org.ID}
+	if p != nil {
+		mut.ProjectID = &p.ID
 	}
-	return org, key, h, rev, nil
+	var h Hook
+	if _, err := s.state.get(key, &h); err != nil {
+		return nil, "", producers.Mutation{}, httpError(fmt.Errorf("%w: hook %s", ErrNotFound, id))
+	}
+	mut.ResourceDisplay = h.Config.Name
+	return cl, key, mut, nil
 }
 
 func (s *Service) getHook(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	_, key, _, err := s.hookTarget(c, false)
 	if err != nil {
 		return err
 	}
-	_, _, h, _, err := s.hookFor(cl, false)
-	if err != nil {
-		return httpError(err)
+	var h Hook
+	if _, err := s.state.get(key, &h); err != nil {
+		return httpError(fmt.Errorf("%w: hook", ErrNotFound))
 	}
 	return reply(c, fiber.StatusOK, hookView(h))
 }
 
 // patchHook applies a JSON merge patch (RFC 7386) to the configuration.
 func (s *Service) patchHook(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, key, mut, err := s.hookTarget(c, true)
 	if err != nil {
 		return err
 	}
-	org, key, h, rev, err := s.hookFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	defer s.lock(key)()
 	var patch map[string]json.RawMessage
 	if err := decodeBody(c, &patch); err != nil {
 		return err
 	}
-	cur, err := s.unsealedConfig(key, h)
-	if err != nil {
-		return fmt.Errorf("open hook secrets: %w", err)
-	}
-	curJSON, _ := json.Marshal(cur)
-	merged, err := mergePatch(curJSON, c.Body())
-	if err != nil {
-		return httpError(invalid("body", "%v", err))
-	}
-	var next HookConfig
-	if err := decodeStrict(merged, &next); err != nil {
-		return httpError(invalid("body", "%v", err))
-	}
-	if err := next.Normalize(); err != nil {
-		return httpError(err)
-	}
-	after := h
-	after.UpdatedAt = s.now().UTC()
-	if err := s.sealHook(key, &after, next); err != nil {
-		return err
-	}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionUpdated, ResourceType: schemas.ResourceTypeHook,
-		ResourceID: h.ID.String(), ResourceDisplay: next.Name, OrgID: org.ID, ProjectID: h.ProjectID,
-		Before: hookView(h), After: hookView(after)}); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), key, after, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, hookView(after))
-}
-
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytesReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	mut.Action = schemas.AuditActionUpdated
+	return updateRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, func(h Hook) (Hook, bool, error) {
+		cur, err := s.unsealedConfig(key, h)
+		if err != nil {
+			return h, false, fmt.Errorf("open hook secrets: %w", err)
+		}
+		curJSON, _ := json.Marshal(cur)
+		merged, err := mergePatch(curJSON, c.Body())
+		if err != nil {
+			return h, false, invalid("body", "%v", err)
+		}
+		var next HookConfig
+		dec := json.NewDecoder(bytes.NewReader(merged))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&next); err != nil {
+			return h, false, invalid("body", "%v", err)
+		}
+		if err := next.Normalize(); err != nil {
+			return h, false, err
+		}
+		after := h
+		after.UpdatedAt = s.now().UTC()
+		return after, true, s.sealHook(key, &after, next)
+	})
 }
 
 func (s *Service) disableHook(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, key, mut, err := s.hookTarget(c, true)
 	if err != nil {
 		return err
 	}
-	org, key, h, rev, err := s.hookFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	defer s.lock(key)()
-	if h.Config.Enabled != nil && !*h.Config.Enabled {
-		return reply(c, fiber.StatusOK, hookView(h))
-	}
-	after := h
-	f := false
-	after.Config.Enabled = &f
-	after.UpdatedAt = s.now().UTC()
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionDisabled, ResourceType: schemas.ResourceTypeHook,
-		ResourceID: h.ID.String(), ResourceDisplay: h.Config.Name, OrgID: org.ID, ProjectID: h.ProjectID,
-		Before: hookView(h), After: hookView(after)}); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), key, after, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, hookView(after))
+	mut.Action = schemas.AuditActionDisabled
+	return updateRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, func(h Hook) (Hook, bool, error) {
+		if h.Config.Enabled != nil && !*h.Config.Enabled {
+			return h, false, nil
+		}
+		f := false
+		h.Config.Enabled = &f
+		h.UpdatedAt = s.now().UTC()
+		return h, true, nil
+	})
 }
 
 func (s *Service) deleteHook(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, key, mut, err := s.hookTarget(c, true)
 	if err != nil {
 		return err
 	}
-	org, key, h, rev, err := s.hookFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	defer s.lock(key)()
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionDeleted, ResourceType: schemas.ResourceTypeHook,
-		ResourceID: h.ID.String(), ResourceDisplay: h.Config.Name, OrgID: org.ID, ProjectID: h.ProjectID, Before: hookView(h)}); err != nil {
-		return httpError(err)
-	}
-	if err := s.state.remove(c.UserContext(), key, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, nil)
+	return deleteRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, nil)
 }

@@ -1,8 +1,6 @@
 package controlplane
 
 import (
-	"fmt"
-
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -11,35 +9,22 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
+func keyView(k APIKey) any { return k.Public() }
+
 func (s *Service) listAPIKeys(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	_, org, _, err := s.scope(c, false, false)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, false)
-	if err != nil {
-		return httpError(err)
-	}
-	keys, err := listAs[APIKey](s.state, "apikey."+org.ID.String()+".")
-	if err != nil {
-		return err
-	}
-	for i := range keys {
-		keys[i] = keys[i].Public()
-	}
-	return reply(c, fiber.StatusOK, map[string]any{"items": keys})
+	return listItems(s, c, "apikey."+org.ID.String()+".", keyView)
 }
 
-// createAPIKey makes a key of at least 32 random bytes, returns it once and
-// stores only its SHA-256.
+// createAPIKey makes a key of 32 random bytes, returns it once and stores
+// only its SHA-256.
 func (s *Service) createAPIKey(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, _, err := s.scope(c, true, false)
 	if err != nil {
 		return err
-	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
 	}
 	var body struct {
 		Name   string `json:"name"`
@@ -74,69 +59,47 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	}{k.Public(), secret})
 }
 
-func (s *Service) keyFor(cl *call, org Org) (string, APIKey, uint64, error) {
-	id, err := uuidParam(cl.c, "key_id")
+// keyTarget resolves the key of a key route.
+func (s *Service) keyTarget(c *fiber.Ctx) (*call, Org, string, error) {
+	cl, org, _, err := s.scope(c, true, false)
 	if err != nil {
-		return "", APIKey{}, 0, err
+		return nil, Org{}, "", err
 	}
-	key := apiKeyKey(org.ID.String(), id.String())
+	id, err := uuidParam(c, "key_id")
+	if err != nil {
+		return nil, Org{}, "", err
+	}
+	return cl, org, id.String(), nil
+}
+
+func (s *Service) keyMutation(org Org, id string) producers.Mutation {
+	m := producers.Mutation{ResourceType: schemas.ResourceTypeAPIKey, ResourceID: id, OrgID: org.ID}
 	var k APIKey
-	rev, err := s.state.get(key, &k)
-	if err != nil {
-		return "", APIKey{}, 0, fmt.Errorf("%w: API key %s", ErrNotFound, id)
+	if _, err := s.state.get(apiKeyKey(org.ID.String(), id), &k); err == nil {
+		m.ResourceDisplay = k.Name
 	}
-	return key, k, rev, nil
+	return m
 }
 
 func (s *Service) disableAPIKey(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, id, err := s.keyTarget(c)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	key, k, rev, err := s.keyFor(cl, org)
-	if err != nil {
-		return httpError(err)
-	}
-	defer s.lock(key)()
-	if k.Disabled {
-		return reply(c, fiber.StatusOK, k.Public()) // already disabled: no change, no event
-	}
-	after := k
-	after.Disabled = true
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionDisabled, ResourceType: schemas.ResourceTypeAPIKey,
-		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: org.ID, Before: k.Public(), After: after.Public()}); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), key, after, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, after.Public())
+	mut := s.keyMutation(org, id)
+	mut.Action = schemas.AuditActionDisabled
+	return updateRecorded(s, cl, apiKeyKey(org.ID.String(), id), "API key "+id, mut, keyView,
+		func(k APIKey) (APIKey, bool, error) {
+			changed := !k.Disabled // disabling a disabled key changes nothing and records nothing
+			k.Disabled = true
+			return k, changed, nil
+		})
 }
 
 func (s *Service) deleteAPIKey(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, id, err := s.keyTarget(c)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	key, k, rev, err := s.keyFor(cl, org)
-	if err != nil {
-		return httpError(err)
-	}
-	defer s.lock(key)()
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionDeleted, ResourceType: schemas.ResourceTypeAPIKey,
-		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: org.ID, Before: k.Public()}); err != nil {
-		return httpError(err)
-	}
-	if err := s.state.remove(c.UserContext(), key, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, nil)
+	return deleteRecorded(s, cl, apiKeyKey(org.ID.String(), id), "API key "+id, s.keyMutation(org, id), keyView, nil)
 }

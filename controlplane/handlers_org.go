@@ -20,6 +20,17 @@ func validName(field, v string) (string, error) {
 	return v, nil
 }
 
+func nameBody(c *fiber.Ctx) (string, error) {
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := decodeBody(c, &body); err != nil {
+		return "", err
+	}
+	name, err := validName("name", body.Name)
+	return name, httpError(err)
+}
+
 // createOrg: the platform admin, or a user (JWT), who becomes its owner.
 func (s *Service) createOrg(c *fiber.Ctx) error {
 	cl, err := s.begin(c)
@@ -29,15 +40,9 @@ func (s *Service) createOrg(c *fiber.Ctx) error {
 	if !cl.p.PlatformAdmin && (cl.p.Type != auth.TypeAccount || cl.p.UserID == "") {
 		return httpError(fmt.Errorf("%w: organizations are created by the platform admin or by a signed-in user", auth.ErrForbidden))
 	}
-	var body struct {
-		Name string `json:"name"`
-	}
-	if err := decodeBody(c, &body); err != nil {
-		return err
-	}
-	name, err := validName("name", body.Name)
+	name, err := nameBody(c)
 	if err != nil {
-		return httpError(err)
+		return err
 	}
 	org := Org{ID: uuid.New(), Name: name, CreatedAt: s.now().UTC()}
 	after := map[string]any{"organization": org}
@@ -62,35 +67,21 @@ func (s *Service) createOrg(c *fiber.Ctx) error {
 }
 
 func (s *Service) getOrg(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	_, org, _, err := s.scope(c, false, false)
 	if err != nil {
 		return err
-	}
-	org, err := s.orgFor(cl, false)
-	if err != nil {
-		return httpError(err)
 	}
 	return reply(c, fiber.StatusOK, org)
 }
 
 func (s *Service) createProject(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, _, err := s.scope(c, true, false)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, true)
+	name, err := nameBody(c)
 	if err != nil {
-		return httpError(err)
-	}
-	var body struct {
-		Name string `json:"name"`
-	}
-	if err := decodeBody(c, &body); err != nil {
 		return err
-	}
-	name, err := validName("name", body.Name)
-	if err != nil {
-		return httpError(err)
 	}
 	p := Project{ID: uuid.New(), OrgID: org.ID, Name: name, CreatedAt: s.now().UTC()}
 	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeProject,
@@ -103,46 +94,39 @@ func (s *Service) createProject(c *fiber.Ctx) error {
 	return reply(c, fiber.StatusCreated, p)
 }
 
-func (s *Service) listProjects(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+// listItems replies with the values under prefix, shown through view.
+func listItems[T any](s *Service, c *fiber.Ctx, prefix string, view func(T) any) error {
+	values, err := listAs[T](s.state, prefix)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, false)
-	if err != nil {
-		return httpError(err)
-	}
-	items, err := listAs[Project](s.state, "project."+org.ID.String()+".")
-	if err != nil {
-		return err
+	items := make([]any, len(values))
+	for i, v := range values {
+		items[i] = view(v)
 	}
 	return reply(c, fiber.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Service) listProjects(c *fiber.Ctx) error {
+	_, org, _, err := s.scope(c, false, false)
+	if err != nil {
+		return err
+	}
+	return listItems(s, c, "project."+org.ID.String()+".", asIs[Project])
 }
 
 func (s *Service) listMembers(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	_, org, _, err := s.scope(c, false, false)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, false)
-	if err != nil {
-		return httpError(err)
-	}
-	items, err := listAs[Member](s.state, "member."+org.ID.String()+".")
-	if err != nil {
-		return err
-	}
-	return reply(c, fiber.StatusOK, map[string]any{"items": items})
+	return listItems(s, c, "member."+org.ID.String()+".", asIs[Member])
 }
 
 func (s *Service) putMember(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, _, err := s.scope(c, true, false)
 	if err != nil {
 		return err
-	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
 	}
 	user, err := textParam(c, "user_id")
 	if err != nil {
@@ -162,35 +146,21 @@ func (s *Service) putMember(c *fiber.Ctx) error {
 	if len(body.DisplayName) > 200 {
 		return httpError(invalid("display_name", "at most 200 characters"))
 	}
-	key := memberKey(org.ID.String(), user)
-	defer s.lock(key)()
-	var before Member
-	rev, err := s.state.get(key, &before)
-	if err != nil && err != ErrNotFound {
-		return err
-	}
-	if rev != 0 && before.Role == RoleOwner && role != RoleOwner {
-		if err := s.keepAnOwner(org.ID, user); err != nil {
-			return httpError(err)
-		}
-	}
-	m := Member{OrgID: org.ID, UserID: user, Role: role, DisplayName: strings.TrimSpace(body.DisplayName), UpdatedAt: s.now().UTC()}
-	if m.DisplayName == "" {
-		m.DisplayName = before.DisplayName
-	}
-	mut := producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeUser, ResourceID: user,
-		ResourceDisplay: displayOr(m.DisplayName, user), OrgID: org.ID, After: m}
-	status := fiber.StatusCreated
-	if rev != 0 {
-		mut.Action, mut.Before, status = schemas.AuditActionUpdated, before, fiber.StatusOK
-	}
-	if err := s.record(cl, mut); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), key, m, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, status, m)
+	return putRecorded(s, cl, memberKey(org.ID.String(), user),
+		producers.Mutation{ResourceType: schemas.ResourceTypeUser, ResourceID: user, OrgID: org.ID}, asIs[Member],
+		func(before Member, exists bool, mut *producers.Mutation) (Member, error) {
+			if exists && before.Role == RoleOwner && role != RoleOwner {
+				if err := s.keepAnOwner(org.ID, user); err != nil {
+					return Member{}, err
+				}
+			}
+			m := Member{OrgID: org.ID, UserID: user, Role: role, DisplayName: strings.TrimSpace(body.DisplayName), UpdatedAt: s.now().UTC()}
+			if m.DisplayName == "" {
+				m.DisplayName = before.DisplayName
+			}
+			mut.ResourceDisplay = displayOr(m.DisplayName, user)
+			return m, nil
+		})
 }
 
 // keepAnOwner refuses a change that would leave org without an owner.
@@ -215,72 +185,37 @@ func displayOr(display, id string) string {
 }
 
 func (s *Service) deleteMember(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, _, err := s.scope(c, true, false)
 	if err != nil {
 		return err
-	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
 	}
 	user, err := textParam(c, "user_id")
 	if err != nil {
 		return err
 	}
-	key := memberKey(org.ID.String(), user)
-	defer s.lock(key)()
-	var before Member
-	rev, err := s.state.get(key, &before)
-	if err != nil {
-		return httpError(fmt.Errorf("%w: member %s", ErrNotFound, user))
-	}
-	if before.Role == RoleOwner {
-		if err := s.keepAnOwner(org.ID, user); err != nil {
-			return httpError(err)
-		}
-	}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionDeleted, ResourceType: schemas.ResourceTypeUser,
-		ResourceID: user, ResourceDisplay: displayOr(before.DisplayName, user), OrgID: org.ID, Before: before}); err != nil {
-		return httpError(err)
-	}
-	if err := s.state.remove(c.UserContext(), key, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, nil)
+	return deleteRecorded(s, cl, memberKey(org.ID.String(), user), "member "+user,
+		producers.Mutation{ResourceType: schemas.ResourceTypeUser, ResourceID: user, OrgID: org.ID}, asIs[Member],
+		func(m Member, mut *producers.Mutation) error {
+			mut.ResourceDisplay = displayOr(m.DisplayName, user)
+			if m.Role == RoleOwner {
+				return s.keepAnOwner(org.ID, user)
+			}
+			return nil
+		})
 }
 
 func (s *Service) listProjectMembers(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	_, org, p, err := s.scope(c, false, true)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, false)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
-	}
-	items, err := listAs[ProjectMember](s.state, "pmember."+org.ID.String()+"."+p.ID.String()+".")
-	if err != nil {
-		return err
-	}
-	return reply(c, fiber.StatusOK, map[string]any{"items": items})
+	return listItems(s, c, "pmember."+org.ID.String()+"."+p.ID.String()+".", asIs[ProjectMember])
 }
 
 func (s *Service) putProjectMember(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, p, err := s.scope(c, true, true)
 	if err != nil {
 		return err
-	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
 	}
 	user, err := textParam(c, "user_id")
 	if err != nil {
@@ -299,59 +234,24 @@ func (s *Service) putProjectMember(c *fiber.Ctx) error {
 	if _, err := s.state.get(memberKey(org.ID.String(), user), &Member{}); err != nil {
 		return httpError(invalid("user_id", "%s is not a member of the organization", user))
 	}
-	key := pmemberKey(org.ID.String(), p.ID.String(), user)
-	defer s.lock(key)()
-	var before ProjectMember
-	rev, err := s.state.get(key, &before)
-	if err != nil && err != ErrNotFound {
-		return err
-	}
-	m := ProjectMember{OrgID: org.ID, ProjectID: p.ID, UserID: user, Role: role, UpdatedAt: s.now().UTC()}
-	mut := producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeProjectMember, ResourceID: user,
-		ResourceDisplay: user + " in " + p.Name, OrgID: org.ID, ProjectID: &p.ID, After: m}
-	status := fiber.StatusCreated
-	if rev != 0 {
-		mut.Action, mut.Before, status = schemas.AuditActionUpdated, before, fiber.StatusOK
-	}
-	if err := s.record(cl, mut); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), key, m, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, status, m)
+	return putRecorded(s, cl, pmemberKey(org.ID.String(), p.ID.String(), user),
+		producers.Mutation{ResourceType: schemas.ResourceTypeProjectMember, ResourceID: user, ResourceDisplay: user + " in " + p.Name,
+			OrgID: org.ID, ProjectID: &p.ID}, asIs[ProjectMember],
+		func(ProjectMember, bool, *producers.Mutation) (ProjectMember, error) {
+			return ProjectMember{OrgID: org.ID, ProjectID: p.ID, UserID: user, Role: role, UpdatedAt: s.now().UTC()}, nil
+		})
 }
 
 func (s *Service) deleteProjectMember(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, org, p, err := s.scope(c, true, true)
 	if err != nil {
 		return err
-	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
 	}
 	user, err := textParam(c, "user_id")
 	if err != nil {
 		return err
 	}
-	key := pmemberKey(org.ID.String(), p.ID.String(), user)
-	defer s.lock(key)()
-	var before ProjectMember
-	rev, err := s.state.get(key, &before)
-	if err != nil {
-		return httpError(fmt.Errorf("%w: project member %s", ErrNotFound, user))
-	}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionDeleted, ResourceType: schemas.ResourceTypeProjectMember,
-		ResourceID: user, ResourceDisplay: user + " in " + p.Name, OrgID: org.ID, ProjectID: &p.ID, Before: before}); err != nil {
-		return httpError(err)
-	}
-	if err := s.state.remove(c.UserContext(), key, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, nil)
+	return deleteRecorded(s, cl, pmemberKey(org.ID.String(), p.ID.String(), user), "project member "+user,
+		producers.Mutation{ResourceType: schemas.ResourceTypeProjectMember, ResourceID: user, ResourceDisplay: user + " in " + p.Name,
+			OrgID: org.ID, ProjectID: &p.ID}, asIs[ProjectMember], nil)
 }

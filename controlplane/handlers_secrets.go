@@ -1,9 +1,7 @@
 package controlplane
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -13,36 +11,18 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
-
 // secretView is a secret as shown: its name, never its value.
-func secretView(sec Secret) map[string]any {
+func secretView(sec Secret) any {
 	return map[string]any{"organization_id": sec.OrgID, "project_id": sec.ProjectID, "name": sec.Name,
 		"value": Redacted, "updated_at": sec.UpdatedAt}
 }
 
 func (s *Service) listSecrets(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	_, org, p, err := s.scope(c, false, true)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, false)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
-	}
-	secrets, err := listAs[Secret](s.state, "secret."+org.ID.String()+"."+p.ID.String()+".")
-	if err != nil {
-		return err
-	}
-	items := make([]map[string]any, len(secrets))
-	for i, sec := range secrets {
-		items[i] = secretView(sec)
-	}
-	return reply(c, fiber.StatusOK, map[string]any{"items": items})
+	return listItems(s, c, "secret."+org.ID.String()+"."+p.ID.String()+".", secretView)
 }
 
 func validSecretName(name string) error {
@@ -54,24 +34,25 @@ func validSecretName(name string) error {
 	return nil
 }
 
-func (s *Service) putSecret(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+func (s *Service) secretTarget(c *fiber.Ctx) (*call, string, producers.Mutation, error) {
+	cl, org, p, err := s.scope(c, true, true)
 	if err != nil {
-		return err
-	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
+		return nil, "", producers.Mutation{}, err
 	}
 	name, err := textParam(c, "name")
 	if err != nil {
+		return nil, "", producers.Mutation{}, err
+	}
+	return cl, secretKey(org.ID.String(), p.ID.String(), name), producers.Mutation{ResourceType: schemas.ResourceTypeSecret,
+		ResourceID: name, ResourceDisplay: name, OrgID: org.ID, ProjectID: &p.ID}, nil
+}
+
+func (s *Service) putSecret(c *fiber.Ctx) error {
+	cl, key, mut, err := s.secretTarget(c)
+	if err != nil {
 		return err
 	}
-	if err := validSecretName(name); err != nil {
+	if err := validSecretName(mut.ResourceID); err != nil {
 		return httpError(err)
 	}
 	var body struct {
@@ -86,65 +67,18 @@ func (s *Service) putSecret(c *fiber.Ctx) error {
 	if len(*body.Value) > 64<<10 {
 		return httpError(invalid("value", "at most 64 KiB"))
 	}
-	key := secretKey(org.ID.String(), p.ID.String(), name)
-	defer s.lock(key)()
-	var before Secret
-	rev, err := s.state.get(key, &before)
-	if err != nil && err != ErrNotFound {
-		return err
-	}
-	sealed, err := s.sealer.Seal(key, []byte(*body.Value))
-	if err != nil {
-		return err
-	}
-	sec := Secret{OrgID: org.ID, ProjectID: p.ID, Name: name, Sealed: sealed, UpdatedAt: s.now().UTC()}
-	mut := producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeSecret, ResourceID: name,
-		ResourceDisplay: name, OrgID: org.ID, ProjectID: &p.ID, After: secretView(sec)}
-	status := fiber.StatusCreated
-	if rev != 0 {
-		mut.Action, mut.Before, status = schemas.AuditActionUpdated, secretView(before), fiber.StatusOK
-	}
-	if err := s.record(cl, mut); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), key, sec, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, status, secretView(sec))
+	return putRecorded(s, cl, key, mut, secretView, func(Secret, bool, *producers.Mutation) (Secret, error) {
+		sealed, err := s.sealer.Seal(key, []byte(*body.Value))
+		return Secret{OrgID: mut.OrgID, ProjectID: *mut.ProjectID, Name: mut.ResourceID, Sealed: sealed, UpdatedAt: s.now().UTC()}, err
+	})
 }
 
 func (s *Service) deleteSecret(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, key, mut, err := s.secretTarget(c)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
-	}
-	name, err := textParam(c, "name")
-	if err != nil {
-		return err
-	}
-	key := secretKey(org.ID.String(), p.ID.String(), name)
-	defer s.lock(key)()
-	var before Secret
-	rev, err := s.state.get(key, &before)
-	if err != nil {
-		return httpError(fmt.Errorf("%w: secret %s", ErrNotFound, name))
-	}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionDeleted, ResourceType: schemas.ResourceTypeSecret,
-		ResourceID: name, ResourceDisplay: name, OrgID: org.ID, ProjectID: &p.ID, Before: secretView(before)}); err != nil {
-		return httpError(err)
-	}
-	if err := s.state.remove(c.UserContext(), key, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, nil)
+	return deleteRecorded(s, cl, key, "secret "+mut.ResourceID, mut, secretView, nil)
 }
 
 // SecretValue returns the plaintext of a project secret, for the tool runner.
@@ -158,57 +92,43 @@ func (s *Service) SecretValue(org, project, name string) (string, error) {
 	return string(pt), err
 }
 
-func connView(u UserConnection) map[string]any {
+func connView(u UserConnection) any {
 	return map[string]any{"organization_id": u.OrgID, "project_id": u.ProjectID, "user_id": u.UserID, "provider": u.Provider,
 		"scopes": u.Scopes, "expires_at": u.ExpiresAt, "access_token": Redacted, "refresh_token": Redacted, "updated_at": u.UpdatedAt}
 }
 
 func (s *Service) listConnections(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	_, org, p, err := s.scope(c, false, true)
 	if err != nil {
 		return err
-	}
-	org, err := s.orgFor(cl, false)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
 	}
 	user, err := textParam(c, "user_id")
 	if err != nil {
 		return err
 	}
-	conns, err := listAs[UserConnection](s.state, "conn."+org.ID.String()+"."+p.ID.String()+"."+enc(user)+".")
+	return listItems(s, c, "conn."+org.ID.String()+"."+p.ID.String()+"."+enc(user)+".", connView)
+}
+
+func (s *Service) connTarget(c *fiber.Ctx) (*call, string, string, string, producers.Mutation, error) {
+	cl, org, p, err := s.scope(c, true, true)
 	if err != nil {
-		return err
+		return nil, "", "", "", producers.Mutation{}, err
 	}
-	items := make([]map[string]any, len(conns))
-	for i, u := range conns {
-		items[i] = connView(u)
+	user, err := textParam(c, "user_id")
+	if err != nil {
+		return nil, "", "", "", producers.Mutation{}, err
 	}
-	return reply(c, fiber.StatusOK, map[string]any{"items": items})
+	provider, err := textParam(c, "provider")
+	if err != nil {
+		return nil, "", "", "", producers.Mutation{}, err
+	}
+	return cl, connKey(org.ID.String(), p.ID.String(), user, provider), user, provider, producers.Mutation{
+		ResourceType: schemas.ResourceTypeUserConnection, ResourceID: user + "/" + provider,
+		ResourceDisplay: provider + " for " + user, OrgID: org.ID, ProjectID: &p.ID}, nil
 }
 
 func (s *Service) putConnection(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
-	if err != nil {
-		return err
-	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
-	}
-	user, err := textParam(c, "user_id")
-	if err != nil {
-		return err
-	}
-	provider, err := textParam(c, "provider")
+	cl, key, user, provider, mut, err := s.connTarget(c)
 	if err != nil {
 		return err
 	}
@@ -224,72 +144,21 @@ func (s *Service) putConnection(c *fiber.Ctx) error {
 	if body.AccessToken == "" {
 		return httpError(invalid("access_token", "required"))
 	}
-	key := connKey(org.ID.String(), p.ID.String(), user, provider)
-	defer s.lock(key)()
-	var before UserConnection
-	rev, err := s.state.get(key, &before)
-	if err != nil && err != ErrNotFound {
-		return err
-	}
-	tokens, _ := json.Marshal(ConnectionTokens{AccessToken: body.AccessToken, RefreshToken: body.RefreshToken})
-	sealed, err := s.sealer.Seal(key, tokens)
-	if err != nil {
-		return err
-	}
 	if body.Scopes == nil {
 		body.Scopes = []string{}
 	}
-	u := UserConnection{OrgID: org.ID, ProjectID: p.ID, UserID: user, Provider: provider, Scopes: body.Scopes,
-		ExpiresAt: body.ExpiresAt, Sealed: sealed, UpdatedAt: s.now().UTC()}
-	mut := producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeUserConnection,
-		ResourceID: user + "/" + provider, ResourceDisplay: provider + " for " + user, OrgID: org.ID, ProjectID: &p.ID, After: connView(u)}
-	status := fiber.StatusCreated
-	if rev != 0 {
-		mut.Action, mut.Before, status = schemas.AuditActionUpdated, connView(before), fiber.StatusOK
-	}
-	if err := s.record(cl, mut); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), key, u, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, status, connView(u))
+	return putRecorded(s, cl, key, mut, connView, func(UserConnection, bool, *producers.Mutation) (UserConnection, error) {
+		tokens, _ := json.Marshal(ConnectionTokens{AccessToken: body.AccessToken, RefreshToken: body.RefreshToken})
+		sealed, err := s.sealer.Seal(key, tokens)
+		return UserConnection{OrgID: mut.OrgID, ProjectID: *mut.ProjectID, UserID: user, Provider: provider, Scopes: body.Scopes,
+			ExpiresAt: body.ExpiresAt, Sealed: sealed, UpdatedAt: s.now().UTC()}, err
+	})
 }
 
 func (s *Service) deleteConnection(c *fiber.Ctx) error {
-	cl, err := s.begin(c)
+	cl, key, user, provider, mut, err := s.connTarget(c)
 	if err != nil {
 		return err
 	}
-	org, err := s.orgFor(cl, true)
-	if err != nil {
-		return httpError(err)
-	}
-	p, err := s.projectFor(cl, org)
-	if err != nil {
-		return httpError(err)
-	}
-	user, err := textParam(c, "user_id")
-	if err != nil {
-		return err
-	}
-	provider, err := textParam(c, "provider")
-	if err != nil {
-		return err
-	}
-	key := connKey(org.ID.String(), p.ID.String(), user, provider)
-	defer s.lock(key)()
-	var before UserConnection
-	rev, err := s.state.get(key, &before)
-	if err != nil {
-		return httpError(fmt.Errorf("%w: connection %s of %s", ErrNotFound, provider, user))
-	}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionDeleted, ResourceType: schemas.ResourceTypeUserConnection,
-		ResourceID: user + "/" + provider, ResourceDisplay: provider + " for " + user, OrgID: org.ID, ProjectID: &p.ID, Before: connView(before)}); err != nil {
-		return httpError(err)
-	}
-	if err := s.state.remove(c.UserContext(), key, rev); err != nil {
-		return httpError(err)
-	}
-	return reply(c, fiber.StatusOK, nil)
+	return deleteRecorded(s, cl, key, "connection "+provider+" of "+user, mut, connView, nil)
 }

@@ -64,9 +64,14 @@ func TestHookConfigNormalize(t *testing.T) {
 		{"points.pre.failure_mode", func(c *HookConfig) { c.Points["pre"].FailureMode = "open" }},
 		{"auth.type", func(c *HookConfig) { c.Auth.Type = "basic" }},
 		{"auth.token", func(c *HookConfig) { c.Auth.Token = "" }},
-		{"endpoint", func(c *HookConfig) { c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key}; c.Endpoint = "http://h" }},
+		{"endpoint", func(c *HookConfig) {
+			c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key}
+			c.Endpoint = "http://h"
+		}},
 		{"auth.client_cert_pem", func(c *HookConfig) { c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: "nope"} }},
-		{"auth.ca_cert_pem", func(c *HookConfig) { c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key, CACertPEM: "x"} }},
+		{"auth.ca_cert_pem", func(c *HookConfig) {
+			c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key, CACertPEM: "x"}
+		}},
 		{"timeout_ms", func(c *HookConfig) { c.TimeoutMS = -1 }},
 		{"retries.max_attempts", func(c *HookConfig) { c.Retries.MaxAttempts = 11 }},
 		{"retries.backoff_ms", func(c *HookConfig) { c.Retries.BackoffMS = -5 }},
