@@ -59,7 +59,7 @@ type AuthorizationInfo struct {
 
 // AuthorizationRequirement defines model for AuthorizationRequirement.
 type AuthorizationRequirement struct {
-	// ProviderId e.g. google
+	// ProviderId e.g. google, microsoft
 	ProviderId *string `json:"provider_id,omitempty"`
 
 	// ProviderType e.g. oauth2
