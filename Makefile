@@ -26,6 +26,7 @@ fuzz:
 	$(GO) test ./schemas -run '^$$' -fuzz FuzzUnmarshalAuditEvent -fuzztime $(FUZZTIME)
 	$(GO) test ./query -run '^$$' -fuzz FuzzCursorDecode -fuzztime $(FUZZTIME)
 	$(GO) test ./query -run '^$$' -fuzz FuzzParseList -fuzztime $(FUZZTIME)
+	$(GO) test ./hookproxy -run '^$$' -fuzz FuzzDecodeResponses -fuzztime $(FUZZTIME)
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }

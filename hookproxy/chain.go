@@ -1,0 +1,227 @@
+package hookproxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/hooksapi"
+)
+
+// Verdict is the outcome of a chain of hooks at one point.
+type Verdict struct {
+	Allowed bool
+	// Kind and Message explain a denial (KindCheckFailed or KindRateLimited).
+	Kind    string
+	Message string
+	Calls   []schemas.HookCall
+}
+
+// PreResult is the verdict of the pre hooks with their overrides applied.
+type PreResult struct {
+	Verdict
+	Inputs map[string]any
+	// Secrets holds the secret values that hooks replaced, by name.
+	Secrets map[string]string
+}
+
+// PostResult is the verdict of the post hooks and the output to return.
+type PostResult struct {
+	Verdict
+	Output any
+}
+
+func deny(v *Verdict, kind, msg string) {
+	v.Allowed, v.Kind, v.Message = false, kind, msg
+}
+
+// decided applies a hook's code to v; false when the chain stops.
+func decided(v *Verdict, call *schemas.HookCall, h Hook, code hooksapi.Code, msg *string) bool {
+	call.Code = string(code)
+	if msg != nil {
+		call.ErrorMessage = *msg
+	}
+	switch code {
+	case hooksapi.OK:
+		call.Decision = "allow"
+		return true
+	case hooksapi.RATELIMITEXCEEDED:
+		call.Decision = "deny"
+		deny(v, KindRateLimited, orDefault(call.ErrorMessage, "rate limit exceeded (hook "+h.Name+")"))
+	default:
+		call.Decision = "deny"
+		deny(v, KindCheckFailed, orDefault(call.ErrorMessage, "denied by hook "+h.Name))
+	}
+	return false
+}
+
+func orDefault(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}
+
+// failed applies the failure mode of a failed call; false when the chain stops.
+func (p *Proxy) failed(v *Verdict, h Hook, point Point, call *schemas.HookCall) bool {
+	if p.applyFailure(h, point, call) {
+		return true
+	}
+	deny(v, KindCheckFailed, fmt.Sprintf("hook %s failed (%s) and fails closed", h.Name, call.Failure))
+	return false
+}
+
+// Pre runs the pre hooks of hooks in order. Each sees the inputs as the
+// hooks before it overrode them; a denial stops the chain.
+func (p *Proxy) Pre(ctx context.Context, hooks []Hook, req hooksapi.PreRequest) PreResult {
+	res := PreResult{Verdict: Verdict{Allowed: true}, Inputs: req.Inputs}
+	for _, h := range Order(hooks) {
+		if _, ok := h.Points[Pre]; !ok {
+			continue
+		}
+		req.Inputs = res.Inputs
+		payload, err := json.Marshal(req)
+		if err != nil {
+			deny(&res.Verdict, KindCheckFailed, "inputs cannot be sent to hooks: "+err.Error())
+			return res
+		}
+		var ans hooksapi.PreResponse
+		o, ok := p.invoke(ctx, h, Pre, payload, func(b []byte) (err error) { ans, err = DecodePreResponse(b); return err })
+		call := o.call
+		cont := true
+		if !ok {
+			cont = p.failed(&res.Verdict, h, Pre, &call)
+		} else if cont = decided(&res.Verdict, &call, h, ans.Code, ans.ErrorMessage); cont && ans.Override != nil {
+			if ans.Override.Inputs != nil {
+				res.Inputs = *ans.Override.Inputs
+				call.Overridden = true
+			}
+			if ans.Override.Secrets != nil {
+				if res.Secrets == nil {
+					res.Secrets = map[string]string{}
+				}
+				for k, v := range *ans.Override.Secrets {
+					res.Secrets[k] = v
+				}
+				call.Overridden = true
+			}
+		}
+		res.Calls = append(res.Calls, call)
+		if !cont {
+			return res
+		}
+	}
+	return res
+}
+
+// Post runs the post hooks in order; each sees the output as overridden by
+// the ones before it.
+func (p *Proxy) Post(ctx context.Context, hooks []Hook, req hooksapi.PostRequest) PostResult {
+	res := PostResult{Verdict: Verdict{Allowed: true}, Output: req.Output}
+	for _, h := range Order(hooks) {
+		if _, ok := h.Points[Post]; !ok {
+			continue
+		}
+		req.Output = res.Output
+		payload, err := json.Marshal(req)
+		if err != nil {
+			deny(&res.Verdict, KindCheckFailed, "output cannot be sent to hooks: "+err.Error())
+			return res
+		}
+		var ans hooksapi.PostResponse
+		o, ok := p.invoke(ctx, h, Post, payload, func(b []byte) (err error) { ans, err = DecodePostResponse(b); return err })
+		call := o.call
+		cont := true
+		if !ok {
+			cont = p.failed(&res.Verdict, h, Post, &call)
+		} else if cont = decided(&res.Verdict, &call, h, ans.Code, ans.ErrorMessage); cont && ans.Override != nil && ans.Override.Output != nil {
+			res.Output = ans.Override.Output
+			call.Overridden = true
+		}
+		res.Calls = append(res.Calls, call)
+		if !cont {
+			return res
+		}
+	}
+	return res
+}
+
+// Visible is the set of tools a user may see: toolkit → tool → true.
+type Visible map[string]map[string]bool
+
+// Access runs the access hooks in order, each with one batched request for
+// the tools still visible. `only` keeps just the tools it lists (and `deny`
+// is then ignored), `deny` removes the tools it lists, neither changes
+// nothing; an empty list names a whole toolkit. A failed hook that fails
+// closed hides everything; one that fails open changes nothing.
+func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog map[string]hooksapi.ToolkitInfo) (Visible, []schemas.HookCall) {
+	visible := Visible{}
+	for tk, info := range catalog {
+		visible[tk] = map[string]bool{}
+		for tool := range info.Tools {
+			visible[tk][tool] = true
+		}
+	}
+	var calls []schemas.HookCall
+	for _, h := range Order(hooks) {
+		if _, ok := h.Points[Access]; !ok {
+			continue
+		}
+		req := hooksapi.AccessRequest{UserId: userID, Toolkits: map[string]hooksapi.ToolkitInfo{}}
+		for tk, tools := range visible {
+			if len(tools) == 0 {
+				continue
+			}
+			info := hooksapi.ToolkitInfo{Tools: map[string][]hooksapi.VersionInfo{}}
+			for tool := range tools {
+				info.Tools[tool] = catalog[tk].Tools[tool]
+			}
+			req.Toolkits[tk] = info
+		}
+		payload, _ := json.Marshal(req)
+		var ans hooksapi.AccessResponse
+		o, ok := p.invoke(ctx, h, Access, payload, func(b []byte) (err error) { ans, err = DecodeAccessResponse(b); return err })
+		call := o.call
+		if !ok {
+			if !p.applyFailure(h, Access, &call) {
+				visible = Visible{}
+			}
+			calls = append(calls, call)
+			continue
+		}
+		call.Code, call.Decision = string(hooksapi.OK), "allow"
+		switch {
+		case ans.Only != nil:
+			call.Overridden = true
+			for tk, tools := range visible {
+				keep, listed := (*ans.Only)[tk]
+				for tool := range tools {
+					if !listed || (len(keep) > 0 && !contains(keep, tool)) {
+						delete(tools, tool)
+					}
+				}
+			}
+		case ans.Deny != nil:
+			call.Overridden = true
+			for tk, drop := range *ans.Deny {
+				for tool := range visible[tk] {
+					if len(drop) == 0 || contains(drop, tool) {
+						delete(visible[tk], tool)
+					}
+				}
+			}
+		}
+		calls = append(calls, call)
+	}
+	return visible, calls
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,298 @@
+package hookproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/hooksapi"
+)
+
+// Error kinds of a denial, as the tool runner reports them.
+const (
+	KindCheckFailed = "HOOK_CHECK_FAILED"
+	KindRateLimited = "HOOK_RATE_LIMITED"
+)
+
+// Config tunes a Proxy.
+type Config struct {
+	// MaxResponseBytes bounds a hook's answer.
+	MaxResponseBytes int64
+	// MaxIdleConnsPerHook keeps connections to each hook server warm.
+	MaxIdleConnsPerHook int
+}
+
+// DefaultConfig: answers up to 1 MiB, 64 idle connections per hook.
+func DefaultConfig() Config { return Config{MaxResponseBytes: 1 << 20, MaxIdleConnsPerHook: 64} }
+
+// Stats counts decisions.
+type Stats struct {
+	Calls         uint64 `json:"calls"`
+	Failures      uint64 `json:"failures"`
+	FailOpenAllow uint64 `json:"fail_open_allowed"`
+	FailClosed    uint64 `json:"fail_closed_denied"`
+	BreakerOpen   uint64 `json:"breaker_open"`
+}
+
+// Proxy calls hooks. It is safe for concurrent use.
+type Proxy struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	clients  map[string]*http.Client
+	breakers map[string]*gobreaker.CircuitBreaker[struct{}]
+
+	calls, failures, failOpen, failClosed, breakerOpen atomic.Uint64
+}
+
+// New returns a proxy.
+func New(cfg Config, log *slog.Logger) *Proxy {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Proxy{cfg: cfg, log: log, clients: map[string]*http.Client{}, breakers: map[string]*gobreaker.CircuitBreaker[struct{}]{}}
+}
+
+// Stats returns the counters.
+func (p *Proxy) Stats() Stats {
+	return Stats{Calls: p.calls.Load(), Failures: p.failures.Load(), FailOpenAllow: p.failOpen.Load(),
+		FailClosed: p.failClosed.Load(), BreakerOpen: p.breakerOpen.Load()}
+}
+
+func (p *Proxy) client(h Hook) (*http.Client, error) {
+	key := h.ID + "@" + h.Revision
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[key]; ok {
+		return c, nil
+	}
+	tlsCfg, err := h.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     tlsCfg,
+		MaxIdleConns:        p.cfg.MaxIdleConnsPerHook * 4,
+		MaxIdleConnsPerHost: p.cfg.MaxIdleConnsPerHook,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}
+	c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// Drop clients of older revisions of this hook.
+	for k, old := range p.clients {
+		if strings.HasPrefix(k, h.ID+"@") {
+			old.CloseIdleConnections()
+			delete(p.clients, k)
+		}
+	}
+	p.clients[key] = c
+	return c, nil
+}
+
+func (p *Proxy) breaker(h Hook, point Point) *gobreaker.CircuitBreaker[struct{}] {
+	key := h.ID + "@" + h.Revision + "/" + string(point)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b, ok := p.breakers[key]; ok {
+		return b
+	}
+	n := uint32(max(1, h.ConsecutiveFailures))
+	b := gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        key,
+		MaxRequests: 1,
+		Timeout:     h.OpenFor,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= n },
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			p.log.Warn("hook circuit breaker", "hook", h.Name, "point", point, "from", from.String(), "to", to.String())
+		},
+	})
+	p.breakers[key] = b
+	return b
+}
+
+// callError is why a hook call failed.
+type callError struct {
+	transient bool
+	status    int
+	reason    string
+}
+
+func (e *callError) Error() string { return e.reason }
+
+// outcome is the result of calling one hook at one point.
+type outcome struct {
+	call schemas.HookCall
+	body []byte // the answer, when the call succeeded
+}
+
+// invoke calls a hook: retries transient failures, counts the outcome in
+// the hook's breaker, and skips the call while the breaker is open. ok is
+// false when the hook failed (the caller applies the failure mode).
+func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload []byte, valid func([]byte) error) (outcome, bool) {
+	pc := h.Points[point]
+	o := outcome{call: schemas.HookCall{HookID: h.ID, HookName: h.Name, Point: string(point)}}
+	start := time.Now()
+	_, err := p.breaker(h, point).Execute(func() (struct{}, error) {
+		body, err := p.attempts(ctx, h, pc, payload, valid, &o.call)
+		o.body = body
+		return struct{}{}, err
+	})
+	o.call.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+	if err == nil {
+		return o, true
+	}
+	p.failures.Add(1)
+	switch {
+	case errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests):
+		p.breakerOpen.Add(1)
+		o.call.Failure = "circuit breaker open"
+	default:
+		o.call.Failure = err.Error()
+	}
+	return o, false
+}
+
+func (p *Proxy) attempts(ctx context.Context, h Hook, pc PointConfig, payload []byte, valid func([]byte) error, call *schemas.HookCall) ([]byte, error) {
+	client, err := p.client(h)
+	if err != nil {
+		return nil, &callError{reason: err.Error()}
+	}
+	attempts := max(1, h.MaxAttempts)
+	backoff := h.Backoff
+	var last *callError
+	for a := 1; a <= attempts; a++ {
+		if a > 1 {
+			select {
+			case <-ctx.Done():
+				return nil, &callError{reason: "cancelled: " + ctx.Err().Error()}
+			case <-time.After(backoff):
+			}
+			backoff *= 2
+		}
+		call.Attempts = a
+		p.calls.Add(1)
+		body, cerr := p.once(ctx, client, h, pc, payload)
+		if cerr == nil {
+			call.HTTPStatus = http.StatusOK
+			if err := valid(body); err != nil {
+				return nil, &callError{status: http.StatusOK, reason: "malformed answer: " + err.Error()}
+			}
+			return body, nil
+		}
+		call.HTTPStatus = cerr.status
+		last = cerr
+		if !cerr.transient {
+			break
+		}
+	}
+	return nil, last
+}
+
+func (p *Proxy) once(ctx context.Context, client *http.Client, h Hook, pc PointConfig, payload []byte) ([]byte, *callError) {
+	ctx, cancel := context.WithTimeout(ctx, pc.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(h.Endpoint, "/")+pc.Path, bytes.NewReader(payload))
+	if err != nil {
+		return nil, &callError{reason: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "auditrail-hookproxy/1.0")
+	if h.BearerToken != "" {
+		req.Header.Set("Authorization", "Bearer "+h.BearerToken)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &callError{transient: true, reason: fmt.Sprintf("timeout after %s", pc.Timeout)}
+		}
+		return nil, &callError{transient: true, reason: "connection: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, p.cfg.MaxResponseBytes+1))
+	if err != nil {
+		return nil, &callError{transient: true, status: resp.StatusCode, reason: "reading the answer: " + err.Error()}
+	}
+	switch {
+	case resp.StatusCode >= 500:
+		return nil, &callError{transient: true, status: resp.StatusCode, reason: fmt.Sprintf("status %d", resp.StatusCode)}
+	case resp.StatusCode != http.StatusOK:
+		return nil, &callError{status: resp.StatusCode, reason: fmt.Sprintf("status %d (not retried)", resp.StatusCode)}
+	case int64(len(body)) > p.cfg.MaxResponseBytes:
+		return nil, &callError{status: resp.StatusCode, reason: fmt.Sprintf("answer larger than %d bytes", p.cfg.MaxResponseBytes)}
+	}
+	return body, nil
+}
+
+// applyFailure decides a failed call by the point's failure mode.
+func (p *Proxy) applyFailure(h Hook, point Point, call *schemas.HookCall) (allow bool) {
+	mode := h.Points[point].FailureMode
+	call.FailureModeApplied = string(mode)
+	if mode == FailOpen {
+		p.failOpen.Add(1)
+		call.Decision = "allow"
+		return true
+	}
+	p.failClosed.Add(1)
+	call.Decision = "deny"
+	return false
+}
+
+// DecodePreResponse decodes and checks the answer of a pre hook.
+func DecodePreResponse(b []byte) (hooksapi.PreResponse, error) {
+	var r hooksapi.PreResponse
+	if err := strictDecode(b, &r); err != nil {
+		return r, err
+	}
+	if !r.Code.Valid() {
+		return r, fmt.Errorf("code %q is not OK, CHECK_FAILED or RATE_LIMIT_EXCEEDED", r.Code)
+	}
+	return r, nil
+}
+
+// DecodePostResponse decodes and checks the answer of a post hook.
+func DecodePostResponse(b []byte) (hooksapi.PostResponse, error) {
+	var r hooksapi.PostResponse
+	if err := strictDecode(b, &r); err != nil {
+		return r, err
+	}
+	if !r.Code.Valid() {
+		return r, fmt.Errorf("code %q is not OK, CHECK_FAILED or RATE_LIMIT_EXCEEDED", r.Code)
+	}
+	return r, nil
+}
+
+// DecodeAccessResponse decodes the answer of an access hook.
+func DecodeAccessResponse(b []byte) (hooksapi.AccessResponse, error) {
+	var r hooksapi.AccessResponse
+	err := strictDecode(b, &r)
+	return r, err
+}
+
+// strictDecode decodes one JSON object; unknown fields are allowed (later
+// contract versions may add them), trailing data is not.
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("not a JSON answer: %v", err)
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON answer")
+	}
+	return nil
+}
