@@ -28,7 +28,7 @@ type fakeHook struct {
 	srv   *httptest.Server
 	calls atomic.Int64
 	mode  atomic.Value // string
-	auth  string
+	auth  atomic.Value // string
 }
 
 func newFakeHook(t *testing.T, mode string) *fakeHook {
@@ -41,7 +41,7 @@ func newFakeHook(t *testing.T, mode string) *fakeHook {
 
 func (f *fakeHook) serve(w http.ResponseWriter, r *http.Request) {
 	f.calls.Add(1)
-	f.auth = r.Header.Get("Authorization")
+	f.auth.Store(r.Header.Get("Authorization"))
 	switch f.mode.Load().(string) {
 	case "ok":
 		fmt.Fprint(w, `{"code":"OK"}`)
@@ -131,8 +131,8 @@ func TestFaultMatrix(t *testing.T) {
 					if got := f.calls.Load(); got != tc.wantAttempts {
 						t.Errorf("server saw %d attempts, want %d", got, tc.wantAttempts)
 					}
-					if f.auth != "Bearer tok-h" {
-						t.Errorf("authorization %q", f.auth)
+					if f.auth.Load() != "Bearer tok-h" {
+						t.Errorf("authorization %q", f.auth.Load())
 					}
 				}
 				st := p.Stats()
