@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/toolrunner"
+)
+
+// hookSource lists a project's hooks from the control plane for the runner.
+type hookSource struct{ svc *controlplane.Service }
+
+func (h hookSource) Hooks(_ context.Context, org, project uuid.UUID) ([]hookproxy.Hook, error) {
+	resolved, err := h.svc.EnabledHooks(org, project)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hookproxy.Hook, 0, len(resolved))
+	for _, r := range resolved {
+		c := r.Config
+		hk := hookproxy.Hook{
+			ID: r.ID.String(), Name: c.Name, Revision: r.Revision, Project: r.ProjectID != nil, Phase: c.Phase, Priority: c.Priority,
+			Endpoint: c.Endpoint, Points: map[hookproxy.Point]hookproxy.PointConfig{},
+			BearerToken: c.Auth.Token, ClientCertPEM: c.Auth.ClientCertPEM, ClientKeyPEM: c.Auth.ClientKeyPEM, CACertPEM: c.Auth.CACertPEM,
+			MaxAttempts: c.Retries.MaxAttempts, Backoff: time.Duration(c.Retries.BackoffMS) * time.Millisecond,
+			ConsecutiveFailures: c.Breaker.ConsecutiveFailures, OpenFor: time.Duration(c.Breaker.OpenMS) * time.Millisecond,
+		}
+		for name, p := range c.Points {
+			hk.Points[hookproxy.Point(name)] = hookproxy.PointConfig{Path: p.Path, Timeout: time.Duration(p.TimeoutMS) * time.Millisecond,
+				FailureMode: hookproxy.FailureMode(p.FailureMode)}
+		}
+		out = append(out, hk)
+	}
+	return out, nil
+}
+
+// newToolRunner wires the runner: the registered toolkits, the hook proxy,
+// the control plane's hooks, secrets and connections, the event publisher.
+func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub *producers.Publisher, log *slog.Logger) (*toolrunner.Runner, *hookproxy.Proxy) {
+	proxy := hookproxy.New(hookproxy.DefaultConfig(), log)
+	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, admin, pub, log), proxy
+}

@@ -1,0 +1,383 @@
+package toolrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/hooksapi"
+)
+
+// Hooks is the hook client the runner needs (hookproxy.Proxy).
+type Hooks interface {
+	Access(ctx context.Context, hooks []hookproxy.Hook, userID string, catalog map[string]hooksapi.ToolkitInfo) (hookproxy.Visible, []schemas.HookCall)
+	Pre(ctx context.Context, hooks []hookproxy.Hook, req hooksapi.PreRequest) hookproxy.PreResult
+	Post(ctx context.Context, hooks []hookproxy.Hook, req hooksapi.PostRequest) hookproxy.PostResult
+}
+
+// HookSource lists the enabled hooks of a project (its org's and its own).
+type HookSource interface {
+	Hooks(ctx context.Context, org, project uuid.UUID) ([]hookproxy.Hook, error)
+}
+
+// SecretSource returns a project secret's value; an error wrapping a not-found
+// error when there is none.
+type SecretSource interface {
+	SecretValue(org, project, name string) (string, error)
+}
+
+// TokenSource returns a user's access token and granted scopes for a provider.
+type TokenSource interface {
+	Token(org, project, user, provider string) (token string, scopes []string, err error)
+}
+
+// EventPublisher stores an event in the stream.
+type EventPublisher interface {
+	Publish(ctx context.Context, ev producers.Event) error
+}
+
+// Config tunes a Runner.
+type Config struct {
+	// ToolTimeout bounds one tool run.
+	ToolTimeout time.Duration
+	// AccessCacheTTL keeps access decisions per user; a hook configuration
+	// change invalidates them at once.
+	AccessCacheTTL time.Duration
+	// PublishTimeout bounds publishing the execution event.
+	PublishTimeout time.Duration
+}
+
+// DefaultConfig: 60 s per tool, access decisions kept 10 s, 5 s to publish.
+func DefaultConfig() Config {
+	return Config{ToolTimeout: 60 * time.Second, AccessCacheTTL: 10 * time.Second, PublishTimeout: 5 * time.Second}
+}
+
+// Runner executes tools.
+type Runner struct {
+	cfg     Config
+	reg     *Registry
+	hooks   Hooks
+	source  HookSource
+	secrets SecretSource
+	tokens  TokenSource
+	pub     EventPublisher
+	access  *hookproxy.AccessCache
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// New returns a runner.
+func New(cfg Config, reg *Registry, hooks Hooks, source HookSource, secrets SecretSource, tokens TokenSource, pub EventPublisher, log *slog.Logger) *Runner {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Runner{cfg: cfg, reg: reg, hooks: hooks, source: source, secrets: secrets, tokens: tokens, pub: pub,
+		access: hookproxy.NewAccessCache(cfg.AccessCacheTTL), log: log, now: time.Now}
+}
+
+// Scope names an execution's tenant.
+type Scope struct {
+	Org, Project uuid.UUID
+	UserID       string
+}
+
+// Result is the outcome of an execution (CONTRACT.md).
+type Result struct {
+	ExecutionID string                  `json:"execution_id"`
+	ToolName    string                  `json:"tool_name"`
+	Success     bool                    `json:"success"`
+	Output      any                     `json:"output,omitempty"`
+	Error       *Error                  `json:"error,omitempty"`
+	DurationMS  float64                 `json:"duration_ms"`
+	Hooks       []schemas.HookCall      `json:"hooks"`
+	Event       *schemas.ExecutionEvent `json:"-"`
+}
+
+// metadataJSON turns tool metadata into the contract's optional shape:
+// members left out when empty.
+func metadataJSON(m Metadata) *hooksapi.ToolMetadata {
+	out := &hooksapi.ToolMetadata{}
+	if len(m.Classification.ServiceDomains) > 0 {
+		sd := m.Classification.ServiceDomains
+		out.Classification = &hooksapi.ToolClassification{ServiceDomains: &sd}
+	}
+	b := m.Behavior
+	if len(b.Operations) > 0 || b.ReadOnly || b.Destructive || b.Idempotent || b.OpenWorld {
+		beh := &hooksapi.ToolBehavior{}
+		if len(b.Operations) > 0 {
+			ops := b.Operations
+			beh.Operations = &ops
+		}
+		t := true
+		if b.ReadOnly {
+			beh.ReadOnly = &t
+		}
+		if b.Destructive {
+			beh.Destructive = &t
+		}
+		if b.Idempotent {
+			beh.Idempotent = &t
+		}
+		if b.OpenWorld {
+			beh.OpenWorld = &t
+		}
+		out.Behavior = beh
+	}
+	if len(m.Extras) > 0 {
+		ex := m.Extras
+		out.Extras = &ex
+	}
+	if out.Classification == nil && out.Behavior == nil && out.Extras == nil {
+		return nil
+	}
+	return out
+}
+
+func toolJSON(d Definition) hooksapi.Tool {
+	return hooksapi.Tool{Name: d.Name, Toolkit: d.Toolkit, Version: d.Version, Metadata: metadataJSON(d.Metadata)}
+}
+
+func requirementsJSON(r Requirements) hooksapi.Requirements {
+	out := hooksapi.Requirements{}
+	if len(r.Authorization) > 0 {
+		auth := make([]hooksapi.AuthorizationRequirement, len(r.Authorization))
+		for i, a := range r.Authorization {
+			a := a
+			auth[i] = hooksapi.AuthorizationRequirement{ProviderType: a.ProviderType}
+			if a.ProviderID != "" {
+				auth[i].ProviderId = &a.ProviderID
+			}
+			if len(a.Scopes) > 0 {
+				auth[i].Scopes = &a.Scopes
+			}
+		}
+		out.Authorization = &auth
+	}
+	if len(r.Secrets) > 0 {
+		names := make([]string, len(r.Secrets))
+		for i, s := range r.Secrets {
+			names[i] = s.Name
+		}
+		out.Secrets = &names
+	}
+	return out
+}
+
+// Visible returns the definitions that the access hooks leave visible to the user.
+func (r *Runner) Visible(ctx context.Context, sc Scope) ([]Definition, []schemas.HookCall, error) {
+	hooks, err := r.source.Hooks(ctx, sc.Org, sc.Project)
+	if err != nil {
+		return nil, nil, fmt.Errorf("hooks: %w", err)
+	}
+	vis, calls := r.visible(ctx, sc, hooks)
+	var out []Definition
+	for _, d := range r.reg.Definitions() {
+		if vis == nil || vis[d.Toolkit][d.Name] {
+			out = append(out, d)
+		}
+	}
+	return out, calls, nil
+}
+
+// visible returns the visible set (nil: everything, no access hook).
+func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) (hookproxy.Visible, []schemas.HookCall) {
+	var sig strings.Builder
+	any := false
+	for _, h := range hookproxy.Order(hooks) {
+		if _, ok := h.Points[hookproxy.Access]; ok {
+			any = true
+			sig.WriteString(h.ID + "@" + h.Revision + ",")
+		}
+	}
+	if !any {
+		return nil, nil
+	}
+	key := sc.Org.String() + "/" + sc.Project.String() + "/" + sc.UserID + "/" + sig.String()
+	if v, ok := r.access.Get(key); ok {
+		return v, nil
+	}
+	catalog := map[string]hooksapi.ToolkitInfo{}
+	for _, d := range r.reg.Definitions() {
+		info, ok := catalog[d.Toolkit]
+		if !ok {
+			info = hooksapi.ToolkitInfo{Tools: map[string][]hooksapi.VersionInfo{}}
+			catalog[d.Toolkit] = info
+		}
+		info.Tools[d.Name] = append(info.Tools[d.Name], hooksapi.VersionInfo{Version: d.Version, Requirements: requirementsJSON(d.Requirements), Metadata: metadataJSON(d.Metadata)})
+	}
+	v, calls := r.hooks.Access(ctx, hooks, sc.UserID, catalog)
+	r.access.Put(key, v)
+	return v, calls
+}
+
+// Execute runs one tool through the pipeline and publishes its execution
+// event. Errors are returned only for an unknown tool (ErrUnknownTool),
+// invalid input (ErrInvalidInput) or when the hooks cannot be listed; every
+// other failure is a Result with Success false.
+func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input map[string]any) (Result, error) {
+	tool, err := r.reg.Lookup(toolName)
+	if err != nil {
+		return Result{}, err
+	}
+	def := tool.Definition()
+	inputs, err := Validate(def, input)
+	if err != nil {
+		return Result{}, err
+	}
+	hooks, err := r.source.Hooks(ctx, sc.Org, sc.Project)
+	if err != nil {
+		return Result{}, fmt.Errorf("hooks: %w", err)
+	}
+	start := r.now()
+	res := Result{ExecutionID: uuid.Must(uuid.NewV7()).String(), ToolName: def.FullyQualifiedName()}
+	code := "OK"
+	defer func() {
+		res.DurationMS = float64(r.now().Sub(start).Microseconds()) / 1000
+		r.publish(ctx, sc, def, start, code, &res)
+	}()
+	fail := func(e *Error, c string) (Result, error) {
+		res.Success, res.Error, res.Output, code = false, e, nil, c
+		return res, nil
+	}
+
+	// Access.
+	vis, calls := r.visible(ctx, sc, hooks)
+	res.Hooks = append(res.Hooks, calls...)
+	if vis != nil && !vis[def.Toolkit][def.Name] {
+		return fail(Errorf(KindHookCheck, false, "%s is not available to user %s", def.FullyQualifiedName(), sc.UserID), KindHookCheck)
+	}
+
+	// Pre hooks.
+	hctx := r.hookContext(sc, def)
+	pre := r.hooks.Pre(ctx, hooks, hooksapi.PreRequest{ExecutionId: res.ExecutionID, Tool: toolJSON(def), Inputs: inputs, Context: hctx})
+	res.Hooks = append(res.Hooks, pre.Calls...)
+	if !pre.Allowed {
+		return fail(&Error{Kind: pre.Kind, Message: pre.Message, CanRetry: pre.Kind == KindHookRateLimits}, pre.Kind)
+	}
+	if inputs, err = Validate(def, pre.Inputs); err != nil {
+		return fail(Errorf(KindInputInvalid, false, "inputs overridden by a pre hook do not fit the tool: %v", err), KindInputInvalid)
+	}
+
+	// Secrets and the user's connections.
+	call := Call{Inputs: inputs, Secrets: map[string]string{}, Tokens: map[string]string{}, UserID: sc.UserID}
+	for _, s := range def.Requirements.Secrets {
+		if v, ok := pre.Secrets[s.Name]; ok {
+			call.Secrets[s.Name] = v
+			continue
+		}
+		v, err := r.secrets.SecretValue(sc.Org.String(), sc.Project.String(), s.Name)
+		if err != nil {
+			return fail(Errorf(KindSecretMissing, false, "the project has no secret %s, which %s requires", s.Name, def.FullyQualifiedName()), KindSecretMissing)
+		}
+		call.Secrets[s.Name] = v
+	}
+	for _, a := range def.Requirements.Authorization {
+		tok, _, err := r.tokens.Token(sc.Org.String(), sc.Project.String(), sc.UserID, a.ProviderID)
+		if err != nil {
+			return fail(Errorf(KindAuthorization, false, "user %s has not connected %s", sc.UserID, a.ProviderID), KindAuthorization)
+		}
+		call.Tokens[a.ProviderID] = tok
+	}
+
+	// The tool, under its deadline.
+	tctx, cancel := context.WithTimeout(ctx, r.cfg.ToolTimeout)
+	output, runErr := runSafely(tctx, tool, call)
+	cancel()
+	success := runErr == nil
+	var toolErr *Error
+	if runErr != nil {
+		toolErr = AsError(runErr)
+		if errors.Is(tctx.Err(), context.DeadlineExceeded) {
+			toolErr = Errorf(KindTimeout, true, "%s did not finish within %s", def.FullyQualifiedName(), r.cfg.ToolTimeout)
+		}
+	}
+
+	// Post hooks.
+	post := hooksapi.PostRequest{ExecutionId: res.ExecutionID, Tool: toolJSON(def), Inputs: inputs, Success: success,
+		Output: output, ExecutionCode: "OK", Context: hctx}
+	if toolErr != nil {
+		post.ExecutionCode = toolErr.Kind
+		post.ExecutionError = &toolErr.Message
+	}
+	pr := r.hooks.Post(ctx, hooks, post)
+	res.Hooks = append(res.Hooks, pr.Calls...)
+	if !pr.Allowed {
+		return fail(&Error{Kind: pr.Kind, Message: pr.Message, CanRetry: pr.Kind == KindHookRateLimits}, pr.Kind)
+	}
+	if toolErr != nil {
+		return fail(toolErr, toolErr.Kind)
+	}
+	res.Success, res.Output = true, pr.Output
+	return res, nil
+}
+
+// runSafely runs the tool, turning a panic into a runtime error.
+func runSafely(ctx context.Context, tool Tool, call Call) (out any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = Errorf(KindRuntime, false, "the tool failed unexpectedly: %v", p)
+		}
+	}()
+	return tool.Run(ctx, call)
+}
+
+// hookContext is the context object of pre and post requests: secret names
+// (never values), authorization providers with the user's grants (never
+// tokens), the tenant and the user.
+func (r *Runner) hookContext(sc Scope, def Definition) hooksapi.Context {
+	user := sc.UserID
+	meta := map[string]any{"organization_id": sc.Org.String(), "project_id": sc.Project.String()}
+	c := hooksapi.Context{UserId: &user, Metadata: &meta}
+	if len(def.Requirements.Secrets) > 0 {
+		names := map[string]bool{}
+		for _, s := range def.Requirements.Secrets {
+			names[s.Name] = true
+		}
+		c.Secrets = &names
+	}
+	if len(def.Requirements.Authorization) > 0 {
+		auth := map[string]hooksapi.AuthorizationInfo{}
+		for _, a := range def.Requirements.Authorization {
+			a := a
+			_, scopes, err := r.tokens.Token(sc.Org.String(), sc.Project.String(), sc.UserID, a.ProviderID)
+			connected := err == nil
+			info := hooksapi.AuthorizationInfo{ProviderType: &a.ProviderType, Connected: &connected}
+			if connected {
+				info.Scopes = &scopes
+			}
+			auth[a.ProviderID] = info
+		}
+		c.Authorization = &auth
+	}
+	return c
+}
+
+func (r *Runner) publish(ctx context.Context, sc Scope, def Definition, start time.Time, code string, res *Result) {
+	ev := &schemas.ExecutionEvent{
+		EventID: res.ExecutionID, ExecutionID: res.ExecutionID, OrganizationID: sc.Org.String(), ProjectID: sc.Project.String(),
+		UserID: sc.UserID, Tool: schemas.ToolRef{Toolkit: def.Toolkit, Name: def.Name, Version: def.Version},
+		StartedAt: start.UTC(), EndedAt: r.now().UTC(), DurationMS: res.DurationMS, Success: res.Success,
+		ExecutionCode: code, Hooks: res.Hooks,
+	}
+	if res.Error != nil {
+		ev.ExecutionError, ev.ErrorKind = res.Error.Message, res.Error.Kind
+	}
+	if ev.Hooks == nil {
+		ev.Hooks = []schemas.HookCall{}
+		res.Hooks = ev.Hooks
+	}
+	res.Event = ev
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
+	defer cancel()
+	if err := r.pub.Publish(pctx, ev); err != nil {
+		r.log.Error("execution event not published", "execution_id", res.ExecutionID, "tool", res.ToolName, "err", err)
+	}
+}
