@@ -222,7 +222,7 @@ func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) 
 // event. Errors are returned only for an unknown tool (ErrUnknownTool),
 // invalid input (ErrInvalidInput) or when the hooks cannot be listed; every
 // other failure is a Result with Success false.
-func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input map[string]any) (Result, error) {
+func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input map[string]any) (res Result, err error) {
 	tool, err := r.reg.Lookup(toolName)
 	if err != nil {
 		return Result{}, err
@@ -237,8 +237,10 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 		return Result{}, fmt.Errorf("hooks: %w", err)
 	}
 	start := r.now()
-	res := Result{ExecutionID: uuid.Must(uuid.NewV7()).String(), ToolName: def.FullyQualifiedName()}
+	res = Result{ExecutionID: uuid.Must(uuid.NewV7()).String(), ToolName: def.FullyQualifiedName()}
 	code := "OK"
+	// Every execution that got this far is published, whatever its outcome;
+	// res is a named result so that the duration reaches the caller.
 	defer func() {
 		res.DurationMS = float64(r.now().Sub(start).Microseconds()) / 1000
 		r.publish(ctx, sc, def, start, code, &res)

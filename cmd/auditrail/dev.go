@@ -16,7 +16,9 @@ import (
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/toolrunner"
 )
 
 // natsFlags are the NATS flags of every role.
@@ -145,10 +147,15 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	admin, err := cp.adminService(nc, *secKeys, *data, log)
+	pub, err := producers.New(nc, producers.DefaultConfig(), log)
 	if err != nil {
 		return err
 	}
+	admin, err := cp.adminService(pub, *secKeys, *data, log)
+	if err != nil {
+		return err
+	}
+	runner, _ := newToolRunner(toolrunner.NewRegistry(), admin, pub, log)
 	limiter, err := rateLimiter(bg, nc, *rate)
 	if err != nil {
 		return err
@@ -173,6 +180,7 @@ func runDev(ctx context.Context, args []string) error {
 	}))
 	qs.Register(app, query.RateLimit(limiter, cp.proxies, log))
 	admin.Register(app)
+	toolrunner.NewServer(runner, cp.access).Register(app)
 	app.Use(query.NotFound)
 
 	storeName := "sqlite " + filepath.Join(*data, "audit.db")

@@ -71,7 +71,7 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 }
 
 // adminService builds the admin API: sealer, recorder, service.
-func (cp *controlPlane) adminService(nc *nats.Conn, secretsKeys, dataDir string, log *slog.Logger) (*controlplane.Service, error) {
+func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, dataDir string, log *slog.Logger) (*controlplane.Service, error) {
 	keys, err := keyList("secrets-keys", secretsKeys, dataDir, secretsKeyFile, 32)
 	if err != nil {
 		return nil, err
@@ -79,10 +79,6 @@ func (cp *controlPlane) adminService(nc *nats.Conn, secretsKeys, dataDir string,
 	sealer, err := controlplane.NewSealer(keys...)
 	if err != nil {
 		return nil, usageError{err}
-	}
-	pub, err := producers.New(nc, producers.DefaultConfig(), log)
-	if err != nil {
-		return nil, err
 	}
 	return controlplane.NewService(cp.state, cp.access, sealer, producers.NewRecorder(pub, 5*time.Second), cp.proxies, log), nil
 }

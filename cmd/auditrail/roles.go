@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 )
 
@@ -143,7 +144,11 @@ func runControlPlane(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	admin, err := cp.adminService(nc, *secKeys, "", log)
+	pub, err := producers.New(nc, producers.DefaultConfig(), log)
+	if err != nil {
+		return err
+	}
+	admin, err := cp.adminService(pub, *secKeys, "", log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,357 @@
+package toolrunner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/hooksapi"
+	"github.com/auditrail/auditrail/toolrunner"
+)
+
+// testTool is a tool whose behaviour is a function.
+type testTool struct {
+	def toolrunner.Definition
+	run func(ctx context.Context, c toolrunner.Call) (any, error)
+}
+
+func (t testTool) Definition() toolrunner.Definition { return t.def }
+func (t testTool) Run(ctx context.Context, c toolrunner.Call) (any, error) {
+	return t.run(ctx, c)
+}
+
+func def(name string, params ...toolrunner.Param) toolrunner.Definition {
+	return toolrunner.Definition{Toolkit: "TestKit", Name: name, Version: "1.0.0", Description: name, Parameters: params,
+		Output: toolrunner.Output{Type: "json"}}
+}
+
+var lastCall atomic.Value // toolrunner.Call
+
+func registry(t *testing.T) *toolrunner.Registry {
+	r := toolrunner.NewRegistry()
+	echo := def("Echo", toolrunner.Param{Name: "text", Type: "string", Required: true}, toolrunner.Param{Name: "n", Type: "integer", Default: int64(3)})
+	echo.Metadata = toolrunner.Metadata{Classification: toolrunner.Classification{ServiceDomains: []string{"testing"}},
+		Behavior: toolrunner.Behavior{Operations: []string{"read"}, ReadOnly: true}}
+	secret := def("NeedsSecret")
+	secret.Requirements.Secrets = []toolrunner.SecretRequirement{{Name: "API_TOKEN", Type: "password"}}
+	authd := def("NeedsAuth")
+	authd.Requirements.Authorization = []toolrunner.AuthRequirement{{ProviderType: "oauth2", ProviderID: "google", Scopes: []string{"drive"}}}
+	err := r.Register(
+		testTool{echo, func(_ context.Context, c toolrunner.Call) (any, error) { lastCall.Store(c); return c.Inputs, nil }},
+		testTool{secret, func(_ context.Context, c toolrunner.Call) (any, error) { lastCall.Store(c); return "ok", nil }},
+		testTool{authd, func(_ context.Context, c toolrunner.Call) (any, error) { return c.Tokens["google"], nil }},
+		testTool{def("Slow"), func(ctx context.Context, _ toolrunner.Call) (any, error) { <-ctx.Done(); return nil, ctx.Err() }},
+		testTool{def("Panics"), func(context.Context, toolrunner.Call) (any, error) { panic("boom") }},
+		testTool{def("Upstream"), func(context.Context, toolrunner.Call) (any, error) {
+			return nil, toolrunner.Errorf(toolrunner.KindUpstream, true, "provider said 503")
+		}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+type sources struct {
+	mu      sync.Mutex
+	hooks   []hookproxy.Hook
+	secrets map[string]string
+	tokens  map[string]string
+}
+
+func (s *sources) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]hookproxy.Hook(nil), s.hooks...), nil
+}
+
+func (s *sources) SecretValue(_, _, name string) (string, error) {
+	if v, ok := s.secrets[name]; ok {
+		return v, nil
+	}
+	return "", errors.New("not found")
+}
+
+func (s *sources) Token(_, _, user, provider string) (string, []string, error) {
+	if v, ok := s.tokens[user+"/"+provider]; ok {
+		return v, []string{"drive"}, nil
+	}
+	return "", nil, errors.New("not connected")
+}
+
+type env struct {
+	runner *toolrunner.Runner
+	src    *sources
+	js     jetstream.JetStream
+	sc     toolrunner.Scope
+}
+
+func newEnv(t *testing.T, mut func(*toolrunner.Config)) *env {
+	_, nc, js := testenv.NATS(t)
+	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := toolrunner.DefaultConfig()
+	cfg.ToolTimeout = 200 * time.Millisecond
+	if mut != nil {
+		mut(&cfg)
+	}
+	src := &sources{secrets: map[string]string{}, tokens: map[string]string{}}
+	r := toolrunner.New(cfg, registry(t), hookproxy.New(hookproxy.DefaultConfig(), nil), src, src, src, pub, nil)
+	return &env{runner: r, src: src, js: js, sc: toolrunner.Scope{Org: uuid.New(), Project: uuid.New(), UserID: "u1"}}
+}
+
+// hookServer answers pre and post with a handler and records request bodies.
+type hookServer struct {
+	srv    *httptest.Server
+	bodies chan []byte
+	calls  atomic.Int64
+}
+
+func newHookServer(t *testing.T, handle func(path string, body []byte) string) *hookServer {
+	h := &hookServer{bodies: make(chan []byte, 100)}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.calls.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		h.bodies <- b
+		fmt.Fprint(w, handle(r.URL.Path, b))
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func hookOf(id, url string, points ...hookproxy.Point) hookproxy.Hook {
+	h := hookproxy.Hook{ID: id, Name: id, Revision: "1", Endpoint: url, Points: map[hookproxy.Point]hookproxy.PointConfig{},
+		MaxAttempts: 1, ConsecutiveFailures: 5, OpenFor: time.Second}
+	for _, p := range points {
+		h.Points[p] = hookproxy.PointConfig{Path: "/" + string(p), Timeout: time.Second, FailureMode: hookproxy.FailClosed}
+	}
+	return h
+}
+
+func (e *env) lastEvent(t *testing.T) schemas.ExecutionEvent {
+	t.Helper()
+	s, err := e.js.Stream(context.Background(), schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(context.Background(), schemas.EventSubject(e.sc.Org.String(), schemas.KindExecution))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Header.Get("Auditrail-Schema") != "execution/v1" {
+		t.Fatalf("schema header %q", m.Header.Get("Auditrail-Schema"))
+	}
+	ev, err := schemas.UnmarshalExecutionEvent(m.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func TestValidate(t *testing.T) {
+	d := def("V",
+		toolrunner.Param{Name: "s", Type: "string", Required: true, Enum: []string{"markdown", "plain"}},
+		toolrunner.Param{Name: "i", Type: "integer", Default: int64(10)},
+		toolrunner.Param{Name: "b", Type: "boolean"},
+		toolrunner.Param{Name: "as", Type: "array<string>"},
+		toolrunner.Param{Name: "aj", Type: "array<json>"},
+	)
+	ok, err := toolrunner.Validate(d, map[string]any{"s": "PLAIN", "b": true, "as": []any{"x"}, "aj": []any{map[string]any{"k": 1}}})
+	if err != nil || ok["i"] != int64(10) || ok["as"].([]string)[0] != "x" {
+		t.Fatalf("%v %v", ok, err)
+	}
+	tests := []struct {
+		in    map[string]any
+		param string
+	}{
+		{map[string]any{}, "s"},
+		{map[string]any{"s": 1.0}, "s"},
+		{map[string]any{"s": "html"}, "s"},
+		{map[string]any{"s": "plain", "i": 1.5}, "i"},
+		{map[string]any{"s": "plain", "i": "10"}, "i"},
+		{map[string]any{"s": "plain", "b": "yes"}, "b"},
+		{map[string]any{"s": "plain", "as": []any{1.0}}, "as"},
+		{map[string]any{"s": "plain", "aj": []any{"x"}}, "aj"},
+		{map[string]any{"s": "plain", "extra": 1}, "extra"},
+	}
+	for _, tc := range tests {
+		_, err := toolrunner.Validate(d, tc.in)
+		if !errors.Is(err, toolrunner.ErrInvalidInput) || !strings.Contains(err.Error(), tc.param+":") {
+			t.Errorf("%v: err = %v, want one naming %s", tc.in, err, tc.param)
+		}
+	}
+}
+
+func TestPipelineOverridesAndEvent(t *testing.T) {
+	e := newEnv(t, nil)
+	e.src.secrets["API_TOKEN"] = "from-project"
+	pre := newHookServer(t, func(path string, body []byte) string {
+		if path == "/pre" && strings.Contains(string(body), `"name":"Echo"`) {
+			return `{"code":"OK","override":{"inputs":{"text":"rewritten"}}}`
+		}
+		if path == "/pre" {
+			return `{"code":"OK","override":{"secrets":{"API_TOKEN":"from-hook"}}}`
+		}
+		return `{"code":"OK","override":{"output":{"filtered":true}}}`
+	})
+	e.src.hooks = []hookproxy.Hook{hookOf("h1", pre.srv.URL, hookproxy.Pre, hookproxy.Post)}
+	res, err := e.runner.Execute(context.Background(), e.sc, "TestKit.Echo", map[string]any{"text": "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Success || fmt.Sprint(res.Output) != "map[filtered:true]" || len(res.Hooks) != 2 || res.DurationMS <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	call := lastCall.Load().(toolrunner.Call)
+	if call.Inputs["text"] != "rewritten" || call.Inputs["n"] != int64(3) {
+		t.Fatalf("the tool saw %v", call.Inputs)
+	}
+	preBody := <-pre.bodies
+	var preReq map[string]any
+	_ = json.Unmarshal(preBody, &preReq)
+	tool := preReq["tool"].(map[string]any)
+	if tool["name"] != "Echo" || tool["toolkit"] != "TestKit" || tool["metadata"].(map[string]any)["behavior"].(map[string]any)["read_only"] != true {
+		t.Fatalf("pre request tool: %v", tool)
+	}
+	if preReq["execution_id"] != res.ExecutionID || preReq["context"].(map[string]any)["user_id"] != "u1" {
+		t.Fatalf("pre request: %s", preBody)
+	}
+	postBody := <-pre.bodies
+	var postReq map[string]any
+	_ = json.Unmarshal(postBody, &postReq)
+	if postReq["execution_id"] != res.ExecutionID || postReq["success"] != true || postReq["inputs"].(map[string]any)["text"] != "rewritten" {
+		t.Fatalf("post request: %s", postBody)
+	}
+	ev := e.lastEvent(t)
+	if ev.ExecutionID != res.ExecutionID || !ev.Success || ev.Tool.Name != "Echo" || len(ev.Hooks) != 2 || ev.Hooks[0].Point != "pre" || !ev.Hooks[1].Overridden {
+		t.Fatalf("event %+v", ev)
+	}
+
+	// Secrets: names only in hook requests; hook overrides win over the project's.
+	res, err = e.runner.Execute(context.Background(), e.sc, "TestKit.NeedsSecret", nil)
+	if err != nil || !res.Success {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if v := lastCall.Load().(toolrunner.Call).Secrets["API_TOKEN"]; v != "from-hook" {
+		t.Fatalf("secret %q", v)
+	}
+	body := <-pre.bodies
+	<-pre.bodies
+	if strings.Contains(string(body), "from-project") || !strings.Contains(string(body), `"secrets":{"API_TOKEN":true}`) {
+		t.Fatalf("pre request carries secret values or lacks the names: %s", body)
+	}
+	// A tool without metadata sends none.
+	if strings.Contains(string(body), `"metadata":{"classification"`) || strings.Contains(string(body), `"tool":{"metadata"`) {
+		t.Fatalf("empty metadata sent: %s", body)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	e := newEnv(t, nil)
+	e.src.tokens["u1/google"] = "ya29.token"
+	ctx := context.Background()
+	tests := []struct {
+		tool, kind string
+		retry      bool
+	}{
+		{"TestKit.Slow", toolrunner.KindTimeout, true},
+		{"TestKit.Panics", toolrunner.KindRuntime, false},
+		{"TestKit.Upstream", toolrunner.KindUpstream, true},
+		{"TestKit.NeedsSecret", toolrunner.KindSecretMissing, false},
+	}
+	for _, tc := range tests {
+		res, err := e.runner.Execute(ctx, e.sc, tc.tool, nil)
+		if err != nil || res.Success || res.Error.Kind != tc.kind || res.Error.CanRetry != tc.retry {
+			t.Errorf("%s: %+v %v", tc.tool, res.Error, err)
+		}
+		if ev := e.lastEvent(t); ev.Success || ev.ErrorKind != tc.kind || ev.ExecutionCode != tc.kind {
+			t.Errorf("%s: event %+v", tc.tool, ev)
+		}
+	}
+	if res, _ := e.runner.Execute(ctx, e.sc, "TestKit.NeedsAuth", nil); !res.Success || res.Output != "ya29.token" {
+		t.Errorf("connected user: %+v", res)
+	}
+	other := e.sc
+	other.UserID = "u2"
+	if res, _ := e.runner.Execute(ctx, other, "TestKit.NeedsAuth", nil); res.Success || res.Error.Kind != toolrunner.KindAuthorization {
+		t.Errorf("unconnected user: %+v", res.Error)
+	}
+	if _, err := e.runner.Execute(ctx, e.sc, "TestKit.Nope", nil); !errors.Is(err, toolrunner.ErrUnknownTool) {
+		t.Errorf("unknown tool: %v", err)
+	}
+	if _, err := e.runner.Execute(ctx, e.sc, "TestKit.Echo", map[string]any{"text": 5.0}); !errors.Is(err, toolrunner.ErrInvalidInput) {
+		t.Errorf("bad input: %v", err)
+	}
+	// Denials by hooks.
+	deny := newHookServer(t, func(string, []byte) string { return `{"code":"RATE_LIMIT_EXCEEDED","error_message":"slow down"}` })
+	e.src.hooks = []hookproxy.Hook{hookOf("d", deny.srv.URL, hookproxy.Pre)}
+	res, _ := e.runner.Execute(ctx, e.sc, "TestKit.Echo", map[string]any{"text": "x"})
+	if res.Success || res.Error.Kind != toolrunner.KindHookRateLimits || res.Error.Message != "slow down" || !res.Error.CanRetry {
+		t.Errorf("rate-limited: %+v", res.Error)
+	}
+	if ev := e.lastEvent(t); len(ev.Hooks) != 1 || ev.Hooks[0].Code != "RATE_LIMIT_EXCEEDED" || ev.Hooks[0].Decision != "deny" {
+		t.Errorf("event of a denial: %+v", ev.Hooks)
+	}
+}
+
+func TestAccessHookAndCache(t *testing.T) {
+	e := newEnv(t, nil)
+	acc := newHookServer(t, func(string, []byte) string { return `{"deny":{"TestKit":["Panics","Slow"]}}` })
+	e.src.hooks = []hookproxy.Hook{hookOf("a", acc.srv.URL, hookproxy.Access)}
+	ctx := context.Background()
+	defs, _, err := e.runner.Visible(ctx, e.sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, d := range defs {
+		names[d.Name] = true
+	}
+	if names["Panics"] || names["Slow"] || !names["Echo"] || len(defs) != 4 {
+		t.Fatalf("visible: %v", names)
+	}
+	var req hooksapi.AccessRequest
+	_ = json.Unmarshal(<-acc.bodies, &req)
+	if req.UserId != "u1" || len(req.Toolkits["TestKit"].Tools) != 6 {
+		t.Fatalf("access request: %+v", req)
+	}
+	res, _ := e.runner.Execute(ctx, e.sc, "TestKit.Panics", nil)
+	if res.Success || res.Error.Kind != toolrunner.KindHookCheck {
+		t.Fatalf("hidden tool executed: %+v", res)
+	}
+	if acc.calls.Load() != 1 {
+		t.Fatalf("access hook called %d times, want 1 (cached)", acc.calls.Load())
+	}
+	// A configuration change drops the cache at once.
+	e.src.mu.Lock()
+	e.src.hooks[0].Revision = "2"
+	e.src.mu.Unlock()
+	if _, _, err := e.runner.Visible(ctx, e.sc); err != nil || acc.calls.Load() != 2 {
+		t.Fatalf("after a change: %d calls, %v", acc.calls.Load(), err)
+	}
+	// Another user is asked about separately.
+	other := e.sc
+	other.UserID = "u2"
+	_, _, _ = e.runner.Visible(ctx, other)
+	if acc.calls.Load() != 3 {
+		t.Fatalf("other user: %d calls", acc.calls.Load())
+	}
+}
