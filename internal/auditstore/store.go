@@ -91,3 +91,49 @@ func (p Page) Next() *Key {
 
 // Millis truncates t to the stored precision (milliseconds, UTC).
 func Millis(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
+
+// ExecutionStore keeps tool executions (execution/v1 events), with the
+// same guarantees as Store: a batch is durable when WriteExecutions returns
+// nil, an event_id is stored once per organization, listings are newest
+// first (started_at, then event_id, descending) with keyset pagination.
+type ExecutionStore interface {
+	WriteExecutions(ctx context.Context, events []schemas.ExecutionEvent) error
+	ListExecutions(ctx context.Context, q ExecQuery) (ExecPage, error)
+}
+
+// ExecQuery selects a page of executions.
+type ExecQuery struct {
+	OrgID     uuid.UUID
+	ProjectID *uuid.UUID
+	// Success, when set, keeps only successful (true) or failed executions.
+	Success *bool
+	After   *Key
+	Limit   int
+}
+
+// Validate checks the query.
+func (q ExecQuery) Validate() error {
+	return Query{OrgID: q.OrgID, Limit: q.Limit}.Validate()
+}
+
+// Execution is a stored execution.
+type Execution struct {
+	schemas.ExecutionEvent
+	CreatedTime time.Time `json:"created_time"`
+}
+
+// ExecPage is one page of executions.
+type ExecPage struct {
+	Items   []Execution
+	HasMore bool
+}
+
+// Next is the key after the last item of the page, or nil.
+func (p ExecPage) Next() *Key {
+	if !p.HasMore || len(p.Items) == 0 {
+		return nil
+	}
+	last := p.Items[len(p.Items)-1]
+	id, _ := uuid.Parse(last.EventID)
+	return &Key{Timestamp: last.StartedAt, EventID: id}
+}

@@ -44,6 +44,7 @@ func Run(t *testing.T, factory Factory) {
 		{"InvalidQuery", testInvalidQuery},
 		{"SparseMatchesAcrossMonths", testSparse},
 		{"LateArrivals", testLateArrivals},
+		{"Executions", testExecutions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -440,5 +441,99 @@ func testLateArrivals(t *testing.T, open Opener) {
 		if got := ids(all(t, s, auditstore.Query{OrgID: org, Limit: limit})); !slices.Equal(got, sorted(evs)) {
 			t.Fatalf("limit %d: %d of %d after late arrivals", limit, len(got), len(evs))
 		}
+	}
+}
+
+func execEvent(org, project uuid.UUID, ts time.Time, success bool) schemas.ExecutionEvent {
+	id := uuid.NewString()
+	e := schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: org.String(), ProjectID: project.String(), UserID: "u1",
+		Tool: schemas.ToolRef{Toolkit: "DocumentDbToolkit", Name: "FindDocuments", Version: "0.4.0"},
+		StartedAt: auditstore.Millis(ts), EndedAt: auditstore.Millis(ts.Add(12 * time.Millisecond)), DurationMS: 12.5,
+		Success: success, ExecutionCode: "OK",
+		Hooks: []schemas.HookCall{{HookID: "h1", HookName: "policy", Point: "pre", Code: "OK", HTTPStatus: 200, Attempts: 1, LatencyMS: 1.25, Decision: "allow"}}}
+	if !success {
+		e.ExecutionCode, e.ErrorKind, e.ExecutionError = "HOOK_CHECK_FAILED", "HOOK_CHECK_FAILED", "denied"
+		e.Hooks[0].Code, e.Hooks[0].Decision = "CHECK_FAILED", "deny"
+	}
+	return e
+}
+
+func execIDs(es []auditstore.Execution) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.EventID
+	}
+	return out
+}
+
+func testExecutions(t *testing.T, open Opener) {
+	s, ok := mustOpen(t, open).(auditstore.ExecutionStore)
+	if !ok {
+		t.Fatal("the store does not keep executions")
+	}
+	org, p1, p2 := uuid.New(), uuid.New(), uuid.New()
+	base := time.Now().Add(-time.Hour)
+	var evs []schemas.ExecutionEvent
+	for i := 0; i < 90; i++ {
+		p := p1
+		if i%3 == 0 {
+			p = p2
+		}
+		evs = append(evs, execEvent(org, p, base.Add(time.Duration(i/5)*time.Second), i%4 != 0))
+	}
+	if err := s.WriteExecutions(ctx(t), append(slices.Clone(evs), evs[:10]...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteExecutions(ctx(t), evs[50:]); err != nil { // redelivery
+		t.Fatal(err)
+	}
+	walk := func(q auditstore.ExecQuery) []auditstore.Execution {
+		var out []auditstore.Execution
+		for i := 0; i < 1000; i++ {
+			p, err := s.ListExecutions(ctx(t), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, p.Items...)
+			if !p.HasMore {
+				return out
+			}
+			q.After = p.Next()
+		}
+		t.Fatal("walk does not end")
+		return nil
+	}
+	want := func(keep func(e schemas.ExecutionEvent) bool) []string {
+		c := slices.Clone(evs)
+		slices.SortFunc(c, func(a, b schemas.ExecutionEvent) int {
+			if d := b.StartedAt.Compare(a.StartedAt); d != 0 {
+				return d
+			}
+			return strings.Compare(b.EventID, a.EventID)
+		})
+		var out []string
+		for _, e := range c {
+			if keep(e) {
+				out = append(out, e.EventID)
+			}
+		}
+		return out
+	}
+	got := walk(auditstore.ExecQuery{OrgID: org, Limit: 7})
+	if !slices.Equal(execIDs(got), want(func(schemas.ExecutionEvent) bool { return true })) {
+		t.Fatalf("executions: %d, want the %d written, once each, newest first", len(got), len(evs))
+	}
+	first := got[len(got)-1]
+	if first.Tool.Name != "FindDocuments" || first.DurationMS != 12.5 || len(first.Hooks) != 1 || first.Hooks[0].LatencyMS != 1.25 ||
+		first.CreatedTime.IsZero() || first.ProjectID == "" {
+		t.Fatalf("round trip: %+v", first)
+	}
+	ok1 := false
+	if got := walk(auditstore.ExecQuery{OrgID: org, ProjectID: &p2, Success: &ok1, Limit: 3}); !slices.Equal(execIDs(got),
+		want(func(e schemas.ExecutionEvent) bool { return e.ProjectID == p2.String() && !e.Success })) {
+		t.Fatalf("filtered executions: %d", len(got))
+	}
+	if got := walk(auditstore.ExecQuery{OrgID: uuid.New(), Limit: 3}); len(got) != 0 {
+		t.Fatalf("another org sees %d executions", len(got))
 	}
 }

@@ -1,0 +1,18 @@
+{{/* One page of an organization's tool executions, newest first, ties by
+     event_id; only the predicates in use are rendered. */ -}}
+SELECT organization_id, event_id, execution_id, project_id, user_id, toolkit, tool_name, tool_version,
+       started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms
+FROM tool_executions
+WHERE organization_id = ?
+{{- if .Project}}
+  AND project_id = ?
+{{- end}}
+{{- if .Success}}
+  AND success = ?
+{{- end}}
+{{- if .After}}
+  AND (started_ms < ? OR (started_ms = ? AND event_id < ?))
+{{- end}}
+ORDER BY started_ms DESC, event_id DESC, created_ms ASC
+LIMIT 1 BY event_id
+LIMIT ?

@@ -1,0 +1,92 @@
+package auditstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// ExecRow is a tool execution as both SQL backends store it. Columns, in
+// the order of ScanTargets and Values: organization_id, event_id,
+// execution_id, project_id ('' when none), user_id, toolkit, tool_name,
+// tool_version, started_ms, ended_ms, duration_ms, success, execution_code,
+// execution_error, error_kind, hooks (JSON), created_ms.
+type ExecRow struct {
+	OrgID, EventID, ExecutionID, ProjectID, UserID string
+	Toolkit, ToolName, ToolVersion                 string
+	StartedMS, EndedMS                             int64
+	DurationMS                                     float64
+	Success                                        uint8
+	Code, Err, Kind, Hooks                         string
+	CreatedMS                                      int64
+}
+
+// NewExecRow converts an event for storage.
+func NewExecRow(e *schemas.ExecutionEvent, createdMS int64) (ExecRow, error) {
+	hooks := e.Hooks
+	if hooks == nil {
+		hooks = []schemas.HookCall{}
+	}
+	h, err := json.Marshal(hooks)
+	if err != nil {
+		return ExecRow{}, fmt.Errorf("execution %s hooks: %w", e.ExecutionID, err)
+	}
+	var ok uint8
+	if e.Success {
+		ok = 1
+	}
+	return ExecRow{OrgID: e.OrganizationID, EventID: e.EventID, ExecutionID: e.ExecutionID, ProjectID: e.ProjectID, UserID: e.UserID,
+		Toolkit: e.Tool.Toolkit, ToolName: e.Tool.Name, ToolVersion: e.Tool.Version, StartedMS: e.StartedAt.UnixMilli(),
+		EndedMS: e.EndedAt.UnixMilli(), DurationMS: e.DurationMS, Success: ok, Code: e.ExecutionCode, Err: e.ExecutionError,
+		Kind: e.ErrorKind, Hooks: string(h), CreatedMS: createdMS}, nil
+}
+
+// Values returns the columns in order.
+func (r *ExecRow) Values() []any {
+	return []any{r.OrgID, r.EventID, r.ExecutionID, r.ProjectID, r.UserID, r.Toolkit, r.ToolName, r.ToolVersion,
+		r.StartedMS, r.EndedMS, r.DurationMS, r.Success, r.Code, r.Err, r.Kind, r.Hooks, r.CreatedMS}
+}
+
+// ScanTargets returns destinations for the columns in order.
+func (r *ExecRow) ScanTargets() []any {
+	return []any{&r.OrgID, &r.EventID, &r.ExecutionID, &r.ProjectID, &r.UserID, &r.Toolkit, &r.ToolName, &r.ToolVersion,
+		&r.StartedMS, &r.EndedMS, &r.DurationMS, &r.Success, &r.Code, &r.Err, &r.Kind, &r.Hooks, &r.CreatedMS}
+}
+
+// Execution converts the row.
+func (r *ExecRow) Execution() (Execution, error) {
+	e := Execution{ExecutionEvent: schemas.ExecutionEvent{EventID: r.EventID, ExecutionID: r.ExecutionID, OrganizationID: r.OrgID,
+		ProjectID: r.ProjectID, UserID: r.UserID, Tool: schemas.ToolRef{Toolkit: r.Toolkit, Name: r.ToolName, Version: r.ToolVersion},
+		StartedAt: time.UnixMilli(r.StartedMS).UTC(), EndedAt: time.UnixMilli(r.EndedMS).UTC(), DurationMS: r.DurationMS,
+		Success: r.Success == 1, ExecutionCode: r.Code, ExecutionError: r.Err, ErrorKind: r.Kind},
+		CreatedTime: time.UnixMilli(r.CreatedMS).UTC()}
+	if err := json.Unmarshal([]byte(r.Hooks), &e.Hooks); err != nil {
+		return e, fmt.Errorf("stored hooks of %s: %w", r.ExecutionID, err)
+	}
+	return e, nil
+}
+
+// ReadExecPage reads the rows of a list query that asked for limit+1 rows.
+func ReadExecPage(rows Rows, limit int) (ExecPage, error) {
+	var page ExecPage
+	for rows.Next() {
+		var r ExecRow
+		if err := rows.Scan(r.ScanTargets()...); err != nil {
+			return ExecPage{}, fmt.Errorf("scan execution row: %w", err)
+		}
+		e, err := r.Execution()
+		if err != nil {
+			return ExecPage{}, err
+		}
+		page.Items = append(page.Items, e)
+	}
+	if err := rows.Err(); err != nil {
+		return ExecPage{}, fmt.Errorf("read execution rows: %w", err)
+	}
+	if len(page.Items) > limit {
+		page.Items, page.HasMore = page.Items[:limit], true
+	}
+	return page, nil
+}

@@ -1,0 +1,5 @@
+INSERT INTO tool_executions (
+    organization_id, event_id, execution_id, project_id, user_id, toolkit, tool_name, tool_version,
+    started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (organization_id, event_id) DO NOTHING
