@@ -45,6 +45,9 @@ func DefaultConfig() Config {
 	}
 }
 
+// ExecutionDurable is the default durable consumer of execution events.
+const ExecutionDurable = "auditrail-ingest-execution"
+
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	switch {

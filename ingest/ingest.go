@@ -50,6 +50,35 @@ type Ingester[T any] struct {
 	received, stored, deadLettered, batches, retries atomic.Uint64
 }
 
+// ExecutionWriter is the store of tool executions as ingest needs it.
+type ExecutionWriter interface {
+	// WriteExecutions returns nil only after the batch is durably stored.
+	WriteExecutions(ctx context.Context, events []schemas.ExecutionEvent) error
+}
+
+// NewExecution returns the ingester of tool execution events
+// (auditrail.events.*.execution); cfg.Durable should differ from the audit one.
+func NewExecution(nc *nats.Conn, store ExecutionWriter, cfg Config, log *slog.Logger) (*Ingester[schemas.ExecutionEvent], error) {
+	return newIngester(nc, cfg, log, schemas.SubjectExecAll, DecodeExecution, store.WriteExecutions)
+}
+
+// DecodeExecution decodes an execution message and checks it against its
+// subject and headers; an error means the message belongs in the DLQ.
+func DecodeExecution(m jetstream.Msg) (schemas.ExecutionEvent, error) {
+	if s := m.Headers().Get(schemas.HeaderSchema); s != "" && s != schemas.SchemaExecutionV1 {
+		return schemas.ExecutionEvent{}, fmt.Errorf("%w: schema %q on an execution subject", ErrRejected, s)
+	}
+	ev, err := schemas.UnmarshalExecutionEvent(m.Data())
+	if err != nil {
+		return ev, err
+	}
+	org, _, ok := schemas.ParseEventSubject(m.Subject())
+	if !ok || org != ev.OrganizationID {
+		return schemas.ExecutionEvent{}, fmt.Errorf("%w: organization_id %s does not match subject %s", ErrRejected, ev.OrganizationID, m.Subject())
+	}
+	return ev, nil
+}
+
 // NewAudit returns the ingester of audit events (auditrail.events.*.audit).
 func NewAudit(nc *nats.Conn, store AuditWriter, cfg Config, log *slog.Logger) (*Ingester[schemas.AuditEvent], error) {
 	return newIngester(nc, cfg, log, schemas.SubjectAuditAll, DecodeAudit, store.WriteAudit)

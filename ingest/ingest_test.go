@@ -467,3 +467,46 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestExecutionEventsIngested(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			store := b.open(t).(interface {
+				auditstore.Store
+				auditstore.ExecutionStore
+			})
+			_, nc, js := testenv.NATS(t)
+			cfg := testConfig()
+			cfg.Durable = ingest.ExecutionDurable
+			in, err := ingest.NewExecution(nc, store, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { _ = in.Run(ctx) }()
+			org := uuid.New()
+			pub := newPublisher(t, nc)
+			var evs []producers.Event
+			for i := 0; i < 20; i++ {
+				id := uuid.NewString()
+				evs = append(evs, &schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: org.String(), UserID: "u",
+					Tool: schemas.ToolRef{Toolkit: "K", Name: "T", Version: "1"}, StartedAt: time.Now(), EndedAt: time.Now(), Success: true, ExecutionCode: "OK"})
+			}
+			if err := pub.PublishBatch(context.Background(), evs); err != nil {
+				t.Fatal(err)
+			}
+			// A poison execution message goes to the DLQ too.
+			publishRaw(t, js, schemas.EventSubject(org.String(), schemas.KindExecution), []byte("junk"), nil)
+			waitFor(t, 20*time.Second, "executions stored", func() bool {
+				p, err := store.ListExecutions(context.Background(), auditstore.ExecQuery{OrgID: org, Limit: 100})
+				return err == nil && len(p.Items) == 20
+			})
+			waitFor(t, 10*time.Second, "poison dead-lettered", func() bool { return in.Stats().DeadLettered == 1 })
+			// The audit consumer does not take execution events.
+			if p, _ := store.ListAudit(context.Background(), auditstore.Query{OrgID: org, Limit: 10}); len(p.Items) != 0 {
+				t.Fatal("execution events in the audit log")
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -73,4 +74,47 @@ func uuidPtr(u *uuid.UUID) *string {
 	}
 	s := u.String()
 	return &s
+}
+
+// ExecutionItem is a tool execution as the API returns it.
+type ExecutionItem struct {
+	ExecutionID    string             `json:"execution_id"`
+	EventID        string             `json:"event_id"`
+	OrganizationID string             `json:"organization_id"`
+	ProjectID      *string            `json:"project_id"`
+	UserID         string             `json:"user_id"`
+	Tool           schemas.ToolRef    `json:"tool"`
+	ToolName       string             `json:"tool_name"`
+	StartedAt      string             `json:"started_at"`
+	EndedAt        string             `json:"ended_at"`
+	DurationMS     float64            `json:"duration_ms"`
+	Success        bool               `json:"success"`
+	ExecutionCode  string             `json:"execution_code"`
+	Error          *ExecutionError    `json:"error"`
+	Hooks          []schemas.HookCall `json:"hooks"`
+	CreatedTime    string             `json:"created_time"`
+}
+
+// ExecutionError is the error of a failed execution.
+type ExecutionError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// NewExecutionItem converts a stored execution.
+func NewExecutionItem(e *auditstore.Execution) ExecutionItem {
+	it := ExecutionItem{ExecutionID: e.ExecutionID, EventID: e.EventID, OrganizationID: e.OrganizationID, UserID: e.UserID,
+		Tool: e.Tool, ToolName: e.Tool.Toolkit + "." + e.Tool.Name, StartedAt: formatTime(e.StartedAt), EndedAt: formatTime(e.EndedAt),
+		DurationMS: e.DurationMS, Success: e.Success, ExecutionCode: e.ExecutionCode, Hooks: e.Hooks, CreatedTime: formatTime(e.CreatedTime)}
+	if e.ProjectID != "" {
+		p := e.ProjectID
+		it.ProjectID = &p
+	}
+	if !e.Success {
+		it.Error = &ExecutionError{Kind: e.ErrorKind, Message: e.ExecutionError}
+	}
+	if it.Hooks == nil {
+		it.Hooks = []schemas.HookCall{}
+	}
+	return it
 }

@@ -73,19 +73,74 @@ func ParseList(path, query Getter, withProject bool) (ListParams, error) {
 		}
 		p.ResourceType, p.resourceType = &r, v
 	}
-	p.Limit = DefaultLimit
-	if v := query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return p, badParam("limit", "%q is not an integer", v)
-		}
-		if n < 1 || n > MaxLimit {
-			return p, badParam("limit", "%d is not between 1 and %d", n, MaxLimit)
-		}
-		p.Limit = n
+	if p.Limit, err = parseLimit(query("limit")); err != nil {
+		return p, err
 	}
 	p.Cursor = query("cursor")
 	return p, nil
+}
+
+func parseLimit(v string) (int, error) {
+	if v == "" {
+		return DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, badParam("limit", "%q is not an integer", v)
+	}
+	if n < 1 || n > MaxLimit {
+		return 0, badParam("limit", "%d is not between 1 and %d", n, MaxLimit)
+	}
+	return n, nil
+}
+
+// ExecParams are the parsed parameters of a tool execution listing.
+type ExecParams struct {
+	OrgID     uuid.UUID
+	ProjectID *uuid.UUID
+	Success   *bool
+	Limit     int
+	Cursor    string
+	success   string
+}
+
+// ParseExecList parses the parameters of a tool execution listing: limit,
+// cursor and success (true or false).
+func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
+	var p ExecParams
+	var err error
+	if p.OrgID, err = parseUUID("org_id", path("org_id")); err != nil {
+		return p, err
+	}
+	if withProject {
+		id, err := parseUUID("project_id", path("project_id"))
+		if err != nil {
+			return p, err
+		}
+		p.ProjectID = &id
+	}
+	switch v := query("success"); v {
+	case "":
+	case "true", "false":
+		b := v == "true"
+		p.Success, p.success = &b, v
+	default:
+		return p, badParam("success", "%q is not true or false", v)
+	}
+	if p.Limit, err = parseLimit(query("limit")); err != nil {
+		return p, err
+	}
+	p.Cursor = query("cursor")
+	return p, nil
+}
+
+// Scope is the cursor scope of the listing.
+func (p ExecParams) Scope(kind string) [scopeLen]byte {
+	project := ""
+	if p.ProjectID != nil {
+		project = p.ProjectID.String()
+	}
+	return Scope(kind, p.OrgID.String(), project, p.success)
 }
 
 func parseUUID(name, v string) (uuid.UUID, error) {

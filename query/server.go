@@ -22,6 +22,11 @@ type Reader interface {
 	ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error)
 }
 
+// ExecutionReader lists tool executions.
+type ExecutionReader interface {
+	ListExecutions(ctx context.Context, q auditstore.ExecQuery) (auditstore.ExecPage, error)
+}
+
 // Access authenticates callers and decides what they may read.
 type Access interface {
 	// Authenticate resolves a bearer credential, or returns an error wrapping
@@ -109,6 +114,69 @@ func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
 	}
 	r.Get("/api/v1/orgs/:org_id/audit_logs", h(false)...)
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", h(true)...)
+	if execs, ok := s.store.(ExecutionReader); ok {
+		e := func(withProject bool) []fiber.Handler {
+			return append(append([]fiber.Handler{}, mw...), s.listExecutions(execs, withProject))
+		}
+		r.Get("/api/v1/orgs/:org_id/tool_executions", e(false)...)
+		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions", e(true)...)
+	}
+}
+
+// authorizeList authenticates the caller (before any parameter error, so
+// that an anonymous caller learns nothing) and authorizes the read.
+func (s *Server) authorizeList(c *fiber.Ctx, org uuid.UUID, project *uuid.UUID, paramErr error) error {
+	principal, err := s.authenticate(c)
+	if err != nil {
+		return err
+	}
+	if paramErr != nil {
+		return fiber.NewError(fiber.StatusBadRequest, paramErr.Error())
+	}
+	if err := s.access.AuthorizeRead(c.UserContext(), principal, org, project); err != nil {
+		if errors.Is(err, auth.ErrForbidden) {
+			return fiber.NewError(fiber.StatusForbidden, err.Error())
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.Handler {
+	kind := "tool_executions/org"
+	if withProject {
+		kind = "tool_executions/project"
+	}
+	return func(c *fiber.Ctx) error {
+		p, perr := ParseExecList(func(n string) string { return c.Params(n) }, func(n string) string { return c.Query(n) }, withProject)
+		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
+			return err
+		}
+		scope := p.Scope(kind)
+		q := auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, Limit: p.Limit}
+		if p.Cursor != "" {
+			k, err := s.cursor.Decode(p.Cursor, scope)
+			if err != nil {
+				return fiber.NewError(fiber.StatusBadRequest, "cursor: "+err.Error())
+			}
+			q.After = &k
+		}
+		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+		defer cancel()
+		page, err := store.ListExecutions(ctx, q)
+		if err != nil {
+			return fmt.Errorf("list tool executions: %w", err)
+		}
+		items := make([]ExecutionItem, len(page.Items))
+		for i := range page.Items {
+			items[i] = NewExecutionItem(&page.Items[i])
+		}
+		data := ListData{Items: items, HasMore: page.HasMore}
+		if next := page.Next(); next != nil {
+			data.NextCursor = s.cursor.Encode(*next, scope)
+		}
+		return c.JSON(Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
+	}
 }
 
 // NotFound answers every other route with 404 in the envelope; mount it last.
@@ -149,22 +217,8 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 		kind = "audit_logs/project"
 	}
 	return func(c *fiber.Ctx) error {
-		p, err := ParseList(func(n string) string { return c.Params(n) }, func(n string) string { return c.Query(n) }, withProject)
-		if err != nil {
-			// Authentication comes first: an anonymous caller learns nothing.
-			if _, aerr := s.authenticate(c); aerr != nil {
-				return aerr
-			}
-			return fiber.NewError(fiber.StatusBadRequest, err.Error())
-		}
-		principal, err := s.authenticate(c)
-		if err != nil {
-			return err
-		}
-		if err := s.access.AuthorizeRead(c.UserContext(), principal, p.OrgID, p.ProjectID); err != nil {
-			if errors.Is(err, auth.ErrForbidden) {
-				return fiber.NewError(fiber.StatusForbidden, err.Error())
-			}
+		p, perr := ParseList(func(n string) string { return c.Params(n) }, func(n string) string { return c.Query(n) }, withProject)
+		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
 			return err
 		}
 		scope := p.Scope(kind)

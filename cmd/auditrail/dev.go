@@ -165,18 +165,25 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	ecfg := icfg
+	ecfg.Durable = ingest.ExecutionDurable
+	inExec, err := ingest.NewExecution(nc, store, ecfg, log)
+	if err != nil {
+		return err
+	}
 	ictx, stopIngest := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopIngest()
-	ingestDone := make(chan error, 1)
+	ingestDone := make(chan error, 2)
 	go func() { ingestDone <- in.Run(ictx) }()
+	go func() { ingestDone <- inExec.Run(ictx) }()
 
 	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
 	if err != nil {
 		return err
 	}
 	app := query.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(nc, store, in), func() map[string]any {
-		return map[string]any{"ingest": in.Stats()}
+	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
+		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats()}
 	}))
 	qs.Register(app, query.RateLimit(limiter, cp.proxies, log))
 	admin.Register(app)
@@ -203,19 +210,21 @@ func runDev(ctx context.Context, args []string) error {
 	// Drain in order: HTTP is done; ingest commits the batch in hand; then
 	// the store, NATS and the embedded server close (deferred).
 	stopIngest()
-	if ierr := <-ingestDone; ierr != nil {
-		log.Warn("ingest", "err", ierr)
+	for i := 0; i < 2; i++ {
+		if ierr := <-ingestDone; ierr != nil {
+			log.Warn("ingest", "err", ierr)
+		}
 	}
 	if err != nil {
 		return err
 	}
 	_ = nc.Drain()
-	log.Info("auditrail dev stopped", "ingest", in.Stats())
+	log.Info("auditrail dev stopped", "ingest", in.Stats(), "ingest_executions", inExec.Stats())
 	return nil
 }
 
 // roleChecks are the readiness checks of a process that ingests and serves.
-func roleChecks(nc *nats.Conn, store auditstore.Store, in interface{ Ready() bool }) []check {
+func roleChecks(nc *nats.Conn, store auditstore.Store, ingesters ...interface{ Ready() bool }) []check {
 	checks := []check{
 		{"nats", func(context.Context) error {
 			if !nc.IsConnected() {
@@ -225,8 +234,12 @@ func roleChecks(nc *nats.Conn, store auditstore.Store, in interface{ Ready() boo
 		}},
 		{"store", store.Ping},
 	}
-	if in != nil {
-		checks = append(checks, check{"ingest", func(context.Context) error {
+	for i, in := range ingesters {
+		name := "ingest"
+		if i > 0 {
+			name = fmt.Sprintf("ingest_%d", i+1)
+		}
+		checks = append(checks, check{name, func(context.Context) error {
 			if !in.Ready() {
 				return errors.New("consumer not running")
 			}

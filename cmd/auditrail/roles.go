@@ -49,15 +49,31 @@ func runIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	ecfg := icfg
+	ecfg.Durable = *durable + "-execution"
+	if *durable == ingest.DefaultConfig().Durable {
+		ecfg.Durable = ingest.ExecutionDurable
+	}
+	inExec, err := ingest.NewExecution(nc, store, ecfg, log)
+	if err != nil {
+		return err
+	}
 	app := query.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(nc, store, in), func() map[string]any { return map[string]any{"ingest": in.Stats()} }))
+	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
+		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats()}
+	}))
 	app.Use(query.NotFound)
 	go func() {
 		if err := serve(ctx, app, *httpAddr, log); err != nil {
 			log.Error("health listener", "err", err)
 		}
 	}()
+	done := make(chan error, 1)
+	go func() { done <- inExec.Run(ctx) }()
 	err = in.Run(ctx)
+	if eerr := <-done; err == nil {
+		err = eerr
+	}
 	_ = nc.Drain()
 	return err
 }
@@ -112,7 +128,7 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	app := query.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(nc, store, nil), nil))
+	app.Get("/healthz", healthHandler(roleChecks(nc, store), nil))
 	qs.Register(app, query.RateLimit(limiter, cp.proxies, log))
 	app.Use(query.NotFound)
 	return serve(ctx, app, *httpAddr, log)

@@ -22,8 +22,14 @@ import (
 	"github.com/auditrail/auditrail/internal/auth"
 )
 
+// store keeps audit entries and tool executions.
+type store interface {
+	auditstore.Store
+	auditstore.ExecutionStore
+}
+
 // openStore opens ClickHouse when dsn is set, else the SQLite file in dataDir.
-func openStore(ctx context.Context, dsn, dataDir string, log *slog.Logger) (auditstore.Store, error) {
+func openStore(ctx context.Context, dsn, dataDir string, log *slog.Logger) (store, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if dsn != "" {

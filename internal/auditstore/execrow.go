@@ -10,7 +10,7 @@ import (
 
 // ExecRow is a tool execution as both SQL backends store it. Columns, in
 // the order of ScanTargets and Values: organization_id, event_id,
-// execution_id, project_id ('' when none), user_id, toolkit, tool_name,
+// execution_id, project_id (” when none), user_id, toolkit, tool_name,
 // tool_version, started_ms, ended_ms, duration_ms, success, execution_code,
 // execution_error, error_kind, hooks (JSON), created_ms.
 type ExecRow struct {

@@ -447,7 +447,7 @@ func testLateArrivals(t *testing.T, open Opener) {
 func execEvent(org, project uuid.UUID, ts time.Time, success bool) schemas.ExecutionEvent {
 	id := uuid.NewString()
 	e := schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: org.String(), ProjectID: project.String(), UserID: "u1",
-		Tool: schemas.ToolRef{Toolkit: "DocumentDbToolkit", Name: "FindDocuments", Version: "0.4.0"},
+		Tool:      schemas.ToolRef{Toolkit: "DocumentDbToolkit", Name: "FindDocuments", Version: "0.4.0"},
 		StartedAt: auditstore.Millis(ts), EndedAt: auditstore.Millis(ts.Add(12 * time.Millisecond)), DurationMS: 12.5,
 		Success: success, ExecutionCode: "OK",
 		Hooks: []schemas.HookCall{{HookID: "h1", HookName: "policy", Point: "pre", Code: "OK", HTTPStatus: 200, Attempts: 1, LatencyMS: 1.25, Decision: "allow"}}}
