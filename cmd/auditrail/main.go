@@ -27,6 +27,7 @@ func commands() []command {
 		{"controlplane", "serve the admin API (production role)", runControlPlane},
 		{"admin", "the admin API from a terminal (source CLI)", runAdmin},
 		{"emit", "publish synthetic audit events", runEmit},
+		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},
 		{"bench", "run the benchmarks and print figures beside their references", runBench},
 	}
 }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/auditrail/auditrail/hookproxy/example"
+)
+
+// runHooksExample serves the reference webhook server.
+func runHooksExample(ctx context.Context, args []string) error {
+	fs := newFlags("hooks-example")
+	listen := fs.String("listen", "AUDITRAIL_HOOKS_LISTEN", "127.0.0.1:9090", "listener of the webhook server")
+	policyPath := fs.String("policy", "AUDITRAIL_HOOKS_POLICY", "", "YAML policy file (see hookproxy/example/testdata/policy.yaml); empty allows everything")
+	token := fs.String("token", "AUDITRAIL_HOOKS_TOKEN", "", "bearer token the platform must send (the hook configuration's auth.token)")
+	cert := fs.String("tls-cert", "", "", "server certificate (PEM); with --tls-key, serve HTTPS")
+	key := fs.String("tls-key", "", "", "server private key (PEM)")
+	clientCA := fs.String("client-ca", "", "", "CA of client certificates (PEM): require mTLS")
+	mkLog := fs.logFlags("text")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	log, err := mkLog(os.Stderr)
+	if err != nil {
+		return err
+	}
+	var policy example.Policy
+	if *policyPath != "" {
+		if policy, err = example.LoadPolicy(*policyPath); err != nil {
+			return usageError{err}
+		}
+	}
+	if *token == "" && *clientCA == "" {
+		log.Warn("no --token and no --client-ca: the webhook server accepts unauthenticated calls")
+	}
+	srv := &http.Server{Addr: *listen, Handler: example.New(policy, log).Handler(*token), ReadHeaderTimeout: 10 * time.Second}
+	if *clientCA != "" {
+		pem, err := os.ReadFile(*clientCA)
+		if err != nil {
+			return usageErrorf("--client-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return usageErrorf("--client-ca: no certificate in %s", *clientCA)
+		}
+		if *cert == "" || *key == "" {
+			return usageErrorf("--client-ca needs --tls-cert and --tls-key")
+		}
+		srv.TLSConfig = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if *cert != "" {
+			errc <- srv.ListenAndServeTLS(*cert, *key)
+			return
+		}
+		errc <- srv.ListenAndServe()
+	}()
+	fmt.Fprintf(os.Stdout, "hooks-example: listening on %s (contract 1.0: POST /access /pre /post, GET /health)\n", *listen)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
