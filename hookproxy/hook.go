@@ -94,6 +94,9 @@ func (h Hook) tlsConfig() (*tls.Config, error) {
 // hooks, then org hooks of phase "after", each by ascending priority (then
 // name and id, so that the order is stable).
 func Order(hooks []Hook) []Hook {
+	if len(hooks) < 2 {
+		return hooks
+	}
 	rank := func(h Hook) int {
 		switch {
 		case h.Project:

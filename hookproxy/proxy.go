@@ -52,9 +52,8 @@ type Proxy struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	clients  map[string]*http.Client
-	breakers map[string]*gobreaker.CircuitBreaker[struct{}]
+	mu     sync.Mutex
+	states map[stateKey]*pointState
 
 	calls, failures, failOpen, failClosed, breakerOpen atomic.Uint64
 }
@@ -64,7 +63,7 @@ func New(cfg Config, log *slog.Logger) *Proxy {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Proxy{cfg: cfg, log: log, clients: map[string]*http.Client{}, breakers: map[string]*gobreaker.CircuitBreaker[struct{}]{}}
+	return &Proxy{cfg: cfg, log: log, states: map[stateKey]*pointState{}}
 }
 
 // Stats returns the counters.
@@ -73,57 +72,65 @@ func (p *Proxy) Stats() Stats {
 		FailClosed: p.failClosed.Load(), BreakerOpen: p.breakerOpen.Load()}
 }
 
-func (p *Proxy) client(h Hook) (*http.Client, error) {
-	key := h.ID + "@" + h.Revision
+// pointState is what a hook point keeps between calls: its HTTP client
+// and its circuit breaker, for one revision of the hook.
+type pointState struct {
+	client  *http.Client
+	breaker *gobreaker.CircuitBreaker[struct{}]
+}
+
+type stateKey struct {
+	id, revision string
+	point        Point
+}
+
+// state returns the client and breaker of a hook point, made on first use.
+// The point's timeout is the transport's ResponseHeaderTimeout (answers are
+// small), so calls need no per-call deadline context: that keeps a call as
+// cheap as a bare POST.
+func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
+	k := stateKey{h.ID, h.Revision, point}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.clients[key]; ok {
-		return c, nil
+	if st, ok := p.states[k]; ok {
+		return st, nil
 	}
 	tlsCfg, err := h.tlsConfig()
 	if err != nil {
 		return nil, err
 	}
+	pc := h.Points[point]
 	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:     tlsCfg,
-		MaxIdleConns:        p.cfg.MaxIdleConnsPerHook * 4,
-		MaxIdleConnsPerHost: p.cfg.MaxIdleConnsPerHook,
-		IdleConnTimeout:     90 * time.Second,
-		ForceAttemptHTTP2:   true,
-	}
-	c := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	// Drop clients of older revisions of this hook.
-	for k, old := range p.clients {
-		if strings.HasPrefix(k, h.ID+"@") {
-			old.CloseIdleConnections()
-			delete(p.clients, k)
-		}
-	}
-	p.clients[key] = c
-	return c, nil
-}
-
-func (p *Proxy) breaker(h Hook, point Point) *gobreaker.CircuitBreaker[struct{}] {
-	key := h.ID + "@" + h.Revision + "/" + string(point)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if b, ok := p.breakers[key]; ok {
-		return b
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       tlsCfg,
+		MaxIdleConns:          p.cfg.MaxIdleConnsPerHook * 4,
+		MaxIdleConnsPerHost:   p.cfg.MaxIdleConnsPerHook,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: pc.Timeout,
+		TLSHandshakeTimeout:   pc.Timeout,
 	}
 	n := uint32(max(1, h.ConsecutiveFailures))
-	b := gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        key,
-		MaxRequests: 1,
-		Timeout:     h.OpenFor,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= n },
-		OnStateChange: func(name string, from, to gobreaker.State) {
-			p.log.Warn("hook circuit breaker", "hook", h.Name, "point", point, "from", from.String(), "to", to.String())
-		},
-	})
-	p.breakers[key] = b
-	return b
+	st := &pointState{
+		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		breaker: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+			Name:        h.Name + "/" + string(point),
+			MaxRequests: 1,
+			Timeout:     h.OpenFor,
+			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= n },
+			OnStateChange: func(_ string, from, to gobreaker.State) {
+				p.log.Warn("hook circuit breaker", "hook", h.Name, "point", point, "from", from.String(), "to", to.String())
+			},
+		}),
+	}
+	// A new revision replaces the state of older ones.
+	for old, ost := range p.states {
+		if old.id == h.ID && old.revision != h.Revision {
+			ost.client.CloseIdleConnections()
+			delete(p.states, old)
+		}
+	}
+	p.states[k] = st
+	return st, nil
 }
 
 // callError is why a hook call failed.
@@ -145,11 +152,16 @@ type outcome struct {
 // the hook's breaker, and skips the call while the breaker is open. ok is
 // false when the hook failed (the caller applies the failure mode).
 func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload []byte, valid func([]byte) error) (outcome, bool) {
-	pc := h.Points[point]
 	o := outcome{call: schemas.HookCall{HookID: h.ID, HookName: h.Name, Point: string(point)}}
 	start := time.Now()
-	_, err := p.breaker(h, point).Execute(func() (struct{}, error) {
-		body, err := p.attempts(ctx, h, pc, payload, valid, &o.call)
+	st, err := p.state(h, point)
+	if err != nil {
+		p.failures.Add(1)
+		o.call.Failure = err.Error()
+		return o, false
+	}
+	_, err = st.breaker.Execute(func() (struct{}, error) {
+		body, err := p.attempts(ctx, h, point, st.client, payload, valid, &o.call)
 		o.body = body
 		return struct{}{}, err
 	})
@@ -168,11 +180,8 @@ func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload []byte,
 	return o, false
 }
 
-func (p *Proxy) attempts(ctx context.Context, h Hook, pc PointConfig, payload []byte, valid func([]byte) error, call *schemas.HookCall) ([]byte, error) {
-	client, err := p.client(h)
-	if err != nil {
-		return nil, &callError{reason: err.Error()}
-	}
+func (p *Proxy) attempts(ctx context.Context, h Hook, point Point, client *http.Client, payload []byte, valid func([]byte) error, call *schemas.HookCall) ([]byte, error) {
+	pc := h.Points[point]
 	attempts := max(1, h.MaxAttempts)
 	backoff := h.Backoff
 	var last *callError
@@ -205,8 +214,6 @@ func (p *Proxy) attempts(ctx context.Context, h Hook, pc PointConfig, payload []
 }
 
 func (p *Proxy) once(ctx context.Context, client *http.Client, h Hook, pc PointConfig, payload []byte) ([]byte, *callError) {
-	ctx, cancel := context.WithTimeout(ctx, pc.Timeout)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(h.Endpoint, "/")+pc.Path, bytes.NewReader(payload))
 	if err != nil {
 		return nil, &callError{reason: err.Error()}
@@ -218,8 +225,12 @@ func (p *Proxy) once(ctx context.Context, client *http.Client, h Hook, pc PointC
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
 			return nil, &callError{transient: true, reason: fmt.Sprintf("timeout after %s", pc.Timeout)}
+		}
+		if ctx.Err() != nil {
+			return nil, &callError{transient: true, reason: "cancelled: " + ctx.Err().Error()}
 		}
 		return nil, &callError{transient: true, reason: "connection: " + err.Error()}
 	}
@@ -287,12 +298,8 @@ func DecodeAccessResponse(b []byte) (hooksapi.AccessResponse, error) {
 // strictDecode decodes one JSON object; unknown fields are allowed (later
 // contract versions may add them), trailing data is not.
 func strictDecode(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("not a JSON answer: %v", err)
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON answer")
 	}
 	return nil
 }

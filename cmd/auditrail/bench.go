@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,ingest,query", "benchmarks to run, comma-separated: decode, ingest, query")
+	which := fs.String("run", "", "decode,hooks,ingest,query", "benchmarks to run, comma-separated: decode, hooks, ingest, query")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events of the one tenant of the query benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	inf := addIngestFlags(fs)
@@ -35,6 +35,13 @@ func runBench(ctx context.Context, args []string) error {
 	var figures []bench.Figure
 	for _, name := range strings.Split(*which, ",") {
 		switch strings.TrimSpace(name) {
+		case "hooks":
+			fmt.Println("== hooks: the hook path and the execution pipeline")
+			figs, err := bench.HookFigures(ctx, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("hooks benchmark: %w", err)
+			}
+			figures = append(figures, figs...)
 		case "decode":
 			fmt.Println("== decode: audit/v1 payloads")
 			figures = append(figures, bench.Decode())

@@ -1,0 +1,58 @@
+package hookproxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/auditrail/auditrail/schemas/hooksapi"
+)
+
+func BenchmarkPrePost(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, `{"code":"OK"}`)
+	}))
+	defer srv.Close()
+	p := New(DefaultConfig(), nil)
+	h := hook("h", srv.URL, FailClosed)
+	h.Points[Pre] = PointConfig{Path: "/pre", Timeout: 5 * time.Second, FailureMode: FailClosed}
+	h.Points[Post] = PointConfig{Path: "/post", Timeout: 5 * time.Second, FailureMode: FailClosed}
+	hooks := []Hook{h}
+	req := preReq()
+	post := hooksapi.PostRequest{ExecutionId: "e", Output: []any{"a", "b"}, Success: true}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Pre(ctx, hooks, req)
+		p.Post(ctx, hooks, post)
+	}
+}
+
+func BenchmarkBarePair(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, `{"code":"OK"}`)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	body := []byte(`{"execution_id":"e","tool":{"name":"T","toolkit":"K","version":"1"},"inputs":{"a":1},"context":{}}`)
+	post := func(path string) {
+		resp, err := client.Post(srv.URL+path, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		post("/pre")
+		post("/post")
+	}
+}
