@@ -155,7 +155,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner, _ := newToolRunner(toolrunner.NewRegistry(), admin, pub, log)
+	runner, proxy := newToolRunner(toolkits(), admin, pub, log)
 	limiter, err := rateLimiter(bg, nc, *rate)
 	if err != nil {
 		return err
@@ -183,7 +183,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	app := query.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
-		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats()}
+		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats()}
 	}))
 	qs.Register(app, query.RateLimit(limiter, cp.proxies, log))
 	admin.Register(app)

@@ -25,6 +25,7 @@ func commands() []command {
 		{"ingest", "consume events from JetStream into the audit store (production role)", runIngest},
 		{"query", "serve the audit API (production role)", runQuery},
 		{"controlplane", "serve the admin API (production role)", runControlPlane},
+		{"toolrunner", "serve the tool runner API (production role)", runToolRunner},
 		{"admin", "the admin API from a terminal (source CLI)", runAdmin},
 		{"emit", "publish synthetic audit events", runEmit},
 		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},

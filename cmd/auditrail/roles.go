@@ -9,6 +9,7 @@ import (
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/toolrunner"
 )
 
 // runIngest is the production ingest role.
@@ -176,6 +177,54 @@ func runControlPlane(ctx context.Context, args []string) error {
 		return nil
 	}}}, nil))
 	admin.Register(app)
+	app.Use(query.NotFound)
+	return serve(ctx, app, *httpAddr, log)
+}
+
+// runToolRunner is the production tool runner role: the tool runner API,
+// hooks from the control-plane state, execution events to the stream.
+func runToolRunner(ctx context.Context, args []string) error {
+	fs := newFlags("toolrunner")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	httpAddr := fs.String("http", "", "127.0.0.1:8083", "listener of the tool runner API")
+	af := addAccessFlags(fs)
+	secKeys := fs.String("secrets-keys", "", "", "keys that open secrets at rest, comma-separated base64 of 32 bytes (the control plane's)")
+	mkLog := fs.logFlags("json")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	log, err := mkLog(os.Stderr)
+	if err != nil {
+		return err
+	}
+	nc, err := connectStreams(ctx, *nf.url, "auditrail-toolrunner", *nf.maxAge, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	cp, err := openControlPlane(bg, nc, af, "", log)
+	if err != nil {
+		return err
+	}
+	pub, err := producers.New(nc, producers.DefaultConfig(), log)
+	if err != nil {
+		return err
+	}
+	admin, err := cp.adminService(pub, *secKeys, "", log)
+	if err != nil {
+		return err
+	}
+	runner, proxy := newToolRunner(toolkits(), admin, pub, log)
+	app := query.NewApp(log)
+	app.Get("/healthz", healthHandler([]check{{"nats", func(context.Context) error {
+		if !nc.IsConnected() {
+			return fmt.Errorf("nats %s", nc.Status())
+		}
+		return nil
+	}}}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
+	toolrunner.NewServer(runner, cp.access).Register(app)
 	app.Use(query.NotFound)
 	return serve(ctx, app, *httpAddr, log)
 }

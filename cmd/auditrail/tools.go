@@ -46,3 +46,8 @@ func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub *p
 	proxy := hookproxy.New(hookproxy.DefaultConfig(), log)
 	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, admin, pub, log), proxy
 }
+
+// toolkits returns the registry of the toolkits built into the binary.
+func toolkits() *toolrunner.Registry {
+	return toolrunner.NewRegistry()
+}
