@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,13 +76,30 @@ func (p *Proxy) Stats() Stats {
 // pointState is what a hook point keeps between calls: its HTTP client
 // and its circuit breaker, for one revision of the hook.
 type pointState struct {
+	conf    pointConf
 	client  *http.Client
 	breaker *gobreaker.CircuitBreaker[struct{}]
+	url     *url.URL
+	header  http.Header // sent with every call; never modified
 }
 
 type stateKey struct {
 	id, revision string
 	point        Point
+}
+
+// pointConf is what a point's state is built from: a state is rebuilt when
+// any of it changes, even if a caller forgot to change the revision.
+type pointConf struct {
+	endpoint, path, token, cert, key, ca string
+	timeout, openFor                     time.Duration
+	failures                             int
+}
+
+func confOf(h Hook, point Point) pointConf {
+	pc := h.Points[point]
+	return pointConf{endpoint: h.Endpoint, path: pc.Path, token: h.BearerToken, cert: h.ClientCertPEM, key: h.ClientKeyPEM,
+		ca: h.CACertPEM, timeout: pc.Timeout, openFor: h.OpenFor, failures: h.ConsecutiveFailures}
 }
 
 // state returns the client and breaker of a hook point, made on first use.
@@ -90,9 +108,10 @@ type stateKey struct {
 // cheap as a bare POST.
 func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	k := stateKey{h.ID, h.Revision, point}
+	conf := confOf(h, point)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if st, ok := p.states[k]; ok {
+	if st, ok := p.states[k]; ok && st.conf == conf {
 		return st, nil
 	}
 	tlsCfg, err := h.tlsConfig()
@@ -100,6 +119,14 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 		return nil, err
 	}
 	pc := h.Points[point]
+	u, err := url.Parse(strings.TrimRight(h.Endpoint, "/") + pc.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: endpoint: %v", ErrInvalidHook, h.Name, err)
+	}
+	header := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"auditrail-hookproxy/1.0"}}
+	if h.BearerToken != "" {
+		header["Authorization"] = []string{"Bearer " + h.BearerToken}
+	}
 	tr := &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:       tlsCfg,
@@ -111,6 +138,9 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	}
 	n := uint32(max(1, h.ConsecutiveFailures))
 	st := &pointState{
+		conf:   conf,
+		url:    u,
+		header: header,
 		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		breaker: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        h.Name + "/" + string(point),
@@ -122,9 +152,9 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 			},
 		}),
 	}
-	// A new revision replaces the state of older ones.
+	// A new revision (or configuration) replaces the state of older ones.
 	for old, ost := range p.states {
-		if old.id == h.ID && old.revision != h.Revision {
+		if old.id == h.ID && (old.revision != h.Revision || old.point == point) {
 			ost.client.CloseIdleConnections()
 			delete(p.states, old)
 		}
@@ -161,7 +191,7 @@ func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload []byte,
 		return o, false
 	}
 	_, err = st.breaker.Execute(func() (struct{}, error) {
-		body, err := p.attempts(ctx, h, point, st.client, payload, valid, &o.call)
+		body, err := p.attempts(ctx, h, point, st, payload, valid, &o.call)
 		o.body = body
 		return struct{}{}, err
 	})
@@ -180,7 +210,7 @@ func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload []byte,
 	return o, false
 }
 
-func (p *Proxy) attempts(ctx context.Context, h Hook, point Point, client *http.Client, payload []byte, valid func([]byte) error, call *schemas.HookCall) ([]byte, error) {
+func (p *Proxy) attempts(ctx context.Context, h Hook, point Point, st *pointState, payload []byte, valid func([]byte) error, call *schemas.HookCall) ([]byte, error) {
 	pc := h.Points[point]
 	attempts := max(1, h.MaxAttempts)
 	backoff := h.Backoff
@@ -196,7 +226,7 @@ func (p *Proxy) attempts(ctx context.Context, h Hook, point Point, client *http.
 		}
 		call.Attempts = a
 		p.calls.Add(1)
-		body, cerr := p.once(ctx, client, h, pc, payload)
+		body, cerr := p.once(ctx, st, pc, payload)
 		if cerr == nil {
 			call.HTTPStatus = http.StatusOK
 			if err := valid(body); err != nil {
@@ -213,17 +243,13 @@ func (p *Proxy) attempts(ctx context.Context, h Hook, point Point, client *http.
 	return nil, last
 }
 
-func (p *Proxy) once(ctx context.Context, client *http.Client, h Hook, pc PointConfig, payload []byte) ([]byte, *callError) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(h.Endpoint, "/")+pc.Path, bytes.NewReader(payload))
-	if err != nil {
-		return nil, &callError{reason: err.Error()}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "auditrail-hookproxy/1.0")
-	if h.BearerToken != "" {
-		req.Header.Set("Authorization", "Bearer "+h.BearerToken)
-	}
-	resp, err := client.Do(req)
+func (p *Proxy) once(ctx context.Context, st *pointState, pc PointConfig, payload []byte) ([]byte, *callError) {
+	// The request is built from the point's parsed URL and fixed headers:
+	// nothing is parsed or canonicalized per call.
+	req := (&http.Request{Method: http.MethodPost, URL: st.url, Host: st.url.Host, Header: st.header, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: io.NopCloser(bytes.NewReader(payload)), ContentLength: int64(len(payload)),
+		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(payload)), nil }}).WithContext(ctx)
+	resp, err := st.client.Do(req)
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -298,8 +324,24 @@ func DecodeAccessResponse(b []byte) (hooksapi.AccessResponse, error) {
 // strictDecode decodes one JSON object; unknown fields are allowed (later
 // contract versions may add them), trailing data is not.
 func strictDecode(b []byte, v any) error {
+	if okAnswer(b) {
+		// The common answer, decoded without reflection.
+		switch r := v.(type) {
+		case *hooksapi.PreResponse:
+			r.Code = hooksapi.OK
+			return nil
+		case *hooksapi.PostResponse:
+			r.Code = hooksapi.OK
+			return nil
+		}
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("not a JSON answer: %v", err)
 	}
 	return nil
+}
+
+// okAnswer reports whether b is exactly {"code":"OK"} (spaces around allowed).
+func okAnswer(b []byte) bool {
+	return string(bytes.TrimSpace(b)) == `{"code":"OK"}`
 }

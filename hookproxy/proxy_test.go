@@ -169,7 +169,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 	if f.calls.Load() != before || res.Allowed || res.Calls[0].Failure != "circuit breaker open" {
 		t.Fatalf("open breaker still called the hook or allowed: %+v", res)
 	}
-	h.Points[Pre] = PointConfig{Path: "/pre", Timeout: time.Second, FailureMode: FailOpen}
+	h.Points[Pre] = PointConfig{Path: "/pre", Timeout: 150 * time.Millisecond, FailureMode: FailOpen} // the failure mode is read per call
 	if res := p.Pre(ctx, []Hook{h}, preReq()); !res.Allowed || res.Calls[0].FailureModeApplied != "fail_open" {
 		t.Fatalf("open breaker with fail_open: %+v", res)
 	}
