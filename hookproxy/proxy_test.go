@@ -394,3 +394,28 @@ func FuzzDecodeResponses(f *testing.F) {
 		_, _ = DecodeAccessResponse(b)
 	})
 }
+
+// Concurrent calls share a point's client, URL and headers safely.
+func TestConcurrentCalls(t *testing.T) {
+	f := newFakeHook(t, "ok")
+	p := New(DefaultConfig(), nil)
+	h := hook("c", f.srv.URL, FailClosed)
+	done := make(chan bool, 16)
+	for i := 0; i < 16; i++ {
+		go func() {
+			ok := true
+			for j := 0; j < 20; j++ {
+				ok = ok && p.Pre(context.Background(), []Hook{h}, preReq()).Allowed
+			}
+			done <- ok
+		}()
+	}
+	for i := 0; i < 16; i++ {
+		if !<-done {
+			t.Fatal("a concurrent call was denied")
+		}
+	}
+	if f.calls.Load() != 320 || f.auth.Load() != "Bearer tok-c" {
+		t.Fatalf("%d calls, auth %v", f.calls.Load(), f.auth.Load())
+	}
+}
