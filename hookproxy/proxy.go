@@ -96,6 +96,11 @@ type pointConf struct {
 	failures                             int
 }
 
+// sameTransport reports whether two points can share a client.
+func (c pointConf) sameTransport(o pointConf) bool {
+	return c.endpoint == o.endpoint && c.timeout == o.timeout && c.cert == o.cert && c.key == o.key && c.ca == o.ca
+}
+
 func confOf(h Hook, point Point) pointConf {
 	pc := h.Points[point]
 	return pointConf{endpoint: h.Endpoint, path: pc.Path, token: h.BearerToken, cert: h.ClientCertPEM, key: h.ClientKeyPEM,
@@ -127,21 +132,33 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	if h.BearerToken != "" {
 		header["Authorization"] = []string{"Bearer " + h.BearerToken}
 	}
-	tr := &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       tlsCfg,
-		MaxIdleConns:          p.cfg.MaxIdleConnsPerHook * 4,
-		MaxIdleConnsPerHost:   p.cfg.MaxIdleConnsPerHook,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: pc.Timeout,
-		TLSHandshakeTimeout:   pc.Timeout,
+	// Points of a hook with the same timeout share one client, so that the
+	// pre and post calls of an execution reuse the same warm connections.
+	var client *http.Client
+	for ok, ost := range p.states {
+		if ok.id == h.ID && ok.revision == h.Revision && ost.conf.sameTransport(conf) {
+			client = ost.client
+			break
+		}
+	}
+	if client == nil {
+		tr := &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:       tlsCfg,
+			MaxIdleConns:          p.cfg.MaxIdleConnsPerHook * 4,
+			MaxIdleConnsPerHost:   p.cfg.MaxIdleConnsPerHook,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: pc.Timeout,
+			TLSHandshakeTimeout:   pc.Timeout,
+		}
+		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	n := uint32(max(1, h.ConsecutiveFailures))
 	st := &pointState{
 		conf:   conf,
 		url:    u,
 		header: header,
-		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		client: client,
 		breaker: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        h.Name + "/" + string(point),
 			MaxRequests: 1,
@@ -155,7 +172,9 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	// A new revision (or configuration) replaces the state of older ones.
 	for old, ost := range p.states {
 		if old.id == h.ID && (old.revision != h.Revision || old.point == point) {
-			ost.client.CloseIdleConnections()
+			if ost.client != client {
+				ost.client.CloseIdleConnections()
+			}
 			delete(p.states, old)
 		}
 	}

@@ -72,16 +72,6 @@ func HookFigures(ctx context.Context, progress io.Writer) ([]Figure, error) {
 		var r hooksapi.PreResponse
 		return json.Unmarshal(b, &r)
 	}
-	bare := testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
-			if err := post("/pre", preBody); err != nil {
-				b.Fatal(err)
-			}
-			if err := post("/post", postBody); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	proxy := hookproxy.New(hookproxy.DefaultConfig(), quiet)
 	hook := hookproxy.Hook{ID: "bench", Name: "bench", Revision: "1", Endpoint: base, MaxAttempts: 1, ConsecutiveFailures: 5, OpenFor: time.Minute,
@@ -90,17 +80,40 @@ func HookFigures(ctx context.Context, progress io.Writer) ([]Figure, error) {
 			hookproxy.Post: {Path: "/post", Timeout: 5 * time.Second, FailureMode: hookproxy.FailClosed},
 		}}
 	hooks := []hookproxy.Hook{hook}
-	ours := testing.Benchmark(func(b *testing.B) {
-		for b.Loop() {
-			if r := proxy.Pre(ctx, hooks, preReq); !r.Allowed {
-				b.Fatal(r.Message)
+	barePair := func() error {
+		if err := post("/pre", preBody); err != nil {
+			return err
+		}
+		return post("/post", postBody)
+	}
+	ourPair := func() error {
+		if r := proxy.Pre(ctx, hooks, preReq); !r.Allowed {
+			return fmt.Errorf("pre: %s", r.Message)
+		}
+		if r := proxy.Post(ctx, hooks, postReq); !r.Allowed {
+			return fmt.Errorf("post: %s", r.Message)
+		}
+		return nil
+	}
+	// Interleaved, so that both see the same machine; medians, so that a
+	// GC pause in one sample does not decide.
+	var bareD, ourD []time.Duration
+	for i := 0; i < 6000; i++ {
+		for _, m := range []struct {
+			f   func() error
+			out *[]time.Duration
+		}{{barePair, &bareD}, {ourPair, &ourD}} {
+			t0 := time.Now()
+			if err := m.f(); err != nil {
+				return nil, err
 			}
-			if r := proxy.Post(ctx, hooks, postReq); !r.Allowed {
-				b.Fatal(r.Message)
+			if i >= 500 { // warm-up
+				*m.out = append(*m.out, time.Since(t0))
 			}
 		}
-	})
-	say("  bare %s/pair, hookproxy %s/pair", time.Duration(bare.NsPerOp()), time.Duration(ours.NsPerOp()))
+	}
+	bare, ours := summarize(bareD), summarize(ourD)
+	say("  bare p50 %s p99 %s, hookproxy p50 %s p99 %s per pair", bare.P50, bare.P99, ours.P50, ours.P99)
 
 	say("decision while the breaker is open")
 	dead := hook
@@ -121,7 +134,7 @@ func HookFigures(ctx context.Context, progress io.Writer) ([]Figure, error) {
 		return nil, err
 	}
 	return []Figure{
-		{Name: "pre+post via hookproxy (µs/pair)", Value: float64(ours.NsPerOp()) / 1000, Unit: "µs", Reference: float64(bare.NsPerOp()) / 1000,
+		{Name: "pre+post via hookproxy, p50 (µs/pair)", Value: float64(ours.P50.Nanoseconds()) / 1000, Unit: "µs", Reference: float64(bare.P50.Nanoseconds()) / 1000,
 			RefName: "bare pair of HTTP POSTs", Goal: 1.15, Lower: true},
 		{Name: "decision with breaker open (µs)", Value: float64(open.NsPerOp()) / 1000, Unit: "µs", Reference: 5, RefName: "goal 5 µs", Goal: 1, Lower: true},
 		{Name: "executions/s, no hooks (4 callers)", Value: execRate, Unit: "exec/s", Reference: pubRate, RefName: "publishing the events alone", Goal: 0.5},
