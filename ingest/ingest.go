@@ -204,6 +204,10 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() == nil {
 				runErr = err
+			} else if rest := in.drain(iter); rest != nil {
+				// Stopping: what was already delivered is committed too,
+				// rather than left for redelivery after AckWait.
+				batches <- rest
 			}
 			break
 		}
@@ -211,6 +215,27 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 	close(batches)
 	<-committed
 	return runErr
+}
+
+// drain stops the iterator and returns the messages it had already
+// received, as one batch (nil when there were none).
+func (in *Ingester[T]) drain(iter jetstream.MessagesContext) *batch[T] {
+	iter.Drain()
+	var b *batch[T]
+	for {
+		m, err := iter.Next(jetstream.NextMaxWait(time.Second))
+		if err != nil {
+			break
+		}
+		if b == nil {
+			b = &batch[T]{}
+		}
+		b.add(in, m)
+	}
+	if b != nil {
+		in.received.Add(uint64(len(b.msgs)))
+	}
+	return b
 }
 
 type deadLetter struct {
