@@ -232,9 +232,6 @@ func (in *Ingester[T]) drain(iter jetstream.MessagesContext) *batch[T] {
 		}
 		b.add(in, m)
 	}
-	if b != nil {
-		in.received.Add(uint64(len(b.msgs)))
-	}
 	return b
 }
 
@@ -251,6 +248,7 @@ type batch[T any] struct {
 }
 
 func (b *batch[T]) add(in *Ingester[T], m jetstream.Msg) {
+	in.received.Add(1)
 	b.msgs = append(b.msgs, m)
 	v, err := in.decode(m)
 	if err != nil {
@@ -281,12 +279,10 @@ func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesConte
 			if bctx.Err() != nil {
 				break // the batch is due, or the run is ending: flush what we have
 			}
-			in.received.Add(uint64(len(b.msgs)))
 			return b, fmt.Errorf("next message: %w", err)
 		}
 		b.add(in, m)
 	}
-	in.received.Add(uint64(len(b.msgs)))
 	return b, nil
 }
 
