@@ -24,12 +24,15 @@ const (
 
 // Param is one named parameter of a tool.
 type Param struct {
-	Name        string   `json:"name"`
-	Type        string   `json:"type"`
-	Required    bool     `json:"required"`
-	Default     any      `json:"default"`
-	Enum        []string `json:"enum,omitempty"`
-	Description string   `json:"description"`
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Required bool     `json:"required"`
+	Default  any      `json:"default"`
+	Enum     []string `json:"enum,omitempty"`
+	// Minimum and Maximum bound integer parameters.
+	Minimum     *int64 `json:"minimum,omitempty"`
+	Maximum     *int64 `json:"maximum,omitempty"`
+	Description string `json:"description"`
 }
 
 // Output describes what a tool returns.

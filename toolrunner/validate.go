@@ -68,24 +68,32 @@ func coerce(p Param, v any) (any, error) {
 		}
 		return s, nil
 	case TypeInteger:
+		var i int64
 		switch n := v.(type) {
 		case float64:
 			if n != math.Trunc(n) || math.IsInf(n, 0) || math.Abs(n) > 1<<53 {
 				return nil, badInput(p.Name, "want an integer, got %v", n)
 			}
-			return int64(n), nil
+			i = int64(n)
 		case int:
-			return int64(n), nil
+			i = int64(n)
 		case int64:
-			return n, nil
+			i = n
 		case json.Number:
-			i, err := n.Int64()
-			if err != nil {
+			var err error
+			if i, err = n.Int64(); err != nil {
 				return nil, badInput(p.Name, "want an integer, got %s", n)
 			}
-			return i, nil
+		default:
+			return nil, badInput(p.Name, "want an integer, got %s", jsonType(v))
 		}
-		return nil, badInput(p.Name, "want an integer, got %s", jsonType(v))
+		if p.Minimum != nil && i < *p.Minimum {
+			return nil, badInput(p.Name, "%d is below the minimum %d", i, *p.Minimum)
+		}
+		if p.Maximum != nil && i > *p.Maximum {
+			return nil, badInput(p.Name, "%d is above the maximum %d", i, *p.Maximum)
+		}
+		return i, nil
 	case TypeNumber:
 		if f, ok := v.(float64); ok {
 			return f, nil

@@ -1,0 +1,215 @@
+// Package documentdb is the DocumentDbToolkit (seeds/002): explore and query
+// a MongoDB-compatible database — discover databases and collections, sample
+// a collection's schema, find, count and aggregate — read-only, with every
+// value returned as relaxed Extended JSON.
+package documentdb
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
+	"github.com/auditrail/auditrail/toolrunner"
+)
+
+// Name and Version of the toolkit.
+const (
+	Name    = "DocumentDbToolkit"
+	Version = "0.4.0"
+	// SecretName is the secret every tool requires.
+	SecretName = "DB_CONNECTION_STRING"
+)
+
+// Config tunes the toolkit.
+type Config struct {
+	// MaxTime bounds every query on the server (maxTimeMS).
+	MaxTime time.Duration
+	// MaxSampleSize bounds GetCollectionSchema's sample_size.
+	MaxSampleSize int64
+	// MaxClients bounds the cached clients (one per connection string).
+	MaxClients int
+	// ConnectTimeout bounds reaching the server.
+	ConnectTimeout time.Duration
+}
+
+// DefaultConfig: 20 s per query, samples of at most 10,000 documents,
+// 64 clients, 5 s to reach the server.
+func DefaultConfig() Config {
+	return Config{MaxTime: 20 * time.Second, MaxSampleSize: 10_000, MaxClients: 64, ConnectTimeout: 5 * time.Second}
+}
+
+// Toolkit holds the clients, one per connection string, reused across calls.
+type Toolkit struct {
+	cfg     Config
+	mu      sync.Mutex
+	clients map[[32]byte]*mongo.Client
+}
+
+// New returns the toolkit.
+func New(cfg Config) *Toolkit { return &Toolkit{cfg: cfg, clients: map[[32]byte]*mongo.Client{}} }
+
+// Close disconnects every client.
+func (t *Toolkit) Close(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, c := range t.clients {
+		_ = c.Disconnect(ctx)
+		delete(t.clients, k)
+	}
+}
+
+func (t *Toolkit) client(ctx context.Context, uri string) (*mongo.Client, error) {
+	if uri == "" {
+		return nil, toolrunner.Errorf(toolrunner.KindSecretMissing, false, "the secret %s is empty", SecretName)
+	}
+	k := sha256.Sum256([]byte(uri))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.clients[k]; ok {
+		return c, nil
+	}
+	opts := options.Client().ApplyURI(uri).SetServerSelectionTimeout(t.cfg.ConnectTimeout).SetConnectTimeout(t.cfg.ConnectTimeout).
+		SetAppName("auditrail-documentdb")
+	if err := opts.Validate(); err != nil {
+		return nil, toolrunner.Errorf("CONFIGURATION_ERROR", false, "the secret %s is not a valid connection string", SecretName)
+	}
+	c, err := mongo.Connect(ctx, opts)
+	if err != nil {
+		return nil, toolrunner.Errorf("CONFIGURATION_ERROR", false, "the secret %s is not a valid connection string: %v", SecretName, redact(err))
+	}
+	if len(t.clients) >= t.cfg.MaxClients {
+		for old, oc := range t.clients { // drop one; connection strings rarely change
+			_ = oc.Disconnect(context.Background())
+			delete(t.clients, old)
+			break
+		}
+	}
+	t.clients[k] = c
+	return c, nil
+}
+
+// redact keeps connection strings (and their passwords) out of messages.
+func redact(err error) string {
+	s := err.Error()
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
+}
+
+// upstream turns a driver error into a tool error.
+func upstream(err error, what string) error {
+	var te *toolrunner.Error
+	switch {
+	case errors.As(err, &te):
+		return te
+	case mongo.IsNetworkError(err) || errors.Is(err, mongo.ErrClientDisconnected) || isServerSelection(err):
+		return toolrunner.Errorf(toolrunner.KindUpstream, true, "%s: the database cannot be reached: %s", what, redact(err))
+	case errors.Is(err, context.DeadlineExceeded) || mongo.IsTimeout(err):
+		return toolrunner.Errorf(toolrunner.KindTimeout, true, "%s: the database did not answer in time", what)
+	}
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		return toolrunner.Errorf(toolrunner.KindUpstream, false, "%s: the database refused: %s", what, ce.Message)
+	}
+	return toolrunner.Errorf(toolrunner.KindUpstream, false, "%s: %s", what, redact(err))
+}
+
+func isServerSelection(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "server selection error") || strings.Contains(s, "no reachable servers") || strings.Contains(s, "connection refused")
+}
+
+// hiddenDatabases are the server's own.
+var hiddenDatabases = map[string]bool{"admin": true, "config": true, "local": true}
+
+// collection checks that the database and collection exist.
+func (t *Toolkit) collection(ctx context.Context, c *mongo.Client, db, coll string) (*mongo.Collection, error) {
+	if hiddenDatabases[db] {
+		return nil, toolrunner.Errorf(toolrunner.KindNotFound, false, "database %q is not available", db)
+	}
+	names, err := c.Database(db).ListCollectionNames(ctx, bson.D{{Key: "name", Value: coll}})
+	if err != nil {
+		return nil, upstream(err, "listing collections")
+	}
+	if len(names) == 0 {
+		dbs, err := c.ListDatabaseNames(ctx, bson.D{{Key: "name", Value: db}})
+		if err == nil && len(dbs) == 0 {
+			return nil, toolrunner.Errorf(toolrunner.KindNotFound, false, "database %q does not exist; DiscoverDatabases lists them", db)
+		}
+		return nil, toolrunner.Errorf(toolrunner.KindNotFound, false, "collection %q does not exist in database %q; DiscoverCollections lists them", coll, db)
+	}
+	return c.Database(db).Collection(coll), nil
+}
+
+// Tools returns the six tools.
+func (t *Toolkit) Tools() []toolrunner.Tool {
+	return []toolrunner.Tool{
+		tool{t, defAggregate(), t.aggregate},
+		tool{t, defCount(), t.count},
+		tool{t, defDiscoverCollections(), t.discoverCollections},
+		tool{t, defDiscoverDatabases(), t.discoverDatabases},
+		tool{t, defFind(), t.find},
+		tool{t, defSchema(), t.schema},
+	}
+}
+
+type tool struct {
+	t   *Toolkit
+	def toolrunner.Definition
+	run func(ctx context.Context, c *mongo.Client, in map[string]any) (any, error)
+}
+
+func (x tool) Definition() toolrunner.Definition { return x.def }
+
+func (x tool) Run(ctx context.Context, call toolrunner.Call) (any, error) {
+	c, err := x.t.client(ctx, call.Secrets[SecretName])
+	if err != nil {
+		return nil, err
+	}
+	return x.run(ctx, c, call.Inputs)
+}
+
+func inputError(format string, args ...any) error {
+	return toolrunner.Errorf(toolrunner.KindInputInvalid, false, format, args...)
+}
+
+func str(in map[string]any, k string) string { s, _ := in[k].(string); return s }
+
+func integer(in map[string]any, k string, def int64) int64 {
+	if v, ok := in[k].(int64); ok {
+		return v
+	}
+	return def
+}
+
+func stringList(in map[string]any, k string) []string { s, _ := in[k].([]string); return s }
+
+// parseDoc parses Extended JSON (canonical or relaxed) into a document.
+func parseDoc(param, s string) (bson.D, error) {
+	if s == "" {
+		return bson.D{}, nil
+	}
+	var d bson.D
+	if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
+		return nil, inputError("%s: not a JSON object (Extended JSON accepted): %v", param, err)
+	}
+	return d, nil
+}
+
+// toJSON renders a document as relaxed Extended JSON.
+func toJSON(doc bson.Raw) (string, error) {
+	b, err := bson.MarshalExtJSON(doc, false, false)
+	if err != nil {
+		return "", fmt.Errorf("serialize document: %w", err)
+	}
+	return string(b), nil
+}
