@@ -5,9 +5,9 @@ FUZZTIME ?= 30s
 
 .PHONY: run test build bench fuzz vet clean
 
-## run: build and run every role in one process on embedded defaults
+## run: build and run every role in one process on embedded defaults, with the demo
 run: build
-	$(BIN) dev $(ARGS)
+	$(BIN) dev --demo $(ARGS)
 
 ## test: the whole suite (CI: AUDITRAIL_REQUIRE_ALL=1 make test)
 test: vet

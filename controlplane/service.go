@@ -106,7 +106,9 @@ func (s *Service) begin(c *fiber.Ctx) (*call, error) {
 		return nil, err
 	}
 	src := schemas.AuditSourceAPI
-	if h := strings.TrimSpace(c.Get(HeaderSource)); h != "" {
+	if p.Type == auth.TypeSystem {
+		src = schemas.AuditSourceSystem
+	} else if h := strings.TrimSpace(c.Get(HeaderSource)); h != "" {
 		switch strings.ToUpper(h) {
 		case "API":
 		case "DASHBOARD":

@@ -92,6 +92,7 @@ func runDev(ctx context.Context, args []string) error {
 	secKeys := fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
 	rate := fs.String("rate-limit", "", "100/60s", "audit API requests per window per client IP, shared by all instances")
 	inf := addIngestFlags(fs)
+	demo := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data and a demo organization, project, user and key, and print them")
 	mkLog := fs.logFlags("text")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -155,7 +156,9 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner, proxy := newToolRunner(toolkits(), admin, pub, log)
+	reg, closeToolkits := toolkits()
+	defer closeToolkits()
+	runner, proxy := newToolRunner(reg, admin, pub, log)
 	limiter, err := rateLimiter(bg, nc, *rate)
 	if err != nil {
 		return err
@@ -189,6 +192,14 @@ func runDev(ctx context.Context, args []string) error {
 	admin.Register(app)
 	toolrunner.NewServer(runner, cp.access).Register(app)
 	app.Use(query.NotFound)
+
+	if *demo {
+		stopDemo, err := startDemo(ctx, app, cp.access, *data, *httpAddr, os.Stdout, log)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		defer stopDemo()
+	}
 
 	storeName := "sqlite " + filepath.Join(*data, "audit.db")
 	if *chDSN != "" {

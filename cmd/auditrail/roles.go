@@ -216,7 +216,9 @@ func runToolRunner(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	runner, proxy := newToolRunner(toolkits(), admin, pub, log)
+	reg, closeToolkits := toolkits()
+	defer closeToolkits()
+	runner, proxy := newToolRunner(reg, admin, pub, log)
 	app := query.NewApp(log)
 	app.Get("/healthz", healthHandler([]check{{"nats", func(context.Context) error {
 		if !nc.IsConnected() {

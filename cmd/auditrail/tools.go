@@ -11,6 +11,7 @@ import (
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/toolkits/documentdb"
 )
 
 // hookSource lists a project's hooks from the control plane for the runner.
@@ -47,7 +48,17 @@ func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub *p
 	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, admin, pub, log), proxy
 }
 
-// toolkits returns the registry of the toolkits built into the binary.
-func toolkits() *toolrunner.Registry {
-	return toolrunner.NewRegistry()
+// toolkits returns the registry of the toolkits built into the binary and
+// a function that releases their connections.
+func toolkits() (*toolrunner.Registry, func()) {
+	reg := toolrunner.NewRegistry()
+	docdb := documentdb.New(documentdb.DefaultConfig())
+	if err := reg.Register(docdb.Tools()...); err != nil {
+		panic(err) // the built-in definitions are checked by tests
+	}
+	return reg, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		docdb.Close(ctx)
+	}
 }

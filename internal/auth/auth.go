@@ -22,6 +22,8 @@ const (
 	TypePlatformAdmin = "PLATFORM_ADMIN"
 	TypeAPIKey        = "API_KEY"
 	TypeAccount       = "ACCOUNT"
+	// TypeSystem is the platform acting on its own (the demo set-up).
+	TypeSystem = "SYSTEM"
 )
 
 // Principal is an authenticated caller.

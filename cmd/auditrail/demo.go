@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/internal/ferret"
+)
+
+const demoFile = "demo.json"
+
+// demoIDs are the demo tenant, kept in DATA across restarts.
+type demoIDs struct {
+	Org     string `json:"organization_id"`
+	Project string `json:"project_id"`
+	User    string `json:"user_id"`
+}
+
+// startDemo starts the embedded MongoDB-wire server with the sample
+// database and sets up the demo tenant through the admin API (as the
+// platform itself: source SYSTEM): an organization, a project, a user who
+// owns both, the project's DB_CONNECTION_STRING and a new API key, printed.
+func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access, dataDir, httpAddr string, out io.Writer, log *slog.Logger) (func(), error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := ferret.Start(filepath.Join(dataDir, "ferretdb"), quiet)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := ferret.Seed(sctx, srv.URI); err != nil {
+		srv.Stop()
+		return nil, err
+	}
+	cred := access.SystemCredential()
+	call := func(method, path string, body any) (map[string]any, int, error) {
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = strings.NewReader(string(b))
+		}
+		req := httptest.NewRequest(method, path, rd)
+		req.Header.Set("Authorization", "Bearer "+cred)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := app.Test(req, 30_000)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer resp.Body.Close()
+		var env struct {
+			Msg  string         `json:"msg"`
+			Data map[string]any `json:"data"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&env)
+		if resp.StatusCode >= 300 && resp.StatusCode != 404 {
+			return nil, resp.StatusCode, fmt.Errorf("demo set-up: %s %s: %d %s", method, path, resp.StatusCode, env.Msg)
+		}
+		return env.Data, resp.StatusCode, nil
+	}
+	fail := func(err error) (func(), error) { srv.Stop(); return nil, err }
+
+	ids := demoIDs{User: "demo-user"}
+	path := filepath.Join(dataDir, demoFile)
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &ids)
+	}
+	exists := false
+	if ids.Org != "" {
+		_, status, err := call("GET", "/api/v1/orgs/"+ids.Org, nil)
+		if err != nil {
+			return fail(err)
+		}
+		exists = status == 200
+	}
+	if !exists {
+		org, _, err := call("POST", "/api/v1/orgs", map[string]any{"name": "Demo"})
+		if err != nil {
+			return fail(err)
+		}
+		ids.Org = org["id"].(string)
+		project, _, err := call("POST", "/api/v1/orgs/"+ids.Org+"/projects", map[string]any{"name": "demo"})
+		if err != nil {
+			return fail(err)
+		}
+		ids.Project = project["id"].(string)
+		if _, _, err := call("PUT", "/api/v1/orgs/"+ids.Org+"/members/"+ids.User, map[string]any{"role": "owner", "display_name": "Demo User"}); err != nil {
+			return fail(err)
+		}
+		if _, _, err := call("PUT", "/api/v1/orgs/"+ids.Org+"/projects/"+ids.Project+"/members/"+ids.User, map[string]any{"role": "admin"}); err != nil {
+			return fail(err)
+		}
+		b, _ := json.MarshalIndent(ids, "", "  ")
+		if err := writeFileAtomic(path, b, 0o600); err != nil {
+			return fail(err)
+		}
+	}
+	// The server's port changes with every start: point the secret at it.
+	if _, _, err := call("PUT", "/api/v1/orgs/"+ids.Org+"/projects/"+ids.Project+"/secrets/DB_CONNECTION_STRING", map[string]any{"value": srv.URI}); err != nil {
+		return fail(err)
+	}
+	key, _, err := call("POST", "/api/v1/orgs/"+ids.Org+"/api_keys", map[string]any{"name": "demo " + time.Now().UTC().Format(time.RFC3339), "user_id": ids.User})
+	if err != nil {
+		return fail(err)
+	}
+	k, _ := key["key"].(string)
+	if k == "" {
+		return fail(errors.New("demo set-up: no API key returned"))
+	}
+	base := "http://" + httpAddr + "/api/v1/orgs/" + ids.Org + "/projects/" + ids.Project
+	fmt.Fprintf(out, `demo: organization %s, project %s, user %s
+demo: API key of %s (shown once): %s
+demo: MongoDB-wire server with the sample database "shop" at %s
+demo: try
+  export KEY=%s
+  curl -s -H "Authorization: Bearer $KEY" %s/tools
+  curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+    -d '{"tool_name":"DocumentDbToolkit.DiscoverCollections","input":{"database_name":"shop"}}' %s/tools/execute
+  curl -s -H "Authorization: Bearer $KEY" %s/tool_executions
+`, ids.Org, ids.Project, ids.User, ids.User, k, srv.URI, k, base, base, base)
+	log.Info("demo ready", "organization_id", ids.Org, "project_id", ids.Project)
+	return srv.Stop, nil
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	demoKeyRe = regexp.MustCompile(`API key of demo-user \(shown once\): (ak_[A-Za-z0-9_-]+)`)
+	demoIDsRe = regexp.MustCompile(`demo: organization ([0-9a-f-]{36}), project ([0-9a-f-]{36})`)
+)
+
+// Right after `auditrail dev --demo` (make run) a newcomer can call the
+// DocumentDbToolkit through the API with the printed key.
+func TestDemo(t *testing.T) {
+	data := t.TempDir()
+	p := startDev(t, data, "--demo")
+	boot := keyRe.FindString(p.stdout.String())
+	for round := 0; round < 2; round++ {
+		out := p.stdout.String()
+		key := demoKeyRe.FindStringSubmatch(out)
+		ids := demoIDsRe.FindStringSubmatch(out)
+		if key == nil || ids == nil {
+			t.Fatalf("demo not printed:\n%s", out)
+		}
+		c := newAPIClient(t, p.http)
+		base := "/api/v1/orgs/" + ids[1] + "/projects/" + ids[2]
+		r := c.call("POST", base+"/tools/execute", key[1], map[string]any{"tool_name": "DocumentDbToolkit.DiscoverCollections", "input": map[string]any{"database_name": "shop"}})
+		if r.status != 200 || r.data()["success"] != true || strings.Join(toStrings(r.data()["output"]), ",") != "customers,orders,products" {
+			t.Fatalf("round %d: DiscoverCollections: %s", round, r.raw)
+		}
+		r = c.call("POST", base+"/tools/execute", key[1], map[string]any{"tool_name": "DocumentDbToolkit.CountDocuments",
+			"input": map[string]any{"database_name": "shop", "collection_name": "orders", "filter_dict": `{"status":"paid"}`}})
+		if r.status != 200 || r.data()["output"] != 48.0 {
+			t.Fatalf("CountDocuments: %s", r.raw)
+		}
+		// Bad input is a tool error, never a 5xx; out-of-range limits are 400.
+		r = c.call("POST", base+"/tools/execute", key[1], map[string]any{"tool_name": "DocumentDbToolkit.FindDocuments",
+			"input": map[string]any{"database_name": "shop", "collection_name": "orders", "filter_dict": `{"status":`}})
+		if r.status != 200 || r.data()["success"] != false || r.data()["error"].(map[string]any)["kind"] != "TOOL_INPUT_INVALID" {
+			t.Fatalf("malformed filter: %s", r.raw)
+		}
+		if r := c.call("POST", base+"/tools/execute", key[1], map[string]any{"tool_name": "DocumentDbToolkit.FindDocuments",
+			"input": map[string]any{"database_name": "shop", "collection_name": "orders", "limit": 5000}}); r.status != 400 || !strings.Contains(r.msg(), "input.limit") {
+			t.Fatalf("limit 5000: %d %s", r.status, r.raw)
+		}
+		// The executions and the set-up (source SYSTEM) are in the trail.
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			ex := c.call("GET", base+"/tool_executions", key[1], nil)
+			logs := c.call("GET", "/api/v1/orgs/"+ids[1]+"/audit_logs?source=AUDIT_SOURCE_SYSTEM&resource_type=RESOURCE_TYPE_SECRET", boot, nil)
+			if ex.status == 200 && len(ex.data()["items"].([]any)) >= 3*(round+1) && logs.status == 200 && len(logs.data()["items"].([]any)) == round+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("executions or set-up not in the trail: %s / %s", ex.raw, logs.raw)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if round == 0 {
+			// A restart keeps the demo tenant and prints a new key.
+			p.stop(t)
+			p = startDev(t, data, "--demo")
+			if ids2 := demoIDsRe.FindStringSubmatch(p.stdout.String()); ids2 == nil || ids2[1] != ids[1] {
+				t.Fatalf("demo tenant not kept across a restart:\n%s", p.stdout)
+			}
+		}
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, e := range v.([]any) {
+		out = append(out, e.(string))
+	}
+	return out
+}
