@@ -29,7 +29,7 @@ type apiClient struct {
 func newAPIClient(t *testing.T, base string) *apiClient {
 	t.Helper()
 	c := &apiClient{t: t, base: base}
-	for _, name := range []string{"openapi/audit.yaml", "openapi/admin.yaml"} {
+	for _, name := range []string{"openapi/audit.yaml", "openapi/admin.yaml", "openapi/tools.yaml"} {
 		b, err := schemas.OpenAPI.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
