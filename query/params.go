@@ -38,19 +38,25 @@ func badParam(name, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrBadParam, name, fmt.Sprintf(format, args...))
 }
 
+// parseScope parses org_id and, withProject, project_id.
+func parseScope(path Getter, withProject bool) (uuid.UUID, *uuid.UUID, error) {
+	org, err := parseUUID("org_id", path("org_id"))
+	if err != nil || !withProject {
+		return org, nil, err
+	}
+	project, err := parseUUID("project_id", path("project_id"))
+	if err != nil {
+		return org, nil, err
+	}
+	return org, &project, nil
+}
+
 // ParseList parses the path and query parameters of a listing.
 func ParseList(path, query Getter, withProject bool) (ListParams, error) {
 	var p ListParams
 	var err error
-	if p.OrgID, err = parseUUID("org_id", path("org_id")); err != nil {
+	if p.OrgID, p.ProjectID, err = parseScope(path, withProject); err != nil {
 		return p, err
-	}
-	if withProject {
-		id, err := parseUUID("project_id", path("project_id"))
-		if err != nil {
-			return p, err
-		}
-		p.ProjectID = &id
 	}
 	if v := query("action"); v != "" {
 		a, err := schemas.ParseAuditAction(v)
@@ -109,15 +115,8 @@ type ExecParams struct {
 func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
 	var p ExecParams
 	var err error
-	if p.OrgID, err = parseUUID("org_id", path("org_id")); err != nil {
+	if p.OrgID, p.ProjectID, err = parseScope(path, withProject); err != nil {
 		return p, err
-	}
-	if withProject {
-		id, err := parseUUID("project_id", path("project_id"))
-		if err != nil {
-			return p, err
-		}
-		p.ProjectID = &id
 	}
 	switch v := query("success"); v {
 	case "":

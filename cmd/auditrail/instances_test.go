@@ -18,10 +18,16 @@ import (
 // startQueryRole runs `auditrail query` and waits for its /healthz.
 func startQueryRole(t *testing.T, args ...string) string {
 	t.Helper()
+	return startRole(t, "query", args...)
+}
+
+// startRole runs a production role and waits for its /healthz.
+func startRole(t *testing.T, role string, args ...string) string {
+	t.Helper()
 	port, _ := testenv.FreePort()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	out := &lockedBuf{}
-	cmd := exec.Command(binary(t), append([]string{"query", "--http", addr}, args...)...)
+	cmd := exec.Command(binary(t), append([]string{role, "--http", addr}, args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -31,7 +37,7 @@ func startQueryRole(t *testing.T, args ...string) string {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("query role output:\n%s", out)
+			t.Logf("%s role output:\n%s", role, out)
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
@@ -43,7 +49,7 @@ func startQueryRole(t *testing.T, args ...string) string {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("query role not healthy:\n%s", out)
+			t.Fatalf("%s role not healthy:\n%s", role, out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -112,4 +118,23 @@ func TestInstancesShareStateAndLimits(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Logf("disabled key refused by the other instance after %s", time.Since(start))
+}
+
+// The controlplane and toolrunner roles run alone against a NATS server.
+func TestControlPlaneAndToolRunnerRoles(t *testing.T) {
+	dev := startDev(t, t.TempDir(), "--bootstrap-key", "bootstrap-key-of-the-roles-test")
+	boot := "bootstrap-key-of-the-roles-test"
+	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	common := []string{"--nats-url", "nats://" + dev.nats, "--bootstrap-key", boot, "--secrets-keys", secrets}
+	cp := newAPIClient(t, startRole(t, "controlplane", common...))
+	tr := newAPIClient(t, startRole(t, "toolrunner", common...))
+	org := cp.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Roles"})
+	if org.status != 201 {
+		t.Fatalf("create org on the controlplane role: %d %s", org.status, org.raw)
+	}
+	project := cp.call("POST", "/api/v1/orgs/"+org.data()["id"].(string)+"/projects", boot, map[string]any{"name": "p"}).data()["id"].(string)
+	tools := tr.call("GET", "/api/v1/orgs/"+org.data()["id"].(string)+"/projects/"+project+"/tools?user_id=u", boot, nil)
+	if tools.status != 200 || len(tools.data()["items"].([]any)) != 6 {
+		t.Fatalf("tools on the toolrunner role: %d %s", tools.status, tools.raw)
+	}
 }

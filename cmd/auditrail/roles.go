@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
@@ -135,98 +139,89 @@ func runQuery(ctx context.Context, args []string) error {
 	return serve(ctx, app, *httpAddr, log)
 }
 
-// runControlPlane is the production admin API role.
-func runControlPlane(ctx context.Context, args []string) error {
-	fs := newFlags("controlplane")
+// adminRole is what the controlplane and toolrunner roles share: NATS,
+// the control-plane state and access, the publisher and the admin service.
+type adminRole struct {
+	nc    *nats.Conn
+	cp    *controlPlane
+	pub   *producers.Publisher
+	admin *controlplane.Service
+	log   *slog.Logger
+	stop  func()
+}
+
+// startAdminRole parses the role's flags (addr is its default listener)
+// and connects it; the caller defers stop.
+func startAdminRole(ctx context.Context, name, defAddr string, args []string) (*adminRole, string, error) {
+	fs := newFlags(name)
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
-	httpAddr := fs.String("http", "", "127.0.0.1:8082", "listener of the admin API")
+	httpAddr := fs.String("http", "", defAddr, "listener of the API")
 	af := addAccessFlags(fs)
-	secKeys := fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (required)")
+	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes, the first seals (the control plane's; required)")
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
-		return err
+		return nil, "", err
 	}
 	log, err := mkLog(os.Stderr)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-controlplane", *nf.maxAge, log)
+	nc, err := connectStreams(ctx, *nf.url, "auditrail-"+name, *nf.maxAge, log)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	defer nc.Close()
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
-	cp, err := openControlPlane(bg, nc, af, "", log)
-	if err != nil {
-		return err
+	r := &adminRole{nc: nc, log: log, stop: func() { stopBG(); nc.Close() }}
+	fail := func(err error) (*adminRole, string, error) { r.stop(); return nil, "", err }
+	if r.cp, err = openControlPlane(bg, nc, af, "", log); err != nil {
+		return fail(err)
 	}
-	pub, err := producers.New(nc, producers.DefaultConfig(), log)
-	if err != nil {
-		return err
+	if r.pub, err = producers.New(nc, producers.DefaultConfig(), log); err != nil {
+		return fail(err)
 	}
-	admin, err := cp.adminService(pub, *secKeys, "", log)
-	if err != nil {
-		return err
+	if r.admin, err = r.cp.adminService(r.pub, *secKeys, "", log); err != nil {
+		return fail(err)
 	}
-	app := query.NewApp(log)
-	app.Get("/healthz", healthHandler([]check{{"nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return fmt.Errorf("nats %s", nc.Status())
+	return r, *httpAddr, nil
+}
+
+func (r *adminRole) natsCheck() check {
+	return check{"nats", func(context.Context) error {
+		if !r.nc.IsConnected() {
+			return fmt.Errorf("nats %s", r.nc.Status())
 		}
 		return nil
-	}}}, nil))
-	admin.Register(app)
+	}}
+}
+
+// runControlPlane is the production admin API role.
+func runControlPlane(ctx context.Context, args []string) error {
+	r, addr, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", args)
+	if err != nil {
+		return err
+	}
+	defer r.stop()
+	app := query.NewApp(r.log)
+	app.Get("/healthz", healthHandler([]check{r.natsCheck()}, nil))
+	r.admin.Register(app)
 	app.Use(query.NotFound)
-	return serve(ctx, app, *httpAddr, log)
+	return serve(ctx, app, addr, r.log)
 }
 
 // runToolRunner is the production tool runner role: the tool runner API,
 // hooks from the control-plane state, execution events to the stream.
 func runToolRunner(ctx context.Context, args []string) error {
-	fs := newFlags("toolrunner")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
-	httpAddr := fs.String("http", "", "127.0.0.1:8083", "listener of the tool runner API")
-	af := addAccessFlags(fs)
-	secKeys := fs.String("secrets-keys", "", "", "keys that open secrets at rest, comma-separated base64 of 32 bytes (the control plane's)")
-	mkLog := fs.logFlags("json")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	log, err := mkLog(os.Stderr)
+	r, addr, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", args)
 	if err != nil {
 		return err
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-toolrunner", *nf.maxAge, log)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
-	cp, err := openControlPlane(bg, nc, af, "", log)
-	if err != nil {
-		return err
-	}
-	pub, err := producers.New(nc, producers.DefaultConfig(), log)
-	if err != nil {
-		return err
-	}
-	admin, err := cp.adminService(pub, *secKeys, "", log)
-	if err != nil {
-		return err
-	}
+	defer r.stop()
 	reg, closeToolkits := toolkits()
 	defer closeToolkits()
-	runner, proxy := newToolRunner(reg, admin, pub, log)
-	app := query.NewApp(log)
-	app.Get("/healthz", healthHandler([]check{{"nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return fmt.Errorf("nats %s", nc.Status())
-		}
-		return nil
-	}}}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
-	toolrunner.NewServer(runner, cp.access).Register(app)
+	runner, proxy := newToolRunner(reg, r.admin, r.pub, r.log)
+	app := query.NewApp(r.log)
+	app.Get("/healthz", healthHandler([]check{r.natsCheck()}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
+	toolrunner.NewServer(runner, r.cp.access).Register(app)
 	app.Use(query.NotFound)
-	return serve(ctx, app, *httpAddr, log)
+	return serve(ctx, app, addr, r.log)
 }

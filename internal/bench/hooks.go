@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,14 +194,14 @@ func executionRates(ctx context.Context, log *slog.Logger) (execRate, pubRate fl
 	runner := toolrunner.New(toolrunner.DefaultConfig(), reg, hookproxy.New(hookproxy.DefaultConfig(), log), noSources{}, noSources{}, noSources{}, pub, log)
 	sc := toolrunner.Scope{Org: uuid.New(), Project: uuid.New(), UserID: "bench"}
 	const d = 3 * time.Second
-	execRate = parallelRate(ctx, 4, d, func() error {
+	execRate = throughput(ctx, 4, d, func() error {
 		res, err := runner.Execute(ctx, sc, "BenchKit.Echo", map[string]any{"text": "hello"})
 		if err == nil && !res.Success {
 			err = fmt.Errorf("%v", res.Error)
 		}
 		return err
 	})
-	pubRate = parallelRate(ctx, 4, d, func() error {
+	pubRate = throughput(ctx, 4, d, func() error {
 		id := uuid.Must(uuid.NewV7()).String()
 		now := time.Now()
 		return pub.Publish(ctx, &schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: sc.Org.String(), ProjectID: sc.Project.String(),
@@ -211,25 +209,4 @@ func executionRates(ctx context.Context, log *slog.Logger) (execRate, pubRate fl
 			Success: true, ExecutionCode: "OK", Hooks: []schemas.HookCall{}})
 	})
 	return execRate, pubRate, nil
-}
-
-func parallelRate(ctx context.Context, workers int, d time.Duration, f func() error) float64 {
-	var n atomic.Int64
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var wg sync.WaitGroup
-	start := time.Now()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if f() == nil {
-					n.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds()
 }

@@ -282,6 +282,8 @@ func Query(ctx context.Context, n int, progress io.Writer) ([]QueryResult, error
 	return results, nil
 }
 
+// throughput runs f from workers goroutines for d and returns the
+// successful calls per second.
 func throughput(ctx context.Context, workers int, d time.Duration, f func() error) float64 {
 	var n atomic.Int64
 	ctx, cancel := context.WithTimeout(ctx, d)

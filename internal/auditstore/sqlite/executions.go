@@ -25,29 +25,10 @@ func (s *Store) WriteExecutions(ctx context.Context, events []schemas.ExecutionE
 		return nil
 	}
 	created := s.now().UnixMilli()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite begin: %w", err)
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, insertExecutionSQL)
-	if err != nil {
-		return fmt.Errorf("sqlite prepare insert: %w", err)
-	}
-	defer stmt.Close()
-	for i := range events {
+	return s.insertAll(ctx, insertExecutionSQL, len(events), func(i int) ([]any, error) {
 		row, err := auditstore.NewExecRow(&events[i], created)
-		if err != nil {
-			return err
-		}
-		if _, err := stmt.ExecContext(ctx, row.Values()...); err != nil {
-			return fmt.Errorf("sqlite insert execution: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite commit: %w", err)
-	}
-	return nil
+		return row.Values(), err
+	})
 }
 
 // ListExecutions implements auditstore.ExecutionStore.

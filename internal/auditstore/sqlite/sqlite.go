@@ -93,23 +93,41 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
+// insertAll runs the insert statement query once per row in one
+// transaction; row(i) returns the arguments of row i.
+func (s *Store) insertAll(ctx context.Context, query string, n int, row func(i int) ([]any, error)) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite begin: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		return fmt.Errorf("sqlite prepare insert: %w", err)
+	}
+	defer stmt.Close()
+	for i := 0; i < n; i++ {
+		args, err := row(i)
+		if err != nil {
+			return err
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("sqlite insert: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite commit: %w", err)
+	}
+	return nil
+}
+
 // WriteAudit implements auditstore.Store in one transaction.
 func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
 	created := s.now().UnixMilli()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite begin: %w", err)
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, insertAuditSQL)
-	if err != nil {
-		return fmt.Errorf("sqlite prepare insert: %w", err)
-	}
-	defer stmt.Close()
-	for i := range events {
+	return s.insertAll(ctx, insertAuditSQL, len(events), func(i int) ([]any, error) {
 		e := &events[i]
 		var rt any
 		if e.ResourceType != nil {
@@ -119,19 +137,13 @@ func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) err
 		if e.Data != nil {
 			data = string(e.Data)
 		}
-		if _, err := stmt.ExecContext(ctx,
+		return []any{
 			e.OrganizationID.String(), e.EventID.String(), schemas.EntryID(e.EventID).String(),
 			e.Timestamp.UnixMilli(), nullStr(e.ClientIP), int64(e.Action), int64(e.Source), e.DisplayName,
 			nullUUID(e.CustomerID), nullUUID(e.ProjectID), e.PrincipalID, nullStr(e.UserID), e.PrincipalType,
 			rt, nullStr(e.ResourceID), nullStr(e.ResourceDisplay), data, created,
-		); err != nil {
-			return fmt.Errorf("sqlite insert: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite commit: %w", err)
-	}
-	return nil
+		}, nil
+	})
 }
 
 func nullStr(p *string) any {
