@@ -28,6 +28,7 @@ func commands() []command {
 		{"toolrunner", "serve the tool runner API (production role)", runToolRunner},
 		{"admin", "the admin API from a terminal (source CLI)", runAdmin},
 		{"emit", "publish synthetic audit events", runEmit},
+		{"tail", "follow an organization's events (JSON lines or OCSF)", runTail},
 		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},
 		{"bench", "run the benchmarks and print figures beside their references", runBench},
 	}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// runTail follows an organization's events on the stream, as JSON lines
+// (the API's item shapes) or as OCSF API Activity events.
+func runTail(ctx context.Context, args []string) error {
+	fs := newFlags("tail")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	orgFlag := fs.String("org", "", "", "organization UUID to follow (required)")
+	format := fs.String("format", "", "json", "json (the API's item shapes) or ocsf (OCSF 1.1 API Activity)")
+	since := fs.Duration("since", "", 0, "also print the events of this past period (0: only new events)")
+	kinds := fs.String("kinds", "", "audit,execution", "event kinds to follow: audit, execution")
+	mkLog := fs.logFlags("text")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	log, err := mkLog(os.Stderr)
+	if err != nil {
+		return err
+	}
+	org, err := uuid.Parse(*orgFlag)
+	if err != nil {
+		return usageErrorf("--org %q is not a UUID", *orgFlag)
+	}
+	if *format != "json" && *format != "ocsf" {
+		return usageErrorf("--format: json or ocsf")
+	}
+	var subjects []string
+	for _, k := range strings.Split(*kinds, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case schemas.KindAudit, schemas.KindExecution:
+			subjects = append(subjects, schemas.EventSubject(org.String(), k))
+		default:
+			return usageErrorf("--kinds: %q is not audit or execution", k)
+		}
+	}
+	nc, err := connectStreams(ctx, *nf.url, "auditrail-tail", *nf.maxAge, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: subjects, DeliverPolicy: jetstream.DeliverNewPolicy}
+	if *since > 0 {
+		start := time.Now().Add(-*since)
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+	}
+	cons, err := js.OrderedConsumer(ctx, schemas.StreamEvents, cfg)
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", org, err)
+	}
+	iter, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer iter.Stop()
+	go func() { <-ctx.Done(); iter.Stop() }()
+	out := json.NewEncoder(os.Stdout)
+	for {
+		m, err := iter.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return err
+		}
+		v, err := tailRecord(m.Subject(), m.Data(), *format)
+		if err != nil {
+			log.Warn("undecodable event skipped (ingest sends it to the DLQ)", "subject", m.Subject(), "err", err)
+			continue
+		}
+		if err := out.Encode(v); err != nil {
+			if errors.Is(err, io.ErrClosedPipe) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// tailRecord decodes an event and shapes it for output.
+func tailRecord(subject string, data []byte, format string) (any, error) {
+	_, kind, _ := schemas.ParseEventSubject(subject)
+	if kind == schemas.KindExecution {
+		ev, err := schemas.UnmarshalExecutionEvent(data)
+		if err != nil {
+			return nil, err
+		}
+		if format == "ocsf" {
+			return ocsfExecution(&ev), nil
+		}
+		return query.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev}), nil
+	}
+	ev, err := schemas.UnmarshalAuditEvent(data)
+	if err != nil {
+		return nil, err
+	}
+	entry := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev}
+	item := query.NewItem(&entry)
+	item.CreatedTime = "" // not yet stored
+	if format == "ocsf" {
+		return ocsfAudit(&ev), nil
+	}
+	return item, nil
+}
+
+// OCSF 1.1 API Activity (class 6003, category 6 Application Activity).
+var ocsfActivity = map[schemas.AuditAction]struct {
+	id   int
+	name string
+}{
+	schemas.AuditActionCreated:  {1, "Create"},
+	schemas.AuditActionUpdated:  {3, "Update"},
+	schemas.AuditActionDeleted:  {4, "Delete"},
+	schemas.AuditActionDisabled: {3, "Update"},
+}
+
+func ocsfBase(activityID int, activityName string, t time.Time, eventID string) map[string]any {
+	return map[string]any{
+		"class_uid": 6003, "class_name": "API Activity", "category_uid": 6, "category_name": "Application Activity",
+		"activity_id": activityID, "activity_name": activityName, "type_uid": 600300 + activityID,
+		"severity_id": 1, "severity": "Informational", "time": t.UnixMilli(),
+		"metadata": map[string]any{"uid": eventID, "version": "1.1.0", "product": map[string]any{"name": "auditrail", "vendor_name": "auditrail"}},
+	}
+}
+
+func ocsfAudit(e *schemas.AuditEvent) map[string]any {
+	a, ok := ocsfActivity[e.Action]
+	if !ok {
+		a.id, a.name = 0, "Unknown"
+	}
+	o := ocsfBase(a.id, a.name, e.Timestamp, e.EventID.String())
+	user := map[string]any{"uid": e.PrincipalID, "name": e.DisplayName, "type": e.PrincipalType}
+	o["actor"] = map[string]any{"user": user}
+	o["api"] = map[string]any{"operation": strings.TrimPrefix(e.Action.String(), "AUDIT_ACTION_"), "service": map[string]any{"name": strings.TrimPrefix(e.Source.String(), "AUDIT_SOURCE_")}}
+	o["status_id"], o["status"] = 1, "Success"
+	if e.ClientIP != nil {
+		o["src_endpoint"] = map[string]any{"ip": *e.ClientIP}
+	}
+	res := map[string]any{}
+	if e.ResourceType != nil {
+		res["type"] = strings.TrimPrefix(e.ResourceType.String(), "RESOURCE_TYPE_")
+	}
+	if e.ResourceID != nil {
+		res["uid"] = *e.ResourceID
+	}
+	if e.ResourceDisplay != nil {
+		res["name"] = *e.ResourceDisplay
+	}
+	o["resources"] = []any{res}
+	o["unmapped"] = map[string]any{"organization_id": e.OrganizationID.String(), "project_id": e.ProjectID, "data": e.Data}
+	return o
+}
+
+func ocsfExecution(e *schemas.ExecutionEvent) map[string]any {
+	o := ocsfBase(2, "Read", e.StartedAt, e.EventID)
+	o["activity_id"], o["activity_name"], o["type_uid"] = 99, "Other", 600399
+	o["actor"] = map[string]any{"user": map[string]any{"uid": e.UserID}}
+	o["api"] = map[string]any{"operation": e.Tool.Toolkit + "." + e.Tool.Name, "version": e.Tool.Version}
+	if e.Success {
+		o["status_id"], o["status"] = 1, "Success"
+	} else {
+		o["status_id"], o["status"], o["status_detail"] = 2, "Failure", e.ErrorKind+": "+e.ExecutionError
+	}
+	o["duration"] = e.DurationMS
+	o["unmapped"] = map[string]any{"organization_id": e.OrganizationID, "project_id": e.ProjectID, "execution_id": e.ExecutionID, "hooks": e.Hooks}
+	return o
+}
