@@ -78,7 +78,10 @@ func (s *State) watch(ctx context.Context, w jetstream.KeyWatcher) {
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
-				s.log.Error("control-plane watch ended")
+				// The connection closed (a shutdown drains it before the
+				// context ends); a live process keeps its watch through
+				// reconnects.
+				s.log.Info("control-plane watch stopped")
 				return
 			}
 			if e == nil {
