@@ -265,10 +265,6 @@ func Query(ctx context.Context, n int, progress io.Writer) ([]QueryResult, error
 			rawD = append(rawD, d...)
 		}
 		r.API, r.RawBounded = summarize(apiD), summarize(rawD)
-		if os.Getenv("AUDITRAIL_BENCH_DEBUG") != "" {
-			st, _ := timeIt(200, func() error { _, err := store.ListAudit(ctx, sc.q); return err })
-			say("    store.ListAudit in process: %+v", summarize(st))
-		}
 		naive, err := timeIt(5, func() error { return rawPage(sc, false) })
 		if err != nil {
 			return nil, err
