@@ -161,30 +161,55 @@ func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) err
 		resID, resDisplay, data                     = make([]*string, n), make([]*string, n), make([]*string, n)
 		rt                                          = make([]*uint8, n)
 	)
+	// Few allocations per row: ids go through one arena, repeated org and
+	// project ids are shared, pointers point into per-batch arrays.
+	arena := make([]byte, 0, n*36*2)
+	for i := range events {
+		arena = appendUUID(arena, events[i].EventID)
+		arena = appendUUID(arena, schemas.EntryID(events[i].EventID))
+	}
+	ids := string(arena)
+	dataVals := make([]string, n)
+	var rtVals [32]uint8
+	for i := range rtVals {
+		rtVals[i] = uint8(i)
+	}
+	uuids := map[uuid.UUID]*string{}
+	shared := func(u uuid.UUID) *string {
+		if p, ok := uuids[u]; ok {
+			return p
+		}
+		str := u.String()
+		uuids[u] = &str
+		return &str
+	}
 	for i := range events {
 		e := &events[i]
-		org[i] = e.OrganizationID.String()
+		org[i] = *shared(e.OrganizationID)
 		ts[i] = e.Timestamp.UnixMilli()
-		eventID[i] = e.EventID.String()
-		id[i] = schemas.EntryID(e.EventID).String()
+		eventID[i] = ids[i*72 : i*72+36]
+		id[i] = ids[i*72+36 : i*72+72]
 		clientIP[i] = e.ClientIP
 		action[i] = uint8(e.Action)
 		source[i] = uint8(e.Source)
 		display[i] = e.DisplayName
-		customer[i] = uuidStr(e.CustomerID)
-		project[i] = uuidStr(e.ProjectID)
+		if e.CustomerID != nil {
+			customer[i] = shared(*e.CustomerID)
+		}
+		if e.ProjectID != nil {
+			project[i] = shared(*e.ProjectID)
+		}
 		principal[i] = e.PrincipalID
 		user[i] = e.UserID
 		ptype[i] = e.PrincipalType
-		if e.ResourceType != nil {
-			v := uint8(*e.ResourceType)
-			rt[i] = &v
+		if e.ResourceType != nil && int(*e.ResourceType) < len(rtVals) {
+			rt[i] = &rtVals[*e.ResourceType]
 		}
 		resID[i] = e.ResourceID
 		resDisplay[i] = e.ResourceDisplay
 		if e.Data != nil {
-			d := string(e.Data)
-			data[i] = &d
+			dataVals[i] = string(e.Data)
+			data[i] = &dataVals[i]
 		}
 		createdMS[i] = created
 		ver[i] = math.MaxInt64 - uint64(created)
@@ -206,12 +231,17 @@ func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) err
 	return nil
 }
 
-func uuidStr(u *uuid.UUID) *string {
-	if u == nil {
-		return nil
+const hexDigits = "0123456789abcdef"
+
+// appendUUID appends the canonical form of u (as uuid.String writes it).
+func appendUUID(b []byte, u uuid.UUID) []byte {
+	for i, x := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[x>>4], hexDigits[x&0xf])
 	}
-	s := u.String()
-	return &s
+	return b
 }
 
 // ListAudit implements auditstore.Store. ClickHouse 18.16 cannot read the
