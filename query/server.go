@@ -152,31 +152,43 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
 			return err
 		}
-		scope := p.Scope(kind)
-		q := auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, Limit: p.Limit}
-		if p.Cursor != "" {
-			k, err := s.cursor.Decode(p.Cursor, scope)
+		return s.page(c, p.Cursor, p.Scope(kind), func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
+			page, err := store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, Limit: p.Limit, After: after})
 			if err != nil {
-				return fiber.NewError(fiber.StatusBadRequest, "cursor: "+err.Error())
+				return nil, nil, false, fmt.Errorf("list tool executions: %w", err)
 			}
-			q.After = &k
-		}
-		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
-		defer cancel()
-		page, err := store.ListExecutions(ctx, q)
-		if err != nil {
-			return fmt.Errorf("list tool executions: %w", err)
-		}
-		items := make([]ExecutionItem, len(page.Items))
-		for i := range page.Items {
-			items[i] = NewExecutionItem(&page.Items[i])
-		}
-		data := ListData{Items: items, HasMore: page.HasMore}
-		if next := page.Next(); next != nil {
-			data.NextCursor = s.cursor.Encode(*next, scope)
-		}
-		return c.JSON(Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
+			items := make([]ExecutionItem, len(page.Items))
+			for i := range page.Items {
+				items[i] = NewExecutionItem(&page.Items[i])
+			}
+			return items, page.Next(), page.HasMore, nil
+		})
 	}
+}
+
+// page answers one page of a listing: the cursor (of scope) decoded into
+// the position after which fetch reads, the items and the next cursor.
+func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte,
+	fetch func(ctx context.Context, after *auditstore.Key) (items any, next *auditstore.Key, hasMore bool, err error)) error {
+	var after *auditstore.Key
+	if cursor != "" {
+		k, err := s.cursor.Decode(cursor, scope)
+		if err != nil {
+			return fiber.NewError(fiber.StatusBadRequest, "cursor: "+err.Error())
+		}
+		after = &k
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+	defer cancel()
+	items, next, hasMore, err := fetch(ctx, after)
+	if err != nil {
+		return err
+	}
+	data := ListData{Items: items, HasMore: hasMore}
+	if next != nil {
+		data.NextCursor = s.cursor.Encode(*next, scope)
+	}
+	return c.JSON(Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
 }
 
 // NotFound answers every other route with 404 in the envelope; mount it last.
@@ -221,29 +233,16 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
 			return err
 		}
-		scope := p.Scope(kind)
-		q := auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: p.Limit}
-		if p.Cursor != "" {
-			k, err := s.cursor.Decode(p.Cursor, scope)
+		return s.page(c, p.Cursor, p.Scope(kind), func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
+			page, err := s.store.ListAudit(ctx, auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: p.Limit, After: after})
 			if err != nil {
-				return fiber.NewError(fiber.StatusBadRequest, "cursor: "+err.Error())
+				return nil, nil, false, fmt.Errorf("list audit logs: %w", err)
 			}
-			q.After = &k
-		}
-		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
-		defer cancel()
-		page, err := s.store.ListAudit(ctx, q)
-		if err != nil {
-			return fmt.Errorf("list audit logs: %w", err)
-		}
-		items := make([]Item, len(page.Items))
-		for i := range page.Items {
-			items[i] = NewItem(&page.Items[i])
-		}
-		data := ListData{Items: items, HasMore: page.HasMore}
-		if next := page.Next(); next != nil {
-			data.NextCursor = s.cursor.Encode(*next, scope)
-		}
-		return c.JSON(Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
+			items := make([]Item, len(page.Items))
+			for i := range page.Items {
+				items[i] = NewItem(&page.Items[i])
+			}
+			return items, page.Next(), page.HasMore, nil
+		})
 	}
 }
