@@ -234,15 +234,20 @@ func runDev(ctx context.Context, args []string) error {
 	return nil
 }
 
+// natsCheck fails while the connection is not up.
+func natsCheck(nc *nats.Conn) check {
+	return check{"nats", func(context.Context) error {
+		if !nc.IsConnected() {
+			return fmt.Errorf("nats %s", nc.Status())
+		}
+		return nil
+	}}
+}
+
 // roleChecks are the readiness checks of a process that ingests and serves.
 func roleChecks(nc *nats.Conn, store auditstore.Store, ingesters ...interface{ Ready() bool }) []check {
 	checks := []check{
-		{"nats", func(context.Context) error {
-			if !nc.IsConnected() {
-				return fmt.Errorf("nats %s", nc.Status())
-			}
-			return nil
-		}},
+		natsCheck(nc),
 		{"store", store.Ping},
 	}
 	for i, in := range ingesters {

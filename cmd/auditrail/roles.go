@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -185,15 +184,6 @@ func startAdminRole(ctx context.Context, name, defAddr string, args []string) (*
 	return r, *httpAddr, nil
 }
 
-func (r *adminRole) natsCheck() check {
-	return check{"nats", func(context.Context) error {
-		if !r.nc.IsConnected() {
-			return fmt.Errorf("nats %s", r.nc.Status())
-		}
-		return nil
-	}}
-}
-
 // runControlPlane is the production admin API role.
 func runControlPlane(ctx context.Context, args []string) error {
 	r, addr, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", args)
@@ -202,7 +192,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 	}
 	defer r.stop()
 	app := query.NewApp(r.log)
-	app.Get("/healthz", healthHandler([]check{r.natsCheck()}, nil))
+	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, nil))
 	r.admin.Register(app)
 	app.Use(query.NotFound)
 	return serve(ctx, app, addr, r.log)
@@ -220,7 +210,7 @@ func runToolRunner(ctx context.Context, args []string) error {
 	defer closeToolkits()
 	runner, proxy := newToolRunner(reg, r.admin, r.pub, r.log)
 	app := query.NewApp(r.log)
-	app.Get("/healthz", healthHandler([]check{r.natsCheck()}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
+	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
 	toolrunner.NewServer(runner, r.cp.access).Register(app)
 	app.Use(query.NotFound)
 	return serve(ctx, app, addr, r.log)

@@ -12,8 +12,6 @@ import (
 	"github.com/auditrail/auditrail/schemas/hooksapi"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 func tool(tk, name string, domains []string, ops []string, destructive bool, extras map[string]any) hooksapi.Tool {
 	md := &hooksapi.ToolMetadata{Classification: &hooksapi.ToolClassification{ServiceDomains: &domains},
 		Behavior: &hooksapi.ToolBehavior{Operations: &ops, Destructive: &destructive}}

@@ -5,6 +5,7 @@
 package example
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -58,7 +59,7 @@ func LoadPolicy(path string) (Policy, error) {
 // ParsePolicy parses and checks a policy; unknown keys are errors.
 func ParsePolicy(b []byte) (Policy, error) {
 	var p Policy
-	dec := yaml.NewDecoder(bytesReader(b))
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&p); err != nil && err.Error() != "EOF" {
 		return Policy{}, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)

@@ -1,7 +1,6 @@
 package example
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/auditrail/auditrail/schemas/hooksapi"
 )
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
 // Server implements hooksapi.ServerInterface with a Policy.
 type Server struct {

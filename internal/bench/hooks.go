@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/natsx"
@@ -159,11 +161,11 @@ func (noSources) Token(_, _, _, _ string) (string, []string, error) {
 }
 
 func executionRates(ctx context.Context, log *slog.Logger) (execRate, pubRate float64, err error) {
-	dir, err := tempDir()
+	dir, err := os.MkdirTemp("", "auditrail-bench-")
 	if err != nil {
 		return 0, 0, err
 	}
-	defer removeAll(dir)
+	defer os.RemoveAll(dir)
 	scfg := natsx.DefaultServerConfig()
 	scfg.Listen, scfg.StoreDir = "127.0.0.1:0", dir
 	ns, err := natsx.StartServer(scfg)
@@ -176,7 +178,7 @@ func executionRates(ctx context.Context, log *slog.Logger) (execRate, pubRate fl
 		return 0, 0, err
 	}
 	defer nc.Close()
-	js, err := jetstreamNew(nc)
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return 0, 0, err
 	}

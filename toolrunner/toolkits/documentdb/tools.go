@@ -72,8 +72,6 @@ func defAggregate() toolrunner.Definition {
 		toolrunner.Param{Name: "limit", Type: toolrunner.TypeInteger, Default: int64(1000), Minimum: i64(1), Maximum: i64(1000), Description: "At most this many results (a $limit is appended)."})
 }
 
-func (t *Toolkit) ms() *int64 { return i64(t.cfg.MaxTime.Milliseconds()) }
-
 func (t *Toolkit) discoverDatabases(ctx context.Context, c *mongo.Client, _ map[string]any) (any, error) {
 	names, err := c.ListDatabaseNames(ctx, bson.D{})
 	if err != nil {
