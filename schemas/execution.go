@@ -13,11 +13,18 @@ import (
 // passed through (schema execution/v1, subject auditrail.events.<org>.execution).
 // Field names on the wire are the msgpack tags.
 type ExecutionEvent struct {
-	EventID        string     `msgpack:"event_id" json:"event_id"`
-	ExecutionID    string     `msgpack:"execution_id" json:"execution_id"`
-	OrganizationID string     `msgpack:"organization_id" json:"organization_id"`
-	ProjectID      string     `msgpack:"project_id" json:"project_id"`
-	UserID         string     `msgpack:"user_id" json:"user_id"`
+	EventID        string `msgpack:"event_id" json:"event_id"`
+	ExecutionID    string `msgpack:"execution_id" json:"execution_id"`
+	OrganizationID string `msgpack:"organization_id" json:"organization_id"`
+	ProjectID      string `msgpack:"project_id" json:"project_id"`
+	// UserID is the end user the tool ran for (whose connections it used).
+	UserID string `msgpack:"user_id" json:"user_id"`
+	// The principal that asked for the execution: a user's key or JWT acts as
+	// that user; a project service key may act for an end user (UserID).
+	PrincipalID    string     `msgpack:"principal_id" json:"principal_id"`
+	PrincipalType  string     `msgpack:"principal_type" json:"principal_type"`
+	DisplayName    string     `msgpack:"display_name" json:"display_name"`
+	ClientIP       string     `msgpack:"client_ip" json:"client_ip"`
 	Tool           ToolRef    `msgpack:"tool" json:"tool"`
 	StartedAt      time.Time  `msgpack:"started_at" json:"started_at"`
 	EndedAt        time.Time  `msgpack:"ended_at" json:"ended_at"`
