@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -95,7 +96,7 @@ func (s *Service) createHook(c *fiber.Ctx) error {
 	if _, err := s.state.put(c.UserContext(), key, h, 0); err != nil {
 		return httpError(err)
 	}
-	return reply(c, fiber.StatusCreated, hookView(h))
+	return httpapi.Reply(c, fiber.StatusCreated, hookView(h))
 }
 
 // hookTarget resolves the hook of a hook route: its KV key and the
@@ -131,7 +132,7 @@ func (s *Service) getHook(c *fiber.Ctx) error {
 	if _, err := s.state.get(key, &h); err != nil {
 		return httpError(fmt.Errorf("%w: hook", ErrNotFound))
 	}
-	return reply(c, fiber.StatusOK, hookView(h))
+	return httpapi.Reply(c, fiber.StatusOK, hookView(h))
 }
 
 // patchHook applies a JSON merge patch (RFC 7386) to the configuration.

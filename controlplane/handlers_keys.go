@@ -5,6 +5,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -53,7 +54,7 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	if _, err := s.state.put(c.UserContext(), apiKeyKey(org.ID.String(), k.ID.String()), k, 0); err != nil {
 		return httpError(err)
 	}
-	return reply(c, fiber.StatusCreated, struct {
+	return httpapi.Reply(c, fiber.StatusCreated, struct {
 		APIKey
 		Key string `json:"key"`
 	}{k.Public(), secret})

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -63,7 +64,7 @@ func (s *Service) createOrg(c *fiber.Ctx) error {
 			return httpError(err)
 		}
 	}
-	return reply(c, fiber.StatusCreated, org)
+	return httpapi.Reply(c, fiber.StatusCreated, org)
 }
 
 func (s *Service) getOrg(c *fiber.Ctx) error {
@@ -71,7 +72,7 @@ func (s *Service) getOrg(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return reply(c, fiber.StatusOK, org)
+	return httpapi.Reply(c, fiber.StatusOK, org)
 }
 
 func (s *Service) createProject(c *fiber.Ctx) error {
@@ -91,7 +92,7 @@ func (s *Service) createProject(c *fiber.Ctx) error {
 	if _, err := s.state.put(c.UserContext(), projectKey(org.ID.String(), p.ID.String()), p, 0); err != nil {
 		return httpError(err)
 	}
-	return reply(c, fiber.StatusCreated, p)
+	return httpapi.Reply(c, fiber.StatusCreated, p)
 }
 
 // listItems replies with the values under prefix, shown through view.
@@ -104,7 +105,7 @@ func listItems[T any](s *Service, c *fiber.Ctx, prefix string, view func(T) any)
 	for i, v := range values {
 		items[i] = view(v)
 	}
-	return reply(c, fiber.StatusOK, map[string]any{"items": items})
+	return httpapi.Reply(c, fiber.StatusOK, map[string]any{"items": items})
 }
 
 func (s *Service) listProjects(c *fiber.Ctx) error {

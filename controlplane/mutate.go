@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -57,7 +58,7 @@ func putRecorded[T any](s *Service, cl *call, key string, mut producers.Mutation
 	if _, err := s.state.put(cl.c.UserContext(), key, after, rev); err != nil {
 		return httpError(err)
 	}
-	return reply(cl.c, status, view(after))
+	return httpapi.Reply(cl.c, status, view(after))
 }
 
 // deleteRecorded removes the resource at key (what names it in a 404),
@@ -82,7 +83,7 @@ func deleteRecorded[T any](s *Service, cl *call, key, what string, mut producers
 	if err := s.state.remove(cl.c.UserContext(), key, rev); err != nil {
 		return httpError(err)
 	}
-	return reply(cl.c, fiber.StatusOK, nil)
+	return httpapi.Reply(cl.c, fiber.StatusOK, nil)
 }
 
 // updateRecorded changes an existing resource (disable, patch) with action.
@@ -99,7 +100,7 @@ func updateRecorded[T any](s *Service, cl *call, key, what string, mut producers
 		return httpError(err)
 	}
 	if !changed {
-		return reply(cl.c, fiber.StatusOK, view(before))
+		return httpapi.Reply(cl.c, fiber.StatusOK, view(before))
 	}
 	mut.Before, mut.After = view(before), view(after)
 	if err := s.record(cl, mut); err != nil {
@@ -108,7 +109,7 @@ func updateRecorded[T any](s *Service, cl *call, key, what string, mut producers
 	if _, err := s.state.put(cl.c.UserContext(), key, after, rev); err != nil {
 		return httpError(err)
 	}
-	return reply(cl.c, fiber.StatusOK, view(after))
+	return httpapi.Reply(cl.c, fiber.StatusOK, view(after))
 }
 
 func asIs[T any](v T) any { return v }

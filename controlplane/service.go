@@ -20,9 +20,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/producers"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -101,7 +101,7 @@ type call struct {
 }
 
 func (s *Service) begin(c *fiber.Ctx) (*call, error) {
-	p, err := query.Authenticate(c, s.access)
+	p, err := httpapi.Authenticate(c, s.access)
 	if err != nil {
 		return nil, err
 	}
@@ -146,14 +146,6 @@ func httpError(err error) error {
 		return fiber.NewError(fiber.StatusServiceUnavailable, err.Error())
 	}
 	return err
-}
-
-func reply(c *fiber.Ctx, status int, data any) error {
-	msg := "OK"
-	if status == fiber.StatusCreated {
-		msg = "created"
-	}
-	return c.Status(status).JSON(query.Envelope{Code: status, Msg: msg, Data: data})
 }
 
 func uuidParam(c *fiber.Ctx, name string) (uuid.UUID, error) {

@@ -10,20 +10,6 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// Envelope is the body of every /api/v1 response.
-type Envelope struct {
-	Code int    `json:"code"`
-	Msg  string `json:"msg"`
-	Data any    `json:"data,omitempty"`
-}
-
-// ListData is data of a list response.
-type ListData struct {
-	Items      any    `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
-	HasMore    bool   `json:"has_more"`
-}
-
 // TimeFormat is UTC with milliseconds, as the seed asks.
 const TimeFormat = "2006-01-02T15:04:05.000Z"
 

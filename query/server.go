@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpapi"
 )
 
 // Reader is the store as the query service needs it.
@@ -78,32 +78,6 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 		log = slog.Default()
 	}
 	return &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log}, nil
-}
-
-// NewApp returns a Fiber app whose errors, including unknown routes, are
-// answered with the envelope.
-func NewApp(log *slog.Logger) *fiber.App {
-	if log == nil {
-		log = slog.Default()
-	}
-	return fiber.New(fiber.Config{
-		DisableStartupMessage: true,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           120 * time.Second,
-		ErrorHandler: func(c *fiber.Ctx, err error) error {
-			code := fiber.StatusInternalServerError
-			msg := "internal error"
-			var fe *fiber.Error
-			switch {
-			case errors.As(err, &fe):
-				code, msg = fe.Code, fe.Message
-			default:
-				log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
-			}
-			return c.Status(code).JSON(Envelope{Code: code, Msg: msg})
-		},
-	})
 }
 
 // Register mounts the /api/v1 audit routes behind the given middleware
@@ -184,43 +158,15 @@ func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte,
 	if err != nil {
 		return err
 	}
-	data := ListData{Items: items, HasMore: hasMore}
+	data := httpapi.ListData{Items: items, HasMore: hasMore}
 	if next != nil {
 		data.NextCursor = s.cursor.Encode(*next, scope)
 	}
-	return c.JSON(Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
-}
-
-// NotFound answers every other route with 404 in the envelope; mount it last.
-func NotFound(c *fiber.Ctx) error {
-	return fiber.NewError(fiber.StatusNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path()))
+	return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
 }
 
 func (s *Server) authenticate(c *fiber.Ctx) (auth.Principal, error) {
-	return Authenticate(c, s.access)
-}
-
-// Authenticator resolves bearer credentials.
-type Authenticator interface {
-	Authenticate(ctx context.Context, credential string) (auth.Principal, error)
-}
-
-// Authenticate resolves the bearer credential of a request: 401 when it is
-// missing or invalid.
-func Authenticate(c *fiber.Ctx, a Authenticator) (auth.Principal, error) {
-	h := c.Get(fiber.HeaderAuthorization)
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || strings.TrimSpace(token) == "" {
-		return auth.Principal{}, fiber.NewError(fiber.StatusUnauthorized, "missing bearer credentials (Authorization: Bearer <API key or token>)")
-	}
-	p, err := a.Authenticate(c.UserContext(), strings.TrimSpace(token))
-	if err != nil {
-		if errors.Is(err, auth.ErrUnauthenticated) {
-			return auth.Principal{}, fiber.NewError(fiber.StatusUnauthorized, "invalid credentials")
-		}
-		return auth.Principal{}, err
-	}
-	return p, nil
+	return httpapi.Authenticate(c, s.access)
 }
 
 func (s *Server) listAudit(withProject bool) fiber.Handler {

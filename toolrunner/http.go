@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auth"
-	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/internal/httpapi"
 )
 
 // Access authenticates callers and authorizes reads of a project.
@@ -42,7 +42,7 @@ type DefinitionView struct {
 }
 
 func (s *Server) scope(c *fiber.Ctx, userID string) (Scope, error) {
-	p, err := query.Authenticate(c, s.access)
+	p, err := httpapi.Authenticate(c, s.access)
 	if err != nil {
 		return Scope{}, err
 	}
@@ -82,7 +82,7 @@ func (s *Server) list(c *fiber.Ctx) error {
 	for i, d := range defs {
 		items[i] = DefinitionView{FullyQualifiedName: d.FullyQualifiedName(), Definition: d}
 	}
-	return c.JSON(query.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: map[string]any{"items": items}})
+	return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: map[string]any{"items": items}})
 }
 
 func (s *Server) execute(c *fiber.Ctx) error {
@@ -92,7 +92,7 @@ func (s *Server) execute(c *fiber.Ctx) error {
 		UserID   string         `json:"user_id"`
 	}
 	// Authenticate before reading the body: an anonymous caller gets 401.
-	if _, err := query.Authenticate(c, s.access); err != nil {
+	if _, err := httpapi.Authenticate(c, s.access); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
@@ -119,7 +119,7 @@ func (s *Server) execute(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	return c.JSON(query.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: res})
+	return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: res})
 }
 
 func trimKind(s string) string {

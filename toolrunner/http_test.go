@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auth"
-	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
@@ -33,7 +33,7 @@ func (allowAll) AuthorizeRead(_ context.Context, _ auth.Principal, _ uuid.UUID, 
 
 func TestHTTPAPI(t *testing.T) {
 	e := newEnv(t, nil)
-	app := query.NewApp(nil)
+	app := httpapi.NewApp(nil)
 	toolrunner.NewServer(e.runner, allowAll{}).Register(app)
 	base := "/api/v1/orgs/" + e.sc.Org.String() + "/projects/" + e.sc.Project.String() + "/tools"
 	do := func(method, path, key, body string) (int, map[string]any) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
@@ -184,14 +185,14 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	app := query.NewApp(log)
+	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
 		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats()}
 	}))
-	qs.Register(app, query.RateLimit(limiter, cp.proxies, log))
+	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	admin.Register(app)
 	toolrunner.NewServer(runner, cp.access).Register(app)
-	app.Use(query.NotFound)
+	app.Use(httpapi.NotFound)
 
 	if *demo {
 		stopDemo, err := startDemo(ctx, app, cp.access, *data, *httpAddr, os.Stdout, log)

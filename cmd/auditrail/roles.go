@@ -10,6 +10,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -62,11 +63,11 @@ func runIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	app := query.NewApp(log)
+	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
 		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats()}
 	}))
-	app.Use(query.NotFound)
+	app.Use(httpapi.NotFound)
 	go func() {
 		if err := serve(ctx, app, *httpAddr, log); err != nil {
 			log.Error("health listener", "err", err)
@@ -131,10 +132,10 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	app := query.NewApp(log)
+	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(nc, store), nil))
-	qs.Register(app, query.RateLimit(limiter, cp.proxies, log))
-	app.Use(query.NotFound)
+	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
+	app.Use(httpapi.NotFound)
 	return serve(ctx, app, *httpAddr, log)
 }
 
@@ -191,10 +192,10 @@ func runControlPlane(ctx context.Context, args []string) error {
 		return err
 	}
 	defer r.stop()
-	app := query.NewApp(r.log)
+	app := httpapi.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, nil))
 	r.admin.Register(app)
-	app.Use(query.NotFound)
+	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
 }
 
@@ -209,9 +210,9 @@ func runToolRunner(ctx context.Context, args []string) error {
 	reg, closeToolkits := toolkits()
 	defer closeToolkits()
 	runner, proxy := newToolRunner(reg, r.admin, r.pub, r.log)
-	app := query.NewApp(r.log)
+	app := httpapi.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
 	toolrunner.NewServer(runner, r.cp.access).Register(app)
-	app.Use(query.NotFound)
+	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
-	"github.com/auditrail/auditrail/query"
 )
 
 // Hooks configured through the admin API reach the hook client as configured.
@@ -36,7 +36,7 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 	sealer, _ := controlplane.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	pub, _ := producers.New(nc, producers.DefaultConfig(), nil)
 	svc := controlplane.NewService(state, access, sealer, producers.NewRecorder(pub, 5*time.Second), httpx.TrustedProxies{}, nil)
-	app := query.NewApp(nil)
+	app := httpapi.NewApp(nil)
 	svc.Register(app)
 	call := func(method, path, body string) map[string]any {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))

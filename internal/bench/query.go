@@ -22,6 +22,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/chserver"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
@@ -135,7 +136,7 @@ func Query(ctx context.Context, n int, progress io.Writer) ([]QueryResult, error
 	if err != nil {
 		return nil, err
 	}
-	app := query.NewApp(nil)
+	app := httpapi.NewApp(nil)
 	qs.Register(app)
 	port, err := chserver.FreePort()
 	if err != nil {

@@ -1,0 +1,149 @@
+// Package httpapi is what every HTTP role shares: the Fiber app with the
+// envelope for every answer (errors included), bearer authentication, the
+// shared rate limit and the catch-all 404. The audit read service (query),
+// the admin API (controlplane) and the tool runner API (toolrunner) all build
+// on it; none of them imports another.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/auditrail/auditrail/internal/auth"
+)
+
+// Envelope is the body of every /api/v1 response.
+type Envelope struct {
+	Code int    `json:"code"`
+	Msg  string `json:"msg"`
+	Data any    `json:"data,omitempty"`
+}
+
+// ListData is data of a list response.
+type ListData struct {
+	Items      any    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+	HasMore    bool   `json:"has_more"`
+}
+
+// DefaultBodyLimit is the largest request body any route takes (413 above).
+const DefaultBodyLimit = 1 << 20
+
+// Config configures the app.
+type Config struct {
+	// BodyLimit bounds request bodies (bytes); larger ones get 413.
+	BodyLimit int
+	// ReadTimeout, WriteTimeout and IdleTimeout bound a connection.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+}
+
+// DefaultConfig is a 1 MiB body limit and 30 s read and write timeouts.
+func DefaultConfig() Config {
+	return Config{BodyLimit: DefaultBodyLimit, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.BodyLimit <= 0 || c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
+		return fmt.Errorf("httpapi: body limit and timeouts must be positive: %+v", c)
+	}
+	return nil
+}
+
+// NewApp returns a Fiber app with the default configuration whose errors,
+// including unknown routes and oversized bodies, are answered with the
+// envelope.
+func NewApp(log *slog.Logger) *fiber.App {
+	app, err := New(DefaultConfig(), log)
+	if err != nil {
+		panic(err) // the default configuration is valid
+	}
+	return app
+}
+
+// New returns a Fiber app configured by cfg.
+func New(cfg Config, log *slog.Logger) (*fiber.App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		BodyLimit:             cfg.BodyLimit,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		ErrorHandler: func(c *fiber.Ctx, err error) error {
+			code := fiber.StatusInternalServerError
+			msg := "internal error"
+			var fe *fiber.Error
+			switch {
+			case errors.As(err, &fe):
+				code, msg = fe.Code, fe.Message
+				if code == fiber.StatusRequestEntityTooLarge {
+					msg = fmt.Sprintf("request body larger than %d bytes", cfg.BodyLimit)
+				}
+			default:
+				log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+			}
+			return c.Status(code).JSON(Envelope{Code: code, Msg: msg})
+		},
+	}), nil
+}
+
+// Reply answers status with data in the envelope.
+func Reply(c *fiber.Ctx, status int, data any) error {
+	msg := "OK"
+	if status == fiber.StatusCreated {
+		msg = "created"
+	}
+	return c.Status(status).JSON(Envelope{Code: status, Msg: msg, Data: data})
+}
+
+// NotFound answers every other route with 404 in the envelope; mount it last.
+func NotFound(c *fiber.Ctx) error {
+	return fiber.NewError(fiber.StatusNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path()))
+}
+
+// Authenticator resolves bearer credentials.
+type Authenticator interface {
+	// Authenticate resolves a credential, or returns an error wrapping
+	// auth.ErrUnauthenticated.
+	Authenticate(ctx context.Context, credential string) (auth.Principal, error)
+}
+
+// BearerToken returns the credential of an Authorization header (the scheme
+// is case-insensitive), or false.
+func BearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// Authenticate resolves the bearer credential of a request: 401 when it is
+// missing or invalid.
+func Authenticate(c *fiber.Ctx, a Authenticator) (auth.Principal, error) {
+	token, ok := BearerToken(c.Get(fiber.HeaderAuthorization))
+	if !ok {
+		return auth.Principal{}, fiber.NewError(fiber.StatusUnauthorized, "missing bearer credentials (Authorization: Bearer <API key or token>)")
+	}
+	p, err := a.Authenticate(c.UserContext(), token)
+	if err != nil {
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			return auth.Principal{}, fiber.NewError(fiber.StatusUnauthorized, "invalid credentials")
+		}
+		return auth.Principal{}, err
+	}
+	return p, nil
+}
