@@ -71,7 +71,27 @@ func (a *Access) Authenticate(_ context.Context, cred string) (auth.Principal, e
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	org := k.OrgID
+	if k.Kind == KeyKindService {
+		if k.ProjectID == nil {
+			return auth.Principal{}, auth.ErrUnauthenticated
+		}
+		project := *k.ProjectID
+		return auth.Principal{ID: k.ID.String(), Type: auth.TypeServiceKey, DisplayName: k.Name, OrgScope: &org, ProjectScope: &project}, nil
+	}
 	return auth.Principal{ID: k.ID.String(), Type: auth.TypeAPIKey, UserID: k.UserID, DisplayName: k.Name, OrgScope: &org}, nil
+}
+
+// AuthorizeTools allows p to list and run the tools of a project: the
+// platform admin, members of the organization and the project, and the
+// project's own service keys (CONTRACT.md "Who acts").
+func (a *Access) AuthorizeTools(ctx context.Context, p auth.Principal, org, project uuid.UUID) error {
+	if p.IsServiceKey() {
+		if p.OrgScope != nil && *p.OrgScope == org && p.ProjectScope != nil && *p.ProjectScope == project {
+			return nil
+		}
+		return fmt.Errorf("%w: a service key acts only in its own project", auth.ErrForbidden)
+	}
+	return a.AuthorizeRead(ctx, p, org, &project)
 }
 
 // Role returns p's role in org, if any.

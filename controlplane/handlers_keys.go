@@ -44,17 +44,22 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	if _, err := s.state.get(memberKey(org.ID.String(), body.UserID), &Member{}); err != nil {
 		return httpError(invalid("user_id", "%s is not a member of the organization", body.UserID))
 	}
+	return s.issueKey(cl, APIKey{OrgID: org.ID, Kind: KeyKindUser, UserID: body.UserID, Name: name}, nil)
+}
+
+// issueKey completes k with a new id and secret (32 random bytes), records
+// its creation, stores only its SHA-256 and returns the secret once.
+func (s *Service) issueKey(cl *call, k APIKey, project *uuid.UUID) error {
 	secret := newAPIKeySecret()
-	k := APIKey{ID: uuid.New(), OrgID: org.ID, UserID: body.UserID, Name: name, Prefix: secret[:10],
-		Hash: auth.HashKey(secret), CreatedAt: s.now().UTC()}
+	k.ID, k.Prefix, k.Hash, k.CreatedAt = uuid.New(), secret[:10], auth.HashKey(secret), s.now().UTC()
 	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeAPIKey,
-		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: org.ID, After: k.Public()}); err != nil {
+		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: k.OrgID, ProjectID: project, After: k.Public()}); err != nil {
 		return httpError(err)
 	}
-	if _, err := s.state.put(c.UserContext(), apiKeyKey(org.ID.String(), k.ID.String()), k, 0); err != nil {
+	if _, err := s.state.put(cl.c.UserContext(), apiKeyKey(k.OrgID.String(), k.ID.String()), k, 0); err != nil {
 		return httpError(err)
 	}
-	return httpapi.Reply(c, fiber.StatusCreated, struct {
+	return httpapi.Reply(cl.c, fiber.StatusCreated, struct {
 		APIKey
 		Key string `json:"key"`
 	}{k.Public(), secret})

@@ -87,22 +87,36 @@ type ProjectMember struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// APIKey authenticates as UserID within OrgID. Only the SHA-256 of the key
-// is stored.
+// Kinds of API keys.
+const (
+	// KeyKindUser authenticates as its user (UserID) within the organization.
+	KeyKindUser = "user"
+	// KeyKindService belongs to a project (ProjectID) and acts for the end
+	// users its caller names on each tool call (CONTRACT.md "Who acts").
+	KeyKindService = "service"
+)
+
+// APIKey authenticates as UserID within OrgID (kind user), or as a service
+// of ProjectID (kind service). Only the SHA-256 of the key is stored.
 type APIKey struct {
-	ID        uuid.UUID `json:"id"`
-	OrgID     uuid.UUID `json:"organization_id"`
-	UserID    string    `json:"user_id"`
-	Name      string    `json:"name"`
-	Prefix    string    `json:"prefix"`
-	Hash      string    `json:"hash,omitempty"`
-	Disabled  bool      `json:"disabled"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        uuid.UUID  `json:"id"`
+	OrgID     uuid.UUID  `json:"organization_id"`
+	Kind      string     `json:"kind"`
+	ProjectID *uuid.UUID `json:"project_id,omitempty"`
+	UserID    string     `json:"user_id,omitempty"`
+	Name      string     `json:"name"`
+	Prefix    string     `json:"prefix"`
+	Hash      string     `json:"hash,omitempty"`
+	Disabled  bool       `json:"disabled"`
+	CreatedAt time.Time  `json:"created_at"`
 }
 
 // Public returns the key without its hash.
 func (k APIKey) Public() APIKey {
 	k.Hash = ""
+	if k.Kind == "" {
+		k.Kind = KeyKindUser // keys stored before kinds existed
+	}
 	return k
 }
 

@@ -59,9 +59,10 @@ func NewService(state *State, access *Access, sealer *Sealer, rec Recorder, prox
 	return &Service{state: state, access: access, sealer: sealer, rec: rec, proxies: proxies, log: log, now: time.Now}
 }
 
-// Register mounts the admin routes.
-func (s *Service) Register(r fiber.Router) {
-	v := r.Group("/api/v1")
+// Register mounts the admin routes behind the given middleware (the rate
+// limit of the admin API).
+func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
+	v := routes{r.Group("/api/v1"), mw}
 	v.Post("/orgs", s.createOrg)
 	v.Get("/orgs/:org_id", s.getOrg)
 	v.Post("/orgs/:org_id/projects", s.createProject)
@@ -76,6 +77,8 @@ func (s *Service) Register(r fiber.Router) {
 	v.Post("/orgs/:org_id/api_keys", s.createAPIKey)
 	v.Post("/orgs/:org_id/api_keys/:key_id/disable", s.disableAPIKey)
 	v.Delete("/orgs/:org_id/api_keys/:key_id", s.deleteAPIKey)
+	v.Get("/orgs/:org_id/projects/:project_id/service_keys", s.listServiceKeys)
+	v.Post("/orgs/:org_id/projects/:project_id/service_keys", s.createServiceKey)
 	for _, base := range []string{"/orgs/:org_id/hooks", "/orgs/:org_id/projects/:project_id/hooks"} {
 		v.Get(base, s.listHooks)
 		v.Post(base, s.createHook)
@@ -91,6 +94,22 @@ func (s *Service) Register(r fiber.Router) {
 	v.Put("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.putConnection)
 	v.Delete("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.deleteConnection)
 }
+
+// routes mounts each handler behind the same middleware.
+type routes struct {
+	r  fiber.Router
+	mw []fiber.Handler
+}
+
+func (rs routes) with(h fiber.Handler) []fiber.Handler {
+	return append(append([]fiber.Handler{}, rs.mw...), h)
+}
+
+func (rs routes) Get(path string, h fiber.Handler)    { rs.r.Get(path, httpapi.With(rs.mw, h)...) }
+func (rs routes) Post(path string, h fiber.Handler)   { rs.r.Post(path, httpapi.With(rs.mw, h)...) }
+func (rs routes) Put(path string, h fiber.Handler)    { rs.r.Put(path, httpapi.With(rs.mw, h)...) }
+func (rs routes) Patch(path string, h fiber.Handler)  { rs.r.Patch(path, httpapi.With(rs.mw, h)...) }
+func (rs routes) Delete(path string, h fiber.Handler) { rs.r.Delete(path, httpapi.With(rs.mw, h)...) }
 
 // call is an authenticated request.
 type call struct {

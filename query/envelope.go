@@ -69,6 +69,10 @@ type ExecutionItem struct {
 	OrganizationID string             `json:"organization_id"`
 	ProjectID      *string            `json:"project_id"`
 	UserID         string             `json:"user_id"`
+	PrincipalID    string             `json:"principal_id"`
+	PrincipalType  string             `json:"principal_type"`
+	DisplayName    string             `json:"display_name"`
+	ClientIP       *string            `json:"client_ip"`
 	Tool           schemas.ToolRef    `json:"tool"`
 	ToolName       string             `json:"tool_name"`
 	StartedAt      string             `json:"started_at"`
@@ -90,11 +94,16 @@ type ExecutionError struct {
 // NewExecutionItem converts a stored execution.
 func NewExecutionItem(e *auditstore.Execution) ExecutionItem {
 	it := ExecutionItem{ExecutionID: e.ExecutionID, EventID: e.EventID, OrganizationID: e.OrganizationID, UserID: e.UserID,
+		PrincipalID: e.PrincipalID, PrincipalType: e.PrincipalType, DisplayName: e.DisplayName,
 		Tool: e.Tool, ToolName: e.Tool.Toolkit + "." + e.Tool.Name, StartedAt: formatTime(e.StartedAt), EndedAt: formatTime(e.EndedAt),
 		DurationMS: e.DurationMS, Success: e.Success, ExecutionCode: e.ExecutionCode, Hooks: e.Hooks, CreatedTime: formatTime(e.CreatedTime)}
 	if e.ProjectID != "" {
 		p := e.ProjectID
 		it.ProjectID = &p
+	}
+	if e.ClientIP != "" {
+		ip := e.ClientIP
+		it.ClientIP = &ip
 	}
 	if !e.Success {
 		it.Error = &ExecutionError{Kind: e.ErrorKind, Message: e.ExecutionError}

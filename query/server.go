@@ -83,17 +83,11 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 // Register mounts the /api/v1 audit routes behind the given middleware
 // (the rate limit).
 func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
-	h := func(withProject bool) []fiber.Handler {
-		return append(append([]fiber.Handler{}, mw...), s.listAudit(withProject))
-	}
-	r.Get("/api/v1/orgs/:org_id/audit_logs", h(false)...)
-	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", h(true)...)
+	r.Get("/api/v1/orgs/:org_id/audit_logs", httpapi.With(mw, s.listAudit(false))...)
+	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", httpapi.With(mw, s.listAudit(true))...)
 	if execs, ok := s.store.(ExecutionReader); ok {
-		e := func(withProject bool) []fiber.Handler {
-			return append(append([]fiber.Handler{}, mw...), s.listExecutions(execs, withProject))
-		}
-		r.Get("/api/v1/orgs/:org_id/tool_executions", e(false)...)
-		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions", e(true)...)
+		r.Get("/api/v1/orgs/:org_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, false))...)
+		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, true))...)
 	}
 }
 

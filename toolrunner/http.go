@@ -6,33 +6,43 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/httpx"
 )
 
-// Access authenticates callers and authorizes reads of a project.
+// Access authenticates callers and authorizes the use of a project's tools.
 type Access interface {
 	Authenticate(ctx context.Context, credential string) (auth.Principal, error)
-	AuthorizeRead(ctx context.Context, p auth.Principal, org uuid.UUID, project *uuid.UUID) error
+	// AuthorizeTools returns nil when p may list and run the project's
+	// tools, or an error wrapping auth.ErrForbidden.
+	AuthorizeTools(ctx context.Context, p auth.Principal, org, project uuid.UUID) error
+	// DisplayName is how p appears in the records of org.
+	DisplayName(p auth.Principal, org uuid.UUID) string
 }
 
 // Server is the tool runner API (CONTRACT.md "Tool runner API").
 type Server struct {
-	runner *Runner
-	access Access
+	runner  *Runner
+	access  Access
+	proxies httpx.TrustedProxies
 }
 
-// NewServer returns the API of runner.
-func NewServer(runner *Runner, access Access) *Server { return &Server{runner: runner, access: access} }
+// NewServer returns the API of runner; proxies are the peers whose
+// X-Forwarded-For names the client recorded with each execution.
+func NewServer(runner *Runner, access Access, proxies httpx.TrustedProxies) *Server {
+	return &Server{runner: runner, access: access, proxies: proxies}
+}
 
-// Register mounts the routes.
-func (s *Server) Register(r fiber.Router) {
-	r.Get("/api/v1/orgs/:org_id/projects/:project_id/tools", s.list)
-	r.Post("/api/v1/orgs/:org_id/projects/:project_id/tools/execute", s.execute)
+// Register mounts the routes behind the given middleware (the rate limit).
+func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
+	r.Get("/api/v1/orgs/:org_id/projects/:project_id/tools", httpapi.With(mw, s.list)...)
+	r.Post("/api/v1/orgs/:org_id/projects/:project_id/tools/execute", httpapi.With(mw, s.execute)...)
 }
 
 // DefinitionView is a definition as the API shows it.
@@ -54,19 +64,41 @@ func (s *Server) scope(c *fiber.Ctx, userID string) (Scope, error) {
 	if err != nil || len(c.Params("project_id")) != 36 {
 		return Scope{}, fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("project_id: %q is not a UUID", c.Params("project_id")))
 	}
-	if err := s.access.AuthorizeRead(c.UserContext(), p, org, &project); err != nil {
+	if err := s.access.AuthorizeTools(c.UserContext(), p, org, project); err != nil {
 		if errors.Is(err, auth.ErrForbidden) {
 			return Scope{}, fiber.NewError(fiber.StatusForbidden, err.Error())
 		}
 		return Scope{}, err
 	}
+	userID, err = actsFor(p, userID)
+	if err != nil {
+		return Scope{}, err
+	}
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	return Scope{Org: org, Project: project, UserID: userID, Actor: Actor{
+		PrincipalID: p.ID, PrincipalType: p.Type, DisplayName: s.access.DisplayName(p, org),
+		ClientIP: s.proxies.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor)).String(),
+	}}, nil
+}
+
+// actsFor decides whom a call acts for (CONTRACT.md "Who acts"): a user's
+// key or JWT acts as that user only, so another user_id is refused; a
+// service key and the platform admin act for no user of their own and must
+// name the end user.
+func actsFor(p auth.Principal, userID string) (string, error) {
+	if len(userID) > 256 {
+		return "", fiber.NewError(fiber.StatusBadRequest, "user_id: at most 256 characters")
+	}
+	if p.UserID != "" {
+		if userID != "" && userID != p.UserID {
+			return "", fiber.NewError(fiber.StatusForbidden, fmt.Sprintf("user_id: this credential acts as user %s only; only a project service key may act for other users", p.UserID))
+		}
+		return p.UserID, nil
+	}
 	if userID == "" {
-		userID = p.UserID
+		return "", fiber.NewError(fiber.StatusBadRequest, "user_id: required: this credential acts as no user (a service key names the end user it acts for)")
 	}
-	if userID == "" || len(userID) > 256 {
-		return Scope{}, fiber.NewError(fiber.StatusBadRequest, "user_id: required (1 to 256 characters) when the caller acts as no user")
-	}
-	return Scope{Org: org, Project: project, UserID: userID}, nil
+	return userID, nil
 }
 
 func (s *Server) list(c *fiber.Ctx) error {

@@ -12,29 +12,39 @@ import (
 
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
+// allowAll knows a user key ("good", acting as user "caller"), a service
+// key ("svc") and the platform admin ("root").
 type allowAll struct{}
 
 func (allowAll) Authenticate(_ context.Context, cred string) (auth.Principal, error) {
-	if cred != "good" {
-		return auth.Principal{}, auth.ErrUnauthenticated
+	switch cred {
+	case "good":
+		return auth.Principal{ID: "k", Type: auth.TypeAPIKey, UserID: "caller", DisplayName: "laptop"}, nil
+	case "svc":
+		return auth.Principal{ID: "s1", Type: auth.TypeServiceKey, DisplayName: "agent platform"}, nil
+	case "root":
+		return auth.Principal{ID: "bootstrap", Type: auth.TypePlatformAdmin, PlatformAdmin: true}, nil
 	}
-	return auth.Principal{ID: "k", UserID: "caller"}, nil
+	return auth.Principal{}, auth.ErrUnauthenticated
 }
 
-func (allowAll) AuthorizeRead(_ context.Context, _ auth.Principal, _ uuid.UUID, project *uuid.UUID) error {
-	if project == nil || project.String() == "00000000-0000-0000-0000-00000000000f" {
+func (allowAll) AuthorizeTools(_ context.Context, _ auth.Principal, _, project uuid.UUID) error {
+	if project.String() == "00000000-0000-0000-0000-00000000000f" {
 		return auth.ErrForbidden
 	}
 	return nil
 }
 
+func (allowAll) DisplayName(p auth.Principal, _ uuid.UUID) string { return "shown:" + p.ID }
+
 func TestHTTPAPI(t *testing.T) {
 	e := newEnv(t, nil)
 	app := httpapi.NewApp(nil)
-	toolrunner.NewServer(e.runner, allowAll{}).Register(app)
+	toolrunner.NewServer(e.runner, allowAll{}, httpx.TrustedProxies{}).Register(app)
 	base := "/api/v1/orgs/" + e.sc.Org.String() + "/projects/" + e.sc.Project.String() + "/tools"
 	do := func(method, path, key, body string) (int, map[string]any) {
 		t.Helper()
@@ -57,7 +67,7 @@ func TestHTTPAPI(t *testing.T) {
 		}
 		return resp.StatusCode, m
 	}
-	code, m := do("GET", base+"?user_id=u9", "good", "")
+	code, m := do("GET", base+"?user_id=u9", "svc", "")
 	items := m["data"].(map[string]any)["items"].([]any)
 	first := items[0].(map[string]any)
 	if code != 200 || len(items) != 6 || first["fully_qualified_name"] != "TestKit.Echo" || first["parameters"] == nil || first["output"] == nil ||
@@ -72,8 +82,39 @@ func TestHTTPAPI(t *testing.T) {
 	if out := data["output"].(map[string]any); out["text"] != "hi" || out["n"] != 3.0 {
 		t.Fatalf("output %v", out)
 	}
-	if ev := e.lastEvent(t); ev.UserID != "caller" {
-		t.Fatalf("default user: %q", ev.UserID)
+	if ev := e.lastEvent(t); ev.UserID != "caller" || ev.PrincipalID != "k" || ev.PrincipalType != auth.TypeAPIKey ||
+		ev.DisplayName != "shown:k" || ev.ClientIP != "0.0.0.0" {
+		t.Fatalf("default user and principal: %+v", ev)
+	}
+	// Who acts (CONTRACT.md): a user's key acts as that user only; a service
+	// key and the platform admin name the end user, and the record keeps
+	// both the principal and the user.
+	for _, tc := range []struct {
+		key, body       string
+		status          int
+		msg             string
+		user, principal string
+	}{
+		{"good", `{"tool_name":"TestKit.Echo","input":{"text":"x"},"user_id":"caller"}`, 200, "OK", "caller", "k"},
+		{"good", `{"tool_name":"TestKit.Echo","input":{"text":"x"},"user_id":"victim"}`, 403, "acts as user caller only", "", ""},
+		{"svc", `{"tool_name":"TestKit.Echo","input":{"text":"x"},"user_id":"end-user-7"}`, 200, "OK", "end-user-7", "s1"},
+		{"svc", `{"tool_name":"TestKit.Echo","input":{"text":"x"}}`, 400, "user_id: required", "", ""},
+		{"root", `{"tool_name":"TestKit.Echo","input":{"text":"x"},"user_id":"u5"}`, 200, "OK", "u5", "bootstrap"},
+		{"svc", `{"tool_name":"TestKit.Echo","input":{"text":"x"},"user_id":"` + strings.Repeat("u", 257) + `"}`, 400, "user_id: at most 256", "", ""},
+	} {
+		code, m := do("POST", base+"/execute", tc.key, tc.body)
+		if code != tc.status || !strings.Contains(m["msg"].(string), tc.msg) {
+			t.Fatalf("%s %s: %d %v, want %d %q", tc.key, tc.body, code, m["msg"], tc.status, tc.msg)
+		}
+		if code != 200 {
+			continue
+		}
+		if ev := e.lastEvent(t); ev.UserID != tc.user || ev.PrincipalID != tc.principal {
+			t.Fatalf("%s acting for %s recorded user %q principal %q", tc.key, tc.user, ev.UserID, ev.PrincipalID)
+		}
+	}
+	if code, m := do("GET", base+"?user_id=victim", "good", ""); code != 403 {
+		t.Fatalf("listing another user's tools with a user key: %d %v", code, m)
 	}
 	code, m = do("POST", base+"/execute", "good", `{"tool_name":"TestKit.Upstream","input":{}}`)
 	if d := m["data"].(map[string]any); code != 200 || d["success"] != false || d["error"].(map[string]any)["kind"] != "UPSTREAM_ERROR" || d["error"].(map[string]any)["can_retry"] != true {

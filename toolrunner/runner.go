@@ -83,10 +83,17 @@ func New(cfg Config, reg *Registry, hooks Hooks, source HookSource, secrets Secr
 		access: hookproxy.NewAccessCache(cfg.AccessCacheTTL), log: log, now: time.Now}
 }
 
-// Scope names an execution's tenant.
+// Scope names an execution's tenant, the end user it runs for (whose
+// connections it uses) and who asked for it.
 type Scope struct {
 	Org, Project uuid.UUID
 	UserID       string
+	Actor        Actor
+}
+
+// Actor is the principal that asked for an execution, as recorded.
+type Actor struct {
+	PrincipalID, PrincipalType, DisplayName, ClientIP string
 }
 
 // Result is the outcome of an execution (CONTRACT.md).
@@ -365,7 +372,8 @@ func (r *Runner) hookContext(sc Scope, def Definition) hooksapi.Context {
 func (r *Runner) publish(ctx context.Context, sc Scope, def Definition, start time.Time, code string, res *Result) {
 	ev := &schemas.ExecutionEvent{
 		EventID: res.ExecutionID, ExecutionID: res.ExecutionID, OrganizationID: sc.Org.String(), ProjectID: sc.Project.String(),
-		UserID: sc.UserID, Tool: schemas.ToolRef{Toolkit: def.Toolkit, Name: def.Name, Version: def.Version},
+		UserID: sc.UserID, PrincipalID: sc.Actor.PrincipalID, PrincipalType: sc.Actor.PrincipalType,
+		DisplayName: sc.Actor.DisplayName, ClientIP: sc.Actor.ClientIP, Tool: schemas.ToolRef{Toolkit: def.Toolkit, Name: def.Name, Version: def.Version},
 		StartedAt: start.UTC(), EndedAt: r.now().UTC(), DurationMS: res.DurationMS, Success: res.Success,
 		ExecutionCode: code, Hooks: res.Hooks,
 	}
@@ -380,6 +388,8 @@ func (r *Runner) publish(ctx context.Context, sc Scope, def Definition, start ti
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
 	defer cancel()
 	if err := r.pub.Publish(pctx, ev); err != nil {
-		r.log.Error("execution event not published", "execution_id", res.ExecutionID, "tool", res.ToolName, "err", err)
+		// With the outbox (cmd wires producers.Outbox) this means that
+		// neither the stream nor the local disk took the event.
+		r.log.Error("execution event LOST: neither published nor kept", "execution_id", res.ExecutionID, "tool", res.ToolName, "err", err)
 	}
 }

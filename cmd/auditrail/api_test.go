@@ -379,7 +379,12 @@ func TestMutationRefusedWhenAuditLogUnavailable(t *testing.T) {
 }
 
 func TestRateLimitSharedAndTrustedProxies(t *testing.T) {
-	p, boot := devWithKey(t, "--rate-limit", "5/60s", "--trusted-proxies", "127.0.0.1")
+	// Day-long windows, entered well before their end: the counts below
+	// cannot be split by a new window starting mid-test.
+	if left := time.Until(time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)); left < 2*time.Minute {
+		time.Sleep(left + time.Second)
+	}
+	p, boot := devWithKey(t, "--rate-limit", "5/24h", "--admin-rate-limit", "3/24h", "--tool-rate-limit", "2/24h", "--trusted-proxies", "127.0.0.1")
 	c := newAPIClient(t, p.http)
 	path := "/api/v1/orgs/" + uuid.NewString() + "/audit_logs"
 	for i := 0; i < 5; i++ {
@@ -400,9 +405,25 @@ func TestRateLimitSharedAndTrustedProxies(t *testing.T) {
 	if r := c.call("GET", path, boot, nil, "X-Forwarded-For", "198.51.100.7"); r.status != 200 || r.header.Get("X-RateLimit-Remaining") != "4" {
 		t.Fatalf("forwarded client: %d %v", r.status, r.header)
 	}
-	// The admin API is not rate limited by the audit limit.
-	if r := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "x"}); r.status != 201 {
-		t.Fatalf("admin API: %d", r.status)
+	// The admin API is not rate limited by the audit limit, but by its own;
+	// so is the tool runner API.
+	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "x"})
+	if org.status != 201 || org.header.Get("X-RateLimit-Limit") != "3" {
+		t.Fatalf("admin API: %d %v", org.status, org.header)
+	}
+	orgID := org.data()["id"].(string)
+	project := c.call("POST", "/api/v1/orgs/"+orgID+"/projects", boot, map[string]any{"name": "p"}).data()["id"].(string)
+	if r := c.call("GET", "/api/v1/orgs/"+orgID, boot, nil); r.status != 200 {
+		t.Fatalf("3rd admin request: %d", r.status)
+	}
+	if r := c.call("GET", "/api/v1/orgs/"+orgID, boot, nil); r.status != 429 || r.header.Get("Retry-After") == "" {
+		t.Fatalf("4th admin request: %d %v", r.status, r.header)
+	}
+	tools := "/api/v1/orgs/" + orgID + "/projects/" + project + "/tools?user_id=u"
+	for i, want := range []int{200, 200, 429} {
+		if r := c.call("GET", tools, boot, nil); r.status != want {
+			t.Fatalf("tool request %d: %d, want %d", i+1, r.status, want)
+		}
 	}
 }
 

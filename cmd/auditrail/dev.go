@@ -91,7 +91,7 @@ func runDev(ctx context.Context, args []string) error {
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (default: generated and kept in DATA)")
 	secKeys := fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
-	rate := fs.String("rate-limit", "", "100/60s", "audit API requests per window per client IP, shared by all instances")
+	rate, adminRate, toolRate := auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
 	inf := addIngestFlags(fs)
 	demo := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data and a demo organization, project, user and key, and print them")
 	mkLog := fs.logFlags("text")
@@ -159,8 +159,21 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	reg, closeToolkits := toolkits()
 	defer closeToolkits()
-	runner, proxy := newToolRunner(reg, admin, pub, log)
-	limiter, err := rateLimiter(bg, nc, *rate)
+	outbox, stopOutbox, err := executionOutbox(filepath.Join(*data, "outbox", "execution"), pub, log)
+	if err != nil {
+		return err
+	}
+	defer stopOutbox()
+	runner, proxy := newToolRunner(reg, admin, outbox, log)
+	limiter, err := rateLimiter(bg, nc, auditLimit, *rate)
+	if err != nil {
+		return err
+	}
+	adminLimiter, err := rateLimiter(bg, nc, adminLimit, *adminRate)
+	if err != nil {
+		return err
+	}
+	toolLimiter, err := rateLimiter(bg, nc, toolLimit, *toolRate)
 	if err != nil {
 		return err
 	}
@@ -187,11 +200,11 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
-		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats()}
+		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats(), "execution_outbox": outbox.Stats()}
 	}))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
-	admin.Register(app)
-	toolrunner.NewServer(runner, cp.access).Register(app)
+	admin.Register(app, httpapi.RateLimit(adminLimiter, cp.proxies, log))
+	toolrunner.NewServer(runner, cp.access, cp.proxies).Register(app, httpapi.RateLimit(toolLimiter, cp.proxies, log))
 	app.Use(httpapi.NotFound)
 
 	if *demo {

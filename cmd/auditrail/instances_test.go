@@ -127,7 +127,7 @@ func TestControlPlaneAndToolRunnerRoles(t *testing.T) {
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	common := []string{"--nats-url", "nats://" + dev.nats, "--bootstrap-key", boot, "--secrets-keys", secrets}
 	cp := newAPIClient(t, startRole(t, "controlplane", common...))
-	tr := newAPIClient(t, startRole(t, "toolrunner", common...))
+	tr := newAPIClient(t, startRole(t, "toolrunner", append(common, "--outbox", t.TempDir())...))
 	org := cp.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Roles"})
 	if org.status != 201 {
 		t.Fatalf("create org on the controlplane role: %d %s", org.status, org.raw)

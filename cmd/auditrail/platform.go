@@ -83,19 +83,36 @@ func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, data
 	return controlplane.NewService(cp.state, cp.access, sealer, producers.NewRecorder(pub, 5*time.Second), cp.proxies, log), nil
 }
 
-// rateLimiter builds the shared limiter of the audit endpoints.
-func rateLimiter(ctx context.Context, nc *nats.Conn, spec string) (*ratelimit.Limiter, error) {
+// API families with a rate limit each: their KV buckets, flags and
+// defaults. Each family counts per client IP in its own bucket, shared by
+// every instance, so a busy tool caller does not use up the audit pollers'
+// budget.
+var (
+	auditLimit = limitFamily{flag: "rate-limit", bucket: "auditrail_ratelimit", def: "100/60s", what: "audit API"}
+	adminLimit = limitFamily{flag: "admin-rate-limit", bucket: "auditrail_ratelimit_admin", def: "300/60s", what: "admin API"}
+	toolLimit  = limitFamily{flag: "tool-rate-limit", bucket: "auditrail_ratelimit_tools", def: "600/60s", what: "tool runner API"}
+)
+
+type limitFamily struct{ flag, bucket, def, what string }
+
+// add defines the family's flag.
+func (f limitFamily) add(fs *flags) *string {
+	return fs.String(f.flag, "", f.def, f.what+" requests per window per client IP, shared by all instances")
+}
+
+// rateLimiter builds the shared limiter of one API family.
+func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string) (*ratelimit.Limiter, error) {
 	s, err := ratelimit.ParseSpec(spec)
 	if err != nil {
-		return nil, usageErrorf("--rate-limit: %v", err)
+		return nil, usageErrorf("--%s: %v", f.flag, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
-	l, err := ratelimit.New(ctx, js, "auditrail_ratelimit", s)
+	l, err := ratelimit.New(ctx, js, f.bucket, s)
 	if err != nil {
-		return nil, fmt.Errorf("rate limiter: %w", err)
+		return nil, fmt.Errorf("rate limiter of the %s: %w", f.what, err)
 	}
 	return l, nil
 }

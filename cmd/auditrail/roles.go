@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/controlplane"
@@ -92,7 +93,7 @@ func runQuery(ctx context.Context, args []string) error {
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
-	rate := fs.String("rate-limit", "", "100/60s", "requests per window per client IP, shared by all instances")
+	rate := auditLimit.add(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -119,7 +120,7 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	limiter, err := rateLimiter(bg, nc, *rate)
+	limiter, err := rateLimiter(bg, nc, auditLimit, *rate)
 	if err != nil {
 		return err
 	}
@@ -147,17 +148,22 @@ type adminRole struct {
 	pub   *producers.Publisher
 	admin *controlplane.Service
 	log   *slog.Logger
+	limit fiber.Handler // the rate limit of the role's API
 	stop  func()
 }
 
 // startAdminRole parses the role's flags (addr is its default listener)
 // and connects it; the caller defers stop.
-func startAdminRole(ctx context.Context, name, defAddr string, args []string) (*adminRole, string, error) {
+func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily, args []string, more ...func(*flags)) (*adminRole, string, error) {
 	fs := newFlags(name)
+	for _, add := range more {
+		add(fs)
+	}
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
 	httpAddr := fs.String("http", "", defAddr, "listener of the API")
 	af := addAccessFlags(fs)
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes, the first seals (the control plane's; required)")
+	rate := limit.add(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return nil, "", err
@@ -182,19 +188,24 @@ func startAdminRole(ctx context.Context, name, defAddr string, args []string) (*
 	if r.admin, err = r.cp.adminService(r.pub, *secKeys, "", log); err != nil {
 		return fail(err)
 	}
+	limiter, err := rateLimiter(bg, nc, limit, *rate)
+	if err != nil {
+		return fail(err)
+	}
+	r.limit = httpapi.RateLimit(limiter, r.cp.proxies, log)
 	return r, *httpAddr, nil
 }
 
 // runControlPlane is the production admin API role.
 func runControlPlane(ctx context.Context, args []string) error {
-	r, addr, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", args)
+	r, addr, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", adminLimit, args)
 	if err != nil {
 		return err
 	}
 	defer r.stop()
 	app := httpapi.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, nil))
-	r.admin.Register(app)
+	r.admin.Register(app, r.limit)
 	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
 }
@@ -202,17 +213,27 @@ func runControlPlane(ctx context.Context, args []string) error {
 // runToolRunner is the production tool runner role: the tool runner API,
 // hooks from the control-plane state, execution events to the stream.
 func runToolRunner(ctx context.Context, args []string) error {
-	r, addr, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", args)
+	var outboxDir *string
+	r, addr, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", toolLimit, args, func(fs *flags) {
+		outboxDir = fs.String("outbox", "", "./outbox", "directory of the durable outbox of execution events (one process each; events kept while NATS is unreachable are published from it)")
+	})
 	if err != nil {
 		return err
 	}
 	defer r.stop()
+	outbox, stopOutbox, err := executionOutbox(*outboxDir, r.pub, r.log)
+	if err != nil {
+		return err
+	}
+	defer stopOutbox()
 	reg, closeToolkits := toolkits()
 	defer closeToolkits()
-	runner, proxy := newToolRunner(reg, r.admin, r.pub, r.log)
+	runner, proxy := newToolRunner(reg, r.admin, outbox, r.log)
 	app := httpapi.NewApp(r.log)
-	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
-	toolrunner.NewServer(runner, r.cp.access).Register(app)
+	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, func() map[string]any {
+		return map[string]any{"hooks": proxy.Stats(), "execution_outbox": outbox.Stats()}
+	}))
+	toolrunner.NewServer(runner, r.cp.access, r.cp.proxies).Register(app, r.limit)
 	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
 }

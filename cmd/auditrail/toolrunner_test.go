@@ -31,6 +31,60 @@ func TestToolRunnerAPIInDev(t *testing.T) {
 	if r := c.call("POST", base+"/execute", "", map[string]any{"tool_name": "X.Y"}); r.status != 401 {
 		t.Fatalf("anonymous: %d", r.status)
 	}
+
+	// Who acts: alice's key acts as alice only; the project's service key
+	// names the end user, and is good for nothing but this project's tools.
+	orgPath := "/api/v1/orgs/" + org
+	c.call("PUT", orgPath+"/members/alice", boot, map[string]any{"role": "member", "display_name": "Alice"})
+	c.call("PUT", orgPath+"/projects/"+project+"/members/alice", boot, map[string]any{"role": "member"})
+	alice := c.call("POST", orgPath+"/api_keys", boot, map[string]any{"name": "a", "user_id": "alice"}).data()["key"].(string)
+	svc := c.call("POST", orgPath+"/projects/"+project+"/service_keys", boot, map[string]any{"name": "agent platform"})
+	if svc.status != 201 || svc.data()["kind"] != "service" || svc.data()["project_id"] != project {
+		t.Fatalf("create service key: %d %s", svc.status, svc.raw)
+	}
+	svcKey := svc.data()["key"].(string)
+	other := c.call("POST", orgPath+"/projects", boot, map[string]any{"name": "other"}).data()["id"].(string)
+	run := map[string]any{"tool_name": "DocumentDbToolkit.DiscoverDatabases", "input": map[string]any{}}
+	with := func(user string) map[string]any {
+		m := map[string]any{"user_id": user}
+		for k, v := range run {
+			m[k] = v
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name, method, path, key string
+		body                    map[string]any
+		status                  int
+	}{
+		{"alice as herself", "POST", base + "/execute", alice, run, 200},
+		{"alice as bob", "POST", base + "/execute", alice, with("bob"), 403},
+		{"alice lists bob's tools", "GET", base + "?user_id=bob", alice, nil, 403},
+		{"service key for bob", "POST", base + "/execute", svcKey, with("bob"), 200},
+		{"service key for nobody", "POST", base + "/execute", svcKey, run, 400},
+		{"service key in another project", "POST", orgPath + "/projects/" + other + "/tools/execute", svcKey, with("bob"), 403},
+		{"service key reads the audit log", "GET", orgPath + "/audit_logs", svcKey, nil, 403},
+		{"service key reads the project's audit log", "GET", orgPath + "/projects/" + project + "/audit_logs", svcKey, nil, 403},
+		{"service key mints a key", "POST", orgPath + "/api_keys", svcKey, map[string]any{"name": "x", "user_id": "alice"}, 403},
+		{"service key mints a service key", "POST", orgPath + "/projects/" + project + "/service_keys", svcKey, map[string]any{"name": "x"}, 403},
+	} {
+		if r := c.call(tc.method, tc.path, tc.key, tc.body); r.status != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.raw, tc.status)
+		}
+	}
+	// The creation is in the audit log as an API key of the project.
+	deadline := time.Now().Add(15 * time.Second)
+	for found := false; !found; {
+		logs := c.call("GET", orgPath+"/audit_logs?resource_type=RESOURCE_TYPE_API_KEY&limit=100", boot, nil)
+		for _, it := range logs.data()["items"].([]any) {
+			e := it.(map[string]any)
+			found = found || (e["resource_display"] == "agent platform" && e["action"] == "AUDIT_ACTION_CREATED" && e["project_id"] == project)
+		}
+		if !found && time.Now().After(deadline) {
+			t.Fatalf("service key creation not in the audit log: %s", logs.raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // The reference webhook server runs from the binary with a policy file.

@@ -43,9 +43,33 @@ func (h hookSource) Hooks(_ context.Context, org, project uuid.UUID) ([]hookprox
 
 // newToolRunner wires the runner: the registered toolkits, the hook proxy,
 // the control plane's hooks, secrets and connections, the event publisher.
-func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub *producers.Publisher, log *slog.Logger) (*toolrunner.Runner, *hookproxy.Proxy) {
+func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub toolrunner.EventPublisher, log *slog.Logger) (*toolrunner.Runner, *hookproxy.Proxy) {
 	proxy := hookproxy.New(hookproxy.DefaultConfig(), log)
 	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, admin, pub, log), proxy
+}
+
+// executionOutbox opens the durable outbox of execution events in dir
+// (see producers.Outbox) and drains it in the background; stop ends the
+// drainer and closes the outbox, leaving what is not yet published on disk
+// for the next start.
+func executionOutbox(dir string, pub *producers.Publisher, log *slog.Logger) (ob *producers.Outbox, stop func(), err error) {
+	ob, err = producers.OpenOutbox(producers.DefaultOutboxConfig(dir), pub, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = ob.Run(ctx)
+	}()
+	return ob, func() {
+		cancel()
+		<-done
+		if err := ob.Close(); err != nil {
+			log.Warn("outbox close", "err", err)
+		}
+	}, nil
 }
 
 // toolkits returns the registry of the toolkits built into the binary and

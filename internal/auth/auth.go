@@ -22,6 +22,9 @@ const (
 	TypePlatformAdmin = "PLATFORM_ADMIN"
 	TypeAPIKey        = "API_KEY"
 	TypeAccount       = "ACCOUNT"
+	// TypeServiceKey is a project's service key: it acts as no user of its
+	// own and names, per tool call, the end user it acts for.
+	TypeServiceKey = "SERVICE_KEY"
 	// TypeSystem is the platform acting on its own (the demo set-up).
 	TypeSystem = "SYSTEM"
 )
@@ -30,14 +33,18 @@ const (
 type Principal struct {
 	// ID identifies the credential: the API key id, the JWT subject, or "bootstrap".
 	ID string
-	// Type is PLATFORM_ADMIN, API_KEY or ACCOUNT.
+	// Type is PLATFORM_ADMIN, API_KEY, ACCOUNT, SERVICE_KEY or SYSTEM.
 	Type string
-	// UserID is the user the caller acts as ("" for the platform admin).
+	// UserID is the user the caller acts as ("" for the platform admin and
+	// for service keys, which act for the end user each call names).
 	UserID string
 	// DisplayName is a human-readable identity.
 	DisplayName string
 	// OrgScope, when set, confines the caller to one organization (API keys).
 	OrgScope *uuid.UUID
+	// ProjectScope, when set, confines the caller to one project (service
+	// keys): it may use that project's tools and nothing else.
+	ProjectScope *uuid.UUID
 	// PlatformAdmin is allowed everywhere and a member of nothing.
 	PlatformAdmin bool
 }
@@ -46,6 +53,9 @@ type Principal struct {
 func (p Principal) InOrg(org uuid.UUID) bool {
 	return p.PlatformAdmin || p.OrgScope == nil || *p.OrgScope == org
 }
+
+// IsServiceKey reports whether p is a project service key.
+func (p Principal) IsServiceKey() bool { return p.Type == TypeServiceKey }
 
 // HashKey returns the hex SHA-256 of an API key, the only form stored.
 func HashKey(key string) string {

@@ -147,3 +147,8 @@ func Authenticate(c *fiber.Ctx, a Authenticator) (auth.Principal, error) {
 	}
 	return p, nil
 }
+
+// With returns the handlers of a route: the middleware mw, then h.
+func With(mw []fiber.Handler, h fiber.Handler) []fiber.Handler {
+	return append(append(make([]fiber.Handler, 0, len(mw)+1), mw...), h)
+}

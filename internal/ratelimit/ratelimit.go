@@ -60,9 +60,15 @@ type Limiter struct {
 	now  func() time.Time
 }
 
+// Option configures a Limiter.
+type Option func(*Limiter)
+
+// WithClock makes the limiter read the time from now (tests).
+func WithClock(now func() time.Time) Option { return func(l *Limiter) { l.now = now } }
+
 // New returns a limiter on bucket (created if missing) whose counters
 // expire two windows after they start.
-func New(ctx context.Context, js jetstream.JetStream, bucket string, spec Spec) (*Limiter, error) {
+func New(ctx context.Context, js jetstream.JetStream, bucket string, spec Spec, opts ...Option) (*Limiter, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      bucket,
 		Description: "auditrail rate-limit counters",
@@ -73,7 +79,11 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, spec Spec) 
 	if err != nil {
 		return nil, fmt.Errorf("rate-limit bucket %s: %w", bucket, err)
 	}
-	return &Limiter{kv: kv, spec: spec, now: time.Now}, nil
+	l := &Limiter{kv: kv, spec: spec, now: time.Now}
+	for _, o := range opts {
+		o(l)
+	}
+	return l, nil
 }
 
 // Spec returns the limit.

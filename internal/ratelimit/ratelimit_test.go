@@ -36,11 +36,14 @@ func TestSharedAcrossInstances(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
 	spec := ratelimit.Spec{Limit: 50, Window: time.Minute}
-	a, err := ratelimit.New(ctx, js, "rl_test", spec)
+	// A fixed clock: the run may cross a minute boundary without changing
+	// the window the requests are counted in.
+	now := func() time.Time { return time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC) }
+	a, err := ratelimit.New(ctx, js, "rl_test", spec, ratelimit.WithClock(now))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ratelimit.New(ctx, js, "rl_test", spec)
+	b, err := ratelimit.New(ctx, js, "rl_test", spec, ratelimit.WithClock(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +61,7 @@ func TestSharedAcrossInstances(t *testing.T) {
 			if d.Allowed {
 				allowed.Add(1)
 			}
-			if d.Limit != 50 || d.Reset.Before(time.Now()) {
+			if d.Limit != 50 || !d.Reset.Equal(time.Date(2026, 11, 22, 10, 1, 0, 0, time.UTC)) {
 				t.Errorf("decision %+v", d)
 			}
 		}([]*ratelimit.Limiter{a, b}[i%2])
@@ -70,5 +73,39 @@ func TestSharedAcrossInstances(t *testing.T) {
 	d, _ := a.Allow(ctx, "198.51.100.1")
 	if !d.Allowed || d.Remaining != 49 {
 		t.Fatalf("another client: %+v", d)
+	}
+}
+
+// A new window starts a new count; the reset is the end of the window.
+func TestWindows(t *testing.T) {
+	_, nc, _ := testenv.NATS(t)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 22, 10, 0, 58, 0, time.UTC)
+	l, err := ratelimit.New(ctx, js, "rl_windows", ratelimit.Spec{Limit: 2, Window: time.Minute}, ratelimit.WithClock(func() time.Time { return clock }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		at        time.Time
+		allowed   bool
+		remaining int
+		reset     time.Time
+	}{
+		{clock, true, 1, clock.Truncate(time.Minute).Add(time.Minute)},
+		{clock.Add(time.Second), true, 0, clock.Truncate(time.Minute).Add(time.Minute)},
+		{clock.Add(1500 * time.Millisecond), false, 0, clock.Truncate(time.Minute).Add(time.Minute)},
+		{clock.Add(2 * time.Second), true, 1, clock.Truncate(time.Minute).Add(2 * time.Minute)}, // 10:01:00, a new window
+		{clock.Add(3 * time.Second), true, 0, clock.Truncate(time.Minute).Add(2 * time.Minute)},
+		{clock.Add(4 * time.Second), false, 0, clock.Truncate(time.Minute).Add(2 * time.Minute)},
+	} {
+		clock = step.at
+		d, err := l.Allow(ctx, "203.0.113.9")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed != step.allowed || d.Remaining != step.remaining || !d.Reset.Equal(step.reset) {
+			t.Fatalf("at %s: %+v, want allowed %v remaining %d reset %s", step.at.Format(time.TimeOnly), d, step.allowed, step.remaining, step.reset.Format(time.TimeOnly))
+		}
 	}
 }
