@@ -1,0 +1,11 @@
+package query
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/auditrail/auditrail/internal/testenv"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.LeakOptions()...) }
