@@ -17,6 +17,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -204,9 +205,9 @@ func runDev(ctx context.Context, args []string) error {
 
 	storeName := "sqlite " + filepath.Join(*data, "audit.db")
 	if *chDSN != "" {
-		storeName = "clickhouse " + redactDSN(*chDSN)
+		storeName = "clickhouse " + redact.URL(*chDSN)
 	}
-	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", *httpAddr, url, storeName)
+	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", *httpAddr, redact.URL(url), storeName)
 
 	errc := make(chan error, 1)
 	go func() { errc <- serve(ctx, app, *httpAddr, log) }()

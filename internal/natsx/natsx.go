@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -98,10 +99,10 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 				log.Warn("nats disconnected", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", redact.URL(c.ConnectedUrl())) }),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("connect nats %s: %w", url, err)
+		return nil, redact.Error(fmt.Errorf("connect nats %s: %w", redact.URL(url), err), url)
 	}
 	return nc, nil
 }
