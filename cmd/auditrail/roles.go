@@ -11,15 +11,17 @@ import (
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
 // runIngest is the production ingest role.
 func runIngest(ctx context.Context, args []string) error {
 	fs := newFlags("ingest")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	httpAddr := fs.String("http", "", "127.0.0.1:8081", "listener of /healthz")
 	durable := fs.String("durable", "", ingest.DefaultConfig().Durable, "durable consumer name shared by the ingest instances")
@@ -40,11 +42,14 @@ func runIngest(ctx context.Context, args []string) error {
 	if err := icfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-ingest", *nf.maxAge, log)
+	nc, err := nf.connect("auditrail-ingest", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	if err := waitStreams(ctx, nc, log); err != nil {
+		return err
+	}
 	store, err := openStore(ctx, *chDSN, "", log)
 	if err != nil {
 		return err
@@ -64,7 +69,7 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
+	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleIngest: nc}, store, in, inExec), func() map[string]any {
 		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats()}
 	}))
 	app.Use(httpapi.NotFound)
@@ -87,7 +92,7 @@ func runIngest(ctx context.Context, args []string) error {
 // authenticating against the control-plane state in NATS.
 func runQuery(ctx context.Context, args []string) error {
 	fs := newFlags("query")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
 	af := addAccessFlags(fs)
@@ -108,7 +113,7 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-query", *nf.maxAge, log)
+	nc, err := nf.connect("auditrail-query", log)
 	if err != nil {
 		return err
 	}
@@ -133,7 +138,7 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(nc, store), nil))
+	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	app.Use(httpapi.NotFound)
 	return serve(ctx, app, *httpAddr, log)
@@ -154,7 +159,7 @@ type adminRole struct {
 // and connects it; the caller defers stop.
 func startAdminRole(ctx context.Context, name, defAddr string, args []string) (*adminRole, string, error) {
 	fs := newFlags(name)
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", name == natsx.RoleControlPlane)
 	httpAddr := fs.String("http", "", defAddr, "listener of the API")
 	af := addAccessFlags(fs)
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes, the first seals (the control plane's; required)")
@@ -166,8 +171,18 @@ func startAdminRole(ctx context.Context, name, defAddr string, args []string) (*
 	if err != nil {
 		return nil, "", err
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-"+name, *nf.maxAge, log)
+	nc, err := nf.connect("auditrail-"+name, log)
 	if err != nil {
+		return nil, "", err
+	}
+	// The control plane creates the streams; the tool runner waits for them.
+	if nf.maxAge != nil {
+		err = ensureStreams(ctx, nc, *nf.maxAge)
+	} else {
+		err = waitStreams(ctx, nc, log, schemas.StreamEvents)
+	}
+	if err != nil {
+		nc.Close()
 		return nil, "", err
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
@@ -193,7 +208,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 	}
 	defer r.stop()
 	app := httpapi.NewApp(r.log)
-	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, nil))
+	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, nil))
 	r.admin.Register(app)
 	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
@@ -211,7 +226,7 @@ func runToolRunner(ctx context.Context, args []string) error {
 	defer closeToolkits()
 	runner, proxy := newToolRunner(reg, r.admin, r.pub, r.log)
 	app := httpapi.NewApp(r.log)
-	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
+	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
 	toolrunner.NewServer(runner, r.cp.access).Register(app)
 	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)

@@ -45,9 +45,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	}{
 		{"dev", "AUDITRAIL_STREAM_MAX_AGE", []string{"--data", t.TempDir(), "--http", "127.0.0.1:0"}},
 		{"ingest", "AUDITRAIL_BATCH_SIZE", nil},
-		{"query", "AUDITRAIL_STREAM_MAX_AGE", nil},
+		{"query", "AUDITRAIL_LOG_LEVEL", nil},
 		{"controlplane", "AUDITRAIL_LOG_LEVEL", nil},
-		{"toolrunner", "AUDITRAIL_STREAM_MAX_AGE", nil},
+		{"toolrunner", "AUDITRAIL_LOG_FORMAT", nil},
 		{"emit", "AUDITRAIL_COUNT", []string{"--org", "new"}},
 		{"tail", "AUDITRAIL_SINCE", []string{"--org", "00000000-0000-0000-0000-000000000001"}},
 		{"admin", "AUDITRAIL_URL", []string{"org", "get", "00000000-0000-0000-0000-000000000001"}},
