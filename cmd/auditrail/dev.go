@@ -169,11 +169,25 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 
-	store, err := openStore(ctx, *chDSN, *data, log)
-	if err != nil {
-		return err
-	}
+	// The store: SQLite opens at once (its errors are not transient);
+	// ClickHouse is retried in the background until it answers, while
+	// HTTP serves and /healthz says 503.
+	store := newPendingStore()
 	defer store.Close()
+	storeErr := make(chan error, 1)
+	if *chDSN == "" {
+		s, err := openStore(ctx, "", *data, log)
+		if err != nil {
+			return err
+		}
+		store.set(s)
+	} else {
+		go func() {
+			if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil && ctx.Err() == nil {
+				storeErr <- err
+			}
+		}()
+	}
 
 	keys, err := keyList("cursor-keys", *curKeys, *data, cursorKeyFile, 0)
 	if err != nil {
@@ -219,8 +233,17 @@ func runDev(ctx context.Context, args []string) error {
 	ictx, stopIngest := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopIngest()
 	ingestDone := make(chan error, 2)
-	go func() { ingestDone <- in.Run(ictx) }()
-	go func() { ingestDone <- inExec.Run(ictx) }()
+	go func() {
+		select {
+		case <-store.Ready():
+		case <-ictx.Done():
+			ingestDone <- nil
+			ingestDone <- nil
+			return
+		}
+		go func() { ingestDone <- in.Run(ictx) }()
+		ingestDone <- inExec.Run(ictx)
+	}()
 
 	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
 	if err != nil {
@@ -253,6 +276,9 @@ func runDev(ctx context.Context, args []string) error {
 	go func() { errc <- serve(ctx, app, *httpAddr, log) }()
 	select {
 	case err = <-errc: // HTTP ended: a signal drained it, or it failed to listen
+	case err = <-storeErr:
+		_ = app.ShutdownWithTimeout(5 * time.Second)
+		return err
 	case err = <-ingestDone:
 		if err == nil {
 			err = errors.New("ingest stopped")

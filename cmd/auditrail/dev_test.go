@@ -82,7 +82,8 @@ func (l *lockedBuf) String() string {
 	return l.b.String()
 }
 
-func startDev(t *testing.T, data string, extra ...string) *devProc {
+// launchDev starts `auditrail dev` without waiting for it.
+func launchDev(t *testing.T, data string, extra ...string) *devProc {
 	t.Helper()
 	hp, _ := testenv.FreePort()
 	np, _ := testenv.FreePort()
@@ -102,13 +103,36 @@ func startDev(t *testing.T, data string, extra ...string) *devProc {
 			t.Logf("dev stdout:\n%s\ndev stderr:\n%s", p.stdout, p.stderr)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	return p
+}
+
+// health returns the status of dev's /healthz (0 when it does not answer).
+func (p *devProc) health() int {
+	resp, err := http.Get("http://" + p.http + "/healthz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func startDev(t *testing.T, data string, extra ...string) *devProc {
+	t.Helper()
+	p := launchDev(t, data, extra...)
+	p.waitHealthy(t, 30*time.Second)
+	return p
+}
+
+// waitHealthy waits until /healthz answers 200.
+func (p *devProc) waitHealthy(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		resp, err := http.Get("http://" + p.http + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return p
+				return
 			}
 		}
 		select {
@@ -117,7 +141,7 @@ func startDev(t *testing.T, data string, extra ...string) *devProc {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("dev not healthy after 30s\n%s", p.stderr)
+			t.Fatalf("dev not healthy after %s\n%s", within, p.stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -410,4 +434,48 @@ func TestDevNATSAuth(t *testing.T) {
 		t.Fatalf("credentials of the first run refused after a restart: %v", err)
 	}
 	nc2.Close()
+}
+
+// A ClickHouse that is not up when dev starts: dev serves at once with
+// /healthz 503, keeps trying, then ingests once the store answers.
+func TestDevWaitsForStore(t *testing.T) {
+	srv, dsn := testenv.ClickHouseDedicated(t)
+	srv.Stop()
+	p := launchDev(t, t.TempDir(), "--clickhouse", dsn, "--bootstrap-key", "bootstrap-key-of-the-late-store")
+	deadline := time.Now().Add(30 * time.Second)
+	for p.health() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no /healthz answer\n%s", p.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Not ready, and still so a few seconds later: the process waits.
+	for i := 0; i < 30; i++ {
+		if code := p.health(); code != 503 {
+			t.Fatalf("/healthz %d while the store is down, want 503", code)
+		}
+		select {
+		case err := <-p.exited:
+			t.Fatalf("dev exited while the store was down: %v\n%s", err, p.stderr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	org := uuid.New()
+	emit(t, p, org, 20) // accepted by the stream meanwhile
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.waitHealthy(t, 60*time.Second)
+	if !strings.Contains(p.stderr.String(), "audit store not answering") {
+		t.Errorf("no retry logged:\n%s", p.stderr)
+	}
+	key := "bootstrap-key-of-the-late-store"
+	deadline = time.Now().Add(20 * time.Second)
+	for len(walk(t, p.http, "/api/v1/orgs/"+org.String()+"/audit_logs", key, 100)) != 20 {
+		if time.Now().After(deadline) {
+			t.Fatal("the events published while the store was down were not ingested")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.stop(t)
 }

@@ -47,13 +47,8 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	if err := waitStreams(ctx, nc, log); err != nil {
-		return err
-	}
-	store, err := openStore(ctx, *chDSN, "", log)
-	if err != nil {
-		return err
-	}
+	// Serve /healthz at once (503 until the streams and the store answer).
+	store := newPendingStore()
 	defer store.Close()
 	in, err := ingest.NewAudit(nc, store, icfg, log)
 	if err != nil {
@@ -78,6 +73,18 @@ func runIngest(ctx context.Context, args []string) error {
 			log.Error("health listener", "err", err)
 		}
 	}()
+	if err := waitStreams(ctx, nc, log); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	done := make(chan error, 1)
 	go func() { done <- inExec.Run(ctx) }()
 	err = in.Run(ctx)
@@ -128,11 +135,15 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, *chDSN, "", log)
-	if err != nil {
-		return err
-	}
+	// Serve at once; /healthz is 503 until the store answers.
+	store := newPendingStore()
 	defer store.Close()
+	storeErr := make(chan error, 1)
+	go func() {
+		if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil && ctx.Err() == nil {
+			storeErr <- err
+		}
+	}()
 	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
 	if err != nil {
 		return err
@@ -141,7 +152,15 @@ func runQuery(ctx context.Context, args []string) error {
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	app.Use(httpapi.NotFound)
-	return serve(ctx, app, *httpAddr, log)
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, app, *httpAddr, log) }()
+	select {
+	case err := <-served:
+		return err
+	case err := <-storeErr:
+		_ = app.ShutdownWithTimeout(5 * time.Second)
+		return err
+	}
 }
 
 // adminRole is what the controlplane and toolrunner roles share: NATS,
