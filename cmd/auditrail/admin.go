@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/auditrail/auditrail/internal/redact"
 )
 
 // adminCommand is one `auditrail admin NOUN VERB` command.
@@ -221,13 +223,10 @@ func adminUsage(w io.Writer) {
 func runAdmin(ctx context.Context, args []string) error {
 	fs := newFlags("admin")
 	base := fs.String("url", "", "http://127.0.0.1:8080", "base URL of the admin and audit API")
-	key := fs.String("key", "", "", "API key, JWT or bootstrap key")
-	fs.Usage = func() { adminUsage(os.Stderr); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
-	}
-	if fs.envErr != nil {
-		return usageError{fs.envErr}
+	key := fs.String("key", "", "", "API key, JWT or bootstrap key (prefer the environment: a flag shows in the process list)")
+	fs.Usage = func() { adminUsage(fs.Output()); fs.PrintDefaults() }
+	if err := fs.parseKeepArgs(args); err != nil {
+		return err
 	}
 	rest := fs.Args()
 	if len(rest) >= 1 && rest[0] == "logs" {
@@ -273,8 +272,8 @@ func runAdmin(ctx context.Context, args []string) error {
 func parseInterleaved(fs *flags, args []string) ([]string, error) {
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{err}
+		if err := fs.parseKeepArgs(args); err != nil {
+			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -297,7 +296,7 @@ func adminCall(ctx context.Context, base, key, method, path string, body any) (j
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
 	if err != nil {
-		return nil, usageErrorf("--url: %v", err)
+		return nil, usageError{redact.Error(fmt.Errorf("--url: %w", err), base)}
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -308,7 +307,7 @@ func adminCall(ctx context.Context, base, key, method, path string, body any) (j
 	req.Header.Set("X-Auditrail-Source", "CLI")
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
-		return nil, err
+		return nil, redact.Error(err, base)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/testenv"
@@ -327,11 +326,7 @@ func adminAndAudit(t *testing.T, extra ...string) {
 	}
 
 	// Secrets are sealed in the KV store itself.
-	nc, err := nats.Connect("nats://" + p.nats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := p.connect(t)
 	js, _ := jetstream.New(nc)
 	kv, err := js.KeyValue(context.Background(), "auditrail_controlplane")
 	if err != nil {
@@ -360,11 +355,7 @@ func TestMutationRefusedWhenAuditLogUnavailable(t *testing.T) {
 	p, boot := devWithKey(t)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
-	nc, err := nats.Connect("nats://" + p.nats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := p.connect(t)
 	js, _ := jetstream.New(nc)
 	if err := js.DeleteStream(context.Background(), "AUDITRAIL_EVENTS"); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -24,37 +25,51 @@ import (
 
 // natsFlags are the NATS flags of every role.
 type natsFlags struct {
-	url    *string
+	url, creds *string
+	// maxAge is nil on the roles that do not create the streams.
 	maxAge *time.Duration
 }
 
-func addNATSFlags(fs *flags, defURL string) natsFlags {
-	return natsFlags{
-		url:    fs.String("nats-url", "", defURL, "NATS server URL"),
-		maxAge: fs.Duration("stream-max-age", "", 0, "retention of AUDITRAIL_EVENTS (0 keeps events until removed by hand)"),
+// addNATSFlags adds --nats-url and --nats-creds, and --stream-max-age when
+// the role creates the streams (controlplane, dev).
+func addNATSFlags(fs *flags, defURL string, createsStreams bool) natsFlags {
+	f := natsFlags{
+		url:   fs.String("nats-url", "", defURL, "NATS server URL"),
+		creds: fs.String("nats-creds", "", "", "NATS credentials file of this role (written by `auditrail dev` in DATA/nats, or by `auditrail nats-setup`)"),
 	}
+	if createsStreams {
+		f.maxAge = fs.Duration("stream-max-age", "", 0, "retention of AUDITRAIL_EVENTS (0 keeps events until removed by hand)")
+	}
+	return f
 }
 
-// connectStreams connects to NATS and ensures the streams exist.
-func connectStreams(ctx context.Context, url, name string, maxAge time.Duration, log *slog.Logger) (*nats.Conn, error) {
-	nc, err := natsx.Connect(url, name, log)
-	if err != nil {
-		return nil, err
-	}
+// connect dials NATS with the role's credentials.
+func (f natsFlags) connect(name string, log *slog.Logger) (*nats.Conn, error) {
+	return natsx.Connect(*f.url, name, *f.creds, log)
+}
+
+// ensureStreams creates or updates the event and dead-letter streams: only
+// the roles allowed to (controlplane, dev) do.
+func ensureStreams(ctx context.Context, nc *nats.Conn, maxAge time.Duration) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		nc.Close()
-		return nil, err
+		return err
 	}
 	cfg := natsx.DefaultStreamConfig()
 	cfg.MaxAge = maxAge
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := natsx.EnsureStreams(sctx, js, cfg); err != nil {
-		nc.Close()
-		return nil, err
+	return natsx.EnsureStreams(sctx, js, cfg)
+}
+
+// waitStreams waits until the controlplane role has created the streams
+// (all when names is empty).
+func waitStreams(ctx context.Context, nc *nats.Conn, log *slog.Logger, names ...string) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
 	}
-	return nc, nil
+	return natsx.WaitStreams(ctx, js, log, names...)
 }
 
 type ingestFlags struct {
@@ -85,7 +100,7 @@ func runDev(ctx context.Context, args []string) error {
 	fs := newFlags("dev")
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API and the dashboard")
 	natsListen := fs.String("nats-listen", "", "127.0.0.1:4222", "client port of the embedded NATS server")
-	nf := addNATSFlags(fs, "")
+	nf := addNATSFlags(fs, "", true)
 	data := fs.String("data", "", "./data", "JetStream store and embedded audit store")
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite")
 	af := addAccessFlags(fs)
@@ -110,13 +125,26 @@ func runDev(ctx context.Context, args []string) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 
-	// NATS: embedded unless --nats-url.
+	// NATS: embedded unless --nats-url, in operator mode; each in-process
+	// role connects with its own credentials (DATA/nats/<role>.creds), so
+	// that every role runs with the permissions it has in production.
 	url := *nf.url
 	var ns *server.Server
+	credsOf := func(string) string { return *nf.creds }
 	if url == "" {
+		keysDir := filepath.Join(*data, "nats")
+		auth, err := natsx.LoadOrCreateAuth(keysDir)
+		if err != nil {
+			return err
+		}
+		if err := auth.WriteCreds(keysDir); err != nil {
+			return err
+		}
+		credsOf = func(role string) string { return natsx.CredsFile(keysDir, role) }
 		scfg := natsx.DefaultServerConfig()
 		scfg.Listen = *natsListen
 		scfg.StoreDir = filepath.Join(*data, "jetstream")
+		scfg.Auth = auth
 		if ns, err = natsx.StartServer(scfg); err != nil {
 			return err
 		}
@@ -125,18 +153,41 @@ func runDev(ctx context.Context, args []string) error {
 			ns.WaitForShutdown()
 		}()
 		url = ns.ClientURL()
+		fmt.Fprintf(os.Stdout, "nats credentials (admin: emit, tail, the nats CLI): %s\n", credsOf(natsx.RoleAdmin))
 	}
-	nc, err := connectStreams(ctx, url, "auditrail-dev", *nf.maxAge, log)
-	if err != nil {
+	conns := map[string]*nats.Conn{}
+	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery} {
+		c, err := natsx.Connect(url, "auditrail-dev-"+role, credsOf(role), log.With("nats_role", role))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		conns[role] = c
+	}
+	nc := conns[natsx.RoleControlPlane]
+	if err := ensureStreams(ctx, nc, *nf.maxAge); err != nil {
 		return err
 	}
-	defer nc.Close()
 
-	store, err := openStore(ctx, *chDSN, *data, log)
-	if err != nil {
-		return err
-	}
+	// The store: SQLite opens at once (its errors are not transient);
+	// ClickHouse is retried in the background until it answers, while
+	// HTTP serves and /healthz says 503.
+	store := newPendingStore()
 	defer store.Close()
+	storeErr := make(chan error, 1)
+	if *chDSN == "" {
+		s, err := openStore(ctx, "", *data, log)
+		if err != nil {
+			return err
+		}
+		store.set(s)
+	} else {
+		go func() {
+			if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil && ctx.Err() == nil {
+				storeErr <- err
+			}
+		}()
+	}
 
 	keys, err := keyList("cursor-keys", *curKeys, *data, cursorKeyFile, 0)
 	if err != nil {
@@ -159,47 +210,60 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	reg, closeToolkits := toolkits()
 	defer closeToolkits()
-	outbox, stopOutbox, err := executionOutbox(filepath.Join(*data, "outbox", "execution"), pub, log)
+	execPub, err := producers.New(conns[natsx.RoleToolRunner], producers.DefaultConfig(), log)
+	if err != nil {
+		return err
+	}
+	outbox, stopOutbox, err := executionOutbox(filepath.Join(*data, "outbox", "execution"), execPub, log)
 	if err != nil {
 		return err
 	}
 	defer stopOutbox()
 	runner, proxy := newToolRunner(reg, admin, outbox, log)
-	limiter, err := rateLimiter(bg, nc, auditLimit, *rate)
+	limiter, err := rateLimiter(bg, conns[natsx.RoleQuery], auditLimit, *rate)
 	if err != nil {
 		return err
 	}
-	adminLimiter, err := rateLimiter(bg, nc, adminLimit, *adminRate)
+	adminLimiter, err := rateLimiter(bg, conns[natsx.RoleControlPlane], adminLimit, *adminRate)
 	if err != nil {
 		return err
 	}
-	toolLimiter, err := rateLimiter(bg, nc, toolLimit, *toolRate)
+	toolLimiter, err := rateLimiter(bg, conns[natsx.RoleToolRunner], toolLimit, *toolRate)
 	if err != nil {
 		return err
 	}
 
-	in, err := ingest.NewAudit(nc, store, icfg, log)
+	in, err := ingest.NewAudit(conns[natsx.RoleIngest], store, icfg, log)
 	if err != nil {
 		return err
 	}
 	ecfg := icfg
 	ecfg.Durable = ingest.ExecutionDurable
-	inExec, err := ingest.NewExecution(nc, store, ecfg, log)
+	inExec, err := ingest.NewExecution(conns[natsx.RoleIngest], store, ecfg, log)
 	if err != nil {
 		return err
 	}
 	ictx, stopIngest := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopIngest()
 	ingestDone := make(chan error, 2)
-	go func() { ingestDone <- in.Run(ictx) }()
-	go func() { ingestDone <- inExec.Run(ictx) }()
+	go func() {
+		select {
+		case <-store.Ready():
+		case <-ictx.Done():
+			ingestDone <- nil
+			ingestDone <- nil
+			return
+		}
+		go func() { ingestDone <- in.Run(ictx) }()
+		ingestDone <- inExec.Run(ictx)
+	}()
 
 	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
 	if err != nil {
 		return err
 	}
 	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
+	app.Get("/healthz", healthHandler(roleChecks(conns, store, in, inExec), func() map[string]any {
 		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats(), "execution_outbox": outbox.Stats()}
 	}))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
@@ -217,14 +281,17 @@ func runDev(ctx context.Context, args []string) error {
 
 	storeName := "sqlite " + filepath.Join(*data, "audit.db")
 	if *chDSN != "" {
-		storeName = "clickhouse " + redactDSN(*chDSN)
+		storeName = "clickhouse " + redact.URL(*chDSN)
 	}
-	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", *httpAddr, url, storeName)
+	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", *httpAddr, redact.URL(url), storeName)
 
 	errc := make(chan error, 1)
 	go func() { errc <- serve(ctx, app, *httpAddr, log) }()
 	select {
 	case err = <-errc: // HTTP ended: a signal drained it, or it failed to listen
+	case err = <-storeErr:
+		_ = app.ShutdownWithTimeout(5 * time.Second)
+		return err
 	case err = <-ingestDone:
 		if err == nil {
 			err = errors.New("ingest stopped")
@@ -243,25 +310,29 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_ = nc.Drain()
+	for _, c := range conns {
+		_ = c.Drain()
+	}
 	log.Info("auditrail dev stopped", "ingest", in.Stats(), "ingest_executions", inExec.Stats())
 	return nil
 }
 
-// natsCheck fails while the connection is not up.
-func natsCheck(nc *nats.Conn) check {
+// natsCheck fails while a connection (by role) is not up.
+func natsCheck(conns map[string]*nats.Conn) check {
 	return check{"nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return fmt.Errorf("nats %s", nc.Status())
+		for role, nc := range conns {
+			if !nc.IsConnected() {
+				return fmt.Errorf("nats (%s) %s", role, nc.Status())
+			}
 		}
 		return nil
 	}}
 }
 
 // roleChecks are the readiness checks of a process that ingests and serves.
-func roleChecks(nc *nats.Conn, store auditstore.Store, ingesters ...interface{ Ready() bool }) []check {
+func roleChecks(conns map[string]*nats.Conn, store auditstore.Store, ingesters ...interface{ Ready() bool }) []check {
 	checks := []check{
-		natsCheck(nc),
+		natsCheck(conns),
 		{"store", store.Ping},
 	}
 	for i, in := range ingesters {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +18,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
@@ -55,6 +59,7 @@ type devProc struct {
 	cmd    *exec.Cmd
 	http   string
 	nats   string
+	data   string
 	stdout *lockedBuf
 	stderr *lockedBuf
 	exited chan error
@@ -77,11 +82,12 @@ func (l *lockedBuf) String() string {
 	return l.b.String()
 }
 
-func startDev(t *testing.T, data string, extra ...string) *devProc {
+// launchDev starts `auditrail dev` without waiting for it.
+func launchDev(t *testing.T, data string, extra ...string) *devProc {
 	t.Helper()
 	hp, _ := testenv.FreePort()
 	np, _ := testenv.FreePort()
-	p := &devProc{http: fmt.Sprintf("127.0.0.1:%d", hp), nats: fmt.Sprintf("127.0.0.1:%d", np),
+	p := &devProc{http: fmt.Sprintf("127.0.0.1:%d", hp), nats: fmt.Sprintf("127.0.0.1:%d", np), data: data,
 		stdout: &lockedBuf{}, stderr: &lockedBuf{}, exited: make(chan error, 1)}
 	args := append([]string{"dev", "--data", data, "--http", p.http, "--nats-listen", p.nats, "--flush-interval", "100ms", "--rate-limit", "100000/60s"}, extra...)
 	p.cmd = exec.Command(binary(t), args...)
@@ -97,13 +103,36 @@ func startDev(t *testing.T, data string, extra ...string) *devProc {
 			t.Logf("dev stdout:\n%s\ndev stderr:\n%s", p.stdout, p.stderr)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	return p
+}
+
+// health returns the status of dev's /healthz (0 when it does not answer).
+func (p *devProc) health() int {
+	resp, err := http.Get("http://" + p.http + "/healthz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func startDev(t *testing.T, data string, extra ...string) *devProc {
+	t.Helper()
+	p := launchDev(t, data, extra...)
+	p.waitHealthy(t, 30*time.Second)
+	return p
+}
+
+// waitHealthy waits until /healthz answers 200.
+func (p *devProc) waitHealthy(t *testing.T, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		resp, err := http.Get("http://" + p.http + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return p
+				return
 			}
 		}
 		select {
@@ -112,10 +141,32 @@ func startDev(t *testing.T, data string, extra ...string) *devProc {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("dev not healthy after 30s\n%s", p.stderr)
+			t.Fatalf("dev not healthy after %s\n%s", within, p.stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// creds is the NATS credentials file of role that dev wrote.
+func (p *devProc) creds(role string) string {
+	return natsx.CredsFile(filepath.Join(p.data, "nats"), role)
+}
+
+// natsArgs are the flags that connect a tool or role to this dev's NATS
+// with the credentials of role.
+func (p *devProc) natsArgs(role string) []string {
+	return []string{"--nats-url", "nats://" + p.nats, "--nats-creds", p.creds(role)}
+}
+
+// connect connects to this dev's NATS with the admin credentials.
+func (p *devProc) connect(t *testing.T) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect("nats://"+p.nats, nats.UserCredentials(p.creds(natsx.RoleAdmin)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }
 
 // stop sends SIGTERM and expects exit status 0.
@@ -164,9 +215,10 @@ func get(t *testing.T, base, path, key string) (int, listResp, http.Header) {
 	return resp.StatusCode, lr, resp.Header
 }
 
-func emit(t *testing.T, natsAddr string, org uuid.UUID, count int) {
+func emit(t *testing.T, p *devProc, org uuid.UUID, count int) {
 	t.Helper()
-	out, err := exec.Command(binary(t), "emit", "--nats-url", "nats://"+natsAddr, "--org", org.String(), "--count", fmt.Sprint(count), "--batch", "250").CombinedOutput()
+	args := append([]string{"emit", "--org", org.String(), "--count", fmt.Sprint(count), "--batch", "250"}, p.natsArgs(natsx.RoleAdmin)...)
+	out, err := exec.Command(binary(t), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("emit: %v\n%s", err, out)
 	}
@@ -223,7 +275,7 @@ func devEndToEnd(t *testing.T, extra ...string) {
 		t.Fatalf("no bootstrap key printed:\n%s", p.stdout)
 	}
 	org := uuid.New()
-	emit(t, p.nats, org, 1200)
+	emit(t, p, org, 1200)
 
 	path := "/api/v1/orgs/" + org.String() + "/audit_logs"
 	var ids []string
@@ -318,7 +370,7 @@ func devEndToEnd(t *testing.T, extra ...string) {
 		t.Fatalf("after restart: %d events", len(again))
 	}
 	org2 := uuid.New()
-	emit(t, p2.nats, org2, 10)
+	emit(t, p2, org2, 10)
 	deadline = time.Now().Add(10 * time.Second)
 	for len(walk(t, p2.http, "/api/v1/orgs/"+org2.String()+"/audit_logs", key, 100)) != 10 {
 		if time.Now().After(deadline) {
@@ -327,4 +379,103 @@ func devEndToEnd(t *testing.T, extra ...string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	p2.stop(t)
+}
+
+// dev's embedded NATS refuses anonymous clients, writes every role's
+// credentials (0600) and prints the admin one; a role's credentials carry
+// only that role's permissions.
+func TestDevNATSAuth(t *testing.T) {
+	data := t.TempDir()
+	p := startDev(t, data)
+	if !strings.Contains(p.stdout.String(), p.creds(natsx.RoleAdmin)) {
+		t.Fatalf("dev did not print the admin credentials path:\n%s", p.stdout)
+	}
+	for _, role := range natsx.Roles {
+		fi, err := os.Stat(p.creds(role))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("creds of %s: %v %v", role, fi, err)
+		}
+	}
+	if nc, err := nats.Connect("nats://"+p.nats, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("dev's NATS accepted an anonymous connection")
+	}
+	// The toolrunner's credentials cannot mint state (an API key) behind
+	// the control plane's back.
+	opts, err := natsx.CredsOptions(p.creds(natsx.RoleToolRunner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("nats://"+p.nats, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, natsx.ControlPlaneBucket)
+	if err != nil {
+		t.Fatalf("toolrunner opens the bucket: %v", err)
+	}
+	if _, err := kv.Put(ctx, "apikey.forged", []byte("{}")); err == nil {
+		t.Fatal("toolrunner credentials wrote the control-plane bucket")
+	}
+	old := filepath.Join(t.TempDir(), "admin.creds")
+	b, _ := os.ReadFile(p.creds(natsx.RoleAdmin))
+	if err := os.WriteFile(old, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.stop(t)
+	// A restart keeps the keys: the credentials issued before still work.
+	p2 := startDev(t, data)
+	nc2, err := nats.Connect("nats://"+p2.nats, nats.UserCredentials(old))
+	if err != nil {
+		t.Fatalf("credentials of the first run refused after a restart: %v", err)
+	}
+	nc2.Close()
+}
+
+// A ClickHouse that is not up when dev starts: dev serves at once with
+// /healthz 503, keeps trying, then ingests once the store answers.
+func TestDevWaitsForStore(t *testing.T) {
+	srv, dsn := testenv.ClickHouseDedicated(t)
+	srv.Stop()
+	p := launchDev(t, t.TempDir(), "--clickhouse", dsn, "--bootstrap-key", "bootstrap-key-of-the-late-store")
+	deadline := time.Now().Add(30 * time.Second)
+	for p.health() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no /healthz answer\n%s", p.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Not ready, and still so a few seconds later: the process waits.
+	for i := 0; i < 30; i++ {
+		if code := p.health(); code != 503 {
+			t.Fatalf("/healthz %d while the store is down, want 503", code)
+		}
+		select {
+		case err := <-p.exited:
+			t.Fatalf("dev exited while the store was down: %v\n%s", err, p.stderr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	org := uuid.New()
+	emit(t, p, org, 20) // accepted by the stream meanwhile
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.waitHealthy(t, 60*time.Second)
+	if !strings.Contains(p.stderr.String(), "audit store not answering") {
+		t.Errorf("no retry logged:\n%s", p.stderr)
+	}
+	key := "bootstrap-key-of-the-late-store"
+	deadline = time.Now().Add(20 * time.Second)
+	for len(walk(t, p.http, "/api/v1/orgs/"+org.String()+"/audit_logs", key, 100)) != 20 {
+		if time.Now().After(deadline) {
+			t.Fatal("the events published while the store was down were not ingested")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.stop(t)
 }

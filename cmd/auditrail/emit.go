@@ -12,11 +12,12 @@ import (
 
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 func runEmit(ctx context.Context, args []string) error {
 	fs := newFlags("emit")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	orgFlag := fs.String("org", "", "", "organization UUID of the events (required; \"new\" picks a random one)")
 	count := fs.Int("count", "", 1000, "number of events")
 	rate := fs.Float("rate", "", 0, "events per second (0: as fast as the stream acknowledges)")
@@ -44,11 +45,16 @@ func runEmit(ctx context.Context, args []string) error {
 	if *count < 1 || *batch < 1 || *rate < 0 || *projects < 0 {
 		return usageErrorf("--count and --batch must be at least 1; --rate and --projects not negative")
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-emit", *nf.maxAge, log)
+	nc, err := nf.connect("auditrail-emit", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := waitStreams(wctx, nc, log, schemas.StreamEvents); err != nil {
+		return fmt.Errorf("%w (is the platform up? its controlplane creates the streams)", err)
+	}
 	pub, err := producers.New(nc, producers.DefaultConfig(), log)
 	if err != nil {
 		return err

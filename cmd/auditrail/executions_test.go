@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -23,11 +22,7 @@ func toolExecutions(t *testing.T, extra ...string) {
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
 	project := c.call("POST", "/api/v1/orgs/"+org+"/projects", boot, map[string]any{"name": "p"}).data()["id"].(string)
-	nc, err := nats.Connect("nats://" + p.nats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := p.connect(t)
 	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -17,101 +16,113 @@ type usageError struct{ error }
 
 func usageErrorf(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// flags is a FlagSet whose flags take their defaults from AUDITRAIL_… variables.
+// flags is a FlagSet whose flags have AUDITRAIL_… environment twins.
+//
+// An environment value is applied after parsing, to the flags not given on
+// the command line; it never becomes a flag's default, so usage text never
+// shows it, and an error about it names the variable, never the value (it
+// may be a key or a DSN with a password).
 type flags struct {
 	*flag.FlagSet
-	envErr error
+	envs []envTwin
 }
+
+// envTwin is the environment variable of a flag and what it must parse as.
+type envTwin struct{ flag, env, want string }
 
 func newFlags(name string) *flags {
 	fs := flag.NewFlagSet("auditrail "+name, flag.ContinueOnError)
-	return &flags{FlagSet: fs}
+	f := &flags{FlagSet: fs}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: auditrail %s [flags]\n\nflags (each has the AUDITRAIL_… environment twin shown):\n", name)
+		fs.PrintDefaults()
+	}
+	return f
 }
 
 func envName(flagName string) string {
 	return "AUDITRAIL_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-func (f *flags) env(name, envOverride string) (string, string, bool) {
+// twin records the environment twin of flag name (envOverride, or
+// AUDITRAIL_<NAME>) and returns the usage text naming it.
+func (f *flags) twin(name, envOverride, want, usage string) string {
 	env := envName(name)
 	if envOverride != "" {
 		env = envOverride
 	}
-	v, ok := os.LookupEnv(env)
-	return env, v, ok
+	f.envs = append(f.envs, envTwin{flag: name, env: env, want: want})
+	return usage + " (env " + env + ")"
 }
 
 // String defines a string flag; env overrides the AUDITRAIL_<NAME> twin.
 func (f *flags) String(name, env, def, usage string) *string {
-	envVar, v, ok := f.env(name, env)
-	if ok {
-		def = v
-	}
-	return f.FlagSet.String(name, def, usage+" (env "+envVar+")")
+	return f.FlagSet.String(name, def, f.twin(name, env, "a string", usage))
 }
 
 func (f *flags) Int(name, env string, def int, usage string) *int {
-	envVar, v, ok := f.env(name, env)
-	if ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			f.envErr = errors.Join(f.envErr, fmt.Errorf("%s=%q: not an integer", envVar, v))
-		} else {
-			def = n
-		}
-	}
-	return f.FlagSet.Int(name, def, usage+" (env "+envVar+")")
+	return f.FlagSet.Int(name, def, f.twin(name, env, "an integer", usage))
 }
 
 func (f *flags) Float(name, env string, def float64, usage string) *float64 {
-	envVar, v, ok := f.env(name, env)
-	if ok {
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			f.envErr = errors.Join(f.envErr, fmt.Errorf("%s=%q: not a number", envVar, v))
-		} else {
-			def = n
-		}
-	}
-	return f.FlagSet.Float64(name, def, usage+" (env "+envVar+")")
+	return f.FlagSet.Float64(name, def, f.twin(name, env, "a number", usage))
 }
 
 func (f *flags) Duration(name, env string, def time.Duration, usage string) *time.Duration {
-	envVar, v, ok := f.env(name, env)
-	if ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			f.envErr = errors.Join(f.envErr, fmt.Errorf("%s=%q: not a duration", envVar, v))
-		} else {
-			def = d
-		}
-	}
-	return f.FlagSet.Duration(name, def, usage+" (env "+envVar+")")
+	return f.FlagSet.Duration(name, def, f.twin(name, env, "a duration", usage))
 }
 
 func (f *flags) Bool(name, env string, def bool, usage string) *bool {
-	envVar, v, ok := f.env(name, env)
-	if ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			f.envErr = errors.Join(f.envErr, fmt.Errorf("%s=%q: not a boolean", envVar, v))
-		} else {
-			def = b
-		}
-	}
-	return f.FlagSet.Bool(name, def, usage+" (env "+envVar+")")
+	return f.FlagSet.Bool(name, def, f.twin(name, env, "a boolean", usage))
 }
 
-// parse parses args; errors are usage errors.
-func (f *flags) parse(args []string) error {
-	if err := f.Parse(args); err != nil {
+// applyEnv sets the flags not given on the command line from their
+// environment twins. Errors name the variable only.
+func (f *flags) applyEnv() error {
+	given := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	var errs error
+	for _, e := range f.envs {
+		v, ok := os.LookupEnv(e.env)
+		if !ok || given[e.flag] {
+			continue
+		}
+		if err := f.FlagSet.Set(e.flag, v); err != nil {
+			errs = errors.Join(errs, fmt.Errorf("%s: not %s", e.env, e.want))
+		}
+	}
+	return errs
+}
+
+// parseKeepArgs parses args, prints the usage on stdout for -h/--help (and
+// returns flag.ErrHelp) or on stderr for a mistake (a usage error), then
+// applies the environment.
+func (f *flags) parseKeepArgs(args []string) error {
+	err := f.Parse(args)
+	if err != nil {
+		out := io.Writer(os.Stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			out = os.Stdout
+		}
+		f.SetOutput(out)
+		f.Usage()
+		f.SetOutput(io.Discard)
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
 	}
-	if f.envErr != nil {
-		return usageError{f.envErr}
+	if err := f.applyEnv(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// parse is parseKeepArgs refusing positional arguments.
+func (f *flags) parse(args []string) error {
+	if err := f.parseKeepArgs(args); err != nil {
+		return err
 	}
 	if f.NArg() > 0 {
 		return usageErrorf("unexpected arguments: %v", f.Args())
@@ -126,7 +137,7 @@ func (f *flags) logFlags(defFormat string) func(w io.Writer) (*slog.Logger, erro
 	return func(w io.Writer) (*slog.Logger, error) {
 		var lv slog.Level
 		if err := lv.UnmarshalText([]byte(*level)); err != nil {
-			return nil, usageErrorf("--log-level %q: %v", *level, err)
+			return nil, usageErrorf("--log-level: want debug, info, warn or error")
 		}
 		opts := &slog.HandlerOptions{Level: lv}
 		switch *format {
@@ -135,6 +146,6 @@ func (f *flags) logFlags(defFormat string) func(w io.Writer) (*slog.Logger, erro
 		case "json":
 			return slog.New(slog.NewJSONHandler(w, opts)), nil
 		}
-		return nil, usageErrorf("--log-format %q: want text or json", *format)
+		return nil, usageErrorf("--log-format: want text or json")
 	}
 }

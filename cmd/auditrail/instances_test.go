@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
@@ -63,7 +64,7 @@ func TestInstancesShareStateAndLimits(t *testing.T) {
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-shared-by-instances!!"))
 	common := []string{"--clickhouse", dsn, "--bootstrap-key", boot, "--cursor-keys", cursorKey, "--rate-limit", "6/60s", "--trusted-proxies", "127.0.0.1"}
 	dev := startDev(t, t.TempDir(), common...)
-	q := startQueryRole(t, append([]string{"--nats-url", "nats://" + dev.nats}, common...)...)
+	q := startQueryRole(t, append(dev.natsArgs(natsx.RoleQuery), common...)...)
 	a, b := newAPIClient(t, dev.http), newAPIClient(t, q)
 
 	// One limit over both instances.
@@ -125,9 +126,9 @@ func TestControlPlaneAndToolRunnerRoles(t *testing.T) {
 	dev := startDev(t, t.TempDir(), "--bootstrap-key", "bootstrap-key-of-the-roles-test")
 	boot := "bootstrap-key-of-the-roles-test"
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
-	common := []string{"--nats-url", "nats://" + dev.nats, "--bootstrap-key", boot, "--secrets-keys", secrets}
-	cp := newAPIClient(t, startRole(t, "controlplane", common...))
-	tr := newAPIClient(t, startRole(t, "toolrunner", append(common, "--outbox", t.TempDir())...))
+	common := []string{"--bootstrap-key", boot, "--secrets-keys", secrets}
+	cp := newAPIClient(t, startRole(t, "controlplane", append(dev.natsArgs(natsx.RoleControlPlane), common...)...))
+	tr := newAPIClient(t, startRole(t, "toolrunner", append(dev.natsArgs(natsx.RoleToolRunner), append(common, "--outbox", t.TempDir())...)...))
 	org := cp.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Roles"})
 	if org.status != 201 {
 		t.Fatalf("create org on the controlplane role: %d %s", org.status, org.raw)

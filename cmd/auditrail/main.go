@@ -7,10 +7,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/auditrail/auditrail/internal/redact"
 )
 
 type command struct {
@@ -30,24 +33,26 @@ func commands() []command {
 		{"emit", "publish synthetic audit events", runEmit},
 		{"tail", "follow an organization's events (JSON lines or OCSF)", runTail},
 		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},
+		{"nats-setup", "write the NATS server authentication include and the credentials of every role", runNATSSetup},
 		{"bench", "run the benchmarks and print figures beside their references", runBench},
 	}
 }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, "usage: auditrail <command> [flags]\n\ncommands:\n")
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: auditrail <command> [flags]\n\ncommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.short)
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.short)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun 'auditrail <command> -h' for the flags of a command; every flag has an AUDITRAIL_… environment twin.\n")
+	fmt.Fprintf(w, "\nRun 'auditrail <command> -h' for the flags of a command; every flag has an AUDITRAIL_… environment twin.\n")
 }
 
 func main() {
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
 		if len(os.Args) < 2 {
+			usage(os.Stderr)
 			os.Exit(2)
 		}
+		usage(os.Stdout)
 		return
 	}
 	// Ingest allocates in short-lived batches: trade some memory for much
@@ -64,7 +69,8 @@ func main() {
 				return
 			}
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "auditrail %s: %v\n", c.name, err)
+				// Last line of defence: no URL credential reaches the terminal.
+				fmt.Fprintf(os.Stderr, "auditrail %s: %s\n", c.name, redact.String(err.Error()))
 				var ue usageError
 				if errors.As(err, &ue) {
 					os.Exit(2)
@@ -75,6 +81,6 @@ func main() {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "auditrail: unknown command %q\n\n", os.Args[1])
-	usage()
+	usage(os.Stderr)
 	os.Exit(2)
 }

@@ -12,15 +12,17 @@ import (
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
 // runIngest is the production ingest role.
 func runIngest(ctx context.Context, args []string) error {
 	fs := newFlags("ingest")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	httpAddr := fs.String("http", "", "127.0.0.1:8081", "listener of /healthz")
 	durable := fs.String("durable", "", ingest.DefaultConfig().Durable, "durable consumer name shared by the ingest instances")
@@ -41,15 +43,13 @@ func runIngest(ctx context.Context, args []string) error {
 	if err := icfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-ingest", *nf.maxAge, log)
+	nc, err := nf.connect("auditrail-ingest", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	store, err := openStore(ctx, *chDSN, "", log)
-	if err != nil {
-		return err
-	}
+	// Serve /healthz at once (503 until the streams and the store answer).
+	store := newPendingStore()
 	defer store.Close()
 	in, err := ingest.NewAudit(nc, store, icfg, log)
 	if err != nil {
@@ -65,7 +65,7 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(nc, store, in, inExec), func() map[string]any {
+	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleIngest: nc}, store, in, inExec), func() map[string]any {
 		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats()}
 	}))
 	app.Use(httpapi.NotFound)
@@ -74,6 +74,18 @@ func runIngest(ctx context.Context, args []string) error {
 			log.Error("health listener", "err", err)
 		}
 	}()
+	if err := waitStreams(ctx, nc, log); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	done := make(chan error, 1)
 	go func() { done <- inExec.Run(ctx) }()
 	err = in.Run(ctx)
@@ -88,7 +100,7 @@ func runIngest(ctx context.Context, args []string) error {
 // authenticating against the control-plane state in NATS.
 func runQuery(ctx context.Context, args []string) error {
 	fs := newFlags("query")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
 	af := addAccessFlags(fs)
@@ -109,7 +121,7 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-query", *nf.maxAge, log)
+	nc, err := nf.connect("auditrail-query", log)
 	if err != nil {
 		return err
 	}
@@ -124,20 +136,32 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, *chDSN, "", log)
-	if err != nil {
-		return err
-	}
+	// Serve at once; /healthz is 503 until the store answers.
+	store := newPendingStore()
 	defer store.Close()
+	storeErr := make(chan error, 1)
+	go func() {
+		if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil && ctx.Err() == nil {
+			storeErr <- err
+		}
+	}()
 	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
 	if err != nil {
 		return err
 	}
 	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(nc, store), nil))
+	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	app.Use(httpapi.NotFound)
-	return serve(ctx, app, *httpAddr, log)
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, app, *httpAddr, log) }()
+	select {
+	case err := <-served:
+		return err
+	case err := <-storeErr:
+		_ = app.ShutdownWithTimeout(5 * time.Second)
+		return err
+	}
 }
 
 // adminRole is what the controlplane and toolrunner roles share: NATS,
@@ -159,7 +183,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	for _, add := range more {
 		add(fs)
 	}
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", name == natsx.RoleControlPlane)
 	httpAddr := fs.String("http", "", defAddr, "listener of the API")
 	af := addAccessFlags(fs)
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes, the first seals (the control plane's; required)")
@@ -172,8 +196,18 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	if err != nil {
 		return nil, "", err
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-"+name, *nf.maxAge, log)
+	nc, err := nf.connect("auditrail-"+name, log)
 	if err != nil {
+		return nil, "", err
+	}
+	// The control plane creates the streams; the tool runner waits for them.
+	if nf.maxAge != nil {
+		err = ensureStreams(ctx, nc, *nf.maxAge)
+	} else {
+		err = waitStreams(ctx, nc, log, schemas.StreamEvents)
+	}
+	if err != nil {
+		nc.Close()
 		return nil, "", err
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
@@ -204,7 +238,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 	}
 	defer r.stop()
 	app := httpapi.NewApp(r.log)
-	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, nil))
+	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, nil))
 	r.admin.Register(app, r.limit)
 	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
@@ -230,7 +264,7 @@ func runToolRunner(ctx context.Context, args []string) error {
 	defer closeToolkits()
 	runner, proxy := newToolRunner(reg, r.admin, outbox, r.log)
 	app := httpapi.NewApp(r.log)
-	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, func() map[string]any {
+	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
 		return map[string]any{"hooks": proxy.Stats(), "execution_outbox": outbox.Stats()}
 	}))
 	toolrunner.NewServer(runner, r.cp.access, r.cp.proxies).Register(app, r.limit)

@@ -22,7 +22,7 @@ import (
 // (the API's item shapes) or as OCSF API Activity events.
 func runTail(ctx context.Context, args []string) error {
 	fs := newFlags("tail")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	orgFlag := fs.String("org", "", "", "organization UUID to follow (required)")
 	format := fs.String("format", "", "json", "json (the API's item shapes) or ocsf (OCSF 1.1 API Activity)")
 	since := fs.Duration("since", "", 0, "also print the events of this past period (0: only new events)")
@@ -51,11 +51,16 @@ func runTail(ctx context.Context, args []string) error {
 			return usageErrorf("--kinds: %q is not audit or execution", k)
 		}
 	}
-	nc, err := connectStreams(ctx, *nf.url, "auditrail-tail", *nf.maxAge, log)
+	nc, err := nf.connect("auditrail-tail", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := waitStreams(wctx, nc, log, schemas.StreamEvents); err != nil {
+		return fmt.Errorf("%w (is the platform up? its controlplane creates the streams)", err)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/natsx"
 )
 
 // tailLines runs `auditrail tail` and returns its first n lines.
-func tailLines(t *testing.T, natsAddr string, n int, args ...string) []map[string]any {
+func tailLines(t *testing.T, p *devProc, n int, args ...string) []map[string]any {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"tail", "--nats-url", "nats://" + natsAddr}, args...)...)
+	cmd := exec.Command(binary(t), append(append([]string{"tail"}, p.natsArgs(natsx.RoleAdmin)...), args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -51,14 +53,14 @@ func tailLines(t *testing.T, natsAddr string, n int, args ...string) []map[strin
 func TestTail(t *testing.T) {
 	p := startDev(t, t.TempDir())
 	org := uuid.New()
-	emit(t, p.nats, org, 5)
-	js := tailLines(t, p.nats, 5, "--org", org.String(), "--since", "1h", "--format", "json")
+	emit(t, p, org, 5)
+	js := tailLines(t, p, 5, "--org", org.String(), "--since", "1h", "--format", "json")
 	for _, m := range js {
 		if m["organization_id"] != org.String() || m["event_id"] == nil || m["action"] == nil {
 			t.Fatalf("json line %v", m)
 		}
 	}
-	ocsf := tailLines(t, p.nats, 5, "--org", org.String(), "--since", "1h", "--format", "ocsf", "--kinds", "audit")
+	ocsf := tailLines(t, p, 5, "--org", org.String(), "--since", "1h", "--format", "ocsf", "--kinds", "audit")
 	for _, m := range ocsf {
 		if m["class_uid"] != 6003.0 || m["metadata"].(map[string]any)["uid"] == nil || m["actor"] == nil {
 			t.Fatalf("ocsf line %v", m)

@@ -20,6 +20,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/redact"
 )
 
 // store keeps audit entries and tool executions.
@@ -35,9 +36,9 @@ func openStore(ctx context.Context, dsn, dataDir string, log *slog.Logger) (stor
 	if dsn != "" {
 		s, err := clickhouse.Open(ctx, dsn)
 		if err != nil {
-			return nil, err
+			return nil, redact.Error(err, dsn)
 		}
-		log.Info("audit store: clickhouse", "dsn", redactDSN(dsn))
+		log.Info("audit store: clickhouse", "dsn", redact.URL(dsn))
 		return s, nil
 	}
 	path := filepath.Join(dataDir, "audit.db")
@@ -47,20 +48,6 @@ func openStore(ctx context.Context, dsn, dataDir string, log *slog.Logger) (stor
 	}
 	log.Info("audit store: sqlite", "path", path)
 	return s, nil
-}
-
-// redactDSN hides a password in a DSN for logs.
-func redactDSN(dsn string) string {
-	at := strings.LastIndex(dsn, "@")
-	scheme := strings.Index(dsn, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return dsn
-	}
-	creds := dsn[scheme+3 : at]
-	if user, _, ok := strings.Cut(creds, ":"); ok {
-		return dsn[:scheme+3] + user + ":***" + dsn[at:]
-	}
-	return dsn
 }
 
 const (

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -30,6 +31,11 @@ type ServerConfig struct {
 	StoreDir string
 	// ReadyTimeout bounds start-up.
 	ReadyTimeout time.Duration
+	// Auth, when set, runs the server in operator mode: only users with a
+	// JWT of its account connect, with their role's permissions; an
+	// anonymous connection is refused. Nil (tests of single packages)
+	// leaves the server open.
+	Auth *Auth
 }
 
 // DefaultServerConfig returns the defaults of `auditrail dev`.
@@ -50,6 +56,10 @@ func (c ServerConfig) Validate() error {
 	}
 	return nil
 }
+
+// MaxControlLine is the longest protocol line the server accepts; a
+// nats-server serving auditrail needs max_control_line of at least this.
+const MaxControlLine = 32 << 10
 
 // StartServer starts an embedded nats-server with JetStream on disk and waits
 // until it accepts connections.
@@ -74,6 +84,14 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: 8 << 20,
+		// The CONNECT of a role carries its user JWT with the role's
+		// permissions: more than the default 4 KiB.
+		MaxControlLine: MaxControlLine,
+	}
+	if cfg.Auth != nil {
+		if err := cfg.Auth.configure(opts); err != nil {
+			return nil, fmt.Errorf("nats auth: %w", err)
+		}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -87,9 +105,18 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 	return s, nil
 }
 
-// Connect dials url with reconnects that never give up, logging state changes.
-func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
-	nc, err := nats.Connect(url,
+// Connect dials url with reconnects that never give up, logging state
+// changes. creds, when not empty, is the credentials file of the role (its
+// inbox prefix is the one its permissions allow).
+func Connect(url, name, creds string, log *slog.Logger) (*nats.Conn, error) {
+	var extra []nats.Option
+	if creds != "" {
+		var err error
+		if extra, err = CredsOptions(creds); err != nil {
+			return nil, err
+		}
+	}
+	nc, err := nats.Connect(url, append(extra,
 		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
@@ -98,10 +125,17 @@ func Connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 				log.Warn("nats disconnected", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrl()) }),
-	)
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", redact.URL(c.ConnectedUrl())) }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("nats", "err", err, "subscription", subject)
+		}),
+	)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect nats %s: %w", url, err)
+		return nil, redact.Error(fmt.Errorf("connect nats %s: %w", redact.URL(url), err), url)
 	}
 	return nc, nil
 }

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
+	"github.com/auditrail/auditrail/internal/redact"
+	"github.com/auditrail/auditrail/internal/retry"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// errStoreNotReady answers every call before the store has answered once.
+var errStoreNotReady = errors.New("audit store not ready")
+
+// pendingStore is the audit store of a process that serves before its
+// store answers: calls fail with errStoreNotReady (so /healthz is 503)
+// until open succeeds.
+type pendingStore struct {
+	store // set once ready; methods not overridden below need it ready
+	mu    sync.RWMutex
+	s     store
+	last  error
+	ready chan struct{}
+}
+
+func newPendingStore() *pendingStore { return &pendingStore{ready: make(chan struct{})} }
+
+func (p *pendingStore) get() (store, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.s == nil {
+		if p.last != nil {
+			return nil, fmt.Errorf("%w: %v", errStoreNotReady, p.last)
+		}
+		return nil, errStoreNotReady
+	}
+	return p.s, nil
+}
+
+// openWithRetry opens the store (openStore) until it answers, with back-off;
+// a malformed DSN is permanent. It returns nil once the store is ready.
+func (p *pendingStore) openWithRetry(ctx context.Context, dsn, dataDir string, log *slog.Logger) error {
+	policy := retry.Policy{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2, Jitter: 0.2}
+	err := retry.Do(ctx, policy, func(ctx context.Context) error {
+		s, err := openStore(ctx, dsn, dataDir, log)
+		if errors.Is(err, clickhouse.ErrInvalidDSN) {
+			return retry.Permanent(usageError{err})
+		}
+		if err == nil {
+			p.set(s)
+		}
+		return err
+	}, func(err error, wait time.Duration) {
+		p.mu.Lock()
+		p.last = err
+		p.mu.Unlock()
+		log.Warn("audit store not answering; retrying", "err", redact.Error(err, dsn), "retry_in", wait.Round(time.Millisecond))
+	})
+	return err
+}
+
+// set makes s the store; the waiters of Ready go on.
+func (p *pendingStore) set(s store) {
+	p.mu.Lock()
+	p.s, p.store = s, s
+	p.mu.Unlock()
+	close(p.ready)
+}
+
+// Ready is closed once the store answers.
+func (p *pendingStore) Ready() <-chan struct{} { return p.ready }
+
+func (p *pendingStore) WriteAudit(ctx context.Context, evs []schemas.AuditEvent) error {
+	s, err := p.get()
+	if err != nil {
+		return err
+	}
+	return s.WriteAudit(ctx, evs)
+}
+
+func (p *pendingStore) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
+	s, err := p.get()
+	if err != nil {
+		return auditstore.Page{}, err
+	}
+	return s.ListAudit(ctx, q)
+}
+
+func (p *pendingStore) WriteExecutions(ctx context.Context, evs []schemas.ExecutionEvent) error {
+	s, err := p.get()
+	if err != nil {
+		return err
+	}
+	return s.WriteExecutions(ctx, evs)
+}
+
+func (p *pendingStore) ListExecutions(ctx context.Context, q auditstore.ExecQuery) (auditstore.ExecPage, error) {
+	s, err := p.get()
+	if err != nil {
+		return auditstore.ExecPage{}, err
+	}
+	return s.ListExecutions(ctx, q)
+}
+
+func (p *pendingStore) Ping(ctx context.Context) error {
+	s, err := p.get()
+	if err != nil {
+		return err
+	}
+	return s.Ping(ctx)
+}
+
+func (p *pendingStore) Close() error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.s == nil {
+		return nil
+	}
+	return p.s.Close()
+}

@@ -1,0 +1,373 @@
+package natsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/auditrail/auditrail/internal/retry"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// The roles that get NATS credentials, each with only the subjects it needs.
+const (
+	RoleAdmin        = "admin"        // everything: emit, tail, the nats CLI
+	RoleProducer     = "producer"     // publishes events, nothing else
+	RoleIngest       = "ingest"       // consumes the event stream, writes the DLQ
+	RoleControlPlane = "controlplane" // the only writer of the control-plane bucket
+	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket
+	RoleQuery        = "query"        // reads the bucket
+)
+
+// Roles lists every role, admin first.
+var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, RoleToolRunner, RoleQuery}
+
+// ControlPlaneBucket is the control-plane KV bucket (controlplane.DefaultBucket).
+const ControlPlaneBucket = "auditrail_controlplane"
+
+// RateLimitBuckets are the KV buckets of the shared rate limits; every role
+// that serves HTTP reads and writes them.
+var RateLimitBuckets = []string{"auditrail_ratelimit", "auditrail_ratelimit_admin", "auditrail_ratelimit_tools"}
+
+// AppAccount is the name of the account that holds every auditrail subject.
+const AppAccount = "AUDITRAIL"
+
+// Key files in the keys directory; creds files are <role>.creds.
+const (
+	operatorSeedFile = "operator.nk"
+	systemSeedFile   = "system.nk"
+	accountSeedFile  = "account.nk"
+	// ServerConfFile is the nats-server include that trusts the operator
+	// and preloads the accounts (resolver MEMORY).
+	ServerConfFile = "auth.conf"
+)
+
+// CredsFile is the path of the credentials of role in dir.
+func CredsFile(dir, role string) string { return filepath.Join(dir, role+".creds") }
+
+// InboxPrefix is the reply-subject prefix of role: a role may subscribe to
+// its own replies only.
+func InboxPrefix(role string) string { return "_INBOX_" + role }
+
+// Auth holds the operator, system-account and application-account keys.
+// The platform signs the accounts and issues user JWTs with it.
+type Auth struct {
+	operator, system, account nkeys.KeyPair
+}
+
+// LoadOrCreateAuth reads the keys kept in dir, creating (0600) the missing
+// ones; the same keys are used across restarts.
+func LoadOrCreateAuth(dir string) (*Auth, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("nats keys dir: %w", err)
+	}
+	var a Auth
+	for _, k := range []struct {
+		file string
+		kp   *nkeys.KeyPair
+		mk   func() (nkeys.KeyPair, error)
+	}{
+		{operatorSeedFile, &a.operator, nkeys.CreateOperator},
+		{systemSeedFile, &a.system, nkeys.CreateAccount},
+		{accountSeedFile, &a.account, nkeys.CreateAccount},
+	} {
+		path := filepath.Join(dir, k.file)
+		seed, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			if *k.kp, err = nkeys.FromSeed([]byte(strings.TrimSpace(string(seed)))); err != nil {
+				return nil, fmt.Errorf("%s is corrupt: %w", path, err)
+			}
+		case errors.Is(err, os.ErrNotExist):
+			if *k.kp, err = k.mk(); err != nil {
+				return nil, err
+			}
+			s, _ := (*k.kp).Seed()
+			if err := writeFile0600(path, append(s, '\n')); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+	}
+	return &a, nil
+}
+
+func writeFile0600(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func pub(kp nkeys.KeyPair) string {
+	p, _ := kp.PublicKey()
+	return p
+}
+
+// SystemAccount is the public key of the system account.
+func (a *Auth) SystemAccount() string { return pub(a.system) }
+
+// Account is the public key of the application account.
+func (a *Auth) Account() string { return pub(a.account) }
+
+// operatorClaims is the operator JWT's claims.
+func (a *Auth) operatorClaims() (*jwt.OperatorClaims, string, error) {
+	oc := jwt.NewOperatorClaims(pub(a.operator))
+	oc.Name = "auditrail"
+	oc.SystemAccount = pub(a.system)
+	tok, err := oc.Encode(a.operator)
+	if err != nil {
+		return nil, "", fmt.Errorf("operator jwt: %w", err)
+	}
+	return oc, tok, nil
+}
+
+// accountJWTs returns the account JWTs by public key: the system account
+// and the application account with JetStream enabled.
+func (a *Auth) accountJWTs() (map[string]string, error) {
+	sys := jwt.NewAccountClaims(pub(a.system))
+	sys.Name = "SYS"
+	app := jwt.NewAccountClaims(pub(a.account))
+	app.Name = AppAccount
+	app.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1, MaxAckPending: -1}
+	out := map[string]string{}
+	for _, c := range []*jwt.AccountClaims{sys, app} {
+		tok, err := c.Encode(a.operator)
+		if err != nil {
+			return nil, fmt.Errorf("account jwt %s: %w", c.Name, err)
+		}
+		out[c.Subject] = tok
+	}
+	return out, nil
+}
+
+// Creds returns a credentials file (user JWT and seed) for role, with the
+// role's permissions, signed by the application account.
+func (a *Auth) Creds(role string) ([]byte, error) {
+	perms, err := Permissions(role)
+	if err != nil {
+		return nil, err
+	}
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, err
+	}
+	uc := jwt.NewUserClaims(pub(user))
+	uc.Name = role
+	uc.Permissions = perms
+	tok, err := uc.Encode(a.account)
+	if err != nil {
+		return nil, fmt.Errorf("user jwt %s: %w", role, err)
+	}
+	seed, _ := user.Seed()
+	return jwt.FormatUserConfig(tok, seed)
+}
+
+// WriteCreds writes <dir>/<role>.creds (0600) for every role.
+func (a *Auth) WriteCreds(dir string) error {
+	for _, role := range Roles {
+		c, err := a.Creds(role)
+		if err != nil {
+			return err
+		}
+		if err := writeFile0600(CredsFile(dir, role), c); err != nil {
+			return fmt.Errorf("write creds: %w", err)
+		}
+	}
+	return nil
+}
+
+// ServerConf returns the nats-server configuration that trusts the operator
+// and preloads both accounts in a memory resolver, for an include in the
+// server's configuration file.
+func (a *Auth) ServerConf() (string, error) {
+	_, op, err := a.operatorClaims()
+	if err != nil {
+		return "", err
+	}
+	accts, err := a.accountJWTs()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# auditrail NATS authentication (written by `auditrail nats-setup`).\n")
+	fmt.Fprintf(&b, "max_control_line: %d\n", MaxControlLine)
+	fmt.Fprintf(&b, "operator: %s\nsystem_account: %s\nresolver: MEMORY\nresolver_preload: {\n", op, pub(a.system))
+	keys := make([]string, 0, len(accts))
+	for k := range accts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %s: %s\n", k, accts[k])
+	}
+	b.WriteString("}\n")
+	return b.String(), nil
+}
+
+// configure puts the server in operator mode with a memory resolver.
+func (a *Auth) configure(opts *server.Options) error {
+	oc, _, err := a.operatorClaims()
+	if err != nil {
+		return err
+	}
+	accts, err := a.accountJWTs()
+	if err != nil {
+		return err
+	}
+	res := &server.MemAccResolver{}
+	for k, v := range accts {
+		if err := res.Store(k, v); err != nil {
+			return err
+		}
+	}
+	opts.TrustedOperators = []*jwt.OperatorClaims{oc}
+	opts.SystemAccount = pub(a.system)
+	opts.AccountResolver = res
+	return nil
+}
+
+const jsAPI = "$JS.API."
+
+// kvRead are the subjects that read and watch bucket b.
+func kvRead(b string) []string {
+	s := "KV_" + b
+	return []string{
+		jsAPI + "STREAM.INFO." + s,
+		jsAPI + "CONSUMER.CREATE." + s, jsAPI + "CONSUMER.CREATE." + s + ".>",
+		jsAPI + "CONSUMER.INFO." + s + ".>", jsAPI + "CONSUMER.DELETE." + s + ".>",
+		jsAPI + "CONSUMER.MSG.NEXT." + s + ".>",
+		jsAPI + "DIRECT.GET." + s, jsAPI + "DIRECT.GET." + s + ".>",
+		jsAPI + "STREAM.MSG.GET." + s,
+		"$JS.FC." + s + ".>",
+	}
+}
+
+// kvWrite are the subjects that create, configure and write bucket b.
+func kvWrite(b string) []string {
+	s := "KV_" + b
+	return append(kvRead(b), "$KV."+b+".>", jsAPI+"STREAM.CREATE."+s, jsAPI+"STREAM.UPDATE."+s)
+}
+
+// streamAdmin are the subjects that create and update stream s.
+func streamAdmin(s string) []string {
+	return []string{jsAPI + "STREAM.INFO." + s, jsAPI + "STREAM.CREATE." + s, jsAPI + "STREAM.UPDATE." + s}
+}
+
+// stateOpen is what controlplane.OpenState needs today besides reading:
+// it creates or updates the bucket's stream (never writes an entry).
+// Drop it from the readers once they open the state read-only.
+func stateOpen() []string {
+	s := "KV_" + ControlPlaneBucket
+	return []string{jsAPI + "STREAM.CREATE." + s, jsAPI + "STREAM.UPDATE." + s}
+}
+
+func rateLimits() []string {
+	var out []string
+	for _, b := range RateLimitBuckets {
+		out = append(out, kvWrite(b)...)
+	}
+	return out
+}
+
+// Permissions returns the subjects role may publish to and subscribe to.
+// Replies reach a role on its own inbox prefix only.
+func Permissions(role string) (jwt.Permissions, error) {
+	var pubs []string
+	switch role {
+	case RoleAdmin:
+		return jwt.Permissions{Pub: jwt.Permission{Allow: []string{">"}}, Sub: jwt.Permission{Allow: []string{">"}}}, nil
+	case RoleProducer:
+		pubs = []string{schemas.SubjectEventsAll, jsAPI + "STREAM.INFO." + schemas.StreamEvents}
+	case RoleIngest:
+		ev := schemas.StreamEvents
+		pubs = []string{
+			schemas.SubjectDLQAll,
+			jsAPI + "STREAM.INFO." + ev, jsAPI + "STREAM.INFO." + schemas.StreamDLQ,
+			jsAPI + "CONSUMER.CREATE." + ev, jsAPI + "CONSUMER.CREATE." + ev + ".>",
+			jsAPI + "CONSUMER.DURABLE.CREATE." + ev + ".>",
+			jsAPI + "CONSUMER.INFO." + ev + ".>", jsAPI + "CONSUMER.MSG.NEXT." + ev + ".>",
+			"$JS.ACK." + ev + ".>",
+		}
+	case RoleControlPlane:
+		pubs = append(pubs, schemas.EventSubject("*", schemas.KindAudit))
+		pubs = append(pubs, streamAdmin(schemas.StreamEvents)...)
+		pubs = append(pubs, streamAdmin(schemas.StreamDLQ)...)
+		pubs = append(pubs, kvWrite(ControlPlaneBucket)...)
+		pubs = append(pubs, rateLimits()...)
+	case RoleToolRunner:
+		pubs = append(pubs, schemas.EventSubject("*", schemas.KindExecution), jsAPI+"STREAM.INFO."+schemas.StreamEvents)
+		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
+		pubs = append(pubs, stateOpen()...)
+		pubs = append(pubs, rateLimits()...)
+	case RoleQuery:
+		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
+		pubs = append(pubs, stateOpen()...)
+		pubs = append(pubs, rateLimits()...)
+	default:
+		return jwt.Permissions{}, fmt.Errorf("%w: unknown NATS role %q", ErrInvalidOption, role)
+	}
+	pubs = append(pubs, jsAPI+"INFO")
+	return jwt.Permissions{
+		Pub: jwt.Permission{Allow: pubs},
+		Sub: jwt.Permission{Allow: []string{InboxPrefix(role) + ".>"}},
+	}, nil
+}
+
+// CredsOptions returns the connect options of a credentials file: the
+// credentials, and the inbox prefix its permissions allow.
+func CredsOptions(path string) ([]nats.Option, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("nats creds: %w", err)
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return nil, fmt.Errorf("nats creds %s: %w", path, err)
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return nil, fmt.Errorf("nats creds %s: %w", path, err)
+	}
+	opts := []nats.Option{nats.UserCredentials(path)}
+	for _, s := range uc.Sub.Allow {
+		if p, ok := strings.CutSuffix(s, ".>"); ok && strings.HasPrefix(p, "_INBOX_") {
+			opts = append(opts, nats.CustomInboxPrefix(p))
+			break
+		}
+	}
+	return opts, nil
+}
+
+// WaitStreams waits until AUDITRAIL_EVENTS and AUDITRAIL_DLQ exist (the
+// controlplane role creates them), retrying with back-off until ctx ends.
+func WaitStreams(ctx context.Context, js jetstream.JetStream, log *slog.Logger, names ...string) error {
+	if len(names) == 0 {
+		names = []string{schemas.StreamEvents, schemas.StreamDLQ}
+	}
+	p := retry.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2, Jitter: 0.2}
+	return retry.Do(ctx, p, func(ctx context.Context) error {
+		for _, n := range names {
+			if _, err := js.Stream(ctx, n); err != nil {
+				return fmt.Errorf("stream %s: %w", n, err)
+			}
+		}
+		return nil
+	}, func(err error, next time.Duration) {
+		log.Info("waiting for the streams (the controlplane role creates them)", "err", err, "retry_in", next)
+	})
+}

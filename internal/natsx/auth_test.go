@@ -1,0 +1,249 @@
+package natsx_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+func TestAnonymousRefused(t *testing.T) {
+	a := testenv.NATSAuth(t)
+	nc, err := nats.Connect(a.Server.ClientURL(), nats.MaxReconnects(0))
+	if err == nil {
+		nc.Close()
+		t.Fatal("an anonymous connection was accepted")
+	}
+	if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Fatalf("anonymous connection: %v, want an authorization violation", err)
+	}
+	// Credentials of another operator are refused too.
+	other, err := natsx.LoadOrCreateAuth(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := other.WriteCreds(dir); err != nil {
+		t.Fatal(err)
+	}
+	if nc, err := nats.Connect(a.Server.ClientURL(), nats.UserCredentials(natsx.CredsFile(dir, natsx.RoleAdmin)), nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("credentials of a foreign account were accepted")
+	}
+}
+
+// denied waits for the permission violation of subject on errs.
+func denied(t *testing.T, errs <-chan error, subject string) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case err := <-errs:
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), subject) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no permission violation for %s", subject)
+		}
+	}
+}
+
+func TestRolePermissions(t *testing.T) {
+	a := testenv.NATSAuth(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// The control plane creates and writes the bucket.
+	cpJS, _ := jetstream.New(a.Connect(t, natsx.RoleControlPlane))
+	cpKV, err := cpJS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.ControlPlaneBucket, History: 1})
+	if err != nil {
+		t.Fatalf("controlplane creates the bucket: %v", err)
+	}
+	if _, err := cpKV.Put(ctx, "org.1", []byte("v1")); err != nil {
+		t.Fatalf("controlplane writes the bucket: %v", err)
+	}
+	if _, err := cpJS.Publish(ctx, schemas.EventSubject("00000000-0000-0000-0000-000000000001", schemas.KindAudit), []byte("x")); err != nil {
+		t.Fatalf("controlplane publishes audit events: %v", err)
+	}
+
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 2*time.Second) }
+
+	t.Run("toolrunner reads but cannot write the bucket", func(t *testing.T) {
+		nc, errs := a.ConnectErrs(t, natsx.RoleToolRunner)
+		js, _ := jetstream.New(nc)
+		kv, err := js.KeyValue(ctx, natsx.ControlPlaneBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := kv.WatchAll(ctx)
+		if err != nil {
+			t.Fatalf("watch: %v", err)
+		}
+		defer w.Stop()
+		select {
+		case e := <-w.Updates():
+			if e == nil || string(e.Value()) != "v1" {
+				t.Fatalf("watch delivered %v", e)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("watch delivered nothing")
+		}
+		if e, err := kv.Get(ctx, "org.1"); err != nil || string(e.Value()) != "v1" {
+			t.Fatalf("get: %v", err)
+		}
+		sctx, c := short()
+		defer c()
+		if _, err := kv.Put(sctx, "org.1", []byte("forged")); err == nil {
+			t.Fatal("toolrunner wrote the control-plane bucket")
+		}
+		denied(t, errs, "$KV."+natsx.ControlPlaneBucket+".org.1")
+		if _, err := js.Publish(ctx, schemas.EventSubject("00000000-0000-0000-0000-000000000001", schemas.KindExecution), []byte("x")); err != nil {
+			t.Fatalf("toolrunner publishes executions: %v", err)
+		}
+		sctx2, c2 := short()
+		defer c2()
+		if _, err := js.Publish(sctx2, schemas.EventSubject("00000000-0000-0000-0000-000000000001", schemas.KindAudit), []byte("x")); err == nil {
+			t.Fatal("toolrunner published an audit event")
+		}
+	})
+
+	t.Run("ingest cannot publish events", func(t *testing.T) {
+		nc, errs := a.ConnectErrs(t, natsx.RoleIngest)
+		js, _ := jetstream.New(nc)
+		subj := schemas.EventSubject("00000000-0000-0000-0000-000000000002", schemas.KindAudit)
+		sctx, c := short()
+		defer c()
+		if _, err := js.Publish(sctx, subj, []byte("x")); err == nil {
+			t.Fatal("ingest published an event")
+		}
+		denied(t, errs, subj)
+		if _, err := js.Publish(ctx, "auditrail.dlq.test", []byte("x")); err != nil {
+			t.Fatalf("ingest writes the DLQ: %v", err)
+		}
+		// It consumes the stream with a durable.
+		cons, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: "test-ingest", AckPolicy: jetstream.AckExplicitPolicy})
+		if err != nil {
+			t.Fatalf("consumer: %v", err)
+		}
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range b.Messages() {
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatalf("ack: %v", err)
+			}
+			n++
+		}
+		if n != 1 {
+			t.Fatalf("fetched %d", n)
+		}
+		// It cannot change the stream.
+		sctx3, c3 := short()
+		defer c3()
+		if _, err := js.UpdateStream(sctx3, jetstream.StreamConfig{Name: schemas.StreamEvents, Subjects: []string{"x.>"}}); err == nil {
+			t.Fatal("ingest updated the stream")
+		}
+	})
+
+	t.Run("producer neither reads nor writes the bucket", func(t *testing.T) {
+		nc, errs := a.ConnectErrs(t, natsx.RoleProducer)
+		js, _ := jetstream.New(nc)
+		if _, err := js.Publish(ctx, schemas.EventSubject("00000000-0000-0000-0000-000000000003", schemas.KindAudit), []byte("x")); err != nil {
+			t.Fatalf("producer publishes events: %v", err)
+		}
+		sctx, c := short()
+		defer c()
+		if _, err := js.KeyValue(sctx, natsx.ControlPlaneBucket); err == nil {
+			t.Fatal("producer opened the bucket")
+		}
+		denied(t, errs, "$JS.API.STREAM.INFO.KV_"+natsx.ControlPlaneBucket)
+		sctx2, c2 := short()
+		defer c2()
+		if _, err := js.Publish(sctx2, "$KV."+natsx.ControlPlaneBucket+".org.1", []byte("forged")); err == nil {
+			t.Fatal("producer wrote the bucket")
+		}
+		denied(t, errs, "$KV."+natsx.ControlPlaneBucket+".org.1")
+		// Nor may it listen to another role's replies.
+		if _, err := nc.SubscribeSync(natsx.InboxPrefix(natsx.RoleControlPlane) + ".>"); err != nil {
+			t.Fatal(err)
+		}
+		denied(t, errs, natsx.InboxPrefix(natsx.RoleControlPlane))
+	})
+
+	t.Run("query reads the bucket and uses the rate limits", func(t *testing.T) {
+		nc, errs := a.ConnectErrs(t, natsx.RoleQuery)
+		js, _ := jetstream.New(nc)
+		for _, b := range natsx.RateLimitBuckets {
+			kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, Storage: jetstream.MemoryStorage})
+			if err != nil {
+				t.Fatalf("rate-limit bucket %s: %v", b, err)
+			}
+			if _, err := kv.Create(ctx, "k", []byte("1")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		kv, err := js.KeyValue(ctx, natsx.ControlPlaneBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, c := short()
+		defer c()
+		if err := kv.Delete(sctx, "org.1"); err == nil {
+			t.Fatal("query deleted a bucket entry")
+		}
+		denied(t, errs, "$KV."+natsx.ControlPlaneBucket)
+	})
+
+	// Nothing forged reached the bucket.
+	if e, err := cpKV.Get(ctx, "org.1"); err != nil || string(e.Value()) != "v1" {
+		t.Fatalf("bucket entry after the attempts: %v %v", e, err)
+	}
+}
+
+func TestAuthKeysKeptAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	a1, err := natsx.LoadOrCreateAuth(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := natsx.LoadOrCreateAuth(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a1.Account() != a2.Account() || a1.SystemAccount() != a2.SystemAccount() {
+		t.Fatal("keys changed across loads")
+	}
+	if err := a1.WriteCreds(dir); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		info, _ := e.Info()
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", e.Name(), info.Mode().Perm())
+		}
+	}
+	for _, r := range natsx.Roles {
+		if _, err := os.Stat(natsx.CredsFile(dir, r)); err != nil {
+			t.Errorf("creds of %s: %v", r, err)
+		}
+	}
+	if _, err := natsx.Permissions("nobody"); !errors.Is(err, natsx.ErrInvalidOption) {
+		t.Fatalf("unknown role: %v", err)
+	}
+	conf, err := a1.ServerConf()
+	if err != nil || !strings.Contains(conf, "resolver: MEMORY") || !strings.Contains(conf, a1.Account()) {
+		t.Fatalf("server conf: %v\n%s", err, conf)
+	}
+}
