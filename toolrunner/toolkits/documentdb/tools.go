@@ -31,7 +31,7 @@ var (
 	pCollection = toolrunner.Param{Name: "collection_name", Type: toolrunner.TypeString, Required: true,
 		Description: "The collection (see DiscoverCollections; call GetCollectionSchema before querying it)."}
 	pFilter = toolrunner.Param{Name: "filter_dict", Type: toolrunner.TypeString,
-		Description: `Filter as a JSON string (Extended JSON accepted: {"_id":{"$oid":"…"}}, {"at":{"$gte":{"$date":"2026-01-01T00:00:00Z"}}}); omitted matches all documents.`}
+		Description: `Filter as a JSON string (Extended JSON accepted: {"_id":{"$oid":"…"}}, {"at":{"$gte":{"$date":"2026-01-01T00:00:00Z"}}}); exactly one object. Leave it out (not an empty string) to match all documents.`}
 )
 
 const usage = " Discover collections with DiscoverCollections and load the schema with GetCollectionSchema before querying; " +
@@ -55,7 +55,7 @@ func defSchema() toolrunner.Definition {
 func defFind() toolrunner.Definition {
 	return base("FindDocuments", "Find documents; each is returned as a JSON string (relaxed Extended JSON)."+usage, toolrunner.TypeArray,
 		pDatabase, pCollection, pFilter,
-		toolrunner.Param{Name: "projection", Type: toolrunner.TypeString, Description: `JSON string; 1 includes, 0 excludes ({"name":1,"_id":0}); omitted returns all fields.`},
+		toolrunner.Param{Name: "projection", Type: toolrunner.TypeString, Description: `JSON string; 1 includes, 0 excludes ({"name":1,"_id":0}); leave it out (not an empty string) to return all fields.`},
 		toolrunner.Param{Name: "sort", Type: toolrunner.TypeArrayString, Description: `Each element a JSON string {"field":"…","direction":1 or -1}.`},
 		toolrunner.Param{Name: "limit", Type: toolrunner.TypeInteger, Default: int64(1000), Minimum: i64(1), Maximum: i64(1000), Description: "At most this many documents (1 to 1000)."},
 		toolrunner.Param{Name: "skip", Type: toolrunner.TypeInteger, Default: int64(0), Minimum: i64(0), Description: "Documents to skip."})
