@@ -27,6 +27,7 @@ fuzz:
 	$(GO) test ./query -run '^$$' -fuzz FuzzCursorDecode -fuzztime $(FUZZTIME)
 	$(GO) test ./query -run '^$$' -fuzz FuzzParseList -fuzztime $(FUZZTIME)
 	$(GO) test ./hookproxy -run '^$$' -fuzz FuzzDecodeResponses -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/toolkits/documentdb -run '^$$' -fuzz FuzzDecodeJSONParam -fuzztime $(FUZZTIME)
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }

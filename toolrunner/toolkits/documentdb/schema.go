@@ -48,15 +48,25 @@ func typeName(t bsontype.Type) string {
 	return t.String()
 }
 
+type schemaRequest struct {
+	target
+	size int64
+}
+
+func parseSchema(in map[string]any) (schemaRequest, error) {
+	tg, err := parseTarget(in)
+	return schemaRequest{tg, integer(in, "sample_size", 1000)}, err
+}
+
 // schema samples documents with $sample, or reads the first documents when
 // the server has no $sample (FerretDB v1), and infers their fields.
-func (t *Toolkit) schema(ctx context.Context, c *mongo.Client, in map[string]any) (any, error) {
-	db, name := str(in, "database_name"), str(in, "collection_name")
+func (t *Toolkit) schema(ctx context.Context, c *mongo.Client, req schemaRequest) (any, error) {
+	db, name := req.db, req.coll
 	coll, err := t.collection(ctx, c, db, name)
 	if err != nil {
 		return nil, err
 	}
-	size := min(integer(in, "sample_size", 1000), t.cfg.MaxSampleSize)
+	size := min(req.size, t.cfg.MaxSampleSize)
 	out := Schema{Database: db, Collection: name, Sampling: "$sample", Fields: []FieldSchema{}}
 	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$sample", Value: bson.D{{Key: "size", Value: size}}}}}, options.Aggregate().SetMaxTime(t.cfg.MaxTime))
 	if err != nil {

@@ -150,61 +150,6 @@ func (t *Toolkit) collection(ctx context.Context, c *mongo.Client, db, coll stri
 	return c.Database(db).Collection(coll), nil
 }
 
-// Tools returns the six tools.
-func (t *Toolkit) Tools() []toolrunner.Tool {
-	return []toolrunner.Tool{
-		tool{t, defAggregate(), t.aggregate},
-		tool{t, defCount(), t.count},
-		tool{t, defDiscoverCollections(), t.discoverCollections},
-		tool{t, defDiscoverDatabases(), t.discoverDatabases},
-		tool{t, defFind(), t.find},
-		tool{t, defSchema(), t.schema},
-	}
-}
-
-type tool struct {
-	t   *Toolkit
-	def toolrunner.Definition
-	run func(ctx context.Context, c *mongo.Client, in map[string]any) (any, error)
-}
-
-func (x tool) Definition() toolrunner.Definition { return x.def }
-
-func (x tool) Run(ctx context.Context, call toolrunner.Call) (any, error) {
-	c, err := x.t.client(ctx, call.Secrets[SecretName])
-	if err != nil {
-		return nil, err
-	}
-	return x.run(ctx, c, call.Inputs)
-}
-
-func inputError(format string, args ...any) error {
-	return toolrunner.Errorf(toolrunner.KindInputInvalid, false, format, args...)
-}
-
-func str(in map[string]any, k string) string { s, _ := in[k].(string); return s }
-
-func integer(in map[string]any, k string, def int64) int64 {
-	if v, ok := in[k].(int64); ok {
-		return v
-	}
-	return def
-}
-
-func stringList(in map[string]any, k string) []string { s, _ := in[k].([]string); return s }
-
-// parseDoc parses Extended JSON (canonical or relaxed) into a document.
-func parseDoc(param, s string) (bson.D, error) {
-	if s == "" {
-		return bson.D{}, nil
-	}
-	var d bson.D
-	if err := bson.UnmarshalExtJSON([]byte(s), false, &d); err != nil {
-		return nil, inputError("%s: not a JSON object (Extended JSON accepted): %v", param, err)
-	}
-	return d, nil
-}
-
 // toJSON renders a document as relaxed Extended JSON.
 func toJSON(doc bson.Raw) (string, error) {
 	b, err := bson.MarshalExtJSON(doc, false, false)

@@ -31,7 +31,7 @@ var (
 	pCollection = toolrunner.Param{Name: "collection_name", Type: toolrunner.TypeString, Required: true,
 		Description: "The collection (see DiscoverCollections; call GetCollectionSchema before querying it)."}
 	pFilter = toolrunner.Param{Name: "filter_dict", Type: toolrunner.TypeString,
-		Description: `Filter as a JSON string (Extended JSON accepted: {"_id":{"$oid":"…"}}, {"at":{"$gte":{"$date":"2026-01-01T00:00:00Z"}}}); omitted matches all documents.`}
+		Description: `Filter as a JSON string (Extended JSON accepted: {"_id":{"$oid":"…"}}, {"at":{"$gte":{"$date":"2026-01-01T00:00:00Z"}}}); exactly one object. Leave it out (not an empty string) to match all documents.`}
 )
 
 const usage = " Discover collections with DiscoverCollections and load the schema with GetCollectionSchema before querying; " +
@@ -55,7 +55,7 @@ func defSchema() toolrunner.Definition {
 func defFind() toolrunner.Definition {
 	return base("FindDocuments", "Find documents; each is returned as a JSON string (relaxed Extended JSON)."+usage, toolrunner.TypeArray,
 		pDatabase, pCollection, pFilter,
-		toolrunner.Param{Name: "projection", Type: toolrunner.TypeString, Description: `JSON string; 1 includes, 0 excludes ({"name":1,"_id":0}); omitted returns all fields.`},
+		toolrunner.Param{Name: "projection", Type: toolrunner.TypeString, Description: `JSON string; 1 includes, 0 excludes ({"name":1,"_id":0}); leave it out (not an empty string) to return all fields.`},
 		toolrunner.Param{Name: "sort", Type: toolrunner.TypeArrayString, Description: `Each element a JSON string {"field":"…","direction":1 or -1}.`},
 		toolrunner.Param{Name: "limit", Type: toolrunner.TypeInteger, Default: int64(1000), Minimum: i64(1), Maximum: i64(1000), Description: "At most this many documents (1 to 1000)."},
 		toolrunner.Param{Name: "skip", Type: toolrunner.TypeInteger, Default: int64(0), Minimum: i64(0), Description: "Documents to skip."})
@@ -72,7 +72,59 @@ func defAggregate() toolrunner.Definition {
 		toolrunner.Param{Name: "limit", Type: toolrunner.TypeInteger, Default: int64(1000), Minimum: i64(1), Maximum: i64(1000), Description: "At most this many results (a $limit is appended)."})
 }
 
-func (t *Toolkit) discoverDatabases(ctx context.Context, c *mongo.Client, _ map[string]any) (any, error) {
+// Tools returns the six tools.
+func (t *Toolkit) Tools() []toolrunner.Tool {
+	return []toolrunner.Tool{
+		tool[aggregateRequest]{t, defAggregate(), parseAggregate, t.aggregate},
+		tool[countRequest]{t, defCount(), parseCount, t.count},
+		tool[string]{t, defDiscoverCollections(), parseDatabase, t.discoverCollections},
+		tool[struct{}]{t, defDiscoverDatabases(), func(map[string]any) (struct{}, error) { return struct{}{}, nil }, t.discoverDatabases},
+		tool[findRequest]{t, defFind(), parseFind, t.find},
+		tool[schemaRequest]{t, defSchema(), parseSchema, t.schema},
+	}
+}
+
+// tool checks every input (parse) before it opens a client: a call with
+// a bad input never reaches the server.
+type tool[R any] struct {
+	t     *Toolkit
+	def   toolrunner.Definition
+	parse func(in map[string]any) (R, error)
+	run   func(ctx context.Context, c *mongo.Client, req R) (any, error)
+}
+
+func (x tool[R]) Definition() toolrunner.Definition { return x.def }
+
+func (x tool[R]) Run(ctx context.Context, call toolrunner.Call) (any, error) {
+	req, err := x.parse(call.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	c, err := x.t.client(ctx, call.Secrets[SecretName])
+	if err != nil {
+		return nil, err
+	}
+	return x.run(ctx, c, req)
+}
+
+// target is a database and one of its collections.
+type target struct{ db, coll string }
+
+func parseDatabase(in map[string]any) (string, error) { return name(in, "database_name") }
+
+func parseTarget(in map[string]any) (target, error) {
+	db, err := name(in, "database_name")
+	if err != nil {
+		return target{}, err
+	}
+	coll, err := name(in, "collection_name")
+	if err != nil {
+		return target{}, err
+	}
+	return target{db, coll}, nil
+}
+
+func (t *Toolkit) discoverDatabases(ctx context.Context, c *mongo.Client, _ struct{}) (any, error) {
 	names, err := c.ListDatabaseNames(ctx, bson.D{})
 	if err != nil {
 		return nil, upstream(err, "listing databases")
@@ -87,8 +139,7 @@ func (t *Toolkit) discoverDatabases(ctx context.Context, c *mongo.Client, _ map[
 	return out, nil
 }
 
-func (t *Toolkit) discoverCollections(ctx context.Context, c *mongo.Client, in map[string]any) (any, error) {
-	db := str(in, "database_name")
+func (t *Toolkit) discoverCollections(ctx context.Context, c *mongo.Client, db string) (any, error) {
 	if hiddenDatabases[db] {
 		return nil, toolrunner.Errorf(toolrunner.KindNotFound, false, "database %q is not available", db)
 	}
@@ -107,68 +158,88 @@ func (t *Toolkit) discoverCollections(ctx context.Context, c *mongo.Client, in m
 	return names, nil
 }
 
-func (t *Toolkit) readFilter(in map[string]any) (bson.D, error) {
-	f, err := parseDoc("filter_dict", str(in, "filter_dict"))
-	if err != nil {
-		return nil, err
+// readOnlyDoc decodes an optional filter or projection and refuses
+// operators that write or run code; absent is the empty document.
+func readOnlyDoc(in map[string]any, param string) (bson.D, bool, error) {
+	d, ok, err := optionalJSON(in, param)
+	if err != nil || !ok {
+		return bson.D{}, false, err
 	}
-	if err := checkReadOnly(f, true); err != nil {
-		return nil, inputError("filter_dict: %v", err)
+	if err := checkReadOnly(d, true); err != nil {
+		return nil, false, inputError("%s: %v", param, err)
 	}
-	return f, nil
+	return d, true, nil
 }
 
-func (t *Toolkit) count(ctx context.Context, c *mongo.Client, in map[string]any) (any, error) {
-	filter, err := t.readFilter(in)
+type countRequest struct {
+	target
+	filter bson.D
+}
+
+func parseCount(in map[string]any) (countRequest, error) {
+	tg, err := parseTarget(in)
+	if err != nil {
+		return countRequest{}, err
+	}
+	filter, _, err := readOnlyDoc(in, "filter_dict")
+	return countRequest{tg, filter}, err
+}
+
+func (t *Toolkit) count(ctx context.Context, c *mongo.Client, req countRequest) (any, error) {
+	coll, err := t.collection(ctx, c, req.db, req.coll)
 	if err != nil {
 		return nil, err
 	}
-	coll, err := t.collection(ctx, c, str(in, "database_name"), str(in, "collection_name"))
-	if err != nil {
-		return nil, err
-	}
-	n, err := coll.CountDocuments(ctx, filter, options.Count().SetMaxTime(t.cfg.MaxTime))
+	n, err := coll.CountDocuments(ctx, req.filter, options.Count().SetMaxTime(t.cfg.MaxTime))
 	if err != nil {
 		return nil, upstream(err, "counting documents")
 	}
 	return n, nil
 }
 
-func (t *Toolkit) find(ctx context.Context, c *mongo.Client, in map[string]any) (any, error) {
-	filter, err := t.readFilter(in)
+type findRequest struct {
+	target
+	filter bson.D
+	opts   *options.FindOptions
+}
+
+func parseFind(in map[string]any) (findRequest, error) {
+	tg, err := parseTarget(in)
 	if err != nil {
-		return nil, err
+		return findRequest{}, err
 	}
-	opts := options.Find().SetLimit(integer(in, "limit", 1000)).SetSkip(integer(in, "skip", 0)).SetMaxTime(t.cfg.MaxTime)
-	if p := str(in, "projection"); p != "" {
-		proj, err := parseDoc("projection", p)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkReadOnly(proj, true); err != nil {
-			return nil, inputError("projection: %v", err)
-		}
+	filter, _, err := readOnlyDoc(in, "filter_dict")
+	if err != nil {
+		return findRequest{}, err
+	}
+	opts := options.Find().SetLimit(integer(in, "limit", 1000)).SetSkip(integer(in, "skip", 0))
+	proj, ok, err := readOnlyDoc(in, "projection")
+	if err != nil {
+		return findRequest{}, err
+	}
+	if ok {
 		opts.SetProjection(proj)
 	}
 	if specs := stringList(in, "sort"); len(specs) > 0 {
-		sortDoc := bson.D{}
+		sortDoc := make(bson.D, 0, len(specs))
 		for i, s := range specs {
-			var spec struct {
-				Field     string `bson:"field"`
-				Direction int    `bson:"direction"`
+			e, err := sortEntry(fmt.Sprintf("sort[%d]", i), s)
+			if err != nil {
+				return findRequest{}, err
 			}
-			if err := bson.UnmarshalExtJSON([]byte(s), false, &spec); err != nil || spec.Field == "" || (spec.Direction != 1 && spec.Direction != -1) {
-				return nil, inputError(`sort[%d]: want {"field":"…","direction":1 or -1}`, i)
-			}
-			sortDoc = append(sortDoc, bson.E{Key: spec.Field, Value: spec.Direction})
+			sortDoc = append(sortDoc, e)
 		}
 		opts.SetSort(sortDoc)
 	}
-	coll, err := t.collection(ctx, c, str(in, "database_name"), str(in, "collection_name"))
+	return findRequest{tg, filter, opts}, nil
+}
+
+func (t *Toolkit) find(ctx context.Context, c *mongo.Client, req findRequest) (any, error) {
+	coll, err := t.collection(ctx, c, req.db, req.coll)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := coll.Find(ctx, filter, opts)
+	cur, err := coll.Find(ctx, req.filter, req.opts, options.Find().SetMaxTime(t.cfg.MaxTime))
 	if err != nil {
 		return nil, upstream(err, "finding documents")
 	}
@@ -192,28 +263,42 @@ func docs(ctx context.Context, cur *mongo.Cursor) ([]string, error) {
 	return out, nil
 }
 
-func (t *Toolkit) aggregate(ctx context.Context, c *mongo.Client, in map[string]any) (any, error) {
+type aggregateRequest struct {
+	target
+	pipeline mongo.Pipeline
+}
+
+func parseAggregate(in map[string]any) (aggregateRequest, error) {
+	tg, err := parseTarget(in)
+	if err != nil {
+		return aggregateRequest{}, err
+	}
 	stages := stringList(in, "pipeline")
 	pipeline := make(mongo.Pipeline, 0, len(stages)+1)
 	for i, s := range stages {
-		d, err := parseDoc(fmt.Sprintf("pipeline[%d]", i), s)
+		param := fmt.Sprintf("pipeline[%d]", i)
+		d, err := decodeJSONParam(param, s)
 		if err != nil {
-			return nil, err
+			return aggregateRequest{}, err
 		}
 		if len(d) != 1 {
-			return nil, inputError("pipeline[%d]: a stage is an object with exactly one key, like {\"$match\":{…}}", i)
+			return aggregateRequest{}, inputError("%s: a stage is an object with exactly one key, like {\"$match\":{…}}", param)
 		}
 		if err := checkReadOnly(d, false); err != nil {
-			return nil, inputError("pipeline[%d]: %v", i, err)
+			return aggregateRequest{}, inputError("%s: %v", param, err)
 		}
 		pipeline = append(pipeline, d)
 	}
 	pipeline = append(pipeline, bson.D{{Key: "$limit", Value: integer(in, "limit", 1000)}})
-	coll, err := t.collection(ctx, c, str(in, "database_name"), str(in, "collection_name"))
+	return aggregateRequest{tg, pipeline}, nil
+}
+
+func (t *Toolkit) aggregate(ctx context.Context, c *mongo.Client, req aggregateRequest) (any, error) {
+	coll, err := t.collection(ctx, c, req.db, req.coll)
 	if err != nil {
 		return nil, err
 	}
-	cur, err := coll.Aggregate(ctx, pipeline, options.Aggregate().SetMaxTime(t.cfg.MaxTime))
+	cur, err := coll.Aggregate(ctx, req.pipeline, options.Aggregate().SetMaxTime(t.cfg.MaxTime))
 	if err != nil {
 		return nil, upstream(err, "aggregating")
 	}
