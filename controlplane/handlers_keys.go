@@ -47,11 +47,9 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	secret := newAPIKeySecret()
 	k := APIKey{ID: uuid.New(), OrgID: org.ID, UserID: body.UserID, Name: name, Prefix: secret[:10],
 		Hash: auth.HashKey(secret), CreatedAt: s.now().UTC()}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeAPIKey,
-		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: org.ID, After: k.Public()}); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), apiKeyKey(org.ID.String(), k.ID.String()), k, 0); err != nil {
+	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeAPIKey,
+		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: org.ID, After: k.Public()},
+		setKey(apiKeyKey(org.ID.String(), k.ID.String()), k, 0)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(c, fiber.StatusCreated, struct {
