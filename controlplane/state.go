@@ -489,7 +489,7 @@ type batchAck struct {
 // success the mirror holds the writes at once.
 func (s *State) commit(ctx context.Context, writes []write, ev *pendingEvent) error {
 	if s.cfg.ReadOnly {
-		return ErrReadOnly
+		return fmt.Errorf("%w: %w", ErrUnavailabe, ErrReadOnly)
 	}
 	keys := make([]string, 0, len(writes)+1)
 	values := make([][]byte, 0, len(writes)+1)
