@@ -25,7 +25,8 @@ import (
 //  3. The event is published and, once the audit stream has stored it, the
 //     outbox entry is purged (its purge marker expires after a minute).
 //  4. Run republishes, on start and then every SweepInterval, every outbox
-//     entry that is still there: a process killed between 2 and 3 loses
+//     entry that is still there (except those that a request of this
+//     process is publishing): a process killed between 2 and 3 loses
 //     nothing. A republish within the stream's dedup window (20 minutes) is
 //     dropped by Nats-Msg-Id; a later one is stored in the stream again but
 //     the audit store keeps one row per event_id.
@@ -44,8 +45,8 @@ const HeaderEventID = "Auditrail-Event-Id"
 
 // ServiceConfig tunes the admin API's outbox.
 type ServiceConfig struct {
-	// SweepInterval is how often outbox entries older than it are
-	// republished (and the first retry delay bound after a failed sweep).
+	// SweepInterval is how often the outbox entries are republished (a
+	// sweep of an empty outbox costs nothing: it reads the mirror).
 	SweepInterval time.Duration
 	// MaxPending is how many events may wait for the audit stream before
 	// mutations are refused (503).
@@ -56,9 +57,9 @@ type ServiceConfig struct {
 	stopAfterWrite bool
 }
 
-// DefaultServiceConfig returns a 10 s sweep and at most 1000 waiting events.
+// DefaultServiceConfig returns a 1 s sweep and at most 1000 waiting events.
 func DefaultServiceConfig() ServiceConfig {
-	return ServiceConfig{SweepInterval: 10 * time.Second, MaxPending: 1000}
+	return ServiceConfig{SweepInterval: time.Second, MaxPending: 1000}
 }
 
 // Validate checks the configuration.
@@ -109,6 +110,8 @@ func (s *Service) commitRecorded(cl *call, mut producers.Mutation, writes ...wri
 		return fmt.Errorf("audit event %s: %w", id, err)
 	}
 	ctx := cl.c.UserContext()
+	s.inflight.Store(id, struct{}{})
+	defer s.inflight.Delete(id)
 	if err := s.state.commit(ctx, writes, &pendingEvent{id: id, value: rec}); err != nil {
 		return err
 	}
@@ -136,10 +139,9 @@ func (s *Service) Run(ctx context.Context) error {
 		return nil
 	}
 	bo := retry.Policy{Initial: min(200*time.Millisecond, s.cfg.SweepInterval), Max: s.cfg.SweepInterval}.Backoff()
-	cutoff := s.now().Add(time.Hour) // the first sweep takes everything
 	for {
 		wait := s.cfg.SweepInterval
-		if err := s.sweep(ctx, cutoff); err != nil {
+		if err := s.sweep(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -151,20 +153,23 @@ func (s *Service) Run(ctx context.Context) error {
 		if !retry.Sleep(ctx, wait) {
 			return nil
 		}
-		cutoff = s.now().Add(-s.cfg.SweepInterval)
 	}
 }
 
-// sweep publishes the outbox entries seen before cutoff, in the order they
-// were written, and clears each once stored.
-func (s *Service) sweep(ctx context.Context, cutoff time.Time) error {
-	pending := s.state.pendingEvents(cutoff)
+// sweep publishes the outbox entries, in the order they were written,
+// but those that a request of this process is publishing, and clears each
+// once stored.
+func (s *Service) sweep(ctx context.Context) error {
+	pending := s.state.pendingEvents()
 	if len(pending) == 0 {
 		return nil
 	}
 	msgs := make([]*nats.Msg, 0, len(pending))
 	ids := make([]string, 0, len(pending))
 	for _, p := range pending {
+		if _, busy := s.inflight.Load(p.id); busy {
+			continue
+		}
 		var r outboxRecord
 		if err := json.Unmarshal(p.value, &r); err != nil || r.Subject == "" || r.Header.Get(schemas.HeaderMsgID) != p.id {
 			s.log.Error("outbox: undecodable entry left in place", "event_id", p.id, "err", err)

@@ -53,6 +53,9 @@ type Service struct {
 	log     *slog.Logger
 	now     func() time.Time
 	locks   [64]sync.Mutex
+	// inflight holds the ids of the events that requests are publishing
+	// (the sweep leaves them alone).
+	inflight sync.Map
 }
 
 // NewService returns the admin API.

@@ -131,7 +131,6 @@ type pendingEvent struct {
 	id    string
 	rev   uint64
 	value []byte
-	seen  time.Time
 }
 
 // outboxPrefix is the prefix of the outbox keys: outbox.<event_id>.
@@ -379,7 +378,7 @@ func (s *State) applyLocked(key string, rev uint64, value []byte, deleted bool) 
 		if deleted {
 			delete(s.pending, id)
 		} else {
-			s.pending[id] = pendingEvent{id: id, rev: rev, value: value, seen: s.now()}
+			s.pending[id] = pendingEvent{id: id, rev: rev, value: value}
 		}
 		return
 	}
@@ -586,15 +585,12 @@ func (s *State) publishBatch(ctx context.Context, msgs []*nats.Msg) (uint64, err
 	return ack.Seq, nil
 }
 
-// pendingEvents returns the outbox entries first seen before cutoff, in
-// the order they were written.
-func (s *State) pendingEvents(cutoff time.Time) []pendingEvent {
+// pendingEvents returns the outbox entries in the order they were written.
+func (s *State) pendingEvents() []pendingEvent {
 	s.mu.RLock()
 	out := make([]pendingEvent, 0, len(s.pending))
 	for _, p := range s.pending {
-		if p.seen.Before(cutoff) {
-			out = append(out, p)
-		}
+		out = append(out, p)
 	}
 	s.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].rev < out[j].rev })
