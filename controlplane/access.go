@@ -43,7 +43,8 @@ func NewAccess(state *State, bootstrapHash string, jwt *auth.JWTVerifier) *Acces
 
 // Authenticate resolves a credential: the bootstrap key, a JWT, or an API
 // key that exists and is not disabled (as this instance's mirror of the
-// state sees it, milliseconds behind any write).
+// state sees it, milliseconds behind any write). JWTs and API keys fail
+// closed with ErrStale (a 503 fiber error) while the mirror is stale.
 func (a *Access) Authenticate(_ context.Context, cred string) (auth.Principal, error) {
 	hash := auth.HashKey(cred)
 	if sys, _ := a.systemHash.Load().(string); sys != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(sys)) == 1 {
@@ -51,6 +52,11 @@ func (a *Access) Authenticate(_ context.Context, cred string) (auth.Principal, e
 	}
 	if a.bootstrapHash != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(a.bootstrapHash)) == 1 {
 		return auth.Principal{ID: "bootstrap", Type: auth.TypePlatformAdmin, DisplayName: "platform admin", PlatformAdmin: true}, nil
+	}
+	// API keys and members are decided by the mirror: refuse them (503)
+	// rather than trust a mirror that may miss a revocation.
+	if err := a.state.Fresh(); err != nil {
+		return auth.Principal{}, err
 	}
 	if auth.LooksLikeJWT(cred) {
 		if a.jwt == nil {

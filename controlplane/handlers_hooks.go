@@ -89,11 +89,9 @@ func (s *Service) createHook(c *fiber.Ctx) error {
 	if err := s.sealHook(key, &h, cfg); err != nil {
 		return err
 	}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeHook,
-		ResourceID: h.ID.String(), ResourceDisplay: cfg.Name, OrgID: org.ID, ProjectID: h.ProjectID, After: hookView(h)}); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), key, h, 0); err != nil {
+	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeHook,
+		ResourceID: h.ID.String(), ResourceDisplay: cfg.Name, OrgID: org.ID, ProjectID: h.ProjectID, After: hookView(h)},
+		setKey(key, h, 0)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(c, fiber.StatusCreated, hookView(h))

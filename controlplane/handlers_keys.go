@@ -52,11 +52,9 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 func (s *Service) issueKey(cl *call, k APIKey, project *uuid.UUID) error {
 	secret := newAPIKeySecret()
 	k.ID, k.Prefix, k.Hash, k.CreatedAt = uuid.New(), secret[:10], auth.HashKey(secret), s.now().UTC()
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeAPIKey,
-		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: k.OrgID, ProjectID: project, After: k.Public()}); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(cl.c.UserContext(), apiKeyKey(k.OrgID.String(), k.ID.String()), k, 0); err != nil {
+	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeAPIKey,
+		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: k.OrgID, ProjectID: project, After: k.Public()},
+		setKey(apiKeyKey(k.OrgID.String(), k.ID.String()), k, 0)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(cl.c, fiber.StatusCreated, struct {

@@ -52,17 +52,13 @@ func (s *Service) createOrg(c *fiber.Ctx) error {
 		owner = &Member{OrgID: org.ID, UserID: cl.p.UserID, Role: RoleOwner, DisplayName: cl.p.DisplayName, UpdatedAt: org.CreatedAt}
 		after["owner"] = owner
 	}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeOrganization,
-		ResourceID: org.ID.String(), ResourceDisplay: org.Name, OrgID: org.ID, After: after}); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), orgKey(org.ID.String()), org, 0); err != nil {
-		return httpError(err)
-	}
+	writes := []write{setKey(orgKey(org.ID.String()), org, 0)}
 	if owner != nil {
-		if _, err := s.state.put(c.UserContext(), memberKey(org.ID.String(), owner.UserID), owner, 0); err != nil {
-			return httpError(err)
-		}
+		writes = append(writes, setKey(memberKey(org.ID.String(), owner.UserID), owner, 0))
+	}
+	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeOrganization,
+		ResourceID: org.ID.String(), ResourceDisplay: org.Name, OrgID: org.ID, After: after}, writes...); err != nil {
+		return httpError(err)
 	}
 	return httpapi.Reply(c, fiber.StatusCreated, org)
 }
@@ -85,11 +81,9 @@ func (s *Service) createProject(c *fiber.Ctx) error {
 		return err
 	}
 	p := Project{ID: uuid.New(), OrgID: org.ID, Name: name, CreatedAt: s.now().UTC()}
-	if err := s.record(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeProject,
-		ResourceID: p.ID.String(), ResourceDisplay: p.Name, OrgID: org.ID, ProjectID: &p.ID, After: p}); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(c.UserContext(), projectKey(org.ID.String(), p.ID.String()), p, 0); err != nil {
+	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeProject,
+		ResourceID: p.ID.String(), ResourceDisplay: p.Name, OrgID: org.ID, ProjectID: &p.ID, After: p},
+		setKey(projectKey(org.ID.String(), p.ID.String()), p, 0)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(c, fiber.StatusCreated, p)

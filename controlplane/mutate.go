@@ -34,7 +34,9 @@ func (s *Service) scope(c *fiber.Ctx, mutate, withProject bool) (*call, Org, *Pr
 // putRecorded creates or replaces the resource at key: next computes it from
 // what is there (exists false for a creation); the event is CREATED or
 // UPDATED, with before and after shown through view; the reply is 201 or 200
-// with the view of the new value.
+// with the view of the new value. The change and its event are committed
+// together (commitRecorded): a conflict (409) or an unavailable store (503)
+// records nothing.
 // next may complete mut (a display name that depends on the value).
 func putRecorded[T any](s *Service, cl *call, key string, mut producers.Mutation, view func(T) any, next func(before T, exists bool, mut *producers.Mutation) (T, error)) error {
 	defer s.lock(key)()
@@ -52,10 +54,7 @@ func putRecorded[T any](s *Service, cl *call, key string, mut producers.Mutation
 	if rev != 0 {
 		mut.Action, mut.Before, status = schemas.AuditActionUpdated, view(before), fiber.StatusOK
 	}
-	if err := s.record(cl, mut); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(cl.c.UserContext(), key, after, rev); err != nil {
+	if err := s.commitRecorded(cl, mut, setKey(key, after, rev)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(cl.c, status, view(after))
@@ -77,10 +76,7 @@ func deleteRecorded[T any](s *Service, cl *call, key, what string, mut producers
 		}
 	}
 	mut.Action, mut.Before = schemas.AuditActionDeleted, view(before)
-	if err := s.record(cl, mut); err != nil {
-		return httpError(err)
-	}
-	if err := s.state.remove(cl.c.UserContext(), key, rev); err != nil {
+	if err := s.commitRecorded(cl, mut, deleteKey(key, rev)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(cl.c, fiber.StatusOK, nil)
@@ -103,10 +99,7 @@ func updateRecorded[T any](s *Service, cl *call, key, what string, mut producers
 		return httpapi.Reply(cl.c, fiber.StatusOK, view(before))
 	}
 	mut.Before, mut.After = view(before), view(after)
-	if err := s.record(cl, mut); err != nil {
-		return httpError(err)
-	}
-	if _, err := s.state.put(cl.c.UserContext(), key, after, rev); err != nil {
+	if err := s.commitRecorded(cl, mut, setKey(key, after, rev)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(cl.c, fiber.StatusOK, view(after))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
@@ -26,21 +27,24 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// Recorder publishes the audit event of a mutation and returns once it is stored.
+// Recorder builds the audit event of a mutation and publishes it.
 type Recorder interface {
-	Record(ctx context.Context, m producers.Mutation) (*schemas.AuditEvent, error)
+	// Prepare returns the event of m and the message that publishes it.
+	Prepare(m producers.Mutation) (*schemas.AuditEvent, *nats.Msg, error)
+	// Send returns nil once the audit stream has stored every message; a
+	// message sent twice is stored once (Nats-Msg-Id).
+	Send(ctx context.Context, msgs ...*nats.Msg) error
 }
 
 // HeaderSource lets a caller declare its channel: API (default), DASHBOARD, CLI or SDK.
 const HeaderSource = "X-Auditrail-Source"
 
-// Service serves the admin API. Every successful mutation is recorded as
-// exactly one audit event, published before the state changes: when the
-// event cannot be published, the mutation is refused (503) and nothing
-// changes. (A write that fails after its event was recorded — a concurrent
-// change on another instance — answers 409; the audit log then holds the
-// attempt. The reverse, a change without its event, cannot happen.)
+// Service serves the admin API. Every applied mutation is recorded as
+// exactly one audit event, and no event is recorded for a change that was
+// not applied: the change and its event are written together and the event
+// is published from an outbox (see outbox.go). Start Run beside it.
 type Service struct {
+	cfg     ServiceConfig
 	state   *State
 	access  *Access
 	sealer  *Sealer
@@ -49,14 +53,20 @@ type Service struct {
 	log     *slog.Logger
 	now     func() time.Time
 	locks   [64]sync.Mutex
+	// inflight holds the ids of the events that requests are publishing
+	// (the sweep leaves them alone).
+	inflight sync.Map
 }
 
 // NewService returns the admin API.
-func NewService(state *State, access *Access, sealer *Sealer, rec Recorder, proxies httpx.TrustedProxies, log *slog.Logger) *Service {
+func NewService(cfg ServiceConfig, state *State, access *Access, sealer *Sealer, rec Recorder, proxies httpx.TrustedProxies, log *slog.Logger) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{state: state, access: access, sealer: sealer, rec: rec, proxies: proxies, log: log, now: time.Now}
+	return &Service{cfg: cfg, state: state, access: access, sealer: sealer, rec: rec, proxies: proxies, log: log, now: time.Now}, nil
 }
 
 // Register mounts the admin routes behind the given middleware (the rate
@@ -209,19 +219,6 @@ func (s *Service) lock(key string) func() {
 	m := &s.locks[h.Sum32()%uint32(len(s.locks))]
 	m.Lock()
 	return m.Unlock
-}
-
-// record publishes the event of a mutation before the state changes.
-func (s *Service) record(cl *call, m producers.Mutation) error {
-	m.Source = cl.source
-	m.PrincipalID, m.PrincipalType, m.UserID = cl.p.ID, cl.p.Type, cl.p.UserID
-	m.DisplayName = s.access.DisplayName(cl.p, m.OrgID)
-	m.ClientIP = cl.ip
-	if _, err := s.rec.Record(cl.c.UserContext(), m); err != nil {
-		s.log.Error("refusing a mutation that cannot be audited", "resource_type", m.ResourceType.String(), "resource_id", m.ResourceID, "err", err)
-		return fmt.Errorf("%w: the change was not made: %v", ErrAuditLog, err)
-	}
-	return nil
 }
 
 // orgFor authorizes cl in org (mutate or read) and returns the org: 403

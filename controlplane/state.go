@@ -7,30 +7,117 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/internal/retry"
 )
 
 // DefaultBucket is the KV bucket of the control-plane state.
 const DefaultBucket = "auditrail_controlplane"
 
+// Errors of the state.
+var (
+	// ErrInvalidOption: a StateConfig or ServiceConfig is not valid.
+	ErrInvalidOption = errors.New("invalid option")
+	// ErrStale: the server has not confirmed for longer than
+	// StateConfig.MaxStaleness that the mirror is current.
+	ErrStale = errors.New("control-plane state is stale")
+	// ErrReadOnly: a write on a read-only state.
+	ErrReadOnly = errors.New("control-plane state is read-only in this process")
+)
+
+// StateConfig says which bucket holds the control-plane state and how this
+// process uses it.
+type StateConfig struct {
+	// Bucket is the KV bucket (DefaultBucket).
+	Bucket string
+	// ReadOnly processes (query, toolrunner) look the bucket up instead of
+	// creating it and refuse every write: they need only read permissions.
+	ReadOnly bool
+	// MaxStaleness bounds how long the mirror may go without the server
+	// confirming that it holds every change; past it, the credentials that
+	// the state decides (API keys, JWT members) are refused with 503.
+	MaxStaleness time.Duration
+	// Reconnect is the back-off between attempts to re-create a lost watch.
+	Reconnect retry.Policy
+}
+
+// DefaultStateConfig returns the writable DefaultBucket, a 30 s staleness
+// bound and a reconnect back-off from 100 ms to 5 s.
+func DefaultStateConfig() StateConfig {
+	return StateConfig{Bucket: DefaultBucket, MaxStaleness: 30 * time.Second,
+		Reconnect: retry.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}}
+}
+
+var bucketName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Validate checks the configuration.
+func (c StateConfig) Validate() error {
+	switch {
+	case !bucketName.MatchString(c.Bucket):
+		return fmt.Errorf("%w: bucket %q is not a valid KV bucket name", ErrInvalidOption, c.Bucket)
+	case c.MaxStaleness < 100*time.Millisecond:
+		return fmt.Errorf("%w: max staleness %s below 100ms", ErrInvalidOption, c.MaxStaleness)
+	}
+	if err := c.Reconnect.Validate(); err != nil {
+		return fmt.Errorf("%w: reconnect: %w", ErrInvalidOption, err)
+	}
+	return nil
+}
+
 // State is the control-plane state: a NATS KV bucket, mirrored in memory by
 // a watcher so that every instance sees a change (a disabled API key, a new
 // member) within milliseconds of its write. Reads come from memory; writes go
 // to KV with compare-and-set on the revision and are applied locally at once.
+//
+// The watch is re-created, from the last revision it delivered, whenever it
+// stops or falls behind. Every MaxStaleness/4 the state asks the server for
+// the last sequence of the bucket's stream (one direct get); the mirror is
+// confirmed current once the watch has delivered that sequence. Fresh fails
+// when no confirmation is more recent than MaxStaleness, and Access then
+// refuses the credentials the state decides (fail closed, 503).
+//
+// Writes are atomic batches on the bucket's stream (AllowAtomicPublish):
+// the changed keys, each with its expected last revision, and the pending
+// audit event of the change under outbox.<event_id>, all stored or none
+// (see Service for the outbox).
 type State struct {
-	kv  jetstream.KeyValue
-	log *slog.Logger
+	cfg    StateConfig
+	kv     jetstream.KeyValue
+	nc     *nats.Conn
+	log    *slog.Logger
+	now    func() time.Time
+	prefix string // subject prefix of the keys: $KV.<bucket>.
+	stream string // KV_<bucket>
+	sem    chan struct{}
 
 	mu      sync.RWMutex
 	entries map[string]entry
-	byHash  map[string]string // API key hash → KV key
-	synced  chan struct{}
-	err     error
+	gone    map[string]uint64       // revision of the delete marker of deleted keys
+	byHash  map[string]string       // API key hash → KV key
+	pending map[string]pendingEvent // outbox: event id → record
+	// watched is the last revision the watch delivered; confirmed the last
+	// time the server confirmed the mirror current; target a last sequence
+	// of the stream, read at targetAt, that the watch has not yet delivered.
+	watched   uint64
+	confirmed time.Time
+	target    uint64
+	targetAt  time.Time
+
+	synced chan struct{}
+	// cut stops the current watch (tests cut it to prove it comes back).
+	cutMu sync.Mutex
+	cut   func()
 }
 
 type entry struct {
@@ -38,53 +125,153 @@ type entry struct {
 	value []byte
 }
 
-// OpenState creates (or opens) the bucket and mirrors it until ctx ends.
-// It returns once the mirror holds every existing key.
-func OpenState(ctx context.Context, js jetstream.JetStream, bucket string, log *slog.Logger) (*State, error) {
+// pendingEvent is an event of the outbox, not yet known to be stored in
+// the audit stream.
+type pendingEvent struct {
+	id    string
+	rev   uint64
+	value []byte
+}
+
+// outboxPrefix is the prefix of the outbox keys: outbox.<event_id>.
+const outboxPrefix = "outbox."
+
+// commitConcurrency bounds the atomic batches in flight from one process
+// (the server allows 50 per stream).
+const commitConcurrency = 16
+
+// OpenState opens the bucket (a writable state creates it, and enables
+// atomic batches and per-message TTLs on its stream) and mirrors it until
+// ctx ends. It returns once the mirror holds every existing key.
+func OpenState(ctx context.Context, js jetstream.JetStream, cfg StateConfig, log *slog.Logger) (*State, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.Default()
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      bucket,
-		Description: "auditrail control-plane state",
-		History:     1,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := openBucket(ctx, js, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("control-plane bucket %s: %w", bucket, err)
+		return nil, fmt.Errorf("control-plane bucket %s: %w", cfg.Bucket, err)
 	}
-	s := &State{kv: kv, log: log, entries: map[string]entry{}, byHash: map[string]string{}, synced: make(chan struct{})}
-	w, err := kv.WatchAll(ctx)
+	s := &State{cfg: cfg, kv: kv, nc: js.Conn(), log: log, now: time.Now,
+		prefix: "$KV." + cfg.Bucket + ".", stream: "KV_" + cfg.Bucket, sem: make(chan struct{}, commitConcurrency),
+		entries: map[string]entry{}, gone: map[string]uint64{}, byHash: map[string]string{}, pending: map[string]pendingEvent{},
+		synced: make(chan struct{})}
+	w, err := s.openWatch(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("watch %s: %w", bucket, err)
+		return nil, fmt.Errorf("watch %s: %w", cfg.Bucket, err)
 	}
-	go s.watch(ctx, w)
+	go s.run(ctx, w)
 	select {
 	case <-s.synced:
 		return s, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-time.After(30 * time.Second):
-		return nil, fmt.Errorf("%w: initial sync of %s timed out", ErrUnavailabe, bucket)
+		return nil, fmt.Errorf("%w: initial sync of %s timed out", ErrUnavailabe, cfg.Bucket)
 	}
 }
 
-func (s *State) watch(ctx context.Context, w jetstream.KeyWatcher) {
-	defer w.Stop()
-	initial := true
+// openBucket looks the bucket up, and for a writable state creates it or
+// turns on what the outbox needs; it never rewrites an existing bucket's
+// other settings.
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg StateConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if cfg.ReadOnly || (err != nil && !errors.Is(err, jetstream.ErrBucketNotFound)) {
+		return kv, err
+	}
+	if err != nil {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      cfg.Bucket,
+			Description: "auditrail control-plane state",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	st, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	sc := st.CachedInfo().Config
+	if !sc.AllowAtomicPublish || !sc.AllowMsgTTL {
+		sc.AllowAtomicPublish, sc.AllowMsgTTL = true, true
+		if _, err := js.UpdateStream(ctx, sc); err != nil {
+			return nil, fmt.Errorf("enable atomic batches: %w", err)
+		}
+	}
+	return kv, nil
+}
+
+// openWatch watches every key from the revision after the last one delivered.
+func (s *State) openWatch(ctx context.Context) (jetstream.KeyWatcher, error) {
+	s.mu.RLock()
+	from := s.watched
+	s.mu.RUnlock()
+	var opts []jetstream.WatchOpt
+	if from > 0 {
+		opts = append(opts, jetstream.ResumeFromRevision(from+1))
+	}
+	w, err := s.kv.WatchAll(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s.cutMu.Lock()
+	s.cut = func() { _ = w.Stop() }
+	s.cutMu.Unlock()
+	return w, nil
+}
+
+// run applies the watch until ctx ends, re-creates it when it stops or
+// falls behind, and probes the stream to confirm the mirror current.
+func (s *State) run(ctx context.Context, w jetstream.KeyWatcher) {
+	probe := time.NewTicker(s.cfg.MaxStaleness / 4)
+	defer probe.Stop()
+	bo := s.cfg.Reconnect.Backoff()
+	started, initial := s.now(), true
 	for {
+		if w == nil {
+			if !retry.Sleep(ctx, bo.NextBackOff()) {
+				return
+			}
+			var err error
+			if w, err = s.openWatch(ctx); err != nil {
+				s.log.Warn("control-plane watch: cannot re-create it", "err", err)
+				w = nil
+				continue
+			}
+			started = s.now()
+			s.log.Info("control-plane watch re-created")
+		}
 		select {
 		case <-ctx.Done():
+			_ = w.Stop()
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
-				// The connection closed (a shutdown drains it before the
-				// context ends); a live process keeps its watch through
-				// reconnects.
-				s.log.Info("control-plane watch stopped")
-				return
+				if ctx.Err() != nil {
+					return
+				}
+				s.log.Warn("control-plane watch stopped; re-creating it")
+				w = nil
+				continue
 			}
 			if e == nil {
+				// The watch delivered everything the stream held when it
+				// started: the mirror was current then.
+				s.mu.Lock()
+				s.confirmed = maxTime(s.confirmed, started)
+				if s.target != 0 && started.After(s.targetAt) {
+					s.target = 0
+				}
+				s.mu.Unlock()
+				bo.Reset()
 				if initial {
 					initial = false
 					close(s.synced)
@@ -92,16 +279,113 @@ func (s *State) watch(ctx context.Context, w jetstream.KeyWatcher) {
 				continue
 			}
 			deleted := e.Operation() == jetstream.KeyValueDelete || e.Operation() == jetstream.KeyValuePurge
-			s.apply(e.Key(), e.Revision(), e.Value(), deleted)
+			s.mu.Lock()
+			s.applyLocked(e.Key(), e.Revision(), e.Value(), deleted)
+			s.watched = max(s.watched, e.Revision())
+			if s.target != 0 && s.watched >= s.target {
+				s.confirmed, s.target = maxTime(s.confirmed, s.targetAt), 0
+			}
+			s.mu.Unlock()
+		case <-probe.C:
+			if s.probe(ctx) {
+				s.log.Warn("control-plane watch fell behind the stream; re-creating it")
+				stopWatch(w)
+				w = nil
+			}
 		}
 	}
 }
 
-// apply records a change unless the mirror already holds a newer revision.
-func (s *State) apply(key string, rev uint64, value []byte, deleted bool) {
+// stopWatch stops w and drains what it still delivers, so that its
+// delivery goroutine never blocks on a channel nobody reads.
+func stopWatch(w jetstream.KeyWatcher) {
+	_ = w.Stop()
+	go func() {
+		for range w.Updates() {
+		}
+	}()
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// probe reads the last sequence of the stream: the mirror is current once
+// the watch has delivered it. It reports whether the watch is stuck: a
+// sequence read half the staleness bound ago is still not delivered.
+func (s *State) probe(ctx context.Context) (stuck bool) {
+	at := s.now()
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.MaxStaleness/4)
+	defer cancel()
+	last, err := s.lastSeq(pctx)
+	if err != nil {
+		s.log.Debug("control-plane probe failed", "err", err)
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.entries[key]; ok && cur.rev > rev {
+	switch {
+	case s.watched >= last:
+		s.confirmed, s.target = maxTime(s.confirmed, at), 0
+	case s.target == 0:
+		s.target, s.targetAt = last, at
+	default:
+		// Keep the oldest unmet target: it says how long the watch has lagged.
+		return at.Sub(s.targetAt) > s.cfg.MaxStaleness/2
+	}
+	return false
+}
+
+// lastSeq returns the sequence of the newest message of the bucket (0 when
+// empty), by a direct get that any replica answers.
+func (s *State) lastSeq(ctx context.Context) (uint64, error) {
+	req, _ := json.Marshal(map[string]string{"last_by_subj": s.prefix + ">"})
+	m, err := s.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+s.stream, req)
+	if err != nil {
+		return 0, err
+	}
+	if st := m.Header.Get("Status"); st == "404" {
+		return 0, nil
+	} else if st != "" {
+		return 0, fmt.Errorf("direct get: status %s %s", st, m.Header.Get("Description"))
+	}
+	return strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+}
+
+// Fresh returns nil while the mirror was confirmed current within
+// MaxStaleness; otherwise an error that is ErrStale and a 503 fiber error.
+func (s *State) Fresh() error {
+	s.mu.RLock()
+	c := s.confirmed
+	s.mu.RUnlock()
+	if age := s.now().Sub(c); age > s.cfg.MaxStaleness {
+		msg := fmt.Sprintf("%s: not confirmed current for %s (bound %s)", ErrStale, age.Round(time.Millisecond), s.cfg.MaxStaleness)
+		return fmt.Errorf("%w: %w", fiber.NewError(fiber.StatusServiceUnavailable, msg), ErrStale)
+	}
+	return nil
+}
+
+// applyLocked records a change unless the mirror already holds it or a
+// newer revision.
+func (s *State) applyLocked(key string, rev uint64, value []byte, deleted bool) {
+	if id, ok := strings.CutPrefix(key, outboxPrefix); ok {
+		if p, ok := s.pending[id]; ok && p.rev > rev {
+			return
+		}
+		if deleted {
+			delete(s.pending, id)
+		} else {
+			s.pending[id] = pendingEvent{id: id, rev: rev, value: value}
+		}
+		return
+	}
+	if cur, ok := s.entries[key]; ok && cur.rev >= rev {
+		return
+	}
+	if g, ok := s.gone[key]; ok && g >= rev {
 		return
 	}
 	if old, ok := s.entries[key]; ok && strings.HasPrefix(key, "apikey.") {
@@ -111,8 +395,10 @@ func (s *State) apply(key string, rev uint64, value []byte, deleted bool) {
 	}
 	if deleted {
 		delete(s.entries, key)
+		s.gone[key] = rev
 		return
 	}
+	delete(s.gone, key)
 	s.entries[key] = entry{rev: rev, value: value}
 	if strings.HasPrefix(key, "apikey.") {
 		if h := hashOf(value); h != "" {
@@ -174,51 +460,160 @@ func listAs[T any](s *State, prefix string) ([]T, error) {
 	return out, nil
 }
 
-// put writes v at key: rev 0 creates (ErrConflict if it exists), otherwise
-// the write succeeds only if key is still at rev.
-func (s *State) put(ctx context.Context, key string, v any, rev uint64) (uint64, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return 0, err
-	}
-	var newRev uint64
-	if rev == 0 {
-		newRev, err = s.kv.Create(ctx, key, b)
-	} else {
-		newRev, err = s.kv.Update(ctx, key, b, rev)
-	}
-	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
-			return 0, fmt.Errorf("%w: %s changed concurrently, retry", ErrConflict, key)
-		}
-		return 0, fmt.Errorf("%w: write %s: %v", ErrUnavailabe, key, err)
-	}
-	s.apply(key, newRev, b, false)
-	return newRev, nil
+// write is one key of an atomic commit: value at key, or its deletion,
+// provided key is still at rev (0: key does not exist).
+type write struct {
+	key   string
+	value any
+	del   bool
+	rev   uint64
 }
 
-// remove deletes key if it is still at rev.
-func (s *State) remove(ctx context.Context, key string, rev uint64) error {
-	if err := s.kv.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
-		if isWrongSequence(err) {
-			return fmt.Errorf("%w: %s changed concurrently, retry", ErrConflict, key)
+// setKey writes v at key if key is still at rev (0: creates it).
+func setKey(key string, v any, rev uint64) write { return write{key: key, value: v, rev: rev} }
+
+// deleteKey deletes key if it is still at rev.
+func deleteKey(key string, rev uint64) write { return write{key: key, del: true, rev: rev} }
+
+// batchAck is the server's answer to the commit of an atomic batch.
+type batchAck struct {
+	Error *jetstream.APIError `json:"error,omitempty"`
+	Seq   uint64              `json:"seq"`
+	Count int                 `json:"count"`
+}
+
+// commit stores writes and, when ev is not nil, the pending event under
+// outbox.<ev.id> as one atomic batch: all of them or none. A key changed
+// since its expected revision fails the whole batch with ErrConflict. On
+// success the mirror holds the writes at once.
+func (s *State) commit(ctx context.Context, writes []write, ev *pendingEvent) error {
+	if s.cfg.ReadOnly {
+		return fmt.Errorf("%w: %w", ErrUnavailabe, ErrReadOnly)
+	}
+	keys := make([]string, 0, len(writes)+1)
+	values := make([][]byte, 0, len(writes)+1)
+	msgs := make([]*nats.Msg, 0, len(writes)+1)
+	s.mu.RLock()
+	for _, w := range writes {
+		m := nats.NewMsg(s.prefix + w.key)
+		if w.del {
+			m.Header.Set("KV-Operation", "DEL")
+		} else {
+			b, err := json.Marshal(w.value)
+			if err != nil {
+				s.mu.RUnlock()
+				return fmt.Errorf("encode %s: %w", w.key, err)
+			}
+			m.Data = b
 		}
-		return fmt.Errorf("%w: delete %s: %v", ErrUnavailabe, key, err)
+		exp := w.rev
+		if exp == 0 {
+			exp = s.gone[w.key] // a deleted key is created over its delete marker
+		}
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(exp, 10))
+		keys, values, msgs = append(keys, w.key), append(values, m.Data), append(msgs, m)
+	}
+	s.mu.RUnlock()
+	if ev != nil {
+		m := nats.NewMsg(s.prefix + outboxPrefix + ev.id)
+		m.Data = ev.value
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		keys, values, msgs = append(keys, outboxPrefix+ev.id), append(values, ev.value), append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	last, err := s.publishBatch(ctx, msgs)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
-	if e, ok := s.entries[key]; ok && e.rev <= rev {
-		if h := hashOf(e.value); h != "" && strings.HasPrefix(key, "apikey.") {
-			delete(s.byHash, h)
-		}
-		delete(s.entries, key)
+	first := last - uint64(len(msgs)) + 1
+	for i, k := range keys {
+		del := i < len(writes) && writes[i].del
+		s.applyLocked(k, first+uint64(i), values[i], del)
 	}
 	s.mu.Unlock()
 	return nil
 }
 
-func isWrongSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+// publishBatch sends msgs as one atomic batch and returns the stream
+// sequence of the last one.
+func (s *State) publishBatch(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%w: %w", ErrUnavailabe, ctx.Err())
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	id := uuid.NewString()
+	for i, m := range msgs {
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+	}
+	commit := msgs[len(msgs)-1]
+	commit.Header.Set("Nats-Batch-Commit", "1")
+	for _, m := range msgs[:len(msgs)-1] {
+		if err := s.nc.PublishMsg(m); err != nil {
+			return 0, fmt.Errorf("%w: write %s: %w", ErrUnavailabe, m.Subject, err)
+		}
+	}
+	resp, err := s.nc.RequestMsgWithContext(ctx, commit)
+	if err != nil {
+		// The batch may or may not be stored; if it is, its outbox event
+		// is published by the sweep.
+		return 0, fmt.Errorf("%w: write %s: %w", ErrUnavailabe, commit.Subject, err)
+	}
+	var ack batchAck
+	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+		return 0, fmt.Errorf("%w: write: bad answer %q: %w", ErrUnavailabe, resp.Data, err)
+	}
+	if ack.Error != nil {
+		if ack.Error.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return 0, fmt.Errorf("%w: changed concurrently, retry", ErrConflict)
+		}
+		return 0, fmt.Errorf("%w: write: %w", ErrUnavailabe, ack.Error)
+	}
+	if ack.Count != len(msgs) || ack.Seq < uint64(len(msgs)) {
+		return 0, fmt.Errorf("%w: write: batch of %d acknowledged as %d at %d", ErrUnavailabe, len(msgs), ack.Count, ack.Seq)
+	}
+	return ack.Seq, nil
+}
+
+// pendingEvents returns the outbox entries in the order they were written.
+func (s *State) pendingEvents() []pendingEvent {
+	s.mu.RLock()
+	out := make([]pendingEvent, 0, len(s.pending))
+	for _, p := range s.pending {
+		out = append(out, p)
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].rev < out[j].rev })
+	return out
+}
+
+// pendingCount returns the number of outbox entries.
+func (s *State) pendingCount() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.pending)
+}
+
+// outboxDone removes an outbox entry whose event is stored: a purge whose
+// marker expires after a minute (the bucket leaves nothing behind).
+func (s *State) outboxDone(ctx context.Context, id string) error {
+	if err := s.kv.Purge(ctx, outboxPrefix+id, jetstream.PurgeTTL(time.Minute)); err != nil {
+		return fmt.Errorf("clear outbox entry %s: %w", id, err)
+	}
+	s.mu.Lock()
+	delete(s.pending, id)
+	s.mu.Unlock()
+	return nil
 }
 
 // keyByHash returns the KV key of the API key with this hash.

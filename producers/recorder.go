@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -39,7 +40,7 @@ type Recorder struct {
 	now     func() time.Time
 }
 
-// NewRecorder returns a recorder whose Record gives up after timeout.
+// NewRecorder returns a recorder whose Send gives up after timeout.
 func NewRecorder(pub *Publisher, timeout time.Duration) *Recorder {
 	return &Recorder{pub: pub, timeout: timeout, now: time.Now}
 }
@@ -75,16 +76,27 @@ func (r *Recorder) Event(m Mutation) (*schemas.AuditEvent, error) {
 	return ev, ev.Validate()
 }
 
-// Record publishes the event of m and returns it once stored in the stream.
-func (r *Recorder) Record(ctx context.Context, m Mutation) (*schemas.AuditEvent, error) {
+// Prepare builds the audit event of m and the message that publishes it
+// (Nats-Msg-Id = event_id), without sending it: the control plane stores
+// the message in its outbox together with the change, then sends it.
+func (r *Recorder) Prepare(m Mutation) (*schemas.AuditEvent, *nats.Msg, error) {
 	ev, err := r.Event(m)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	msg, err := Message(ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ev, msg, nil
+}
+
+// Send publishes prepared messages and returns nil once the stream stored
+// each of them; it gives up after the recorder's timeout. A message sent
+// again is stored once (within the stream's dedup window; the store
+// deduplicates by event_id after it).
+func (r *Recorder) Send(ctx context.Context, msgs ...*nats.Msg) error {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if err := r.pub.Publish(ctx, ev); err != nil {
-		return nil, err
-	}
-	return ev, nil
+	return r.pub.PublishMsgs(ctx, msgs)
 }

@@ -15,7 +15,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 // bootKey starts a dev and returns it with its printed bootstrap key.
@@ -349,23 +351,59 @@ func adminAndAudit(t *testing.T, extra ...string) {
 	}
 }
 
-// When the audit event cannot be published, the mutation is refused and
-// nothing changes.
-func TestMutationRefusedWhenAuditLogUnavailable(t *testing.T) {
+// When the audit stream is unavailable, a mutation is applied and answered
+// as usual (with its event's id); the event waits in the control plane's
+// outbox and is stored, once, when the stream returns. (Past
+// ServiceConfig.MaxPending waiting events, mutations are refused with 503:
+// controlplane.TestMutationAuditedWhenAuditLogReturns.)
+func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
 	p, boot := devWithKey(t)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
 	nc := p.connect(t)
 	js, _ := jetstream.New(nc)
-	if err := js.DeleteStream(context.Background(), "AUDITRAIL_EVENTS"); err != nil {
+	ctx := context.Background()
+	if err := js.DeleteStream(ctx, schemas.StreamEvents); err != nil {
 		t.Fatal(err)
 	}
-	r := c.call("POST", "/api/v1/orgs/"+org+"/projects", boot, map[string]any{"name": "unaudited"})
-	if r.status != 503 || !strings.Contains(r.msg(), "audit") {
-		t.Fatalf("mutation without audit log: %d %s", r.status, r.raw)
+	r := c.call("POST", "/api/v1/orgs/"+org+"/projects", boot, map[string]any{"name": "audited later"})
+	id := r.header.Get("Auditrail-Event-Id")
+	if r.status != 201 || id == "" {
+		t.Fatalf("mutation while the audit log is down: %d %q %s", r.status, id, r.raw)
 	}
-	if r := c.call("GET", "/api/v1/orgs/"+org+"/projects", boot, nil); r.status != 200 || len(r.data()["items"].([]any)) != 0 {
-		t.Fatalf("the refused mutation happened: %s", r.raw)
+	if r := c.call("GET", "/api/v1/orgs/"+org+"/projects", boot, nil); r.status != 200 || len(r.data()["items"].([]any)) != 1 {
+		t.Fatalf("the applied change is missing: %s", r.raw)
+	}
+	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func() int {
+		info, err := st.Info(ctx)
+		if err != nil || info.State.Msgs == 0 {
+			return 0
+		}
+		n := 0
+		for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+			if m, err := st.GetMsg(ctx, seq); err == nil && m.Header.Get(schemas.HeaderMsgID) == id {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for stored() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting event was not published after the audit log returned")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // further sweeps
+	if n := stored(); n != 1 {
+		t.Fatalf("event stored %d times", n)
 	}
 }
 

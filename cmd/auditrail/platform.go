@@ -37,6 +37,9 @@ type controlPlane struct {
 	state   *controlplane.State
 	access  *controlplane.Access
 	proxies httpx.TrustedProxies
+	// bg is the life of the process's background work (the mirror, the
+	// admin service's outbox).
+	bg context.Context
 }
 
 // openControlPlane mirrors the control-plane state of NATS and builds the
@@ -63,11 +66,11 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	if err != nil {
 		return nil, err
 	}
-	state, err := controlplane.OpenState(ctx, js, controlplane.DefaultBucket, log)
+	state, err := controlplane.OpenState(ctx, js, controlplane.DefaultStateConfig(), log)
 	if err != nil {
 		return nil, err
 	}
-	return &controlPlane{state: state, access: controlplane.NewAccess(state, hash, verifier), proxies: proxies}, nil
+	return &controlPlane{state: state, access: controlplane.NewAccess(state, hash, verifier), proxies: proxies, bg: ctx}, nil
 }
 
 // adminService builds the admin API: sealer, recorder, service.
@@ -80,7 +83,12 @@ func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, data
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return controlplane.NewService(cp.state, cp.access, sealer, producers.NewRecorder(pub, 5*time.Second), cp.proxies, log), nil
+	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), cp.state, cp.access, sealer, producers.NewRecorder(pub, 2*time.Second), cp.proxies, log)
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = svc.Run(cp.bg) }() // republishes the outbox on start, then periodically
+	return svc, nil
 }
 
 // API families with a rate limit each: their KV buckets, flags and

@@ -27,7 +27,9 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	state, err := controlplane.OpenState(ctx, js, "cp_test", nil)
+	scfg := controlplane.DefaultStateConfig()
+	scfg.Bucket = "cp_test"
+	state, err := controlplane.OpenState(ctx, js, scfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,10 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 	access := controlplane.NewAccess(state, auth.HashKey(boot), nil)
 	sealer, _ := controlplane.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	pub, _ := producers.New(nc, producers.DefaultConfig(), nil)
-	svc := controlplane.NewService(state, access, sealer, producers.NewRecorder(pub, 5*time.Second), httpx.TrustedProxies{}, nil)
+	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), state, access, sealer, producers.NewRecorder(pub, 5*time.Second), httpx.TrustedProxies{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	app := httpapi.NewApp(nil)
 	svc.Register(app)
 	call := func(method, path, body string) map[string]any {
