@@ -196,7 +196,7 @@ func runDev(ctx context.Context, args []string) error {
 	// The control-plane mirror and the limiter live until the process drains.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	cp, err := openControlPlane(bg, nc, af, *data, log)
+	cp, err := openControlPlane(bg, nc, af, *data, false, log)
 	if err != nil {
 		return err
 	}

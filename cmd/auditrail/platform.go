@@ -43,8 +43,10 @@ type controlPlane struct {
 }
 
 // openControlPlane mirrors the control-plane state of NATS and builds the
-// authenticator. dataDir (dev) keeps a generated bootstrap key hash.
-func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir string, log *slog.Logger) (*controlPlane, error) {
+// authenticator. dataDir (dev) keeps a generated bootstrap key hash. Only
+// the control plane writes the state: the other roles open it readOnly
+// (their NATS credentials could not write it anyway).
+func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir string, readOnly bool, log *slog.Logger) (*controlPlane, error) {
 	proxies, err := httpx.ParseTrustedProxies(*f.trusted)
 	if err != nil {
 		return nil, usageError{err}
@@ -66,7 +68,9 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	if err != nil {
 		return nil, err
 	}
-	state, err := controlplane.OpenState(ctx, js, controlplane.DefaultStateConfig(), log)
+	scfg := controlplane.DefaultStateConfig()
+	scfg.ReadOnly = readOnly
+	state, err := controlplane.OpenState(ctx, js, scfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func runQuery(ctx context.Context, args []string) error {
 	defer nc.Close()
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	cp, err := openControlPlane(bg, nc, af, "", log)
+	cp, err := openControlPlane(bg, nc, af, "", true, log)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	r := &adminRole{nc: nc, log: log, stop: func() { stopBG(); nc.Close() }}
 	fail := func(err error) (*adminRole, string, error) { r.stop(); return nil, "", err }
-	if r.cp, err = openControlPlane(bg, nc, af, "", log); err != nil {
+	if r.cp, err = openControlPlane(bg, nc, af, "", name != natsx.RoleControlPlane, log); err != nil {
 		return fail(err)
 	}
 	if r.pub, err = producers.New(nc, producers.DefaultConfig(), log); err != nil {

@@ -268,14 +268,6 @@ func streamAdmin(s string) []string {
 	return []string{jsAPI + "STREAM.INFO." + s, jsAPI + "STREAM.CREATE." + s, jsAPI + "STREAM.UPDATE." + s}
 }
 
-// stateOpen is what controlplane.OpenState needs today besides reading:
-// it creates or updates the bucket's stream (never writes an entry).
-// Drop it from the readers once they open the state read-only.
-func stateOpen() []string {
-	s := "KV_" + ControlPlaneBucket
-	return []string{jsAPI + "STREAM.CREATE." + s, jsAPI + "STREAM.UPDATE." + s}
-}
-
 func rateLimits() []string {
 	var out []string
 	for _, b := range RateLimitBuckets {
@@ -312,11 +304,9 @@ func Permissions(role string) (jwt.Permissions, error) {
 	case RoleToolRunner:
 		pubs = append(pubs, schemas.EventSubject("*", schemas.KindExecution), jsAPI+"STREAM.INFO."+schemas.StreamEvents)
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
-		pubs = append(pubs, stateOpen()...)
 		pubs = append(pubs, rateLimits()...)
 	case RoleQuery:
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
-		pubs = append(pubs, stateOpen()...)
 		pubs = append(pubs, rateLimits()...)
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w: unknown NATS role %q", ErrInvalidOption, role)

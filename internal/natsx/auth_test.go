@@ -106,6 +106,12 @@ func TestRolePermissions(t *testing.T) {
 			t.Fatal("toolrunner wrote the control-plane bucket")
 		}
 		denied(t, errs, "$KV."+natsx.ControlPlaneBucket+".org.1")
+		// Nor reconfigure it (history 0, a TTL that would erase keys).
+		uctx, uc := short()
+		defer uc()
+		if _, err := js.UpdateKeyValue(uctx, jetstream.KeyValueConfig{Bucket: natsx.ControlPlaneBucket, History: 1, TTL: time.Second}); err == nil {
+			t.Fatal("toolrunner reconfigured the control-plane bucket")
+		}
 		if _, err := js.Publish(ctx, schemas.EventSubject("00000000-0000-0000-0000-000000000001", schemas.KindExecution), []byte("x")); err != nil {
 			t.Fatalf("toolrunner publishes executions: %v", err)
 		}
