@@ -49,6 +49,10 @@ type Service struct {
 	log     *slog.Logger
 	now     func() time.Time
 	locks   [64]sync.Mutex
+	// egress checks hook endpoints and database hosts; monitor checks hook
+	// servers' /health and reports their state (UseEgress, UseHookMonitor).
+	egress  Egress
+	monitor HookMonitor
 }
 
 // NewService returns the admin API.

@@ -93,6 +93,7 @@ func runDev(ctx context.Context, args []string) error {
 	rate := fs.String("rate-limit", "", "100/60s", "audit API requests per window per client IP, shared by all instances")
 	inf := addIngestFlags(fs)
 	demo := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data and a demo organization, project, user and key, and print them")
+	allowPrivate := addEgressFlag(fs)
 	mkLog := fs.logFlags("text")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -156,9 +157,13 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, closeToolkits := toolkits()
+	guard, err := newEgress(*allowPrivate, true, log)
+	if err != nil {
+		return err
+	}
+	reg, closeToolkits := toolkits(guard, log)
 	defer closeToolkits()
-	runner, proxy := newToolRunner(reg, admin, pub, log)
+	runner, proxy := newToolRunner(reg, admin, pub, guard, log)
 	limiter, err := rateLimiter(bg, nc, *rate)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -145,6 +146,7 @@ type adminRole struct {
 	cp    *controlPlane
 	pub   *producers.Publisher
 	admin *controlplane.Service
+	guard *egress.Guard
 	log   *slog.Logger
 	stop  func()
 }
@@ -157,6 +159,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, args []string) (*
 	httpAddr := fs.String("http", "", defAddr, "listener of the API")
 	af := addAccessFlags(fs)
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes, the first seals (the control plane's; required)")
+	allowPrivate := addEgressFlag(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return nil, "", err
@@ -181,6 +184,9 @@ func startAdminRole(ctx context.Context, name, defAddr string, args []string) (*
 	if r.admin, err = r.cp.adminService(r.pub, *secKeys, "", log); err != nil {
 		return fail(err)
 	}
+	if r.guard, err = newEgress(*allowPrivate, false, log); err != nil {
+		return fail(err)
+	}
 	return r, *httpAddr, nil
 }
 
@@ -193,6 +199,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 	defer r.stop()
 	app := query.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, nil))
+	newHookProxy(r.admin, r.guard, r.log) // endpoint checks and /health on create and enable
 	r.admin.Register(app)
 	app.Use(query.NotFound)
 	return serve(ctx, app, addr, r.log)
@@ -206,9 +213,9 @@ func runToolRunner(ctx context.Context, args []string) error {
 		return err
 	}
 	defer r.stop()
-	reg, closeToolkits := toolkits()
+	reg, closeToolkits := toolkits(r.guard, r.log)
 	defer closeToolkits()
-	runner, proxy := newToolRunner(reg, r.admin, r.pub, r.log)
+	runner, proxy := newToolRunner(reg, r.admin, r.pub, r.guard, r.log)
 	app := query.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(r.nc)}, func() map[string]any { return map[string]any{"hooks": proxy.Stats()} }))
 	toolrunner.NewServer(runner, r.cp.access).Register(app)

@@ -274,6 +274,13 @@ func (g *Guard) Control(network, address string, _ syscall.RawConn) error {
 	if g.mode == ModeAllowPrivate {
 		return nil
 	}
+	if strings.HasPrefix(network, "unix") { // a local socket: loopback
+		if g.mode != ModeDev {
+			g.log.Warn("egress refused", "network", network, "address", address, "class", string(Loopback))
+			return fmt.Errorf("%w: %s socket %s is local", ErrRefused, network, address)
+		}
+		return nil
+	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %s %q is not an address", ErrRefused, network, address)

@@ -294,6 +294,13 @@ func TestDialerRefusesAtConnect(t *testing.T) {
 	if _, err := Strict().Dialer(net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", "localhost:"+port); !errors.Is(err, ErrRefused) {
 		t.Fatalf("localhost dial: %v", err)
 	}
+	// Unix sockets are local: refused unless loopback is allowed.
+	if err := Strict().Control("unix", "/tmp/mongodb-27017.sock", nil); !errors.Is(err, ErrRefused) {
+		t.Fatalf("unix socket: %v", err)
+	}
+	if err := AllowLoopback().Control("unix", "/tmp/mongodb-27017.sock", nil); err != nil {
+		t.Fatalf("unix socket in dev: %v", err)
+	}
 	if n := accepted.Load(); n != 1 {
 		t.Fatalf("%d connections reached the listener, want 1 (the dev dial)", n)
 	}
