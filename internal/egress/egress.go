@@ -228,6 +228,11 @@ func (g *Guard) CheckHost(ctx context.Context, host string) error {
 	if g.mode == ModeAllowPrivate {
 		return nil
 	}
+	if numericName(host) {
+		// 127.1, 2130706433, 0x7f000001: some resolvers read these as
+		// addresses; no name has a numeric top-level label.
+		return fmt.Errorf("%w: %q is not a canonical IP address", ErrRefused, host)
+	}
 	addrs, err := g.resolver().LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
 		return fmt.Errorf("%w: %s: %v", ErrUnresolved, host, err)
@@ -239,6 +244,22 @@ func (g *Guard) CheckHost(ctx context.Context, host string) error {
 		}
 	}
 	return nil
+}
+
+// numericName reports whether the last label of host is a number (decimal,
+// octal or 0x hexadecimal).
+func numericName(host string) bool {
+	last := strings.TrimSuffix(host, ".")
+	if i := strings.LastIndex(last, "."); i >= 0 {
+		last = last[i+1:]
+	}
+	if last == "" {
+		return false
+	}
+	if l := strings.ToLower(last); strings.HasPrefix(l, "0x") {
+		return strings.Trim(l[2:], "0123456789abcdef") == ""
+	}
+	return strings.Trim(last, "0123456789") == ""
 }
 
 // CheckURL checks the host of an absolute URL.

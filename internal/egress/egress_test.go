@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,7 +155,7 @@ type fakeResolver struct {
 }
 
 func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	a := r.answer(host)
+	a := r.answer(strings.TrimSuffix(host, "."))
 	if len(a) == 0 {
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
@@ -208,6 +209,12 @@ func TestCheckURL(t *testing.T) {
 		{"http://sneaky.example.com", ErrRefused},
 		{"http://metadata.example.com", ErrRefused},
 		{"http://nowhere.example.com", ErrUnresolved},
+		{"http://127.1:4222", ErrRefused},
+		{"http://2130706433/", ErrRefused},
+		{"http://0x7f000001/", ErrRefused},
+		{"http://0x7f.0.0.1/", ErrRefused},
+		{"http://017700000001/", ErrRefused},
+		{"http://hooks.example.com.", nil},
 		{"not a url", ErrRefused},
 	}
 	for _, tc := range tests {
