@@ -3,6 +3,7 @@ package hookproxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -308,5 +309,26 @@ func TestHealthAndStatus(t *testing.T) {
 	defer strict.Close()
 	if hl := strict.CheckHealth(context.Background(), h); hl.OK || hl.Failure != FailureUnreachable {
 		t.Fatalf("health of a refused address %+v", hl)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, mut := range []func(*Config){
+		func(c *Config) { c.MaxResponseBytes = MaxResponseBytes + 1 },
+		func(c *Config) { c.MaxResponseBytes = 0 },
+		func(c *Config) { c.MaxIdleConnsPerHook = 0 },
+	} {
+		c := DefaultConfig()
+		mut(&c)
+		if err := c.Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	// New never raises the answer cap above 1 MiB.
+	if p := New(Config{MaxResponseBytes: 8 << 20}, nil); p.cfg.MaxResponseBytes != MaxResponseBytes || p.cfg.Egress.Mode() != egress.ModeStrict {
+		t.Fatalf("New: %+v", p.cfg)
 	}
 }
