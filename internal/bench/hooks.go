@@ -134,7 +134,9 @@ func HookFigures(ctx context.Context, progress io.Writer) ([]Figure, error) {
 	})
 	// The reference: the least a decision can cost, an Execute on an open
 	// gobreaker breaker alone (what the proxy adds is the lookup of the
-	// point, the failure mode and the record of the call).
+	// point, the failure mode, the record of the call and the verdict). The
+	// goal, 20 times that, is the former fixed goal of 5 µs against the
+	// ~250 ns such an Execute takes on the reference machine.
 	cb := gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{Name: "bare", Timeout: time.Minute,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 1 }})
 	_, _ = cb.Execute(func() (struct{}, error) { return struct{}{}, errors.New("fail") })
@@ -156,7 +158,7 @@ func HookFigures(ctx context.Context, progress io.Writer) ([]Figure, error) {
 		{Name: "pre+post via hookproxy, p50 (µs/pair)", Value: float64(ours.P50.Nanoseconds()) / 1000, Unit: "µs", Reference: float64(bare.P50.Nanoseconds()) / 1000,
 			RefName: "bare pair of HTTP POSTs", Goal: 1.15, Lower: true},
 		{Name: "decision with breaker open (µs)", Value: float64(open.NsPerOp()) / 1000, Unit: "µs", Reference: float64(bareOpen.NsPerOp()) / 1000,
-			RefName: "Execute on an open gobreaker alone", Goal: 10, Lower: true},
+			RefName: "Execute on an open gobreaker alone", Goal: 20, Lower: true},
 		{Name: "executions/s, no hooks (4 callers)", Value: execRate, Unit: "exec/s", Reference: pubRate, RefName: "publishing the events alone", Goal: 0.5},
 	}, nil
 }
