@@ -2,16 +2,122 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
+
+// Egress refuses destinations the platform must not call: loopback,
+// private, link-local (cloud metadata), shared and multicast addresses
+// (internal/egress.Guard). Errors wrap egress.ErrRefused for a refused
+// address and egress.ErrUnresolved for a name that does not resolve.
+type Egress interface {
+	CheckURL(ctx context.Context, raw string) error
+	CheckHost(ctx context.Context, host string) error
+	CheckSRV(ctx context.Context, service, proto, name string) error
+}
+
+// HookMonitor is the hook client as the admin API needs it
+// (hookproxy.Proxy, wired by cmd).
+type HookMonitor interface {
+	// CheckHealth calls the hook server's GET /health with the hook's
+	// authentication (cfg holds its secrets) and remembers the outcome.
+	CheckHealth(ctx context.Context, h Hook, cfg HookConfig) HookHealth
+	// HookStatus is what the client knows of a hook; false when it has
+	// neither called nor checked it.
+	HookStatus(id uuid.UUID) (HookStatus, bool)
+}
+
+// HookHealth is the outcome of a /health call. Failure is generic
+// ("endpoint not reachable", "timeout after 5s", "status 503"): the
+// detail is in the operator log.
+type HookHealth struct {
+	CheckedAt  time.Time `json:"checked_at"`
+	OK         bool      `json:"ok"`
+	HTTPStatus int       `json:"http_status,omitempty"`
+	Failure    string    `json:"failure,omitempty"`
+}
+
+// HookBreaker is the circuit breaker of one point.
+type HookBreakerStatus struct {
+	State               string `json:"state"`
+	ConsecutiveFailures uint32 `json:"consecutive_failures"`
+}
+
+// HookStatus is a hook as this process's hook client sees it.
+type HookStatus struct {
+	Health        *HookHealth                  `json:"health"`
+	Breakers      map[string]HookBreakerStatus `json:"breakers"`
+	Calls         uint64                       `json:"calls"`
+	Failures      uint64                       `json:"failures"`
+	BreakerOpen   uint64                       `json:"breaker_open"`
+	LastFailure   string                       `json:"last_failure,omitempty"`
+	LastFailureAt *time.Time                   `json:"last_failure_at,omitempty"`
+}
+
+// UseEgress sets the guard of hook endpoints and database hosts (the
+// default refuses every address that is not public). Call before Register.
+func (s *Service) UseEgress(e Egress) { s.egress = e }
+
+// UseHookMonitor sets the hook client that checks /health and reports
+// hook state in GET …/hooks/{hook_id}. Call before Register.
+func (s *Service) UseHookMonitor(m HookMonitor) { s.monitor = m }
+
+func (s *Service) egressGuard() Egress {
+	if s.egress == nil {
+		return egress.Strict()
+	}
+	return s.egress
+}
+
+// checkEndpoint refuses (400, field "endpoint") an endpoint whose address,
+// or any address its name resolves to now, is refused; a name that does
+// not resolve is a warning. Every connection is checked again when made.
+func (s *Service) checkEndpoint(ctx context.Context, endpoint string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := s.egressGuard().CheckURL(ctx, endpoint)
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, egress.ErrRefused):
+		return nil, invalid("endpoint", "%v: hook servers must be on public addresses", err)
+	case errors.Is(err, egress.ErrUnresolved):
+		return []string{"endpoint: the host name does not resolve now"}, nil
+	}
+	return nil, invalid("endpoint", "%v", err)
+}
+
+// health checks a hook server after a create or an enable: a failure is a
+// warning of the answer, not a refusal.
+func (s *Service) health(ctx context.Context, h Hook, cfg HookConfig) []string {
+	if s.monitor == nil {
+		return nil
+	}
+	hl := s.monitor.CheckHealth(ctx, h, cfg)
+	if hl.OK {
+		return nil
+	}
+	return []string{"health: the hook server's GET /health failed: " + hl.Failure}
+}
+
+// hookReply is a hook as the API answers it: redacted, with the warnings
+// of a create or enable, or (GET) its status in this process's hook client.
+type hookReply struct {
+	Hook
+	Status   *HookStatus `json:"status,omitempty"`
+	Warnings []string    `json:"warnings,omitempty"`
+}
 
 // hookScope resolves the org, the project (nil for org hooks) and the KV scope token.
 func (s *Service) hookScope(c *fiber.Ctx, mutate bool) (*call, Org, *Project, string, error) {
@@ -80,6 +186,10 @@ func (s *Service) createHook(c *fiber.Ctx) error {
 	if err := cfg.Normalize(); err != nil {
 		return httpError(err)
 	}
+	warnings, err := s.checkEndpoint(c.UserContext(), cfg.Endpoint)
+	if err != nil {
+		return httpError(err)
+	}
 	now := s.now().UTC()
 	h := Hook{ID: uuid.New(), OrgID: org.ID, CreatedAt: now, UpdatedAt: now}
 	if p != nil {
@@ -94,7 +204,10 @@ func (s *Service) createHook(c *fiber.Ctx) error {
 		setKey(key, h, 0)); err != nil {
 		return httpError(err)
 	}
-	return httpapi.Reply(c, fiber.StatusCreated, hookView(h))
+	if *cfg.Enabled {
+		warnings = append(warnings, s.health(c.UserContext(), h, cfg)...)
+	}
+	return httpapi.Reply(c, fiber.StatusCreated, hookReply{Hook: hookView(h).(Hook), Warnings: warnings})
 }
 
 // hookTarget resolves the hook of a hook route: its KV key and the
@@ -130,7 +243,15 @@ func (s *Service) getHook(c *fiber.Ctx) error {
 	if _, err := s.state.get(key, &h); err != nil {
 		return httpError(fmt.Errorf("%w: hook", ErrNotFound))
 	}
-	return httpapi.Reply(c, fiber.StatusOK, hookView(h))
+	out := hookReply{Hook: hookView(h).(Hook)}
+	if s.monitor != nil {
+		st, _ := s.monitor.HookStatus(h.ID)
+		if st.Breakers == nil {
+			st.Breakers = map[string]HookBreakerStatus{}
+		}
+		out.Status = &st
+	}
+	return httpapi.Reply(c, fiber.StatusOK, out)
 }
 
 // patchHook applies a JSON merge patch (RFC 7386) to the configuration.
@@ -144,7 +265,15 @@ func (s *Service) patchHook(c *fiber.Ctx) error {
 		return err
 	}
 	mut.Action = schemas.AuditActionUpdated
-	return updateRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, func(h Hook) (Hook, bool, error) {
+	// A patch that enables the hook, or moves or re-keys an enabled one,
+	// checks the server's /health once stored.
+	var (
+		checkHealth bool
+		after       Hook
+		unsealed    HookConfig
+		warnings    []string
+	)
+	err = updateRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, func(h Hook) (Hook, bool, error) {
 		cur, err := s.unsealedConfig(key, h)
 		if err != nil {
 			return h, false, fmt.Errorf("open hook secrets: %w", err)
@@ -163,10 +292,26 @@ func (s *Service) patchHook(c *fiber.Ctx) error {
 		if err := next.Normalize(); err != nil {
 			return h, false, err
 		}
-		after := h
+		if warnings, err = s.checkEndpoint(c.UserContext(), next.Endpoint); err != nil {
+			return h, false, err
+		}
+		wasOn := h.Config.Enabled == nil || *h.Config.Enabled
+		checkHealth = *next.Enabled && (!wasOn || next.Endpoint != cur.Endpoint || next.Auth != cur.Auth)
+		after, unsealed = h, next
 		after.UpdatedAt = s.now().UTC()
 		return after, true, s.sealHook(key, &after, next)
 	})
+	if err != nil || (!checkHealth && len(warnings) == 0) {
+		return err
+	}
+	if checkHealth {
+		warnings = append(warnings, s.health(c.UserContext(), after, unsealed)...)
+	}
+	if len(warnings) == 0 {
+		return nil
+	}
+	// The answer written by updateRecorded, with the warnings.
+	return httpapi.Reply(c, fiber.StatusOK, hookReply{Hook: hookView(after).(Hook), Warnings: warnings})
 }
 
 func (s *Service) disableHook(c *fiber.Ctx) error {

@@ -42,10 +42,36 @@ type HookAuth struct {
 	CACertPEM     string `json:"ca_cert_pem,omitempty"`
 }
 
-// HookRetries: attempts in all (1 = no retry) and the back-off between them.
+// HookRetries: attempts in all (1 = no retry, at most MaxHookAttempts) and
+// the first back-off, doubled per retry up to MaxHookBackoffMS with ±20 %
+// jitter. Absent fields take their defaults; an explicit 0 is refused.
 type HookRetries struct {
-	MaxAttempts int `json:"max_attempts"`
-	BackoffMS   int `json:"backoff_ms"`
+	MaxAttempts *int `json:"max_attempts,omitempty"`
+	BackoffMS   *int `json:"backoff_ms,omitempty"`
+}
+
+// Bounds of a hook's retries (hookproxy.MaxAttempts, hookproxy.MaxBackoff):
+// a call of one point holds an execution for at most 5 attempts of at most
+// 60 s each and 4 waits of at most 5 s.
+const (
+	MaxHookAttempts  = 5
+	MaxHookBackoffMS = 5000
+)
+
+// Attempts returns max_attempts (1 before Normalize).
+func (r HookRetries) Attempts() int {
+	if r.MaxAttempts == nil {
+		return 1
+	}
+	return *r.MaxAttempts
+}
+
+// Backoff returns backoff_ms (100 before Normalize).
+func (r HookRetries) Backoff() int {
+	if r.BackoffMS == nil {
+		return 100
+	}
+	return *r.BackoffMS
 }
 
 // HookBreaker opens after ConsecutiveFailures and half-opens after OpenMS.
@@ -134,18 +160,14 @@ func (c *HookConfig) Normalize() error {
 	default:
 		return invalid("auth.type", "%q is not bearer or mtls", c.Auth.Type)
 	}
-	if c.Retries.MaxAttempts == 0 {
-		c.Retries.MaxAttempts = 1
+	attempts, backoff := c.Retries.Attempts(), c.Retries.Backoff()
+	if attempts < 1 || attempts > MaxHookAttempts {
+		return invalid("retries.max_attempts", "%d not in 1..%d", attempts, MaxHookAttempts)
 	}
-	if c.Retries.MaxAttempts < 1 || c.Retries.MaxAttempts > 10 {
-		return invalid("retries.max_attempts", "%d not in 1..10", c.Retries.MaxAttempts)
+	if backoff < 1 || backoff > MaxHookBackoffMS {
+		return invalid("retries.backoff_ms", "%d not in 1..%d", backoff, MaxHookBackoffMS)
 	}
-	if c.Retries.BackoffMS == 0 {
-		c.Retries.BackoffMS = 100
-	}
-	if c.Retries.BackoffMS < 0 || c.Retries.BackoffMS > 10_000 {
-		return invalid("retries.backoff_ms", "%d not in 0..10000", c.Retries.BackoffMS)
-	}
+	c.Retries = HookRetries{MaxAttempts: &attempts, BackoffMS: &backoff}
 	if c.Breaker.ConsecutiveFailures == 0 {
 		c.Breaker.ConsecutiveFailures = 5
 	}

@@ -29,6 +29,8 @@ func selfSigned(t *testing.T) (certPEM, keyPEM string) {
 		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
 }
 
+func ptr(n int) *int { return &n }
+
 func TestHookConfigNormalize(t *testing.T) {
 	cert, key := selfSigned(t)
 	base := func() HookConfig {
@@ -46,7 +48,7 @@ func TestHookConfigNormalize(t *testing.T) {
 	if p := c.Points["access"]; p.Path != "/access" || p.TimeoutMS != 100 {
 		t.Errorf("access: %+v", p)
 	}
-	if c.TimeoutMS != 5000 || c.Retries.MaxAttempts != 1 || c.Breaker.ConsecutiveFailures != 5 || c.Breaker.OpenMS != 30000 ||
+	if c.TimeoutMS != 5000 || c.Retries.Attempts() != 1 || c.Retries.Backoff() != 100 || *c.Retries.MaxAttempts != 1 || c.Breaker.ConsecutiveFailures != 5 || c.Breaker.OpenMS != 30000 ||
 		c.Phase != "before" || c.Enabled == nil || !*c.Enabled {
 		t.Errorf("hook defaults: %+v", c)
 	}
@@ -73,8 +75,12 @@ func TestHookConfigNormalize(t *testing.T) {
 			c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key, CACertPEM: "x"}
 		}},
 		{"timeout_ms", func(c *HookConfig) { c.TimeoutMS = -1 }},
-		{"retries.max_attempts", func(c *HookConfig) { c.Retries.MaxAttempts = 11 }},
-		{"retries.backoff_ms", func(c *HookConfig) { c.Retries.BackoffMS = -5 }},
+		{"retries.max_attempts", func(c *HookConfig) { c.Retries.MaxAttempts = ptr(11) }},
+		{"retries.max_attempts", func(c *HookConfig) { c.Retries.MaxAttempts = ptr(6) }},
+		{"retries.max_attempts", func(c *HookConfig) { c.Retries.MaxAttempts = ptr(0) }},
+		{"retries.backoff_ms", func(c *HookConfig) { c.Retries.BackoffMS = ptr(-5) }},
+		{"retries.backoff_ms", func(c *HookConfig) { c.Retries.BackoffMS = ptr(0) }},
+		{"retries.backoff_ms", func(c *HookConfig) { c.Retries.BackoffMS = ptr(5001) }},
 		{"breaker.consecutive_failures", func(c *HookConfig) { c.Breaker.ConsecutiveFailures = -1 }},
 		{"breaker.open_ms", func(c *HookConfig) { c.Breaker.OpenMS = 50 }},
 		{"phase", func(c *HookConfig) { c.Phase = "middle" }},
@@ -86,6 +92,12 @@ func TestHookConfigNormalize(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: err = %v", tc.field, err)
 		}
+	}
+	// The bounds themselves are accepted.
+	b := base()
+	b.Retries = HookRetries{MaxAttempts: ptr(MaxHookAttempts), BackoffMS: ptr(MaxHookBackoffMS)}
+	if err := b.Normalize(); err != nil {
+		t.Fatalf("retries at their bounds: %v", err)
 	}
 	m := base()
 	m.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key, CACertPEM: cert}

@@ -56,6 +56,10 @@ type Service struct {
 	// inflight holds the ids of the events that requests are publishing
 	// (the sweep leaves them alone).
 	inflight sync.Map
+	// egress checks hook endpoints and database hosts; monitor checks hook
+	// servers' /health and reports their state (UseEgress, UseHookMonitor).
+	egress  Egress
+	monitor HookMonitor
 }
 
 // NewService returns the admin API.

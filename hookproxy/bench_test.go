@@ -19,7 +19,7 @@ func BenchmarkPrePost(b *testing.B) {
 		fmt.Fprint(w, `{"code":"OK"}`)
 	}))
 	defer srv.Close()
-	p := New(DefaultConfig(), nil)
+	p := New(testConfig(), nil)
 	h := hook("h", srv.URL, FailClosed)
 	h.Points[Pre] = PointConfig{Path: "/pre", Timeout: 5 * time.Second, FailureMode: FailClosed}
 	h.Points[Post] = PointConfig{Path: "/post", Timeout: 5 * time.Second, FailureMode: FailClosed}
@@ -54,5 +54,22 @@ func BenchmarkBarePair(b *testing.B) {
 	for b.Loop() {
 		post("/pre")
 		post("/post")
+	}
+}
+
+func BenchmarkBreakerOpenDecision(b *testing.B) {
+	p := New(testConfig(), nil)
+	defer p.Close()
+	h := hook("dead", "http://127.0.0.1:1", FailClosed)
+	h.MaxAttempts, h.ConsecutiveFailures = 1, 1
+	ctx := context.Background()
+	req := preReq()
+	p.Pre(ctx, []Hook{h}, req)
+	hooks := []Hook{h}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := p.Pre(ctx, hooks, req); r.Allowed || r.Calls[0].Failure != FailureBreakerOpen {
+			b.Fatal("breaker not open")
+		}
 	}
 }

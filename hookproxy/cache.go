@@ -17,8 +17,8 @@ type AccessCache struct {
 }
 
 type accessEntry struct {
-	at      time.Time
-	visible Visible
+	at       time.Time
+	decision AccessDecision
 }
 
 // NewAccessCache returns a cache whose entries live for ttl.
@@ -27,18 +27,18 @@ func NewAccessCache(ttl time.Duration) *AccessCache {
 }
 
 // Get returns a fresh entry.
-func (c *AccessCache) Get(key string) (Visible, bool) {
+func (c *AccessCache) Get(key string) (AccessDecision, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
 	if !ok || c.now().Sub(e.at) > c.ttl {
-		return nil, false
+		return AccessDecision{}, false
 	}
-	return e.visible, true
+	return e.decision, true
 }
 
 // Put stores an entry, dropping expired ones when the cache grows.
-func (c *AccessCache) Put(key string, v Visible) {
+func (c *AccessCache) Put(key string, d AccessDecision) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -49,5 +49,5 @@ func (c *AccessCache) Put(key string, v Visible) {
 			}
 		}
 	}
-	c.entries[key] = accessEntry{at: now, visible: v}
+	c.entries[key] = accessEntry{at: now, decision: d}
 }

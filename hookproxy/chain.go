@@ -3,7 +3,6 @@ package hookproxy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
@@ -68,7 +67,7 @@ func (p *Proxy) failed(v *Verdict, h Hook, point Point, call *schemas.HookCall) 
 	if p.applyFailure(h, point, call) {
 		return true
 	}
-	deny(v, KindCheckFailed, fmt.Sprintf("hook %s failed (%s) and fails closed", h.Name, call.Failure))
+	deny(v, KindCheckFailed, "hook "+h.Name+" failed ("+call.Failure+") and fails closed")
 	return false
 }
 
@@ -81,13 +80,13 @@ func (p *Proxy) Pre(ctx context.Context, hooks []Hook, req hooksapi.PreRequest) 
 			continue
 		}
 		req.Inputs = res.Inputs
-		payload, err := json.Marshal(req)
-		if err != nil {
-			deny(&res.Verdict, KindCheckFailed, "inputs cannot be sent to hooks: "+err.Error())
+		var ans hooksapi.PreResponse
+		o, ok := p.invoke(ctx, h, Pre, func() ([]byte, error) { return json.Marshal(req) },
+			func(b []byte) (err error) { ans, err = DecodePreResponse(b); return err })
+		if o.payloadErr != nil {
+			deny(&res.Verdict, KindCheckFailed, "inputs cannot be sent to hooks: "+o.payloadErr.Error())
 			return res
 		}
-		var ans hooksapi.PreResponse
-		o, ok := p.invoke(ctx, h, Pre, payload, func(b []byte) (err error) { ans, err = DecodePreResponse(b); return err })
 		call := o.call
 		cont := true
 		if !ok {
@@ -124,13 +123,13 @@ func (p *Proxy) Post(ctx context.Context, hooks []Hook, req hooksapi.PostRequest
 			continue
 		}
 		req.Output = res.Output
-		payload, err := json.Marshal(req)
-		if err != nil {
-			deny(&res.Verdict, KindCheckFailed, "output cannot be sent to hooks: "+err.Error())
+		var ans hooksapi.PostResponse
+		o, ok := p.invoke(ctx, h, Post, func() ([]byte, error) { return json.Marshal(req) },
+			func(b []byte) (err error) { ans, err = DecodePostResponse(b); return err })
+		if o.payloadErr != nil {
+			deny(&res.Verdict, KindCheckFailed, "output cannot be sent to hooks: "+o.payloadErr.Error())
 			return res
 		}
-		var ans hooksapi.PostResponse
-		o, ok := p.invoke(ctx, h, Post, payload, func(b []byte) (err error) { ans, err = DecodePostResponse(b); return err })
 		call := o.call
 		cont := true
 		if !ok {
@@ -150,20 +149,73 @@ func (p *Proxy) Post(ctx context.Context, hooks []Hook, req hooksapi.PostRequest
 // Visible is the set of tools a user may see: toolkit → tool → true.
 type Visible map[string]map[string]bool
 
+// AccessDecision is what the access hooks decided for a user: the tools
+// left visible, the calls made, and which call hid each hidden tool.
+type AccessDecision struct {
+	Visible Visible
+	Calls   []schemas.HookCall
+	// hiddenBy: toolkit → tool → index in Calls of the hook that hid it.
+	hiddenBy map[string]map[string]int
+}
+
+func (d *AccessDecision) hide(tk, tool string, call int) {
+	delete(d.Visible[tk], tool)
+	if d.hiddenBy[tk] == nil {
+		d.hiddenBy[tk] = map[string]int{}
+	}
+	if _, ok := d.hiddenBy[tk][tool]; !ok {
+		d.hiddenBy[tk][tool] = call
+	}
+}
+
+// HiddenBy returns the name of the hook that hid a tool, if one did.
+func (d AccessDecision) HiddenBy(toolkit, tool string) (string, bool) {
+	i, ok := d.hiddenBy[toolkit][tool]
+	if !ok {
+		return "", false
+	}
+	return d.Calls[i].HookName, true
+}
+
+// Record returns the access calls as an execution of toolkit.tool records
+// them: the call of the hook that hid the tool says decision "deny" (the
+// others "allow"); cached marks a decision taken from the cache, when no
+// hook was called for this execution (attempts and latency 0). An empty
+// tool gives the calls of a listing.
+func (d AccessDecision) Record(toolkit, tool string, cached bool) []schemas.HookCall {
+	if len(d.Calls) == 0 {
+		return nil
+	}
+	out := append([]schemas.HookCall(nil), d.Calls...)
+	if i, ok := d.hiddenBy[toolkit][tool]; ok && tool != "" {
+		c := &out[i]
+		c.Decision = "deny"
+		if c.ErrorMessage == "" && c.Failure == "" {
+			c.ErrorMessage = toolkit + "." + tool + " is hidden by access hook " + c.HookName
+		}
+	}
+	if cached {
+		for i := range out {
+			out[i].Cached, out[i].Attempts, out[i].LatencyMS = true, 0, 0
+		}
+	}
+	return out
+}
+
 // Access runs the access hooks in order, each with one batched request for
 // the tools still visible. `only` keeps just the tools it lists (and `deny`
 // is then ignored), `deny` removes the tools it lists, neither changes
 // nothing; an empty list names a whole toolkit. A failed hook that fails
 // closed hides everything; one that fails open changes nothing.
-func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog map[string]hooksapi.ToolkitInfo) (Visible, []schemas.HookCall) {
-	visible := Visible{}
+func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog map[string]hooksapi.ToolkitInfo) AccessDecision {
+	d := AccessDecision{Visible: Visible{}, hiddenBy: map[string]map[string]int{}}
+	visible := d.Visible
 	for tk, info := range catalog {
 		visible[tk] = map[string]bool{}
 		for tool := range info.Tools {
 			visible[tk][tool] = true
 		}
 	}
-	var calls []schemas.HookCall
 	for _, h := range Order(hooks) {
 		if _, ok := h.Points[Access]; !ok {
 			continue
@@ -179,15 +231,20 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 			}
 			req.Toolkits[tk] = info
 		}
-		payload, _ := json.Marshal(req)
 		var ans hooksapi.AccessResponse
-		o, ok := p.invoke(ctx, h, Access, payload, func(b []byte) (err error) { ans, err = DecodeAccessResponse(b); return err })
+		o, ok := p.invoke(ctx, h, Access, func() ([]byte, error) { return json.Marshal(req) },
+			func(b []byte) (err error) { ans, err = DecodeAccessResponse(b); return err })
 		call := o.call
+		idx := len(d.Calls)
 		if !ok {
 			if !p.applyFailure(h, Access, &call) {
-				visible = Visible{}
+				for tk, tools := range visible {
+					for tool := range tools {
+						d.hide(tk, tool, idx)
+					}
+				}
 			}
-			calls = append(calls, call)
+			d.Calls = append(d.Calls, call)
 			continue
 		}
 		call.Code, call.Decision = string(hooksapi.OK), "allow"
@@ -198,7 +255,7 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 				keep, listed := (*ans.Only)[tk]
 				for tool := range tools {
 					if !listed || (len(keep) > 0 && !contains(keep, tool)) {
-						delete(tools, tool)
+						d.hide(tk, tool, idx)
 					}
 				}
 			}
@@ -207,14 +264,14 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 			for tk, drop := range *ans.Deny {
 				for tool := range visible[tk] {
 					if len(drop) == 0 || contains(drop, tool) {
-						delete(visible[tk], tool)
+						d.hide(tk, tool, idx)
 					}
 				}
 			}
 		}
-		calls = append(calls, call)
+		d.Calls = append(d.Calls, call)
 	}
-	return visible, calls
+	return d
 }
 
 func contains(list []string, s string) bool {

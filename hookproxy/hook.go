@@ -1,8 +1,10 @@
 // Package hookproxy is the platform's client of customer webhook servers:
 // it calls the access, pre and post hooks of an execution in order, with
-// bearer or mTLS authentication, timeouts, retries on transient failures,
-// a circuit breaker per hook and point, and the fail-open / fail-closed
-// failure modes.
+// bearer or mTLS authentication, one deadline per call, bounded retries
+// on transient failures, a circuit breaker per hook and point, and the
+// fail-open / fail-closed failure modes. Every connection passes an egress
+// guard (internal/egress), and callers see generic failures ("endpoint not
+// reachable") while the operator log has the detail.
 package hookproxy
 
 import (
@@ -62,7 +64,8 @@ type Hook struct {
 	ClientCertPEM string
 	ClientKeyPEM  string
 	CACertPEM     string
-	// MaxAttempts in all (1 = no retry) and the first back-off, doubled per retry.
+	// MaxAttempts in all (1 = no retry; at most MaxAttempts) and the first
+	// back-off, doubled per retry up to MaxBackoff, with ±20 % jitter.
 	MaxAttempts int
 	Backoff     time.Duration
 	// The breaker opens after ConsecutiveFailures and half-opens after OpenFor.

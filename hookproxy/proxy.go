@@ -18,6 +18,8 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
 )
@@ -28,16 +30,56 @@ const (
 	KindRateLimited = "HOOK_RATE_LIMITED"
 )
 
+// Bounds of a hook's retries: at most MaxAttempts calls per point and
+// execution, waits of at most MaxBackoff between them.
+const (
+	MaxAttempts = 5
+	MaxBackoff  = 5 * time.Second
+	// MaxResponseBytes is the largest answer a hook may give.
+	MaxResponseBytes = 1 << 20
+)
+
+// Failures as callers see them: what a hook server or the network said in
+// detail goes to the operator log only, so that the platform cannot be
+// used to probe addresses and ports.
+const (
+	FailureUnreachable = "endpoint not reachable"
+	FailureBreakerOpen = "circuit breaker open"
+	FailureCancelled   = "cancelled"
+	FailureConfig      = "invalid hook configuration"
+)
+
+// ErrInvalidConfig is returned by Config.Validate.
+var ErrInvalidConfig = errors.New("invalid hook proxy config")
+
 // Config tunes a Proxy.
 type Config struct {
-	// MaxResponseBytes bounds a hook's answer.
+	// MaxResponseBytes bounds a hook's answer (1..MaxResponseBytes); a
+	// larger answer is a failure of the hook.
 	MaxResponseBytes int64
 	// MaxIdleConnsPerHook keeps connections to each hook server warm.
 	MaxIdleConnsPerHook int
+	// Egress refuses hook servers on loopback, private and link-local
+	// addresses, checked on every connection (nil: egress.Strict()).
+	Egress *egress.Guard
 }
 
-// DefaultConfig: answers up to 1 MiB, 64 idle connections per hook.
-func DefaultConfig() Config { return Config{MaxResponseBytes: 1 << 20, MaxIdleConnsPerHook: 64} }
+// DefaultConfig: answers up to 1 MiB, 64 idle connections per hook, only
+// public addresses.
+func DefaultConfig() Config {
+	return Config{MaxResponseBytes: MaxResponseBytes, MaxIdleConnsPerHook: 64, Egress: egress.Strict()}
+}
+
+// Validate checks the bounds.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxResponseBytes < 1 || c.MaxResponseBytes > MaxResponseBytes:
+		return fmt.Errorf("%w: max response bytes %d not in 1..%d", ErrInvalidConfig, c.MaxResponseBytes, MaxResponseBytes)
+	case c.MaxIdleConnsPerHook < 1:
+		return fmt.Errorf("%w: max idle connections per hook %d below 1", ErrInvalidConfig, c.MaxIdleConnsPerHook)
+	}
+	return nil
+}
 
 // Stats counts decisions.
 type Stats struct {
@@ -55,16 +97,37 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	states map[stateKey]*pointState
+	hooks  map[string]*hookStats
 
 	calls, failures, failOpen, failClosed, breakerOpen atomic.Uint64
 }
 
-// New returns a proxy.
+// New returns a proxy. Zero fields of cfg take their defaults; a nil
+// Egress refuses every address that is not public.
 func New(cfg Config, log *slog.Logger) *Proxy {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Proxy{cfg: cfg, log: log, states: map[stateKey]*pointState{}}
+	def := DefaultConfig()
+	if cfg.MaxResponseBytes <= 0 || cfg.MaxResponseBytes > MaxResponseBytes {
+		cfg.MaxResponseBytes = def.MaxResponseBytes
+	}
+	if cfg.MaxIdleConnsPerHook <= 0 {
+		cfg.MaxIdleConnsPerHook = def.MaxIdleConnsPerHook
+	}
+	if cfg.Egress == nil {
+		cfg.Egress = def.Egress
+	}
+	return &Proxy{cfg: cfg, log: log, states: map[stateKey]*pointState{}, hooks: map[string]*hookStats{}}
+}
+
+// Close closes the idle connections of every hook client.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, st := range p.states {
+		st.client.CloseIdleConnections()
+	}
 }
 
 // Stats returns the counters.
@@ -81,6 +144,7 @@ type pointState struct {
 	breaker *gobreaker.CircuitBreaker[struct{}]
 	url     *url.URL
 	header  http.Header // sent with every call; never modified
+	stats   *hookStats
 }
 
 type stateKey struct {
@@ -98,7 +162,7 @@ type pointConf struct {
 
 // sameTransport reports whether two points can share a client.
 func (c pointConf) sameTransport(o pointConf) bool {
-	return c.endpoint == o.endpoint && c.timeout == o.timeout && c.cert == o.cert && c.key == o.key && c.ca == o.ca
+	return c.endpoint == o.endpoint && c.cert == o.cert && c.key == o.key && c.ca == o.ca
 }
 
 func confOf(h Hook, point Point) pointConf {
@@ -108,9 +172,8 @@ func confOf(h Hook, point Point) pointConf {
 }
 
 // state returns the client and breaker of a hook point, made on first use.
-// The point's timeout is the transport's ResponseHeaderTimeout (answers are
-// small), so calls need no per-call deadline context: that keeps a call as
-// cheap as a bare POST.
+// Every connection of the client passes the egress guard; the deadline of
+// a call is set per call (connect, headers and body).
 func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	k := stateKey{h.ID, h.Revision, point}
 	conf := confOf(h, point)
@@ -132,8 +195,8 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	if h.BearerToken != "" {
 		header["Authorization"] = []string{"Bearer " + h.BearerToken}
 	}
-	// Points of a hook with the same timeout share one client, so that the
-	// pre and post calls of an execution reuse the same warm connections.
+	// Points of a hook share one client, so that the pre and post calls of
+	// an execution reuse the same warm connections.
 	var client *http.Client
 	for ok, ost := range p.states {
 		if ok.id == h.ID && ok.revision == h.Revision && ost.conf.sameTransport(conf) {
@@ -143,13 +206,11 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	}
 	if client == nil {
 		tr := &http.Transport{
-			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			TLSClientConfig:       tlsCfg,
-			MaxIdleConns:          p.cfg.MaxIdleConnsPerHook * 4,
-			MaxIdleConnsPerHost:   p.cfg.MaxIdleConnsPerHook,
-			IdleConnTimeout:       90 * time.Second,
-			ResponseHeaderTimeout: pc.Timeout,
-			TLSHandshakeTimeout:   pc.Timeout,
+			DialContext:         p.cfg.Egress.Dialer(net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+			TLSClientConfig:     tlsCfg,
+			MaxIdleConns:        p.cfg.MaxIdleConnsPerHook * 4,
+			MaxIdleConnsPerHost: p.cfg.MaxIdleConnsPerHook,
+			IdleConnTimeout:     90 * time.Second,
 		}
 		client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
@@ -159,13 +220,16 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 		url:    u,
 		header: header,
 		client: client,
+		stats:  p.statsOf(h.ID),
 		breaker: gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 			Name:        h.Name + "/" + string(point),
 			MaxRequests: 1,
 			Timeout:     h.OpenFor,
 			ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= n },
+			// A request that could not be built says nothing of the hook.
+			IsSuccessful: func(err error) bool { _, bad := err.(payloadError); return err == nil || bad },
 			OnStateChange: func(_ string, from, to gobreaker.State) {
-				p.log.Warn("hook circuit breaker", "hook", h.Name, "point", point, "from", from.String(), "to", to.String())
+				p.log.Warn("hook circuit breaker", "hook", h.Name, "hook_id", h.ID, "point", point, "from", from.String(), "to", to.String())
 			},
 		}),
 	}
@@ -182,107 +246,139 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	return st, nil
 }
 
-// callError is why a hook call failed.
+// callError is why a hook call failed: reason is what callers see, detail
+// (the operator log's) what happened.
 type callError struct {
 	transient bool
 	status    int
 	reason    string
+	detail    error
 }
 
 func (e *callError) Error() string { return e.reason }
 
+// payloadError is a request that could not be encoded.
+type payloadError struct{ err error }
+
+func (e payloadError) Error() string { return e.err.Error() }
+
 // outcome is the result of calling one hook at one point.
 type outcome struct {
-	call schemas.HookCall
-	body []byte // the answer, when the call succeeded
+	call       schemas.HookCall
+	body       []byte // the answer, when the call succeeded
+	payloadErr error  // the request could not be built
 }
 
-// invoke calls a hook: retries transient failures, counts the outcome in
-// the hook's breaker, and skips the call while the breaker is open. ok is
-// false when the hook failed (the caller applies the failure mode).
-func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload []byte, valid func([]byte) error) (outcome, bool) {
+// invoke calls a hook: builds the request (not while the breaker is open),
+// retries transient failures, counts the outcome in the hook's breaker. ok
+// is false when the hook failed (the caller applies the failure mode).
+func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload func() ([]byte, error), valid func([]byte) error) (outcome, bool) {
 	o := outcome{call: schemas.HookCall{HookID: h.ID, HookName: h.Name, Point: string(point)}}
 	start := time.Now()
 	st, err := p.state(h, point)
 	if err != nil {
 		p.failures.Add(1)
-		o.call.Failure = err.Error()
+		p.log.Warn("hook not callable", "hook", h.Name, "hook_id", h.ID, "point", point, "err", err)
+		o.call.Failure = FailureConfig
 		return o, false
 	}
 	_, err = st.breaker.Execute(func() (struct{}, error) {
-		body, err := p.attempts(ctx, h, point, st, payload, valid, &o.call)
+		b, err := payload()
+		if err != nil {
+			return struct{}{}, payloadError{err}
+		}
+		body, err := p.attempts(ctx, h, point, st, b, valid, &o.call)
 		o.body = body
 		return struct{}{}, err
 	})
-	o.call.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+	end := time.Now()
+	o.call.LatencyMS = float64(end.Sub(start).Microseconds()) / 1000
 	if err == nil {
 		return o, true
 	}
+	if pe, ok := err.(payloadError); ok {
+		o.payloadErr = pe.err
+		return o, false
+	}
 	p.failures.Add(1)
+	st.stats.failures.Add(1)
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests):
 		p.breakerOpen.Add(1)
-		o.call.Failure = "circuit breaker open"
+		st.stats.breakerOpen.Add(1)
+		o.call.Failure = FailureBreakerOpen
 	default:
 		o.call.Failure = err.Error()
+		var ce *callError
+		if errors.As(err, &ce) {
+			p.log.Warn("hook call failed", "hook", h.Name, "hook_id", h.ID, "point", point, "attempts", o.call.Attempts,
+				"http_status", ce.status, "failure", ce.reason, "err", ce.detail)
+		}
 	}
+	st.stats.failed(o.call.Failure, end)
 	return o, false
 }
 
-func (p *Proxy) attempts(ctx context.Context, h Hook, point Point, st *pointState, payload []byte, valid func([]byte) error, call *schemas.HookCall) ([]byte, error) {
-	pc := h.Points[point]
-	attempts := max(1, h.MaxAttempts)
-	backoff := h.Backoff
-	var last *callError
-	for a := 1; a <= attempts; a++ {
-		if a > 1 {
-			select {
-			case <-ctx.Done():
-				return nil, &callError{reason: "cancelled: " + ctx.Err().Error()}
-			case <-time.After(backoff):
-			}
-			backoff *= 2
-		}
-		call.Attempts = a
-		p.calls.Add(1)
-		body, cerr := p.once(ctx, st, pc, payload)
-		if cerr == nil {
-			call.HTTPStatus = http.StatusOK
-			if err := valid(body); err != nil {
-				return nil, &callError{status: http.StatusOK, reason: "malformed answer: " + err.Error()}
-			}
-			return body, nil
-		}
-		call.HTTPStatus = cerr.status
-		last = cerr
-		if !cerr.transient {
-			break
-		}
-	}
-	return nil, last
+// retryPolicy is the back-off of a hook's retries, within the bounds.
+func retryPolicy(h Hook) retry.Policy {
+	return retry.Policy{Initial: min(max(h.Backoff, time.Millisecond), MaxBackoff), Max: MaxBackoff, MaxAttempts: min(max(1, h.MaxAttempts), MaxAttempts)}
 }
 
+// attempts calls a hook point up to its MaxAttempts, backing off (with
+// jitter, internal/retry) between transient failures. The back-off is
+// made only when a first attempt failed, so that a call that succeeds
+// costs no more than the call.
+func (p *Proxy) attempts(ctx context.Context, h Hook, point Point, st *pointState, payload []byte, valid func([]byte) error, call *schemas.HookCall) ([]byte, error) {
+	pc := h.Points[point]
+	pol := retryPolicy(h)
+	var bo interface{ NextBackOff() time.Duration }
+	for {
+		call.Attempts++
+		p.calls.Add(1)
+		st.stats.calls.Add(1)
+		b, cerr := p.once(ctx, st, pc, payload)
+		if cerr == nil {
+			call.HTTPStatus = http.StatusOK
+			if err := valid(b); err != nil {
+				return nil, &callError{status: http.StatusOK, reason: "malformed answer: " + err.Error()}
+			}
+			return b, nil
+		}
+		call.HTTPStatus = cerr.status
+		if !cerr.transient || call.Attempts >= pol.MaxAttempts {
+			return nil, cerr
+		}
+		if bo == nil {
+			bo = pol.Backoff()
+		}
+		if !retry.Sleep(ctx, bo.NextBackOff()) {
+			return nil, &callError{status: cerr.status, reason: FailureCancelled, detail: ctx.Err()}
+		}
+	}
+}
+
+// once makes one call under one deadline, the point's timeout, that covers
+// connecting, the answer's headers and reading its body.
 func (p *Proxy) once(ctx context.Context, st *pointState, pc PointConfig, payload []byte) ([]byte, *callError) {
+	timeout := pc.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	// The request is built from the point's parsed URL and fixed headers:
 	// nothing is parsed or canonicalized per call.
 	req := (&http.Request{Method: http.MethodPost, URL: st.url, Host: st.url.Host, Header: st.header, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Body: io.NopCloser(bytes.NewReader(payload)), ContentLength: int64(len(payload)),
-		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(payload)), nil }}).WithContext(ctx)
+		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(payload)), nil }}).WithContext(cctx)
 	resp, err := st.client.Do(req)
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return nil, &callError{transient: true, reason: fmt.Sprintf("timeout after %s", pc.Timeout)}
-		}
-		if ctx.Err() != nil {
-			return nil, &callError{transient: true, reason: "cancelled: " + ctx.Err().Error()}
-		}
-		return nil, &callError{transient: true, reason: "connection: " + err.Error()}
+		return nil, transportError(ctx, cctx, timeout, 0, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, p.cfg.MaxResponseBytes+1))
 	if err != nil {
-		return nil, &callError{transient: true, status: resp.StatusCode, reason: "reading the answer: " + err.Error()}
+		return nil, transportError(ctx, cctx, timeout, resp.StatusCode, err)
 	}
 	switch {
 	case resp.StatusCode >= 500:
@@ -293,6 +389,26 @@ func (p *Proxy) once(ctx context.Context, st *pointState, pc PointConfig, payloa
 		return nil, &callError{status: resp.StatusCode, reason: fmt.Sprintf("answer larger than %d bytes", p.cfg.MaxResponseBytes)}
 	}
 	return body, nil
+}
+
+// transportError classifies a failed exchange: the caller's context ended,
+// the call's deadline passed, the egress guard refused the address (not
+// retried), or the server could not be reached.
+func transportError(ctx, cctx context.Context, timeout time.Duration, status int, err error) *callError {
+	switch {
+	case ctx.Err() != nil:
+		return &callError{status: status, reason: FailureCancelled, detail: err}
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) || isTimeout(err):
+		return &callError{transient: true, status: status, reason: fmt.Sprintf("timeout after %s", timeout), detail: err}
+	case errors.Is(err, egress.ErrRefused):
+		return &callError{status: status, reason: FailureUnreachable, detail: err}
+	}
+	return &callError{transient: true, status: status, reason: FailureUnreachable, detail: err}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // applyFailure decides a failed call by the point's failure mode.

@@ -20,8 +20,20 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testConfig allows the hook servers of the tests, on 127.0.0.1.
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Egress = egress.AllowLoopback()
+	return cfg
+}
 
 // fakeHook is a webhook server whose behaviour a test sets.
 type fakeHook struct {
@@ -104,7 +116,7 @@ func TestFaultMatrix(t *testing.T) {
 	for _, tc := range tests {
 		for _, mode := range []FailureMode{FailOpen, FailClosed} {
 			t.Run(tc.fault+"/"+string(mode), func(t *testing.T) {
-				p := New(DefaultConfig(), nil)
+				p := New(testConfig(), nil)
 				var f *fakeHook
 				endpoint := closedURL(t)
 				if tc.fault != "refused" {
@@ -145,7 +157,7 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 func TestDenialsAndCodes(t *testing.T) {
-	p := New(DefaultConfig(), nil)
+	p := New(testConfig(), nil)
 	for mode, want := range map[string]string{"deny": KindCheckFailed, "ratelimit": KindRateLimited} {
 		f := newFakeHook(t, mode)
 		res := p.Pre(context.Background(), []Hook{hook(mode, f.srv.URL, FailOpen)}, preReq())
@@ -156,7 +168,7 @@ func TestDenialsAndCodes(t *testing.T) {
 }
 
 func TestBreakerOpensAndRecovers(t *testing.T) {
-	p := New(DefaultConfig(), nil)
+	p := New(testConfig(), nil)
 	f := newFakeHook(t, "5xx")
 	h := hook("b", f.srv.URL, FailClosed)
 	h.MaxAttempts, h.ConsecutiveFailures, h.OpenFor = 1, 2, 200*time.Millisecond
@@ -226,7 +238,7 @@ func TestOrderAndOverrides(t *testing.T) {
 		mk("before", false, "before", 9, false),
 		mk("project1", true, "", 1, false),
 	}
-	p := New(DefaultConfig(), nil)
+	p := New(testConfig(), nil)
 	req := preReq()
 	req.Inputs["trail"] = ""
 	res := p.Pre(context.Background(), hooks, req)
@@ -274,7 +286,8 @@ func TestAccessOnlyDenyNeither(t *testing.T) {
 		}))
 		h := hook("a", srv.URL, FailClosed)
 		h.Points = map[Point]PointConfig{Access: {Path: "/access", Timeout: time.Second, FailureMode: FailClosed}}
-		vis, calls := New(DefaultConfig(), nil).Access(context.Background(), []Hook{h}, "u1", catalog)
+		d := New(testConfig(), nil).Access(context.Background(), []Hook{h}, "u1", catalog)
+		vis, calls := d.Visible, d.Calls
 		srv.Close()
 		if s := visibleString(vis); s != tc.want {
 			t.Errorf("answer %s: visible %s, want %s", tc.answer, s, tc.want)
@@ -288,7 +301,7 @@ func TestAccessOnlyDenyNeither(t *testing.T) {
 		h := hook("a", closedURL(t), mode)
 		h.Points = map[Point]PointConfig{Access: {Path: "/access", Timeout: time.Second, FailureMode: mode}}
 		h.MaxAttempts = 1
-		vis, _ := New(DefaultConfig(), nil).Access(context.Background(), []Hook{h}, "u1", catalog)
+		vis := New(testConfig(), nil).Access(context.Background(), []Hook{h}, "u1", catalog).Visible
 		if s := visibleString(vis); s != want {
 			t.Errorf("%s: %q", mode, s)
 		}
@@ -361,7 +374,7 @@ func TestMTLS(t *testing.T) {
 
 	h := hook("m", srv.URL, FailClosed)
 	h.BearerToken, h.ClientCertPEM, h.ClientKeyPEM, h.CACertPEM, h.MaxAttempts = "", cc, ck, caPEM, 1
-	p := New(DefaultConfig(), nil)
+	p := New(testConfig(), nil)
 	if res := p.Pre(context.Background(), []Hook{h}, preReq()); !res.Allowed || peer.Load() != "auditrail" {
 		t.Fatalf("mTLS call: %+v (peer %v)", res, peer.Load())
 	}
@@ -398,8 +411,9 @@ func FuzzDecodeResponses(f *testing.F) {
 // Concurrent calls share a point's client, URL and headers safely.
 func TestConcurrentCalls(t *testing.T) {
 	f := newFakeHook(t, "ok")
-	p := New(DefaultConfig(), nil)
+	p := New(testConfig(), nil)
 	h := hook("c", f.srv.URL, FailClosed)
+	h.Points[Pre] = PointConfig{Path: "/pre", Timeout: 5 * time.Second, FailureMode: FailClosed} // no retries under load
 	done := make(chan bool, 16)
 	for i := 0; i < 16; i++ {
 		go func() {

@@ -104,7 +104,7 @@ func testOutboxConfig(dir string) OutboxConfig {
 // once in the stream after NATS returns.
 func TestOutboxKeepsEventsWhileNATSIsDown(t *testing.T) {
 	srv := newRestartable(t)
-	nc, err := natsx.Connect(srv.url(), "outbox-test", slog.Default())
+	nc, err := natsx.Connect(srv.url(), "outbox-test", "", slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

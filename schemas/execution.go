@@ -60,6 +60,9 @@ type HookCall struct {
 	// Decision is allow or deny.
 	Decision   string `msgpack:"decision" json:"decision"`
 	Overridden bool   `msgpack:"overridden" json:"overridden"`
+	// Cached is true when the decision came from the access cache: no call
+	// was made for this execution (attempts and latency are 0).
+	Cached bool `msgpack:"cached,omitempty" json:"cached,omitempty"`
 }
 
 // Key is the event id, used as Nats-Msg-Id.

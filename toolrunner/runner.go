@@ -18,7 +18,7 @@ import (
 
 // Hooks is the hook client the runner needs (hookproxy.Proxy).
 type Hooks interface {
-	Access(ctx context.Context, hooks []hookproxy.Hook, userID string, catalog map[string]hooksapi.ToolkitInfo) (hookproxy.Visible, []schemas.HookCall)
+	Access(ctx context.Context, hooks []hookproxy.Hook, userID string, catalog map[string]hooksapi.ToolkitInfo) hookproxy.AccessDecision
 	Pre(ctx context.Context, hooks []hookproxy.Hook, req hooksapi.PreRequest) hookproxy.PreResult
 	Post(ctx context.Context, hooks []hookproxy.Hook, req hooksapi.PostRequest) hookproxy.PostResult
 }
@@ -184,18 +184,19 @@ func (r *Runner) Visible(ctx context.Context, sc Scope) ([]Definition, []schemas
 	if err != nil {
 		return nil, nil, fmt.Errorf("hooks: %w", err)
 	}
-	vis, calls := r.visible(ctx, sc, hooks)
+	dec, cached := r.visible(ctx, sc, hooks)
 	var out []Definition
 	for _, d := range r.reg.Definitions() {
-		if vis == nil || vis[d.Toolkit][d.Name] {
+		if dec.Visible == nil || dec.Visible[d.Toolkit][d.Name] {
 			out = append(out, d)
 		}
 	}
-	return out, calls, nil
+	return out, dec.Record("", "", cached), nil
 }
 
-// visible returns the visible set (nil: everything, no access hook).
-func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) (hookproxy.Visible, []schemas.HookCall) {
+// visible returns the access hooks' decision (a nil Visible: everything,
+// no access hook) and whether it came from the cache.
+func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) (hookproxy.AccessDecision, bool) {
 	var sig strings.Builder
 	any := false
 	for _, h := range hookproxy.Order(hooks) {
@@ -205,11 +206,11 @@ func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) 
 		}
 	}
 	if !any {
-		return nil, nil
+		return hookproxy.AccessDecision{}, false
 	}
 	key := sc.Org.String() + "/" + sc.Project.String() + "/" + sc.UserID + "/" + sig.String()
-	if v, ok := r.access.Get(key); ok {
-		return v, nil
+	if d, ok := r.access.Get(key); ok {
+		return d, true
 	}
 	catalog := map[string]hooksapi.ToolkitInfo{}
 	for _, d := range r.reg.Definitions() {
@@ -220,9 +221,9 @@ func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) 
 		}
 		info.Tools[d.Name] = append(info.Tools[d.Name], hooksapi.VersionInfo{Version: d.Version, Requirements: requirementsJSON(d.Requirements), Metadata: metadataJSON(d.Metadata)})
 	}
-	v, calls := r.hooks.Access(ctx, hooks, sc.UserID, catalog)
-	r.access.Put(key, v)
-	return v, calls
+	d := r.hooks.Access(ctx, hooks, sc.UserID, catalog)
+	r.access.Put(key, d)
+	return d, false
 }
 
 // Execute runs one tool through the pipeline and publishes its execution
@@ -257,11 +258,13 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 		return res, nil
 	}
 
-	// Access.
-	vis, calls := r.visible(ctx, sc, hooks)
-	res.Hooks = append(res.Hooks, calls...)
-	if vis != nil && !vis[def.Toolkit][def.Name] {
-		return fail(Errorf(KindHookCheck, false, "%s is not available to user %s", def.FullyQualifiedName(), sc.UserID), KindHookCheck)
+	// Access: the record names the hook that hid the tool, and says
+	// whether the decision came from the cache (no call made now).
+	dec, cached := r.visible(ctx, sc, hooks)
+	res.Hooks = append(res.Hooks, dec.Record(def.Toolkit, def.Name, cached)...)
+	if dec.Visible != nil && !dec.Visible[def.Toolkit][def.Name] {
+		by, _ := dec.HiddenBy(def.Toolkit, def.Name)
+		return fail(Errorf(KindHookCheck, false, "%s is not available to user %s (access hook %s)", def.FullyQualifiedName(), sc.UserID, by), KindHookCheck)
 	}
 
 	// Pre hooks.

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -114,7 +115,9 @@ func newEnv(t *testing.T, mut func(*toolrunner.Config)) *env {
 		mut(&cfg)
 	}
 	src := &sources{secrets: map[string]string{}, tokens: map[string]string{}}
-	r := toolrunner.New(cfg, registry(t), hookproxy.New(hookproxy.DefaultConfig(), nil), src, src, src, pub, nil)
+	hcfg := hookproxy.DefaultConfig()
+	hcfg.Egress = egress.AllowLoopback() // the hook servers are on 127.0.0.1
+	r := toolrunner.New(cfg, registry(t), hookproxy.New(hcfg, nil), src, src, src, pub, nil)
 	return &env{runner: r, src: src, js: js, sc: toolrunner.Scope{Org: uuid.New(), Project: uuid.New(), UserID: "u1"}}
 }
 
@@ -334,24 +337,46 @@ func TestAccessHookAndCache(t *testing.T) {
 		t.Fatalf("access request: %+v", req)
 	}
 	res, _ := e.runner.Execute(ctx, e.sc, "TestKit.Panics", nil)
-	if res.Success || res.Error.Kind != toolrunner.KindHookCheck {
+	if res.Success || res.Error.Kind != toolrunner.KindHookCheck || !strings.Contains(res.Error.Message, "access hook a") {
 		t.Fatalf("hidden tool executed: %+v", res)
 	}
 	if acc.calls.Load() != 1 {
 		t.Fatalf("access hook called %d times, want 1 (cached)", acc.calls.Load())
 	}
+	// The record of the refused execution names the refusing hook and says
+	// that the decision came from the cache.
+	ev := e.lastEvent(t)
+	if len(ev.Hooks) != 1 || ev.Hooks[0].HookID != "a" || ev.Hooks[0].Decision != "deny" || !ev.Hooks[0].Cached || ev.Hooks[0].Attempts != 0 {
+		t.Fatalf("cached refusal recorded as %+v", ev.Hooks)
+	}
+	// A fresh decision: the access call made for this execution says deny.
+	e.src.mu.Lock()
+	e.src.hooks[0].Revision = "1b"
+	e.src.mu.Unlock()
+	res, _ = e.runner.Execute(ctx, e.sc, "TestKit.Slow", nil)
+	if res.Success || len(res.Hooks) != 1 || res.Hooks[0].Decision != "deny" || res.Hooks[0].Cached || res.Hooks[0].Attempts != 1 {
+		t.Fatalf("fresh refusal recorded as %+v", res.Hooks)
+	}
+	// An allowed tool from the cache: the access call is allow, cached.
+	res, _ = e.runner.Execute(ctx, e.sc, "TestKit.Echo", map[string]any{"text": "x"})
+	if len(res.Hooks) < 1 || res.Hooks[0].Decision != "allow" || !res.Hooks[0].Cached {
+		t.Fatalf("cached allowance recorded as %+v", res.Hooks)
+	}
+	if acc.calls.Load() != 2 {
+		t.Fatalf("access hook called %d times, want 2", acc.calls.Load())
+	}
 	// A configuration change drops the cache at once.
 	e.src.mu.Lock()
 	e.src.hooks[0].Revision = "2"
 	e.src.mu.Unlock()
-	if _, _, err := e.runner.Visible(ctx, e.sc); err != nil || acc.calls.Load() != 2 {
+	if _, _, err := e.runner.Visible(ctx, e.sc); err != nil || acc.calls.Load() != 3 {
 		t.Fatalf("after a change: %d calls, %v", acc.calls.Load(), err)
 	}
 	// Another user is asked about separately.
 	other := e.sc
 	other.UserID = "u2"
 	_, _, _ = e.runner.Visible(ctx, other)
-	if acc.calls.Load() != 3 {
+	if acc.calls.Load() != 4 {
 		t.Fatalf("other user: %d calls", acc.calls.Load())
 	}
 }

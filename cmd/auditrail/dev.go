@@ -109,6 +109,7 @@ func runDev(ctx context.Context, args []string) error {
 	rate, adminRate, toolRate := auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
 	inf := addIngestFlags(fs)
 	demo := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data and a demo organization, project, user and key, and print them")
+	allowPrivate := addEgressFlag(fs)
 	mkLog := fs.logFlags("text")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -208,7 +209,11 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, closeToolkits := toolkits()
+	guard, err := newEgress(*allowPrivate, true, log)
+	if err != nil {
+		return err
+	}
+	reg, closeToolkits := toolkits(guard, log)
 	defer closeToolkits()
 	execPub, err := producers.New(conns[natsx.RoleToolRunner], producers.DefaultConfig(), log)
 	if err != nil {
@@ -219,7 +224,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopOutbox()
-	runner, proxy := newToolRunner(reg, admin, outbox, log)
+	runner, proxy := newToolRunner(reg, admin, outbox, guard, log)
 	limiter, err := rateLimiter(bg, conns[natsx.RoleQuery], auditLimit, *rate)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/producers"
@@ -171,6 +172,7 @@ type adminRole struct {
 	cp    *controlPlane
 	pub   *producers.Publisher
 	admin *controlplane.Service
+	guard *egress.Guard
 	log   *slog.Logger
 	limit fiber.Handler // the rate limit of the role's API
 	stop  func()
@@ -188,6 +190,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	af := addAccessFlags(fs)
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes, the first seals (the control plane's; required)")
 	rate := limit.add(fs)
+	allowPrivate := addEgressFlag(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return nil, "", err
@@ -227,6 +230,9 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 		return fail(err)
 	}
 	r.limit = httpapi.RateLimit(limiter, r.cp.proxies, log)
+	if r.guard, err = newEgress(*allowPrivate, false, log); err != nil {
+		return fail(err)
+	}
 	return r, *httpAddr, nil
 }
 
@@ -239,6 +245,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 	defer r.stop()
 	app := httpapi.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, nil))
+	newHookProxy(r.admin, r.guard, r.log) // endpoint checks and /health on create and enable
 	r.admin.Register(app, r.limit)
 	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
@@ -260,9 +267,9 @@ func runToolRunner(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopOutbox()
-	reg, closeToolkits := toolkits()
+	reg, closeToolkits := toolkits(r.guard, r.log)
 	defer closeToolkits()
-	runner, proxy := newToolRunner(reg, r.admin, outbox, r.log)
+	runner, proxy := newToolRunner(reg, r.admin, outbox, r.guard, r.log)
 	app := httpapi.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
 		return map[string]any{"hooks": proxy.Stats(), "execution_outbox": outbox.Stats()}

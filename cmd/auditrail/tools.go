@@ -9,10 +9,49 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/documentdb"
 )
+
+// addEgressFlag is --allow-private-egress, of every role that calls hook
+// servers or databases or checks their addresses.
+func addEgressFlag(fs *flags) *bool {
+	return fs.Bool("allow-private-egress", "AUDITRAIL_ALLOW_PRIVATE_EGRESS", false,
+		"let hook endpoints and database hosts be on loopback, private, link-local (169.254.169.254) and shared addresses (default: public addresses only; auditrail dev also allows loopback)")
+}
+
+// newEgress is the guard of hook and database connections: public
+// addresses only, plus loopback in dev (for local hook servers and
+// emulators), or everything with --allow-private-egress.
+func newEgress(allowPrivate, dev bool, log *slog.Logger) (*egress.Guard, error) {
+	cfg := egress.DefaultConfig()
+	switch {
+	case allowPrivate:
+		cfg.Mode = egress.ModeAllowPrivate
+	case dev:
+		cfg.Mode = egress.ModeDev
+	}
+	return egress.New(cfg, log)
+}
+
+// proxyHook is a control-plane hook as the hook client calls it.
+func proxyHook(id uuid.UUID, project *uuid.UUID, revision string, c controlplane.HookConfig) hookproxy.Hook {
+	hk := hookproxy.Hook{
+		ID: id.String(), Name: c.Name, Revision: revision, Project: project != nil, Phase: c.Phase, Priority: c.Priority,
+		Endpoint: c.Endpoint, Points: map[hookproxy.Point]hookproxy.PointConfig{},
+		BearerToken: c.Auth.Token, ClientCertPEM: c.Auth.ClientCertPEM, ClientKeyPEM: c.Auth.ClientKeyPEM, CACertPEM: c.Auth.CACertPEM,
+		// Hooks stored before the bounds existed are held to them too.
+		MaxAttempts: min(c.Retries.Attempts(), hookproxy.MaxAttempts), Backoff: min(time.Duration(c.Retries.Backoff())*time.Millisecond, hookproxy.MaxBackoff),
+		ConsecutiveFailures: c.Breaker.ConsecutiveFailures, OpenFor: time.Duration(c.Breaker.OpenMS) * time.Millisecond,
+	}
+	for name, p := range c.Points {
+		hk.Points[hookproxy.Point(name)] = hookproxy.PointConfig{Path: p.Path, Timeout: time.Duration(p.TimeoutMS) * time.Millisecond,
+			FailureMode: hookproxy.FailureMode(p.FailureMode)}
+	}
+	return hk
+}
 
 // hookSource lists a project's hooks from the control plane for the runner.
 type hookSource struct{ svc *controlplane.Service }
@@ -24,27 +63,54 @@ func (h hookSource) Hooks(_ context.Context, org, project uuid.UUID) ([]hookprox
 	}
 	out := make([]hookproxy.Hook, 0, len(resolved))
 	for _, r := range resolved {
-		c := r.Config
-		hk := hookproxy.Hook{
-			ID: r.ID.String(), Name: c.Name, Revision: r.Revision, Project: r.ProjectID != nil, Phase: c.Phase, Priority: c.Priority,
-			Endpoint: c.Endpoint, Points: map[hookproxy.Point]hookproxy.PointConfig{},
-			BearerToken: c.Auth.Token, ClientCertPEM: c.Auth.ClientCertPEM, ClientKeyPEM: c.Auth.ClientKeyPEM, CACertPEM: c.Auth.CACertPEM,
-			MaxAttempts: c.Retries.MaxAttempts, Backoff: time.Duration(c.Retries.BackoffMS) * time.Millisecond,
-			ConsecutiveFailures: c.Breaker.ConsecutiveFailures, OpenFor: time.Duration(c.Breaker.OpenMS) * time.Millisecond,
-		}
-		for name, p := range c.Points {
-			hk.Points[hookproxy.Point(name)] = hookproxy.PointConfig{Path: p.Path, Timeout: time.Duration(p.TimeoutMS) * time.Millisecond,
-				FailureMode: hookproxy.FailureMode(p.FailureMode)}
-		}
-		out = append(out, hk)
+		out = append(out, proxyHook(r.ID, r.ProjectID, r.Revision, r.Config))
 	}
 	return out, nil
 }
 
+// hookMonitor is the hook proxy as the admin API sees it: /health checks
+// on create and enable, and each hook's state in GET.
+type hookMonitor struct{ p *hookproxy.Proxy }
+
+func (m hookMonitor) CheckHealth(ctx context.Context, h controlplane.Hook, cfg controlplane.HookConfig) controlplane.HookHealth {
+	// The revision EnabledHooks gives, so that the check warms the client
+	// that calls will use.
+	r := m.p.CheckHealth(ctx, proxyHook(h.ID, h.ProjectID, h.UpdatedAt.Format(time.RFC3339Nano), cfg))
+	return controlplane.HookHealth{CheckedAt: r.At, OK: r.OK, HTTPStatus: r.HTTPStatus, Failure: r.Failure}
+}
+
+func (m hookMonitor) HookStatus(id uuid.UUID) (controlplane.HookStatus, bool) {
+	st, ok := m.p.HookStatus(id.String())
+	out := controlplane.HookStatus{Calls: st.Calls, Failures: st.Failures, BreakerOpen: st.BreakerOpen, LastFailure: st.LastFailure,
+		Breakers: map[string]controlplane.HookBreakerStatus{}}
+	if !st.LastFailureAt.IsZero() {
+		at := st.LastFailureAt
+		out.LastFailureAt = &at
+	}
+	if st.Health != nil {
+		out.Health = &controlplane.HookHealth{CheckedAt: st.Health.At, OK: st.Health.OK, HTTPStatus: st.Health.HTTPStatus, Failure: st.Health.Failure}
+	}
+	for p, b := range st.Breakers {
+		out.Breakers[string(p)] = controlplane.HookBreakerStatus{State: b.State, ConsecutiveFailures: b.ConsecutiveFailures}
+	}
+	return out, ok
+}
+
+// newHookProxy is the hook client, behind the egress guard; the admin API
+// checks endpoints with the same guard and reports hooks through it.
+func newHookProxy(admin *controlplane.Service, guard *egress.Guard, log *slog.Logger) *hookproxy.Proxy {
+	cfg := hookproxy.DefaultConfig()
+	cfg.Egress = guard
+	proxy := hookproxy.New(cfg, log)
+	admin.UseEgress(guard)
+	admin.UseHookMonitor(hookMonitor{proxy})
+	return proxy
+}
+
 // newToolRunner wires the runner: the registered toolkits, the hook proxy,
 // the control plane's hooks, secrets and connections, the event publisher.
-func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub toolrunner.EventPublisher, log *slog.Logger) (*toolrunner.Runner, *hookproxy.Proxy) {
-	proxy := hookproxy.New(hookproxy.DefaultConfig(), log)
+func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub toolrunner.EventPublisher, guard *egress.Guard, log *slog.Logger) (*toolrunner.Runner, *hookproxy.Proxy) {
+	proxy := newHookProxy(admin, guard, log)
 	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, admin, pub, log), proxy
 }
 
@@ -73,10 +139,13 @@ func executionOutbox(dir string, pub *producers.Publisher, log *slog.Logger) (ob
 }
 
 // toolkits returns the registry of the toolkits built into the binary and
-// a function that releases their connections.
-func toolkits() (*toolrunner.Registry, func()) {
+// a function that releases their connections. Database connections pass
+// the egress guard.
+func toolkits(guard *egress.Guard, log *slog.Logger) (*toolrunner.Registry, func()) {
 	reg := toolrunner.NewRegistry()
-	docdb := documentdb.New(documentdb.DefaultConfig())
+	cfg := documentdb.DefaultConfig()
+	cfg.Egress, cfg.Log = guard, log
+	docdb := documentdb.New(cfg)
 	if err := reg.Register(docdb.Tools()...); err != nil {
 		panic(err) // the built-in definitions are checked by tests
 	}

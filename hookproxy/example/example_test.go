@@ -9,6 +9,7 @@ import (
 
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/hookproxy/example"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
 )
 
@@ -29,7 +30,9 @@ func TestReferenceServerPolicies(t *testing.T) {
 	}
 	srv := httptest.NewServer(example.New(policy, nil).Handler("secret-token"))
 	defer srv.Close()
-	p := hookproxy.New(hookproxy.DefaultConfig(), nil)
+	cfg := hookproxy.DefaultConfig()
+	cfg.Egress = egress.AllowLoopback() // the server is on 127.0.0.1
+	p := hookproxy.New(cfg, nil)
 	h := hookproxy.Hook{ID: "ex", Name: "example", Revision: "1", Endpoint: srv.URL, BearerToken: "secret-token", MaxAttempts: 1,
 		ConsecutiveFailures: 5, OpenFor: time.Second, Points: map[hookproxy.Point]hookproxy.PointConfig{
 			hookproxy.Access: {Path: "/access", Timeout: time.Second, FailureMode: hookproxy.FailClosed},
@@ -72,7 +75,7 @@ func TestReferenceServerPolicies(t *testing.T) {
 		info.Tools[tc.tool.Name] = []hooksapi.VersionInfo{{Version: "1", Metadata: tc.tool.Metadata}}
 		catalog[tc.tool.Toolkit] = info
 	}
-	vis, _ := p.Access(context.Background(), []hookproxy.Hook{h}, user, catalog)
+	vis := p.Access(context.Background(), []hookproxy.Hook{h}, user, catalog).Visible
 	if !vis["DocsToolkit"]["GetDocumentAsDocmd"] || vis["DocsToolkit"]["EditDocument"] || vis["CrmToolkit"]["ListDeals"] ||
 		vis["MailToolkit"]["CreateAndSendEmail"] || vis["DocsToolkit"]["WhoAmI"] {
 		t.Fatalf("visible: %v", vis)

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/ferret"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
@@ -64,6 +65,7 @@ func newEnv(t *testing.T, uri string) *env {
 	}
 	cfg := DefaultConfig()
 	cfg.ConnectTimeout = time.Second
+	cfg.Egress = egress.AllowLoopback() // FerretDB is on 127.0.0.1
 	tk := New(cfg)
 	t.Cleanup(func() { tk.Close(context.Background()) })
 	reg := toolrunner.NewRegistry()

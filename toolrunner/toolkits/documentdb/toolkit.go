@@ -9,6 +9,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
@@ -38,12 +41,18 @@ type Config struct {
 	MaxClients int
 	// ConnectTimeout bounds reaching the server.
 	ConnectTimeout time.Duration
+	// Egress refuses database hosts on loopback, private and link-local
+	// addresses, checked on every connection (nil: egress.Strict()).
+	Egress *egress.Guard
+	// Log receives what callers are not told: why a database could not be
+	// reached (nil: slog.Default()).
+	Log *slog.Logger
 }
 
 // DefaultConfig: 20 s per query, samples of at most 10,000 documents,
 // 64 clients, 5 s to reach the server.
 func DefaultConfig() Config {
-	return Config{MaxTime: 20 * time.Second, MaxSampleSize: 10_000, MaxClients: 64, ConnectTimeout: 5 * time.Second}
+	return Config{MaxTime: 20 * time.Second, MaxSampleSize: 10_000, MaxClients: 64, ConnectTimeout: 5 * time.Second, Egress: egress.Strict()}
 }
 
 // Toolkit holds the clients, one per connection string, reused across calls.
@@ -54,7 +63,15 @@ type Toolkit struct {
 }
 
 // New returns the toolkit.
-func New(cfg Config) *Toolkit { return &Toolkit{cfg: cfg, clients: map[[32]byte]*mongo.Client{}} }
+func New(cfg Config) *Toolkit {
+	if cfg.Egress == nil {
+		cfg.Egress = egress.Strict()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Toolkit{cfg: cfg, clients: map[[32]byte]*mongo.Client{}}
+}
 
 // Close disconnects every client.
 func (t *Toolkit) Close(ctx context.Context) {
@@ -77,7 +94,9 @@ func (t *Toolkit) client(ctx context.Context, uri string) (*mongo.Client, error)
 		return c, nil
 	}
 	opts := options.Client().ApplyURI(uri).SetServerSelectionTimeout(t.cfg.ConnectTimeout).SetConnectTimeout(t.cfg.ConnectTimeout).
-		SetAppName("auditrail-documentdb")
+		SetAppName("auditrail-documentdb").
+		// Every connection (SRV targets included) passes the egress guard.
+		SetDialer(t.cfg.Egress.Dialer(net.Dialer{Timeout: t.cfg.ConnectTimeout, KeepAlive: 30 * time.Second}))
 	if err := opts.Validate(); err != nil {
 		return nil, toolrunner.Errorf("CONFIGURATION_ERROR", false, "the secret %s is not a valid connection string", SecretName)
 	}
@@ -105,20 +124,34 @@ func redact(err error) string {
 	return s
 }
 
-// upstream turns a driver error into a tool error.
+// upstreamError is a tool error whose cause only the operator log sees.
+type upstreamError struct {
+	te     *toolrunner.Error
+	detail error
+}
+
+func (e *upstreamError) Error() string { return e.te.Error() }
+func (e *upstreamError) Unwrap() error { return e.te }
+
+// upstream turns a driver error into a tool error. That the database
+// cannot be reached is all a caller learns (no address, port or dialler
+// message: the platform is not a port scanner); Run logs the detail.
 func upstream(err error, what string) error {
 	var te *toolrunner.Error
 	switch {
 	case errors.As(err, &te):
 		return te
-	case mongo.IsNetworkError(err) || errors.Is(err, mongo.ErrClientDisconnected) || isServerSelection(err):
-		return toolrunner.Errorf(toolrunner.KindUpstream, true, "%s: the database cannot be reached: %s", what, redact(err))
+	case mongo.IsNetworkError(err) || errors.Is(err, mongo.ErrClientDisconnected) || isServerSelection(err) || errors.Is(err, egress.ErrRefused):
+		return &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, true, "%s: the database cannot be reached (endpoint not reachable)", what), err}
 	case errors.Is(err, context.DeadlineExceeded) || mongo.IsTimeout(err):
-		return toolrunner.Errorf(toolrunner.KindTimeout, true, "%s: the database did not answer in time", what)
+		return &upstreamError{toolrunner.Errorf(toolrunner.KindTimeout, true, "%s: the database did not answer in time", what), err}
 	}
 	var ce mongo.CommandError
 	if errors.As(err, &ce) {
 		return toolrunner.Errorf(toolrunner.KindUpstream, false, "%s: the database refused: %s", what, ce.Message)
+	}
+	if strings.Contains(err.Error(), "connection(") { // a driver connection error
+		return &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, true, "%s: the database cannot be reached (endpoint not reachable)", what), err}
 	}
 	return toolrunner.Errorf(toolrunner.KindUpstream, false, "%s: %s", what, redact(err))
 }

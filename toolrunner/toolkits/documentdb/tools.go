@@ -2,6 +2,7 @@ package documentdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -104,7 +105,12 @@ func (x tool[R]) Run(ctx context.Context, call toolrunner.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return x.run(ctx, c, req)
+	out, err := x.run(ctx, c, req)
+	if ue, ok := errors.AsType[*upstreamError](err); ok {
+		x.t.cfg.Log.Warn("database error", "toolkit", Name, "tool", x.def.Name, "err", ue.detail)
+		return nil, ue.te
+	}
+	return out, err
 }
 
 // target is a database and one of its collections.
