@@ -285,17 +285,20 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 // pageByHours reads the page of limit items after the cursor (nil: the
 // newest page) from window, which returns up to limit items of the listing
 // in [lo, hi), newest first. The first window holds the newest hours that
-// hold limit+1 events by the counts; when filters leave too few items,
-// older hours follow, four times more each round, until the page is full or
-// the history is exhausted. The newest bound is open (or the cursor), so
-// stale counts cost at most an extra round, never an item.
+// hold limit+1 events by the counts. When filters leave too few items,
+// older hours follow: as many events as the matches seen so far say the
+// rest of the page needs (with a margin), and at least four times the
+// events scanned so far, until the page is full or the history is
+// exhausted. The newest bound is open (or the cursor), so stale counts cost
+// at most an extra round, never an item.
 func pageByHours[T any](hours []hourCount, after *auditstore.Key, limit int, window func(lo, hi int64, limit int) ([]T, error)) ([]T, bool, error) {
 	upper := upperBound(after)
 	idx := firstHourBelow(hours, upper)
 	need := limit + 1
 	var items []T
-	for hi, target := upper, uint64(need); ; target *= 4 {
-		lo, j := nextWindow(hours, idx, target)
+	var scanned uint64 // events in the windows read so far, by the counts
+	for hi, target := upper, uint64(need); ; {
+		lo, j, n := nextWindow(hours, idx, target)
 		page, err := window(lo, hi, need-len(items))
 		if err != nil {
 			return nil, false, err
@@ -304,12 +307,25 @@ func pageByHours[T any](hours []hourCount, after *auditstore.Key, limit int, win
 		if len(items) >= need || lo == math.MinInt64 {
 			break
 		}
-		hi, idx = lo, j
+		hi, idx, scanned = lo, j, scanned+n
+		target = nextTarget(scanned, len(items), need)
 	}
 	if len(items) > limit {
 		return items[:limit], true, nil
 	}
 	return items, false, nil
+}
+
+// nextTarget is the number of events the next window should hold, when
+// found of the need items were among the scanned events so far.
+func nextTarget(scanned uint64, found, need int) uint64 {
+	target := 4 * max(scanned, 1)
+	if found > 0 {
+		// The selectivity seen so far, with a 50 % margin.
+		est := scanned * uint64(need-found) * 3 / (2 * uint64(found))
+		target = max(est, uint64(need))
+	}
+	return target
 }
 
 // upperBound is the exclusive upper time bound of a page after the cursor.
@@ -323,7 +339,7 @@ func upperBound(after *auditstore.Key) int64 {
 // firstWindow returns the time range [lo, hi) that pageByHours scans first.
 func firstWindow(hours []hourCount, after *auditstore.Key, limit int) (lo, hi int64) {
 	hi = upperBound(after)
-	lo, _ = nextWindow(hours, firstHourBelow(hours, hi), uint64(limit+1))
+	lo, _, _ = nextWindow(hours, firstHourBelow(hours, hi), uint64(limit+1))
 	return lo, hi
 }
 
@@ -353,8 +369,8 @@ func firstHourBelow(hours []hourCount, upper int64) int {
 
 // nextWindow returns the start of the oldest hour needed for hours[idx:] to
 // hold target events (math.MinInt64 when they hold fewer: scan to the
-// beginning), and the index after that hour.
-func nextWindow(hours []hourCount, idx int, target uint64) (int64, int) {
+// beginning), the index after that hour and the events of the window.
+func nextWindow(hours []hourCount, idx int, target uint64) (int64, int, uint64) {
 	var cum uint64
 	j := idx
 	for j < len(hours) && cum < target {
@@ -362,9 +378,9 @@ func nextWindow(hours []hourCount, idx int, target uint64) (int64, int) {
 		j++
 	}
 	if j < len(hours) {
-		return hours[j-1].hour, j
+		return hours[j-1].hour, j, cum
 	}
-	return math.MinInt64, j
+	return math.MinInt64, j, cum
 }
 
 // listPredicates says which optional predicates a listing uses.
