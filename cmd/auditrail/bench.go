@@ -13,8 +13,9 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,ingest,query", "benchmarks to run, comma-separated: decode, hooks, ingest, query")
-	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events of the one tenant of the query benchmark")
+	which := fs.String("run", "", "decode,hooks,ingest,query,executions,sqlite", "benchmarks to run, comma-separated: decode, hooks, ingest, query, executions, sqlite")
+	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query and executions benchmarks")
+	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	inf := addIngestFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
@@ -63,15 +64,25 @@ func runBench(ctx context.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("query benchmark: %w", err)
 			}
-			for _, r := range rs {
-				fmt.Printf("  %-24s API p50 %7.2f ms p99 %7.2f ms | raw (same hours) p50 %7.2f ms p99 %7.2f ms | raw unbounded p50 %8.1f ms",
-					r.Name, msf(r.API.P50), msf(r.API.P99), msf(r.RawBounded.P50), msf(r.RawBounded.P99), msf(r.RawNaive.P50))
-				if r.ThroughputPerSec > 0 {
-					fmt.Printf(" | %.0f pages/s (4 clients)", r.ThroughputPerSec)
-				}
-				fmt.Println()
+			printQueryResults(rs)
+			figures = append(figures, bench.QueryFigures("", rs)...)
+		case "executions":
+			fmt.Printf("== executions: one tenant holding %d tool executions in ClickHouse; API pages against the raw query\n", *queryEvents)
+			rs, err := bench.QueryExecutions(ctx, *queryEvents, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("executions benchmark: %w", err)
 			}
-			figures = append(figures, bench.QueryFigures(rs)...)
+			printQueryResults(rs)
+			figures = append(figures, bench.QueryFigures("executions ", rs)...)
+		case "sqlite":
+			fmt.Printf("== sqlite: one tenant holding %d events in SQLite; a page at 90%% depth against the first page\n", *sqliteEvents)
+			r, err := bench.SQLite(ctx, *sqliteEvents, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("sqlite benchmark: %w", err)
+			}
+			fmt.Printf("  first page p50 %.2f ms p99 %.2f ms | deep 90%% p50 %.2f ms p99 %.2f ms | project deep 90%% p50 %.2f ms p99 %.2f ms\n",
+				msf(r.First.P50), msf(r.First.P99), msf(r.Deep.P50), msf(r.Deep.P99), msf(r.ProjectDeep.P50), msf(r.ProjectDeep.P99))
+			figures = append(figures, r.Figures()...)
 		default:
 			return usageErrorf("unknown benchmark %q", name)
 		}
@@ -81,6 +92,17 @@ func runBench(ctx context.Context, args []string) error {
 		f.Print(os.Stdout)
 	}
 	return nil
+}
+
+func printQueryResults(rs []bench.QueryResult) {
+	for _, r := range rs {
+		fmt.Printf("  %-28s API p50 %7.2f ms p99 %7.2f ms | raw (same hours) p50 %7.2f ms p99 %7.2f ms | raw unbounded p50 %8.1f ms",
+			r.Name, msf(r.API.P50), msf(r.API.P99), msf(r.RawBounded.P50), msf(r.RawBounded.P99), msf(r.RawNaive.P50))
+		if r.ThroughputPerSec > 0 {
+			fmt.Printf(" | %.0f pages/s (4 clients)", r.ThroughputPerSec)
+		}
+		fmt.Println()
+	}
 }
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -10,11 +10,14 @@ import (
 
 // ExecRow is a tool execution as both SQL backends store it. Columns, in
 // the order of ScanTargets and Values: organization_id, event_id,
-// execution_id, project_id (” when none), user_id, toolkit, tool_name,
-// tool_version, started_ms, ended_ms, duration_ms, success, execution_code,
+// execution_id, project_id (empty when none), user_id, principal_id,
+// principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
+// started_ms, ended_ms, duration_ms, success, execution_code,
 // execution_error, error_kind, hooks (JSON), created_ms.
 type ExecRow struct {
 	OrgID, EventID, ExecutionID, ProjectID, UserID string
+	PrincipalID, PrincipalType, DisplayName        string
+	ClientIP                                       string
 	Toolkit, ToolName, ToolVersion                 string
 	StartedMS, EndedMS                             int64
 	DurationMS                                     float64
@@ -38,6 +41,7 @@ func NewExecRow(e *schemas.ExecutionEvent, createdMS int64) (ExecRow, error) {
 		ok = 1
 	}
 	return ExecRow{OrgID: e.OrganizationID, EventID: e.EventID, ExecutionID: e.ExecutionID, ProjectID: e.ProjectID, UserID: e.UserID,
+		PrincipalID: e.PrincipalID, PrincipalType: e.PrincipalType, DisplayName: e.DisplayName, ClientIP: e.ClientIP,
 		Toolkit: e.Tool.Toolkit, ToolName: e.Tool.Name, ToolVersion: e.Tool.Version, StartedMS: e.StartedAt.UnixMilli(),
 		EndedMS: e.EndedAt.UnixMilli(), DurationMS: e.DurationMS, Success: ok, Code: e.ExecutionCode, Err: e.ExecutionError,
 		Kind: e.ErrorKind, Hooks: string(h), CreatedMS: createdMS}, nil
@@ -45,20 +49,21 @@ func NewExecRow(e *schemas.ExecutionEvent, createdMS int64) (ExecRow, error) {
 
 // Values returns the columns in order.
 func (r *ExecRow) Values() []any {
-	return []any{r.OrgID, r.EventID, r.ExecutionID, r.ProjectID, r.UserID, r.Toolkit, r.ToolName, r.ToolVersion,
+	return []any{r.OrgID, r.EventID, r.ExecutionID, r.ProjectID, r.UserID, r.PrincipalID, r.PrincipalType, r.DisplayName, r.ClientIP, r.Toolkit, r.ToolName, r.ToolVersion,
 		r.StartedMS, r.EndedMS, r.DurationMS, r.Success, r.Code, r.Err, r.Kind, r.Hooks, r.CreatedMS}
 }
 
 // ScanTargets returns destinations for the columns in order.
 func (r *ExecRow) ScanTargets() []any {
-	return []any{&r.OrgID, &r.EventID, &r.ExecutionID, &r.ProjectID, &r.UserID, &r.Toolkit, &r.ToolName, &r.ToolVersion,
+	return []any{&r.OrgID, &r.EventID, &r.ExecutionID, &r.ProjectID, &r.UserID, &r.PrincipalID, &r.PrincipalType, &r.DisplayName, &r.ClientIP, &r.Toolkit, &r.ToolName, &r.ToolVersion,
 		&r.StartedMS, &r.EndedMS, &r.DurationMS, &r.Success, &r.Code, &r.Err, &r.Kind, &r.Hooks, &r.CreatedMS}
 }
 
 // Execution converts the row.
 func (r *ExecRow) Execution() (Execution, error) {
 	e := Execution{ExecutionEvent: schemas.ExecutionEvent{EventID: r.EventID, ExecutionID: r.ExecutionID, OrganizationID: r.OrgID,
-		ProjectID: r.ProjectID, UserID: r.UserID, Tool: schemas.ToolRef{Toolkit: r.Toolkit, Name: r.ToolName, Version: r.ToolVersion},
+		ProjectID: r.ProjectID, UserID: r.UserID, PrincipalID: r.PrincipalID, PrincipalType: r.PrincipalType,
+		DisplayName: r.DisplayName, ClientIP: r.ClientIP, Tool: schemas.ToolRef{Toolkit: r.Toolkit, Name: r.ToolName, Version: r.ToolVersion},
 		StartedAt: time.UnixMilli(r.StartedMS).UTC(), EndedAt: time.UnixMilli(r.EndedMS).UTC(), DurationMS: r.DurationMS,
 		Success: r.Success == 1, ExecutionCode: r.Code, ExecutionError: r.Err, ErrorKind: r.Kind},
 		CreatedTime: time.UnixMilli(r.CreatedMS).UTC()}

@@ -107,8 +107,10 @@ type ExecQuery struct {
 	ProjectID *uuid.UUID
 	// Success, when set, keeps only successful (true) or failed executions.
 	Success *bool
-	After   *Key
-	Limit   int
+	// UserID, when set, keeps only the executions run for this end user.
+	UserID *string
+	After  *Key
+	Limit  int
 }
 
 // Validate checks the query.

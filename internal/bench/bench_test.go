@@ -7,10 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/chserver"
 	"github.com/auditrail/auditrail/internal/testenv"
 )
+
+// fasthttp (under the query API) keeps one process-wide goroutine that
+// updates the Date header.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
+}
 
 // The benchmark harness itself works end to end, on a small load.
 func TestIngestBenchmarkRuns(t *testing.T) {
@@ -51,5 +59,46 @@ func TestFigure(t *testing.T) {
 		if tc.f.Met() != tc.want {
 			t.Errorf("%+v: Met = %v", tc.f, !tc.want)
 		}
+	}
+}
+
+// The executions benchmark works end to end on a small tenant: data
+// generated on the server, every page full through the API, figures set.
+func TestQueryExecutionsBenchmarkRuns(t *testing.T) {
+	if _, err := chserver.Binary(); err != nil {
+		testenv.Missing(t, "%v", err)
+	}
+	defer func(n int) { pageSamples = n }(pageSamples)
+	pageSamples = 5
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rs, err := QueryExecutions(ctx, 30_000, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 6 {
+		t.Fatalf("%d scenarios, want 6", len(rs))
+	}
+	for _, r := range rs {
+		if r.Items != benchPage || r.API.P50 <= 0 || r.RawBounded.P50 <= 0 || r.RawNaive.P50 <= 0 {
+			t.Fatalf("%s: %+v", r.Name, r)
+		}
+	}
+	if figs := QueryFigures("executions ", rs); len(figs) != 12 || figs[0].Value <= 0 {
+		t.Fatalf("figures: %+v", figs)
+	}
+}
+
+// The SQLite benchmark works end to end on a small tenant.
+func TestSQLiteBenchmarkRuns(t *testing.T) {
+	defer func(n int) { pageSamples = n }(pageSamples)
+	pageSamples = 5
+	r, err := SQLite(context.Background(), 20_000, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs := r.Figures()
+	if len(figs) != 2 || figs[0].Value <= 0 || figs[0].Reference <= 0 || figs[1].Value <= 0 {
+		t.Fatalf("figures: %+v", figs)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -65,17 +67,202 @@ const rawColumns = `event_id, id, ts_ms, client_ip, action, source, display_name
        organization_id, project_id, principal_id, user_id, principal_type,
        resource_type, resource_id, resource_display, data, created_ms`
 
-// QueryFigures returns the figures of the query benchmark.
-func QueryFigures(rs []QueryResult) []Figure {
+// QueryFigures returns the figures of the query benchmarks (audit or
+// executions); prefix names the listing.
+func QueryFigures(prefix string, rs []QueryResult) []Figure {
 	var out []Figure
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for _, r := range rs {
 		out = append(out,
-			Figure{Name: r.Name + " API p99 (ms)", Value: ms(r.API.P99), Unit: "ms", Reference: 50, RefName: "goal 50 ms", Goal: 1, Lower: true},
-			Figure{Name: r.Name + " API p50 vs raw (ms)", Value: ms(r.API.P50), Unit: "ms", Reference: ms(r.RawBounded.P50), RefName: "raw ClickHouse query, same hours", Goal: 1.3, Lower: true},
+			Figure{Name: prefix + r.Name + " API p99 (ms)", Value: ms(r.API.P99), Unit: "ms", Reference: 50, RefName: "goal 50 ms", Goal: 1, Lower: true},
+			Figure{Name: prefix + r.Name + " API p50 vs raw (ms)", Value: ms(r.API.P50), Unit: "ms", Reference: ms(r.RawBounded.P50), RefName: "raw ClickHouse query, same hours", Goal: 1.3, Lower: true},
 		)
 	}
 	return out
+}
+
+// chEnv is a throwaway ClickHouse holding one store, a raw connection to
+// the same database and the query API over real HTTP.
+type chEnv struct {
+	dir    string
+	srv    *chserver.Server
+	store  *clickhouse.Store
+	raw    driver.Conn
+	app    *fiber.App
+	client *http.Client
+	addr   string
+	codec  *query.CursorCodec
+}
+
+const (
+	benchAPIKey = "bench-key-0123456789"
+	benchPage   = 50
+)
+
+var benchCursorKey = []byte("bench-cursor-key-0123456789abcdef")
+
+// startCHEnv starts the server, opens the database db and serves the API.
+func startCHEnv(ctx context.Context, db string) (_ *chEnv, err error) {
+	e := &chEnv{}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	if e.dir, err = os.MkdirTemp("", "auditrail-bench-query-"); err != nil {
+		return nil, err
+	}
+	if e.srv, err = chserver.Start(filepath.Join(e.dir, "clickhouse")); err != nil {
+		return nil, err
+	}
+	dsn := e.srv.DSN(db)
+	if e.store, err = clickhouse.Open(ctx, dsn); err != nil {
+		return nil, err
+	}
+	opts, err := ch.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if e.raw, err = ch.Open(opts); err != nil {
+		return nil, err
+	}
+	qs, err := query.New(query.Config{CursorKeys: [][]byte{benchCursorKey}, StoreTimeout: 30 * time.Second}, e.store, benchAccess{benchAPIKey}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, err
+	}
+	if e.codec, err = query.NewCursorCodec(benchCursorKey); err != nil {
+		return nil, err
+	}
+	app := httpapi.NewApp(nil)
+	qs.Register(app)
+	port, err := chserver.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	e.addr = fmt.Sprintf("127.0.0.1:%d", port)
+	e.app = app
+	go func() { _ = app.Listen(e.addr) }()
+	e.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	for i := 0; ; i++ {
+		if resp, err := e.client.Get("http://" + e.addr + "/nothing"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 100 {
+			return nil, fmt.Errorf("api did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return e, nil
+}
+
+func (e *chEnv) close() {
+	if e.app != nil {
+		_ = e.app.Shutdown()
+	}
+	if e.client != nil {
+		e.client.CloseIdleConnections()
+	}
+	if e.raw != nil {
+		e.raw.Close()
+	}
+	if e.store != nil {
+		e.store.Close()
+	}
+	if e.srv != nil {
+		e.srv.Stop()
+	}
+	if e.dir != "" {
+		os.RemoveAll(e.dir)
+	}
+}
+
+// apiGet fetches a listing page and returns the number of its items.
+func (e *chEnv) apiGet(ctx context.Context, path string) (int, error) {
+	u := "http://" + e.addr + path
+	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+	req.Header.Set("Authorization", "Bearer "+benchAPIKey)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, body)
+	}
+	return strings.Count(string(body), `"event_id"`), nil
+}
+
+// pageScenario is one page measured two ways: page (through the API or
+// the store) and raw, the hand-written ClickHouse query of the same page,
+// bounded to the hours the store scans first or not.
+type pageScenario struct {
+	name       string
+	page       func() (int, error)
+	raw        func(bounded bool) error
+	throughput bool
+}
+
+// pageSamples is the number of timed samples of each page (tests lower it).
+var pageSamples = 300
+
+// measurePages times every scenario: pageSamples interleaved samples of the
+// page and its bounded raw query (both see the same machine), 5 of the
+// unbounded raw query.
+func measurePages(ctx context.Context, scs []pageScenario, say func(string, ...any)) ([]QueryResult, error) {
+	timeIt := func(k int, f func() error) ([]time.Duration, error) {
+		out := make([]time.Duration, 0, k)
+		for i := 0; i < k; i++ {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return nil, err
+			}
+			out = append(out, time.Since(t0))
+		}
+		return out, nil
+	}
+	var results []QueryResult
+	for _, sc := range scs {
+		say("measuring %s", sc.name)
+		r := QueryResult{Name: sc.name}
+		var err error
+		if r.Items, err = sc.page(); err != nil {
+			return nil, err
+		}
+		if r.Items != benchPage {
+			return nil, fmt.Errorf("%s: %d items, want %d", sc.name, r.Items, benchPage)
+		}
+		for i := 0; i < 20; i++ { // warm both paths
+			_, _ = sc.page()
+			_ = sc.raw(true)
+		}
+		page := func() error { _, err := sc.page(); return err }
+		var apiD, rawD []time.Duration
+		for i := 0; i < pageSamples; i++ {
+			d, err := timeIt(1, page)
+			if err != nil {
+				return nil, err
+			}
+			apiD = append(apiD, d...)
+			d, err = timeIt(1, func() error { return sc.raw(true) })
+			if err != nil {
+				return nil, err
+			}
+			rawD = append(rawD, d...)
+		}
+		r.API, r.RawBounded = summarize(apiD), summarize(rawD)
+		naive, err := timeIt(5, func() error { return sc.raw(false) })
+		if err != nil {
+			return nil, err
+		}
+		r.RawNaive = summarize(naive)
+		if sc.throughput {
+			r.ThroughputPerSec = throughput(ctx, 4, 3*time.Second, page)
+		}
+		results = append(results, r)
+	}
+	return results, nil
 }
 
 // Query fills one tenant with n events in a throwaway ClickHouse and
@@ -83,22 +270,12 @@ func QueryFigures(rs []QueryResult) []Figure {
 // query for the same page, on the newest page, deep pages and a filter.
 func Query(ctx context.Context, n int, progress io.Writer) ([]QueryResult, error) {
 	say := func(format string, args ...any) { fmt.Fprintf(progress, "  "+format+"\n", args...) }
-	dir, err := os.MkdirTemp("", "auditrail-bench-query-")
+	env, err := startCHEnv(ctx, "bench_query")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	srv, err := chserver.Start(filepath.Join(dir, "clickhouse"))
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Stop()
-	dsn := srv.DSN("bench_query")
-	store, err := clickhouse.Open(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
+	defer env.close()
+	store := env.store
 
 	org := uuid.New()
 	gen := synth.New(org, 5, 9)
@@ -129,154 +306,54 @@ func Query(ctx context.Context, n int, progress io.Writer) ([]QueryResult, error
 		}
 	}
 
-	// The API over real HTTP.
-	const apiKey = "bench-key-0123456789"
-	cursorKey := []byte("bench-cursor-key-0123456789abcdef")
-	qs, err := query.New(query.Config{CursorKeys: [][]byte{cursorKey}, StoreTimeout: 30 * time.Second}, store, benchAccess{apiKey}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		return nil, err
-	}
-	app := httpapi.NewApp(nil)
-	qs.Register(app)
-	port, err := chserver.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	go func() { _ = app.Listen(addr) }()
-	defer app.Shutdown()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	base := "http://" + addr + "/api/v1/orgs/" + org.String() + "/audit_logs?limit=50"
-	for i := 0; ; i++ {
-		if resp, err := client.Get("http://" + addr + "/nothing"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if i > 100 {
-			return nil, fmt.Errorf("api did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	codec, _ := query.NewCursorCodec(cursorKey)
+	base := "/api/v1/orgs/" + org.String() + "/audit_logs?limit=50"
 	scope := query.Scope("audit_logs/org", org.String(), "", "", "", "")
-
-	opts, err := ch.ParseDSN(dsn)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := ch.Open(opts)
-	if err != nil {
-		return nil, err
-	}
-	defer raw.Close()
-
-	type scenario struct {
-		name   string
+	type page struct {
 		url    string
 		q      auditstore.Query
 		filter string
 	}
-	dis := schemas.AuditActionDisabled
-	scenarios := []scenario{{name: "newest page", url: base, q: auditstore.Query{OrgID: org, Limit: 50}}}
-	for _, name := range []string{"deep 10%", "deep 50%", "deep 90%"} {
-		k := keys[name]
-		scenarios = append(scenarios, scenario{name: name + " page", url: base + "&cursor=" + url.QueryEscape(codec.Encode(k, scope)),
-			q: auditstore.Query{OrgID: org, Limit: 50, After: &k}})
-	}
-	scenarios = append(scenarios, scenario{name: "filtered page (action)", url: base + "&action=AUDIT_ACTION_DISABLED",
-		q: auditstore.Query{OrgID: org, Limit: 50, Filter: auditstore.Filter{Action: &dis}}, filter: " AND action = 4"})
-
-	apiGet := func(u string) (int, error) {
-		req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			return 0, fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, body)
-		}
-		return strings.Count(string(body), `"event_id"`), nil
-	}
-	rawPage := func(sc scenario, bounded bool) error {
-		q := `SELECT ` + rawColumns + ` FROM audit_logs WHERE organization_id = ?` + sc.filter
+	rawPage := func(p page, bounded bool) error {
+		q := `SELECT ` + rawColumns + ` FROM audit_logs WHERE organization_id = ?` + p.filter
 		args := []any{org.String()}
 		if bounded {
-			lo, hi, err := store.FirstWindow(ctx, sc.q)
+			lo, hi, err := store.FirstWindow(ctx, p.q)
 			if err != nil {
 				return err
 			}
 			q += ` AND ts_ms >= ? AND ts_ms < ?`
 			args = append(args, lo, hi)
 		}
-		if sc.q.After != nil {
+		if p.q.After != nil {
 			q += ` AND (ts_ms < ? OR (ts_ms = ? AND event_id < ?))`
-			ts := sc.q.After.Timestamp.UnixMilli()
-			args = append(args, ts, ts, sc.q.After.EventID.String())
+			ts := p.q.After.Timestamp.UnixMilli()
+			args = append(args, ts, ts, p.q.After.EventID.String())
 		}
 		q += ` ORDER BY ts_ms DESC, event_id DESC, created_ms ASC LIMIT 1 BY event_id LIMIT 51`
-		rows, err := raw.Query(ctx, q, args...)
+		rows, err := env.raw.Query(ctx, q, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		_, err = auditstore.ReadPage(rows, 50)
+		_, err = auditstore.ReadPage(rows, benchPage)
 		return err
 	}
-	timeIt := func(k int, f func() error) ([]time.Duration, error) {
-		out := make([]time.Duration, 0, k)
-		for i := 0; i < k; i++ {
-			t0 := time.Now()
-			if err := f(); err != nil {
-				return nil, err
-			}
-			out = append(out, time.Since(t0))
-		}
-		return out, nil
+	scenario := func(name string, p page) pageScenario {
+		return pageScenario{name: name, page: func() (int, error) { return env.apiGet(ctx, p.url) },
+			raw: func(bounded bool) error { return rawPage(p, bounded) }}
 	}
-
-	var results []QueryResult
-	for _, sc := range scenarios {
-		say("measuring %s", sc.name)
-		r := QueryResult{Name: sc.name}
-		if r.Items, err = apiGet(sc.url); err != nil {
-			return nil, err
-		}
-		if r.Items != 50 {
-			return nil, fmt.Errorf("%s: %d items, want 50", sc.name, r.Items)
-		}
-		for i := 0; i < 20; i++ { // warm both paths
-			_, _ = apiGet(sc.url)
-			_ = rawPage(sc, true)
-		}
-		// Interleave the two so that both see the same machine.
-		var apiD, rawD []time.Duration
-		for i := 0; i < 300; i++ {
-			d, err := timeIt(1, func() error { _, err := apiGet(sc.url); return err })
-			if err != nil {
-				return nil, err
-			}
-			apiD = append(apiD, d...)
-			d, err = timeIt(1, func() error { return rawPage(sc, true) })
-			if err != nil {
-				return nil, err
-			}
-			rawD = append(rawD, d...)
-		}
-		r.API, r.RawBounded = summarize(apiD), summarize(rawD)
-		naive, err := timeIt(5, func() error { return rawPage(sc, false) })
-		if err != nil {
-			return nil, err
-		}
-		r.RawNaive = summarize(naive)
-		if sc.name == "newest page" {
-			r.ThroughputPerSec = throughput(ctx, 4, 3*time.Second, func() error { _, err := apiGet(sc.url); return err })
-		}
-		results = append(results, r)
+	newest := scenario("newest page", page{url: base, q: auditstore.Query{OrgID: org, Limit: benchPage}})
+	newest.throughput = true
+	scenarios := []pageScenario{newest}
+	for _, name := range []string{"deep 10%", "deep 50%", "deep 90%"} {
+		k := keys[name]
+		scenarios = append(scenarios, scenario(name+" page", page{url: base + "&cursor=" + url.QueryEscape(env.codec.Encode(k, scope)),
+			q: auditstore.Query{OrgID: org, Limit: benchPage, After: &k}}))
 	}
-	return results, nil
+	dis := schemas.AuditActionDisabled
+	scenarios = append(scenarios, scenario("filtered page (action)", page{url: base + "&action=AUDIT_ACTION_DISABLED",
+		q: auditstore.Query{OrgID: org, Limit: benchPage, Filter: auditstore.Filter{Action: &dis}}, filter: " AND action = 4"}))
+	return measurePages(ctx, scenarios, say)
 }
 
 // throughput runs f from workers goroutines for d and returns the

@@ -44,7 +44,9 @@ type Store struct {
 	hours map[hoursKey]hoursEntry
 }
 
-type hoursKey struct{ org, project string }
+// hoursKey names the hourly counts of one listing: the counts query (of
+// audit_hours or execution_hours), the organization and the project (empty: all).
+type hoursKey struct{ query, org, project string }
 
 type hoursEntry struct {
 	at    time.Time
@@ -120,10 +122,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		if n > 0 {
 			continue
 		}
-		// Statements are idempotent (IF NOT EXISTS), so a migration that
-		// another instance applies at the same time does no harm.
+		// Statements are idempotent (IF NOT EXISTS, or an ADD COLUMN whose
+		// column exists is skipped), so a migration that another instance
+		// applies at the same time, or one interrupted before it was
+		// recorded, does no harm.
 		for _, stmt := range m.Statements {
-			if err := s.conn.Exec(ctx, stmt); err != nil {
+			if err := s.conn.Exec(ctx, stmt); err != nil && !columnExists(stmt, err) {
 				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 		}
@@ -141,6 +145,18 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// columnExists reports whether err is the answer to an ALTER TABLE … ADD
+// COLUMN whose column already exists. ClickHouse 18.16 has no ADD COLUMN IF
+// NOT EXISTS; it answers code 44 (ILLEGAL_COLUMN), current releases code 15
+// (DUPLICATE_COLUMN).
+func columnExists(stmt string, err error) bool {
+	var exc *ch.Exception
+	if !errors.As(err, &exc) || (exc.Code != 15 && exc.Code != 44) || !strings.Contains(exc.Message, "already exists") {
+		return false
+	}
+	return strings.Contains(strings.ToUpper(stmt), "ADD COLUMN")
 }
 
 // WriteAudit implements auditstore.Store with one columnar batch insert.
@@ -247,9 +263,7 @@ func appendUUID(b []byte, u uuid.UUID) []byte {
 // ListAudit implements auditstore.Store. ClickHouse 18.16 cannot read the
 // sort key in reverse, so an unbounded newest-first query reads every row
 // of the organization. Instead the hourly counts (audit_hours) choose the
-// newest hours that hold a page, and only those are scanned; when filters
-// leave too few rows, older hours follow, four times more each round, until
-// the page is full or the organization's history is exhausted.
+// newest hours that hold a page, and only those are scanned (see pageByHours).
 func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
 	if err := q.Validate(); err != nil {
 		return auditstore.Page{}, err
@@ -258,35 +272,75 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	if q.ProjectID != nil {
 		project = q.ProjectID.String()
 	}
-	upper := int64(math.MaxInt64) // exclusive
-	if q.After != nil {
-		upper = q.After.Timestamp.UnixMilli() + 1
-	}
-	hours, err := s.hourCounts(ctx, q.OrgID.String(), project)
+	hours, err := s.hourCounts(ctx, hoursKey{auditHoursSQL, q.OrgID.String(), project})
 	if err != nil {
 		return auditstore.Page{}, err
 	}
+	items, more, err := pageByHours(hours, q.After, q.Limit, func(lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
+		return s.listWindow(ctx, q, project, lo, hi, limit)
+	})
+	return auditstore.Page{Items: items, HasMore: more}, err
+}
+
+// pageByHours reads the page of limit items after the cursor (nil: the
+// newest page) from window, which returns up to limit items of the listing
+// in [lo, hi), newest first. The first window holds the newest hours that
+// hold limit+1 events by the counts. When filters leave too few items,
+// older hours follow: as many events as the matches seen so far say the
+// rest of the page needs (with a margin), and at least four times the
+// events scanned so far, until the page is full or the history is
+// exhausted. The newest bound is open (or the cursor), so stale counts cost
+// at most an extra round, never an item.
+func pageByHours[T any](hours []hourCount, after *auditstore.Key, limit int, window func(lo, hi int64, limit int) ([]T, error)) ([]T, bool, error) {
+	upper := upperBound(after)
 	idx := firstHourBelow(hours, upper)
-	need := q.Limit + 1
-	target := uint64(need)
-	var items []schemas.AuditEntry
-	for hi := upper; ; target *= 4 {
-		lo, j := nextWindow(hours, idx, target)
-		page, err := s.listWindow(ctx, q, project, lo, hi, need-len(items))
+	need := limit + 1
+	var items []T
+	var scanned uint64 // events in the windows read so far, by the counts
+	for hi, target := upper, uint64(need); ; {
+		lo, j, n := nextWindow(hours, idx, target)
+		page, err := window(lo, hi, need-len(items))
 		if err != nil {
-			return auditstore.Page{}, err
+			return nil, false, err
 		}
 		items = append(items, page...)
 		if len(items) >= need || lo == math.MinInt64 {
 			break
 		}
-		hi, idx = lo, j
+		hi, idx, scanned = lo, j, scanned+n
+		target = nextTarget(scanned, len(items), need)
 	}
-	out := auditstore.Page{Items: items}
-	if len(items) > q.Limit {
-		out.Items, out.HasMore = items[:q.Limit], true
+	if len(items) > limit {
+		return items[:limit], true, nil
 	}
-	return out, nil
+	return items, false, nil
+}
+
+// nextTarget is the number of events the next window should hold, when
+// found of the need items were among the scanned events so far.
+func nextTarget(scanned uint64, found, need int) uint64 {
+	target := 4 * max(scanned, 1)
+	if found > 0 {
+		// The selectivity seen so far, with a 50 % margin.
+		est := scanned * uint64(need-found) * 3 / (2 * uint64(found))
+		target = max(est, uint64(need))
+	}
+	return target
+}
+
+// upperBound is the exclusive upper time bound of a page after the cursor.
+func upperBound(after *auditstore.Key) int64 {
+	if after == nil {
+		return math.MaxInt64
+	}
+	return after.Timestamp.UnixMilli() + 1
+}
+
+// firstWindow returns the time range [lo, hi) that pageByHours scans first.
+func firstWindow(hours []hourCount, after *auditstore.Key, limit int) (lo, hi int64) {
+	hi = upperBound(after)
+	lo, _, _ = nextWindow(hours, firstHourBelow(hours, hi), uint64(limit+1))
+	return lo, hi
 }
 
 // FirstWindow returns the time range [lo, hi) that ListAudit scans first
@@ -296,15 +350,11 @@ func (s *Store) FirstWindow(ctx context.Context, q auditstore.Query) (lo, hi int
 	if q.ProjectID != nil {
 		project = q.ProjectID.String()
 	}
-	hi = math.MaxInt64
-	if q.After != nil {
-		hi = q.After.Timestamp.UnixMilli() + 1
-	}
-	hours, err := s.hourCounts(ctx, q.OrgID.String(), project)
+	hours, err := s.hourCounts(ctx, hoursKey{auditHoursSQL, q.OrgID.String(), project})
 	if err != nil {
 		return 0, 0, err
 	}
-	lo, _ = nextWindow(hours, firstHourBelow(hours, hi), uint64(q.Limit+1))
+	lo, hi = firstWindow(hours, q.After, q.Limit)
 	return lo, hi, nil
 }
 
@@ -319,8 +369,8 @@ func firstHourBelow(hours []hourCount, upper int64) int {
 
 // nextWindow returns the start of the oldest hour needed for hours[idx:] to
 // hold target events (math.MinInt64 when they hold fewer: scan to the
-// beginning), and the index after that hour.
-func nextWindow(hours []hourCount, idx int, target uint64) (int64, int) {
+// beginning), the index after that hour and the events of the window.
+func nextWindow(hours []hourCount, idx int, target uint64) (int64, int, uint64) {
 	var cum uint64
 	j := idx
 	for j < len(hours) && cum < target {
@@ -328,9 +378,9 @@ func nextWindow(hours []hourCount, idx int, target uint64) (int64, int) {
 		j++
 	}
 	if j < len(hours) {
-		return hours[j-1].hour, j
+		return hours[j-1].hour, j, cum
 	}
-	return math.MinInt64, j
+	return math.MinInt64, j, cum
 }
 
 // listPredicates says which optional predicates a listing uses.
@@ -394,17 +444,16 @@ func (s *Store) listWindow(ctx context.Context, q auditstore.Query, project stri
 	return page.Items, nil
 }
 
-// hourCounts returns the hourly counts of org (and project), newest first,
-// cached for hoursTTL.
-func (s *Store) hourCounts(ctx context.Context, org, project string) ([]hourCount, error) {
-	k := hoursKey{org, project}
+// hourCounts returns the hourly counts of k, newest first, cached for
+// hoursTTL.
+func (s *Store) hourCounts(ctx context.Context, k hoursKey) ([]hourCount, error) {
 	s.mu.Lock()
 	e, ok := s.hours[k]
 	s.mu.Unlock()
 	if ok && s.now().Sub(e.at) < hoursTTL {
 		return e.hours, nil
 	}
-	rows, err := s.conn.Query(ctx, auditHoursSQL, org, project, project, int64(math.MaxInt64))
+	rows, err := s.conn.Query(ctx, k.query, k.org, k.project, k.project, int64(math.MaxInt64))
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse hourly counts: %w", err)
 	}

@@ -14,7 +14,9 @@ var (
 	//go:embed queries/insert_execution.sql
 	insertExecutionSQL string
 	//go:embed queries/list_executions.sql
-	listExecutionsSQL string
+	listExecutionsTemplate string
+	// listExecutionsSQL holds the renderings of list_executions.sql, by variant.
+	listExecutionsSQL = renderVariants("list_executions.sql", listExecutionsTemplate)
 )
 
 var _ auditstore.ExecutionStore = (*Store)(nil)
@@ -36,26 +38,33 @@ func (s *Store) ListExecutions(ctx context.Context, q auditstore.ExecQuery) (aud
 	if err := q.Validate(); err != nil {
 		return auditstore.ExecPage{}, err
 	}
-	args := []any{sql.Named("org", q.OrgID.String()), sql.Named("limit", q.Limit+1),
-		sql.Named("project", nil), sql.Named("success", nil), sql.Named("after_ts", nil), sql.Named("after_id", nil)}
-	if q.ProjectID != nil {
-		args[2] = sql.Named("project", q.ProjectID.String())
-	}
-	if q.Success != nil {
-		v := 0
-		if *q.Success {
-			v = 1
-		}
-		args[3] = sql.Named("success", v)
-	}
-	if q.After != nil {
-		args[4] = sql.Named("after_ts", q.After.Timestamp.UnixMilli())
-		args[5] = sql.Named("after_id", q.After.EventID.String())
-	}
-	rows, err := s.db.QueryContext(ctx, listExecutionsSQL, args...)
+	query, args := listExecutionsQuery(q)
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return auditstore.ExecPage{}, fmt.Errorf("sqlite list executions: %w", err)
 	}
 	defer rows.Close()
-	return auditstore.ReadExecPage(rows, q.Limit)
+	page, err := auditstore.ReadExecPage(rows, q.Limit)
+	if err != nil {
+		return auditstore.ExecPage{}, fmt.Errorf("sqlite list executions: %w", err)
+	}
+	return page, nil
+}
+
+// listExecutionsQuery returns the statement and arguments of q.
+func listExecutionsQuery(q auditstore.ExecQuery) (string, []any) {
+	v, args := pageArgs(q.ProjectID, q.After)
+	var success, user any
+	if q.Success != nil {
+		success = 0
+		if *q.Success {
+			success = 1
+		}
+	}
+	if q.UserID != nil {
+		user = *q.UserID
+	}
+	args = append(args, sql.Named("org", q.OrgID.String()), sql.Named("success", success), sql.Named("user", user),
+		sql.Named("limit", q.Limit+1))
+	return listExecutionsSQL[v.index()], args
 }

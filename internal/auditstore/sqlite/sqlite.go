@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
+	"text/template"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,11 +23,56 @@ import (
 var (
 	//go:embed queries/insert_audit.sql
 	insertAuditSQL string
-	//go:embed queries/list_org.sql
-	listOrgSQL string
-	//go:embed queries/list_project.sql
-	listProjectSQL string
+	//go:embed queries/list_audit.sql
+	listAuditTemplate string
+	// listAuditSQL holds the renderings of list_audit.sql, by variant.
+	listAuditSQL = renderVariants("list_audit.sql", listAuditTemplate)
 )
+
+// variant selects a rendering of a list query: a project listing or not,
+// the first page or a page after a cursor.
+type variant struct{ Project, After bool }
+
+func (v variant) index() int {
+	i := 0
+	if v.Project {
+		i |= 1
+	}
+	if v.After {
+		i |= 2
+	}
+	return i
+}
+
+func renderVariants(name, text string) [4]string {
+	tmpl := template.Must(template.New(name).Parse(text))
+	var out [4]string
+	for i := range out {
+		v := variant{Project: i&1 != 0, After: i&2 != 0}
+		var b strings.Builder
+		if err := tmpl.Execute(&b, v); err != nil {
+			panic(err)
+		}
+		out[v.index()] = b.String()
+	}
+	return out
+}
+
+// pageArgs returns the variant and the named arguments that q's project and
+// cursor add to a list query.
+func pageArgs(project *uuid.UUID, after *auditstore.Key) (variant, []any) {
+	var v variant
+	var args []any
+	if project != nil {
+		v.Project = true
+		args = append(args, sql.Named("project", project.String()))
+	}
+	if after != nil {
+		v.After = true
+		args = append(args, sql.Named("after_ts", after.Timestamp.UnixMilli()), sql.Named("after_id", after.EventID.String()))
+	}
+	return v, args
+}
 
 // Store is the SQLite audit store.
 type Store struct {
@@ -165,23 +212,7 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	if err := q.Validate(); err != nil {
 		return auditstore.Page{}, err
 	}
-	args := []any{
-		sql.Named("org", q.OrgID.String()),
-		sql.Named("action", enumArg(q.Action)),
-		sql.Named("source", enumArg(q.Source)),
-		sql.Named("resource_type", enumArg(q.ResourceType)),
-		sql.Named("limit", q.Limit+1),
-	}
-	if q.After != nil {
-		args = append(args, sql.Named("after_ts", q.After.Timestamp.UnixMilli()), sql.Named("after_id", q.After.EventID.String()))
-	} else {
-		args = append(args, sql.Named("after_ts", nil), sql.Named("after_id", nil))
-	}
-	query := listOrgSQL
-	if q.ProjectID != nil {
-		query = listProjectSQL
-		args = append(args, sql.Named("project", q.ProjectID.String()))
-	}
+	query, args := listAuditQuery(q)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return auditstore.Page{}, fmt.Errorf("sqlite list: %w", err)
@@ -192,6 +223,19 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 		return auditstore.Page{}, fmt.Errorf("sqlite list: %w", err)
 	}
 	return page, nil
+}
+
+// listAuditQuery returns the statement and arguments of q.
+func listAuditQuery(q auditstore.Query) (string, []any) {
+	v, args := pageArgs(q.ProjectID, q.After)
+	args = append(args,
+		sql.Named("org", q.OrgID.String()),
+		sql.Named("action", enumArg(q.Action)),
+		sql.Named("source", enumArg(q.Source)),
+		sql.Named("resource_type", enumArg(q.ResourceType)),
+		sql.Named("limit", q.Limit+1),
+	)
+	return listAuditSQL[v.index()], args
 }
 
 func enumArg[T ~uint8](p *T) any {

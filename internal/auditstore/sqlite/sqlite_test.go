@@ -2,13 +2,21 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/goleak"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
+	"github.com/auditrail/auditrail/schemas"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Opener {
@@ -21,4 +29,70 @@ func TestConformance(t *testing.T) {
 			return s
 		}
 	})
+}
+
+// A database created before executions carried the principal migrates in
+// place: old rows read back with empty principal fields, new rows keep theirs.
+func TestMigratesExecutionsWithoutPrincipal(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := auditstore.LoadMigrations(schemas.SQLiteDDL, "sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	mustExec(`CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_ms INTEGER NOT NULL)`)
+	for _, m := range ms {
+		if m.Name >= "0003" {
+			break
+		}
+		for _, stmt := range m.Statements {
+			mustExec(stmt)
+		}
+		mustExec(`INSERT INTO schema_migrations (name, applied_ms) VALUES (?, 0)`, m.Name)
+	}
+	org, oldID := uuid.New(), uuid.NewString()
+	started := time.Now().Add(-time.Minute).UnixMilli()
+	mustExec(`INSERT INTO tool_executions (organization_id, event_id, execution_id, project_id, user_id, toolkit, tool_name, tool_version,
+		started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms)
+		VALUES (?, ?, ?, '', 'u1', 'tk', 'tool', '1', ?, ?, 1.5, 1, 'OK', '', '', '[]', ?)`, org.String(), oldID, oldID, started, started, started)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	newID := uuid.NewString()
+	ev := schemas.ExecutionEvent{EventID: newID, ExecutionID: newID, OrganizationID: org.String(), UserID: "u2",
+		PrincipalID: "key_1", PrincipalType: "API_KEY", DisplayName: "Ada", ClientIP: "192.0.2.1",
+		Tool: schemas.ToolRef{Toolkit: "tk", Name: "tool"}, StartedAt: time.Now().UTC(), EndedAt: time.Now().UTC(), Success: true}
+	if err := s.WriteExecutions(ctx, []schemas.ExecutionEvent{ev}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ListExecutions(ctx, auditstore.ExecQuery{OrgID: org, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 {
+		t.Fatalf("%d executions after migration, want 2", len(page.Items))
+	}
+	n, o := page.Items[0], page.Items[1]
+	if n.EventID != newID || n.PrincipalID != "key_1" || n.PrincipalType != "API_KEY" || n.DisplayName != "Ada" || n.ClientIP != "192.0.2.1" {
+		t.Fatalf("new execution: %+v", n.ExecutionEvent)
+	}
+	if o.EventID != oldID || o.UserID != "u1" || o.PrincipalID != "" || o.PrincipalType != "" || o.DisplayName != "" || o.ClientIP != "" {
+		t.Fatalf("old execution: %+v", o.ExecutionEvent)
+	}
 }

@@ -45,6 +45,7 @@ func Run(t *testing.T, factory Factory) {
 		{"SparseMatchesAcrossMonths", testSparse},
 		{"LateArrivals", testLateArrivals},
 		{"Executions", testExecutions},
+		{"ExecutionsSparseAcrossMonths", testExecutionsSparse},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -447,6 +448,7 @@ func testLateArrivals(t *testing.T, open Opener) {
 func execEvent(org, project uuid.UUID, ts time.Time, success bool) schemas.ExecutionEvent {
 	id := uuid.NewString()
 	e := schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: org.String(), ProjectID: project.String(), UserID: "u1",
+		PrincipalID: "key_" + id[:8], PrincipalType: "PROJECT_SERVICE_KEY", DisplayName: "svc — ünïcode", ClientIP: "2001:db8::7",
 		Tool:      schemas.ToolRef{Toolkit: "DocumentDbToolkit", Name: "FindDocuments", Version: "0.4.0"},
 		StartedAt: auditstore.Millis(ts), EndedAt: auditstore.Millis(ts.Add(12 * time.Millisecond)), DurationMS: 12.5,
 		Success: success, ExecutionCode: "OK",
@@ -473,13 +475,19 @@ func testExecutions(t *testing.T, open Opener) {
 	}
 	org, p1, p2 := uuid.New(), uuid.New(), uuid.New()
 	base := time.Now().Add(-time.Hour)
+	users := []string{"u1", "u'2\"; DROP TABLE tool_executions", "", "u1"}
 	var evs []schemas.ExecutionEvent
 	for i := 0; i < 90; i++ {
 		p := p1
 		if i%3 == 0 {
 			p = p2
 		}
-		evs = append(evs, execEvent(org, p, base.Add(time.Duration(i/5)*time.Second), i%4 != 0))
+		e := execEvent(org, p, base.Add(time.Duration(i/5)*time.Second), i%4 != 0)
+		e.UserID = users[i%5%len(users)]
+		if i%7 == 0 { // an execution with no principal recorded (older producers)
+			e.PrincipalID, e.PrincipalType, e.DisplayName, e.ClientIP = "", "", "", ""
+		}
+		evs = append(evs, e)
 	}
 	if err := s.WriteExecutions(ctx(t), append(slices.Clone(evs), evs[:10]...)); err != nil {
 		t.Fatal(err)
@@ -523,17 +531,139 @@ func testExecutions(t *testing.T, open Opener) {
 	if !slices.Equal(execIDs(got), want(func(schemas.ExecutionEvent) bool { return true })) {
 		t.Fatalf("executions: %d, want the %d written, once each, newest first", len(got), len(evs))
 	}
-	first := got[len(got)-1]
-	if first.Tool.Name != "FindDocuments" || first.DurationMS != 12.5 || len(first.Hooks) != 1 || first.Hooks[0].LatencyMS != 1.25 ||
-		first.CreatedTime.IsZero() || first.ProjectID == "" {
-		t.Fatalf("round trip: %+v", first)
+	// Every field round-trips (the principal included); created_time is set.
+	byID := map[string]schemas.ExecutionEvent{}
+	for _, e := range evs {
+		byID[e.EventID] = e
 	}
-	ok1 := false
-	if got := walk(auditstore.ExecQuery{OrgID: org, ProjectID: &p2, Success: &ok1, Limit: 3}); !slices.Equal(execIDs(got),
-		want(func(e schemas.ExecutionEvent) bool { return e.ProjectID == p2.String() && !e.Success })) {
-		t.Fatalf("filtered executions: %d", len(got))
+	for _, g := range got {
+		w := byID[g.EventID]
+		wantJSON, _ := json.Marshal(w)
+		gotJSON, _ := json.Marshal(g.ExecutionEvent)
+		if !bytes.Equal(normalize(t, wantJSON), normalize(t, gotJSON)) {
+			t.Fatalf("round trip:\n got %s\nwant %s", gotJSON, wantJSON)
+		}
+		if g.CreatedTime.IsZero() {
+			t.Fatalf("execution %s: no created_time", g.EventID)
+		}
+	}
+	if got[0].PrincipalID == "" || got[0].ClientIP != "2001:db8::7" {
+		t.Fatalf("principal not stored: %+v", got[0].ExecutionEvent)
+	}
+	no, yes := false, true
+	u1, u2, none, unknown := users[0], users[1], "", "u9"
+	filters := []struct {
+		name string
+		q    auditstore.ExecQuery
+		keep func(e schemas.ExecutionEvent) bool
+	}{
+		{"project and failed", auditstore.ExecQuery{ProjectID: &p2, Success: &no}, func(e schemas.ExecutionEvent) bool {
+			return e.ProjectID == p2.String() && !e.Success
+		}},
+		{"user", auditstore.ExecQuery{UserID: &u1}, func(e schemas.ExecutionEvent) bool { return e.UserID == u1 }},
+		{"user with quotes", auditstore.ExecQuery{UserID: &u2}, func(e schemas.ExecutionEvent) bool { return e.UserID == u2 }},
+		{"no user", auditstore.ExecQuery{UserID: &none}, func(e schemas.ExecutionEvent) bool { return e.UserID == "" }},
+		{"unknown user", auditstore.ExecQuery{UserID: &unknown}, func(e schemas.ExecutionEvent) bool { return false }},
+		{"user, project and success", auditstore.ExecQuery{UserID: &u1, ProjectID: &p1, Success: &yes}, func(e schemas.ExecutionEvent) bool {
+			return e.UserID == u1 && e.ProjectID == p1.String() && e.Success
+		}},
+	}
+	for _, f := range filters {
+		q := f.q
+		q.OrgID, q.Limit = org, 3
+		got := walk(q)
+		w := want(f.keep)
+		if f.name != "unknown user" && len(w) == 0 {
+			t.Fatalf("%s: the test data holds no match", f.name)
+		}
+		if !slices.Equal(execIDs(got), w) {
+			t.Fatalf("%s: got %d executions, want %d", f.name, len(got), len(w))
+		}
 	}
 	if got := walk(auditstore.ExecQuery{OrgID: uuid.New(), Limit: 3}); len(got) != 0 {
 		t.Fatalf("another org sees %d executions", len(got))
+	}
+}
+
+// Executions spread over months, with filters that match a few of them,
+// paged one by one: stores that bound their scans by time must widen until
+// they find every match, and walk every page in order.
+func testExecutionsSparse(t *testing.T, open Opener) {
+	s, ok := mustOpen(t, open).(auditstore.ExecutionStore)
+	if !ok {
+		t.Fatal("the store does not keep executions")
+	}
+	org, p1, p2 := uuid.New(), uuid.New(), uuid.New()
+	now := time.Now()
+	var evs []schemas.ExecutionEvent
+	for i := 0; i < 400; i++ {
+		p := p1
+		if i%2 == 0 {
+			p = p2
+		}
+		e := execEvent(org, p, now.Add(-time.Duration(i)*5*time.Hour), i%97 != 3)
+		if i%89 == 5 {
+			e.UserID = "rare"
+		}
+		evs = append(evs, e)
+	}
+	if err := s.WriteExecutions(ctx(t), evs); err != nil {
+		t.Fatal(err)
+	}
+	order := func(keep func(e schemas.ExecutionEvent) bool) []string {
+		c := slices.Clone(evs)
+		slices.SortFunc(c, func(a, b schemas.ExecutionEvent) int {
+			if d := b.StartedAt.Compare(a.StartedAt); d != 0 {
+				return d
+			}
+			return strings.Compare(b.EventID, a.EventID)
+		})
+		var out []string
+		for _, e := range c {
+			if keep(e) {
+				out = append(out, e.EventID)
+			}
+		}
+		return out
+	}
+	failed, rare := false, "rare"
+	cases := []struct {
+		name string
+		q    auditstore.ExecQuery
+		keep func(e schemas.ExecutionEvent) bool
+	}{
+		{"failed", auditstore.ExecQuery{Success: &failed, Limit: 1}, func(e schemas.ExecutionEvent) bool { return !e.Success }},
+		{"rare user", auditstore.ExecQuery{UserID: &rare, Limit: 1}, func(e schemas.ExecutionEvent) bool { return e.UserID == rare }},
+		{"rare user in a project", auditstore.ExecQuery{UserID: &rare, ProjectID: &p2, Limit: 2}, func(e schemas.ExecutionEvent) bool {
+			return e.UserID == rare && e.ProjectID == p2.String()
+		}},
+		{"all", auditstore.ExecQuery{Limit: 37}, func(schemas.ExecutionEvent) bool { return true }},
+		{"project", auditstore.ExecQuery{ProjectID: &p1, Limit: 37}, func(e schemas.ExecutionEvent) bool { return e.ProjectID == p1.String() }},
+	}
+	for _, c := range cases {
+		q := c.q
+		q.OrgID = org
+		var got []string
+		for i := 0; ; i++ {
+			if i > 1000 {
+				t.Fatalf("%s: pagination does not end", c.name)
+			}
+			p, err := s.ListExecutions(ctx(t), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, execIDs(p.Items)...)
+			if !p.HasMore {
+				break
+			}
+			q.After = p.Next()
+		}
+		want := order(c.keep)
+		if len(want) < 2 {
+			t.Fatalf("%s: the test data holds %d matches", c.name, len(want))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: found %d of %d", c.name, len(got), len(want))
+		}
 	}
 }

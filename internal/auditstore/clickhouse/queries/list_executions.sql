@@ -1,14 +1,21 @@
-{{/* One page of an organization's tool executions, newest first, ties by
-     event_id; only the predicates in use are rendered. */ -}}
-SELECT organization_id, event_id, execution_id, project_id, user_id, toolkit, tool_name, tool_version,
+{{/* One page of an organization's tool executions in [lo, hi), newest
+     first, ties by event_id; only the predicates in use are rendered.
+     LIMIT 1 BY event_id hides redelivered copies that no merge has folded
+     yet, keeping the first write. */ -}}
+SELECT organization_id, event_id, execution_id, project_id, user_id,
+       principal_id, principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
        started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms
 FROM tool_executions
 WHERE organization_id = ?
+  AND started_ms >= ? AND started_ms < ?
 {{- if .Project}}
   AND project_id = ?
 {{- end}}
 {{- if .Success}}
   AND success = ?
+{{- end}}
+{{- if .User}}
+  AND user_id = ?
 {{- end}}
 {{- if .After}}
   AND (started_ms < ? OR (started_ms = ? AND event_id < ?))

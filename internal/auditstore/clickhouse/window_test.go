@@ -1,0 +1,90 @@
+package clickhouse
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+)
+
+// pageByHours over an in-memory listing: it returns exactly the page that
+// a full scan returns, and sparse filters cost few rounds (windows sized by
+// the matches seen, not a slow fixed growth from one page of events).
+func TestPageByHours(t *testing.T) {
+	const hour = int64(3_600_000)
+	type ev struct{ ts, id int64 }
+	tests := []struct {
+		name      string
+		perHour   int
+		hours     int
+		every     int // keep every n-th event
+		after     int // cursor at this index of the listing, -1: none
+		limit     int
+		maxRounds int
+	}{
+		{"newest page", 1000, 200, 1, -1, 50, 1},
+		{"deep page", 1000, 200, 1, 120_000, 50, 1},
+		{"sparse filter", 1000, 200, 1000, -1, 50, 3},
+		{"rare filter", 1000, 200, 40_000, -1, 3, 4},
+		{"one match", 100, 50, 1 << 30, -1, 10, 5},
+		{"everything fits", 10, 5, 1, -1, 1000, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The listing, newest first, and its hourly counts.
+			var all []ev
+			var hours []hourCount
+			for h := tc.hours - 1; h >= 0; h-- {
+				hours = append(hours, hourCount{hour: int64(h) * hour, n: uint64(tc.perHour)})
+				for i := 0; i < tc.perHour; i++ {
+					all = append(all, ev{ts: int64(h)*hour + hour - 1 - int64(i)*(hour/int64(tc.perHour)), id: int64(len(all))})
+				}
+			}
+			keep := func(i int) bool { return i%tc.every == 0 }
+			var after *auditstore.Key
+			start := 0
+			if tc.after >= 0 {
+				after = &auditstore.Key{Timestamp: time.UnixMilli(all[tc.after].ts), EventID: uuid.Nil}
+				start = tc.after + 1
+			}
+			var want []int64
+			for i := start; i < len(all) && len(want) < tc.limit; i++ {
+				if keep(i) {
+					want = append(want, all[i].id)
+				}
+			}
+			rounds := 0
+			got, more, err := pageByHours(hours, after, tc.limit, func(lo, hi int64, limit int) ([]int64, error) {
+				rounds++
+				var out []int64
+				for i := start; i < len(all) && len(out) < limit; i++ {
+					if all[i].ts >= lo && all[i].ts < hi && keep(i) {
+						out = append(out, all[i].id)
+					}
+				}
+				return out, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("got %d items %v…, want %d", len(got), got[:min(5, len(got))], len(want))
+			}
+			total := 0
+			for i := start; i < len(all); i++ {
+				if keep(i) {
+					total++
+				}
+			}
+			if more != (total > tc.limit) {
+				t.Fatalf("has_more %v with %d matches for a page of %d", more, total, tc.limit)
+			}
+			if rounds > tc.maxRounds {
+				t.Fatalf("%d rounds, want at most %d", rounds, tc.maxRounds)
+			}
+		})
+	}
+}

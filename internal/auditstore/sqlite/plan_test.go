@@ -1,0 +1,83 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+)
+
+// The list queries seek: a page after a cursor is an index range on
+// (organization_id[, project_id], time, event_id), not a scan of the
+// organization's prefix filtered row by row (which made deep pages linear),
+// and no listing sorts in a temporary B-tree.
+func TestListQueryPlans(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	org, project := uuid.New(), uuid.New()
+	after := &auditstore.Key{Timestamp: time.Now(), EventID: uuid.New()}
+	ok, user := true, "u1"
+	tests := []struct {
+		name  string
+		query string
+		args  []any
+		want  string
+	}{
+		{"audit org first page", "", nil, "USING INDEX audit_logs_org_time (organization_id=?)"},
+		{"audit org deep page", "", nil, "USING INDEX audit_logs_org_time (organization_id=? AND (ts_ms,event_id)<(?,?))"},
+		{"audit project first page", "", nil, "USING INDEX audit_logs_project_time (organization_id=? AND project_id=?)"},
+		{"audit project deep page", "", nil, "USING INDEX audit_logs_project_time (organization_id=? AND project_id=? AND (ts_ms,event_id)<(?,?))"},
+		{"executions org first page", "", nil, "USING INDEX tool_executions_org_time (organization_id=?)"},
+		{"executions org deep page", "", nil, "USING INDEX tool_executions_org_time (organization_id=? AND (started_ms,event_id)<(?,?))"},
+		{"executions project deep page", "", nil, "USING INDEX tool_executions_project_time (organization_id=? AND project_id=? AND (started_ms,event_id)<(?,?))"},
+	}
+	tests[0].query, tests[0].args = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50})
+	tests[1].query, tests[1].args = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50, After: after})
+	tests[2].query, tests[2].args = listAuditQuery(auditstore.Query{OrgID: org, ProjectID: &project, Limit: 50})
+	tests[3].query, tests[3].args = listAuditQuery(auditstore.Query{OrgID: org, ProjectID: &project, Limit: 50, After: after})
+	tests[4].query, tests[4].args = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, Limit: 50, UserID: &user})
+	tests[5].query, tests[5].args = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, Limit: 50, After: after, Success: &ok, UserID: &user})
+	tests[6].query, tests[6].args = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, ProjectID: &project, Limit: 50, After: after})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := explain(t, s, tc.query, tc.args)
+			if !strings.Contains(plan, tc.want) {
+				t.Errorf("plan:\n%s\nwant it to contain %q", plan, tc.want)
+			}
+			if strings.Contains(plan, "TEMP B-TREE") {
+				t.Errorf("plan sorts in a temporary B-tree:\n%s", plan)
+			}
+		})
+	}
+}
+
+func explain(t *testing.T, s *Store, query string, args []any) string {
+	t.Helper()
+	rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
