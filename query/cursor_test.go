@@ -132,6 +132,25 @@ func TestParseList(t *testing.T) {
 	}
 }
 
+func TestParseExecListUser(t *testing.T) {
+	org := uuid.NewString()
+	get := func(m map[string]string) Getter { return func(k string) string { return m[k] } }
+	path := get(map[string]string{"org_id": org})
+	bob, err := ParseExecList(path, get(map[string]string{"user_id": "bob"}), false)
+	if err != nil || bob.UserID == nil || *bob.UserID != "bob" {
+		t.Fatalf("user_id=bob: %+v %v", bob, err)
+	}
+	all, _ := ParseExecList(path, get(nil), false)
+	alice, _ := ParseExecList(path, get(map[string]string{"user_id": "alice"}), false)
+	// A cursor of one user's listing is refused on another's, or on all.
+	if bob.Scope("x") == all.Scope("x") || bob.Scope("x") == alice.Scope("x") {
+		t.Fatal("the user filter does not change the cursor scope")
+	}
+	if _, err := ParseExecList(path, get(map[string]string{"user_id": strings.Repeat("u", 257)}), false); !errors.Is(err, ErrBadParam) || !strings.Contains(err.Error(), "user_id") {
+		t.Fatalf("long user_id: %v", err)
+	}
+}
+
 func FuzzParseList(f *testing.F) {
 	f.Add(uuid.NewString(), "AUDIT_ACTION_CREATED", "AUDIT_SOURCE_API", "RESOURCE_TYPE_HOOK", "10")
 	f.Add("", "", "", "", "")

@@ -105,13 +105,15 @@ type ExecParams struct {
 	OrgID     uuid.UUID
 	ProjectID *uuid.UUID
 	Success   *bool
-	Limit     int
-	Cursor    string
-	success   string
+	// UserID keeps only the executions run for this end user.
+	UserID  *string
+	Limit   int
+	Cursor  string
+	success string
 }
 
 // ParseExecList parses the parameters of a tool execution listing: limit,
-// cursor and success (true or false).
+// cursor, success (true or false) and user_id.
 func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
 	var p ExecParams
 	var err error
@@ -126,6 +128,12 @@ func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
 	default:
 		return p, badParam("success", "%q is not true or false", v)
 	}
+	if v := query("user_id"); v != "" {
+		if len(v) > 256 {
+			return p, badParam("user_id", "at most 256 characters")
+		}
+		p.UserID = &v
+	}
 	if p.Limit, err = parseLimit(query("limit")); err != nil {
 		return p, err
 	}
@@ -139,7 +147,11 @@ func (p ExecParams) Scope(kind string) [scopeLen]byte {
 	if p.ProjectID != nil {
 		project = p.ProjectID.String()
 	}
-	return Scope(kind, p.OrgID.String(), project, p.success)
+	user := ""
+	if p.UserID != nil {
+		user = "user:" + *p.UserID
+	}
+	return Scope(kind, p.OrgID.String(), project, p.success, user)
 }
 
 func parseUUID(name, v string) (uuid.UUID, error) {

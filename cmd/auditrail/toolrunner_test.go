@@ -72,6 +72,31 @@ func TestToolRunnerAPIInDev(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.raw, tc.status)
 		}
 	}
+	// The executions record who asked and for whom; the listing filters by user.
+	execs := orgPath + "/projects/" + project + "/tool_executions?user_id="
+	for _, want := range []struct{ user, principal, ptype, name string }{
+		{"bob", svc.data()["id"].(string), "SERVICE_KEY", "agent platform"},
+		{"alice", "", "API_KEY", "Alice"},
+	} {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			r := c.call("GET", execs+want.user, boot, nil)
+			items, _ := r.data()["items"].([]any)
+			if r.status == 200 && len(items) == 1 {
+				e := items[0].(map[string]any)
+				if e["user_id"] != want.user || e["principal_type"] != want.ptype || e["display_name"] != want.name ||
+					e["client_ip"] != "127.0.0.1" || (want.principal != "" && e["principal_id"] != want.principal) {
+					t.Fatalf("execution for %s: %v", want.user, e)
+				}
+				break
+			}
+			if time.Now().After(deadline) || len(items) > 1 {
+				t.Fatalf("executions for %s: %d %s", want.user, r.status, r.raw)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
 	// The creation is in the audit log as an API key of the project.
 	deadline := time.Now().Add(15 * time.Second)
 	for found := false; !found; {
