@@ -130,6 +130,10 @@ func (s *Service) commitRecorded(cl *call, mut producers.Mutation, writes ...wri
 	return nil
 }
 
+// PendingEvents is how many audit events of applied changes wait in the
+// outbox for the audit stream (shown on /healthz).
+func (s *Service) PendingEvents() int { return s.state.pendingCount() }
+
 // Run republishes the events left in the outbox: at once (those of a
 // process that stopped between a write and its publish), then every
 // SweepInterval, backing off after a failed sweep. It returns when ctx

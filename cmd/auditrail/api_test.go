@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -374,6 +376,9 @@ func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
 	if r := c.call("GET", "/api/v1/orgs/"+org+"/projects", boot, nil); r.status != 200 || len(r.data()["items"].([]any)) != 1 {
 		t.Fatalf("the applied change is missing: %s", r.raw)
 	}
+	if pending := outboxPending(t, p.http); pending < 1 {
+		t.Fatalf("/healthz shows %d audit events waiting while the audit log is down", pending)
+	}
 	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -405,6 +410,28 @@ func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
 	if n := stored(); n != 1 {
 		t.Fatalf("event stored %d times", n)
 	}
+	if pending := outboxPending(t, p.http); pending != 0 {
+		t.Fatalf("/healthz shows %d audit events waiting after they were published", pending)
+	}
+}
+
+// outboxPending reads audit_outbox.pending from /healthz.
+func outboxPending(t *testing.T, addr string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		AuditOutbox struct {
+			Pending *int `json:"pending"`
+		} `json:"audit_outbox"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || h.AuditOutbox.Pending == nil {
+		t.Fatalf("/healthz without audit_outbox.pending: %v", err)
+	}
+	return *h.AuditOutbox.Pending
 }
 
 func TestRateLimitSharedAndTrustedProxies(t *testing.T) {

@@ -269,7 +269,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(conns, store, in, inExec), func() map[string]any {
-		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats(), "execution_outbox": outbox.Stats()}
+		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats(), "execution_outbox": outbox.Stats(), "audit_outbox": map[string]int{"pending": admin.PendingEvents()}}
 	}))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	admin.Register(app, httpapi.RateLimit(adminLimiter, cp.proxies, log))

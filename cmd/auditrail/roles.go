@@ -244,7 +244,9 @@ func runControlPlane(ctx context.Context, args []string) error {
 	}
 	defer r.stop()
 	app := httpapi.NewApp(r.log)
-	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, nil))
+	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
+		return map[string]any{"audit_outbox": map[string]int{"pending": r.admin.PendingEvents()}}
+	}))
 	newHookProxy(r.admin, r.guard, r.log) // endpoint checks and /health on create and enable
 	r.admin.Register(app, r.limit)
 	app.Use(httpapi.NotFound)
