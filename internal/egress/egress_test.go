@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -243,31 +245,8 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
-// listener accepts connections and counts them.
-func listener(t *testing.T) (net.Listener, *atomic.Int64) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { l.Close(); <-done })
-	return l, &n
-}
-
 func TestDialerRefusesAtConnect(t *testing.T) {
-	l, accepted := listener(t)
+	l, accepted := testenv.CountingListener(t)
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	ctx := context.Background()
 

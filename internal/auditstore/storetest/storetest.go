@@ -667,3 +667,32 @@ func testExecutionsSparse(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// CheckMigratedExecutions checks a store opened on a database written before
+// executions carried the principal: the old row (oldID of org, user u1)
+// reads back with empty principal fields, and a new execution keeps them.
+func CheckMigratedExecutions(t *testing.T, s auditstore.ExecutionStore, org uuid.UUID, oldID string) {
+	t.Helper()
+	ctx := context.Background()
+	newID := uuid.NewString()
+	ev := schemas.ExecutionEvent{EventID: newID, ExecutionID: newID, OrganizationID: org.String(), UserID: "u2",
+		PrincipalID: "key_1", PrincipalType: "API_KEY", DisplayName: "Ada", ClientIP: "192.0.2.1",
+		Tool: schemas.ToolRef{Toolkit: "tk", Name: "tool"}, StartedAt: time.Now().UTC(), EndedAt: time.Now().UTC(), Success: true}
+	if err := s.WriteExecutions(ctx, []schemas.ExecutionEvent{ev}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.ListExecutions(ctx, auditstore.ExecQuery{OrgID: org, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 {
+		t.Fatalf("%d executions after migration, want 2", len(page.Items))
+	}
+	n, o := page.Items[0], page.Items[1]
+	if n.EventID != newID || n.PrincipalID != "key_1" || n.PrincipalType != "API_KEY" || n.DisplayName != "Ada" || n.ClientIP != "192.0.2.1" {
+		t.Fatalf("new execution: %+v", n.ExecutionEvent)
+	}
+	if o.EventID != oldID || o.UserID != "u1" || o.PrincipalID != "" || o.PrincipalType != "" || o.DisplayName != "" || o.ClientIP != "" {
+		t.Fatalf("old execution: %+v", o.ExecutionEvent)
+	}
+}

@@ -3,14 +3,13 @@ package documentdb
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/bson"
 	"go.uber.org/goleak"
 
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
@@ -194,24 +193,7 @@ func badInputs(t *testing.T) map[string][]struct {
 // connections, none is made, and a connection string that is not one
 // still gives the input error.
 func TestBadInputsEveryTool(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dialed atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			dialed.Add(1)
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { l.Close(); <-done })
+	l, dialed := testenv.CountingListener(t)
 	counting := "mongodb://user:s3cret-pw@" + l.Addr().String() + "/?serverSelectionTimeoutMS=500"
 
 	cases := badInputs(t)
