@@ -16,6 +16,14 @@ type Config struct {
 	Durable string
 	// BatchSize is the most events written in one store batch.
 	BatchSize int
+	// BatchBytes closes a batch once its payloads reach this many bytes:
+	// with PullMaxBytes it bounds the memory of ingest by bytes, whatever
+	// the size of the events.
+	BatchBytes int
+	// PullMaxBytes bounds the bytes the JetStream client buffers ahead of
+	// the batches (raised to twice the server's max payload when lower, so
+	// that the largest message fits).
+	PullMaxBytes int
 	// FlushInterval is the longest a received event waits for its batch to fill.
 	FlushInterval time.Duration
 	// MaxAckPending bounds the unacknowledged messages of the consumer; it
@@ -28,20 +36,33 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 	// DrainTimeout bounds the time spent committing the last batch at shutdown.
 	DrainTimeout time.Duration
+	// MaxFuture is how far ahead of the ingest clock an event's time may be;
+	// a later event (or one before 2000-01-01) goes to the DLQ, rather than
+	// sorting first in its organization's log forever.
+	MaxFuture time.Duration
+	// MaxDeliver dead-letters a message delivered more times than this
+	// without being committed (an ingest that crashes or hangs on it),
+	// so that one message cannot hold a consumer forever.
+	MaxDeliver int
 }
 
-// DefaultConfig fits ClickHouse, which wants few large inserts: batches of up
-// to 50k events, flushed at least every second.
+// DefaultConfig fits ClickHouse, which wants few large inserts (batches of
+// up to 20k events or 8 MiB, flushed at least every second), within a
+// bounded memory: two batches and a 16 MiB client buffer.
 func DefaultConfig() Config {
 	return Config{
 		Durable:       "auditrail-ingest-audit",
-		BatchSize:     50_000,
+		BatchSize:     20_000,
+		BatchBytes:    8 << 20,
+		PullMaxBytes:  16 << 20,
 		FlushInterval: time.Second,
-		MaxAckPending: 125_000,
+		MaxAckPending: 50_000,
 		AckWait:       30 * time.Second,
 		RetryMin:      100 * time.Millisecond,
 		RetryMax:      5 * time.Second,
 		DrainTimeout:  10 * time.Second,
+		MaxFuture:     5 * time.Minute,
+		MaxDeliver:    20,
 	}
 }
 
@@ -57,6 +78,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: batch size %d not in 1..1000000", ErrInvalidOption, c.BatchSize)
 	case c.FlushInterval <= 0:
 		return fmt.Errorf("%w: flush interval must be positive", ErrInvalidOption)
+	case c.BatchBytes < 1:
+		return fmt.Errorf("%w: batch bytes %d < 1", ErrInvalidOption, c.BatchBytes)
+	case c.PullMaxBytes < 1:
+		return fmt.Errorf("%w: pull max bytes %d < 1", ErrInvalidOption, c.PullMaxBytes)
 	case c.MaxAckPending <= c.BatchSize:
 		return fmt.Errorf("%w: max ack pending %d must exceed batch size %d", ErrInvalidOption, c.MaxAckPending, c.BatchSize)
 	case c.AckWait <= c.FlushInterval:
@@ -65,6 +90,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: retry back-off %s..%s", ErrInvalidOption, c.RetryMin, c.RetryMax)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("%w: drain timeout must be positive", ErrInvalidOption)
+	case c.MaxFuture <= 0:
+		return fmt.Errorf("%w: max future %s must be positive", ErrInvalidOption, c.MaxFuture)
+	case c.MaxDeliver < 1:
+		return fmt.Errorf("%w: max deliver %d < 1", ErrInvalidOption, c.MaxDeliver)
 	}
 	return nil
 }
