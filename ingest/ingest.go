@@ -349,7 +349,8 @@ func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesConte
 		}
 		return nil, fmt.Errorf("next message: %w", err)
 	}
-	b := &batch[T]{}
+	n := in.cfg.BatchSize
+	b := &batch[T]{msgs: make([]jetstream.Msg, 0, n), good: make([]T, 0, n), goodMsgs: make([]jetstream.Msg, 0, n)}
 	b.add(in, first)
 	bctx, cancel := context.WithTimeout(ctx, in.cfg.FlushInterval)
 	defer cancel()

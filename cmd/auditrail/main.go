@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 )
 
@@ -49,11 +48,6 @@ func main() {
 			os.Exit(2)
 		}
 		return
-	}
-	// Ingest allocates in short-lived batches: trade some memory for much
-	// less GC work, unless the operator chose with GOGC.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
