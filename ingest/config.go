@@ -16,18 +16,25 @@ type Config struct {
 	Durable string
 	// BatchSize is the most events written in one store batch.
 	BatchSize int
-	// BatchBytes closes a batch once its payloads reach this many bytes:
-	// with PullMaxBytes it bounds the memory of ingest by bytes, whatever
-	// the size of the events.
+	// BatchBytes closes a batch once its payloads reach this many bytes, so
+	// that the memory of ingest is bounded by bytes whatever the size of the
+	// events (a batch may pass it by its last event).
 	BatchBytes int
-	// PullMaxBytes bounds the bytes the JetStream client buffers ahead of
-	// the batches (raised to twice the server's max payload when lower, so
-	// that the largest message fits).
-	PullMaxBytes int
+	// Writers is the number of batches written to the store at once, beside
+	// the one being received; each holds up to BatchSize events in memory.
+	Writers int
+	// FetchSize bounds the messages the JetStream client buffers ahead of
+	// the batch being received (at most BatchSize are used). Kept small:
+	// buffered messages are not in a batch yet, so nothing keeps them from
+	// being redelivered after AckWait while the store is slow, and they
+	// count in memory beside the two batches.
+	FetchSize int
 	// FlushInterval is the longest a received event waits for its batch to fill.
 	FlushInterval time.Duration
 	// MaxAckPending bounds the unacknowledged messages of the consumer; it
-	// must exceed BatchSize, because a batch is acknowledged only after commit.
+	// must exceed BatchSize, because a batch is acknowledged only after
+	// commit, and is raised to (Writers+1)*BatchSize+FetchSize, what the
+	// batches in flight hold.
 	MaxAckPending int
 	// AckWait is how long JetStream waits for an ack before redelivering.
 	// Batches held while the store is down are kept alive with progress acks.
@@ -49,16 +56,17 @@ type Config struct {
 // DefaultConfig fits ClickHouse, which wants few large inserts (batches of
 // up to 10k events or 8 MiB, flushed at least every second), within a
 // bounded memory: a batch being stored, one being received, and a client
-// buffer of at most BatchSize messages fetched 16 MiB at a time. Draining a
-// backlog, `auditrail ingest` then peaks near 150 MiB RSS (make bench).
+// buffer of 1000 messages. Draining a backlog, `auditrail ingest` then
+// peaks well under 256 MiB RSS (make bench).
 func DefaultConfig() Config {
 	return Config{
 		Durable:       "auditrail-ingest-audit",
 		BatchSize:     10_000,
 		BatchBytes:    8 << 20,
-		PullMaxBytes:  16 << 20,
+		FetchSize:     1000,
+		Writers:       2,
 		FlushInterval: time.Second,
-		MaxAckPending: 25_000,
+		MaxAckPending: 31_000,
 		AckWait:       30 * time.Second,
 		RetryMin:      100 * time.Millisecond,
 		RetryMax:      5 * time.Second,
@@ -82,8 +90,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: flush interval must be positive", ErrInvalidOption)
 	case c.BatchBytes < 1:
 		return fmt.Errorf("%w: batch bytes %d < 1", ErrInvalidOption, c.BatchBytes)
-	case c.PullMaxBytes < 1:
-		return fmt.Errorf("%w: pull max bytes %d < 1", ErrInvalidOption, c.PullMaxBytes)
+	case c.Writers < 1 || c.Writers > 16:
+		return fmt.Errorf("%w: writers %d not in 1..16", ErrInvalidOption, c.Writers)
+	case c.FetchSize < 1:
+		return fmt.Errorf("%w: fetch size %d < 1", ErrInvalidOption, c.FetchSize)
 	case c.MaxAckPending <= c.BatchSize:
 		return fmt.Errorf("%w: max ack pending %d must exceed batch size %d", ErrInvalidOption, c.MaxAckPending, c.BatchSize)
 	case c.AckWait <= c.FlushInterval:

@@ -59,8 +59,6 @@ type Ingester[T any] struct {
 	field string
 	write func(ctx context.Context, batch []T) error
 	ping  func(ctx context.Context) error
-	// pullMaxBytes bounds what the client buffers ahead of the batches.
-	pullMaxBytes int
 
 	ready                                                     atomic.Bool
 	received, stored, deadLettered, refused, batches, retries atomic.Uint64
@@ -117,12 +115,9 @@ func newIngester[T any](nc *nats.Conn, cfg Config, log *slog.Logger, filter stri
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	// The client buffer must hold the largest message the server carries,
-	// or the consumer stalls.
-	pull := max(cfg.PullMaxBytes, 2*int(nc.MaxPayload()))
 	return &Ingester[T]{nc: nc, js: js, cfg: cfg, log: log.With("consumer", cfg.Durable),
 		policy: retry.Policy{Initial: cfg.RetryMin, Max: cfg.RetryMax}, filter: filter, decode: decode,
-		field: field, when: when, write: write, ping: ping, pullMaxBytes: pull}, nil
+		field: field, when: when, write: write, ping: ping}, nil
 }
 
 // ErrRejected marks a message that is sent to the dead-letter stream.
@@ -187,6 +182,13 @@ func (in *Ingester[T]) Run(ctx context.Context) error {
 	}
 }
 
+// maxAckPending is Config.MaxAckPending, raised to what the batches in
+// flight hold (Writers being written, one being received, the client
+// buffer): a lower bound would stall the batch being received.
+func (in *Ingester[T]) maxAckPending() int {
+	return max(in.cfg.MaxAckPending, (in.cfg.Writers+1)*in.cfg.BatchSize+min(in.cfg.FetchSize, in.cfg.BatchSize))
+}
+
 // consume creates the consumer and consumes until ctx ends or the consumer fails.
 func (in *Ingester[T]) consume(ctx context.Context) error {
 	cons, err := in.js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{
@@ -195,7 +197,7 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 		FilterSubject: in.filter,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       in.cfg.AckWait,
-		MaxAckPending: in.cfg.MaxAckPending,
+		MaxAckPending: in.maxAckPending(),
 		// Unlimited: JetStream's own limit stops delivering a message
 		// silently. Ingest counts deliveries itself and dead-letters a
 		// message delivered more than Config.MaxDeliver times.
@@ -205,11 +207,11 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create consumer %s: %w", in.cfg.Durable, err)
 	}
-	// The client buffers at most BatchSize messages, asked for in pull
-	// requests of at most pullMaxBytes: bounded by count and by bytes. (A
-	// larger buffer would not go faster, and its messages, not yet in a
-	// batch, would outlive AckWait when the store is slow.)
-	iter, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(in.cfg.BatchSize, in.pullMaxBytes))
+	// A small client buffer: what is in flight is the two batches, bounded
+	// by count and bytes. (PullMaxMessagesWithBytesLimit would bound each
+	// pull request by bytes too, but with it nats.go v1.55 overflows its
+	// buffer now and then: "slow consumer, messages dropped".)
+	iter, err := cons.Messages(jetstream.PullMaxMessages(min(in.cfg.FetchSize, in.cfg.BatchSize)))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", in.cfg.Durable, err)
 	}
@@ -217,18 +219,20 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 	in.ready.Store(true)
 	defer in.ready.Store(false)
 	in.log.Info("ingest started", "filter", in.filter, "batch_size", in.cfg.BatchSize, "batch_bytes", in.cfg.BatchBytes,
-		"pull_max_bytes", in.pullMaxBytes, "flush_interval", in.cfg.FlushInterval)
+		"fetch_size", min(in.cfg.FetchSize, in.cfg.BatchSize), "flush_interval", in.cfg.FlushInterval)
 
 	// Two stages: this goroutine receives and decodes the next batch while
-	// the committer stores and acknowledges the previous one.
+	// Writers committers store and acknowledge the previous ones (a store
+	// write is mostly waiting for the store).
 	batches := make(chan *batch[T])
-	committed := make(chan struct{})
-	go func() {
-		defer close(committed)
-		for b := range batches {
-			in.commitAndAck(ctx, b)
-		}
-	}()
+	var committers sync.WaitGroup
+	for range in.cfg.Writers {
+		committers.Go(func() {
+			for b := range batches {
+				in.commitAndAck(ctx, b)
+			}
+		})
+	}
 	var runErr error
 	for {
 		b, err := in.collect(ctx, iter)
@@ -247,7 +251,7 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 		}
 	}
 	close(batches)
-	<-committed
+	committers.Wait()
 	return runErr
 }
 

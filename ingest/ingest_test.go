@@ -461,7 +461,8 @@ func TestConfigValidate(t *testing.T) {
 		func(c *ingest.Config) { c.MaxFuture = 0 },
 		func(c *ingest.Config) { c.MaxDeliver = 0 },
 		func(c *ingest.Config) { c.BatchBytes = 0 },
-		func(c *ingest.Config) { c.PullMaxBytes = 0 },
+		func(c *ingest.Config) { c.FetchSize = 0 },
+		func(c *ingest.Config) { c.Writers = 0 },
 	}
 	for i, m := range mut {
 		c := ingest.DefaultConfig()
