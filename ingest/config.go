@@ -16,10 +16,25 @@ type Config struct {
 	Durable string
 	// BatchSize is the most events written in one store batch.
 	BatchSize int
+	// BatchBytes closes a batch once its payloads reach this many bytes, so
+	// that the memory of ingest is bounded by bytes whatever the size of the
+	// events (a batch may pass it by its last event).
+	BatchBytes int
+	// Writers is the number of batches written to the store at once, beside
+	// the one being received; each holds up to BatchSize events in memory.
+	Writers int
+	// FetchSize bounds the messages the JetStream client buffers ahead of
+	// the batch being received (at most BatchSize are used). Kept small:
+	// buffered messages are not in a batch yet, so nothing keeps them from
+	// being redelivered after AckWait while the store is slow, and they
+	// count in memory beside the two batches.
+	FetchSize int
 	// FlushInterval is the longest a received event waits for its batch to fill.
 	FlushInterval time.Duration
 	// MaxAckPending bounds the unacknowledged messages of the consumer; it
-	// must exceed BatchSize, because a batch is acknowledged only after commit.
+	// must exceed BatchSize, because a batch is acknowledged only after
+	// commit, and is raised to (Writers+1)*BatchSize+FetchSize, what the
+	// batches in flight hold.
 	MaxAckPending int
 	// AckWait is how long JetStream waits for an ack before redelivering.
 	// Batches held while the store is down are kept alive with progress acks.
@@ -28,20 +43,36 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 	// DrainTimeout bounds the time spent committing the last batch at shutdown.
 	DrainTimeout time.Duration
+	// MaxFuture is how far ahead of the ingest clock an event's time may be;
+	// a later event (or one before 2000-01-01) goes to the DLQ, rather than
+	// sorting first in its organization's log forever.
+	MaxFuture time.Duration
+	// MaxDeliver dead-letters a message delivered more times than this
+	// without being committed (an ingest that crashes or hangs on it),
+	// so that one message cannot hold a consumer forever.
+	MaxDeliver int
 }
 
-// DefaultConfig fits ClickHouse, which wants few large inserts: batches of up
-// to 50k events, flushed at least every second.
+// DefaultConfig fits ClickHouse, which wants few large inserts (batches of
+// up to 10k events or 8 MiB, flushed at least every second), within a
+// bounded memory: a batch being stored, one being received, and a client
+// buffer of 1000 messages. Draining a backlog, `auditrail ingest` then
+// peaks well under 256 MiB RSS (make bench).
 func DefaultConfig() Config {
 	return Config{
 		Durable:       "auditrail-ingest-audit",
-		BatchSize:     50_000,
+		BatchSize:     10_000,
+		BatchBytes:    8 << 20,
+		FetchSize:     1000,
+		Writers:       2,
 		FlushInterval: time.Second,
-		MaxAckPending: 125_000,
+		MaxAckPending: 31_000,
 		AckWait:       30 * time.Second,
 		RetryMin:      100 * time.Millisecond,
 		RetryMax:      5 * time.Second,
 		DrainTimeout:  10 * time.Second,
+		MaxFuture:     5 * time.Minute,
+		MaxDeliver:    20,
 	}
 }
 
@@ -57,6 +88,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: batch size %d not in 1..1000000", ErrInvalidOption, c.BatchSize)
 	case c.FlushInterval <= 0:
 		return fmt.Errorf("%w: flush interval must be positive", ErrInvalidOption)
+	case c.BatchBytes < 1:
+		return fmt.Errorf("%w: batch bytes %d < 1", ErrInvalidOption, c.BatchBytes)
+	case c.Writers < 1 || c.Writers > 16:
+		return fmt.Errorf("%w: writers %d not in 1..16", ErrInvalidOption, c.Writers)
+	case c.FetchSize < 1:
+		return fmt.Errorf("%w: fetch size %d < 1", ErrInvalidOption, c.FetchSize)
 	case c.MaxAckPending <= c.BatchSize:
 		return fmt.Errorf("%w: max ack pending %d must exceed batch size %d", ErrInvalidOption, c.MaxAckPending, c.BatchSize)
 	case c.AckWait <= c.FlushInterval:
@@ -65,6 +102,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: retry back-off %s..%s", ErrInvalidOption, c.RetryMin, c.RetryMax)
 	case c.DrainTimeout <= 0:
 		return fmt.Errorf("%w: drain timeout must be positive", ErrInvalidOption)
+	case c.MaxFuture <= 0:
+		return fmt.Errorf("%w: max future %s must be positive", ErrInvalidOption, c.MaxFuture)
+	case c.MaxDeliver < 1:
+		return fmt.Errorf("%w: max deliver %d < 1", ErrInvalidOption, c.MaxDeliver)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -24,6 +28,9 @@ type AuditWriter interface {
 	// WriteAudit returns nil only after the batch is durably stored; writing
 	// an event again must not make it visible twice.
 	WriteAudit(ctx context.Context, events []schemas.AuditEvent) error
+	// Ping reports whether the store answers: after a failed write, ingest
+	// tells an outage (back off) from a refusal of the rows (split the batch).
+	Ping(ctx context.Context) error
 }
 
 // Stats are the counters of an ingester.
@@ -31,8 +38,10 @@ type Stats struct {
 	Received     uint64 `json:"received"`
 	Stored       uint64 `json:"stored"`
 	DeadLettered uint64 `json:"dead_lettered"`
-	Batches      uint64 `json:"batches"`
-	Retries      uint64 `json:"retries"`
+	// Refused counts the events dead-lettered because the store refused them.
+	Refused uint64 `json:"refused"`
+	Batches uint64 `json:"batches"`
+	Retries uint64 `json:"retries"`
 }
 
 // Ingester consumes one kind of event. Several instances with the same
@@ -42,24 +51,32 @@ type Ingester[T any] struct {
 	js     jetstream.JetStream
 	cfg    Config
 	log    *slog.Logger
+	policy retry.Policy
 	filter string
 	decode func(m jetstream.Msg) (T, error)
-	write  func(ctx context.Context, batch []T) error
+	// when returns the time of an event, named field in dead-letter reasons.
+	when  func(*T) time.Time
+	field string
+	write func(ctx context.Context, batch []T) error
+	ping  func(ctx context.Context) error
 
-	ready                                            atomic.Bool
-	received, stored, deadLettered, batches, retries atomic.Uint64
+	ready                                                     atomic.Bool
+	received, stored, deadLettered, refused, batches, retries atomic.Uint64
 }
 
 // ExecutionWriter is the store of tool executions as ingest needs it.
 type ExecutionWriter interface {
 	// WriteExecutions returns nil only after the batch is durably stored.
 	WriteExecutions(ctx context.Context, events []schemas.ExecutionEvent) error
+	// Ping reports whether the store answers (see AuditWriter).
+	Ping(ctx context.Context) error
 }
 
 // NewExecution returns the ingester of tool execution events
 // (auditrail.events.*.execution); cfg.Durable should differ from the audit one.
 func NewExecution(nc *nats.Conn, store ExecutionWriter, cfg Config, log *slog.Logger) (*Ingester[schemas.ExecutionEvent], error) {
-	return newIngester(nc, cfg, log, schemas.SubjectExecAll, DecodeExecution, store.WriteExecutions)
+	return newIngester(nc, cfg, log, schemas.SubjectExecAll, DecodeExecution, "started_at",
+		func(e *schemas.ExecutionEvent) time.Time { return e.StartedAt }, store.WriteExecutions, store.Ping)
 }
 
 // DecodeExecution decodes an execution message and checks it against its
@@ -81,11 +98,13 @@ func DecodeExecution(m jetstream.Msg) (schemas.ExecutionEvent, error) {
 
 // NewAudit returns the ingester of audit events (auditrail.events.*.audit).
 func NewAudit(nc *nats.Conn, store AuditWriter, cfg Config, log *slog.Logger) (*Ingester[schemas.AuditEvent], error) {
-	return newIngester(nc, cfg, log, schemas.SubjectAuditAll, DecodeAudit, store.WriteAudit)
+	return newIngester(nc, cfg, log, schemas.SubjectAuditAll, DecodeAudit, "timestamp",
+		func(e *schemas.AuditEvent) time.Time { return e.Timestamp }, store.WriteAudit, store.Ping)
 }
 
 func newIngester[T any](nc *nats.Conn, cfg Config, log *slog.Logger, filter string,
-	decode func(jetstream.Msg) (T, error), write func(context.Context, []T) error) (*Ingester[T], error) {
+	decode func(jetstream.Msg) (T, error), field string, when func(*T) time.Time,
+	write func(context.Context, []T) error, ping func(context.Context) error) (*Ingester[T], error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -96,7 +115,9 @@ func newIngester[T any](nc *nats.Conn, cfg Config, log *slog.Logger, filter stri
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return &Ingester[T]{nc: nc, js: js, cfg: cfg, log: log.With("consumer", cfg.Durable), filter: filter, decode: decode, write: write}, nil
+	return &Ingester[T]{nc: nc, js: js, cfg: cfg, log: log.With("consumer", cfg.Durable),
+		policy: retry.Policy{Initial: cfg.RetryMin, Max: cfg.RetryMax}, filter: filter, decode: decode,
+		field: field, when: when, write: write, ping: ping}, nil
 }
 
 // ErrRejected marks a message that is sent to the dead-letter stream.
@@ -131,16 +152,17 @@ func (in *Ingester[T]) Ready() bool { return in.ready.Load() }
 // Stats returns the counters.
 func (in *Ingester[T]) Stats() Stats {
 	return Stats{Received: in.received.Load(), Stored: in.stored.Load(), DeadLettered: in.deadLettered.Load(),
-		Batches: in.batches.Load(), Retries: in.retries.Load()}
+		Refused: in.refused.Load(), Batches: in.batches.Load(), Retries: in.retries.Load()}
 }
 
 // Run consumes until ctx ends, then commits and acknowledges the batch in
-// hand (within DrainTimeout) and returns nil. Store and DLQ failures are
-// retried with back-off without acknowledging anything, so nothing is lost.
-// When the consumer itself fails (deleted, stream gone, connection closed),
-// Run reports not ready, backs off and creates it again.
+// hand (within DrainTimeout) and returns nil. A store outage is retried with
+// back-off without acknowledging anything, so nothing is lost; rows that the
+// store refuses while it answers are dead-lettered one by one. When the
+// consumer itself fails (deleted, stream gone, connection closed), Run
+// reports not ready, backs off and creates it again.
 func (in *Ingester[T]) Run(ctx context.Context) error {
-	backoff := in.cfg.RetryMin
+	bo := in.policy.Backoff()
 	for {
 		start := time.Now()
 		err := in.consume(ctx)
@@ -149,16 +171,22 @@ func (in *Ingester[T]) Run(ctx context.Context) error {
 			return nil
 		}
 		if time.Since(start) > in.cfg.RetryMax {
-			backoff = in.cfg.RetryMin
+			bo.Reset() // it ran a while: start the back-off over
 		}
-		in.log.Error("ingest consumer failed; creating it again", "backoff", backoff, "err", err)
-		select {
-		case <-ctx.Done():
+		wait := bo.NextBackOff()
+		in.log.Error("ingest consumer failed; creating it again", "backoff", wait, "err", err)
+		if !retry.Sleep(ctx, wait) {
+			in.log.Info("ingest stopped", "stats", in.Stats())
 			return nil
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, in.cfg.RetryMax)
 	}
+}
+
+// maxAckPending is Config.MaxAckPending, raised to what the batches in
+// flight hold (Writers being written, one being received, the client
+// buffer): a lower bound would stall the batch being received.
+func (in *Ingester[T]) maxAckPending() int {
+	return max(in.cfg.MaxAckPending, (in.cfg.Writers+1)*in.cfg.BatchSize+min(in.cfg.FetchSize, in.cfg.BatchSize))
 }
 
 // consume creates the consumer and consumes until ctx ends or the consumer fails.
@@ -169,37 +197,47 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 		FilterSubject: in.filter,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       in.cfg.AckWait,
-		MaxAckPending: in.cfg.MaxAckPending,
+		MaxAckPending: in.maxAckPending(),
+		// Unlimited: JetStream's own limit stops delivering a message
+		// silently. Ingest counts deliveries itself and dead-letters a
+		// message delivered more than Config.MaxDeliver times.
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
 		return fmt.Errorf("create consumer %s: %w", in.cfg.Durable, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(in.cfg.BatchSize))
+	// A small client buffer: what is in flight is the two batches, bounded
+	// by count and bytes. (PullMaxMessagesWithBytesLimit would bound each
+	// pull request by bytes too, but with it nats.go v1.55 overflows its
+	// buffer now and then: "slow consumer, messages dropped".)
+	iter, err := cons.Messages(jetstream.PullMaxMessages(min(in.cfg.FetchSize, in.cfg.BatchSize)))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", in.cfg.Durable, err)
 	}
 	defer iter.Stop()
 	in.ready.Store(true)
 	defer in.ready.Store(false)
-	in.log.Info("ingest started", "filter", in.filter, "batch_size", in.cfg.BatchSize, "flush_interval", in.cfg.FlushInterval)
+	in.log.Info("ingest started", "filter", in.filter, "batch_size", in.cfg.BatchSize, "batch_bytes", in.cfg.BatchBytes,
+		"fetch_size", min(in.cfg.FetchSize, in.cfg.BatchSize), "flush_interval", in.cfg.FlushInterval)
 
 	// Two stages: this goroutine receives and decodes the next batch while
-	// the committer stores and acknowledges the previous one.
-	batches := make(chan *batch[T], 1)
-	committed := make(chan struct{})
-	go func() {
-		defer close(committed)
-		for b := range batches {
-			in.commitAndAck(ctx, b)
-		}
-	}()
+	// Writers committers store and acknowledge the previous ones (a store
+	// write is mostly waiting for the store).
+	batches := make(chan *batch[T])
+	var committers sync.WaitGroup
+	for range in.cfg.Writers {
+		committers.Go(func() {
+			for b := range batches {
+				in.commitAndAck(ctx, b)
+			}
+		})
+	}
 	var runErr error
 	for {
 		b, err := in.collect(ctx, iter)
 		if b != nil {
-			batches <- b
+			in.handOver(batches, b)
 		}
 		if err != nil {
 			if ctx.Err() == nil {
@@ -207,14 +245,21 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 			} else if rest := in.drain(iter); rest != nil {
 				// Stopping: what was already delivered is committed too,
 				// rather than left for redelivery after AckWait.
-				batches <- rest
+				in.handOver(batches, rest)
 			}
 			break
 		}
 	}
 	close(batches)
-	<-committed
+	committers.Wait()
 	return runErr
+}
+
+// handOver passes a complete batch to the committer, keeping its messages
+// alive until they are acknowledged.
+func (in *Ingester[T]) handOver(batches chan<- *batch[T], b *batch[T]) {
+	b.stopKeepAlive = in.keepAlive(b.msgs)
+	batches <- b
 }
 
 // drain stops the iterator and returns the messages it had already
@@ -240,27 +285,66 @@ type deadLetter struct {
 	reason string
 }
 
-// batch is a set of received messages, decoded.
+// span is the range [lo, hi) of a batch's good events.
+type span struct{ lo, hi int }
+
+// batch is a set of received messages, decoded, and the progress of its commit.
 type batch[T any] struct {
-	msgs []jetstream.Msg
-	good []T
-	dead []deadLetter
+	msgs     []jetstream.Msg // every message, acknowledged once the batch is committed
+	good     []T             // the events to store
+	goodMsgs []jetstream.Msg // the message of each good event
+	dead     []deadLetter    // the messages to dead-letter
+	bytes    int             // payload bytes of msgs
+
+	pending   []span // good events not yet stored
+	started   bool   // pending was set
+	sent      int    // dead letters published
+	unclassed int    // consecutive unclassified refusals of a single event
+
+	stopKeepAlive func()
 }
+
+// minTimestamp is the earliest event time ingest accepts.
+var minTimestamp = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (b *batch[T]) add(in *Ingester[T], m jetstream.Msg) {
 	in.received.Add(1)
 	b.msgs = append(b.msgs, m)
-	v, err := in.decode(m)
+	b.bytes += len(m.Data())
+	v, err := in.accept(m)
 	if err != nil {
 		b.dead = append(b.dead, deadLetter{msg: m, reason: err.Error()})
 		return
 	}
 	b.good = append(b.good, v)
+	b.goodMsgs = append(b.goodMsgs, m)
 }
 
-// collect returns up to BatchSize decoded messages: it waits for a first
-// one, then gathers more for at most FlushInterval. A non-nil error ends the
-// run (the batch, if any, is still to be committed).
+// accept decodes a message and checks what the decoder cannot: how often it
+// was delivered and whether its time is plausible. An error means the DLQ.
+func (in *Ingester[T]) accept(m jetstream.Msg) (T, error) {
+	var zero T
+	if meta, err := m.Metadata(); err == nil && meta.NumDelivered > uint64(in.cfg.MaxDeliver) {
+		return zero, fmt.Errorf("%w: delivered %d times without being committed (max deliver %d)", ErrRejected, meta.NumDelivered, in.cfg.MaxDeliver)
+	}
+	v, err := in.decode(m)
+	if err != nil {
+		return zero, err
+	}
+	ts := in.when(&v)
+	if ts.Before(minTimestamp) {
+		return zero, fmt.Errorf("%w: %s %s is before 2000-01-01", ErrRejected, in.field, ts.UTC().Format(time.RFC3339Nano))
+	}
+	if limit := time.Now().Add(in.cfg.MaxFuture); ts.After(limit) {
+		return zero, fmt.Errorf("%w: %s %s is more than %s ahead of the ingest clock", ErrRejected, in.field, ts.UTC().Format(time.RFC3339Nano), in.cfg.MaxFuture)
+	}
+	return v, nil
+}
+
+// collect returns up to BatchSize decoded messages (and about BatchBytes of
+// payload): it waits for a first one, then gathers more for at most
+// FlushInterval. A non-nil error ends the run (the batch, if any, is still
+// to be committed).
 func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesContext) (*batch[T], error) {
 	first, err := iter.Next(jetstream.NextContext(ctx))
 	if err != nil {
@@ -269,11 +353,12 @@ func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesConte
 		}
 		return nil, fmt.Errorf("next message: %w", err)
 	}
-	b := &batch[T]{msgs: make([]jetstream.Msg, 0, in.cfg.BatchSize), good: make([]T, 0, in.cfg.BatchSize)}
+	n := in.cfg.BatchSize
+	b := &batch[T]{msgs: make([]jetstream.Msg, 0, n), good: make([]T, 0, n), goodMsgs: make([]jetstream.Msg, 0, n)}
 	b.add(in, first)
 	bctx, cancel := context.WithTimeout(ctx, in.cfg.FlushInterval)
 	defer cancel()
-	for len(b.msgs) < in.cfg.BatchSize {
+	for len(b.msgs) < in.cfg.BatchSize && b.bytes < in.cfg.BatchBytes {
 		m, err := iter.Next(jetstream.NextContext(bctx))
 		if err != nil {
 			if bctx.Err() != nil {
@@ -301,39 +386,45 @@ func (in *Ingester[T]) commitAndAck(ctx context.Context, b *batch[T]) {
 	defer stop()
 
 	t0 := time.Now()
-	backoff := in.cfg.RetryMin
-	lastProgress := time.Now()
-	for attempt := 0; ; attempt++ {
-		err := in.commit(wctx, b.good, b.dead)
-		if err == nil {
-			break
-		}
-		if wctx.Err() != nil {
-			in.log.Warn("ingest ended before the batch was stored; it will be redelivered", "events", len(b.msgs), "err", err)
-			return
-		}
-		in.retries.Add(1)
-		in.log.Error("storing batch failed; retrying", "events", len(b.msgs), "attempt", attempt+1, "backoff", backoff, "err", err)
-		select {
-		case <-wctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, in.cfg.RetryMax)
-		// Keep the held batch from being redelivered meanwhile.
-		if time.Since(lastProgress) > in.cfg.AckWait/3 {
-			for _, m := range b.msgs {
-				_ = m.InProgress()
-			}
-			lastProgress = time.Now()
-		}
+	err := retry.Do(wctx, in.policy, func(ctx context.Context) error { return in.commit(ctx, b) },
+		func(err error, wait time.Duration) {
+			in.retries.Add(1)
+			in.log.Error("storing batch failed; retrying", "events", len(b.msgs), "backoff", wait, "err", err)
+		})
+	b.stopKeepAlive()
+	if err != nil {
+		in.log.Warn("ingest ended before the batch was stored; it will be redelivered", "events", len(b.msgs), "err", err)
+		return
 	}
 	t1 := time.Now()
 	in.ack(b.msgs)
-	in.stored.Add(uint64(len(b.good)))
+	in.stored.Add(uint64(len(b.msgs) - len(b.dead)))
 	in.deadLettered.Add(uint64(len(b.dead)))
 	in.batches.Add(1)
 	in.log.Debug("batch committed", "events", len(b.msgs), "dead", len(b.dead), "store", t1.Sub(t0), "ack", time.Since(t1))
+}
+
+// keepAlive keeps msgs from being redelivered while their batch waits for
+// the committer or is being committed (a store outage, a long split), with a
+// progress ack every third of AckWait. The returned func stops it.
+func (in *Ingester[T]) keepAlive(msgs []jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(in.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				for _, m := range msgs {
+					_ = m.InProgress()
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
 
 // ack acknowledges every message of a committed batch. (AckAll would be
@@ -347,20 +438,93 @@ func (in *Ingester[T]) ack(msgs []jetstream.Msg) {
 	}
 }
 
-// commit sends the dead letters (waiting for their acks) and writes the batch.
-func (in *Ingester[T]) commit(ctx context.Context, good []T, dead []deadLetter) error {
-	if len(dead) > 0 {
-		if err := in.publishDead(ctx, dead); err != nil {
-			return err
+// commit writes the batch's events not yet stored, then publishes its dead
+// letters not yet published (waiting for their acks). It picks up where an
+// earlier failed attempt stopped.
+func (in *Ingester[T]) commit(ctx context.Context, b *batch[T]) error {
+	if !b.started {
+		b.started = true
+		if len(b.good) > 0 {
+			b.pending = []span{{0, len(b.good)}}
 		}
 	}
-	if len(good) > 0 {
-		if err := in.write(ctx, good); err != nil {
-			return fmt.Errorf("write batch: %w", err)
+	if err := in.writePending(ctx, b); err != nil {
+		return err
+	}
+	if b.sent < len(b.dead) {
+		if err := in.publishDead(ctx, b.dead[b.sent:]); err != nil {
+			return err
 		}
+		b.sent = len(b.dead)
 	}
 	return nil
 }
+
+// unclassedRefusals is how many times in a row a single event may fail to
+// be written with an error the store does not classify, while the store
+// answers, before it is dead-lettered.
+const unclassedRefusals = 3
+
+// writePending writes the pending spans of b. When the store answers but
+// refuses a span, the span is split in halves until each event it refuses
+// is alone; that event is dead-lettered and the others are stored. It
+// returns an error when the store is down or busy (or an unclassified
+// refusal should be tried again), b keeping what is still to write.
+func (in *Ingester[T]) writePending(ctx context.Context, b *batch[T]) error {
+	for len(b.pending) > 0 {
+		s := b.pending[0]
+		err := in.write(ctx, b.good[s.lo:s.hi])
+		if err == nil {
+			b.pending = b.pending[1:]
+			b.unclassed = 0
+			continue
+		}
+		if ctx.Err() != nil || !in.refusal(ctx, err) {
+			return fmt.Errorf("write batch: %w", err)
+		}
+		if s.hi-s.lo > 1 {
+			mid := (s.lo + s.hi) / 2
+			in.log.Warn("the store refuses a batch; splitting it to find the events it refuses", "events", s.hi-s.lo, "err", err)
+			b.pending = append([]span{{s.lo, mid}, {mid, s.hi}}, b.pending[1:]...)
+			continue
+		}
+		if !errors.Is(err, auditstore.ErrRefused) {
+			if b.unclassed++; b.unclassed < unclassedRefusals {
+				return fmt.Errorf("write event: %w", err)
+			}
+		}
+		b.unclassed = 0
+		b.pending = b.pending[1:]
+		in.refused.Add(1)
+		b.dead = append(b.dead, deadLetter{msg: b.goodMsgs[s.lo], reason: "store refused the event: " + err.Error()})
+	}
+	return nil
+}
+
+// refusal reports whether a failed write was refused by a store that
+// answers (split the batch) rather than an outage or an overload (back off
+// and write it again).
+func (in *Ingester[T]) refusal(ctx context.Context, err error) bool {
+	switch {
+	case errors.Is(err, auditstore.ErrRefused):
+		return true
+	case errors.Is(err, auditstore.ErrBusy):
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if perr := in.ping(pctx); perr != nil {
+		in.log.Warn("the store does not answer", "err", perr)
+		return false
+	}
+	return true
+}
+
+// reasonReplacer keeps a reason on one header line.
+var reasonReplacer = strings.NewReplacer("\r", " ", "\n", " ")
+
+// maxReason bounds the length of a dead-letter reason.
+const maxReason = 1024
 
 func (in *Ingester[T]) publishDead(ctx context.Context, dead []deadLetter) error {
 	futures := make([]jetstream.PubAckFuture, 0, len(dead))
@@ -374,12 +538,16 @@ func (in *Ingester[T]) publishDead(ctx context.Context, dead []deadLetter) error
 		for k, v := range d.msg.Headers() {
 			out.Header[k] = v
 		}
+		reason := reasonReplacer.Replace(d.reason)
+		if len(reason) > maxReason {
+			reason = reason[:maxReason]
+		}
 		seq := strconv.FormatUint(meta.Sequence.Stream, 10)
 		out.Header.Set(schemas.HeaderMsgID, "dlq-"+meta.Stream+"-"+seq)
-		out.Header.Set(schemas.HeaderDLQReason, d.reason)
+		out.Header.Set(schemas.HeaderDLQReason, reason)
 		out.Header.Set(schemas.HeaderDLQSubject, d.msg.Subject())
 		out.Header.Set(schemas.HeaderDLQStreamSeq, seq)
-		in.log.Warn("dead-lettering event", "subject", d.msg.Subject(), "stream_seq", seq, "reason", d.reason)
+		in.log.Warn("dead-lettering event", "subject", d.msg.Subject(), "stream_seq", seq, "reason", reason)
 		f, err := in.js.PublishMsgAsync(out)
 		if err != nil {
 			return fmt.Errorf("publish dead letter: %w", err)

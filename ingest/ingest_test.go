@@ -25,7 +25,7 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
 
 type backend struct {
 	name string
@@ -421,6 +421,10 @@ func TestClickHouseOutageMidStream(t *testing.T) {
 		return ack == 0 && pending == 0 && in.Stats().Stored >= uint64(len(evs))
 	})
 	checkExactlyOnce(t, store, org, evs)
+	// An outage is not a refusal: nothing was split off to the DLQ.
+	if st := in.Stats(); st.DeadLettered != 0 || st.Refused != 0 {
+		t.Fatalf("events dead-lettered during an outage: %+v", st)
+	}
 	t.Logf("stats after outage: %+v", in.Stats())
 }
 
@@ -454,6 +458,11 @@ func TestConfigValidate(t *testing.T) {
 		func(c *ingest.Config) { c.AckWait = c.FlushInterval },
 		func(c *ingest.Config) { c.RetryMax = c.RetryMin / 2 },
 		func(c *ingest.Config) { c.DrainTimeout = 0 },
+		func(c *ingest.Config) { c.MaxFuture = 0 },
+		func(c *ingest.Config) { c.MaxDeliver = 0 },
+		func(c *ingest.Config) { c.BatchBytes = 0 },
+		func(c *ingest.Config) { c.FetchSize = 0 },
+		func(c *ingest.Config) { c.Writers = 0 },
 	}
 	for i, m := range mut {
 		c := ingest.DefaultConfig()
@@ -508,4 +517,298 @@ func TestExecutionEventsIngested(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dlqMessages returns every message of the DLQ stream.
+func dlqMessages(t *testing.T, js jetstream.JetStream) []*jetstream.RawStreamMsg {
+	t.Helper()
+	dlq, err := js.Stream(context.Background(), schemas.StreamDLQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := dlq.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := dlq.GetMsg(context.Background(), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// dlqReasons maps the payload of each DLQ message to its reason.
+func dlqReasons(t *testing.T, js jetstream.JetStream) map[string]string {
+	out := map[string]string{}
+	for _, m := range dlqMessages(t, js) {
+		out[string(m.Data)] = m.Header.Get(schemas.HeaderDLQReason)
+	}
+	return out
+}
+
+// Events dated in the far future would sort first in their organization's
+// log forever, events before 2000 are bogus: both go to the DLQ, for audit
+// and execution events alike; MaxFuture sets the tolerance.
+func TestImplausibleTimesGoToDLQ(t *testing.T) {
+	store := backends()[0].open(t).(interface {
+		auditstore.Store
+		auditstore.ExecutionStore
+	})
+	_, nc, js := testenv.NATS(t)
+	cfg := testConfig()
+	cfg.MaxFuture = 10 * time.Minute
+	in, _ := runIngester(t, nc, store, cfg)
+	ecfg := cfg
+	ecfg.Durable = ingest.ExecutionDurable
+	inExec, err := ingest.NewExecution(nc, store, ecfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	execDone := make(chan error, 1)
+	go func() { execDone <- inExec.Run(ctx) }()
+	defer func() { cancel(); <-execDone }()
+
+	org := uuid.New()
+	now := time.Now()
+	tests := []struct {
+		name   string
+		ts     time.Time
+		reason string // "" when stored
+	}{
+		{"year 2300", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), "ahead of the ingest clock"},
+		{"11 minutes ahead", now.Add(11 * time.Minute), "ahead of the ingest clock"},
+		{"9 minutes ahead (within MaxFuture)", now.Add(9 * time.Minute), ""},
+		{"now", now, ""},
+		{"1999", time.Date(1999, 12, 31, 23, 59, 59, 0, time.UTC), "before 2000-01-01"},
+		{"2000-01-01", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), ""},
+		{"Unix epoch", time.Unix(0, 0), "before 2000-01-01"},
+	}
+	var audits, execs []producers.Event
+	var stored []*schemas.AuditEvent
+	for _, tc := range tests {
+		ev := event(org, tc.ts)
+		audits = append(audits, ev)
+		if tc.reason == "" {
+			stored = append(stored, ev)
+		}
+		id := uuid.NewString()
+		execs = append(execs, &schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: org.String(), UserID: "u",
+			Tool: schemas.ToolRef{Toolkit: "K", Name: tc.name, Version: "1"}, StartedAt: tc.ts, EndedAt: tc.ts, Success: true, ExecutionCode: "OK"})
+	}
+	pub := newPublisher(t, nc)
+	if err := pub.PublishBatch(context.Background(), append(audits, execs...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "all events handled", func() bool {
+		return in.Stats().Received == uint64(len(tests)) && inExec.Stats().Received == uint64(len(tests)) &&
+			in.Stats().Batches > 0 && inExec.Stats().Batches > 0
+	})
+	waitFor(t, 10*time.Second, "all acked", func() bool {
+		a1, p1 := consumerPending(t, js, cfg.Durable)
+		a2, p2 := consumerPending(t, js, ecfg.Durable)
+		return a1+a2 == 0 && p1+p2 == 0
+	})
+	checkExactlyOnce(t, store, org, stored)
+	page, err := store.ListExecutions(context.Background(), auditstore.ExecQuery{OrgID: org, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storedExec := map[string]bool{}
+	for _, e := range page.Items {
+		storedExec[e.Tool.Name] = true
+	}
+	reasons := dlqReasons(t, js)
+	for i, tc := range tests {
+		ab, _ := audits[i].Marshal()
+		eb, _ := execs[i].Marshal()
+		for _, c := range []struct {
+			kind, field string
+			data        []byte
+			stored      bool
+		}{{"audit", "timestamp", ab, true}, {"execution", "started_at", eb, storedExec[tc.name]}} {
+			reason, dead := reasons[string(c.data)]
+			switch {
+			case tc.reason == "" && dead:
+				t.Errorf("%s %s: dead-lettered (%s), want stored", c.kind, tc.name, reason)
+			case tc.reason == "" && c.kind == "execution" && !c.stored:
+				t.Errorf("execution %s: not stored", tc.name)
+			case tc.reason != "" && !dead:
+				t.Errorf("%s %s: not in the DLQ", c.kind, tc.name)
+			case tc.reason != "" && (!contains(reason, tc.reason) || !contains(reason, c.field)):
+				t.Errorf("%s %s: reason %q, want %q about %s", c.kind, tc.name, reason, tc.reason, c.field)
+			case tc.reason != "" && c.kind == "execution" && storedExec[tc.name]:
+				t.Errorf("execution %s: stored and dead-lettered", tc.name)
+			}
+		}
+	}
+}
+
+// rowLimit is the largest data object the stores accept
+// (schemas/*/0010_row_limits.sql).
+const rowLimit = 1 << 20
+
+// bigData is a JSON object of n bytes.
+func bigData(n int) []byte {
+	return []byte(`{"blob":"` + strings.Repeat("x", n-len(`{"blob":""}`)) + `"}`)
+}
+
+// A batch that the store refuses while it answers does not stall the
+// consumer: it is split until the refused rows are alone, those go to the
+// DLQ with the store's error, and the rest of the batch is stored. The row
+// here is really refused by each store: its data is over the row limit of
+// 0010_row_limits.sql.
+func TestStoreRefusedRowsAreDeadLettered(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			store := b.open(t)
+			_, nc, js := testenv.NATS(t)
+			cfg := testConfig()
+			cfg.FlushInterval = 500 * time.Millisecond // one batch for all
+
+			org := uuid.New()
+			var evs, good []*schemas.AuditEvent
+			var refused [][]byte
+			for i := 0; i < 200; i++ {
+				e := event(org, time.Now().Add(-time.Duration(i)*time.Millisecond))
+				switch i {
+				case 17, 150:
+					e.Data = bigData(rowLimit + 1)
+					b, _ := e.Marshal()
+					refused = append(refused, b)
+				case 18:
+					e.Data = bigData(rowLimit) // at the limit: stored
+					good = append(good, e)
+				default:
+					good = append(good, e)
+				}
+				evs = append(evs, e)
+			}
+			publish(t, newPublisher(t, nc), evs)
+			in, _ := runIngester(t, nc, store, cfg)
+			waitFor(t, 10*time.Second, "ingester ready", in.Ready)
+			waitFor(t, 30*time.Second, "the batch committed", func() bool {
+				ack, pending := consumerPending(t, js, cfg.Durable)
+				return ack == 0 && pending == 0 && in.Stats().Received >= uint64(len(evs))
+			})
+			checkExactlyOnce(t, store, org, good)
+			reasons := dlqReasons(t, js)
+			if len(reasons) != len(refused) {
+				t.Fatalf("DLQ holds %d messages, want %d", len(reasons), len(refused))
+			}
+			for _, r := range refused {
+				reason, ok := reasons[string(r)]
+				if !ok {
+					t.Fatal("a refused event is not in the DLQ")
+				}
+				if !contains(reason, "store refused") || !contains(reason, auditstore.ErrRefused.Error()) {
+					t.Errorf("reason %q does not name the store's refusal", reason)
+				}
+			}
+			if st := in.Stats(); st.Refused != 2 || st.DeadLettered != 2 || st.Stored != uint64(len(good)) {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// A message delivered more than MaxDeliver times without being committed
+// (an ingest that crashed or hung on it) goes to the DLQ instead of being
+// tried forever.
+func TestMaxDeliverDeadLetters(t *testing.T) {
+	store := backends()[0].open(t)
+	_, nc, js := testenv.NATS(t)
+	cfg := testConfig()
+	cfg.MaxDeliver = 3
+	org := uuid.New()
+	poison, fine := event(org, time.Now()), event(org, time.Now())
+	publish(t, newPublisher(t, nc), []*schemas.AuditEvent{poison})
+
+	// Earlier ingesters received it three times and never committed it.
+	cons, err := js.CreateOrUpdateConsumer(context.Background(), schemas.StreamEvents, jetstream.ConsumerConfig{
+		Durable: cfg.Durable, FilterSubject: schemas.SubjectAuditAll, AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < cfg.MaxDeliver; i++ {
+		msgs, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range msgs.Messages() {
+			n++
+			if err := m.Nak(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n != 1 {
+			t.Fatalf("delivery %d: %d messages", i+1, n)
+		}
+	}
+	publish(t, newPublisher(t, nc), []*schemas.AuditEvent{fine})
+	in, _ := runIngester(t, nc, store, cfg)
+	waitFor(t, 20*time.Second, "both handled", func() bool {
+		ack, pending := consumerPending(t, js, cfg.Durable)
+		return ack == 0 && pending == 0 && in.Stats().Received >= 2
+	})
+	checkExactlyOnce(t, store, org, []*schemas.AuditEvent{fine})
+	b, _ := poison.Marshal()
+	if reason := dlqReasons(t, js)[string(b)]; !contains(reason, "delivered 4 times") {
+		t.Fatalf("DLQ reason %q", reason)
+	}
+}
+
+// sizeRecorder records the largest batch (in data bytes) written.
+type sizeRecorder struct {
+	ingest.AuditWriter
+	mu             sync.Mutex
+	maxBytes, maxN int
+}
+
+func (s *sizeRecorder) WriteAudit(ctx context.Context, evs []schemas.AuditEvent) error {
+	n := 0
+	for i := range evs {
+		n += len(evs[i].Data)
+	}
+	s.mu.Lock()
+	s.maxBytes, s.maxN = max(s.maxBytes, n), max(s.maxN, len(evs))
+	s.mu.Unlock()
+	return s.AuditWriter.WriteAudit(ctx, evs)
+}
+
+// A batch is bounded by bytes as well as by count, so that large events
+// cannot make ingest hold BatchSize of them at once.
+func TestBatchBoundedByBytes(t *testing.T) {
+	store := &sizeRecorder{AuditWriter: backends()[0].open(t)}
+	_, nc, js := testenv.NATS(t)
+	cfg := testConfig()
+	cfg.BatchSize, cfg.MaxAckPending = 500, 2000
+	cfg.BatchBytes = 64 << 10
+	cfg.FlushInterval = 500 * time.Millisecond
+	org := uuid.New()
+	var evs []*schemas.AuditEvent
+	for i := 0; i < 300; i++ {
+		e := event(org, time.Now().Add(-time.Duration(i)*time.Millisecond))
+		e.Data = bigData(4 << 10)
+		evs = append(evs, e)
+	}
+	publish(t, newPublisher(t, nc), evs)
+	in, _ := runIngester(t, nc, store, cfg)
+	waitFor(t, 10*time.Second, "ingester ready", in.Ready)
+	waitFor(t, 30*time.Second, "all committed", func() bool {
+		ack, pending := consumerPending(t, js, cfg.Durable)
+		return ack == 0 && pending == 0 && in.Stats().Stored == uint64(len(evs))
+	})
+	checkExactlyOnce(t, store.AuditWriter.(auditstore.Store), org, evs)
+	// The payload is a little more than Data: the bound may be passed by one event.
+	if limit := cfg.BatchBytes + 2*(4<<10); store.maxBytes > limit {
+		t.Fatalf("a batch carried %d bytes of data (%d events), bound %d", store.maxBytes, store.maxN, cfg.BatchBytes)
+	}
+	t.Logf("largest batch: %d events, %d bytes of data", store.maxN, store.maxBytes)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -136,24 +137,25 @@ func (p *Publisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
 	for i := range pending {
 		pending[i] = i
 	}
-	backoff := p.cfg.RetryMin
-	for round := 0; len(pending) > 0; round++ {
-		if round > 0 {
-			p.log.Warn("retrying event publishes", "count", len(pending), "round", round, "backoff", backoff)
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("publish: %d of %d events unconfirmed: %w", len(pending), len(msgs), ctx.Err())
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, p.cfg.RetryMax)
-		}
+	policy := retry.Policy{Initial: p.cfg.RetryMin, Max: p.cfg.RetryMax}
+	err := retry.Do(ctx, policy, func(ctx context.Context) error {
 		failed, err := p.round(ctx, msgs, pending)
 		if err != nil {
-			return err
+			return retry.Permanent(err) // refused by the stream, or ctx ended
 		}
 		pending = failed
+		if len(pending) > 0 {
+			return fmt.Errorf("%d of %d events unconfirmed", len(pending), len(msgs))
+		}
+		return nil
+	}, func(err error, wait time.Duration) {
+		p.log.Warn("retrying event publishes", "count", len(pending), "backoff", wait, "err", err)
+	})
+	if err != nil && ctx.Err() != nil && err == context.Cause(ctx) {
+		// ctx ended between two rounds.
+		return fmt.Errorf("publish: %d of %d events unconfirmed: %w", len(pending), len(msgs), err)
 	}
-	return nil
+	return err
 }
 
 type inflight struct {

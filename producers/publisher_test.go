@@ -165,3 +165,5 @@ func TestErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/auditrail/auditrail/internal/redact"
@@ -54,11 +53,6 @@ func main() {
 		}
 		usage(os.Stdout)
 		return
-	}
-	// Ingest allocates in short-lived batches: trade some memory for much
-	// less GC work, unless the operator chose with GOGC.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

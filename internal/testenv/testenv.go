@@ -7,8 +7,11 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // RequireAll reports whether missing servers fail tests instead of skipping them.
@@ -28,5 +31,19 @@ func Missing(t testing.TB, format string, args ...any) {
 func Main(m *testing.M) {
 	code := m.Run()
 	stopShared()
+	os.Exit(code)
+}
+
+// MainNoLeaks is Main, then a goleak check once the servers are stopped:
+// a package whose tests pass but leave goroutines behind fails.
+func MainNoLeaks(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	stopShared()
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }

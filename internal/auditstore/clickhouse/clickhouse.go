@@ -15,6 +15,7 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -242,9 +243,32 @@ func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) err
 		}
 	}
 	if err := batch.Send(); err != nil {
-		return fmt.Errorf("clickhouse insert %d rows: %w", n, err)
+		return fmt.Errorf("clickhouse insert %d rows: %w", n, classify(err))
 	}
 	return nil
+}
+
+// classify marks the errors of an insert that ingest handles apart, by the
+// server's exception code: rows the table refuses (a row limit of
+// 0010_row_limits.sql, a value the column cannot hold) and a server that
+// refuses inserts for now (too many parts, memory or time limits).
+func classify(err error) error {
+	var e *proto.Exception
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Code {
+	case 6, 27, 53, 69, 70, 131, 321, 395:
+		// CANNOT_PARSE_TEXT, CANNOT_PARSE_INPUT_ASSERTION_FAILED, TYPE_MISMATCH,
+		// ARGUMENT_OUT_OF_BOUND, CANNOT_CONVERT_TYPE, TOO_LARGE_STRING_SIZE,
+		// VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE, FUNCTION_THROW_IF_VALUE_IS_NON_ZERO
+		return fmt.Errorf("%w: %w", auditstore.ErrRefused, err)
+	case 159, 202, 241, 242, 252:
+		// TIMEOUT_EXCEEDED, TOO_MANY_SIMULTANEOUS_QUERIES, MEMORY_LIMIT_EXCEEDED,
+		// TABLE_IS_READ_ONLY, TOO_MANY_PARTS
+		return fmt.Errorf("%w: %w", auditstore.ErrBusy, err)
+	}
+	return err
 }
 
 const hexDigits = "0123456789abcdef"

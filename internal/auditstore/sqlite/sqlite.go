@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/schemas"
@@ -159,13 +160,30 @@ func (s *Store) insertAll(ctx context.Context, query string, n int, row func(i i
 			return err
 		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("sqlite insert: %w", err)
+			return fmt.Errorf("sqlite insert: %w", classify(err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite commit: %w", err)
+		return fmt.Errorf("sqlite commit: %w", classify(err))
 	}
 	return nil
+}
+
+// classify marks the errors of a write that ingest handles apart: a row
+// the schema refuses (a constraint or a row limit of 0010_row_limits.sql),
+// and a database busy or locked by another writer.
+func classify(err error) error {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Code() & 0xff {
+	case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_MISMATCH:
+		return fmt.Errorf("%w: %w", auditstore.ErrRefused, err)
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return fmt.Errorf("%w: %w", auditstore.ErrBusy, err)
+	}
+	return err
 }
 
 // WriteAudit implements auditstore.Store in one transaction.
