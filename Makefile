@@ -28,6 +28,11 @@ fuzz:
 	$(GO) test ./query -run '^$$' -fuzz FuzzParseList -fuzztime $(FUZZTIME)
 	$(GO) test ./hookproxy -run '^$$' -fuzz FuzzDecodeResponses -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/documentdb -run '^$$' -fuzz FuzzDecodeJSONParam -fuzztime $(FUZZTIME)
+	$(GO) test ./producers -run '^$$' -fuzz FuzzDecodeRecords -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/auth -run '^$$' -fuzz FuzzJWTVerify -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/redact -run '^$$' -fuzz FuzzURL -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/httpx -run '^$$' -fuzz FuzzClientIP -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/egress -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME)
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
