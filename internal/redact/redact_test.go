@@ -76,7 +76,7 @@ func FuzzURL(f *testing.F) {
 	f.Add("", "tok:en")
 	f.Fuzz(func(t *testing.T, user, pass string) {
 		if len(pass) < 6 || strings.ContainsAny(user, "@:/?#&;, \t\n'\"=") || strings.ContainsAny(pass, " \t\n\r\v\f'\"x") {
-			t.Skip()
+			return // not a credential the forms below can carry
 		}
 		esc := url.QueryEscape(pass)
 		forms := []string{

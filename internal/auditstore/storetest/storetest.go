@@ -511,22 +511,7 @@ func testExecutions(t *testing.T, open Opener) {
 		t.Fatal("walk does not end")
 		return nil
 	}
-	want := func(keep func(e schemas.ExecutionEvent) bool) []string {
-		c := slices.Clone(evs)
-		slices.SortFunc(c, func(a, b schemas.ExecutionEvent) int {
-			if d := b.StartedAt.Compare(a.StartedAt); d != 0 {
-				return d
-			}
-			return strings.Compare(b.EventID, a.EventID)
-		})
-		var out []string
-		for _, e := range c {
-			if keep(e) {
-				out = append(out, e.EventID)
-			}
-		}
-		return out
-	}
+	want := func(keep func(e schemas.ExecutionEvent) bool) []string { return newestFirst(evs, keep) }
 	got := walk(auditstore.ExecQuery{OrgID: org, Limit: 7})
 	if !slices.Equal(execIDs(got), want(func(schemas.ExecutionEvent) bool { return true })) {
 		t.Fatalf("executions: %d, want the %d written, once each, newest first", len(got), len(evs))
@@ -610,22 +595,7 @@ func testExecutionsSparse(t *testing.T, open Opener) {
 	if err := s.WriteExecutions(ctx(t), evs); err != nil {
 		t.Fatal(err)
 	}
-	order := func(keep func(e schemas.ExecutionEvent) bool) []string {
-		c := slices.Clone(evs)
-		slices.SortFunc(c, func(a, b schemas.ExecutionEvent) int {
-			if d := b.StartedAt.Compare(a.StartedAt); d != 0 {
-				return d
-			}
-			return strings.Compare(b.EventID, a.EventID)
-		})
-		var out []string
-		for _, e := range c {
-			if keep(e) {
-				out = append(out, e.EventID)
-			}
-		}
-		return out
-	}
+	order := func(keep func(e schemas.ExecutionEvent) bool) []string { return newestFirst(evs, keep) }
 	failed, rare := false, "rare"
 	cases := []struct {
 		name string
@@ -695,4 +665,23 @@ func CheckMigratedExecutions(t *testing.T, s auditstore.ExecutionStore, org uuid
 	if o.EventID != oldID || o.UserID != "u1" || o.PrincipalID != "" || o.PrincipalType != "" || o.DisplayName != "" || o.ClientIP != "" {
 		t.Fatalf("old execution: %+v", o.ExecutionEvent)
 	}
+}
+
+// newestFirst returns the event ids of evs that keep accepts, in listing
+// order: newest first, ties by event_id descending.
+func newestFirst(evs []schemas.ExecutionEvent, keep func(e schemas.ExecutionEvent) bool) []string {
+	c := slices.Clone(evs)
+	slices.SortFunc(c, func(a, b schemas.ExecutionEvent) int {
+		if d := b.StartedAt.Compare(a.StartedAt); d != 0 {
+			return d
+		}
+		return strings.Compare(b.EventID, a.EventID)
+	})
+	var out []string
+	for _, e := range c {
+		if keep(e) {
+			out = append(out, e.EventID)
+		}
+	}
+	return out
 }
