@@ -18,7 +18,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.uber.org/goleak"
 
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
@@ -29,10 +28,7 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-func TestMain(m *testing.M) {
-	// fasthttp (under Fiber) keeps one clock goroutine per process.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
-}
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
 
 const bootKey = "bootstrap-key-of-the-controlplane-tests"
 

@@ -3,9 +3,7 @@ package query
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testenv.LeakOptions()...) }
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }

@@ -8,18 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/chserver"
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
-// fasthttp (under the query API) keeps one process-wide goroutine that
-// updates the Date header.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
-}
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
 
 // The benchmark harness itself works end to end, on a small load.
 func TestIngestBenchmarkRuns(t *testing.T) {

@@ -10,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
 
 func TestClassify(t *testing.T) {
 	tests := []struct {

@@ -35,12 +35,13 @@ func Main(m *testing.M) {
 }
 
 // MainNoLeaks is Main, then a goleak check once the servers are stopped:
-// a package whose tests pass but leave goroutines behind fails.
+// a package whose tests pass but leave goroutines behind fails. The
+// library goroutines of LeakOptions are ignored, and opts too.
 func MainNoLeaks(m *testing.M, opts ...goleak.Option) {
 	code := m.Run()
 	stopShared()
 	if code == 0 {
-		if err := goleak.Find(opts...); err != nil {
+		if err := goleak.Find(append(LeakOptions(), opts...)...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
 			code = 1
 		}

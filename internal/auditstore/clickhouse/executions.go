@@ -116,7 +116,7 @@ func (s *Store) FirstExecWindow(ctx context.Context, q auditstore.ExecQuery) (lo
 // listExecWindow reads up to limit executions of q with lo <= started_ms < hi.
 func (s *Store) listExecWindow(ctx context.Context, q auditstore.ExecQuery, lo, hi int64, limit int) ([]auditstore.Execution, error) {
 	p := execPredicates{Project: q.ProjectID != nil, Success: q.Success != nil, User: q.UserID != nil, After: q.After != nil}
-	args := []any{q.OrgID.String(), lo, hi}
+	args := []any{q.OrgID.String(), lo, hi, q.OrgID.String(), lo, hi}
 	if p.Project {
 		args = append(args, q.ProjectID.String())
 	}
@@ -134,7 +134,7 @@ func (s *Store) listExecWindow(ctx context.Context, q auditstore.ExecQuery, lo, 
 		ts := q.After.Timestamp.UnixMilli()
 		args = append(args, ts, ts, q.After.EventID.String())
 	}
-	args = append(args, limit)
+	args = append(args, limit, limit)
 	rows, err := s.conn.Query(ctx, listExecutionsSQL[p.index()], args...)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse list executions: %w", err)

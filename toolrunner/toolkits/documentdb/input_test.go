@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/bson"
-	"go.uber.org/goleak"
 
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
 
 func nested(open, close string, n int, inner string) string {
 	return strings.Repeat(open, n) + inner + strings.Repeat(close, n)
