@@ -5,62 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
-
-// restartable is an embedded NATS server that a test stops and starts
-// again on the same port and store.
-type restartable struct {
-	t   *testing.T
-	cfg natsx.ServerConfig
-	s   *server.Server
-}
-
-func newRestartable(t *testing.T) *restartable {
-	port, err := testenv.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := natsx.DefaultServerConfig()
-	cfg.Listen = fmt.Sprintf("127.0.0.1:%d", port)
-	cfg.StoreDir = t.TempDir()
-	r := &restartable{t: t, cfg: cfg}
-	r.start()
-	t.Cleanup(func() { r.stop() })
-	return r
-}
-
-func (r *restartable) start() {
-	s, err := natsx.StartServer(r.cfg)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.s = s
-}
-
-func (r *restartable) stop() {
-	if r.s != nil {
-		r.s.Shutdown()
-		r.s.WaitForShutdown()
-		r.s = nil
-	}
-}
-
-func (r *restartable) url() string { return "nats://" + r.cfg.Listen }
 
 func execEvent(org string, i int) *schemas.ExecutionEvent {
 	id := uuid.NewString()
@@ -103,18 +60,9 @@ func testOutboxConfig(dir string) OutboxConfig {
 // NATS down during executions: every event is kept on disk, and appears
 // once in the stream after NATS returns.
 func TestOutboxKeepsEventsWhileNATSIsDown(t *testing.T) {
-	srv := newRestartable(t)
-	nc, err := natsx.Connect(srv.url(), "outbox-test", "", slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	srv, nc, js := testenv.NewRestartableNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		t.Fatal(err)
-	}
 	pub, err := New(nc, DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +92,7 @@ func TestOutboxKeepsEventsWhileNATSIsDown(t *testing.T) {
 	if st := ob.Stats(); st.Kept != 0 {
 		t.Fatalf("kept %d events while NATS was up", st.Kept)
 	}
-	srv.stop()
+	srv.Stop()
 	start := time.Now()
 	publish(30)
 	if st := ob.Stats(); st.Kept != 30 || st.Pending != 30 {
@@ -153,7 +101,7 @@ func TestOutboxKeepsEventsWhileNATSIsDown(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("30 publishes while NATS was down took %v: only the first should wait", d)
 	}
-	srv.start()
+	srv.Start()
 	deadline := time.Now().Add(30 * time.Second)
 	for ob.Stats().Pending > 0 {
 		if time.Now().After(deadline) {
