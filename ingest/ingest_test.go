@@ -844,3 +844,26 @@ func TestNumDelivered(t *testing.T) {
 		t.Errorf("NumDelivered allocates %v times", a)
 	}
 }
+
+// The soft memory limit grows with every bound of what is in flight and,
+// with the defaults, leaves room under the 256 MiB RSS budget of make bench.
+func TestMemoryLimit(t *testing.T) {
+	d := ingest.DefaultConfig()
+	if got := d.MemoryLimit(); got < 128<<20 || got > 224<<20 {
+		t.Fatalf("default memory limit %d MiB, want 128..224", got>>20)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*ingest.Config)
+	}{
+		{"batch bytes", func(c *ingest.Config) { c.BatchBytes *= 2 }},
+		{"writers", func(c *ingest.Config) { c.Writers++ }},
+		{"fetch size", func(c *ingest.Config) { c.FetchSize *= 2 }},
+	} {
+		c := ingest.DefaultConfig()
+		tc.mod(&c)
+		if c.MemoryLimit() <= d.MemoryLimit() {
+			t.Errorf("%s: memory limit %d not above the default %d", tc.name, c.MemoryLimit(), d.MemoryLimit())
+		}
+	}
+}
