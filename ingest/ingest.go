@@ -324,8 +324,8 @@ func (b *batch[T]) add(in *Ingester[T], m jetstream.Msg) {
 // was delivered and whether its time is plausible. An error means the DLQ.
 func (in *Ingester[T]) accept(m jetstream.Msg) (T, error) {
 	var zero T
-	if meta, err := m.Metadata(); err == nil && meta.NumDelivered > uint64(in.cfg.MaxDeliver) {
-		return zero, fmt.Errorf("%w: delivered %d times without being committed (max deliver %d)", ErrRejected, meta.NumDelivered, in.cfg.MaxDeliver)
+	if n, ok := numDelivered(m.Reply()); ok && n > uint64(in.cfg.MaxDeliver) {
+		return zero, fmt.Errorf("%w: delivered %d times without being committed (max deliver %d)", ErrRejected, n, in.cfg.MaxDeliver)
 	}
 	v, err := in.decode(m)
 	if err != nil {
@@ -339,6 +339,43 @@ func (in *Ingester[T]) accept(m jetstream.Msg) (T, error) {
 		return zero, fmt.Errorf("%w: %s %s is more than %s ahead of the ingest clock", ErrRejected, in.field, ts.UTC().Format(time.RFC3339Nano), in.cfg.MaxFuture)
 	}
 	return v, nil
+}
+
+// numDelivered reads the delivery count from the reply subject of a
+// JetStream message, as Msg.Metadata does but without allocating (it was
+// 4% of the CPU of ingest): $JS.ACK.<stream>.<consumer>.<delivered>.… (9
+// tokens), or $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.…
+// (11 or more). ok is false when reply is not such a subject.
+func numDelivered(reply string) (n uint64, ok bool) {
+	rest, found := strings.CutPrefix(reply, "$JS.ACK.")
+	if !found {
+		return 0, false
+	}
+	tokens := strings.Count(rest, ".") + 3
+	var skip int
+	switch {
+	case tokens == 9:
+		skip = 2 // <stream>.<consumer>
+	case tokens >= 11:
+		skip = 4 // <domain>.<account hash>.<stream>.<consumer>
+	default:
+		return 0, false
+	}
+	for range skip {
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	tok, _, _ := strings.Cut(rest, ".")
+	if tok == "" {
+		return 0, false
+	}
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if c < '0' || c > '9' || n > (1<<64-1-uint64(c-'0'))/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
 }
 
 // collect returns up to BatchSize decoded messages (and about BatchBytes of

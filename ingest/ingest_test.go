@@ -812,3 +812,58 @@ func TestBatchBoundedByBytes(t *testing.T) {
 	}
 	t.Logf("largest batch: %d events, %d bytes of data", store.maxN, store.maxBytes)
 }
+
+// The delivery count is read from the reply subject by hand, in both forms
+// the server writes, without allocating; anything else is not a count.
+func TestNumDelivered(t *testing.T) {
+	for _, tc := range []struct {
+		reply string
+		n     uint64
+		ok    bool
+	}{
+		{"$JS.ACK.EVENTS.ingest.3.1047.1040.1732000000000000000.12", 3, true},
+		{"$JS.ACK._.ACCHASH.EVENTS.ingest.21.1047.1040.1732000000000000000.12.xyz", 21, true},
+		{"$JS.ACK.hub.ACCHASH.EVENTS.ingest.7.1047.1040.1732000000000000000.12", 7, true},
+		{"$JS.ACK._.ACCHASH.EVENTS.ingest.18446744073709551615.1.1.1.0.r", 18446744073709551615, true},
+		{"$JS.ACK._.ACCHASH.EVENTS.ingest.18446744073709551616.1.1.1.0.r", 0, false},
+		{"$JS.ACK.EVENTS.ingest.x3.1047.1040.1732000000000000000.12", 0, false},
+		{"$JS.ACK.EVENTS.ingest..1047.1040.1732000000000000000.12", 0, false},
+		{"$JS.ACK.EVENTS.ingest.3.1047.1040.1732000000000000000", 0, false}, // 8 tokens
+		{"$JS.ACK.a.b.EVENTS.ingest.3.1047.1040.17", 0, false},              // 10 tokens
+		{"_INBOX.abc.3.4.5.6.7.8.9", 0, false},
+		{"", 0, false},
+	} {
+		n, ok := ingest.NumDelivered(tc.reply)
+		if n != tc.n || ok != tc.ok {
+			t.Errorf("NumDelivered(%q) = %d, %v; want %d, %v", tc.reply, n, ok, tc.n, tc.ok)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		_, _ = ingest.NumDelivered("$JS.ACK._.ACCHASH.EVENTS.ingest.21.1047.1040.1732000000000000000.12.xyz")
+	}); a != 0 {
+		t.Errorf("NumDelivered allocates %v times", a)
+	}
+}
+
+// The soft memory limit grows with every bound of what is in flight and,
+// with the defaults, leaves room under the 256 MiB RSS budget of make bench.
+func TestMemoryLimit(t *testing.T) {
+	d := ingest.DefaultConfig()
+	if got := d.MemoryLimit(); got < 128<<20 || got > 224<<20 {
+		t.Fatalf("default memory limit %d MiB, want 128..224", got>>20)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*ingest.Config)
+	}{
+		{"batch bytes", func(c *ingest.Config) { c.BatchBytes *= 2 }},
+		{"writers", func(c *ingest.Config) { c.Writers++ }},
+		{"fetch size", func(c *ingest.Config) { c.FetchSize *= 2 }},
+	} {
+		c := ingest.DefaultConfig()
+		tc.mod(&c)
+		if c.MemoryLimit() <= d.MemoryLimit() {
+			t.Errorf("%s: memory limit %d not above the default %d", tc.name, c.MemoryLimit(), d.MemoryLimit())
+		}
+	}
+}

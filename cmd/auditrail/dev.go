@@ -73,23 +73,29 @@ func waitStreams(ctx context.Context, nc *nats.Conn, log *slog.Logger, names ...
 }
 
 type ingestFlags struct {
-	batch   *int
-	flush   *time.Duration
-	ackWait *time.Duration
+	batch, batchBytes, fetch, writers *int
+	flush                             *time.Duration
+	ackWait                           *time.Duration
 }
 
 func addIngestFlags(fs *flags) ingestFlags {
 	d := ingest.DefaultConfig()
 	return ingestFlags{
-		batch:   fs.Int("batch-size", "", d.BatchSize, "most events per store batch"),
-		flush:   fs.Duration("flush-interval", "", d.FlushInterval, "longest wait for a batch to fill"),
-		ackWait: fs.Duration("ack-wait", "", d.AckWait, "JetStream redelivery timeout of unacknowledged events"),
+		batch:      fs.Int("batch-size", "", d.BatchSize, "most events per store batch"),
+		batchBytes: fs.Int("batch-bytes", "", d.BatchBytes, "most payload bytes per store batch (bounds the memory of ingest)"),
+		fetch:      fs.Int("fetch-size", "", d.FetchSize, "most messages the JetStream client buffers ahead of the batch being received"),
+		writers:    fs.Int("writers", "", d.Writers, "batches written to the store at once, beside the one being received"),
+		flush:      fs.Duration("flush-interval", "", d.FlushInterval, "longest wait for a batch to fill"),
+		ackWait:    fs.Duration("ack-wait", "", d.AckWait, "JetStream redelivery timeout of unacknowledged events"),
 	}
 }
 
 func (f ingestFlags) config() ingest.Config {
 	cfg := ingest.DefaultConfig()
 	cfg.BatchSize = *f.batch
+	cfg.BatchBytes = *f.batchBytes
+	cfg.FetchSize = *f.fetch
+	cfg.Writers = *f.writers
 	cfg.FlushInterval = *f.flush
 	cfg.AckWait = *f.ackWait
 	cfg.MaxAckPending = cfg.BatchSize * 5 / 2

@@ -80,7 +80,8 @@ func runIngestChild(ctx context.Context, icfg ingest.Config, natsURL, dsn string
 		return 0, 0, err
 	}
 	cmd := exec.CommandContext(ctx, exe, "ingest", "--nats-url", natsURL, "--clickhouse", dsn, "--http", "127.0.0.1:0",
-		"--durable", icfg.Durable, "--batch-size", strconv.Itoa(icfg.BatchSize), "--flush-interval", icfg.FlushInterval.String(),
+		"--durable", icfg.Durable, "--batch-size", strconv.Itoa(icfg.BatchSize), "--batch-bytes", strconv.Itoa(icfg.BatchBytes),
+		"--fetch-size", strconv.Itoa(icfg.FetchSize), "--writers", strconv.Itoa(icfg.Writers), "--flush-interval", icfg.FlushInterval.String(),
 		"--ack-wait", icfg.AckWait.String(), "--log-level", "warn")
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
@@ -103,22 +104,29 @@ func runIngestChild(ctx context.Context, icfg ingest.Config, natsURL, dsn string
 		return 0, 0, err
 	}
 
+	// Polled every 5 ms until the consumer exists, then every 20 ms: each
+	// poll is a request to the NATS server, whose CPU ingest needs.
 	var start time.Time
+	var c jetstream.Consumer
 	lastReport := time.Now()
 	for {
+		poll := 20 * time.Millisecond
+		if c == nil {
+			poll = 5 * time.Millisecond
+		}
 		select {
 		case err := <-exited:
 			exited <- err
 			return fail(fmt.Errorf("auditrail ingest exited: %v: %s", err, stderr.String()))
 		case <-ctx.Done():
 			return fail(ctx.Err())
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(poll):
 		}
-		c, err := js.Consumer(ctx, schemas.StreamEvents, icfg.Durable)
-		if err != nil {
-			continue // not created yet
-		}
-		if start.IsZero() {
+		if c == nil {
+			if c, err = js.Consumer(ctx, schemas.StreamEvents, icfg.Durable); err != nil {
+				c = nil
+				continue // not created yet
+			}
 			start = time.Now()
 		}
 		info, err := c.Info(ctx)

@@ -1,0 +1,4 @@
+package ingest
+
+// NumDelivered exposes numDelivered to the tests.
+var NumDelivered = numDelivered
