@@ -7,22 +7,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
-	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -198,58 +193,5 @@ func eventually(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out: %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// restartableNATS is an embedded server on a fixed port and store, which
-// a test can stop and start again.
-type restartableNATS struct {
-	t    *testing.T
-	cfg  natsx.ServerConfig
-	srv  *server.Server
-	port int
-}
-
-func startRestartableNATS(t *testing.T) *restartableNATS {
-	port, err := testenv.FreePort()
-	if err != nil {
-		testenv.Missing(t, "no free port: %v", err)
-	}
-	r := &restartableNATS{t: t, port: port, cfg: natsx.ServerConfig{Listen: "127.0.0.1:" + strconv.Itoa(port),
-		StoreDir: filepath.Join(t.TempDir(), "js"), ReadyTimeout: 10 * time.Second}}
-	if err := os.MkdirAll(r.cfg.StoreDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	r.start()
-	t.Cleanup(r.stop)
-	nc, err := nats.Connect(r.url())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-func (r *restartableNATS) url() string { return "nats://" + r.cfg.Listen }
-
-func (r *restartableNATS) start() {
-	s, err := natsx.StartServer(r.cfg)
-	if err != nil {
-		r.t.Fatalf("start nats: %v", err)
-	}
-	r.srv = s
-}
-
-func (r *restartableNATS) stop() {
-	if r.srv != nil {
-		r.srv.Shutdown()
-		r.srv.WaitForShutdown()
-		r.srv = nil
 	}
 }

@@ -62,9 +62,9 @@ func TestWatchReconnectsAndAppliesWhatItMissed(t *testing.T) {
 // API keys fail closed with 503 once MaxStaleness has passed; they work
 // again when the server is back.
 func TestStaleMirrorFailsClosed(t *testing.T) {
-	ns := startRestartableNATS(t)
-	w := newNode(t, ns.url(), nodeOpts{})
-	r := newNode(t, ns.url(), nodeOpts{state: func(c *StateConfig) {
+	ns, _, _ := testenv.NewRestartableNATS(t)
+	w := newNode(t, ns.URL(), nodeOpts{})
+	r := newNode(t, ns.URL(), nodeOpts{state: func(c *StateConfig) {
 		c.MaxStaleness = 600 * time.Millisecond
 		c.Reconnect = retry.Policy{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond}
 	}})
@@ -75,7 +75,7 @@ func TestStaleMirrorFailsClosed(t *testing.T) {
 	time.Sleep(time.Second)
 	r.must(200, "GET", orgPath, secret, nil)
 
-	ns.stop()
+	ns.Stop()
 	eventually(t, "the key is refused with 503 once the mirror is stale", func() bool {
 		return r.call("GET", orgPath, secret, nil).status == 503
 	})
@@ -88,7 +88,7 @@ func TestStaleMirrorFailsClosed(t *testing.T) {
 	// The bootstrap key does not depend on the mirror.
 	r.must(200, "GET", orgPath, bootKey, nil)
 
-	ns.start()
+	ns.Start()
 	eventually(t, "the key works again once the server confirms the mirror", func() bool {
 		return r.call("GET", orgPath, secret, nil).status == 200
 	})

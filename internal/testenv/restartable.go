@@ -36,7 +36,7 @@ func NewRestartableNATS(t testing.TB) (*RestartableNATS, *nats.Conn, jetstream.J
 	r := &RestartableNATS{t: t, cfg: cfg}
 	r.Start()
 	t.Cleanup(r.Stop)
-	nc, err := natsx.Connect("nats://"+cfg.Listen, t.Name(), "", slog.New(slog.DiscardHandler))
+	nc, err := natsx.Connect(r.URL(), t.Name(), "", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,9 @@ func NewRestartableNATS(t testing.TB) (*RestartableNATS, *nats.Conn, jetstream.J
 	}
 	return r, nc, js
 }
+
+// URL is the server's client URL (the same across restarts).
+func (r *RestartableNATS) URL() string { return "nats://" + r.cfg.Listen }
 
 // Start starts the server (again).
 func (r *RestartableNATS) Start() {
