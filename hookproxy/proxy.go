@@ -376,7 +376,7 @@ func (p *Proxy) once(ctx context.Context, st *pointState, pc PointConfig, payloa
 		return nil, transportError(ctx, cctx, timeout, 0, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, p.cfg.MaxResponseBytes+1))
+	body, err := readBody(resp, p.cfg.MaxResponseBytes)
 	if err != nil {
 		return nil, transportError(ctx, cctx, timeout, resp.StatusCode, err)
 	}
@@ -389,6 +389,20 @@ func (p *Proxy) once(ctx context.Context, st *pointState, pc PointConfig, payloa
 		return nil, &callError{status: resp.StatusCode, reason: fmt.Sprintf("answer larger than %d bytes", p.cfg.MaxResponseBytes)}
 	}
 	return body, nil
+}
+
+// readBody reads at most max+1 bytes of an answer (more means too large):
+// into one buffer of the announced length when there is one (the usual
+// small answer costs one allocation), else as it comes.
+func readBody(resp *http.Response, max int64) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= max {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, max+1))
 }
 
 // transportError classifies a failed exchange: the caller's context ended,
