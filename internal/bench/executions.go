@@ -100,12 +100,8 @@ func QueryExecutions(ctx context.Context, n int, progress io.Writer) ([]QueryRes
 			ts := p.q.After.Timestamp.UnixMilli()
 			args = append(args, ts, ts, p.q.After.EventID.String())
 		}
-		const order = ` ORDER BY started_ms DESC, event_id DESC, created_ms ASC LIMIT 1 BY event_id LIMIT 51`
-		q := `SELECT ` + rawExecColumns + ` FROM tool_executions` + cond + order
+		q := pageSQL("tool_executions", "started_ms", rawExecColumns, cond, window != nil)
 		if window != nil {
-			q = `SELECT ` + rawExecColumns + ` FROM tool_executions WHERE organization_id = ? AND started_ms >= ? AND started_ms < ?` +
-				` AND (started_ms, event_id) IN (SELECT started_ms, event_id FROM tool_executions` + cond +
-				` ORDER BY started_ms DESC, event_id DESC LIMIT 1 BY event_id LIMIT 51)` + order
 			args = append([]any{org.String(), lo, hi}, args...)
 		}
 		rows, err := env.raw.Query(ctx, q, args...)

@@ -437,7 +437,7 @@ func renderListQueries() []string {
 // listWindow reads up to limit entries of q with lo <= ts_ms < hi.
 func (s *Store) listWindow(ctx context.Context, q auditstore.Query, project string, lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
 	p := listPredicates{Project: project != "", Action: q.Action != nil, Source: q.Source != nil, ResourceType: q.ResourceType != nil, After: q.After != nil}
-	args := []any{q.OrgID.String(), lo, hi}
+	args := []any{q.OrgID.String(), lo, hi, q.OrgID.String(), lo, hi}
 	if p.Project {
 		args = append(args, project)
 	}
@@ -454,7 +454,7 @@ func (s *Store) listWindow(ctx context.Context, q auditstore.Query, project stri
 		ts := q.After.Timestamp.UnixMilli()
 		args = append(args, ts, ts, q.After.EventID.String())
 	}
-	args = append(args, limit)
+	args = append(args, limit, limit)
 	rows, err := s.conn.Query(ctx, listAuditSQL[p.index()], args...)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse list: %w", err)
