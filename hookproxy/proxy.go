@@ -371,7 +371,10 @@ func (p *Proxy) once(ctx context.Context, st *pointState, pc PointConfig, payloa
 	req := (&http.Request{Method: http.MethodPost, URL: st.url, Host: st.url.Host, Header: st.header, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Body: io.NopCloser(bytes.NewReader(payload)), ContentLength: int64(len(payload)),
 		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(payload)), nil }}).WithContext(cctx)
-	resp, err := st.client.Do(req)
+	// Straight to the transport: redirects are never followed anyway (a
+	// 3xx is a failure of the hook), and http.Client would copy the headers
+	// of every request for them.
+	resp, err := st.client.Transport.RoundTrip(req)
 	if err != nil {
 		return nil, transportError(ctx, cctx, timeout, 0, err)
 	}
