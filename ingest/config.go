@@ -24,10 +24,10 @@ type Config struct {
 	// the one being received; each holds up to BatchSize events in memory.
 	Writers int
 	// FetchSize bounds the messages the JetStream client buffers ahead of
-	// the batch being received (at most BatchSize are used). Kept small:
-	// buffered messages are not in a batch yet, so nothing keeps them from
-	// being redelivered after AckWait while the store is slow, and they
-	// count in memory beside the two batches.
+	// the batch being received (at most BatchSize are used). Buffered
+	// messages are not in a batch yet, so nothing keeps them from being
+	// redelivered after AckWait while the store is slow (a redelivered copy
+	// is stored once), and they count in memory beside the batches.
 	FetchSize int
 	// FlushInterval is the longest a received event waits for its batch to fill.
 	FlushInterval time.Duration
@@ -54,19 +54,23 @@ type Config struct {
 }
 
 // DefaultConfig fits ClickHouse, which wants few large inserts (batches of
-// up to 10k events or 8 MiB, flushed at least every second), within a
-// bounded memory: a batch being stored, one being received, and a client
-// buffer of 1000 messages. Draining a backlog, `auditrail ingest` then
-// peaks well under 256 MiB RSS (make bench).
+// up to 10k events or 6 MiB, flushed at least every second), within a
+// bounded memory: two batches being stored, one being received, and a
+// client buffer of one batch's count (10k messages: one pull request per
+// batch — a tenth of that cost 0.1 of the throughput against a bare
+// consumer in make bench). Draining a backlog, `auditrail ingest` then
+// peaks at about 220 MiB RSS (make bench). The client buffer is bounded by
+// count only (nats.go drops messages when a pull is bounded by bytes): with
+// events far larger than the usual half kilobyte, lower --fetch-size.
 func DefaultConfig() Config {
 	return Config{
 		Durable:       "auditrail-ingest-audit",
 		BatchSize:     10_000,
-		BatchBytes:    8 << 20,
-		FetchSize:     1000,
+		BatchBytes:    6 << 20,
+		FetchSize:     10_000,
 		Writers:       2,
 		FlushInterval: time.Second,
-		MaxAckPending: 31_000,
+		MaxAckPending: 40_000,
 		AckWait:       30 * time.Second,
 		RetryMin:      100 * time.Millisecond,
 		RetryMax:      5 * time.Second,
@@ -80,7 +84,7 @@ func DefaultConfig() Config {
 // this configuration: a base for the clients and the runtime, plus a
 // multiple of the payload the batches in flight hold (each event is held as
 // its message, decoded, as store columns while written, and as garbage
-// until collected). With the defaults it is 197 MiB, and draining a
+// until collected). With the defaults it is 192 MiB, and draining a
 // backlog `auditrail ingest` peaks at about 220 MiB RSS (make bench).
 func (c Config) MemoryLimit() int64 {
 	const base, perPayloadByte = 48 << 20, 6

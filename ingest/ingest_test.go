@@ -858,12 +858,17 @@ func TestMemoryLimit(t *testing.T) {
 	}{
 		{"batch bytes", func(c *ingest.Config) { c.BatchBytes *= 2 }},
 		{"writers", func(c *ingest.Config) { c.Writers++ }},
-		{"fetch size", func(c *ingest.Config) { c.FetchSize *= 2 }},
 	} {
 		c := ingest.DefaultConfig()
 		tc.mod(&c)
 		if c.MemoryLimit() <= d.MemoryLimit() {
 			t.Errorf("%s: memory limit %d not above the default %d", tc.name, c.MemoryLimit(), d.MemoryLimit())
 		}
+	}
+	// The client buffer counts up to a batch's worth of messages.
+	small := ingest.DefaultConfig()
+	small.FetchSize = d.BatchSize / 4
+	if small.MemoryLimit() >= d.MemoryLimit() {
+		t.Errorf("a smaller client buffer: memory limit %d not below the default %d", small.MemoryLimit(), d.MemoryLimit())
 	}
 }
