@@ -90,7 +90,6 @@ func newNode(t *testing.T, url string, o nodeOpts) *node {
 	}
 	app := httpapi.NewApp(nil)
 	svc.Register(app)
-	app.Use(httpapi.NotFound)
 	return &node{t: t, nc: nc, state: state, svc: svc, app: app, ctx: ctx, stop: cancel}
 }
 

@@ -280,7 +280,6 @@ func runDev(ctx context.Context, args []string) error {
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	admin.Register(app, httpapi.RateLimit(adminLimiter, cp.proxies, log))
 	toolrunner.NewServer(runner, cp.access, cp.proxies).Register(app, httpapi.RateLimit(toolLimiter, cp.proxies, log))
-	app.Use(httpapi.NotFound)
 
 	if *demo {
 		stopDemo, err := startDemo(ctx, app, cp.access, *data, *httpAddr, os.Stdout, log)

@@ -345,6 +345,7 @@ func devEndToEnd(t *testing.T, extra ...string) {
 		{path + "?resource_type=nope", key, 400, "resource_type"},
 		{path + "?cursor=garbage", key, 400, "cursor"},
 		{"/api/v1/nothing", key, 404, "no route"},
+		{"/api/v1/orgs", key, 405, "method GET not allowed on /api/v1/orgs; allowed: POST"},
 	} {
 		code, lr, _ := get(t, p.http, c.path, c.key)
 		if code != c.code || !strings.Contains(lr.Msg, c.msg) || lr.Data != nil {

@@ -90,7 +90,6 @@ func runIngest(ctx context.Context, args []string) error {
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleIngest: nc}, store, in, inExec), func() map[string]any {
 		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats()}
 	}))
-	app.Use(httpapi.NotFound)
 	go func() {
 		if err := serve(ctx, app, *httpAddr, log); err != nil {
 			log.Error("health listener", "err", err)
@@ -174,7 +173,6 @@ func runQuery(ctx context.Context, args []string) error {
 	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
-	app.Use(httpapi.NotFound)
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, app, *httpAddr, log) }()
 	select {
@@ -270,7 +268,6 @@ func runControlPlane(ctx context.Context, args []string) error {
 	}))
 	newHookProxy(r.admin, r.guard, r.log) // endpoint checks and /health on create and enable
 	r.admin.Register(app, r.limit)
-	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
 }
 
@@ -298,7 +295,6 @@ func runToolRunner(ctx context.Context, args []string) error {
 		return map[string]any{"hooks": proxy.Stats(), "execution_outbox": outbox.Stats()}
 	}))
 	toolrunner.NewServer(runner, r.cp.access, r.cp.proxies).Register(app, r.limit)
-	app.Use(httpapi.NotFound)
 	return serve(ctx, app, addr, r.log)
 }
 

@@ -1,6 +1,7 @@
 // Package httpapi is what every HTTP role shares: the Fiber app with the
-// envelope for every answer (errors included), bearer authentication, the
-// shared rate limit and the catch-all 404. The audit read service (query),
+// envelope for every answer (errors included: an unknown route is 404, a
+// known route with another method 405 with Allow), bearer authentication
+// and the shared rate limit. The audit read service (query),
 // the admin API (controlplane) and the tool runner API (toolrunner) all build
 // on it; none of them imports another.
 package httpapi
@@ -88,8 +89,15 @@ func New(cfg Config, log *slog.Logger) (*fiber.App, error) {
 			switch {
 			case errors.As(err, &fe):
 				code, msg = fe.Code, fe.Message
-				if code == fiber.StatusRequestEntityTooLarge {
+				switch code {
+				case fiber.StatusRequestEntityTooLarge:
 					msg = fmt.Sprintf("request body larger than %d bytes", cfg.BodyLimit)
+				case fiber.StatusNotFound:
+					if rest, ok := strings.CutPrefix(msg, "Cannot "); ok { // Fiber's own: no route matched
+						msg = "no route " + rest
+					}
+				case fiber.StatusMethodNotAllowed: // Fiber's own, with the Allow header set
+					msg = fmt.Sprintf("method %s not allowed on %s; allowed: %s", c.Method(), c.Path(), string(c.Response().Header.Peek(fiber.HeaderAllow)))
 				}
 			default:
 				log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
@@ -106,11 +114,6 @@ func Reply(c *fiber.Ctx, status int, data any) error {
 		msg = "created"
 	}
 	return c.Status(status).JSON(Envelope{Code: status, Msg: msg, Data: data})
-}
-
-// NotFound answers every other route with 404 in the envelope; mount it last.
-func NotFound(c *fiber.Ctx) error {
-	return fiber.NewError(fiber.StatusNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path()))
 }
 
 // Authenticator resolves bearer credentials.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -56,7 +57,6 @@ func TestAppEnvelopeLimitsAndAuth(t *testing.T) {
 		}
 		return Reply(c, fiber.StatusCreated, map[string]int{"len": len(c.Body())})
 	})
-	app.Use(NotFound)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +95,23 @@ func TestAppEnvelopeLimitsAndAuth(t *testing.T) {
 				t.Fatalf("got %d %s, want %d with %q", resp.StatusCode, b, tt.want, tt.msg)
 			}
 		})
+	}
+}
+
+// A known route with another method: 405 with Allow, in the envelope.
+func TestMethodNotAllowed(t *testing.T) {
+	app := NewApp(nil)
+	app.Get("/things/:id", func(c *fiber.Ctx) error { return Reply(c, 200, nil) })
+	app.Delete("/things/:id", func(c *fiber.Ctx) error { return Reply(c, 200, nil) })
+	resp, err := app.Test(httptest.NewRequest("PUT", "/things/1", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	var env Envelope
+	if err := json.Unmarshal(b, &env); err != nil || resp.StatusCode != 405 || env.Code != 405 ||
+		!strings.Contains(env.Msg, "method PUT not allowed on /things/1") || !strings.Contains(resp.Header.Get("Allow"), "DELETE") {
+		t.Fatalf("%d %s Allow=%q", resp.StatusCode, b, resp.Header.Get("Allow"))
 	}
 }
 
