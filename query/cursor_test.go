@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 )
@@ -167,4 +168,37 @@ func FuzzParseList(f *testing.F) {
 			t.Fatalf("limit %d accepted", p.Limit)
 		}
 	})
+}
+
+func TestCheckParams(t *testing.T) {
+	tests := []struct {
+		query, wantParam string
+	}{
+		{"", ""},
+		{"limit=2&cursor=abc&action=AUDIT_ACTION_CREATED", ""},
+		{"limt=2", "limt"},
+		{"limit=1&limit=2", "limit"},
+		{"limit=", "limit"},
+		{"action", "action"},
+		{"user_id=u", "user_id"}, // an execution filter on the audit listing
+	}
+	for _, tc := range tests {
+		var args fasthttp.Args
+		args.Parse(tc.query)
+		err := CheckParams(args.VisitAll, AuditParams)
+		if tc.wantParam == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.query, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrBadParam) || !strings.HasPrefix(strings.TrimPrefix(err.Error(), ErrBadParam.Error()+": "), tc.wantParam+":") {
+			t.Errorf("%q: err = %v, want a bad %s", tc.query, err, tc.wantParam)
+		}
+	}
+	var args fasthttp.Args
+	args.Parse("action=AUDIT_ACTION_CREATED")
+	if err := CheckParams(args.VisitAll, ExecutionParams); err == nil {
+		t.Error("an audit filter on the execution listing was accepted")
+	}
 }
