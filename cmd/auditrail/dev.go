@@ -131,6 +131,19 @@ func runDev(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	unlock, err := lockDataDir(*data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := checkFree("--http", *httpAddr); err != nil {
+		return err
+	}
+	if *nf.url == "" {
+		if err := checkFree("--nats-listen", *natsListen); err != nil {
+			return err
+		}
+	}
 
 	// NATS: embedded unless --nats-url, in operator mode; each in-process
 	// role connects with its own credentials (DATA/nats/<role>.creds), so
