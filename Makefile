@@ -15,7 +15,7 @@ test: vet
 
 ## build: bin/auditrail
 build:
-	$(GO) build -o $(BIN) ./cmd/auditrail
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/auditrail
 
 ## bench: the benchmarks, each beside its reference measured in the same run
 bench: build

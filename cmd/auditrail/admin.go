@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -229,6 +231,11 @@ func runAdmin(ctx context.Context, args []string) error {
 		return err
 	}
 	rest := fs.Args()
+	if slices.ContainsFunc(rest, isHelp) && (len(rest) < 2 || !slices.ContainsFunc(rest[2:], isHelp)) {
+		// `admin --help`, `admin org --help`, `admin org create --help`.
+		adminUsage(os.Stdout)
+		return flag.ErrHelp
+	}
 	if len(rest) >= 1 && rest[0] == "logs" {
 		return adminLogs(ctx, *base, *key, rest[1:])
 	}
@@ -401,3 +408,5 @@ func adminLogs(ctx context.Context, base, key string, args []string) error {
 	}
 	return tw.Flush()
 }
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

@@ -104,7 +104,7 @@ func (f ingestFlags) config() ingest.Config {
 
 func runDev(ctx context.Context, args []string) error {
 	fs := newFlags("dev")
-	httpAddr := fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API and the dashboard")
+	httpAddr := fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API")
 	natsListen := fs.String("nats-listen", "", "127.0.0.1:4222", "client port of the embedded NATS server")
 	nf := addNATSFlags(fs, "", true)
 	data := fs.String("data", "", "./data", "JetStream store and embedded audit store")
