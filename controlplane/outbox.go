@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -41,7 +42,7 @@ import (
 // audit events'.
 
 // HeaderEventID carries the id of the audit event that a mutation recorded.
-const HeaderEventID = "Auditrail-Event-Id"
+const HeaderEventID = httpapi.HeaderEventID
 
 // ServiceConfig tunes the admin API's outbox.
 type ServiceConfig struct {

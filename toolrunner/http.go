@@ -151,6 +151,9 @@ func (s *Server) execute(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
+	if res.Recorded {
+		c.Set(httpapi.HeaderEventID, res.ExecutionID)
+	}
 	return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: res})
 }
 

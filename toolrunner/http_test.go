@@ -82,6 +82,16 @@ func TestHTTPAPI(t *testing.T) {
 	if out := data["output"].(map[string]any); out["text"] != "hi" || out["n"] != 3.0 {
 		t.Fatalf("output %v", out)
 	}
+	// The answer names the event it recorded.
+	req := httptest.NewRequest("POST", base+"/execute", strings.NewReader(`{"tool_name":"TestKit.Echo","input":{"text":"h"}}`))
+	req.Header.Set("Authorization", "Bearer good")
+	resp, err := app.Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := resp.Header.Get(httpapi.HeaderEventID); id == "" || id != e.lastEvent(t).EventID {
+		t.Fatalf("%s %q, want the execution event's id %q", httpapi.HeaderEventID, id, e.lastEvent(t).EventID)
+	}
 	if ev := e.lastEvent(t); ev.UserID != "caller" || ev.PrincipalID != "k" || ev.PrincipalType != auth.TypeAPIKey ||
 		ev.DisplayName != "shown:k" || ev.ClientIP != "0.0.0.0" {
 		t.Fatalf("default user and principal: %+v", ev)

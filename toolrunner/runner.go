@@ -106,6 +106,9 @@ type Result struct {
 	DurationMS  float64                 `json:"duration_ms"`
 	Hooks       []schemas.HookCall      `json:"hooks"`
 	Event       *schemas.ExecutionEvent `json:"-"`
+	// Recorded is true once the execution event is stored in the stream or
+	// kept in the outbox.
+	Recorded bool `json:"-"`
 }
 
 // metadataJSON turns tool metadata into the contract's optional shape:
@@ -390,7 +393,9 @@ func (r *Runner) publish(ctx context.Context, sc Scope, def Definition, start ti
 	res.Event = ev
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
 	defer cancel()
-	if err := r.pub.Publish(pctx, ev); err != nil {
+	err := r.pub.Publish(pctx, ev)
+	res.Recorded = err == nil
+	if err != nil {
 		// With the outbox (cmd wires producers.Outbox) this means that
 		// neither the stream nor the local disk took the event.
 		r.log.Error("execution event LOST: neither published nor kept", "execution_id", res.ExecutionID, "tool", res.ToolName, "err", err)

@@ -33,6 +33,10 @@ type ListData struct {
 	HasMore    bool   `json:"has_more"`
 }
 
+// HeaderEventID carries the id of the event a request recorded (an admin
+// change's audit event, a tool execution's execution event).
+const HeaderEventID = "Auditrail-Event-Id"
+
 // DefaultBodyLimit is the largest request body any route takes (413 above).
 const DefaultBodyLimit = 1 << 20
 
