@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,11 +12,13 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/auditrail/auditrail/internal/redact"
+	"github.com/auditrail/auditrail/internal/retry"
 )
 
 // adminCommand is one `auditrail admin NOUN VERB` command.
@@ -327,10 +330,23 @@ func adminCall(ctx context.Context, base, key, method, path string, body any) (j
 		return nil, fmt.Errorf("%s %s: %d, not an auditrail answer: %.200s", method, path, resp.StatusCode, raw)
 	}
 	if resp.StatusCode >= 300 {
-		return nil, fmt.Errorf("%d: %s", resp.StatusCode, env.Msg)
+		e := &apiError{status: resp.StatusCode, msg: env.Msg}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			e.retryAfter = time.Duration(secs) * time.Second
+		}
+		return nil, e
 	}
 	return env.Data, nil
 }
+
+// apiError is an error answer of the API; retryAfter is set on a 429.
+type apiError struct {
+	status     int
+	msg        string
+	retryAfter time.Duration
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d: %s", e.status, e.msg) }
 
 func printJSON(w io.Writer, data json.RawMessage) error {
 	if len(data) == 0 {
@@ -378,8 +394,18 @@ func adminLogs(ctx context.Context, base, key string, args []string) error {
 	if *format == "table" {
 		fmt.Fprintln(tw, "TIMESTAMP\tACTION\tRESOURCE\tDISPLAY\tBY\tSOURCE")
 	}
+	rows := 0
 	for {
 		data, err := adminCall(ctx, base, key, "GET", path+"?"+q.Encode(), nil)
+		if ae, ok := errors.AsType[*apiError](err); ok && ae.status == http.StatusTooManyRequests && *all {
+			// Walking a long log runs into the rate limit: wait it out.
+			wait := max(ae.retryAfter, time.Second)
+			fmt.Fprintf(os.Stderr, "auditrail admin logs: %d rows so far; rate limited, continuing in %s\n", rows, wait)
+			if !retry.Sleep(ctx, wait) {
+				return ctx.Err()
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -391,6 +417,7 @@ func adminLogs(ctx context.Context, base, key string, args []string) error {
 		if err := json.Unmarshal(data, &page); err != nil {
 			return err
 		}
+		rows += len(page.Items)
 		for _, it := range page.Items {
 			if *format == "json" {
 				b, _ := json.Marshal(it)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,31 @@ func TestAdminCLI(t *testing.T) {
 	out, code = run("", "logs", org)
 	if code != 0 || !strings.Contains(out, "TIMESTAMP") || !strings.Contains(out, "SECRET") {
 		t.Fatalf("logs table: %d %s", code, out)
+	}
+}
+
+// `admin logs --all` waits out the rate limit (Retry-After) with a progress
+// line and finishes the walk.
+func TestAdminLogsWaitsOutRateLimit(t *testing.T) {
+	p, boot := devWithKey(t, "--rate-limit", "3/1s")
+	c := newAPIClient(t, p.http)
+	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Walk"}).data()["id"].(string)
+	for i := 0; i < 7; i++ {
+		if r := c.call("PUT", "/api/v1/orgs/"+org+"/members/u"+strconv.Itoa(i), boot, map[string]any{"role": "member", "display_name": "U"}); r.status != 200 && r.status != 201 {
+			t.Fatalf("member %d: %d %s", i, r.status, r.raw)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // ingested (flush 100 ms), and a fresh window
+	cmd := exec.Command(binary(t), "admin", "--url", "http://"+p.http, "--key", boot, "logs", org, "--all", "--limit", "1", "--format", "json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("admin logs --all: %v\n%s", err, stderr.String())
+	}
+	if n := strings.Count(strings.TrimSpace(stdout.String()), "\n") + 1; n != 8 {
+		t.Fatalf("%d rows, want 8 (the org and 7 members):\n%s", n, stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "rate limited, continuing in") {
+		t.Fatalf("no progress line while rate limited:\n%s", stderr.String())
 	}
 }
