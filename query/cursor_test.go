@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/httpapi"
 )
 
 func TestCursorRoundTripAndRejections(t *testing.T) {
@@ -185,7 +186,7 @@ func TestCheckParams(t *testing.T) {
 	for _, tc := range tests {
 		var args fasthttp.Args
 		args.Parse(tc.query)
-		err := CheckParams(args.VisitAll, AuditParams)
+		err := httpapi.CheckParams(args.VisitAll, AuditParams)
 		if tc.wantParam == "" {
 			if err != nil {
 				t.Errorf("%q: %v", tc.query, err)
@@ -198,7 +199,7 @@ func TestCheckParams(t *testing.T) {
 	}
 	var args fasthttp.Args
 	args.Parse("action=AUDIT_ACTION_CREATED")
-	if err := CheckParams(args.VisitAll, ExecutionParams); err == nil {
+	if err := httpapi.CheckParams(args.VisitAll, ExecutionParams); err == nil {
 		t.Error("an audit filter on the execution listing was accepted")
 	}
 }

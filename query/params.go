@@ -1,20 +1,18 @@
 package query
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/schemas"
 )
 
 // ErrBadParam marks input errors; their message names the parameter.
-var ErrBadParam = errors.New("bad parameter")
+var ErrBadParam = httpapi.ErrBadParam
 
 // Limits of the limit parameter (seeds/000).
 const (
@@ -181,28 +179,3 @@ var (
 	AuditParams     = []string{"action", "source", "resource_type", "cursor", "limit"}
 	ExecutionParams = []string{"success", "user_id", "cursor", "limit"}
 )
-
-// CheckParams refuses what would silently widen a compliance export: a
-// parameter the listing does not take (limt=2), a repeated one
-// (limit=1&limit=2) and an empty one (limit=). visit calls its argument
-// with every key and value of the query string, in order.
-func CheckParams(visit func(func(key, value []byte)), allowed []string) error {
-	var err error
-	seen := map[string]bool{}
-	visit(func(k, v []byte) {
-		if err != nil {
-			return
-		}
-		key := string(k)
-		switch {
-		case !slices.Contains(allowed, key):
-			err = badParam(key, "unknown parameter (this listing takes %s)", strings.Join(allowed, ", "))
-		case seen[key]:
-			err = badParam(key, "given more than once")
-		case len(v) == 0:
-			err = badParam(key, "empty; leave it out instead")
-		}
-		seen[key] = true
-	})
-	return err
-}

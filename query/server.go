@@ -118,7 +118,7 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 	return func(c *fiber.Ctx) error {
 		p, perr := ParseExecList(func(n string) string { return c.Params(n) }, func(n string) string { return c.Query(n) }, withProject)
 		if perr == nil {
-			perr = CheckParams(c.Context().QueryArgs().VisitAll, ExecutionParams)
+			perr = httpapi.CheckParams(c.Context().QueryArgs().VisitAll, ExecutionParams)
 		}
 		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
 			return err
@@ -174,7 +174,7 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		p, perr := ParseList(func(n string) string { return c.Params(n) }, func(n string) string { return c.Query(n) }, withProject)
 		if perr == nil {
-			perr = CheckParams(c.Context().QueryArgs().VisitAll, AuditParams)
+			perr = httpapi.CheckParams(c.Context().QueryArgs().VisitAll, AuditParams)
 		}
 		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
 			return err

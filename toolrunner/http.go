@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -105,6 +106,9 @@ func (s *Server) list(c *fiber.Ctx) error {
 	sc, err := s.scope(c, c.Query("user_id"))
 	if err != nil {
 		return err
+	}
+	if err := httpapi.CheckParams(c.Context().QueryArgs().VisitAll, []string{"user_id"}); err != nil {
+		return fiber.NewError(fiber.StatusBadRequest, strings.TrimPrefix(err.Error(), httpapi.ErrBadParam.Error()+": "))
 	}
 	defs, _, err := s.runner.Visible(c.UserContext(), sc)
 	if err != nil {

@@ -144,6 +144,9 @@ func TestHTTPAPI(t *testing.T) {
 		{"POST", base + "/execute", "good", `{"tool":"x"}`, 400, "body"},
 		{"POST", base + "/execute", "good", `{"input":{}}`, 400, "tool_name"},
 		{"GET", "/api/v1/orgs/nope/projects/" + e.sc.Project.String() + "/tools", "good", "", 400, "org_id"},
+		{"GET", base + "?user_id=caller&limit=3", "good", "", 400, "limit: unknown parameter"},
+		{"GET", base + "?user_id=caller&user_id=caller", "good", "", 400, "user_id: given more than once"},
+		{"GET", base + "?user_id=", "svc", "", 400, "user_id"},
 		{"GET", "/api/v1/orgs/" + e.sc.Org.String() + "/projects/00000000-0000-0000-0000-00000000000f/tools", "good", "", 403, "not allowed"},
 	} {
 		code, m := do(tc.method, tc.path, tc.key, tc.body)

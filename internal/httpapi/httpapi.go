@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,4 +159,33 @@ func Authenticate(c *fiber.Ctx, a Authenticator) (auth.Principal, error) {
 // With returns the handlers of a route: the middleware mw, then h.
 func With(mw []fiber.Handler, h fiber.Handler) []fiber.Handler {
 	return append(append(make([]fiber.Handler, 0, len(mw)+1), mw...), h)
+}
+
+// ErrBadParam marks input errors; their message names the parameter.
+var ErrBadParam = errors.New("bad parameter")
+
+// CheckParams refuses what would silently widen a compliance export: a
+// query parameter the route does not take (limt=2), a repeated one
+// (limit=1&limit=2) and an empty one (limit=). visit calls its argument
+// with every key and value of the query string, in order (fasthttp's
+// Args.VisitAll).
+func CheckParams(visit func(func(key, value []byte)), allowed []string) error {
+	var err error
+	seen := map[string]bool{}
+	visit(func(k, v []byte) {
+		if err != nil {
+			return
+		}
+		key := string(k)
+		switch {
+		case !slices.Contains(allowed, key):
+			err = fmt.Errorf("%w: %s: unknown parameter (this route takes %s)", ErrBadParam, key, strings.Join(allowed, ", "))
+		case seen[key]:
+			err = fmt.Errorf("%w: %s: given more than once", ErrBadParam, key)
+		case len(v) == 0:
+			err = fmt.Errorf("%w: %s: empty; leave it out instead", ErrBadParam, key)
+		}
+		seen[key] = true
+	})
+	return err
 }
