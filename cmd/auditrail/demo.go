@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,15 +27,32 @@ type demoIDs struct {
 	Org     string `json:"organization_id"`
 	Project string `json:"project_id"`
 	User    string `json:"user_id"`
+	// MongoURI is where the embedded server listened (and what the
+	// project's DB_CONNECTION_STRING holds); a restart listens there again.
+	MongoURI string `json:"mongo_uri,omitempty"`
+	// KeyID is the demo user's API key, printed once at its creation.
+	KeyID string `json:"key_id,omitempty"`
 }
 
 // startDemo starts the embedded MongoDB-wire server with the sample
 // database and sets up the demo tenant through the admin API (as the
 // platform itself: source SYSTEM): an organization, a project, a user who
-// owns both, the project's DB_CONNECTION_STRING and a new API key, printed.
-func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access, dataDir, httpAddr string, out io.Writer, log *slog.Logger) (func(), error) {
+// owns both, the project's DB_CONNECTION_STRING and an API key, printed
+// once. A restart reuses all of it (the server listens where it did, so the
+// secret stays as it is): no new key, no new audit events; newKey mints and
+// prints a fresh key.
+func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access, dataDir, httpAddr string, newKey bool, out io.Writer, log *slog.Logger) (func(), error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := ferret.Start(filepath.Join(dataDir, "ferretdb"), quiet)
+	ids := demoIDs{User: "demo-user"}
+	path := filepath.Join(dataDir, demoFile)
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &ids)
+	}
+	addr := "127.0.0.1:0"
+	if u, err := url.Parse(ids.MongoURI); err == nil && u.Host != "" && checkFree("demo MongoDB-wire server", u.Host) == nil {
+		addr = u.Host
+	}
+	srv, err := ferret.StartOn(filepath.Join(dataDir, "ferretdb"), addr, quiet)
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +89,6 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 	}
 	fail := func(err error) (func(), error) { srv.Stop(); return nil, err }
 
-	ids := demoIDs{User: "demo-user"}
-	path := filepath.Join(dataDir, demoFile)
-	if b, err := os.ReadFile(path); err == nil {
-		_ = json.Unmarshal(b, &ids)
-	}
 	exists := false
 	if ids.Org != "" {
 		_, status, err := call("GET", "/api/v1/orgs/"+ids.Org, nil)
@@ -101,34 +114,72 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 		if _, _, err := call("PUT", "/api/v1/orgs/"+ids.Org+"/projects/"+ids.Project+"/members/"+ids.User, map[string]any{"role": "admin"}); err != nil {
 			return fail(err)
 		}
+		ids.MongoURI, ids.KeyID = "", ""
+	}
+	save := func() error {
 		b, _ := json.MarshalIndent(ids, "", "  ")
-		if err := writeFileAtomic(path, b, 0o600); err != nil {
+		return writeFileAtomic(path, b, 0o600)
+	}
+	// The secret changes only when the server could not listen where it did.
+	if srv.URI != ids.MongoURI {
+		if _, _, err := call("PUT", "/api/v1/orgs/"+ids.Org+"/projects/"+ids.Project+"/secrets/DB_CONNECTION_STRING", map[string]any{"value": srv.URI}); err != nil {
+			return fail(err)
+		}
+		ids.MongoURI = srv.URI
+		if err := save(); err != nil {
 			return fail(err)
 		}
 	}
-	// The server's port changes with every start: point the secret at it.
-	if _, _, err := call("PUT", "/api/v1/orgs/"+ids.Org+"/projects/"+ids.Project+"/secrets/DB_CONNECTION_STRING", map[string]any{"value": srv.URI}); err != nil {
-		return fail(err)
-	}
-	key, _, err := call("POST", "/api/v1/orgs/"+ids.Org+"/api_keys", map[string]any{"name": "demo " + time.Now().UTC().Format(time.RFC3339), "user_id": ids.User})
-	if err != nil {
-		return fail(err)
-	}
-	k, _ := key["key"].(string)
-	if k == "" {
-		return fail(errors.New("demo set-up: no API key returned"))
+	k := ""
+	if newKey || !demoKeyValid(call, ids) {
+		key, _, err := call("POST", "/api/v1/orgs/"+ids.Org+"/api_keys", map[string]any{"name": "demo " + time.Now().UTC().Format(time.RFC3339), "user_id": ids.User})
+		if err != nil {
+			return fail(err)
+		}
+		k, _ = key["key"].(string)
+		ids.KeyID, _ = key["id"].(string)
+		if k == "" || ids.KeyID == "" {
+			return fail(errors.New("demo set-up: no API key returned"))
+		}
+		if err := save(); err != nil {
+			return fail(err)
+		}
 	}
 	base := "http://" + httpAddr + "/api/v1/orgs/" + ids.Org + "/projects/" + ids.Project
-	fmt.Fprintf(out, `demo: organization %s, project %s, user %s
-demo: API key of %s (shown once): %s
-demo: MongoDB-wire server with the sample database "shop" at %s
+	fmt.Fprintf(out, "demo: organization %s, project %s, user %s\n", ids.Org, ids.Project, ids.User)
+	shown := "$KEY"
+	if k != "" {
+		fmt.Fprintf(out, "demo: API key of %s (shown once): %s\n", ids.User, k)
+		shown = k
+	} else {
+		fmt.Fprintf(out, "demo: API key of %s: the one printed when it was made (id %s); `auditrail dev --demo --new-key` prints a new one\n", ids.User, ids.KeyID)
+	}
+	fmt.Fprintf(out, `demo: MongoDB-wire server with the sample database "shop" at %s
 demo: try
   export KEY=%s
   curl -s -H "Authorization: Bearer $KEY" %s/tools
   curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
     -d '{"tool_name":"DocumentDbToolkit.DiscoverCollections","input":{"database_name":"shop"}}' %s/tools/execute
   curl -s -H "Authorization: Bearer $KEY" %s/tool_executions
-`, ids.Org, ids.Project, ids.User, ids.User, k, srv.URI, k, base, base, base)
+`, srv.URI, shown, base, base, base)
 	log.Info("demo ready", "organization_id", ids.Org, "project_id", ids.Project)
 	return srv.Stop, nil
+}
+
+// demoKeyValid reports whether the kept demo key still exists and is enabled.
+func demoKeyValid(call func(method, path string, body any) (map[string]any, int, error), ids demoIDs) bool {
+	if ids.KeyID == "" {
+		return false
+	}
+	list, status, err := call("GET", "/api/v1/orgs/"+ids.Org+"/api_keys", nil)
+	if err != nil || status != 200 {
+		return false
+	}
+	items, _ := list["items"].([]any)
+	for _, it := range items {
+		if k, ok := it.(map[string]any); ok && k["id"] == ids.KeyID && k["disabled"] == false {
+			return true
+		}
+	}
+	return false
 }

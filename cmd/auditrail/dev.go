@@ -115,6 +115,7 @@ func runDev(ctx context.Context, args []string) error {
 	rate, adminRate, toolRate := auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
 	inf := addIngestFlags(fs)
 	demo := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data and a demo organization, project, user and key, and print them")
+	newKey := fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
 	allowPrivate := addEgressFlag(fs)
 	mkLog := fs.logFlags("text")
 	if err := fs.parse(args); err != nil {
@@ -295,7 +296,7 @@ func runDev(ctx context.Context, args []string) error {
 	toolrunner.NewServer(runner, cp.access, cp.proxies).Register(app, httpapi.RateLimit(toolLimiter, cp.proxies, log))
 
 	if *demo {
-		stopDemo, err := startDemo(ctx, app, cp.access, *data, *httpAddr, os.Stdout, log)
+		stopDemo, err := startDemo(ctx, app, cp.access, *data, *httpAddr, *newKey, os.Stdout, log)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}

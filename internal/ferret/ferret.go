@@ -21,7 +21,10 @@ type Server struct {
 }
 
 // Start runs FerretDB on a free loopback port with its SQLite files in dir.
-func Start(dir string, log *slog.Logger) (*Server, error) {
+func Start(dir string, log *slog.Logger) (*Server, error) { return StartOn(dir, "127.0.0.1:0", log) }
+
+// StartOn is Start listening on addr.
+func StartOn(dir, addr string, log *slog.Logger) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -29,7 +32,7 @@ func Start(dir string, log *slog.Logger) (*Server, error) {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Listener:  ferretdb.ListenerConfig{TCP: addr},
 		Logger:    log,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + dir + "/",
