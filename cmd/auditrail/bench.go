@@ -22,17 +22,11 @@ func runBench(ctx context.Context, args []string) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var figures []bench.Figure
 	for _, name := range strings.Split(*which, ",") {
 		switch strings.TrimSpace(name) {
@@ -106,3 +100,20 @@ func printQueryResults(rs []bench.QueryResult) {
 }
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// startCPUProfile writes a CPU profile of the process to path until stop
+// is called; with no path it does nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"runtime/pprof"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -54,17 +53,11 @@ func runIngest(ctx context.Context, args []string) error {
 	setGC(icfg, *gcPercent, int64(*memLimit)<<20, log)
 	// A CPU profile of the role, for `auditrail bench -run ingest`, whose
 	// child process inherits the variable.
-	if path := os.Getenv("AUDITRAIL_INGEST_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(os.Getenv("AUDITRAIL_INGEST_CPUPROFILE"))
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	nc, err := nf.connect("auditrail-ingest", log)
 	if err != nil {
 		return err

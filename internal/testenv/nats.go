@@ -18,16 +18,23 @@ import (
 func NATS(t testing.TB) (*server.Server, *nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	s, nc := NATSWithoutStreams(t)
+	return s, nc, withStreams(t, nc)
+}
+
+// withStreams creates the auditrail streams through nc and returns its
+// JetStream context.
+func withStreams(t testing.TB, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
 		t.Fatal(err)
 	}
-	return s, nc, js
+	return js
 }
 
 // NATSWithoutStreams starts an embedded JetStream server in a temp dir with

@@ -1,11 +1,9 @@
 package testenv
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -41,16 +39,7 @@ func NewRestartableNATS(t testing.TB) (*RestartableNATS, *nats.Conn, jetstream.J
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		t.Fatal(err)
-	}
-	return r, nc, js
+	return r, nc, withStreams(t, nc)
 }
 
 // URL is the server's client URL (the same across restarts).
