@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -40,8 +41,9 @@ type demoIDs struct {
 // owns both, the project's DB_CONNECTION_STRING and an API key, printed
 // once. A restart reuses all of it (the server listens where it did, so the
 // secret stays as it is): no new key, no new audit events; newKey mints and
-// prints a fresh key.
-func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access, dataDir, httpAddr string, newKey bool, out io.Writer, log *slog.Logger) (func(), error) {
+// prints a fresh key. It ends with the shell lines (export ORG=… PROJECT=…
+// KEY=…) that the README's examples use.
+func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access, dataDir string, newKey bool, env demoEnv, out io.Writer, log *slog.Logger) (func(), error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ids := demoIDs{User: "demo-user"}
 	path := filepath.Join(dataDir, demoFile)
@@ -145,25 +147,55 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 			return fail(err)
 		}
 	}
-	base := "http://" + httpAddr + "/api/v1/orgs/" + ids.Org + "/projects/" + ids.Project
 	fmt.Fprintf(out, "demo: organization %s, project %s, user %s\n", ids.Org, ids.Project, ids.User)
-	shown := "$KEY"
 	if k != "" {
 		fmt.Fprintf(out, "demo: API key of %s (shown once): %s\n", ids.User, k)
-		shown = k
 	} else {
 		fmt.Fprintf(out, "demo: API key of %s: the one printed when it was made (id %s); `auditrail dev --demo --new-key` prints a new one\n", ids.User, ids.KeyID)
 	}
-	fmt.Fprintf(out, `demo: MongoDB-wire server with the sample database "shop" at %s
-demo: try
-  export KEY=%s
-  curl -s -H "Authorization: Bearer $KEY" %s/tools
-  curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-    -d '{"tool_name":"DocumentDbToolkit.DiscoverCollections","input":{"database_name":"shop"}}' %s/tools/execute
-  curl -s -H "Authorization: Bearer $KEY" %s/tool_executions
-`, srv.URI, shown, base, base, base)
+	fmt.Fprintf(out, "demo: MongoDB-wire server with the sample database \"shop\" at %s\n", srv.URI)
+	fmt.Fprint(out, demoExports(ids, k, env))
 	log.Info("demo ready", "organization_id", ids.Org, "project_id", ids.Project)
 	return srv.Stop, nil
+}
+
+// demoEnv is what the printed shell lines need beside the demo tenant.
+type demoEnv struct {
+	// API is the base URL of the HTTP APIs; NATS the embedded server's
+	// client URL ("" when dev runs against an outside NATS).
+	API, NATS string
+	// BootKey is the bootstrap key when this start generated it, else "".
+	BootKey string
+	// AdminCreds is the NATS credentials file of the admin role (with NATS).
+	AdminCreds string
+}
+
+// demoExports are the shell lines the README's examples use verbatim:
+// export lines for what is known now, and a comment for a key printed at an
+// earlier start (only its hash is kept).
+func demoExports(ids demoIDs, key string, env demoEnv) string {
+	var b strings.Builder
+	b.WriteString("demo: in the shell where you follow the README, run:\n")
+	fmt.Fprintf(&b, "export ORG=%s PROJECT=%s", ids.Org, ids.Project)
+	if key != "" {
+		fmt.Fprintf(&b, " KEY=%s", key)
+	}
+	b.WriteString("\n")
+	more := []string{"AUDITRAIL_URL=" + env.API}
+	if env.BootKey != "" {
+		more = append(more, "AUDITRAIL_KEY="+env.BootKey)
+	}
+	if env.NATS != "" {
+		more = append(more, "AUDITRAIL_NATS_URL="+env.NATS, "AUDITRAIL_NATS_CREDS="+env.AdminCreds)
+	}
+	b.WriteString("export " + strings.Join(more, " ") + "\n")
+	if key == "" {
+		b.WriteString("# KEY: the demo key printed at the first start (`make run ARGS=--new-key` prints a new one)\n")
+	}
+	if env.BootKey == "" {
+		b.WriteString("# AUDITRAIL_KEY: the bootstrap key printed at the first start\n")
+	}
+	return b.String()
 }
 
 // demoKeyValid reports whether the kept demo key still exists and is enabled.
@@ -182,4 +214,21 @@ func demoKeyValid(call func(method, path string, body any) (map[string]any, int,
 		}
 	}
 	return false
+}
+
+// clientURL is the http URL a client on this host uses for a listen
+// address: an unspecified host (":8080", "0.0.0.0:8080") is reached on the
+// loopback address.
+func clientURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+		if ip != nil && ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

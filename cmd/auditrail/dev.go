@@ -296,7 +296,14 @@ func runDev(ctx context.Context, args []string) error {
 	toolrunner.NewServer(runner, cp.access, cp.proxies).Register(app, httpapi.RateLimit(toolLimiter, cp.proxies, log))
 
 	if *demo {
-		stopDemo, err := startDemo(ctx, app, cp.access, *data, *httpAddr, *newKey, os.Stdout, log)
+		env := demoEnv{API: clientURL(*httpAddr), BootKey: cp.freshBootKey}
+		if ns != nil {
+			env.NATS = ns.ClientURL()
+			if env.AdminCreds, err = filepath.Abs(credsOf(natsx.RoleAdmin)); err != nil {
+				return err
+			}
+		}
+		stopDemo, err := startDemo(ctx, app, cp.access, *data, *newKey, env, os.Stdout, log)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}

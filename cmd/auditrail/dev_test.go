@@ -85,12 +85,29 @@ func (l *lockedBuf) String() string {
 // launchDev starts `auditrail dev` without waiting for it.
 func launchDev(t *testing.T, data string, extra ...string) *devProc {
 	t.Helper()
+	return launchCmd(t, "", binary(t), append([]string{"--data", data}, extra...), true)
+}
+
+// launchCmd starts `bin dev args…` in dir on free ports; fast adds a short
+// flush interval and a high rate limit for tests (args may override them).
+func launchCmd(t *testing.T, dir, bin string, args []string, fast bool) *devProc {
+	t.Helper()
 	hp, _ := testenv.FreePort()
 	np, _ := testenv.FreePort()
+	data := ""
+	for i, a := range args {
+		if a == "--data" && i+1 < len(args) {
+			data = args[i+1]
+		}
+	}
 	p := &devProc{http: fmt.Sprintf("127.0.0.1:%d", hp), nats: fmt.Sprintf("127.0.0.1:%d", np), data: data,
 		stdout: &lockedBuf{}, stderr: &lockedBuf{}, exited: make(chan error, 1)}
-	args := append([]string{"dev", "--data", data, "--http", p.http, "--nats-listen", p.nats, "--flush-interval", "100ms", "--rate-limit", "100000/60s"}, extra...)
-	p.cmd = exec.Command(binary(t), args...)
+	line := []string{"dev", "--http", p.http, "--nats-listen", p.nats}
+	if fast {
+		line = append(line, "--flush-interval", "100ms", "--rate-limit", "100000/60s")
+	}
+	p.cmd = exec.Command(bin, append(line, args...)...)
+	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
@@ -224,6 +241,10 @@ func emit(t *testing.T, p *devProc, org uuid.UUID, count int) {
 	}
 	if !strings.Contains(string(out), fmt.Sprintf("emitted %d events", count)) {
 		t.Fatalf("emit output: %s", out)
+	}
+	// A named organization gets synthetic events only with a loud warning.
+	if !strings.Contains(string(out), fmt.Sprintf("WARNING: %d SYNTHETIC events go into the audit trail of organization %s", count, org)) {
+		t.Fatalf("emit into a named org did not warn: %s", out)
 	}
 }
 

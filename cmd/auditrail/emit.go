@@ -18,7 +18,7 @@ import (
 func runEmit(ctx context.Context, args []string) error {
 	fs := newFlags("emit")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
-	orgFlag := fs.String("org", "", "", "organization UUID of the events (required; \"new\" picks a random one)")
+	orgFlag := fs.String("org", "", "", "organization UUID of the events (default: a new scratch organization, so that no real trail gets synthetic events)")
 	count := fs.Int("count", "", 1000, "number of events")
 	rate := fs.Float("rate", "", 0, "events per second (0: as fast as the stream acknowledges)")
 	projects := fs.Int("projects", "", 3, "number of projects the events spread over")
@@ -32,18 +32,19 @@ func runEmit(ctx context.Context, args []string) error {
 		return err
 	}
 	var org uuid.UUID
-	switch *orgFlag {
-	case "":
-		return usageErrorf("--org is required (a UUID, or \"new\")")
-	case "new":
+	scratch := *orgFlag == "" || *orgFlag == "new"
+	if scratch {
 		org = uuid.New()
-	default:
-		if org, err = uuid.Parse(*orgFlag); err != nil {
-			return usageErrorf("--org %q is not a UUID", *orgFlag)
-		}
+	} else if org, err = uuid.Parse(*orgFlag); err != nil {
+		return usageErrorf("--org %q is not a UUID", *orgFlag)
 	}
 	if *count < 1 || *batch < 1 || *rate < 0 || *projects < 0 {
 		return usageErrorf("--count and --batch must be at least 1; --rate and --projects not negative")
+	}
+	if scratch {
+		fmt.Fprintf(os.Stderr, "emit: %d synthetic events into a new scratch organization %s (readable by the platform admin; --org sends them elsewhere)\n", *count, org)
+	} else {
+		fmt.Fprintf(os.Stderr, "emit: WARNING: %d SYNTHETIC events go into the audit trail of organization %s and stay there (a trail cannot be edited); leave out --org for a scratch organization\n", *count, org)
 	}
 	nc, err := nf.connect("auditrail-emit", log)
 	if err != nil {

@@ -40,6 +40,9 @@ type controlPlane struct {
 	// bg is the life of the process's background work (the mirror, the
 	// admin service's outbox).
 	bg context.Context
+	// freshBootKey is the bootstrap key generated (and printed) at this
+	// start, or "" (given, or kept from an earlier start).
+	freshBootKey string
 }
 
 // openControlPlane mirrors the control-plane state of NATS and builds the
@@ -60,7 +63,7 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	if *f.bootKey == "" && dataDir == "" {
 		return nil, usageErrorf("--bootstrap-key is required")
 	}
-	hash, err := bootstrapKey(*f.bootKey, dataDir, os.Stdout)
+	hash, freshKey, err := bootstrapKey(*f.bootKey, dataDir, os.Stdout)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +77,7 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	if err != nil {
 		return nil, err
 	}
-	return &controlPlane{state: state, access: controlplane.NewAccess(state, hash, verifier), proxies: proxies, bg: ctx}, nil
+	return &controlPlane{state: state, access: controlplane.NewAccess(state, hash, verifier), proxies: proxies, bg: ctx, freshBootKey: freshKey}, nil
 }
 
 // adminService builds the admin API: sealer, recorder, service.

@@ -58,32 +58,32 @@ const (
 
 // bootstrapKey returns the hash of the platform-admin key: the given key, or
 // the one kept in dataDir, or a new one that is printed once to out and kept
-// (as its hash only) in dataDir.
-func bootstrapKey(given, dataDir string, out io.Writer) (string, error) {
+// (as its hash only) in dataDir — then also returned as fresh.
+func bootstrapKey(given, dataDir string, out io.Writer) (hash, fresh string, err error) {
 	if given != "" {
 		if len(given) < 16 {
-			return "", usageErrorf("--bootstrap-key must be at least 16 characters")
+			return "", "", usageErrorf("--bootstrap-key must be at least 16 characters")
 		}
-		return auth.HashKey(given), nil
+		return auth.HashKey(given), "", nil
 	}
 	path := filepath.Join(dataDir, bootstrapHashFile)
 	if b, err := os.ReadFile(path); err == nil {
 		h := strings.TrimSpace(string(b))
 		if raw, err := hex.DecodeString(h); err != nil || len(raw) != 32 {
-			return "", fmt.Errorf("%s is corrupt; delete it to generate a new bootstrap key", path)
+			return "", "", fmt.Errorf("%s is corrupt; delete it to generate a new bootstrap key", path)
 		}
 		fmt.Fprintf(out, "bootstrap key: kept as a hash in %s (it was printed at the first start; delete that file to get a new one)\n", path)
-		return h, nil
+		return h, "", nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", err
+		return "", "", err
 	}
 	key := "ark_" + randomToken(32)
 	h := auth.HashKey(key)
 	if err := writeFileAtomic(path, []byte(h+"\n"), 0o600); err != nil {
-		return "", err
+		return "", "", err
 	}
 	fmt.Fprintf(out, "bootstrap key (platform admin, shown once): %s\n", key)
-	return h, nil
+	return h, key, nil
 }
 
 // keyList parses comma-separated base64 keys of flag, or keeps a generated
