@@ -117,6 +117,12 @@ func TestParseList(t *testing.T) {
 		{"lowercase action", map[string]string{"org_id": org}, map[string]string{"action": "audit_action_created"}, false, "action", nil},
 		{"unknown source", map[string]string{"org_id": org}, map[string]string{"source": "AUDIT_SOURCE_FAX"}, false, "source", nil},
 		{"numeric resource type", map[string]string{"org_id": org}, map[string]string{"resource_type": "5"}, false, "resource_type", nil},
+		{"wait_for", map[string]string{"org_id": org}, map[string]string{"wait_for": proj}, false, "", func(p ListParams) bool {
+			return p.WaitFor != nil && p.WaitFor.String() == proj
+		}},
+		{"no wait_for", map[string]string{"org_id": org}, nil, false, "", func(p ListParams) bool { return p.WaitFor == nil }},
+		{"malformed wait_for", map[string]string{"org_id": org}, map[string]string{"wait_for": "123"}, false, "wait_for", nil},
+		{"wait_for in braces", map[string]string{"org_id": org}, map[string]string{"wait_for": "{" + proj + "}"}, false, "wait_for", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +157,15 @@ func TestParseExecListUser(t *testing.T) {
 	if _, err := ParseExecList(path, get(map[string]string{"user_id": strings.Repeat("u", 257)}), false); !errors.Is(err, ErrBadParam) || !strings.Contains(err.Error(), "user_id") {
 		t.Fatalf("long user_id: %v", err)
 	}
+	// wait_for does not change the result set: a cursor stays good with it.
+	id := uuid.NewString()
+	waiting, err := ParseExecList(path, get(map[string]string{"user_id": "bob", "wait_for": id}), false)
+	if err != nil || waiting.WaitFor == nil || waiting.WaitFor.String() != id || waiting.Scope("x") != bob.Scope("x") {
+		t.Fatalf("wait_for: %+v %v", waiting, err)
+	}
+	if _, err := ParseExecList(path, get(map[string]string{"wait_for": "not-a-uuid"}), false); !errors.Is(err, ErrBadParam) || !strings.Contains(err.Error(), "wait_for") {
+		t.Fatalf("malformed wait_for: %v", err)
+	}
 }
 
 func FuzzParseList(f *testing.F) {
@@ -182,6 +197,9 @@ func TestCheckParams(t *testing.T) {
 		{"limit=", "limit"},
 		{"action", "action"},
 		{"user_id=u", "user_id"}, // an execution filter on the audit listing
+		{"wait_for=" + uuid.NewString() + "&limit=1", ""},
+		{"wait_for=", "wait_for"},
+		{"wait_for=" + uuid.NewString() + "&wait_for=" + uuid.NewString(), "wait_for"},
 	}
 	for _, tc := range tests {
 		var args fasthttp.Args

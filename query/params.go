@@ -27,6 +27,9 @@ type ListParams struct {
 	auditstore.Filter
 	Limit  int
 	Cursor string
+	// WaitFor, when set, is the event the caller waits for (wait_for); it
+	// does not change the result set, so it is not part of the cursor scope.
+	WaitFor *uuid.UUID
 	// raw filter values, part of the cursor scope
 	action, source, resourceType string
 }
@@ -51,7 +54,8 @@ func parseScope(path Getter, withProject bool) (uuid.UUID, *uuid.UUID, error) {
 	return org, &project, nil
 }
 
-// ParseList parses the path and query parameters of a listing.
+// ParseList parses the path and query parameters of a listing: action,
+// source, resource_type, limit, cursor and wait_for.
 func ParseList(path, query Getter, withProject bool) (ListParams, error) {
 	var p ListParams
 	var err error
@@ -83,7 +87,20 @@ func ParseList(path, query Getter, withProject bool) (ListParams, error) {
 		return p, err
 	}
 	p.Cursor = query("cursor")
-	return p, nil
+	p.WaitFor, err = parseWaitFor(query("wait_for"))
+	return p, err
+}
+
+// parseWaitFor parses wait_for: an event id (a UUID), or nil when absent.
+func parseWaitFor(v string) (*uuid.UUID, error) {
+	if v == "" {
+		return nil, nil
+	}
+	id, err := parseUUID("wait_for", v)
+	if err != nil {
+		return nil, err
+	}
+	return &id, nil
 }
 
 func parseLimit(v string) (int, error) {
@@ -106,14 +123,16 @@ type ExecParams struct {
 	ProjectID *uuid.UUID
 	Success   *bool
 	// UserID keeps only the executions run for this end user.
-	UserID  *string
-	Limit   int
-	Cursor  string
+	UserID *string
+	Limit  int
+	Cursor string
+	// WaitFor is as in ListParams (not part of the cursor scope).
+	WaitFor *uuid.UUID
 	success string
 }
 
 // ParseExecList parses the parameters of a tool execution listing: limit,
-// cursor, success (true or false) and user_id.
+// cursor, success (true or false), user_id and wait_for.
 func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
 	var p ExecParams
 	var err error
@@ -138,7 +157,8 @@ func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
 		return p, err
 	}
 	p.Cursor = query("cursor")
-	return p, nil
+	p.WaitFor, err = parseWaitFor(query("wait_for"))
+	return p, err
 }
 
 // Scope is the cursor scope of the listing.
@@ -176,6 +196,6 @@ func (p ListParams) Scope(kind string) [scopeLen]byte {
 
 // Query parameters each listing takes; any other is refused.
 var (
-	AuditParams     = []string{"action", "source", "resource_type", "cursor", "limit"}
-	ExecutionParams = []string{"success", "user_id", "cursor", "limit"}
+	AuditParams     = []string{"action", "source", "resource_type", "cursor", "limit", "wait_for"}
+	ExecutionParams = []string{"success", "user_id", "cursor", "limit", "wait_for"}
 )

@@ -1,5 +1,7 @@
 // Package query serves the audit API over HTTP (Fiber): the org and project
-// audit log listings with the seed's envelope, filters and cursor paging.
+// audit log listings with the seed's envelope, filters and cursor paging,
+// and wait_for: a listing that first waits (bounded) until the caller's own
+// event is stored.
 package query
 
 import (
@@ -15,17 +17,46 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/retry"
 )
 
 // Reader is the store as the query service needs it.
 type Reader interface {
 	ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error)
+	// HasAudit reports whether the audit entry with event id id is stored
+	// for org (and project, when not nil), so that ListAudit lists it. A
+	// store may look only near the event's time (ClickHouse:
+	// auditstore.LookupWindow) and then answers false for an event outside.
+	HasAudit(ctx context.Context, org uuid.UUID, project *uuid.UUID, id uuid.UUID) (bool, error)
 }
 
 // ExecutionReader lists tool executions.
 type ExecutionReader interface {
 	ListExecutions(ctx context.Context, q auditstore.ExecQuery) (auditstore.ExecPage, error)
+	// HasExecution reports whether the tool execution with event id id is
+	// stored for org (and project, when not nil), as Reader.HasAudit.
+	HasExecution(ctx context.Context, org uuid.UUID, project *uuid.UUID, id uuid.UUID) (bool, error)
 }
+
+// HeaderWaitFor answers a listing with wait_for: WaitFound when the event
+// was stored before the listing was read, WaitTimeout when the wait ended
+// (Config.WaitForMax) without it.
+const (
+	HeaderWaitFor = "Auditrail-Wait-For"
+	WaitFound     = "found"
+	WaitTimeout   = "timeout"
+)
+
+// Bounds of Config.WaitForMax: the contract pins "at most 5 s".
+const (
+	DefaultWaitForMax = 5 * time.Second
+	MaxWaitForMax     = 5 * time.Second
+)
+
+// waitPolicy spaces the store lookups of a wait: 20 ms doubling to 200 ms,
+// so that an event ingested within the first second is seen within a few
+// tens of milliseconds and a 5 s wait costs about 30 point lookups.
+var waitPolicy = retry.Policy{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 2, Jitter: 0.2}
 
 // Access authenticates callers and decides what they may read.
 type Access interface {
@@ -43,6 +74,14 @@ type Config struct {
 	CursorKeys [][]byte
 	// StoreTimeout bounds one store query.
 	StoreTimeout time.Duration
+	// WaitForMax bounds the wait of a listing with wait_for, after which it
+	// answers as usual (0: DefaultWaitForMax; at most MaxWaitForMax).
+	WaitForMax time.Duration
+}
+
+// DefaultConfig returns the defaults; CursorKeys must still be set.
+func DefaultConfig() Config {
+	return Config{StoreTimeout: 10 * time.Second, WaitForMax: DefaultWaitForMax}
 }
 
 // Validate checks the configuration.
@@ -52,6 +91,9 @@ func (c Config) Validate() error {
 	}
 	if c.StoreTimeout <= 0 {
 		return errors.New("query: store timeout must be positive")
+	}
+	if c.WaitForMax < 0 || c.WaitForMax > MaxWaitForMax {
+		return fmt.Errorf("query: wait_for bound %s not in 0..%s", c.WaitForMax, MaxWaitForMax)
 	}
 	return nil
 }
@@ -76,6 +118,9 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 	}
 	if log == nil {
 		log = slog.Default()
+	}
+	if cfg.WaitForMax == 0 {
+		cfg.WaitForMax = DefaultWaitForMax
 	}
 	return &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log}, nil
 }
@@ -123,7 +168,13 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
 			return err
 		}
-		return s.page(c, p.Cursor, p.Scope(kind), func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
+		var wait lookup
+		if p.WaitFor != nil {
+			wait = func(ctx context.Context) (bool, error) {
+				return store.HasExecution(ctx, p.OrgID, p.ProjectID, *p.WaitFor)
+			}
+		}
+		return s.page(c, p.Cursor, p.Scope(kind), wait, func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
 			page, err := store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, UserID: p.UserID, Limit: p.Limit, After: after})
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list tool executions: %w", err)
@@ -137,9 +188,15 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 	}
 }
 
+// lookup reports whether the event a listing waits for is stored.
+type lookup func(ctx context.Context) (bool, error)
+
 // page answers one page of a listing: the cursor (of scope) decoded into
 // the position after which fetch reads, the items and the next cursor.
-func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte,
+// With wait (wait_for), it first waits for the event (waitFor). Callers
+// authorize before: nobody waits, or learns anything, for a listing they
+// may not read.
+func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte, wait lookup,
 	fetch func(ctx context.Context, after *auditstore.Key) (items any, next *auditstore.Key, hasMore bool, err error)) error {
 	var after *auditstore.Key
 	if cursor != "" {
@@ -148,6 +205,17 @@ func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte,
 			return fiber.NewError(fiber.StatusBadRequest, "cursor: "+err.Error())
 		}
 		after = &k
+	}
+	if wait != nil {
+		found, err := s.waitFor(c.UserContext(), wait)
+		if err != nil {
+			return err
+		}
+		state := WaitTimeout
+		if found {
+			state = WaitFound
+		}
+		c.Set(HeaderWaitFor, state)
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
 	defer cancel()
@@ -160,6 +228,32 @@ func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte,
 		data.NextCursor = s.cursor.Encode(*next, scope)
 	}
 	return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: data})
+}
+
+// waitFor polls has, with waitPolicy's growing intervals, until it reports
+// the event, WaitForMax has passed or ctx ends; it reports whether the
+// event was found. A lookup cut short by the bound counts as not found;
+// another store error is returned.
+func (s *Server) waitFor(ctx context.Context, has lookup) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WaitForMax)
+	defer cancel()
+	b := waitPolicy.Backoff()
+	for {
+		qctx, qcancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+		found, err := has(qctx)
+		qcancel()
+		switch {
+		case ctx.Err() != nil:
+			return found && err == nil, nil
+		case err != nil:
+			return false, fmt.Errorf("wait_for: %w", err)
+		case found:
+			return true, nil
+		}
+		if !retry.Sleep(ctx, b.NextBackOff()) {
+			return false, nil
+		}
+	}
 }
 
 func (s *Server) authenticate(c *fiber.Ctx) (auth.Principal, error) {
@@ -179,7 +273,13 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
 			return err
 		}
-		return s.page(c, p.Cursor, p.Scope(kind), func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
+		var wait lookup
+		if p.WaitFor != nil {
+			wait = func(ctx context.Context) (bool, error) {
+				return s.store.HasAudit(ctx, p.OrgID, p.ProjectID, *p.WaitFor)
+			}
+		}
+		return s.page(c, p.Cursor, p.Scope(kind), wait, func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
 			page, err := s.store.ListAudit(ctx, auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: p.Limit, After: after})
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list audit logs: %w", err)

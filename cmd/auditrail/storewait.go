@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/redact"
@@ -106,6 +108,22 @@ func (p *pendingStore) ListExecutions(ctx context.Context, q auditstore.ExecQuer
 		return auditstore.ExecPage{}, err
 	}
 	return s.ListExecutions(ctx, q)
+}
+
+func (p *pendingStore) HasAudit(ctx context.Context, org uuid.UUID, project *uuid.UUID, id uuid.UUID) (bool, error) {
+	s, err := p.get()
+	if err != nil {
+		return false, err
+	}
+	return s.HasAudit(ctx, org, project, id)
+}
+
+func (p *pendingStore) HasExecution(ctx context.Context, org uuid.UUID, project *uuid.UUID, id uuid.UUID) (bool, error) {
+	s, err := p.get()
+	if err != nil {
+		return false, err
+	}
+	return s.HasExecution(ctx, org, project, id)
 }
 
 func (p *pendingStore) Ping(ctx context.Context) error {

@@ -21,12 +21,16 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/redact"
+	"github.com/auditrail/auditrail/query"
 )
 
-// store keeps audit entries and tool executions.
+// store keeps audit entries and tool executions, and looks them up by id
+// (wait_for).
 type store interface {
 	auditstore.Store
 	auditstore.ExecutionStore
+	query.Reader
+	query.ExecutionReader
 }
 
 // openStore opens ClickHouse when dsn is set, else the SQLite file in dataDir.

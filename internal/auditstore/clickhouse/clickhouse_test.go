@@ -185,3 +185,79 @@ func TestExecutionListingsReadBoundedHours(t *testing.T) {
 		})
 	}
 }
+
+// The event lookups of wait_for read only the granules of their time window
+// (around the time of a UUIDv7 id, else the last hour), not the whole
+// organization; an event outside the window is not found (the documented
+// limit of this store). Rows read are counted from the progress packets.
+func TestLookupReadsItsWindow(t *testing.T) {
+	dsn := verifyNoLeaks(t)
+	ctx := context.Background()
+	s, err := clickhouse.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	org := uuid.New()
+	const total, perHour = 100_000, 50
+	now := time.Now()
+	audits := make([]schemas.AuditEvent, 0, total)
+	execs := make([]schemas.ExecutionEvent, 0, total)
+	for i := 0; i < total; i++ {
+		at := now.Add(-time.Duration(i) * time.Hour / perHour)
+		e := storetest.Event(org, at)
+		e.EventID = storetest.V7At(at)
+		audits = append(audits, e)
+		id := e.EventID.String()
+		execs = append(execs, schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: org.String(), UserID: "u1",
+			Tool: schemas.ToolRef{Toolkit: "tk", Name: "tool"}, StartedAt: at, EndedAt: at, Success: true})
+	}
+	// A v4 id from 20 minutes ago, and a v7 id whose event is an hour from the id's time.
+	recent := storetest.Event(org, now.Add(-20*time.Minute))
+	drifted := storetest.Event(org, now.Add(-2*time.Hour))
+	drifted.EventID = storetest.V7At(now.Add(-time.Hour))
+	audits = append(audits, recent, drifted)
+	for _, e := range []schemas.AuditEvent{recent, drifted} {
+		execs = append(execs, schemas.ExecutionEvent{EventID: e.EventID.String(), ExecutionID: e.EventID.String(), OrganizationID: org.String(),
+			Tool: schemas.ToolRef{Toolkit: "tk", Name: "tool"}, StartedAt: e.Timestamp, EndedAt: e.Timestamp})
+	}
+	if err := s.WriteAudit(ctx, audits); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteExecutions(ctx, execs); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		id    uuid.UUID
+		found bool
+	}{
+		{"newest v7", audits[0].EventID, true},
+		{"v7 in the middle of the history", audits[total/2].EventID, true},
+		{"oldest v7", audits[total-1].EventID, true},
+		{"recent v4", recent.EventID, true},
+		{"unknown v4", uuid.New(), false},
+		{"v7 an hour from its event", drifted.EventID, false},
+	}
+	for _, tc := range tests {
+		for kind, has := range map[string]func(context.Context, uuid.UUID, *uuid.UUID, uuid.UUID) (bool, error){
+			"audit": s.HasAudit, "execution": s.HasExecution,
+		} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				var rows atomic.Uint64
+				qctx := ch.Context(ctx, ch.WithProgress(func(p *ch.Progress) { rows.Add(p.Rows) }))
+				found, err := has(qctx, org, nil, tc.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if found != tc.found {
+					t.Fatalf("found %v, want %v", found, tc.found)
+				}
+				if rows.Load() > total/4 {
+					t.Fatalf("read %d rows to look up one event among %d", rows.Load(), total)
+				}
+				t.Logf("read %d rows of %d", rows.Load(), total)
+			})
+		}
+	}
+}

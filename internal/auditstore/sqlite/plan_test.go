@@ -15,7 +15,8 @@ import (
 // The list queries seek: a page after a cursor is an index range on
 // (organization_id[, project_id], time, event_id), not a scan of the
 // organization's prefix filtered row by row (which made deep pages linear),
-// and no listing sorts in a temporary B-tree.
+// and no listing sorts in a temporary B-tree. The event lookups of wait_for
+// are point lookups on the primary key.
 func TestListQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"))
@@ -39,6 +40,9 @@ func TestListQueryPlans(t *testing.T) {
 		{"executions org first page", "", nil, "USING INDEX tool_executions_org_time (organization_id=?)"},
 		{"executions org deep page", "", nil, "USING INDEX tool_executions_org_time (organization_id=? AND (started_ms,event_id)<(?,?))"},
 		{"executions project deep page", "", nil, "USING INDEX tool_executions_project_time (organization_id=? AND project_id=? AND (started_ms,event_id)<(?,?))"},
+		{"audit lookup", hasAuditSQL, lookupArgs(org, nil, after.EventID), "SEARCH audit_logs USING PRIMARY KEY (organization_id=? AND event_id=?)"},
+		{"audit lookup in a project", hasAuditSQL, lookupArgs(org, &project, after.EventID), "SEARCH audit_logs USING PRIMARY KEY (organization_id=? AND event_id=?)"},
+		{"execution lookup in a project", hasExecutionSQL, lookupArgs(org, &project, after.EventID), "SEARCH tool_executions USING PRIMARY KEY (organization_id=? AND event_id=?)"},
 	}
 	tests[0].query, tests[0].args = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50})
 	tests[1].query, tests[1].args = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50, After: after})

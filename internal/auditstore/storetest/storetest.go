@@ -46,6 +46,7 @@ func Run(t *testing.T, factory Factory) {
 		{"LateArrivals", testLateArrivals},
 		{"Executions", testExecutions},
 		{"ExecutionsSparseAcrossMonths", testExecutionsSparse},
+		{"EventLookup", testLookup},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
