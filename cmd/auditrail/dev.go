@@ -35,7 +35,7 @@ type natsFlags struct {
 func addNATSFlags(fs *flags, defURL string, createsStreams bool) natsFlags {
 	f := natsFlags{
 		url:   fs.String("nats-url", "", defURL, "NATS server URL"),
-		creds: fs.String("nats-creds", "", "", "NATS credentials file of this role (written by `auditrail dev` in DATA/nats, or by `auditrail nats-setup`)"),
+		creds: fs.String("nats-creds", "", "", "NATS credentials file of this role (written by auditrail dev in DATA/nats, or by auditrail nats-setup)"),
 	}
 	if createsStreams {
 		f.maxAge = fs.Duration("stream-max-age", "", 0, "retention of AUDITRAIL_EVENTS (0 keeps events until removed by hand)")

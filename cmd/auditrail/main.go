@@ -40,8 +40,12 @@ func commands() []command {
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "usage: auditrail <command> [flags]\n\ncommands:\n")
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.short)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.short)
 	}
 	fmt.Fprintf(w, "\nRun 'auditrail <command> -h' for the flags of a command; every flag has an AUDITRAIL_… environment twin.\n")
 }

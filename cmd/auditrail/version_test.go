@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,34 @@ func TestVersionAndHelp(t *testing.T) {
 		out, err := cmd.Output()
 		if err != nil || len(out) == 0 {
 			t.Errorf("%v: %v, %d bytes on stdout", args, err, len(out))
+		}
+	}
+	// Every command: --help on stdout, exit 0; each flag line names its
+	// argument by type (a backquoted word in a usage string would replace
+	// it); the command list is aligned in one column.
+	flagLine := regexp.MustCompile(`^  -[a-z0-9-]+( (string|int|float|duration|value|uint))?$`)
+	for _, c := range commands() {
+		out, err := exec.Command(binary(t), c.name, "--help").Output()
+		if err != nil || len(out) == 0 {
+			t.Errorf("%s --help: %v, %d bytes on stdout", c.name, err, len(out))
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "  -") && !flagLine.MatchString(l) {
+				t.Errorf("%s --help: flag line %q", c.name, l)
+			}
+		}
+	}
+	out, _ = exec.Command(binary(t), "--help").Output()
+	col := -1
+	for _, c := range commands() {
+		m := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c.name) + ` +`).FindIndex(out)
+		if m == nil {
+			t.Fatalf("--help lacks %s:\n%s", c.name, out)
+		}
+		if w := m[1] - m[0]; col == -1 {
+			col = w
+		} else if w != col {
+			t.Errorf("--help: the description of %s starts at column %d, others at %d:\n%s", c.name, w, col, out)
 		}
 	}
 	if out, _ := exec.Command(binary(t), "dev", "--help").Output(); regexp.MustCompile(`(?i)dashboard`).Match(out) {
