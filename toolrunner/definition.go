@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/auditrail/auditrail/internal/oauthflow"
 )
 
 // Parameter and output types of seeds/002.
@@ -111,22 +113,35 @@ type Call struct {
 	Inputs map[string]any
 	// Secrets by name (the tool's requirements, hook overrides applied).
 	Secrets map[string]string
-	// Tokens by authorization provider id (the user's connections).
+	// Tokens by authorization provider id: the access tokens of the user's
+	// connections (each holding every scope the tool requires).
 	Tokens map[string]string
-	UserID string
+	// Connections by authorization provider id: the same connections with
+	// their granted scopes and expiry; nil for a tool that needs none.
+	Connections map[string]oauthflow.Connection
+	UserID      string
 }
 
 // Error kinds of an execution.
 const (
-	KindInputInvalid   = "TOOL_INPUT_INVALID"
-	KindRuntime        = "TOOL_RUNTIME_ERROR"
-	KindTimeout        = "TOOL_TIMEOUT"
-	KindUpstream       = "UPSTREAM_ERROR"
-	KindNotFound       = "NOT_FOUND"
-	KindSecretMissing  = "SECRET_MISSING"
-	KindAuthorization  = "AUTHORIZATION_REQUIRED"
-	KindHookCheck      = "HOOK_CHECK_FAILED"
-	KindHookRateLimits = "HOOK_RATE_LIMITED"
+	KindInputInvalid  = "TOOL_INPUT_INVALID"
+	KindRuntime       = "TOOL_RUNTIME_ERROR"
+	KindTimeout       = "TOOL_TIMEOUT"
+	KindUpstream      = "UPSTREAM_ERROR"
+	KindNotFound      = "NOT_FOUND"
+	KindSecretMissing = "SECRET_MISSING"
+	// KindAuthorization: the user has no usable connection to a provider
+	// the tool needs, or it lacks a scope; the result's authorization says
+	// how to grant it. Can retry.
+	KindAuthorization = "AUTHORIZATION_REQUIRED"
+	// KindAuthProviderNotConfigured: the organization has no auth provider
+	// of the id the tool needs.
+	KindAuthProviderNotConfigured = "AUTH_PROVIDER_NOT_CONFIGURED"
+	// KindAuthorizationFailed: the connection could not be used now (the
+	// provider unreachable during a refresh). Can retry.
+	KindAuthorizationFailed = "AUTHORIZATION_FAILED"
+	KindHookCheck           = "HOOK_CHECK_FAILED"
+	KindHookRateLimits      = "HOOK_RATE_LIMITED"
 )
 
 // Error is a tool failure as the API reports it.

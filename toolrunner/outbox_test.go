@@ -40,7 +40,7 @@ func TestExecutionEventsSurviveNATSOutage(t *testing.T) {
 	go func() { drained <- outbox.Run(runCtx) }()
 	defer func() { stop(); <-drained }()
 
-	src := &sources{secrets: map[string]string{}, tokens: map[string]string{}}
+	src := newSources()
 	runner := toolrunner.New(toolrunner.DefaultConfig(), registry(t), hookproxy.New(hookproxy.DefaultConfig(), nil), src, src, src, outbox, nil)
 	sc := toolrunner.Scope{Org: uuid.New(), Project: uuid.New(), UserID: "u1"}
 	run := func(n int) []string {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
@@ -34,9 +35,26 @@ type SecretSource interface {
 	SecretValue(org, project, name string) (string, error)
 }
 
-// TokenSource returns a user's access token and granted scopes for a provider.
-type TokenSource interface {
-	Token(org, project, user, provider string) (token string, scopes []string, err error)
+// ConnectionSource is the users' connections to the organizations' auth
+// providers (the control plane; see internal/oauthflow).
+type ConnectionSource interface {
+	// Connection returns the user's usable connection, refreshed first when
+	// its access token expires within 60 s (once for concurrent callers, the
+	// new token persisted for every instance). An error wrapping
+	// oauthflow.ErrNotConnected when there is none, it is broken, or the
+	// provider refused the refresh; oauthflow.ErrNoProvider when the
+	// organization has no such provider; anything else (the provider
+	// unreachable) is transient.
+	Connection(ctx context.Context, org, project, user, provider string) (oauthflow.Connection, error)
+	// ConnectionStatus reports the stored connection without refreshing it;
+	// it never fails.
+	ConnectionStatus(org, project, user, provider string) (connected bool, scopes []string)
+	// AuthorizationURL starts the authorization-code flow for the user,
+	// asking for scopes merged with what the user already granted; an error
+	// wrapping oauthflow.ErrNoProvider when the organization has no such
+	// provider. Whoever holds the URL can attach their account to the user:
+	// it is handed to the caller only, never logged nor recorded.
+	AuthorizationURL(ctx context.Context, org, project, user, provider string, scopes []string) (url string, stateExpiresAt time.Time, err error)
 }
 
 // EventPublisher stores an event in the stream.
@@ -67,7 +85,7 @@ type Runner struct {
 	hooks   Hooks
 	source  HookSource
 	secrets SecretSource
-	tokens  TokenSource
+	conns   ConnectionSource
 	pub     EventPublisher
 	access  *hookproxy.AccessCache
 	log     *slog.Logger
@@ -75,11 +93,11 @@ type Runner struct {
 }
 
 // New returns a runner.
-func New(cfg Config, reg *Registry, hooks Hooks, source HookSource, secrets SecretSource, tokens TokenSource, pub EventPublisher, log *slog.Logger) *Runner {
+func New(cfg Config, reg *Registry, hooks Hooks, source HookSource, secrets SecretSource, conns ConnectionSource, pub EventPublisher, log *slog.Logger) *Runner {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Runner{cfg: cfg, reg: reg, hooks: hooks, source: source, secrets: secrets, tokens: tokens, pub: pub,
+	return &Runner{cfg: cfg, reg: reg, hooks: hooks, source: source, secrets: secrets, conns: conns, pub: pub,
 		access: hookproxy.NewAccessCache(cfg.AccessCacheTTL), log: log, now: time.Now}
 }
 
@@ -98,14 +116,18 @@ type Actor struct {
 
 // Result is the outcome of an execution (CONTRACT.md).
 type Result struct {
-	ExecutionID string                  `json:"execution_id"`
-	ToolName    string                  `json:"tool_name"`
-	Success     bool                    `json:"success"`
-	Output      any                     `json:"output,omitempty"`
-	Error       *Error                  `json:"error,omitempty"`
-	DurationMS  float64                 `json:"duration_ms"`
-	Hooks       []schemas.HookCall      `json:"hooks"`
-	Event       *schemas.ExecutionEvent `json:"-"`
+	ExecutionID string             `json:"execution_id"`
+	ToolName    string             `json:"tool_name"`
+	Success     bool               `json:"success"`
+	Output      any                `json:"output,omitempty"`
+	Error       *Error             `json:"error,omitempty"`
+	DurationMS  float64            `json:"duration_ms"`
+	Hooks       []schemas.HookCall `json:"hooks"`
+	// Authorization tells the caller how the user grants what the tool
+	// needs (error kind AUTHORIZATION_REQUIRED only). It goes to the caller
+	// and nowhere else: not in the event, not in a log line.
+	Authorization *AuthorizationRequest   `json:"authorization,omitempty"`
+	Event         *schemas.ExecutionEvent `json:"-"`
 	// Recorded is true once the execution event is stored in the stream or
 	// kept in the outbox.
 	Recorded bool `json:"-"`
@@ -270,8 +292,18 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 		return fail(Errorf(KindHookCheck, false, "%s is not available to user %s (access hook %s)", def.FullyQualifiedName(), sc.UserID, by), KindHookCheck)
 	}
 
+	// The user's connections are looked up before the pre hook, once per
+	// provider, so that the hooks see them (context.authorization) and the
+	// tool gets the very connection the hooks were told about. The pre hook
+	// runs even when a connection is missing, and its denial wins: a
+	// policy refusal is not turned into a consent screen, and no
+	// authorization URL (a state) is issued for an execution a hook refuses.
+	// AUTHORIZATION_REQUIRED is decided after the pre hook and the secrets;
+	// the tool and the post hook do not run then.
+	grants := r.connections(ctx, sc, def)
+
 	// Pre hooks.
-	hctx := r.hookContext(sc, def)
+	hctx := r.hookContext(sc, def, grants)
 	pre := r.hooks.Pre(ctx, hooks, hooksapi.PreRequest{ExecutionId: res.ExecutionID, Tool: toolJSON(def), Inputs: inputs, Context: hctx})
 	res.Hooks = append(res.Hooks, pre.Calls...)
 	if !pre.Allowed {
@@ -281,8 +313,8 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 		return fail(Errorf(KindInputInvalid, false, "inputs overridden by a pre hook do not fit the tool: %v", err), KindInputInvalid)
 	}
 
-	// Secrets and the user's connections.
-	call := Call{Inputs: inputs, Secrets: map[string]string{}, Tokens: map[string]string{}, UserID: sc.UserID}
+	// Secrets, then the user's connections.
+	call := Call{Inputs: inputs, Secrets: map[string]string{}, Tokens: make(map[string]string, len(grants)), UserID: sc.UserID}
 	for _, s := range def.Requirements.Secrets {
 		if v, ok := pre.Secrets[s.Name]; ok {
 			call.Secrets[s.Name] = v
@@ -294,12 +326,15 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 		}
 		call.Secrets[s.Name] = v
 	}
-	for _, a := range def.Requirements.Authorization {
-		tok, _, err := r.tokens.Token(sc.Org.String(), sc.Project.String(), sc.UserID, a.ProviderID)
-		if err != nil {
-			return fail(Errorf(KindAuthorization, false, "user %s has not connected %s", sc.UserID, a.ProviderID), KindAuthorization)
+	if e, ar := r.authorize(ctx, sc, def, grants); e != nil {
+		res.Authorization = ar
+		return fail(e, e.Kind)
+	}
+	if len(grants) > 0 {
+		call.Connections = make(map[string]oauthflow.Connection, len(grants))
+		for _, g := range grants {
+			call.Tokens[g.provider], call.Connections[g.provider] = g.conn.AccessToken, g.conn
 		}
-		call.Tokens[a.ProviderID] = tok
 	}
 
 	// The tool, under its deadline.
@@ -347,7 +382,7 @@ func runSafely(ctx context.Context, tool Tool, call Call) (out any, err error) {
 // hookContext is the context object of pre and post requests: secret names
 // (never values), authorization providers with the user's grants (never
 // tokens), the tenant and the user.
-func (r *Runner) hookContext(sc Scope, def Definition) hooksapi.Context {
+func (r *Runner) hookContext(sc Scope, def Definition, grants []grant) hooksapi.Context {
 	user := sc.UserID
 	meta := map[string]any{"organization_id": sc.Org.String(), "project_id": sc.Project.String()}
 	c := hooksapi.Context{UserId: &user, Metadata: &meta}
@@ -358,18 +393,8 @@ func (r *Runner) hookContext(sc Scope, def Definition) hooksapi.Context {
 		}
 		c.Secrets = &names
 	}
-	if len(def.Requirements.Authorization) > 0 {
-		auth := map[string]hooksapi.AuthorizationInfo{}
-		for _, a := range def.Requirements.Authorization {
-			a := a
-			_, scopes, err := r.tokens.Token(sc.Org.String(), sc.Project.String(), sc.UserID, a.ProviderID)
-			connected := err == nil
-			info := hooksapi.AuthorizationInfo{ProviderType: &a.ProviderType, Connected: &connected}
-			if connected {
-				info.Scopes = &scopes
-			}
-			auth[a.ProviderID] = info
-		}
+	if len(grants) > 0 {
+		auth := r.hookAuthorization(sc, grants)
 		c.Authorization = &auth
 	}
 	return c

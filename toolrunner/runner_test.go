@@ -1,13 +1,16 @@
 package toolrunner_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -53,10 +57,20 @@ func registry(t *testing.T) *toolrunner.Registry {
 	secret.Requirements.Secrets = []toolrunner.SecretRequirement{{Name: "API_TOKEN", Type: "password"}}
 	authd := def("NeedsAuth")
 	authd.Requirements.Authorization = []toolrunner.AuthRequirement{{ProviderType: "oauth2", ProviderID: "google", Scopes: []string{"drive"}}}
+	more := def("NeedsMore")
+	more.Requirements.Authorization = []toolrunner.AuthRequirement{
+		{ProviderType: "oauth2", ProviderID: "google", Scopes: []string{"drive"}},
+		{ProviderType: "oauth2", ProviderID: "google", Scopes: []string{"docs"}},
+		{ProviderType: "oauth2", ProviderID: "microsoft", Scopes: []string{"Mail.Read"}},
+	}
 	err := r.Register(
 		testTool{echo, func(_ context.Context, c toolrunner.Call) (any, error) { lastCall.Store(c); return c.Inputs, nil }},
 		testTool{secret, func(_ context.Context, c toolrunner.Call) (any, error) { lastCall.Store(c); return "ok", nil }},
 		testTool{authd, func(_ context.Context, c toolrunner.Call) (any, error) { return c.Tokens["google"], nil }},
+		testTool{more, func(_ context.Context, c toolrunner.Call) (any, error) {
+			lastCall.Store(c)
+			return len(c.Connections), nil
+		}},
 		testTool{def("Slow"), func(ctx context.Context, _ toolrunner.Call) (any, error) { <-ctx.Done(); return nil, ctx.Err() }},
 		testTool{def("Panics"), func(context.Context, toolrunner.Call) (any, error) { panic("boom") }},
 		testTool{def("Upstream"), func(context.Context, toolrunner.Call) (any, error) {
@@ -69,11 +83,37 @@ func registry(t *testing.T) *toolrunner.Registry {
 	return r
 }
 
+// sources is the runner's hooks, secrets and connections over maps; as a
+// ConnectionSource it behaves as the interface says (the control plane's
+// implementation is tested in controlplane and end to end).
 type sources struct {
 	mu      sync.Mutex
 	hooks   []hookproxy.Hook
 	secrets map[string]string
-	tokens  map[string]string
+	// conns are the usable connections by user/provider; broken ones keep
+	// their scopes but are not usable.
+	conns  map[string]oauthflow.Connection
+	broken map[string][]string
+	// providers are the organization's auth providers.
+	providers map[string]bool
+	// connErr, when set, is Connection's answer (the provider unreachable,
+	// …); urlErr AuthorizationURL's.
+	connErr, urlErr error
+	// issued are the authorization URLs handed out.
+	issued []issued
+
+	connCalls, statusCalls atomic.Int64
+}
+
+type issued struct {
+	user, provider, url, nonce string
+	scopes                     []string
+	expires                    time.Time
+}
+
+func newSources() *sources {
+	return &sources{secrets: map[string]string{}, conns: map[string]oauthflow.Connection{}, broken: map[string][]string{},
+		providers: map[string]bool{"google": true, "microsoft": true}}
 }
 
 func (s *sources) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook, error) {
@@ -89,11 +129,47 @@ func (s *sources) SecretValue(_, _, name string) (string, error) {
 	return "", errors.New("not found")
 }
 
-func (s *sources) Token(_, _, user, provider string) (string, []string, error) {
-	if v, ok := s.tokens[user+"/"+provider]; ok {
-		return v, []string{"drive"}, nil
+func (s *sources) Connection(_ context.Context, _, _, user, provider string) (oauthflow.Connection, error) {
+	s.connCalls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.connErr != nil {
+		return oauthflow.Connection{}, s.connErr
 	}
-	return "", nil, errors.New("not connected")
+	if c, ok := s.conns[user+"/"+provider]; ok {
+		c.Scopes = slices.Clone(c.Scopes)
+		return c, nil
+	}
+	if _, ok := s.broken[user+"/"+provider]; ok {
+		return oauthflow.Connection{}, fmt.Errorf("connection of %s to %s is broken: %w", user, provider, oauthflow.ErrNotConnected)
+	}
+	return oauthflow.Connection{}, fmt.Errorf("%s to %s: %w", user, provider, oauthflow.ErrNotConnected)
+}
+
+func (s *sources) ConnectionStatus(_, _, user, provider string) (bool, []string) {
+	s.statusCalls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.conns[user+"/"+provider]; ok {
+		return true, slices.Clone(c.Scopes)
+	}
+	return false, slices.Clone(s.broken[user+"/"+provider])
+}
+
+func (s *sources) AuthorizationURL(_ context.Context, _, _, user, provider string, scopes []string) (string, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.urlErr != nil {
+		return "", time.Time{}, s.urlErr
+	}
+	if !s.providers[provider] {
+		return "", time.Time{}, fmt.Errorf("%s: %w", provider, oauthflow.ErrNoProvider)
+	}
+	asked := oauthflow.MergeScopes(s.conns[user+"/"+provider].Scopes, scopes)
+	is := issued{user: user, provider: provider, nonce: uuid.NewString(), scopes: slices.Clone(scopes), expires: time.Now().Add(10 * time.Minute)}
+	is.url = "https://idp.test/authorize?client_id=cid&scope=" + strings.Join(asked, "+") + "&state=" + is.nonce
+	s.issued = append(s.issued, is)
+	return is.url, is.expires, nil
 }
 
 type env struct {
@@ -101,6 +177,24 @@ type env struct {
 	src    *sources
 	js     jetstream.JetStream
 	sc     toolrunner.Scope
+	logs   *lockedBuffer // the runner's log lines
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newEnv(t *testing.T, mut func(*toolrunner.Config)) *env {
@@ -114,11 +208,13 @@ func newEnv(t *testing.T, mut func(*toolrunner.Config)) *env {
 	if mut != nil {
 		mut(&cfg)
 	}
-	src := &sources{secrets: map[string]string{}, tokens: map[string]string{}}
+	src := newSources()
 	hcfg := hookproxy.DefaultConfig()
 	hcfg.Egress = egress.AllowLoopback() // the hook servers are on 127.0.0.1
-	r := toolrunner.New(cfg, registry(t), hookproxy.New(hcfg, nil), src, src, src, pub, nil)
-	return &env{runner: r, src: src, js: js, sc: toolrunner.Scope{Org: uuid.New(), Project: uuid.New(), UserID: "u1"}}
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	r := toolrunner.New(cfg, registry(t), hookproxy.New(hcfg, log), src, src, src, pub, log)
+	return &env{runner: r, src: src, js: js, sc: toolrunner.Scope{Org: uuid.New(), Project: uuid.New(), UserID: "u1"}, logs: logs}
 }
 
 // hookServer answers pre and post with a handler and records request bodies.
@@ -151,6 +247,16 @@ func hookOf(id, url string, points ...hookproxy.Point) hookproxy.Hook {
 
 func (e *env) lastEvent(t *testing.T) schemas.ExecutionEvent {
 	t.Helper()
+	ev, err := schemas.UnmarshalExecutionEvent(e.lastEventRaw(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// lastEventRaw is the last execution event of the org as stored.
+func (e *env) lastEventRaw(t *testing.T) []byte {
+	t.Helper()
 	s, err := e.js.Stream(context.Background(), schemas.StreamEvents)
 	if err != nil {
 		t.Fatal(err)
@@ -162,11 +268,7 @@ func (e *env) lastEvent(t *testing.T) schemas.ExecutionEvent {
 	if m.Header.Get("Auditrail-Schema") != "execution/v1" {
 		t.Fatalf("schema header %q", m.Header.Get("Auditrail-Schema"))
 	}
-	ev, err := schemas.UnmarshalExecutionEvent(m.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ev
+	return m.Data
 }
 
 func TestValidate(t *testing.T) {
@@ -269,7 +371,7 @@ func TestPipelineOverridesAndEvent(t *testing.T) {
 
 func TestFailures(t *testing.T) {
 	e := newEnv(t, nil)
-	e.src.tokens["u1/google"] = "ya29.token"
+	e.src.conns["u1/google"] = oauthflow.Connection{AccessToken: "ya29.token", Scopes: []string{"drive"}}
 	ctx := context.Background()
 	tests := []struct {
 		tool, kind string
@@ -328,12 +430,12 @@ func TestAccessHookAndCache(t *testing.T) {
 	for _, d := range defs {
 		names[d.Name] = true
 	}
-	if names["Panics"] || names["Slow"] || !names["Echo"] || len(defs) != 4 {
+	if names["Panics"] || names["Slow"] || !names["Echo"] || len(defs) != 5 {
 		t.Fatalf("visible: %v", names)
 	}
 	var req hooksapi.AccessRequest
 	_ = json.Unmarshal(<-acc.bodies, &req)
-	if req.UserId != "u1" || len(req.Toolkits["TestKit"].Tools) != 6 {
+	if req.UserId != "u1" || len(req.Toolkits["TestKit"].Tools) != 7 {
 		t.Fatalf("access request: %+v", req)
 	}
 	res, _ := e.runner.Execute(ctx, e.sc, "TestKit.Panics", nil)

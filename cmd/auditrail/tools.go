@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/documentdb"
@@ -111,7 +114,33 @@ func newHookProxy(admin *controlplane.Service, guard *egress.Guard, log *slog.Lo
 // the control plane's hooks, secrets and connections, the event publisher.
 func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub toolrunner.EventPublisher, guard *egress.Guard, log *slog.Logger) (*toolrunner.Runner, *hookproxy.Proxy) {
 	proxy := newHookProxy(admin, guard, log)
-	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, admin, pub, log), proxy
+	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, connectionSource{admin}, pub, log), proxy
+}
+
+// connectionSource is TEMPORARY (issue 10): the runner's ConnectionSource
+// over the control plane's stored raw tokens until the control plane
+// implements it (then admin is passed as is). Without the OAuth flow no
+// organization has an auth provider, hence ErrNoProvider.
+type connectionSource struct{ admin *controlplane.Service }
+
+func (c connectionSource) Connection(_ context.Context, org, project, user, provider string) (oauthflow.Connection, error) {
+	tok, scopes, err := c.admin.Token(org, project, user, provider)
+	if errors.Is(err, controlplane.ErrNotConnected) {
+		return oauthflow.Connection{}, fmt.Errorf("%s: %w", provider, oauthflow.ErrNotConnected)
+	}
+	if err != nil {
+		return oauthflow.Connection{}, err
+	}
+	return oauthflow.Connection{AccessToken: tok, Scopes: scopes}, nil
+}
+
+func (c connectionSource) ConnectionStatus(org, project, user, provider string) (bool, []string) {
+	_, scopes, err := c.admin.Token(org, project, user, provider)
+	return err == nil, scopes
+}
+
+func (connectionSource) AuthorizationURL(_ context.Context, _, _, _, provider string, _ []string) (string, time.Time, error) {
+	return "", time.Time{}, fmt.Errorf("%s: %w", provider, oauthflow.ErrNoProvider)
 }
 
 // executionOutbox opens the durable outbox of execution events in dir

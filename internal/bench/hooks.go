@@ -22,6 +22,7 @@ import (
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
@@ -178,8 +179,12 @@ func (noSources) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook,
 	return nil, nil
 }
 func (noSources) SecretValue(_, _, _ string) (string, error) { return "", fmt.Errorf("none") }
-func (noSources) Token(_, _, _, _ string) (string, []string, error) {
-	return "", nil, fmt.Errorf("none")
+func (noSources) Connection(context.Context, string, string, string, string) (oauthflow.Connection, error) {
+	return oauthflow.Connection{}, oauthflow.ErrNotConnected
+}
+func (noSources) ConnectionStatus(_, _, _, _ string) (bool, []string) { return false, nil }
+func (noSources) AuthorizationURL(context.Context, string, string, string, string, []string) (string, time.Time, error) {
+	return "", time.Time{}, oauthflow.ErrNoProvider
 }
 
 func executionRates(ctx context.Context, log *slog.Logger) (execRate, pubRate float64, err error) {

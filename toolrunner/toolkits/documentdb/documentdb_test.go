@@ -18,6 +18,7 @@ import (
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/ferret"
+	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -32,7 +33,13 @@ func (f fixed) SecretValue(_, _, name string) (string, error) {
 	}
 	return "", errors.New("no secret")
 }
-func (fixed) Token(_, _, _, _ string) (string, []string, error) { return "", nil, errors.New("none") }
+func (fixed) Connection(context.Context, string, string, string, string) (oauthflow.Connection, error) {
+	return oauthflow.Connection{}, oauthflow.ErrNotConnected
+}
+func (fixed) ConnectionStatus(_, _, _, _ string) (bool, []string) { return false, nil }
+func (fixed) AuthorizationURL(context.Context, string, string, string, string, []string) (string, time.Time, error) {
+	return "", time.Time{}, oauthflow.ErrNoProvider
+}
 
 type env struct {
 	tk     *Toolkit
