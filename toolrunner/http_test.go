@@ -1,18 +1,26 @@
 package toolrunner_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
+	"github.com/auditrail/auditrail/internal/oauthflow"
+	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
@@ -153,5 +161,92 @@ func TestHTTPAPI(t *testing.T) {
 		if code != tc.status || !strings.Contains(m["msg"].(string), tc.msg) || m["data"] != nil {
 			t.Errorf("%s %s %s: %d %v, want %d naming %s", tc.method, tc.path, tc.body, code, m["msg"], tc.status, tc.msg)
 		}
+	}
+}
+
+// TestHTTPAuthorization: the execute answer carries data.authorization for
+// AUTHORIZATION_REQUIRED and only then, as tools.yaml describes it (every
+// answer is validated against the OpenAPI description).
+func TestHTTPAuthorization(t *testing.T) {
+	e := newEnv(t, nil)
+	app := httpapi.NewApp(nil)
+	toolrunner.NewServer(e.runner, allowAll{}, httpx.TrustedProxies{}).Register(app)
+	spec, err := schemas.OpenAPI.ReadFile("openapi/tools.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("tools.yaml: %v", err)
+	}
+	doc.Servers = openapi3.Servers{{URL: "http://example.com"}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/api/v1/orgs/" + e.sc.Org.String() + "/projects/" + e.sc.Project.String() + "/tools/execute"
+	execute := func(tool string) map[string]any {
+		t.Helper()
+		req := httptest.NewRequest("POST", path, strings.NewReader(`{"tool_name":"`+tool+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer good")
+		resp, err := app.Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+			Status:                 resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		}
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			t.Fatalf("%s: the answer does not match tools.yaml: %v\n%s", tool, err, raw)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tool, resp.StatusCode, raw)
+		}
+		return m["data"].(map[string]any)
+	}
+
+	// Not connected: AUTHORIZATION_REQUIRED with where to go.
+	d := execute("TestKit.NeedsAuth")
+	errm, _ := d["error"].(map[string]any)
+	a, _ := d["authorization"].(map[string]any)
+	if d["success"] != false || errm["kind"] != "AUTHORIZATION_REQUIRED" || errm["can_retry"] != true || a == nil {
+		t.Fatalf("not connected: %v", d)
+	}
+	is := e.src.issued[0]
+	exp, err := time.Parse(time.RFC3339Nano, fmt.Sprint(a["state_expires_at"]))
+	if a["provider"] != "google" || fmt.Sprint(a["scopes"]) != "[drive]" || a["url"] != is.url || err != nil || !exp.Equal(is.expires) || is.user != "caller" {
+		t.Fatalf("authorization %v, issued %+v", a, is)
+	}
+
+	// Connected with the scope: the tool gets the token, no authorization.
+	e.src.mu.Lock()
+	e.src.conns["caller/google"] = oauthflow.Connection{AccessToken: "ya29.caller", Scopes: []string{"docs", "drive", "email"}}
+	e.src.mu.Unlock()
+	if d := execute("TestKit.NeedsAuth"); d["success"] != true || d["output"] != "ya29.caller" || d["authorization"] != nil {
+		t.Fatalf("connected: %v", d)
+	}
+
+	// No such provider in the organization: no authorization member.
+	e.src.mu.Lock()
+	delete(e.src.providers, "microsoft")
+	e.src.mu.Unlock()
+	d = execute("TestKit.NeedsMore")
+	if errm, _ := d["error"].(map[string]any); d["success"] != false || errm["kind"] != "AUTH_PROVIDER_NOT_CONFIGURED" || errm["can_retry"] != false {
+		t.Fatalf("no provider: %v", d)
+	}
+	if _, ok := d["authorization"]; ok {
+		t.Fatalf("authorization without AUTHORIZATION_REQUIRED: %v", d)
 	}
 }

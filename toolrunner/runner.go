@@ -302,8 +302,12 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 	// the tool and the post hook do not run then.
 	grants := r.connections(ctx, sc, def)
 
-	// Pre hooks.
-	hctx := r.hookContext(sc, def, grants)
+	// Pre hooks; the context they and the post hooks get is built only
+	// when some hook will receive it.
+	var hctx hooksapi.Context
+	if hasPrePost(hooks) {
+		hctx = r.hookContext(sc, def, grants)
+	}
 	pre := r.hooks.Pre(ctx, hooks, hooksapi.PreRequest{ExecutionId: res.ExecutionID, Tool: toolJSON(def), Inputs: inputs, Context: hctx})
 	res.Hooks = append(res.Hooks, pre.Calls...)
 	if !pre.Allowed {
@@ -367,6 +371,18 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 	}
 	res.Success, res.Output = true, pr.Output
 	return res, nil
+}
+
+// hasPrePost: some hook is called before or after the tool.
+func hasPrePost(hooks []hookproxy.Hook) bool {
+	for _, h := range hooks {
+		_, pre := h.Points[hookproxy.Pre]
+		_, post := h.Points[hookproxy.Post]
+		if pre || post {
+			return true
+		}
+	}
+	return false
 }
 
 // runSafely runs the tool, turning a panic into a runtime error.
