@@ -78,9 +78,8 @@ func (s *Server) authorizeGet(w http.ResponseWriter, r *http.Request) {
 	}
 	req := authRequest{Client: client, RedirectURI: redirect, Scopes: scopes, State: state,
 		Challenge: q.Get("code_challenge"), LoginHint: q.Get("login_hint")}
-	if q.Get("include_granted_scopes") == "true" {
-		req.IncludeGranted = true
-	}
+	req.IncludeGranted = q.Get("include_granted_scopes") == "true"
+	req.Offline = q.Get("access_type") == "offline" || slices.Contains(scopes, "offline_access")
 	if s.cfg.AutoApprove {
 		s.approve(w, r, req, s.hintedUser(req.LoginHint), http.StatusFound)
 		return
@@ -117,6 +116,11 @@ func (s *Server) consentPage(w http.ResponseWriter, r *http.Request, req authReq
 	csrf := randomToken("")
 	s.mu.Lock()
 	s.sweepLocked()
+	if len(s.pending) >= maxPending {
+		s.mu.Unlock()
+		s.errorPage(w, http.StatusServiceUnavailable, "Too many sign-ins in progress; try again later.")
+		return
+	}
 	s.pending[hash(csrf)] = &pendingReq{req: req, session: hash(session), expiresAt: s.cfg.Now().Add(consentTTL)}
 	s.mu.Unlock()
 
@@ -187,7 +191,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, req authRequest
 		scopes = slices.Compact(scopes)
 	}
 	s.codes[hash(code)] = &codeRec{ClientID: req.Client.ID, RedirectURI: req.RedirectURI, UserID: u.ID,
-		Challenge: req.Challenge, Scopes: scopes, ExpiresAt: s.cfg.Now().Add(s.cfg.CodeTTL)}
+		Challenge: req.Challenge, Scopes: scopes, Offline: req.Offline, ExpiresAt: s.cfg.Now().Add(s.cfg.CodeTTL)}
 	s.stats.CodesIssued++
 	s.mu.Unlock()
 	redirectTo(w, r, req.RedirectURI, url.Values{"code": {code}, "state": {req.State}}, status)
@@ -370,8 +374,10 @@ func (s *Server) codeGrant(f url.Values, client Client) (tokenResponse, *oauthEr
 	s.st.Grants[gid] = &grantRec{UserID: u.ID, Email: u.Email, ClientID: client.ID, Scopes: c.Scopes, Created: s.cfg.Now()}
 	c.Grant = gid
 	resp := s.issueAccessLocked(gid, c.Scopes)
-	resp.RefreshToken = randomToken("rt_")
-	s.st.Refresh[hash(resp.RefreshToken)] = &refreshRec{Grant: gid}
+	if c.Offline {
+		resp.RefreshToken = randomToken("rt_")
+		s.st.Refresh[hash(resp.RefreshToken)] = &refreshRec{Grant: gid}
+	}
 	s.stats.CodeGrants++
 	s.saveLocked()
 	return resp, nil

@@ -10,7 +10,9 @@
 //	GET  /authorize  response_type=code, client_id, redirect_uri, scope
 //	                 (space separated), state, code_challenge and
 //	                 code_challenge_method=S256 (required), login_hint,
-//	                 access_type, prompt, include_granted_scopes. An unknown
+//	                 access_type (offline, or the offline_access scope, for a
+//	                 refresh token), prompt, include_granted_scopes (the new
+//	                 grant also holds the scopes granted before). An unknown
 //	                 client or a redirect_uri that is not registered is a 400
 //	                 page (never a redirect to an unverified URI); any other
 //	                 error is a redirect with error=… and the state. Renders
@@ -200,6 +202,7 @@ type codeRec struct {
 	Scopes                                   []string
 	ExpiresAt                                time.Time
 	Used                                     bool
+	Offline                                  bool
 	Grant                                    string // the grant issued from it, once exchanged
 }
 
@@ -213,7 +216,14 @@ type authRequest struct {
 	// IncludeGranted: include_granted_scopes=true (incremental
 	// authorization: the new grant also holds the scopes granted before).
 	IncludeGranted bool
+	// Offline: access_type=offline or the offline_access scope; only then
+	// does the code grant come with a refresh token (as Google and
+	// Microsoft do).
+	Offline bool
 }
+
+// maxPending bounds the consent pages awaiting an answer.
+const maxPending = 10000
 
 type pendingReq struct {
 	req       authRequest

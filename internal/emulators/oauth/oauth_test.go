@@ -85,7 +85,8 @@ func newHarness(t testing.TB, mod func(*oauth.Config)) *harness {
 
 func authorizeQuery(mod func(url.Values)) url.Values {
 	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirect},
-		"scope": {"docs mail"}, "state": {"st-1"}, "code_challenge": {challenge(verifier)}, "code_challenge_method": {"S256"}}
+		"scope": {"docs mail"}, "state": {"st-1"}, "code_challenge": {challenge(verifier)}, "code_challenge_method": {"S256"},
+		"access_type": {"offline"}}
 	if mod != nil {
 		mod(q)
 	}
@@ -356,6 +357,27 @@ func TestTokenCodeGrant(t *testing.T) {
 			}
 			if a.TokenType != "Bearer" || a.ExpiresIn != 3600 || a.Scope != "docs mail" || a.RefreshToken == "" || len(a.AccessToken) < 40 {
 				t.Fatalf("answer %+v", a)
+			}
+		})
+	}
+}
+
+func TestRefreshTokenOnlyOffline(t *testing.T) {
+	tests := []struct {
+		name        string
+		mod         func(url.Values)
+		wantRefresh bool
+	}{
+		{"access_type=offline", nil, true},
+		{"online", func(q url.Values) { q.Del("access_type") }, false},
+		{"offline_access scope", func(q url.Values) { q.Del("access_type"); q.Set("scope", "mail offline_access") }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			a := h.post(t, "/token", codeForm(h.code(t, tt.mod)), creds)
+			if a.Status != 200 || (a.RefreshToken != "") != tt.wantRefresh {
+				t.Fatalf("%+v", a)
 			}
 		})
 	}
@@ -723,4 +745,39 @@ func FuzzAuthorizeQuery(f *testing.F) {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
 	})
+}
+
+// Mounted below a path, the consent form posts back to the page's own URL.
+func TestMountedUnderPrefix(t *testing.T) {
+	s, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: clientID, Secret: secret, RedirectURIs: []string{redirect}}},
+		Users: []oauth.User{{ID: "u1", Email: "ann@example.com"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/oauth/", http.StripPrefix("/oauth", s.Handler()))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer c.CloseIdleConnections()
+	pageURL := srv.URL + "/oauth/authorize?" + authorizeQuery(nil).Encode()
+	resp, err := c.Get(pageURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `<form method="post">`) {
+		t.Fatalf("the form must post to the page URL: %s", b)
+	}
+	resp, err = c.PostForm(pageURL, url.Values{"csrf": {csrfRe.FindStringSubmatch(string(b))[1]}, "user": {"u1"}, "decision": {"allow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || loc.Query().Get("code") == "" {
+		t.Fatalf("%d %v", resp.StatusCode, loc)
+	}
 }
