@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -289,7 +290,7 @@ func (f *Flow) Exchange(ctx context.Context, p Provider, st State, code string) 
 	if err != nil {
 		return Token{}, tokenError("exchange", err)
 	}
-	return fromOAuth2(tok, st.Scopes), nil
+	return f.fromOAuth2(tok, st.Scopes), nil
 }
 
 // Refresh gets a new access token with a refresh token. The answer's
@@ -308,7 +309,7 @@ func (f *Flow) Refresh(ctx context.Context, p Provider, refreshToken string) (To
 	if err != nil {
 		return Token{}, tokenError("refresh", err)
 	}
-	return fromOAuth2(tok, nil), nil
+	return f.fromOAuth2(tok, nil), nil
 }
 
 // Revoke revokes a token at the provider (RFC 7009, client authentication
@@ -367,9 +368,14 @@ func (f *Flow) Userinfo(ctx context.Context, p Provider, accessToken string) (Ac
 	return a, nil
 }
 
-func fromOAuth2(t *oauth2.Token, requested []string) Token {
+// fromOAuth2 converts x/oauth2's token; the expiry is expires_in on
+// Config.Now (x/oauth2 reads it on the wall clock).
+func (f *Flow) fromOAuth2(t *oauth2.Token, requested []string) Token {
 	out := Token{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.Type(), Scopes: requested}
-	if !t.Expiry.IsZero() {
+	if secs, ok := expiresIn(t.Extra("expires_in")); ok {
+		e := f.cfg.Now().Add(time.Duration(secs) * time.Second).UTC()
+		out.ExpiresAt = &e
+	} else if !t.Expiry.IsZero() {
 		e := t.Expiry.UTC()
 		out.ExpiresAt = &e
 	}
@@ -377,6 +383,33 @@ func fromOAuth2(t *oauth2.Token, requested []string) Token {
 		out.Scopes = MergeScopes(strings.Fields(s))
 	}
 	return out
+}
+
+// expiresIn reads expires_in as x/oauth2 hands it over: a float64 from a
+// JSON answer, an int64 or a string from a form-encoded one.
+func expiresIn(v any) (int64, bool) {
+	var n int64
+	switch x := v.(type) {
+	case float64:
+		n = int64(x)
+	case int64: // x/oauth2's reading of a form-encoded answer
+		n = x
+	case json.Number:
+		i, err := x.Int64()
+		if err != nil {
+			return 0, false
+		}
+		n = i
+	case string:
+		i, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		n = i
+	default:
+		return 0, false
+	}
+	return n, n > 0 && n < 1<<31
 }
 
 // tokenError maps an x/oauth2 error without letting its text through: a
@@ -388,10 +421,12 @@ func tokenError(op string, err error) error {
 		if re.Response != nil {
 			status = re.Response.StatusCode
 		}
+		// Only the status and the RFC 6749 error code: the description
+		// and the body are the provider's free text.
 		if re.ErrorCode == "invalid_grant" {
-			return fmt.Errorf("%w: %s: %s", ErrInvalidGrant, op, clean(re.ErrorDescription))
+			return fmt.Errorf("%w: %s refused", ErrInvalidGrant, op)
 		}
-		return fmt.Errorf("%w: %s: status %d %s %s", ErrProvider, op, status, clean(re.ErrorCode), clean(re.ErrorDescription))
+		return fmt.Errorf("%w: %s: status %d %s", ErrProvider, op, status, clean(re.ErrorCode))
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -405,7 +440,7 @@ func tokenError(op string, err error) error {
 	return fmt.Errorf("%w: %s: malformed token answer", ErrProvider, op)
 }
 
-// clean keeps a provider's error text short and printable.
+// clean keeps a provider's error code short and printable.
 func clean(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
@@ -413,8 +448,8 @@ func clean(s string) string {
 		}
 		return -1
 	}, s)
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	if len(s) > 64 {
+		s = s[:64] + "…"
 	}
 	return s
 }

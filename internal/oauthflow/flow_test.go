@@ -202,8 +202,7 @@ func TestFullCodeFlow(t *testing.T) {
 	if tok.AccessToken == "" || tok.RefreshToken == "" || tok.ExpiresAt == nil || !strings.EqualFold(tok.TokenType, "bearer") {
 		t.Fatalf("token %+v", tok)
 	}
-	// x/oauth2 reads expires_in against the real clock.
-	if d := time.Until(*tok.ExpiresAt); d < 59*time.Minute || d > time.Hour {
+	if !tok.ExpiresAt.Equal(e.clock.Now().Add(time.Hour)) {
 		t.Fatalf("expiry %v", tok.ExpiresAt)
 	}
 	if !slices.Equal(tok.Scopes, []string{"docs.write", "email", "openid"}) {
@@ -362,7 +361,7 @@ func TestRefresh(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if nt.AccessToken == tok.AccessToken || nt.ExpiresAt == nil {
+			if nt.AccessToken == tok.AccessToken || nt.ExpiresAt == nil || !nt.ExpiresAt.Equal(e.clock.Now().Add(30*time.Second)) {
 				t.Fatalf("new token %+v", nt)
 			}
 			if g, err := e.em.Verify(nt.AccessToken); err != nil || !slices.Equal(g.Scopes, []string{"docs", "email", "openid"}) {
@@ -655,4 +654,60 @@ func FuzzOpenState(f *testing.F) {
 			t.Fatalf("opened an incomplete state %+v", st)
 		}
 	})
+}
+
+// Token endpoint answers of other providers: errors never carry the answer's
+// body (which may echo anything), invalid_grant is recognized, form-encoded
+// answers work.
+func TestTokenAnswers(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int
+		ctype   string
+		body    string
+		wantErr error
+		check   func(t *testing.T, tok oauthflow.Token, now time.Time)
+	}{
+		{"server error with a body", 500, "text/plain", "LEAK rt_secret", oauthflow.ErrProvider, nil},
+		{"invalid_grant", 400, "application/json", `{"error":"invalid_grant","error_description":"Token has been expired or revoked."}`, oauthflow.ErrInvalidGrant, nil},
+		{"invalid_client", 401, "application/json", `{"error":"invalid_client","error_description":"LEAK"}`, oauthflow.ErrProvider, nil},
+		{"no access token", 200, "application/json", `{"token_type":"Bearer","refresh_token":"LEAK"}`, oauthflow.ErrProvider, nil},
+		{"form-encoded", 200, "application/x-www-form-urlencoded", "access_token=at1&token_type=bearer&expires_in=120&scope=a+b", nil,
+			func(t *testing.T, tok oauthflow.Token, now time.Time) {
+				if tok.AccessToken != "at1" || !slices.Equal(tok.Scopes, []string{"a", "b"}) || tok.RefreshToken != "rt-given" ||
+					tok.ExpiresAt == nil || !tok.ExpiresAt.Equal(now.Add(2*time.Minute)) {
+					t.Fatalf("%+v", tok)
+				}
+			}},
+		{"no scope, no expiry", 200, "application/json", `{"access_token":"at2","token_type":"Bearer"}`, nil,
+			func(t *testing.T, tok oauthflow.Token, _ time.Time) {
+				if tok.Scopes != nil || tok.ExpiresAt != nil {
+					t.Fatalf("%+v", tok)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ctype)
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			e := newEnv(t, nil)
+			p := e.provider
+			p.TokenURL = srv.URL + "/token"
+			tok, err := e.flow.Refresh(context.Background(), p, "rt-given")
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("got %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if strings.Contains(err.Error(), "LEAK") || strings.Contains(err.Error(), "rt-given") {
+					t.Fatalf("the error carries the answer: %v", err)
+				}
+				return
+			}
+			tt.check(t, tok, e.clock.Now())
+		})
+	}
 }
