@@ -35,6 +35,9 @@ fuzz:
 	$(GO) test ./internal/redact -run '^$$' -fuzz FuzzURL -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/httpx -run '^$$' -fuzz FuzzClientIP -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/egress -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/emulators/oauth -run '^$$' -fuzz FuzzTokenForm -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/emulators/oauth -run '^$$' -fuzz FuzzAuthorizeQuery -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/oauthflow -run '^$$' -fuzz FuzzOpenState -fuzztime $(FUZZTIME)
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
