@@ -101,6 +101,11 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 		v.Post(base+"/:hook_id/disable", s.disableHook)
 		v.Delete(base+"/:hook_id", s.deleteHook)
 	}
+	v.Get("/orgs/:org_id/auth_providers", s.listProviders)
+	v.Post("/orgs/:org_id/auth_providers", s.createProvider)
+	v.Get("/orgs/:org_id/auth_providers/:provider_id", s.getProvider)
+	v.Patch("/orgs/:org_id/auth_providers/:provider_id", s.patchProvider)
+	v.Delete("/orgs/:org_id/auth_providers/:provider_id", s.deleteProvider)
 	v.Get("/orgs/:org_id/projects/:project_id/secrets", s.listSecrets)
 	v.Put("/orgs/:org_id/projects/:project_id/secrets/:name", s.putSecret)
 	v.Delete("/orgs/:org_id/projects/:project_id/secrets/:name", s.deleteSecret)

@@ -638,3 +638,4 @@ func secretKey(org, p, name string) string  { return "secret." + org + "." + p +
 func connKey(org, p, user, prov string) string {
 	return "conn." + org + "." + p + "." + enc(user) + "." + enc(prov)
 }
+func providerKey(org, id string) string { return "provider." + org + "." + enc(id) }
