@@ -1,0 +1,429 @@
+package oauthflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"golang.org/x/oauth2"
+)
+
+var (
+	// ErrStateInvalid: the state does not open (forged, tampered, garbage)
+	// or belongs to another provider.
+	ErrStateInvalid = errors.New("invalid oauth state")
+	// ErrStateExpired: the state opened but its time is over.
+	ErrStateExpired = errors.New("oauth state expired")
+	// ErrInvalidGrant: the provider refused the code or refresh token
+	// (invalid_grant: expired, revoked, already used, PKCE mismatch).
+	ErrInvalidGrant = errors.New("invalid grant")
+	// ErrProvider: the provider answered with another error or could not
+	// be reached; worth retrying later.
+	ErrProvider = errors.New("oauth provider error")
+	// ErrInvalidProvider: the provider lacks a client id or an endpoint.
+	ErrInvalidProvider = errors.New("invalid auth provider")
+	// ErrInvalidConfig: New refused its Config.
+	ErrInvalidConfig = errors.New("invalid oauthflow config")
+)
+
+// stateKey is the sealer key (additional data) of states: a sealed
+// connection or secret cannot pass for a state.
+const stateKey = "oauth-state"
+
+// maxState bounds the state accepted by OpenState.
+const maxState = 4096
+
+// Sealer is controlplane.Sealer (AES-256-GCM; key = additional data).
+type Sealer interface {
+	Seal(key string, plaintext []byte) ([]byte, error)
+	Open(key string, sealed []byte) ([]byte, error)
+}
+
+// Config of a Flow.
+type Config struct {
+	// RedirectURL is <public URL>/api/v1/oauth/callback.
+	RedirectURL string
+	// StateTTL is how long a started flow may be completed (default 10m).
+	StateTTL time.Duration
+	// HTTPClient makes the token, revoke and userinfo calls; the caller
+	// passes an egress-guarded one.
+	HTTPClient *http.Client
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultConfig has a 10-minute state, a client with a 15 s timeout and
+// time.Now; RedirectURL must still be set.
+func DefaultConfig() Config {
+	return Config{StateTTL: 10 * time.Minute, HTTPClient: &http.Client{Timeout: 15 * time.Second}, Now: time.Now}
+}
+
+// Validate reports the first problem of the config.
+func (c Config) Validate() error {
+	u, err := url.Parse(c.RedirectURL)
+	if c.RedirectURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: RedirectURL %q must be an absolute http(s) URL", ErrInvalidConfig, c.RedirectURL)
+	}
+	if c.StateTTL <= 0 {
+		return fmt.Errorf("%w: StateTTL must be positive", ErrInvalidConfig)
+	}
+	if c.HTTPClient == nil {
+		return fmt.Errorf("%w: HTTPClient is required", ErrInvalidConfig)
+	}
+	if c.Now == nil {
+		return fmt.Errorf("%w: Now is required", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Provider is an organization's auth provider, its secret in plaintext
+// (memory only).
+type Provider struct {
+	ID, Type, ClientID, ClientSecret string
+	Endpoints
+}
+
+// WithDefaults fills the empty endpoint fields (and default scopes) from
+// Defaults[p.Type].
+func (p Provider) WithDefaults() Provider {
+	d, ok := Defaults[p.Type]
+	if !ok {
+		return p
+	}
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fill(&p.AuthorizeURL, d.AuthorizeURL)
+	fill(&p.TokenURL, d.TokenURL)
+	fill(&p.RevokeURL, d.RevokeURL)
+	fill(&p.UserinfoURL, d.UserinfoURL)
+	fill(&p.APIBaseURL, d.APIBaseURL)
+	if p.ScopesDefault == nil {
+		p.ScopesDefault = append([]string(nil), d.ScopesDefault...)
+	}
+	return p
+}
+
+func (p Provider) validate() error {
+	if p.ID == "" || p.ClientID == "" || p.AuthorizeURL == "" || p.TokenURL == "" {
+		return fmt.Errorf("%w: %q needs an id, a client id, an authorize URL and a token URL", ErrInvalidProvider, p.ID)
+	}
+	return nil
+}
+
+// State is what the sealed state parameter carries through the provider.
+type State struct {
+	Nonce     string    `json:"n"`
+	Org       uuid.UUID `json:"o"`
+	Project   uuid.UUID `json:"p"`
+	User      string    `json:"u"`
+	Provider  string    `json:"pr"`
+	Scopes    []string  `json:"s"`
+	Verifier  string    `json:"v"`
+	ExpiresAt time.Time `json:"e"`
+}
+
+// Token is a provider's token answer.
+type Token struct {
+	AccessToken, RefreshToken, TokenType string
+	ExpiresAt                            *time.Time
+	// Scopes granted: the answer's "scope" when present, else the requested
+	// ones (nil after a refresh whose answer has no scope: keep the
+	// connection's).
+	Scopes []string
+}
+
+// Account is the provider's account of the user (from userinfo).
+type Account struct {
+	Subject string `json:"sub"`
+	Email   string `json:"email"`
+	Name    string `json:"name"`
+}
+
+// Flow runs the client side of the authorization-code flow. Safe for
+// concurrent use.
+type Flow struct {
+	cfg    Config
+	sealer Sealer
+
+	mu      sync.Mutex
+	configs map[configKey]*oauth2.Config // keeps x/oauth2's auth-style cache per provider
+}
+
+type configKey struct{ id, clientID, secret, authURL, tokenURL string }
+
+// New returns a Flow; Now defaults to time.Now.
+func New(cfg Config, sealer Sealer) (*Flow, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if sealer == nil {
+		return nil, fmt.Errorf("%w: a sealer is required", ErrInvalidConfig)
+	}
+	return &Flow{cfg: cfg, sealer: sealer, configs: map[configKey]*oauth2.Config{}}, nil
+}
+
+// oauthConfig is the x/oauth2 config of a provider, reused across calls so
+// that the detected client-authentication style is remembered.
+func (f *Flow) oauthConfig(p Provider) *oauth2.Config {
+	k := configKey{p.ID, p.ClientID, p.ClientSecret, p.AuthorizeURL, p.TokenURL}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.configs[k]; ok {
+		return c
+	}
+	if len(f.configs) >= 1024 { // secrets rotated many times: start over
+		clear(f.configs)
+	}
+	c := &oauth2.Config{
+		ClientID:     p.ClientID,
+		ClientSecret: p.ClientSecret,
+		Endpoint:     oauth2.Endpoint{AuthURL: p.AuthorizeURL, TokenURL: p.TokenURL, AuthStyle: oauth2.AuthStyleAutoDetect},
+		RedirectURL:  f.cfg.RedirectURL,
+	}
+	f.configs[k] = c
+	return c
+}
+
+func (f *Flow) ctx(ctx context.Context) context.Context {
+	return context.WithValue(ctx, oauth2.HTTPClient, f.cfg.HTTPClient)
+}
+
+// Start begins a flow for the user: the scopes asked are the provider's
+// defaults merged with scopes; the state is sealed and expires after
+// StateTTL; PKCE S256; offline access (and, for Google, incremental
+// authorization with a consent prompt so that a refresh token comes back).
+// It returns the provider's authorization URL and the state it carries.
+func (f *Flow) Start(p Provider, org, project uuid.UUID, user string, scopes []string) (string, State, error) {
+	p = p.WithDefaults()
+	if err := p.validate(); err != nil {
+		return "", State{}, err
+	}
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24+)
+	st := State{
+		Nonce:     base64.RawURLEncoding.EncodeToString(nonce),
+		Org:       org,
+		Project:   project,
+		User:      user,
+		Provider:  p.ID,
+		Scopes:    MergeScopes(p.ScopesDefault, scopes),
+		Verifier:  oauth2.GenerateVerifier(),
+		ExpiresAt: f.cfg.Now().Add(f.cfg.StateTTL).UTC().Truncate(time.Second),
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return "", State{}, fmt.Errorf("oauthflow: encode state: %w", err)
+	}
+	sealed, err := f.sealer.Seal(stateKey, b)
+	if err != nil {
+		return "", State{}, fmt.Errorf("oauthflow: seal state: %w", err)
+	}
+	c := oauth2.Config{ClientID: p.ClientID, Endpoint: oauth2.Endpoint{AuthURL: p.AuthorizeURL},
+		RedirectURL: f.cfg.RedirectURL, Scopes: st.Scopes}
+	opts := []oauth2.AuthCodeOption{oauth2.AccessTypeOffline, oauth2.S256ChallengeOption(st.Verifier)}
+	if p.Type == TypeGoogle {
+		opts = append(opts, oauth2.SetAuthURLParam("include_granted_scopes", "true"), oauth2.SetAuthURLParam("prompt", "consent"))
+	}
+	return c.AuthCodeURL(base64.RawURLEncoding.EncodeToString(sealed), opts...), st, nil
+}
+
+// OpenState opens a state from the callback: ErrStateInvalid unless it was
+// sealed by this platform's key as a state, ErrStateExpired after its time.
+func (f *Flow) OpenState(state string) (State, error) {
+	if state == "" || len(state) > maxState {
+		return State{}, ErrStateInvalid
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(state)
+	if err != nil {
+		return State{}, ErrStateInvalid
+	}
+	b, err := f.sealer.Open(stateKey, sealed)
+	if err != nil {
+		return State{}, ErrStateInvalid
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return State{}, ErrStateInvalid
+	}
+	if st.Nonce == "" || st.Verifier == "" || st.Provider == "" || st.User == "" || st.ExpiresAt.IsZero() {
+		return State{}, ErrStateInvalid
+	}
+	if !f.cfg.Now().Before(st.ExpiresAt) {
+		return State{}, ErrStateExpired
+	}
+	return st, nil
+}
+
+// Exchange trades the callback's code for tokens, proving the flow with the
+// state's PKCE verifier. A code obtained by another flow fails
+// (ErrInvalidGrant).
+func (f *Flow) Exchange(ctx context.Context, p Provider, st State, code string) (Token, error) {
+	p = p.WithDefaults()
+	if err := p.validate(); err != nil {
+		return Token{}, err
+	}
+	if st.Provider != p.ID {
+		return Token{}, fmt.Errorf("%w: state is for provider %q, not %q", ErrStateInvalid, st.Provider, p.ID)
+	}
+	if code == "" {
+		return Token{}, fmt.Errorf("%w: no code", ErrInvalidGrant)
+	}
+	tok, err := f.oauthConfig(p).Exchange(f.ctx(ctx), code, oauth2.VerifierOption(st.Verifier))
+	if err != nil {
+		return Token{}, tokenError("exchange", err)
+	}
+	return fromOAuth2(tok, st.Scopes), nil
+}
+
+// Refresh gets a new access token with a refresh token. The answer's
+// RefreshToken is the new one when the provider rotated it, else the one
+// given.
+func (f *Flow) Refresh(ctx context.Context, p Provider, refreshToken string) (Token, error) {
+	p = p.WithDefaults()
+	if err := p.validate(); err != nil {
+		return Token{}, err
+	}
+	if refreshToken == "" {
+		return Token{}, fmt.Errorf("%w: no refresh token", ErrInvalidGrant)
+	}
+	ts := f.oauthConfig(p).TokenSource(f.ctx(ctx), &oauth2.Token{RefreshToken: refreshToken, Expiry: time.Unix(1, 0)})
+	tok, err := ts.Token()
+	if err != nil {
+		return Token{}, tokenError("refresh", err)
+	}
+	return fromOAuth2(tok, nil), nil
+}
+
+// Revoke revokes a token at the provider (RFC 7009, client authentication
+// by HTTP Basic). Nil without a RevokeURL.
+func (f *Flow) Revoke(ctx context.Context, p Provider, token string) error {
+	p = p.WithDefaults()
+	if p.RevokeURL == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.RevokeURL, strings.NewReader(url.Values{"token": {token}}.Encode()))
+	if err != nil {
+		return fmt.Errorf("%w: revoke: bad URL", ErrInvalidProvider)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if p.ClientID != "" {
+		req.SetBasicAuth(url.QueryEscape(p.ClientID), url.QueryEscape(p.ClientSecret))
+	}
+	resp, err := f.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: revoke: %w", ErrProvider, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: revoke: status %d", ErrProvider, resp.StatusCode)
+	}
+	return nil
+}
+
+// Userinfo reads the user's account at the provider; the zero Account
+// without a UserinfoURL.
+func (f *Flow) Userinfo(ctx context.Context, p Provider, accessToken string) (Account, error) {
+	p = p.WithDefaults()
+	if p.UserinfoURL == "" {
+		return Account{}, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.UserinfoURL, nil)
+	if err != nil {
+		return Account{}, fmt.Errorf("%w: userinfo: bad URL", ErrInvalidProvider)
+	}
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return Account{}, fmt.Errorf("%w: userinfo: %w", ErrProvider, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return Account{}, fmt.Errorf("%w: userinfo: status %d", ErrProvider, resp.StatusCode)
+	}
+	var a Account
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&a); err != nil {
+		return Account{}, fmt.Errorf("%w: userinfo: undecodable answer", ErrProvider)
+	}
+	return a, nil
+}
+
+func fromOAuth2(t *oauth2.Token, requested []string) Token {
+	out := Token{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.Type(), Scopes: requested}
+	if !t.Expiry.IsZero() {
+		e := t.Expiry.UTC()
+		out.ExpiresAt = &e
+	}
+	if s, ok := t.Extra("scope").(string); ok && strings.TrimSpace(s) != "" {
+		out.Scopes = MergeScopes(strings.Fields(s))
+	}
+	return out
+}
+
+// tokenError maps an x/oauth2 error without letting its text through: a
+// RetrieveError's message carries the provider's raw answer.
+func tokenError(op string, err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		if re.ErrorCode == "invalid_grant" {
+			return fmt.Errorf("%w: %s: %s", ErrInvalidGrant, op, clean(re.ErrorDescription))
+		}
+		return fmt.Errorf("%w: %s: status %d %s %s", ErrProvider, op, status, clean(re.ErrorCode), clean(re.ErrorDescription))
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// The token URL carries no token; the cause says unreachable, timeout…
+		return fmt.Errorf("%w: %s: %s %s: %w", ErrProvider, op, ue.Op, redactURL(ue.URL), ue.Err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %s: %w", ErrProvider, op, err)
+	}
+	// x/oauth2's own complaints ("server response missing access_token").
+	return fmt.Errorf("%w: %s: malformed token answer", ErrProvider, op)
+}
+
+// clean keeps a provider's error text short and printable.
+func clean(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return -1
+	}, s)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(url)"
+	}
+	u.RawQuery, u.User, u.Fragment = "", nil, ""
+	return u.String()
+}
