@@ -144,15 +144,28 @@ func TestAuthProviderCRUDAndAudit(t *testing.T) {
 	}
 	e.must(409, "POST", e.providers(), e.alice, map[string]any{"id": "google", "type": "google", "client_id": "x"})
 
+	// The sealed secret opens for the platform.
+	p, err := e.svc.Provider(uuidMust(e.org), "google")
+	if err != nil || p.ClientSecret != providerSecret || p.ClientID != "cid.apps" || p.TokenURL != "https://oauth2.googleapis.com/token" {
+		t.Fatalf("Provider: %+v %v", p, err)
+	}
+	if _, err := e.svc.Provider(uuidMust(e.org), "nope"); err == nil {
+		t.Fatal("Provider of an unknown id")
+	}
+
 	e.must(200, "GET", e.providers()+"/google", e.alice, nil)
 	if r := e.must(200, "GET", e.providers(), e.alice, nil); !strings.Contains(string(r.Data), `"id":"google"`) {
 		t.Fatalf("list: %s", r.Data)
 	}
 	// PATCH merges: the secret stays unless given.
 	r = e.must(200, "PATCH", e.providers()+"/google", e.alice, map[string]any{"client_id": "cid2", "scopes_default": []string{"openid", "email", "drive.file"}})
-	//AFTERMERGE1
+	if p, _ := e.svc.Provider(uuidMust(e.org), "google"); p.ClientSecret != providerSecret || p.ClientID != "cid2" || len(p.ScopesDefault) != 3 {
+		t.Fatalf("after patch: %+v", p)
+	}
 	e.must(200, "PATCH", e.providers()+"/google", e.alice, map[string]any{"client_secret": "rotated-" + providerSecret})
-	//AFTERMERGE2
+	if p, _ := e.svc.Provider(uuidMust(e.org), "google"); p.ClientSecret != "rotated-"+providerSecret {
+		t.Fatalf("secret not rotated")
+	}
 	e.must(400, "PATCH", e.providers()+"/google", e.alice, map[string]any{"id": "other"})
 	e.must(200, "DELETE", e.providers()+"/google", e.alice, nil)
 	e.must(404, "GET", e.providers()+"/google", e.alice, nil)
