@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/oauthflow"
+	"github.com/auditrail/auditrail/internal/retry"
 )
 
 // The users' connections in use: the tool runner asks the Service for a
@@ -29,6 +30,10 @@ const RefreshBefore = 60 * time.Second
 // it runs detached from the caller that started it, since other callers
 // wait for the same result.
 const refreshTimeout = 30 * time.Second
+
+// brokenGrace is how long a refused refresh waits for another instance's
+// concurrent refresh to land before marking the connection broken.
+const brokenGrace = 250 * time.Millisecond
 
 // ErrOAuthNotConfigured: the platform runs without an OAuth flow (no
 // public URL): nothing can be authorized nor refreshed.
@@ -227,6 +232,17 @@ func (s *Service) refresh(ctx context.Context, key string, org uuid.UUID, provid
 // another instance changed the connection meanwhile (then theirs is used).
 func (s *Service) markBroken(ctx context.Context, key, provider string, u UserConnection, rev uint64, t ConnectionTokens) (oauthflow.Connection, error) {
 	notConnected := fmt.Errorf("%w: %s refused the refresh (invalid_grant): authorize again", ErrNotConnected, provider)
+	// Another instance may have refreshed with the same (rotating) refresh
+	// token a moment before us, and be about to store its answer: give it
+	// that moment, then use its tokens rather than break the connection.
+	if retry.Sleep(ctx, brokenGrace) {
+		if cur, curRev, curT, err := s.current(ctx, key); err == nil {
+			if curRev != rev && curT.RefreshToken != t.RefreshToken && usable(cur, curT, s.now()) && !dueForRefresh(cur, s.now()) {
+				return connOf(cur, curT), nil
+			}
+			u, rev = cur, curRev
+		}
+	}
 	broken := u
 	broken.Status, broken.UpdatedAt = ConnStatusBroken, s.now().UTC()
 	_, err := s.state.updateConn(ctx, key, broken, rev)
