@@ -1,7 +1,9 @@
 // Package controlplane holds the administrative state of auditrail —
 // organizations, projects, members, API keys, hook configurations, secrets
 // and user connections — in a NATS KV bucket, serves the admin API, and
-// records every successful mutation as exactly one audit event.
+// records every successful mutation as exactly one audit event. It also
+// runs the OAuth 2.0 authorization-code flow of the users' connections
+// (auth providers, the callback, refresh and revocation).
 package controlplane
 
 import (
@@ -129,6 +131,15 @@ type Secret struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// Statuses of a UserConnection.
+const (
+	// ConnStatusConnected: usable (refreshed first when it expires soon).
+	ConnStatusConnected = "connected"
+	// ConnStatusBroken: the provider refused its refresh (invalid_grant);
+	// the user must authorize again.
+	ConnStatusBroken = "broken"
+)
+
 // UserConnection is a user's OAuth tokens for a provider in a project;
 // the tokens are encrypted at rest and never returned.
 type UserConnection struct {
@@ -138,8 +149,41 @@ type UserConnection struct {
 	Provider  string     `json:"provider"`
 	Scopes    []string   `json:"scopes"`
 	ExpiresAt *time.Time `json:"expires_at"`
-	Sealed    []byte     `json:"sealed,omitempty"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	// Status is connected or broken; empty (stored before statuses
+	// existed) is connected.
+	Status string `json:"status,omitempty"`
+	// Account is who the user is at the provider (its userinfo), when known.
+	Account   *ConnectionAccount `json:"account,omitempty"`
+	Sealed    []byte             `json:"sealed,omitempty"`
+	UpdatedAt time.Time          `json:"updated_at"`
+}
+
+// Broken reports whether the connection needs a new authorization.
+func (u UserConnection) Broken() bool { return u.Status == ConnStatusBroken }
+
+// ConnectionAccount is the provider's account of a connection.
+type ConnectionAccount struct {
+	Subject string `json:"subject,omitempty"`
+	Email   string `json:"email,omitempty"`
+	Name    string `json:"name,omitempty"`
+}
+
+// AuthProvider is an organization's OAuth 2.0 client at a provider; its
+// client secret is sealed and never returned.
+type AuthProvider struct {
+	ID            string    `json:"id"`
+	OrgID         uuid.UUID `json:"organization_id"`
+	Type          string    `json:"type"`
+	ClientID      string    `json:"client_id"`
+	SealedSecret  []byte    `json:"sealed_secret,omitempty"`
+	AuthorizeURL  string    `json:"authorize_url"`
+	TokenURL      string    `json:"token_url"`
+	RevokeURL     string    `json:"revoke_url"`
+	UserinfoURL   string    `json:"userinfo_url"`
+	APIBaseURL    string    `json:"api_base_url"`
+	ScopesDefault []string  `json:"scopes_default"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // ConnectionTokens are the sealed part of a UserConnection.

@@ -1,8 +1,6 @@
 package controlplane
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -40,27 +38,4 @@ func (s *Service) EnabledHooks(org, project uuid.UUID) ([]ResolvedHook, error) {
 		}
 	}
 	return out, nil
-}
-
-// ErrNotConnected is returned when a user has no connection to a provider.
-var ErrNotConnected = errors.New("not connected")
-
-// Token returns a user's access token and granted scopes for a provider.
-func (s *Service) Token(org, project, user, provider string) (string, []string, error) {
-	key := connKey(org, project, user, provider)
-	var u UserConnection
-	if _, err := s.state.get(key, &u); err != nil {
-		return "", nil, ErrNotConnected
-	}
-	// An expired access token is still handed over: the tool refreshes it or
-	// reports the provider's answer, which says more than "not connected".
-	pt, err := s.sealer.Open(key, u.Sealed)
-	if err != nil {
-		return "", nil, err
-	}
-	var t ConnectionTokens
-	if err := json.Unmarshal(pt, &t); err != nil {
-		return "", nil, err
-	}
-	return t.AccessToken, u.Scopes, nil
 }

@@ -19,10 +19,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
+	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -60,6 +62,10 @@ type Service struct {
 	// servers' /health and reports their state (UseEgress, UseHookMonitor).
 	egress  Egress
 	monitor HookMonitor
+	// flow runs the OAuth flow of the users' connections (UseOAuth);
+	// refreshes lets one refresh per connection run at a time.
+	flow      *oauthflow.Flow
+	refreshes singleflight.Group
 }
 
 // NewService returns the admin API.
@@ -101,11 +107,20 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 		v.Post(base+"/:hook_id/disable", s.disableHook)
 		v.Delete(base+"/:hook_id", s.deleteHook)
 	}
+	v.Get("/orgs/:org_id/auth_providers", s.listProviders)
+	v.Post("/orgs/:org_id/auth_providers", s.createProvider)
+	v.Get("/orgs/:org_id/auth_providers/:provider_id", s.getProvider)
+	v.Patch("/orgs/:org_id/auth_providers/:provider_id", s.patchProvider)
+	v.Delete("/orgs/:org_id/auth_providers/:provider_id", s.deleteProvider)
 	v.Get("/orgs/:org_id/projects/:project_id/secrets", s.listSecrets)
 	v.Put("/orgs/:org_id/projects/:project_id/secrets/:name", s.putSecret)
 	v.Delete("/orgs/:org_id/projects/:project_id/secrets/:name", s.deleteSecret)
 	v.Get("/orgs/:org_id/projects/:project_id/users/:user_id/connections", s.listConnections)
 	v.Put("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.putConnection)
+	v.Post("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider/authorize", s.authorizeConnection)
+	// The OAuth redirect: no bearer (the sealed state says who), behind the
+	// same rate limit.
+	v.Get("/oauth/callback", s.oauthCallback)
 	v.Delete("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.deleteConnection)
 }
 

@@ -25,6 +25,14 @@ import (
 // DefaultBucket is the KV bucket of the control-plane state.
 const DefaultBucket = "auditrail_controlplane"
 
+// DefaultStatesBucket is the KV bucket of the used OAuth states: the
+// callback creates a key per state nonce, so that a state works once. Its
+// keys expire after StatesMaxAge (longer than a state lives).
+const DefaultStatesBucket = "auditrail_oauth_states"
+
+// StatesMaxAge is how long a used state is remembered.
+const StatesMaxAge = 15 * time.Minute
+
 // Errors of the state.
 var (
 	// ErrInvalidOption: a StateConfig or ServiceConfig is not valid.
@@ -50,13 +58,16 @@ type StateConfig struct {
 	MaxStaleness time.Duration
 	// Reconnect is the back-off between attempts to re-create a lost watch.
 	Reconnect retry.Policy
+	// StatesBucket is the KV bucket of the used OAuth states
+	// (DefaultStatesBucket when empty); a writable state creates it.
+	StatesBucket string
 }
 
 // DefaultStateConfig returns the writable DefaultBucket, a 30 s staleness
 // bound and a reconnect back-off from 100 ms to 5 s.
 func DefaultStateConfig() StateConfig {
 	return StateConfig{Bucket: DefaultBucket, MaxStaleness: 30 * time.Second,
-		Reconnect: retry.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}}
+		Reconnect: retry.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, StatesBucket: DefaultStatesBucket}
 }
 
 var bucketName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -66,6 +77,8 @@ func (c StateConfig) Validate() error {
 	switch {
 	case !bucketName.MatchString(c.Bucket):
 		return fmt.Errorf("%w: bucket %q is not a valid KV bucket name", ErrInvalidOption, c.Bucket)
+	case c.StatesBucket != "" && (!bucketName.MatchString(c.StatesBucket) || c.StatesBucket == c.Bucket):
+		return fmt.Errorf("%w: states bucket %q is not a valid KV bucket name of its own", ErrInvalidOption, c.StatesBucket)
 	case c.MaxStaleness < 100*time.Millisecond:
 		return fmt.Errorf("%w: max staleness %s below 100ms", ErrInvalidOption, c.MaxStaleness)
 	}
@@ -94,6 +107,7 @@ func (c StateConfig) Validate() error {
 type State struct {
 	cfg    StateConfig
 	kv     jetstream.KeyValue
+	js     jetstream.JetStream
 	nc     *nats.Conn
 	log    *slog.Logger
 	now    func() time.Time
@@ -118,6 +132,10 @@ type State struct {
 	// cut stops the current watch (tests cut it to prove it comes back).
 	cutMu sync.Mutex
 	cut   func()
+
+	// states is the bucket of the used OAuth states, opened on first use.
+	statesMu sync.Mutex
+	states   jetstream.KeyValue
 }
 
 type entry struct {
@@ -154,7 +172,7 @@ func OpenState(ctx context.Context, js jetstream.JetStream, cfg StateConfig, log
 	if err != nil {
 		return nil, fmt.Errorf("control-plane bucket %s: %w", cfg.Bucket, err)
 	}
-	s := &State{cfg: cfg, kv: kv, nc: js.Conn(), log: log, now: time.Now,
+	s := &State{cfg: cfg, kv: kv, js: js, nc: js.Conn(), log: log, now: time.Now,
 		prefix: "$KV." + cfg.Bucket + ".", stream: "KV_" + cfg.Bucket, sem: make(chan struct{}, commitConcurrency),
 		entries: map[string]entry{}, gone: map[string]uint64{}, byHash: map[string]string{}, pending: map[string]pendingEvent{},
 		synced: make(chan struct{})}
@@ -163,6 +181,13 @@ func OpenState(ctx context.Context, js jetstream.JetStream, cfg StateConfig, log
 		return nil, fmt.Errorf("watch %s: %w", cfg.Bucket, err)
 	}
 	go s.run(ctx, w)
+	if !cfg.ReadOnly {
+		// The callback opens it again if this fails (credentials of an
+		// older setup): only the OAuth callback depends on it.
+		if _, err := s.oauthStates(ctx); err != nil {
+			log.Warn("OAuth states bucket unavailable; the OAuth callback answers 503 until it is", "bucket", s.statesBucket(), "err", err)
+		}
+	}
 	select {
 	case <-s.synced:
 		return s, nil
@@ -637,4 +662,96 @@ func hookKey(org, scope, id string) string  { return "hook." + org + "." + scope
 func secretKey(org, p, name string) string  { return "secret." + org + "." + p + "." + enc(name) }
 func connKey(org, p, user, prov string) string {
 	return "conn." + org + "." + p + "." + enc(user) + "." + enc(prov)
+}
+func providerKey(org, id string) string { return "provider." + org + "." + enc(id) }
+
+func (s *State) statesBucket() string {
+	if s.cfg.StatesBucket == "" {
+		return DefaultStatesBucket
+	}
+	return s.cfg.StatesBucket
+}
+
+// oauthStates opens (a writable state creates) the bucket of used states.
+func (s *State) oauthStates(ctx context.Context) (jetstream.KeyValue, error) {
+	s.statesMu.Lock()
+	defer s.statesMu.Unlock()
+	if s.states != nil {
+		return s.states, nil
+	}
+	if s.cfg.ReadOnly {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailabe, ErrReadOnly)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.statesBucket(),
+		Description: "auditrail: used OAuth states (single use)", History: 1, TTL: StatesMaxAge, Storage: jetstream.FileStorage})
+	if err != nil {
+		return nil, fmt.Errorf("%w: OAuth states bucket %s: %w", ErrUnavailabe, s.statesBucket(), err)
+	}
+	s.states = kv
+	return kv, nil
+}
+
+// claimState marks the state nonce used; false when it already was (a
+// replay). Every instance shares the bucket.
+func (s *State) claimState(ctx context.Context, nonce string) (bool, error) {
+	kv, err := s.oauthStates(ctx)
+	if err != nil {
+		return false, err
+	}
+	if _, err := kv.Create(ctx, nonce, []byte("used")); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return false, nil
+		}
+		return false, fmt.Errorf("%w: mark the OAuth state used: %w", ErrUnavailabe, err)
+	}
+	return true, nil
+}
+
+// connPrefix is the prefix of the users' connections: the only keys that a
+// read-only state (the tool runner) may write, to persist refreshed tokens.
+const connPrefix = "conn."
+
+// updateConn writes a connection key if it is still at rev (compare-and-set
+// on the key's revision, ErrConflict otherwise) and applies it to the
+// mirror at once. It is the narrow write path of the token refresh: one
+// key, no outbox event (a refresh is not an administrative change), allowed
+// to read-only states too.
+func (s *State) updateConn(ctx context.Context, key string, v any, rev uint64) (uint64, error) {
+	if !strings.HasPrefix(key, connPrefix) {
+		return 0, fmt.Errorf("%w: %s is not a connection key", ErrReadOnly, key)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s: %w", key, err)
+	}
+	newRev, err := s.kv.Update(ctx, key, b, rev)
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+			return 0, fmt.Errorf("%w: %s changed concurrently", ErrConflict, key)
+		}
+		return 0, fmt.Errorf("%w: write %s: %w", ErrUnavailabe, key, err)
+	}
+	s.mu.Lock()
+	s.applyLocked(key, newRev, b, false)
+	s.mu.Unlock()
+	return newRev, nil
+}
+
+// refetch reads key from the server (not the mirror) and applies it: after
+// a lost compare-and-set, the value another instance wrote.
+func (s *State) refetch(ctx context.Context, key string) error {
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("%w: read %s: %w", ErrUnavailabe, key, err)
+	}
+	s.mu.Lock()
+	s.applyLocked(key, e.Revision(), e.Value(), false)
+	s.mu.Unlock()
+	return nil
 }

@@ -137,6 +137,9 @@ func TestStateConfigValidate(t *testing.T) {
 		{"bucket with a dot", func(c *StateConfig) { c.Bucket = "a.b" }, false},
 		{"staleness too short", func(c *StateConfig) { c.MaxStaleness = time.Millisecond }, false},
 		{"bad reconnect", func(c *StateConfig) { c.Reconnect.Initial = 0 }, false},
+		{"no states bucket (the default)", func(c *StateConfig) { c.StatesBucket = "" }, true},
+		{"states bucket with a dot", func(c *StateConfig) { c.StatesBucket = "a.b" }, false},
+		{"states bucket is the state's", func(c *StateConfig) { c.StatesBucket = c.Bucket }, false},
 	}
 	for _, tc := range tests {
 		c := DefaultStateConfig()

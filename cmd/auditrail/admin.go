@@ -105,6 +105,32 @@ func adminCommands() []adminCommand {
 			}
 		}}
 	}
+	providerCmd := func(verb, method string, withID, withFile bool) adminCommand {
+		args := []string{"ORG"}
+		if withID {
+			args = append(args, "ID")
+		}
+		return adminCommand{noun: "provider", verb: verb, args: args, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+			var file *string
+			if withFile {
+				file = fs.FlagSet.String("file", "", "JSON file of the AuthProvider (patch: the fields to change); - for standard input, which keeps client_secret out of shell history")
+			}
+			return func(a map[string]string) (string, string, any, error) {
+				path := "/api/v1/orgs/" + esc(a["ORG"]) + "/auth_providers"
+				if withID {
+					path += "/" + esc(a["ID"])
+				}
+				if !withFile {
+					return method, path, nil, nil
+				}
+				if *file == "" {
+					return "", "", nil, usageErrorf("--file is required")
+				}
+				body, err := readJSONFile(*file)
+				return method, path, body, err
+			}
+		}}
+	}
 	return []adminCommand{
 		{noun: "org", verb: "create", args: []string{"NAME"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
 			return "POST", "/api/v1/orgs", map[string]string{"name": a["NAME"]}, nil
@@ -174,6 +200,18 @@ func adminCommands() []adminCommand {
 		{noun: "secret", verb: "list", args: []string{"ORG", "PROJECT"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
 			return "GET", projectBase(a, a["PROJECT"]) + "/secrets", nil, nil
 		})},
+		providerCmd("create", "POST", false, true),
+		providerCmd("list", "GET", false, false),
+		providerCmd("get", "GET", true, false),
+		providerCmd("patch", "PATCH", true, true),
+		providerCmd("delete", "DELETE", true, false),
+		{noun: "connection", verb: "authorize", args: []string{"ORG", "PROJECT", "USER", "PROVIDER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+			scopes := fs.FlagSet.String("scopes", "", "comma-separated scopes to ask for, besides the provider's defaults and those already granted")
+			return func(a map[string]string) (string, string, any, error) {
+				return "POST", projectBase(a, a["PROJECT"]) + "/users/" + esc(a["USER"]) + "/connections/" + esc(a["PROVIDER"]) + "/authorize",
+					map[string]any{"scopes": splitList(*scopes)}, nil
+			}
+		}},
 		{noun: "connection", verb: "set", args: []string{"ORG", "PROJECT", "USER", "PROVIDER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
 			access := fs.FlagSet.String("access-token", "", "access token (default: read from standard input)")
 			refresh := fs.FlagSet.String("refresh-token", "", "refresh token")
@@ -221,6 +259,9 @@ func adminUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %s %s %s\n", c.noun, c.verb, strings.Join(c.args, " "))
 	}
 	fmt.Fprintln(w, "  logs ORG [--project P] [--action A] [--source S] [--resource-type R] [--limit N] [--all] [--format table|json]")
+	fmt.Fprintln(w, "\nprovider create|patch read the AuthProvider JSON from --file (- for standard input):")
+	fmt.Fprintln(w, `  {"id": "google", "type": "google", "client_id": "…", "client_secret": "…", "api_base_url": "…"}`)
+	fmt.Fprintln(w, "connection authorize prints the URL that the user opens to connect (valid 10 minutes, once).")
 	fmt.Fprintln(w, "\nRequests carry X-Auditrail-Source: CLI, so the audit log shows where a change came from.")
 }
 
@@ -238,6 +279,9 @@ func runAdmin(ctx context.Context, args []string) error {
 		// `admin --help`, `admin org --help`, `admin org create --help`.
 		adminUsage(os.Stdout)
 		return flag.ErrHelp
+	}
+	if len(rest) >= 1 && rest[0] == "providers" {
+		rest[0] = "provider" // as the issue spells it
 	}
 	if len(rest) >= 1 && rest[0] == "logs" {
 		return adminLogs(ctx, *base, *key, rest[1:])

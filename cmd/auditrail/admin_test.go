@@ -54,6 +54,29 @@ func TestAdminCLI(t *testing.T) {
 	if out, code := run("", "secret", "list", org, project); code != 0 || !strings.Contains(out, "DB_CONNECTION_STRING") {
 		t.Fatalf("secret list: %d %s", code, out)
 	}
+	// Auth providers: the JSON (with its client secret) from standard input;
+	// no answer shows the secret.
+	const provSecret = "cli-provider-secret-1b2c"
+	if out, code := run(`{"id":"corp","type":"oauth2","client_id":"c1","client_secret":"`+provSecret+`",`+
+		`"authorize_url":"https://idp.example.com/authorize","token_url":"https://idp.example.com/token"}`,
+		"provider", "create", org, "--file", "-"); code != 0 || strings.Contains(out, provSecret) || !strings.Contains(out, `"client_secret_set": true`) {
+		t.Fatalf("provider create: %d %s", code, out)
+	}
+	if out, code := run(`{"client_id":"c2"}`, "provider", "patch", org, "corp", "--file", "-"); code != 0 || !strings.Contains(out, `"client_id": "c2"`) {
+		t.Fatalf("provider patch: %d %s", code, out)
+	}
+	if out, code := run("", "providers", "list", org); code != 0 || !strings.Contains(out, `"corp"`) || strings.Contains(out, provSecret) {
+		t.Fatalf("providers list: %d %s", code, out)
+	}
+	if out, code := run("", "provider", "get", org, "corp"); code != 0 || !strings.Contains(out, `"token_url": "https://idp.example.com/token"`) {
+		t.Fatalf("provider get: %d %s", code, out)
+	}
+	if out, code := run("", "provider", "delete", org, "corp"); code != 0 {
+		t.Fatalf("provider delete: %d %s", code, out)
+	}
+	if out, code := run("", "provider", "create", org); code != 2 || !strings.Contains(out, "--file") {
+		t.Fatalf("provider create without --file: %d %s", code, out)
+	}
 	// Errors: the API's message and status 1; a bad command line, status 2.
 	if out, code := run("", "member", "set", org, "bob", "--role", "emperor"); code != 1 || !strings.Contains(out, "400") || !strings.Contains(out, "role") {
 		t.Fatalf("bad role: %d %s", code, out)
@@ -69,7 +92,7 @@ func TestAdminCLI(t *testing.T) {
 	for {
 		out, code := run("", "logs", org, "--format", "json", "--all", "--limit", "2")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if code == 0 && len(lines) == 5 {
+		if code == 0 && len(lines) == 8 { // org, project, member, key, secret, 3 provider changes
 			for _, l := range lines {
 				if !strings.Contains(l, `"source":"AUDIT_SOURCE_CLI"`) {
 					t.Fatalf("entry without source CLI: %s", l)

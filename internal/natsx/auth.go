@@ -27,7 +27,7 @@ const (
 	RoleProducer     = "producer"     // publishes events, nothing else
 	RoleIngest       = "ingest"       // consumes the event stream, writes the DLQ
 	RoleControlPlane = "controlplane" // the only writer of the control-plane bucket
-	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket
+	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, writes connection keys
 	RoleQuery        = "query"        // reads the bucket
 )
 
@@ -36,6 +36,15 @@ var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, Role
 
 // ControlPlaneBucket is the control-plane KV bucket (controlplane.DefaultBucket).
 const ControlPlaneBucket = "auditrail_controlplane"
+
+// OAuthStatesBucket holds the used OAuth states (controlplane.DefaultStatesBucket):
+// the control plane creates a key per callback, so that a state works once.
+const OAuthStatesBucket = "auditrail_oauth_states"
+
+// ConnectionKeys are the subjects of the users' connections in the
+// control-plane bucket (conn.<org>.<project>.<user>.<provider>): the tool
+// runner persists refreshed tokens there, and may write no other key.
+const ConnectionKeys = "$KV." + ControlPlaneBucket + ".conn.>"
 
 // RateLimitBuckets are the KV buckets of the shared rate limits; every role
 // that serves HTTP reads and writes them.
@@ -300,10 +309,12 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, streamAdmin(schemas.StreamEvents)...)
 		pubs = append(pubs, streamAdmin(schemas.StreamDLQ)...)
 		pubs = append(pubs, kvWrite(ControlPlaneBucket)...)
+		pubs = append(pubs, kvWrite(OAuthStatesBucket)...)
 		pubs = append(pubs, rateLimits()...)
 	case RoleToolRunner:
 		pubs = append(pubs, schemas.EventSubject("*", schemas.KindExecution), jsAPI+"STREAM.INFO."+schemas.StreamEvents)
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
+		pubs = append(pubs, ConnectionKeys) // refreshed tokens, compare-and-set
 		pubs = append(pubs, rateLimits()...)
 	case RoleQuery:
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)

@@ -74,6 +74,14 @@ func TestRolePermissions(t *testing.T) {
 	if _, err := cpJS.Publish(ctx, schemas.EventSubject("00000000-0000-0000-0000-000000000001", schemas.KindAudit), []byte("x")); err != nil {
 		t.Fatalf("controlplane publishes audit events: %v", err)
 	}
+	// It marks used OAuth states in their own bucket.
+	stKV, err := cpJS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.OAuthStatesBucket, TTL: 15 * time.Minute})
+	if err != nil {
+		t.Fatalf("controlplane creates the OAuth states bucket: %v", err)
+	}
+	if _, err := stKV.Create(ctx, "nonce1", []byte("used")); err != nil {
+		t.Fatalf("controlplane marks a state used: %v", err)
+	}
 
 	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 2*time.Second) }
 
@@ -106,6 +114,29 @@ func TestRolePermissions(t *testing.T) {
 			t.Fatal("toolrunner wrote the control-plane bucket")
 		}
 		denied(t, errs, "$KV."+natsx.ControlPlaneBucket+".org.1")
+		// It persists refreshed tokens: a connection key, compare-and-set,
+		// and nothing else (not a key that merely starts with conn).
+		rev, err := cpKV.Put(ctx, "conn.o.p.u.google", []byte("v1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Update(ctx, "conn.o.p.u.google", []byte("refreshed"), rev); err != nil {
+			t.Fatalf("toolrunner updates a connection key: %v", err)
+		}
+		for _, key := range []string{"connx.o", "apikey.o.1", "provider.o.google", "outbox.1"} {
+			sctx, c := short()
+			if _, err := kv.Put(sctx, key, []byte("forged")); err == nil {
+				t.Fatalf("toolrunner wrote %s", key)
+			}
+			c()
+			denied(t, errs, "$KV."+natsx.ControlPlaneBucket+"."+key)
+		}
+		// Nor the used OAuth states (only the control plane marks them).
+		sctx4, c4 := short()
+		defer c4()
+		if _, err := js.CreateOrUpdateKeyValue(sctx4, jetstream.KeyValueConfig{Bucket: natsx.OAuthStatesBucket}); err == nil {
+			t.Fatal("toolrunner created the OAuth states bucket")
+		}
 		// Nor reconfigure it (history 0, a TTL that would erase keys).
 		uctx, uc := short()
 		defer uc()

@@ -1,0 +1,114 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// The answers of the auth provider, connection and callback routes, over
+// real HTTP, match schemas/openapi/admin.yaml.
+func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
+	srv, _, _ := testenv.NATS(t)
+	e := newOAuthEnv(t, srv.ClientURL())
+	b, err := schemas.OpenAPI.ReadFile("openapi/admin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("admin.yaml: %v", err)
+	}
+	doc.Servers = openapi3.Servers{{URL: e.base}}
+	// The callback answers HTML pages (kin-openapi decodes JSON and text only).
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := map[string]bool{}
+	do := func(method, path, key string, body any, want int) []byte {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			j, _ := json.Marshal(body)
+			rd = bytes.NewReader(j)
+		}
+		req, _ := http.NewRequest(method, path, rd)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s (want %d)", method, path, resp.StatusCode, raw, want)
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("%s %s is not described: %v", method, path, err)
+		}
+		in := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+			Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		}
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			t.Fatalf("%s %s: the answer does not match admin.yaml: %v\n%s", method, path, err, raw)
+		}
+		checked[route.Operation.OperationID] = true
+		return raw
+	}
+	providers := e.base + e.providers()
+	do("POST", providers, e.alice, map[string]any{"id": "google", "type": "google", "client_id": "c", "client_secret": "s"}, 201)
+	do("POST", providers, e.alice, map[string]any{"id": "Bad", "type": "google", "client_id": "c"}, 400)
+	do("GET", providers, e.alice, nil, 200)
+	do("GET", providers+"/corp", e.alice, nil, 200)
+	do("PATCH", providers+"/google", e.alice, map[string]any{"api_base_url": "https://docs.example.com"}, 200)
+	do("DELETE", providers+"/google", e.alice, nil, 200)
+
+	conns := e.base + e.connPath("bob")
+	raw := do("POST", conns+"/corp/authorize", e.bob, map[string]any{"scopes": []string{"docs.read"}}, 200)
+	do("POST", conns+"/nope/authorize", e.bob, nil, 404)
+	var auth struct {
+		Data struct {
+			URL string `json:"url"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(raw, &auth)
+	cb := e.consent(auth.Data.URL)
+	do("GET", cb, "", nil, 200)
+	do("GET", cb, "", nil, 400) // replayed
+	e.remember("bob")
+	do("GET", conns, e.bob, nil, 200)
+	do("PUT", e.base+e.connPath("carol")+"/corp", e.alice, map[string]any{"access_token": "raw-token-1", "scopes": []string{"a"}}, 201)
+	e.seen("raw-token-1")
+	do("DELETE", conns+"/corp", e.bob, nil, 200)
+	for _, op := range []string{"createAuthProvider", "listAuthProviders", "getAuthProvider", "patchAuthProvider", "deleteAuthProvider",
+		"authorizeConnection", "oauthCallback", "listConnections", "putConnection", "deleteConnection"} {
+		if !checked[op] {
+			t.Errorf("%s not checked", op)
+		}
+	}
+	e.clean()
+}
