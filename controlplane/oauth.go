@@ -49,6 +49,17 @@ var ErrNotConnected = oauthflow.ErrNotConnected
 // before Register.
 func (s *Service) UseOAuth(flow *oauthflow.Flow) { s.flow = flow }
 
+// ConfigureOAuth builds the flow from cfg with the service's own sealer
+// (the state is sealed with the secrets keys) and uses it.
+func (s *Service) ConfigureOAuth(cfg oauthflow.Config) error {
+	flow, err := oauthflow.New(cfg, s.sealer)
+	if err != nil {
+		return err
+	}
+	s.UseOAuth(flow)
+	return nil
+}
+
 // Provider returns an organization's auth provider with its client secret
 // opened and the defaults of its type applied; an error wrapping
 // oauthflow.ErrNoProvider when there is none.

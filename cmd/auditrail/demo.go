@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/internal/ferret"
+	"github.com/auditrail/auditrail/internal/oauthflow"
 )
 
 const demoFile = "demo.json"
@@ -33,7 +35,14 @@ type demoIDs struct {
 	MongoURI string `json:"mongo_uri,omitempty"`
 	// KeyID is the demo user's API key, printed once at its creation.
 	KeyID string `json:"key_id,omitempty"`
+	// Emulators is where the provider emulators listened; Clients are the
+	// OAuth clients registered there for the google and microsoft providers.
+	Emulators string                `json:"emulators,omitempty"`
+	Clients   map[string]demoClient `json:"clients,omitempty"`
 }
+
+// demoProviders are the auth providers of the demo org, by id (= type).
+var demoProviders = []string{oauthflow.TypeGoogle, oauthflow.TypeMicrosoft}
 
 // startDemo starts the embedded MongoDB-wire server with the sample
 // database and sets up the demo tenant through the admin API (as the
@@ -65,7 +74,7 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 		return nil, err
 	}
 	cred := access.SystemCredential()
-	call := func(method, path string, body any) (map[string]any, int, error) {
+	var call demoCall = func(method, path string, body any) (map[string]any, int, error) {
 		var rd io.Reader
 		if body != nil {
 			b, _ := json.Marshal(body)
@@ -147,6 +156,11 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 			return fail(err)
 		}
 	}
+	emu, err := demoEmulators(ctx, app, call, &ids, dataDir, env.API, save, log)
+	if err != nil {
+		return fail(err)
+	}
+	stop := func() { emu.Stop(); srv.Stop() }
 	fmt.Fprintf(out, "demo: organization %s, project %s, user %s\n", ids.Org, ids.Project, ids.User)
 	if k != "" {
 		fmt.Fprintf(out, "demo: API key of %s (shown once): %s\n", ids.User, k)
@@ -154,9 +168,10 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 		fmt.Fprintf(out, "demo: API key of %s: the one printed when it was made (id %s); `auditrail dev --demo --new-key` prints a new one\n", ids.User, ids.KeyID)
 	}
 	fmt.Fprintf(out, "demo: MongoDB-wire server with the sample database \"shop\" at %s\n", srv.URI)
+	fmt.Fprintf(out, "demo: provider emulators at %s (OAuth for google and microsoft; %s is connected to both)\n", emu.Base, ids.User)
 	fmt.Fprint(out, demoExports(ids, k, env))
 	log.Info("demo ready", "organization_id", ids.Org, "project_id", ids.Project)
-	return srv.Stop, nil
+	return stop, nil
 }
 
 // demoEnv is what the printed shell lines need beside the demo tenant.
@@ -198,8 +213,12 @@ func demoExports(ids demoIDs, key string, env demoEnv) string {
 	return b.String()
 }
 
+// demoCall is an admin API call as the platform itself: the answer's data
+// and status; an error for a status over 299 other than 404.
+type demoCall func(method, path string, body any) (map[string]any, int, error)
+
 // demoKeyValid reports whether the kept demo key still exists and is enabled.
-func demoKeyValid(call func(method, path string, body any) (map[string]any, int, error), ids demoIDs) bool {
+func demoKeyValid(call demoCall, ids demoIDs) bool {
 	if ids.KeyID == "" {
 		return false
 	}
@@ -231,4 +250,116 @@ func clientURL(listen string) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(host, port)
+}
+
+// demoEmulators starts the provider emulators (where they listened
+// before, when free), points the demo org's google and microsoft providers
+// at them and connects the demo user to both through the real OAuth flow
+// (the emulator approves at once). What exists is kept: a restart records
+// nothing.
+func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demoIDs, dataDir, publicURL string,
+	save func() error, log *slog.Logger) (*emulators, error) {
+	if ids.Clients == nil {
+		ids.Clients = map[string]demoClient{}
+	}
+	for _, p := range demoProviders {
+		if _, ok := ids.Clients[p]; !ok {
+			ids.Clients[p] = demoClient{ID: "auditrail-demo-" + p, Secret: randomToken(24)}
+		}
+	}
+	addr := "127.0.0.1:0"
+	if ids.Emulators != "" && checkFree("demo provider emulators", ids.Emulators) == nil {
+		addr = ids.Emulators
+	}
+	emu, err := startEmulators(dataDir, addr, publicURL+oauthCallbackPath, ids.Clients, log)
+	if err != nil {
+		return nil, err
+	}
+	ids.Emulators = strings.TrimPrefix(emu.Base, "http://")
+	if err := save(); err != nil {
+		emu.Stop()
+		return nil, err
+	}
+	orgBase := "/api/v1/orgs/" + ids.Org
+	userBase := orgBase + "/projects/" + ids.Project + "/users/" + ids.User + "/connections"
+	for _, id := range demoProviders {
+		want := emu.provider(id, id, ids.Clients[id])
+		got, status, err := call("GET", orgBase+"/auth_providers/"+id, nil)
+		switch {
+		case err != nil:
+		case status == 404:
+			_, _, err = call("POST", orgBase+"/auth_providers", want)
+		case got["token_url"] != want["token_url"]: // the emulators moved
+			delete(want, "id")
+			_, _, err = call("PATCH", orgBase+"/auth_providers/"+id, want)
+		}
+		if err != nil {
+			emu.Stop()
+			return nil, err
+		}
+	}
+	conns, _, err := call("GET", userBase, nil)
+	if err != nil {
+		emu.Stop()
+		return nil, err
+	}
+	connected := map[string]bool{}
+	items, _ := conns["items"].([]any)
+	for _, it := range items {
+		if c, ok := it.(map[string]any); ok && c["connected"] == true {
+			connected[fmt.Sprint(c["provider"])] = true
+		}
+	}
+	for _, id := range demoProviders {
+		if connected[id] {
+			continue
+		}
+		if err := demoConnect(ctx, app, call, userBase+"/"+id+"/authorize", publicURL); err != nil {
+			emu.Stop()
+			return nil, fmt.Errorf("demo: connecting %s to %s: %w", ids.User, id, err)
+		}
+	}
+	return emu, nil
+}
+
+// demoConnect runs the authorization-code flow for the demo user: the
+// authorize route's URL, the emulator's redirect, and the callback, which
+// the platform answers in process (it does not listen yet).
+func demoConnect(ctx context.Context, app *fiber.App, call demoCall, authorizePath, publicURL string) error {
+	a, _, err := call("POST", authorizePath, map[string]any{})
+	if err != nil {
+		return err
+	}
+	start, _ := a["url"].(string)
+	if start == "" {
+		return errors.New("no authorization URL")
+	}
+	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), publicURL) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(ctx, "GET", start, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	cb, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.StatusCode != http.StatusFound || !strings.HasPrefix(cb.String(), publicURL) {
+		return fmt.Errorf("the provider answered %d, not a redirect to the callback", resp.StatusCode)
+	}
+	done, err := app.Test(httptest.NewRequest("GET", cb.RequestURI(), nil), 30_000)
+	if err != nil {
+		return err
+	}
+	done.Body.Close()
+	if done.StatusCode != http.StatusOK {
+		return fmt.Errorf("the callback answered %d", done.StatusCode)
+	}
+	return nil
 }

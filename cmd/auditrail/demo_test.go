@@ -60,12 +60,16 @@ func TestDemo(t *testing.T) {
 		for {
 			ex := c.call("GET", base+"/tool_executions", key[1], nil)
 			logs := c.call("GET", "/api/v1/orgs/"+ids[1]+"/audit_logs?source=AUDIT_SOURCE_SYSTEM&resource_type=RESOURCE_TYPE_SECRET", boot, nil)
-			// The secret is set once: restarts add no audit events.
-			if ex.status == 200 && len(ex.data()["items"].([]any)) >= 3*(round+1) && logs.status == 200 && len(logs.data()["items"].([]any)) == 1 {
+			providers := c.call("GET", "/api/v1/orgs/"+ids[1]+"/audit_logs?resource_type=RESOURCE_TYPE_AUTH_PROVIDER", boot, nil)
+			conns := c.call("GET", "/api/v1/orgs/"+ids[1]+"/audit_logs?resource_type=RESOURCE_TYPE_USER_CONNECTION", boot, nil)
+			// The secret is set once, the two providers made and connected
+			// once: restarts add no audit events.
+			if ex.status == 200 && len(ex.data()["items"].([]any)) >= 3*(round+1) && logs.status == 200 && len(logs.data()["items"].([]any)) == 1 &&
+				len(providers.data()["items"].([]any)) == 2 && len(conns.data()["items"].([]any)) == 2 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("executions or set-up not in the trail: %s / %s", ex.raw, logs.raw)
+				t.Fatalf("executions or set-up not in the trail (or recorded twice): %s / %s / %s / %s", ex.raw, logs.raw, providers.raw, conns.raw)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -114,7 +115,8 @@ func runDev(ctx context.Context, args []string) error {
 	secKeys := fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
 	rate, adminRate, toolRate := auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
 	inf := addIngestFlags(fs)
-	demo := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data and a demo organization, project, user and key, and print them")
+	demo := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
+	publicURL := addPublicURLFlag(fs, "")
 	newKey := fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
 	allowPrivate := addEgressFlag(fs)
 	mkLog := fs.logFlags("text")
@@ -233,6 +235,13 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *publicURL == "" {
+		*publicURL = clientURL(*httpAddr)
+	}
+	err = useOAuth(admin, *publicURL, guard)
+	if err != nil {
+		return err
+	}
 	reg, closeToolkits := toolkits(guard, log)
 	defer closeToolkits()
 	execPub, err := producers.New(conns[natsx.RoleToolRunner], producers.DefaultConfig(), log)
@@ -296,7 +305,7 @@ func runDev(ctx context.Context, args []string) error {
 	toolrunner.NewServer(runner, cp.access, cp.proxies).Register(app, httpapi.RateLimit(toolLimiter, cp.proxies, log))
 
 	if *demo {
-		env := demoEnv{API: clientURL(*httpAddr), BootKey: cp.freshBootKey}
+		env := demoEnv{API: strings.TrimSuffix(*publicURL, "/"), BootKey: cp.freshBootKey}
 		if ns != nil {
 			env.NATS = ns.ClientURL()
 			if env.AdminCreds, err = filepath.Abs(credsOf(natsx.RoleAdmin)); err != nil {

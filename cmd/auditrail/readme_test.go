@@ -152,6 +152,8 @@ func TestReadmeQuickstart(t *testing.T) {
 			`{"tool_name":"DocumentDbToolkit.FindDocuments","success":true`},
 		{`"resource_type":"RESOURCE_TYPE_USER","resource_display":"bob"`, `"RESOURCE_TYPE_API_KEY"`, "laptop"},
 		{`"success":false`, "AggregateDocuments is not available"},
+		{`{"provider":"google","connected":true`, `"account":"demo-user@example.com"`, "Connected to google",
+			`{"provider":"google","scopes":["email","https://www.googleapis.com/auth/drive.file","openid"]}`},
 		{"scratch organization", "emitted 5000 events"},
 	}
 	for i, want := range expect {

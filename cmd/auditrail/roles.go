@@ -199,6 +199,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	}
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", name == natsx.RoleControlPlane)
 	httpAddr := fs.String("http", "", defAddr, "listener of the API")
+	publicURL := addPublicURLFlag(fs, "")
 	af := addAccessFlags(fs)
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes, the first seals (the control plane's; required)")
 	rate := limit.add(fs)
@@ -243,6 +244,15 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	}
 	r.limit = httpapi.RateLimit(limiter, r.cp.proxies, log)
 	if r.guard, err = newEgress(*allowPrivate, false, log); err != nil {
+		return fail(err)
+	}
+	// Both roles need the flow: the control plane finishes it (callback,
+	// authorize route), the tool runner starts it and refreshes tokens.
+	if *publicURL == "" {
+		*publicURL = clientURL(*httpAddr)
+		log.Warn("--public-url not set: OAuth redirect URIs use the listener address, which providers outside this host cannot reach", "public_url", *publicURL)
+	}
+	if err := useOAuth(r.admin, *publicURL, r.guard); err != nil {
 		return fail(err)
 	}
 	return r, *httpAddr, nil

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +39,28 @@ func newEgress(allowPrivate, dev bool, log *slog.Logger) (*egress.Guard, error) 
 		cfg.Mode = egress.ModeDev
 	}
 	return egress.New(cfg, log)
+}
+
+// addPublicURLFlag is --public-url of the roles that start or finish the
+// OAuth flow of users' connections (its redirect URI is derived from it).
+func addPublicURLFlag(fs *flags, def string) *string {
+	return fs.String("public-url", "", def, "external base URL of the platform's APIs; the OAuth redirect URI registered at each provider is this plus "+oauthCallbackPath)
+}
+
+// useOAuth gives the admin service the OAuth flow of users' connections:
+// redirect URI publicURL + the callback route, sealed state, token calls
+// through the egress guard (provider URLs are the tenant's choice).
+func useOAuth(admin *controlplane.Service, publicURL string, guard *egress.Guard) error {
+	u, err := url.Parse(publicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return usageErrorf("--public-url %q: want an absolute http(s) URL without a path", publicURL)
+	}
+	cfg := oauthflow.DefaultConfig()
+	cfg.RedirectURL = strings.TrimSuffix(publicURL, "/") + oauthCallbackPath
+	cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: guard.Dialer(net.Dialer{Timeout: 10 * time.Second}).DialContext, Proxy: nil,
+		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 20 * time.Second, MaxIdleConnsPerHost: 4}}
+	return admin.ConfigureOAuth(cfg)
 }
 
 // proxyHook is a control-plane hook as the hook client calls it.
@@ -114,33 +138,7 @@ func newHookProxy(admin *controlplane.Service, guard *egress.Guard, log *slog.Lo
 // the control plane's hooks, secrets and connections, the event publisher.
 func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub toolrunner.EventPublisher, guard *egress.Guard, log *slog.Logger) (*toolrunner.Runner, *hookproxy.Proxy) {
 	proxy := newHookProxy(admin, guard, log)
-	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, connectionSource{admin}, pub, log), proxy
-}
-
-// connectionSource is TEMPORARY (issue 10): the runner's ConnectionSource
-// over the control plane's stored raw tokens until the control plane
-// implements it (then admin is passed as is). Without the OAuth flow no
-// organization has an auth provider, hence ErrNoProvider.
-type connectionSource struct{ admin *controlplane.Service }
-
-func (c connectionSource) Connection(_ context.Context, org, project, user, provider string) (oauthflow.Connection, error) {
-	tok, scopes, err := c.admin.Token(org, project, user, provider)
-	if errors.Is(err, controlplane.ErrNotConnected) {
-		return oauthflow.Connection{}, fmt.Errorf("%s: %w", provider, oauthflow.ErrNotConnected)
-	}
-	if err != nil {
-		return oauthflow.Connection{}, err
-	}
-	return oauthflow.Connection{AccessToken: tok, Scopes: scopes}, nil
-}
-
-func (c connectionSource) ConnectionStatus(org, project, user, provider string) (bool, []string) {
-	_, scopes, err := c.admin.Token(org, project, user, provider)
-	return err == nil, scopes
-}
-
-func (connectionSource) AuthorizationURL(_ context.Context, _, _, _, provider string, _ []string) (string, time.Time, error) {
-	return "", time.Time{}, fmt.Errorf("%s: %w", provider, oauthflow.ErrNoProvider)
+	return toolrunner.New(toolrunner.DefaultConfig(), reg, proxy, hookSource{admin}, admin, admin, pub, log), proxy
 }
 
 // executionOutbox opens the durable outbox of execution events in dir

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/auditrail/auditrail/internal/emulators/oauth"
+	"github.com/auditrail/auditrail/internal/oauthflow"
+)
+
+// demoUserEmail is the demo user's account at the emulated providers.
+const demoUserEmail = "demo-user@example.com"
+
+// emulators are the provider emulators of the demo on one loopback
+// listener: the OAuth authorization server under /oauth (the Google and
+// Microsoft Graph API emulators join it under their own prefixes).
+type emulators struct {
+	Base  string // http://127.0.0.1:<port>
+	OAuth *oauth.Server
+	srv   *http.Server
+	done  chan struct{}
+}
+
+// demoClient is the OAuth client the demo registers for a provider.
+type demoClient struct {
+	ID     string `json:"id"`
+	Secret string `json:"secret"`
+}
+
+// startEmulators listens on addr (the last start's, when free) and serves
+// the emulators; their grants are kept in DATA/emulators so that a
+// restart keeps the demo user's connections valid. clients are registered
+// with redirect URI redirect.
+func startEmulators(dataDir, addr, redirect string, clients map[string]demoClient, log *slog.Logger) (*emulators, error) {
+	cfg := oauth.DefaultConfig()
+	for _, c := range clients {
+		cfg.Clients = append(cfg.Clients, oauth.Client{ID: c.ID, Secret: c.Secret, RedirectURIs: []string{redirect}})
+	}
+	cfg.Users = []oauth.User{{ID: "demo-user", Email: demoUserEmail, Name: "Demo User"}}
+	// The demo approves at once as the demo user; a real provider shows
+	// its consent page (the emulator has one too, for the tests).
+	cfg.AutoApprove = true
+	cfg.StateFile = filepath.Join(dataDir, "emulators", "oauth.json")
+	cfg.Logger = log
+	if err := os.MkdirAll(filepath.Dir(cfg.StateFile), 0o700); err != nil {
+		return nil, err
+	}
+	as, err := oauth.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("oauth emulator: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("provider emulators: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/oauth/", http.StripPrefix("/oauth", as.Handler()))
+	e := &emulators{Base: "http://" + ln.Addr().String(), OAuth: as, done: make(chan struct{}),
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	go func() {
+		defer close(e.done)
+		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("provider emulators stopped", "err", err)
+		}
+	}()
+	return e, nil
+}
+
+// provider is the AuthProvider body that points provider id (of type typ)
+// at the emulators.
+func (e *emulators) provider(id, typ string, c demoClient) map[string]any {
+	scopes := oauthflow.Defaults[typ].ScopesDefault
+	return map[string]any{
+		"id": id, "type": typ, "client_id": c.ID, "client_secret": c.Secret,
+		"authorize_url": e.Base + "/oauth/authorize", "token_url": e.Base + "/oauth/token",
+		"revoke_url": e.Base + "/oauth/revoke", "userinfo_url": e.Base + "/oauth/userinfo",
+		"api_base_url": e.Base + "/" + id, "scopes_default": scopes,
+	}
+}
+
+// Stop ends the listener.
+func (e *emulators) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = e.srv.Shutdown(ctx)
+	<-e.done
+}
+
+// oauthCallbackPath is the platform's OAuth redirect route (CONTRACT.md).
+const oauthCallbackPath = "/api/v1/oauth/callback"
