@@ -88,7 +88,9 @@ func (c *offsetClock) reset()                  { c.d.Store(0) }
 
 type noHooks struct{}
 
-func (noHooks) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook, error) { return nil, nil }
+func (noHooks) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook, error) {
+	return nil, nil
+}
 
 // recorder keeps what an http.ResponseWriter was given.
 type recorder struct {
@@ -163,7 +165,7 @@ func newPlatform(t *testing.T) *platform {
 
 	// The provider.
 	emu, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: clientID, Secret: clientSecret}},
-		Users: []oauth.User{{ID: "u-bob", Email: "bob@corp.example", Name: "Bob"}, {ID: "u-carol", Email: "carol@corp.example", Name: "Carol"}},
+		Users:     []oauth.User{{ID: "u-bob", Email: "bob@corp.example", Name: "Bob"}, {ID: "u-carol", Email: "carol@corp.example", Name: "Carol"}},
 		AccessTTL: accessTTL, RotateRefreshTokens: true, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +305,7 @@ type tool struct {
 	run func(context.Context, toolrunner.Call) (any, error)
 }
 
-func (t tool) Definition() toolrunner.Definition                        { return t.def }
+func (t tool) Definition() toolrunner.Definition                       { return t.def }
 func (t tool) Run(ctx context.Context, c toolrunner.Call) (any, error) { return t.run(ctx, c) }
 
 // call sends a JSON request with a bearer key and returns the status and
@@ -353,8 +355,8 @@ func (p *platform) must(status int, method, path, key string, body any) map[stri
 }
 
 type result struct {
-	Success bool   `json:"success"`
-	Output  any    `json:"output"`
+	Success bool `json:"success"`
+	Output  any  `json:"output"`
 	Error   *struct {
 		Kind     string `json:"kind"`
 		CanRetry bool   `json:"can_retry"`
