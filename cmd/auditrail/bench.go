@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,ingest,query,executions,sqlite", "benchmarks to run, comma-separated: decode, hooks, ingest, query, executions, sqlite")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite", "benchmarks to run, comma-separated: decode, hooks, connections, ingest, query, executions, sqlite")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query and executions benchmarks")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
@@ -35,6 +35,13 @@ func runBench(ctx context.Context, args []string) error {
 			figs, err := bench.HookFigures(ctx, os.Stdout)
 			if err != nil {
 				return fmt.Errorf("hooks benchmark: %w", err)
+			}
+			figures = append(figures, figs...)
+		case "connections":
+			fmt.Println("== connections: a tool execution needing a valid OAuth connection against one needing none")
+			figs, err := bench.ConnectionFigures(ctx, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("connections benchmark: %w", err)
 			}
 			figures = append(figures, figs...)
 		case "decode":

@@ -107,3 +107,23 @@ func TestSQLiteBenchmarkRuns(t *testing.T) {
 		t.Fatalf("figures: %+v", figs)
 	}
 }
+
+// The connections benchmark works end to end on a short run: a real
+// control plane holds the connection, both figures are measured.
+func TestConnectionsBenchmarkRuns(t *testing.T) {
+	defer func(n int) { connectionSamples = n }(connectionSamples)
+	connectionSamples = 300
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	figs, err := ConnectionFigures(ctx, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(figs) != 1 || figs[0].Value <= 0 || figs[0].Reference <= 0 || figs[0].Goal <= 1 || !figs[0].Lower {
+		t.Fatalf("figures: %+v", figs)
+	}
+	// The goal is the reference plus 50 µs.
+	if got := (figs[0].Goal - 1) * figs[0].Reference; got < 49.9 || got > 50.1 {
+		t.Fatalf("goal is the reference + %.1f µs", got)
+	}
+}
