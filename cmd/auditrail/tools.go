@@ -15,6 +15,7 @@ import (
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/oauthflow"
+	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/documentdb"
@@ -51,16 +52,28 @@ func addPublicURLFlag(fs *flags, def string) *string {
 // redirect URI publicURL + the callback route, sealed state, token calls
 // through the egress guard (provider URLs are the tenant's choice).
 func useOAuth(admin *controlplane.Service, publicURL string, guard *egress.Guard) error {
-	u, err := url.Parse(publicURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return usageErrorf("--public-url %q: want an absolute http(s) URL without a path", publicURL)
+	redirect, err := callbackURL(publicURL)
+	if err != nil {
+		return err
 	}
 	cfg := oauthflow.DefaultConfig()
-	cfg.RedirectURL = strings.TrimSuffix(publicURL, "/") + oauthCallbackPath
+	cfg.RedirectURL = redirect
 	cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: guard.Dialer(net.Dialer{Timeout: 10 * time.Second}).DialContext, Proxy: nil,
 		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 20 * time.Second, MaxIdleConnsPerHost: 4}}
 	return admin.ConfigureOAuth(cfg)
+}
+
+// callbackURL is the OAuth redirect URI of a --public-url: an absolute
+// http(s) URL without credentials, path, query or fragment, plus the
+// callback route.
+func callbackURL(publicURL string) (string, error) {
+	u, err := url.Parse(publicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", usageErrorf("--public-url %s: want an absolute http(s) URL without credentials, path or query", redact.URL(publicURL))
+	}
+	return strings.TrimSuffix(publicURL, "/") + oauthCallbackPath, nil
 }
 
 // proxyHook is a control-plane hook as the hook client calls it.

@@ -96,3 +96,24 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 		}
 	}
 }
+
+func TestCallbackURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/api/v1/oauth/callback"},
+		{"https://auditrail.example.com/", "https://auditrail.example.com/api/v1/oauth/callback"},
+		{"ftp://example.com", ""},
+		{"example.com", ""},
+		{"https://example.com/base", ""},
+		{"https://example.com?x=1", ""},
+		{"https://example.com/#f", ""},
+		{"https://user:s3cret@example.com", ""},
+	} {
+		got, err := callbackURL(c.in)
+		if got != c.want || (c.want == "") != (err != nil) {
+			t.Errorf("callbackURL(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
