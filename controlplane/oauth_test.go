@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -27,32 +26,6 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// syncBuffer collects log output from concurrent goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// offsetClock is time.Now moved by an offset that tests advance.
-type offsetClock struct{ d atomic.Int64 }
-
-func (c *offsetClock) Now() time.Time          { return time.Now().Add(time.Duration(c.d.Load())) }
-func (c *offsetClock) advance(d time.Duration) { c.d.Add(int64(d)) }
-func (c *offsetClock) reset()                  { c.d.Store(0) }
-func newOffsetClock() *offsetClock             { return &offsetClock{} }
-func (c *offsetClock) String() string          { return time.Duration(c.d.Load()).String() }
 func (e *oauthEnv) connPath(user string) string {
 	return e.projectPath() + "/users/" + user + "/connections"
 }
@@ -68,8 +41,8 @@ type oauthEnv struct {
 	emu    *oauth.Server
 	emuURL string
 	base   string // the platform, http://127.0.0.1:port
-	clock  *offsetClock
-	logs   *syncBuffer
+	clock  *testenv.OffsetClock
+	logs   *testenv.SyncBuffer
 	// refreshCalls counts the refresh_token requests the provider received.
 	refreshCalls atomic.Int64
 	// secrets seen during the test, which no event nor log line may hold.
@@ -79,7 +52,7 @@ type oauthEnv struct {
 
 func newOAuthEnv(t *testing.T, natsURL string) *oauthEnv {
 	t.Helper()
-	e := &oauthEnv{t: t, cpEnv: newCPEnv(t, natsURL, egress.AllowLoopback()), clock: newOffsetClock(), logs: &syncBuffer{}}
+	e := &oauthEnv{t: t, cpEnv: newCPEnv(t, natsURL, egress.AllowLoopback()), clock: &testenv.OffsetClock{}, logs: &testenv.SyncBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.svc.log, e.state.log = log, log
 	emu, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: "corp-client", Secret: emuClientSecret}},
@@ -370,7 +343,7 @@ func TestOAuthCallbackRefusals(t *testing.T) {
 		}, 400, "Invalid authorization request"},
 		{"expired state", func() string {
 			cb := e.consent(must(e.authorize("bob", e.bob)))
-			e.clock.advance(11 * time.Minute)
+			e.clock.Advance(11 * time.Minute)
 			return cb
 		}, 400, "expired"},
 		{"cross-user code", func() string {
@@ -398,7 +371,7 @@ func TestOAuthCallbackRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			defer e.clock.reset()
+			defer e.clock.Reset()
 			st, body, h := e.browse(tc.url())
 			if st != tc.status || !strings.Contains(body, tc.says) || h.Get("Cache-Control") != "no-store" || strings.Contains(body, "<script>") {
 				t.Fatalf("%d %s", st, body)

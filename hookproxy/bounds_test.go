@@ -1,7 +1,6 @@
 package hookproxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,34 +10,16 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
 )
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func logTo(b *syncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+func logTo(b *testenv.SyncBuffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // rebinding resolves every name to a public address until flipped, then
 // to loopback.
@@ -83,7 +64,7 @@ func TestEgressRefusedAtDial(t *testing.T) {
 	rb.flipped.Store(true)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testenv.SyncBuffer
 			cfg := DefaultConfig()
 			cfg.Egress = guard
 			p := New(cfg, logTo(&logs))
@@ -111,7 +92,7 @@ func TestEgressRefusedAtDial(t *testing.T) {
 // A closed port: the caller sees "endpoint not reachable", not the
 // dialler's "connection refused 127.0.0.1:port".
 func TestUnreachableIsGeneric(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	p := New(testConfig(), logTo(&logs))
 	defer p.Close()
 	u := closedURL(t)
@@ -278,7 +259,7 @@ func TestHealthAndStatus(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	p := New(testConfig(), logTo(&logs))
 	defer p.Close()
 	h := hook("hs", srv.URL, FailOpen)

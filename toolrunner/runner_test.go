@@ -1,7 +1,6 @@
 package toolrunner_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -177,24 +176,7 @@ type env struct {
 	src    *sources
 	js     jetstream.JetStream
 	sc     toolrunner.Scope
-	logs   *lockedBuffer // the runner's log lines
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs   *testenv.SyncBuffer // the runner's log lines
 }
 
 func newEnv(t *testing.T, mut func(*toolrunner.Config)) *env {
@@ -211,7 +193,7 @@ func newEnv(t *testing.T, mut func(*toolrunner.Config)) *env {
 	src := newSources()
 	hcfg := hookproxy.DefaultConfig()
 	hcfg.Egress = egress.AllowLoopback() // the hook servers are on 127.0.0.1
-	logs := &lockedBuffer{}
+	logs := &testenv.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := toolrunner.New(cfg, registry(t), hookproxy.New(hcfg, log), src, src, src, pub, log)
 	return &env{runner: r, src: src, js: js, sc: toolrunner.Scope{Org: uuid.New(), Project: uuid.New(), UserID: "u1"}, logs: logs}

@@ -60,26 +60,9 @@ type devProc struct {
 	http   string
 	nats   string
 	data   string
-	stdout *lockedBuf
-	stderr *lockedBuf
+	stdout *testenv.SyncBuffer
+	stderr *testenv.SyncBuffer
 	exited chan error
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // launchDev starts `auditrail dev` without waiting for it.
@@ -101,7 +84,7 @@ func launchCmd(t *testing.T, dir, bin string, args []string, fast bool) *devProc
 		}
 	}
 	p := &devProc{http: fmt.Sprintf("127.0.0.1:%d", hp), nats: fmt.Sprintf("127.0.0.1:%d", np), data: data,
-		stdout: &lockedBuf{}, stderr: &lockedBuf{}, exited: make(chan error, 1)}
+		stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}, exited: make(chan error, 1)}
 	line := []string{"dev", "--http", p.http, "--nats-listen", p.nats}
 	if fast {
 		line = append(line, "--flush-interval", "100ms", "--rate-limit", "100000/60s")

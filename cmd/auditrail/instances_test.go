@@ -27,7 +27,7 @@ func startRole(t *testing.T, role string, args ...string) string {
 	t.Helper()
 	port, _ := testenv.FreePort()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	out := &lockedBuf{}
+	out := &testenv.SyncBuffer{}
 	cmd := exec.Command(binary(t), append([]string{role, "--http", addr}, args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

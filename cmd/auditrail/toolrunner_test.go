@@ -116,7 +116,7 @@ func TestToolRunnerAPIInDev(t *testing.T) {
 func TestHooksExampleCommand(t *testing.T) {
 	port, _ := testenv.FreePort()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	out := &lockedBuf{}
+	out := &testenv.SyncBuffer{}
 	cmd := exec.Command(binary(t), "hooks-example", "--listen", addr, "--policy", "../../hookproxy/example/testdata/policy.yaml", "--token", "t0k")
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

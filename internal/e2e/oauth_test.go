@@ -60,32 +60,6 @@ const (
 	dueAfter  = 2500 * time.Millisecond
 )
 
-// syncBuffer collects the log lines of every component.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// offsetClock is time.Now moved by an offset (the OAuth flow's clock, to
-// expire a state).
-type offsetClock struct{ d atomic.Int64 }
-
-func (c *offsetClock) Now() time.Time          { return time.Now().Add(time.Duration(c.d.Load())) }
-func (c *offsetClock) advance(d time.Duration) { c.d.Add(int64(d)) }
-func (c *offsetClock) reset()                  { c.d.Store(0) }
-
 type noHooks struct{}
 
 func (noHooks) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook, error) {
@@ -109,8 +83,8 @@ type platform struct {
 	emu            *oauth.Server
 	emuURL         string
 	cpURL, trURL   string
-	clock          *offsetClock
-	logs           *syncBuffer
+	clock          *testenv.OffsetClock
+	logs           *testenv.SyncBuffer
 	org, project   string
 	alice, bob     string // API keys: alice an org admin, bob a member
 	carol          string
@@ -158,7 +132,7 @@ func serve(t *testing.T, app *fiber.App) string {
 func newPlatform(t *testing.T) *platform {
 	t.Helper()
 	_, nc, js := testenv.NATS(t)
-	p := &platform{t: t, nc: nc, js: js, clock: &offsetClock{}, logs: &syncBuffer{}, secrets: map[string]string{}}
+	p := &platform{t: t, nc: nc, js: js, clock: &testenv.OffsetClock{}, logs: &testenv.SyncBuffer{}, secrets: map[string]string{}}
 	log := slog.New(slog.NewTextHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -604,8 +578,8 @@ func TestE2EOAuth(t *testing.T) {
 			}, "Invalid authorization request"},
 			{"expired", func(t *testing.T) string {
 				cb := p.consent(t, authorize("bob", p.bob), "u-bob")
-				t.Cleanup(p.clock.reset)
-				p.clock.advance(11 * time.Minute)
+				t.Cleanup(p.clock.Reset)
+				p.clock.Advance(11 * time.Minute)
 				return cb
 			}, "expired"},
 			{"cross-user", func(t *testing.T) string {

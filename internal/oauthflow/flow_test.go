@@ -24,6 +24,7 @@ import (
 
 	emu "github.com/auditrail/auditrail/internal/emulators/oauth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -59,18 +60,6 @@ func (s *testSealer) Open(key string, ct []byte) ([]byte, error) {
 	return s.aead.Open(nil, ct[:s.aead.NonceSize()], ct[s.aead.NonceSize():], []byte(key))
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type callback struct {
 	mu   sync.Mutex
 	last url.Values
@@ -86,13 +75,13 @@ type env struct {
 	flow     *oauthflow.Flow
 	sealer   *testSealer
 	provider oauthflow.Provider
-	clock    *clock
+	clock    *testenv.ManualClock
 	browser  *http.Client
 }
 
 func newEnv(t *testing.T, mod func(*emu.Config)) *env {
 	t.Helper()
-	e := &env{cb: &callback{}, clock: &clock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}}
+	e := &env{cb: &callback{}, clock: testenv.NewManualClock(time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC))}
 	cbSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.cb.mu.Lock()
 		e.cb.last = r.URL.Query()
