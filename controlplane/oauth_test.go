@@ -490,10 +490,17 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 	if err != nil || b.AccessToken == a.AccessToken {
 		t.Fatalf("read-only refresh: %v", err)
 	}
-	eventually(t, "the writer sees the reader's token", func() bool {
-		c, err := e.svc.Connection(ctx, e.org, e.project, "bob", "corp")
-		return err == nil && c.AccessToken == b.AccessToken
+	// Wait on the writer's mirror, not on Connection: a Connection call while
+	// the mirror still holds the old, rotated refresh token would refresh
+	// with it (refused, then resolved to the reader's token) and count a
+	// third request.
+	eventually(t, "the writer's mirror holds the reader's token", func() bool {
+		_, _, tk, err := e.svc.openConn(key)
+		return err == nil && tk.AccessToken == b.AccessToken
 	})
+	if c, err := e.svc.Connection(ctx, e.org, e.project, "bob", "corp"); err != nil || c.AccessToken != b.AccessToken {
+		t.Fatalf("writer: %v", err)
+	}
 	if s := e.emu.Stats(); s.RefreshGrants != 2 || e.refreshCalls.Load() != 2 {
 		t.Fatalf("%d refresh grants (%d requests), want 2", s.RefreshGrants, e.refreshCalls.Load())
 	}
