@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite", "benchmarks to run, comma-separated: decode, hooks, connections, ingest, query, executions, sqlite")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite,docmd", "benchmarks to run, comma-separated: docmd, decode, hooks, connections, ingest, query, executions, sqlite")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query and executions benchmarks")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
@@ -44,6 +44,13 @@ func runBench(ctx context.Context, args []string) error {
 				return fmt.Errorf("connections benchmark: %w", err)
 			}
 			figures = append(figures, figs...)
+		case "docmd":
+			fmt.Println("== docmd: render a ~500-page document as DocMD")
+			fig, err := bench.DocMD()
+			if err != nil {
+				return fmt.Errorf("docmd benchmark: %w", err)
+			}
+			figures = append(figures, fig)
 		case "decode":
 			fmt.Println("== decode: audit/v1 payloads")
 			figures = append(figures, bench.Decode())

@@ -1,0 +1,373 @@
+package docmd
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	docs "google.golang.org/api/docs/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func loadDoc(t testing.TB, name string) *docs.Document {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d docs.Document
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
+}
+
+func TestRenderGolden(t *testing.T) {
+	tests := []struct {
+		fixture, golden string
+		opts            Options
+	}{
+		{"kitchen_sink", "kitchen_sink.docmd", Options{}},
+		{"tabs", "tabs.docmd", Options{}},
+		{"tabs", "tabs_child.docmd", Options{TabID: "t.child"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.golden, func(t *testing.T) {
+			got, err := Render(loadDoc(t, tc.fixture), tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", tc.golden)
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("render differs from %s:\n%s", path, got)
+			}
+		})
+	}
+}
+
+type wantBlock struct {
+	typ        string
+	start, end int64
+	text       string
+}
+
+// expected walks the API document the way the API defines it, independently of the renderer.
+func expected(content []*docs.StructuralElement) []wantBlock {
+	var out []wantBlock
+	for _, se := range content {
+		switch {
+		case se.SectionBreak != nil:
+			out = append(out, wantBlock{"SECTION_BREAK", se.StartIndex, se.EndIndex, ""})
+		case se.Paragraph != nil:
+			var sb strings.Builder
+			for _, e := range se.Paragraph.Elements {
+				if e.TextRun != nil {
+					sb.WriteString(e.TextRun.Content)
+				}
+			}
+			out = append(out, wantBlock{"P", se.StartIndex, se.EndIndex, strings.TrimSuffix(sb.String(), "\n")})
+		case se.Table != nil:
+			out = append(out, wantBlock{"TABLE", se.StartIndex, se.EndIndex, ""})
+			for _, r := range se.Table.TableRows {
+				out = append(out, wantBlock{"ROW", r.StartIndex, r.EndIndex, ""})
+				for _, c := range r.TableCells {
+					out = append(out, wantBlock{"CELL", c.StartIndex + 1, c.EndIndex, ""})
+					out = append(out, expected(c.Content)...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func checkSegment(t *testing.T, name string, seg Segment, content []*docs.StructuralElement) {
+	t.Helper()
+	want := expected(content)
+	if len(want) != len(seg.Blocks) {
+		t.Fatalf("%s: %d blocks, want %d", name, len(seg.Blocks), len(want))
+	}
+	for i, w := range want {
+		b := seg.Blocks[i]
+		typ := b.Type
+		if IsTextType(typ) {
+			typ = "P"
+		}
+		if typ != w.typ || b.Start != w.start || b.End != w.end || b.Text != w.text {
+			t.Errorf("%s block %d = %s %d-%d %q, want %s %d-%d %q", name, i, b.Type, b.Start, b.End, b.Text, w.typ, w.start, w.end, w.text)
+		}
+	}
+}
+
+func TestRoundTripRanges(t *testing.T) {
+	d := loadDoc(t, "kitchen_sink")
+	out, err := Render(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.DocumentID != d.DocumentId || p.Title != d.Title || p.RevisionID != d.RevisionId {
+		t.Errorf("header = %q %q %q", p.DocumentID, p.Title, p.RevisionID)
+	}
+	segs := p.Sections[0].Segments
+	if len(segs) != 4 {
+		t.Fatalf("segments = %d, want body, header, footer, footnote", len(segs))
+	}
+	checkSegment(t, "body", segs[0], d.Body.Content)
+	checkSegment(t, "header", segs[1], d.Headers["kix.hdr1"].Content)
+	checkSegment(t, "footer", segs[2], d.Footers["kix.ftr1"].Content)
+	checkSegment(t, "footnote", segs[3], d.Footnotes["kix.fn1"].Content)
+	if segs[1].Kind != "header" || segs[1].ID != "kix.hdr1" || segs[3].Kind != "footnote" || segs[3].ID != "kix.fn1" {
+		t.Errorf("segment ids: %+v %+v", segs[1], segs[3])
+	}
+
+	byText := map[string]Block{}
+	for _, b := range segs[0].Blocks {
+		byText[b.Text] = b
+	}
+	// Emoji: surrogate pairs count 2; the bold run covers the whole paragraph, newline included.
+	em := byText["Emoji 😀 and 👍🏽 count two each"]
+	if em.End-em.Start != int64(len("Emoji  and  count two each"))+2+4+1 {
+		t.Errorf("emoji block %d-%d", em.Start, em.End)
+	}
+	if len(em.Styles) != 1 || em.Styles[0].Style != "bold" || em.Styles[0].Start != em.Start || em.Styles[0].End != em.End {
+		t.Errorf("emoji styles = %+v", em.Styles)
+	}
+	if b := byText["one"]; b.Type != "ORDERED" || b.Attrs["level"] != "0" || b.Attrs["list"] != "kix.num" {
+		t.Errorf("ordered item = %+v", b)
+	}
+	if b := byText["nested"]; b.Type != "BULLET" || b.Attrs["level"] != "1" {
+		t.Errorf("nested bullet = %+v", b)
+	}
+	if b := byText["Numbered heading"]; b.Type != "ORDERED" || b.Attrs["heading"] != "HEADING_2" {
+		t.Errorf("numbered heading = %+v", b)
+	}
+	if b := byText["[not an annotation] {braces} back\\slash\vsoft break"]; b.ID == "" {
+		t.Errorf("escaped text did not round-trip")
+	}
+	if b := byText["@not a directive"]; b.ID == "" {
+		t.Errorf("@ text did not round-trip")
+	}
+	var styled Block
+	for _, b := range segs[0].Blocks {
+		if strings.HasPrefix(b.Text, "Bold and Times") {
+			styled = b
+		}
+	}
+	fonts := 0
+	for _, s := range styled.Styles {
+		if s.Style == "font" && s.Value == "Times New Roman" {
+			fonts++
+		}
+		if s.Style == "fg" && s.Value != "#ff0000" {
+			t.Errorf("fg = %q", s.Value)
+		}
+		if s.Style == "link" && s.Value != "https://example.com/a b?x=\"1\"" {
+			t.Errorf("link = %q", s.Value)
+		}
+	}
+	if fonts != 1 {
+		t.Errorf("styles = %+v", styled.Styles)
+	}
+	// Non-text elements: every kind, each one index unit, in order.
+	var kinds []string
+	for _, b := range segs[0].Blocks {
+		for _, e := range b.Elements {
+			if e.End-e.Start != 1 {
+				t.Errorf("element %s %d-%d", e.Type, e.Start, e.End)
+			}
+			kinds = append(kinds, e.Type)
+		}
+	}
+	if got := strings.Join(kinds, ","); got != "INLINE_IMAGE,FOOTNOTE_REF,PAGE_BREAK,PERSON,DATE,RICH_LINK,HORIZONTAL_RULE,COLUMN_BREAK,EQUATION" {
+		t.Errorf("elements = %s", got)
+	}
+	// Cells exclude their marker and carry the table start.
+	for _, b := range segs[0].Blocks {
+		if b.Type == "CELL" && b.Attrs["row"] == "1" && b.Attrs["col"] == "1" {
+			next := segs[0].Blocks[indexOf(segs[0].Blocks, b.ID)+1]
+			if next.Start != b.Start || next.Text != "表" {
+				t.Errorf("cell %+v then %+v", b, next)
+			}
+		}
+	}
+}
+
+func indexOf(bs []Block, id string) int {
+	for i, b := range bs {
+		if b.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestTabsDepthFirst(t *testing.T) {
+	d := loadDoc(t, "tabs")
+	out, err := Render(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range p.Sections {
+		ids = append(ids, s.TabID)
+	}
+	if strings.Join(ids, ",") != "t.0,t.child,t.1" {
+		t.Fatalf("tabs = %v", ids)
+	}
+	if p.Sections[1].ParentID != "t.0" || p.Sections[1].Level != 1 || p.Sections[2].Title != "Second \"quoted\"" || p.Sections[2].Index != 1 {
+		t.Errorf("sections = %+v", p.Sections)
+	}
+	checkSegment(t, "t.child", p.Sections[1].Segments[0], d.Tabs[0].ChildTabs[0].DocumentTab.Body.Content)
+	if _, err := Render(d, Options{TabID: "t.nope"}); !errors.Is(err, ErrTabNotFound) {
+		t.Errorf("unknown tab: %v", err)
+	}
+}
+
+// shift moves every index of content by delta, as an insertion of delta units before it would.
+func shift(content []*docs.StructuralElement, delta int64) {
+	for _, se := range content {
+		se.StartIndex += delta
+		se.EndIndex += delta
+		if se.Paragraph != nil {
+			for _, e := range se.Paragraph.Elements {
+				e.StartIndex += delta
+				e.EndIndex += delta
+			}
+		}
+		if se.Table != nil {
+			for _, r := range se.Table.TableRows {
+				r.StartIndex += delta
+				r.EndIndex += delta
+				for _, c := range r.TableCells {
+					c.StartIndex += delta
+					c.EndIndex += delta
+					shift(c.Content, delta)
+				}
+			}
+		}
+	}
+}
+
+func TestBlockIDsStable(t *testing.T) {
+	before := loadDoc(t, "kitchen_sink")
+	after := loadDoc(t, "kitchen_sink")
+	// Insert "Intro\n" as a new paragraph right after the section break.
+	shift(after.Body.Content[1:], 6)
+	intro := &docs.StructuralElement{StartIndex: 1, EndIndex: 7, Paragraph: &docs.Paragraph{
+		Elements:       []*docs.ParagraphElement{{StartIndex: 1, EndIndex: 7, TextRun: &docs.TextRun{Content: "Intro\n"}}},
+		ParagraphStyle: &docs.ParagraphStyle{NamedStyleType: "NORMAL_TEXT"},
+	}}
+	after.Body.Content = append([]*docs.StructuralElement{after.Body.Content[0], intro}, after.Body.Content[1:]...)
+	pb, pa := mustParse(t, before), mustParse(t, after)
+	old := map[string]bool{}
+	for _, b := range pb.Sections[0].Segments[0].Blocks {
+		old[b.ID] = true
+	}
+	kept := 0
+	for _, b := range pa.Sections[0].Segments[0].Blocks {
+		if old[b.ID] {
+			kept++
+		} else if b.Text != "Intro" {
+			t.Errorf("block %s %q changed id", b.ID, b.Text)
+		}
+	}
+	if kept != len(old) {
+		t.Errorf("kept %d of %d ids", kept, len(old))
+	}
+}
+
+func mustParse(t *testing.T, d *docs.Document) *Doc {
+	t.Helper()
+	out, err := Render(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestParseRejects(t *testing.T) {
+	tests := []struct{ name, in string }{
+		{"no header", "[p1 0-1 PARAGRAPH]\n\n"},
+		{"block outside segment", "@docmd 1\n[p1 1-2 PARAGRAPH]\n\n"},
+		{"missing text line", "@docmd 1\n@segment body\n[p1 1-3 PARAGRAPH]"},
+		{"length mismatch", "@docmd 1\n@segment body\n[p1 1-3 PARAGRAPH]\nabc\n"},
+		{"surrogate counted once", "@docmd 1\n@segment body\n[p1 1-3 PARAGRAPH]\n😀\n"},
+		{"span outside block", "@docmd 1\n@segment body\n[p1 1-3 PARAGRAPH styles=bold:1-9]\nab\n"},
+		{"inverted range", "@docmd 1\n@segment body\n[p1 3-1 PARAGRAPH]\n\n"},
+		{"unknown type", "@docmd 1\n@segment body\n[p1 1-2 BANNER]\n\n"},
+		{"stray text", "@docmd 1\n@segment body\nhello\n"},
+		{"bad escape", "@docmd 1\n@segment body\n[p1 1-3 PARAGRAPH]\n\\q\n"},
+		{"element gap", "@docmd 1\n@segment body\n[p1 1-4 PARAGRAPH]\na{PAGE_BREAK 3-4}\n"},
+		{"body with id", "@docmd 1\n@segment body id=x\n"},
+		{"unterminated quote", "@docmd 1\n@title \"abc\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse(tc.in); !errors.Is(err, ErrSyntax) {
+				t.Errorf("Parse = %v, want ErrSyntax", err)
+			}
+		})
+	}
+	if _, err := Parse("@docmd 1\n@segment body\n[p1 1-4 PARAGRAPH]\n😀\n"); err != nil {
+		t.Errorf("surrogate pair counting 2: %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"kitchen_sink", "tabs"} {
+		out, err := Render(loadDoc(f, name), Options{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(out)
+	}
+	f.Add("@docmd 1\n@segment body\n[p1 1-4 PARAGRAPH]\n😀\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := Parse(s)
+		if err != nil {
+			return
+		}
+		for _, sec := range d.Sections {
+			for _, seg := range sec.Segments {
+				for _, b := range seg.Blocks {
+					if b.Start > b.End {
+						t.Fatalf("inverted block %+v", b)
+					}
+					for _, sp := range b.Styles {
+						if sp.Start < b.Start || sp.End > b.End || sp.Start > sp.End {
+							t.Fatalf("span %+v outside %+v", sp, b)
+						}
+					}
+					if IsTextType(b.Type) && utf16Len(b.Text) > b.End-b.Start {
+						t.Fatalf("text longer than block %+v", b)
+					}
+				}
+			}
+		}
+	})
+}

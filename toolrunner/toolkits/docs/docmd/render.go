@@ -1,0 +1,610 @@
+// Package docmd renders Google Docs documents (google.golang.org/api/docs/v1) as DocMD and parses
+// DocMD back. The format is specified in docs/docmd.md: half-open UTF-16 ranges equal to the API's
+// indices, annotated blocks, segments per header/footer/footnote and sections per tab.
+package docmd
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+
+	docs "google.golang.org/api/docs/v1"
+)
+
+// ErrTabNotFound is returned by Render when Options.TabID names no tab of the document.
+var ErrTabNotFound = errors.New("docmd: tab not found")
+
+// ErrInvalidDocument is returned by Render for a nil document.
+var ErrInvalidDocument = errors.New("docmd: invalid document")
+
+// Options select what Render emits.
+type Options struct {
+	// TabID renders only this tab (and not its children); empty renders every tab depth-first.
+	TabID string
+}
+
+// Render writes doc as DocMD.
+func Render(doc *docs.Document, opts Options) (string, error) {
+	if doc == nil {
+		return "", ErrInvalidDocument
+	}
+	r := &renderer{}
+	r.sb.Grow(estimate(doc))
+	r.sb.WriteString("@docmd 1\n")
+	if doc.DocumentId != "" {
+		r.directive("@document_id ", doc.DocumentId)
+	}
+	if doc.Title != "" {
+		r.directive("@title ", doc.Title)
+	}
+	if doc.RevisionId != "" {
+		r.directive("@revision_id ", doc.RevisionId)
+	}
+	if len(doc.Tabs) == 0 {
+		if opts.TabID != "" {
+			return "", fmt.Errorf("%w: %q (document has no tabs content)", ErrTabNotFound, opts.TabID)
+		}
+		r.content(doc.Body, doc.Headers, doc.Footers, doc.Footnotes, doc.Lists)
+		return r.sb.String(), nil
+	}
+	found := false
+	walkTabs(doc.Tabs, func(t *docs.Tab) {
+		p := t.TabProperties
+		if p == nil {
+			p = &docs.TabProperties{}
+		}
+		if opts.TabID != "" && p.TabId != opts.TabID {
+			return
+		}
+		found = true
+		r.sb.WriteString("@tab")
+		r.attr("id", p.TabId)
+		r.attr("index", strconv.FormatInt(p.Index, 10))
+		r.attr("level", strconv.FormatInt(p.NestingLevel, 10))
+		if p.ParentTabId != "" {
+			r.attr("parent", p.ParentTabId)
+		}
+		r.attr("title", p.Title)
+		r.sb.WriteByte('\n')
+		if dt := t.DocumentTab; dt != nil {
+			r.content(dt.Body, dt.Headers, dt.Footers, dt.Footnotes, dt.Lists)
+		}
+	})
+	if !found {
+		return "", fmt.Errorf("%w: %q", ErrTabNotFound, opts.TabID)
+	}
+	return r.sb.String(), nil
+}
+
+func walkTabs(tabs []*docs.Tab, fn func(*docs.Tab)) {
+	for _, t := range tabs {
+		if t == nil {
+			continue
+		}
+		fn(t)
+		walkTabs(t.ChildTabs, fn)
+	}
+}
+
+// estimate sizes the output buffer: DocMD is about the text plus annotations.
+func estimate(doc *docs.Document) int {
+	n := 256
+	if doc.Body != nil && len(doc.Body.Content) > 0 {
+		n += int(doc.Body.Content[len(doc.Body.Content)-1].EndIndex) * 2
+	}
+	return n
+}
+
+type renderer struct {
+	sb    strings.Builder
+	lists map[string]docs.List
+	seg   string
+	seen  map[uint64]int
+	tmp   []byte
+}
+
+func (r *renderer) directive(name, v string) {
+	r.sb.WriteString(name)
+	writeValue(&r.sb, v)
+	r.sb.WriteByte('\n')
+}
+
+func (r *renderer) attr(name, v string) {
+	r.sb.WriteByte(' ')
+	r.sb.WriteString(name)
+	r.sb.WriteByte('=')
+	writeValue(&r.sb, v)
+}
+
+func (r *renderer) content(body *docs.Body, headers map[string]docs.Header, footers map[string]docs.Footer,
+	footnotes map[string]docs.Footnote, lists map[string]docs.List) {
+	r.lists = lists
+	r.segment("body", "")
+	if body != nil {
+		r.elements(body.Content)
+	}
+	for _, id := range sortedKeys(headers) {
+		r.segment("header", id)
+		r.elements(headers[id].Content)
+	}
+	for _, id := range sortedKeys(footers) {
+		r.segment("footer", id)
+		r.elements(footers[id].Content)
+	}
+	for _, id := range sortedKeys(footnotes) {
+		r.segment("footnote", id)
+		r.elements(footnotes[id].Content)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (r *renderer) segment(kind, id string) {
+	r.seg = kind + "/" + id
+	r.seen = make(map[uint64]int)
+	r.sb.WriteString("@segment ")
+	r.sb.WriteString(kind)
+	if id != "" {
+		r.attr("id", id)
+	}
+	r.sb.WriteByte('\n')
+}
+
+func (r *renderer) elements(content []*docs.StructuralElement) {
+	for _, se := range content {
+		if se == nil {
+			continue
+		}
+		switch {
+		case se.SectionBreak != nil:
+			r.annotation(r.id('s', "SECTION_BREAK", ""), se.StartIndex, se.EndIndex, "SECTION_BREAK", "", "")
+		case se.Paragraph != nil:
+			r.paragraph(se)
+		case se.Table != nil:
+			r.table(se)
+		case se.TableOfContents != nil:
+			r.annotation(r.id('o', "TOC", tocKey(se.TableOfContents)), se.StartIndex, se.EndIndex, "TOC", "", "")
+			r.elements(se.TableOfContents.Content)
+		}
+	}
+}
+
+func tocKey(t *docs.TableOfContents) string {
+	var b strings.Builder
+	for _, se := range t.Content {
+		if se != nil && se.Paragraph != nil {
+			for _, e := range se.Paragraph.Elements {
+				if e != nil && e.TextRun != nil {
+					b.WriteString(e.TextRun.Content)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+// id derives a stable block id from the segment, the block type and a content key, with an
+// occurrence number for identical blocks in the same segment.
+func (r *renderer) id(prefix byte, typ, key string) string {
+	h := fnv.New64a()
+	h.Write([]byte(r.seg))
+	h.Write([]byte{0})
+	h.Write([]byte(typ))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	sum := h.Sum64()
+	n := r.seen[sum]
+	r.seen[sum] = n + 1
+	r.tmp = append(r.tmp[:0], prefix)
+	const hexdigits = "0123456789abcdef"
+	for shift := 20; shift >= 0; shift -= 4 {
+		r.tmp = append(r.tmp, hexdigits[(sum>>uint(shift))&0xf])
+	}
+	if n > 0 {
+		r.tmp = append(r.tmp, '.')
+		r.tmp = strconv.AppendInt(r.tmp, int64(n), 10)
+	}
+	return string(r.tmp)
+}
+
+func (r *renderer) annotation(id string, start, end int64, typ, attrs, styles string) {
+	r.sb.WriteByte('[')
+	r.sb.WriteString(id)
+	r.sb.WriteByte(' ')
+	r.sb.WriteString(strconv.FormatInt(start, 10))
+	r.sb.WriteByte('-')
+	r.sb.WriteString(strconv.FormatInt(end, 10))
+	r.sb.WriteByte(' ')
+	r.sb.WriteString(typ)
+	r.sb.WriteString(attrs)
+	if styles != "" {
+		r.sb.WriteString(" styles=")
+		r.sb.WriteString(styles)
+	}
+	r.sb.WriteString("]\n")
+}
+
+func (r *renderer) table(se *docs.StructuralElement) {
+	t := se.Table
+	ts := se.StartIndex
+	tstr := strconv.FormatInt(ts, 10)
+	key := tableKey(t)
+	r.annotation(r.id('t', "TABLE", key), ts, se.EndIndex, "TABLE",
+		" rows="+strconv.FormatInt(t.Rows, 10)+" cols="+strconv.FormatInt(t.Columns, 10), "")
+	for ri, row := range t.TableRows {
+		if row == nil {
+			continue
+		}
+		rs := strconv.Itoa(ri)
+		r.annotation(r.id('r', "ROW", rowKey(row)), row.StartIndex, row.EndIndex, "ROW", " table="+tstr+" row="+rs, "")
+		for ci, cell := range row.TableCells {
+			if cell == nil {
+				continue
+			}
+			cs := strconv.Itoa(ci)
+			r.annotation(r.id('c', "CELL", cs+"\x00"+cellKey(cell)), cell.StartIndex+1, cell.EndIndex, "CELL",
+				" table="+tstr+" row="+rs+" col="+cs, "")
+			r.elements(cell.Content)
+		}
+	}
+}
+
+func tableKey(t *docs.Table) string {
+	var b strings.Builder
+	for _, row := range t.TableRows {
+		if row != nil {
+			b.WriteString(rowKey(row))
+			b.WriteByte(0x1e)
+		}
+	}
+	return b.String()
+}
+
+func rowKey(row *docs.TableRow) string {
+	var b strings.Builder
+	for _, c := range row.TableCells {
+		if c != nil {
+			b.WriteString(cellKey(c))
+			b.WriteByte(0x1f)
+		}
+	}
+	return b.String()
+}
+
+func cellKey(c *docs.TableCell) string {
+	var b strings.Builder
+	for _, se := range c.Content {
+		if se != nil && se.Paragraph != nil {
+			for _, e := range se.Paragraph.Elements {
+				if e != nil && e.TextRun != nil {
+					b.WriteString(e.TextRun.Content)
+				}
+			}
+		} else if se != nil && se.Table != nil {
+			b.WriteString(tableKey(se.Table))
+		}
+	}
+	return b.String()
+}
+
+// paragraphType maps the named style and list glyph of a paragraph to a DocMD block type and its
+// extra attributes.
+func (r *renderer) paragraphType(p *docs.Paragraph) (string, string) {
+	named := ""
+	if p.ParagraphStyle != nil {
+		named = p.ParagraphStyle.NamedStyleType
+	}
+	typ := "PARAGRAPH"
+	switch named {
+	case "TITLE", "SUBTITLE", "HEADING_1", "HEADING_2", "HEADING_3", "HEADING_4", "HEADING_5", "HEADING_6":
+		typ = named
+	}
+	if p.Bullet == nil {
+		return typ, ""
+	}
+	level := p.Bullet.NestingLevel
+	var b strings.Builder
+	b.WriteString(" list=")
+	writeValue(&b, p.Bullet.ListId)
+	b.WriteString(" level=")
+	b.WriteString(strconv.FormatInt(level, 10))
+	if typ != "PARAGRAPH" {
+		b.WriteString(" heading=")
+		b.WriteString(typ)
+	}
+	if r.ordered(p.Bullet.ListId, level) {
+		return "ORDERED", b.String()
+	}
+	return "BULLET", b.String()
+}
+
+func (r *renderer) ordered(listID string, level int64) bool {
+	l, ok := r.lists[listID]
+	if !ok || l.ListProperties == nil || level < 0 || int(level) >= len(l.ListProperties.NestingLevels) {
+		return false
+	}
+	nl := l.ListProperties.NestingLevels[level]
+	if nl == nil {
+		return false
+	}
+	if nl.GlyphSymbol != "" {
+		return false
+	}
+	switch nl.GlyphType {
+	case "", "NONE", "GLYPH_TYPE_UNSPECIFIED":
+		return strings.Contains(nl.GlyphFormat, "%")
+	}
+	return true
+}
+
+type span struct {
+	style string
+	start int64
+	end   int64
+}
+
+func (r *renderer) paragraph(se *docs.StructuralElement) {
+	p := se.Paragraph
+	typ, attrs := r.paragraphType(p)
+	var line strings.Builder
+	var spans []span
+	var key strings.Builder
+	for _, e := range p.Elements {
+		if e == nil {
+			continue
+		}
+		var ts *docs.TextStyle
+		switch {
+		case e.TextRun != nil:
+			ts = e.TextRun.TextStyle
+			text := e.TextRun.Content
+			if e.EndIndex == se.EndIndex && strings.HasSuffix(text, "\n") {
+				text = text[:len(text)-1]
+			}
+			key.WriteString(text)
+			escapeText(&line, text, line.Len() == 0)
+		default:
+			typName, eattrs, style := element(e)
+			ts = style
+			key.WriteString("{" + typName + "}")
+			line.WriteByte('{')
+			line.WriteString(typName)
+			line.WriteByte(' ')
+			line.WriteString(strconv.FormatInt(e.StartIndex, 10))
+			line.WriteByte('-')
+			line.WriteString(strconv.FormatInt(e.EndIndex, 10))
+			line.WriteString(eattrs)
+			line.WriteByte('}')
+		}
+		spans = appendSpans(spans, ts, e.StartIndex, e.EndIndex)
+	}
+	// Styles relative to the block start so that ids do not depend on position.
+	var styles strings.Builder
+	for i, s := range spans {
+		if i > 0 {
+			styles.WriteByte(',')
+		}
+		styles.WriteString(s.style)
+		styles.WriteByte(':')
+		styles.WriteString(strconv.FormatInt(s.start, 10))
+		styles.WriteByte('-')
+		styles.WriteString(strconv.FormatInt(s.end, 10))
+		key.WriteByte(0)
+		key.WriteString(s.style)
+		key.WriteString(strconv.FormatInt(s.start-se.StartIndex, 10))
+		key.WriteByte('-')
+		key.WriteString(strconv.FormatInt(s.end-se.StartIndex, 10))
+	}
+	r.annotation(r.id('p', typ+attrs, key.String()), se.StartIndex, se.EndIndex, typ, attrs, styles.String())
+	r.sb.WriteString(line.String())
+	r.sb.WriteByte('\n')
+}
+
+// element describes a non-text paragraph element.
+func element(e *docs.ParagraphElement) (string, string, *docs.TextStyle) {
+	var b strings.Builder
+	at := func(k, v string) {
+		if v == "" {
+			return
+		}
+		b.WriteByte(' ')
+		b.WriteString(k)
+		b.WriteByte('=')
+		writeValue(&b, v)
+	}
+	switch {
+	case e.InlineObjectElement != nil:
+		at("id", e.InlineObjectElement.InlineObjectId)
+		return "INLINE_IMAGE", b.String(), e.InlineObjectElement.TextStyle
+	case e.FootnoteReference != nil:
+		at("id", e.FootnoteReference.FootnoteId)
+		at("number", e.FootnoteReference.FootnoteNumber)
+		return "FOOTNOTE_REF", b.String(), e.FootnoteReference.TextStyle
+	case e.PageBreak != nil:
+		return "PAGE_BREAK", "", e.PageBreak.TextStyle
+	case e.ColumnBreak != nil:
+		return "COLUMN_BREAK", "", e.ColumnBreak.TextStyle
+	case e.HorizontalRule != nil:
+		return "HORIZONTAL_RULE", "", e.HorizontalRule.TextStyle
+	case e.Person != nil:
+		if pp := e.Person.PersonProperties; pp != nil {
+			at("email", pp.Email)
+			at("name", pp.Name)
+		}
+		return "PERSON", b.String(), e.Person.TextStyle
+	case e.DateElement != nil:
+		at("id", e.DateElement.DateId)
+		if dp := e.DateElement.DateElementProperties; dp != nil {
+			at("text", dp.DisplayText)
+		}
+		return "DATE", b.String(), e.DateElement.TextStyle
+	case e.RichLink != nil:
+		if rp := e.RichLink.RichLinkProperties; rp != nil {
+			at("uri", rp.Uri)
+			at("title", rp.Title)
+		}
+		return "RICH_LINK", b.String(), e.RichLink.TextStyle
+	case e.Equation != nil:
+		return "EQUATION", "", nil
+	case e.AutoText != nil:
+		at("type", e.AutoText.Type)
+		return "AUTO_TEXT", b.String(), e.AutoText.TextStyle
+	}
+	return "UNKNOWN", "", nil
+}
+
+// appendSpans adds the styles of ts over [start,end), merging with a span that ends at start.
+func appendSpans(spans []span, ts *docs.TextStyle, start, end int64) []span {
+	if ts == nil || start >= end {
+		return spans
+	}
+	add := func(style string) {
+		for i := len(spans) - 1; i >= 0; i-- {
+			if spans[i].style == style && spans[i].end == start {
+				spans[i].end = end
+				return
+			}
+		}
+		spans = append(spans, span{style: style, start: start, end: end})
+	}
+	if ts.Bold {
+		add("bold")
+	}
+	if ts.Italic {
+		add("italic")
+	}
+	if ts.Underline && ts.Link == nil {
+		add("underline")
+	}
+	if ts.Strikethrough {
+		add("strike")
+	}
+	if ts.SmallCaps {
+		add("smallcaps")
+	}
+	switch ts.BaselineOffset {
+	case "SUPERSCRIPT":
+		add("sup")
+	case "SUBSCRIPT":
+		add("sub")
+	}
+	if ts.WeightedFontFamily != nil && ts.WeightedFontFamily.FontFamily != "" {
+		add("font=" + quoteValue(ts.WeightedFontFamily.FontFamily))
+	}
+	if ts.FontSize != nil && ts.FontSize.Magnitude != 0 {
+		add("size=" + strconv.FormatFloat(ts.FontSize.Magnitude, 'f', -1, 64))
+	}
+	if c := hexColor(ts.ForegroundColor); c != "" {
+		add("fg=" + c)
+	}
+	if c := hexColor(ts.BackgroundColor); c != "" {
+		add("bg=" + c)
+	}
+	if ts.Link != nil {
+		switch {
+		case ts.Link.Url != "":
+			add("link=" + quoteValue(ts.Link.Url))
+		case ts.Link.HeadingId != "":
+			add("link=" + quoteValue("#heading="+ts.Link.HeadingId))
+		case ts.Link.BookmarkId != "":
+			add("link=" + quoteValue("#bookmark="+ts.Link.BookmarkId))
+		}
+	}
+	return spans
+}
+
+func hexColor(c *docs.OptionalColor) string {
+	if c == nil || c.Color == nil || c.Color.RgbColor == nil {
+		return ""
+	}
+	rgb := c.Color.RgbColor
+	b := func(f float64) int {
+		v := int(f*255 + 0.5)
+		return min(max(v, 0), 255)
+	}
+	return fmt.Sprintf("#%02x%02x%02x", b(rgb.Red), b(rgb.Green), b(rgb.Blue))
+}
+
+func isToken(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '#' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func quoteValue(v string) string {
+	var b strings.Builder
+	writeValue(&b, v)
+	return b.String()
+}
+
+// writeValue writes v bare when it is a token, else quoted with \" \\ \n escapes.
+func writeValue(b *strings.Builder, v string) {
+	if isToken(v) {
+		b.WriteString(v)
+		return
+	}
+	b.WriteByte('"')
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+}
+
+// escapeText writes paragraph text with DocMD escapes; lineStart tells whether text begins the line.
+func escapeText(b *strings.Builder, text string, lineStart bool) {
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch c {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\v':
+			b.WriteString(`\v`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '{':
+			b.WriteString(`\{`)
+		case '[', '@':
+			if lineStart && i == 0 {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// utf16Len is the length of s in UTF-16 code units, the unit of every Docs index.
+func utf16Len(s string) int64 {
+	var n int64
+	for _, r := range s {
+		n += int64(utf16.RuneLen(r))
+	}
+	return n
+}
