@@ -1,6 +1,7 @@
 package google
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -47,6 +48,22 @@ func applyBatch(d *document, reqs []*docs.Request) (*document, []*docs.Response,
 	return nd, replies, nil
 }
 
+// requestType answers the JSON name of the request's set field.
+func requestType(r *docs.Request) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "request"
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return "request"
+	}
+	for k := range m {
+		return k
+	}
+	return "request"
+}
+
 func allSegments(t *tab) map[string]*segment {
 	m := map[string]*segment{"": t.Body}
 	for _, src := range []map[string]*segment{t.Headers, t.Footers, t.Footnotes} {
@@ -78,7 +95,7 @@ func applyOne(d *document, r *docs.Request) (string, *docs.Response, error) {
 	case r.InsertPageBreak != nil:
 		return "insertPageBreak", nil, insertPageBreak(d, r.InsertPageBreak)
 	}
-	return "request", nil, fmt.Errorf("the request type is not supported by the emulator")
+	return requestType(r), nil, fmt.Errorf("this request type is not supported by the emulator")
 }
 
 // locate resolves a tab and segment.
@@ -126,7 +143,9 @@ func insertionPoint(d *document, loc *docs.Location, end *docs.EndOfSegmentLocat
 	return nil, 0, fmt.Errorf("Exactly one of location or endOfSegmentLocation must be specified.")
 }
 
-func isHighSurrogate(it item) bool { return it.k == kChar && utf16.IsSurrogate(rune(it.u)) && it.u < 0xDC00 }
+func isHighSurrogate(it item) bool {
+	return it.k == kChar && utf16.IsSurrogate(rune(it.u)) && it.u < 0xDC00
+}
 
 // insertUnits inserts text at i: the new characters take the style of the
 // character before them in the paragraph (or after, at a paragraph start); a
