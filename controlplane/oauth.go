@@ -133,6 +133,19 @@ func connOf(u UserConnection, t ConnectionTokens) oauthflow.Connection {
 // reports AUTHORIZATION_FAILED); so is a provider the organization no
 // longer has (oauthflow.ErrNoProvider).
 func (s *Service) Connection(ctx context.Context, org, project, user, provider string) (oauthflow.Connection, error) {
+	c, err := s.connection(ctx, org, project, user, provider)
+	if err != nil {
+		return c, err
+	}
+	var p AuthProvider
+	if _, err := s.state.get(providerKey(org, provider), &p); err != nil {
+		return oauthflow.Connection{}, fmt.Errorf("%w: %q in organization %s", oauthflow.ErrNoProvider, provider, org)
+	}
+	c.APIBaseURL = oauthflow.Provider{Type: p.Type, Endpoints: oauthflow.Endpoints{APIBaseURL: p.APIBaseURL}}.WithDefaults().APIBaseURL
+	return c, nil
+}
+
+func (s *Service) connection(ctx context.Context, org, project, user, provider string) (oauthflow.Connection, error) {
 	key := connKey(org, project, user, provider)
 	u, _, t, err := s.openConn(key)
 	if err != nil {

@@ -86,7 +86,8 @@ func newOAuthEnv(t *testing.T, natsURL string) *oauthEnv {
 	e.svc.UseOAuth(flow)
 	e.must(201, "POST", e.providers(), e.alice, map[string]any{"id": "corp", "type": "oauth2", "client_id": "corp-client",
 		"client_secret": emuClientSecret, "authorize_url": e.emuURL + "/authorize", "token_url": e.emuURL + "/token",
-		"revoke_url": e.emuURL + "/revoke", "userinfo_url": e.emuURL + "/userinfo", "scopes_default": []string{"openid", "email"}})
+		"revoke_url": e.emuURL + "/revoke", "userinfo_url": e.emuURL + "/userinfo", "api_base_url": e.emuURL + "/api",
+		"scopes_default": []string{"openid", "email"}})
 	e.seen(emuClientSecret)
 	return e
 }
@@ -276,8 +277,8 @@ func TestOAuthFlowConnectsAndMergesScopes(t *testing.T) {
 		t.Fatalf("ConnectionStatus: %v %v", ok, scopes)
 	}
 	c, err := e.svc.Connection(ctx, e.org, e.project, "bob", "corp")
-	if err != nil || c.AccessToken != first.AccessToken {
-		t.Fatalf("Connection: %v", err)
+	if err != nil || c.AccessToken != first.AccessToken || c.APIBaseURL != e.emuURL+"/api" {
+		t.Fatalf("Connection: %v (api base %q)", err, c.APIBaseURL)
 	}
 	if g, err := e.emu.Verify(c.AccessToken); err != nil || !slices.Contains(g.Scopes, "docs.read") {
 		t.Fatalf("the provider does not know the token: %v", err)

@@ -24,6 +24,10 @@ type Connection struct {
 	AccessToken string
 	Scopes      []string
 	ExpiresAt   *time.Time
+	// APIBaseURL is where the provider's toolkits send API calls (the
+	// auth provider's api_base_url); empty means the client libraries'
+	// own endpoints.
+	APIBaseURL string
 }
 
 // Provider types.
