@@ -75,6 +75,9 @@ type AuthRequirement struct {
 type SecretRequirement struct {
 	Name string `json:"name"`
 	Type string `json:"type"`
+	// Optional: the runner passes the secret when the project has it and
+	// runs the tool without it (no SECRET_MISSING) when it does not.
+	Optional bool `json:"optional,omitempty"`
 }
 
 // Requirements of a tool.
@@ -120,6 +123,9 @@ type Call struct {
 	// their granted scopes and expiry; nil for a tool that needs none.
 	Connections map[string]oauthflow.Connection
 	UserID      string
+	// Org and Project are the execution's tenant (the runner fills them
+	// from its Scope).
+	Org, Project string
 }
 
 // Error kinds of an execution.

@@ -78,7 +78,7 @@ func TestHTTPAPI(t *testing.T) {
 	code, m := do("GET", base+"?user_id=u9", "svc", "")
 	items := m["data"].(map[string]any)["items"].([]any)
 	first := items[0].(map[string]any)
-	if code != 200 || len(items) != 7 || first["fully_qualified_name"] != "TestKit.Echo" || first["parameters"] == nil || first["output"] == nil ||
+	if code != 200 || len(items) != 8 || first["fully_qualified_name"] != "TestKit.Echo" || first["parameters"] == nil || first["output"] == nil ||
 		first["metadata"] == nil || first["requirements"] == nil || first["deprecated"] != false {
 		t.Fatalf("list: %d %v", code, first)
 	}

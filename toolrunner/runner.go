@@ -318,13 +318,17 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 	}
 
 	// Secrets, then the user's connections.
-	call := Call{Inputs: inputs, Secrets: map[string]string{}, Tokens: make(map[string]string, len(grants)), UserID: sc.UserID}
+	call := Call{Inputs: inputs, Secrets: map[string]string{}, Tokens: make(map[string]string, len(grants)), UserID: sc.UserID,
+		Org: sc.Org.String(), Project: sc.Project.String()}
 	for _, s := range def.Requirements.Secrets {
 		if v, ok := pre.Secrets[s.Name]; ok {
 			call.Secrets[s.Name] = v
 			continue
 		}
 		v, err := r.secrets.SecretValue(sc.Org.String(), sc.Project.String(), s.Name)
+		if err != nil && s.Optional {
+			continue // the tool runs without it
+		}
 		if err != nil {
 			return fail(Errorf(KindSecretMissing, false, "the project has no secret %s, which %s requires", s.Name, def.FullyQualifiedName()), KindSecretMissing)
 		}

@@ -54,6 +54,8 @@ func registry(t *testing.T) *toolrunner.Registry {
 		Behavior: toolrunner.Behavior{Operations: []string{"read"}, ReadOnly: true}}
 	secret := def("NeedsSecret")
 	secret.Requirements.Secrets = []toolrunner.SecretRequirement{{Name: "API_TOKEN", Type: "password"}}
+	optional := def("OptionalSecret")
+	optional.Requirements.Secrets = []toolrunner.SecretRequirement{{Name: "LLM_API_KEY", Type: "password", Optional: true}}
 	authd := def("NeedsAuth")
 	authd.Requirements.Authorization = []toolrunner.AuthRequirement{{ProviderType: "oauth2", ProviderID: "google", Scopes: []string{"drive"}}}
 	more := def("NeedsMore")
@@ -65,6 +67,7 @@ func registry(t *testing.T) *toolrunner.Registry {
 	err := r.Register(
 		testTool{echo, func(_ context.Context, c toolrunner.Call) (any, error) { lastCall.Store(c); return c.Inputs, nil }},
 		testTool{secret, func(_ context.Context, c toolrunner.Call) (any, error) { lastCall.Store(c); return "ok", nil }},
+		testTool{optional, func(_ context.Context, c toolrunner.Call) (any, error) { lastCall.Store(c); return "ok", nil }},
 		testTool{authd, func(_ context.Context, c toolrunner.Call) (any, error) { return c.Tokens["google"], nil }},
 		testTool{more, func(_ context.Context, c toolrunner.Call) (any, error) {
 			lastCall.Store(c)
@@ -399,6 +402,56 @@ func TestFailures(t *testing.T) {
 	}
 }
 
+// TestOptionalSecretAndTenant: an optional secret is passed when the
+// project has it and its absence is no SECRET_MISSING; a required one
+// still fails; the tool learns its tenant (Call.Org, Call.Project).
+func TestOptionalSecretAndTenant(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	tests := []struct {
+		name, tool string
+		secrets    map[string]string
+		wantKind   string
+		wantSecret map[string]string
+	}{
+		{"optional absent", "TestKit.OptionalSecret", nil, "", map[string]string{}},
+		{"optional present", "TestKit.OptionalSecret", map[string]string{"LLM_API_KEY": "sk-1"}, "", map[string]string{"LLM_API_KEY": "sk-1"}},
+		{"required absent", "TestKit.NeedsSecret", nil, toolrunner.KindSecretMissing, nil},
+		{"required present", "TestKit.NeedsSecret", map[string]string{"API_TOKEN": "t"}, "", map[string]string{"API_TOKEN": "t"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e.src.mu.Lock()
+			e.src.secrets = map[string]string{}
+			for k, v := range tc.secrets {
+				e.src.secrets[k] = v
+			}
+			e.src.mu.Unlock()
+			lastCall.Store(toolrunner.Call{})
+			res, err := e.runner.Execute(ctx, e.sc, tc.tool, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantKind != "" {
+				if res.Success || res.Error.Kind != tc.wantKind {
+					t.Fatalf("want %s, got %+v", tc.wantKind, res.Error)
+				}
+				return
+			}
+			if !res.Success {
+				t.Fatalf("failed: %+v", res.Error)
+			}
+			c := lastCall.Load().(toolrunner.Call)
+			if fmt.Sprint(c.Secrets) != fmt.Sprint(tc.wantSecret) {
+				t.Errorf("secrets %v, want %v", c.Secrets, tc.wantSecret)
+			}
+			if c.Org != e.sc.Org.String() || c.Project != e.sc.Project.String() {
+				t.Errorf("tenant %q/%q, want %s/%s", c.Org, c.Project, e.sc.Org, e.sc.Project)
+			}
+		})
+	}
+}
+
 func TestAccessHookAndCache(t *testing.T) {
 	e := newEnv(t, nil)
 	acc := newHookServer(t, func(string, []byte) string { return `{"deny":{"TestKit":["Panics","Slow"]}}` })
@@ -412,12 +465,12 @@ func TestAccessHookAndCache(t *testing.T) {
 	for _, d := range defs {
 		names[d.Name] = true
 	}
-	if names["Panics"] || names["Slow"] || !names["Echo"] || len(defs) != 5 {
+	if names["Panics"] || names["Slow"] || !names["Echo"] || len(defs) != 6 {
 		t.Fatalf("visible: %v", names)
 	}
 	var req hooksapi.AccessRequest
 	_ = json.Unmarshal(<-acc.bodies, &req)
-	if req.UserId != "u1" || len(req.Toolkits["TestKit"].Tools) != 7 {
+	if req.UserId != "u1" || len(req.Toolkits["TestKit"].Tools) != 8 {
 		t.Fatalf("access request: %+v", req)
 	}
 	res, _ := e.runner.Execute(ctx, e.sc, "TestKit.Panics", nil)
