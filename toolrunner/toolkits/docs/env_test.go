@@ -1,0 +1,283 @@
+package docs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/goleak"
+
+	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/emulators/google"
+	"github.com/auditrail/auditrail/internal/emulators/oauth"
+	"github.com/auditrail/auditrail/internal/oauthflow"
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/toolrunner"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const verifier = "dBjftJeZ4CVP-mJ92K9X0CQR1eQyZ7P1Lh4dXYkZ3kQ-verifier"
+
+// allScopes are what the demo connection grants: every scope a tool of
+// the toolkit declares, nothing more.
+var allScopes = []string{ScopeDriveFile, ScopeOpenID, ScopeEmail, ScopeProfile}
+
+// conns is the runner's ConnectionSource over the users' real tokens.
+type conns struct {
+	mu    sync.Mutex
+	base  string
+	conns map[string]oauthflow.Connection // by user
+}
+
+func (c *conns) Connection(_ context.Context, _, _, user, provider string) (oauthflow.Connection, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn, ok := c.conns[user]
+	if !ok || provider != Provider {
+		return oauthflow.Connection{}, oauthflow.ErrNotConnected
+	}
+	return cn, nil
+}
+
+func (c *conns) ConnectionStatus(_, _, user, provider string) (bool, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn, ok := c.conns[user]
+	return ok && provider == Provider, cn.Scopes
+}
+
+func (c *conns) AuthorizationURL(_ context.Context, _, _, user, provider string, scopes []string) (string, time.Time, error) {
+	return "https://accounts.example/authorize?user=" + url.QueryEscape(user) + "&scope=" + url.QueryEscape(strings.Join(scopes, " ")), time.Now().Add(10 * time.Minute), nil
+}
+
+// noHooks and noSecrets: the project has no hook and the given secrets.
+type noHooks struct{}
+
+func (noHooks) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook, error) { return nil, nil }
+
+type secrets map[string]string
+
+func (s secrets) SecretValue(_, _, name string) (string, error) {
+	if v, ok := s[name]; ok {
+		return v, nil
+	}
+	return "", oauthflow.ErrNotConnected // any not-found error
+}
+
+// pickerLinks records what GenerateGoogleFilePickerUrl asked for.
+type pickerLinks struct {
+	mu   sync.Mutex
+	asks []string
+}
+
+func (p *pickerLinks) PickerURL(_ context.Context, org, project, user, provider string) (string, time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asks = append(p.asks, org+"/"+project+"/"+user+"/"+provider)
+	return "https://platform.example/picker/abc", time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), nil
+}
+
+type env struct {
+	oauth  *oauth.Server
+	google *google.Server
+	as, gs *httptest.Server
+	conns  *conns
+	picker *pickerLinks
+	tk     *Toolkit
+	runner *toolrunner.Runner
+	sc     toolrunner.Scope
+	// sent records the bodies of the requests the toolkit sent.
+	sent *recorder
+}
+
+// recorder is a transport that keeps request bodies.
+type recorder struct {
+	mu     sync.Mutex
+	bodies []string
+	base   http.RoundTripper
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		b, err := req.GetBody()
+		if err == nil {
+			var sb strings.Builder
+			buf := make([]byte, 4096)
+			for {
+				n, err := b.Read(buf)
+				sb.Write(buf[:n])
+				if err != nil {
+					break
+				}
+			}
+			b.Close()
+			r.mu.Lock()
+			r.bodies = append(r.bodies, req.URL.Path+" "+sb.String())
+			r.mu.Unlock()
+		}
+	}
+	return r.base.RoundTrip(req)
+}
+
+func (r *recorder) last(pathSuffix string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.bodies) - 1; i >= 0; i-- {
+		if p, body, _ := strings.Cut(r.bodies[i], " "); strings.HasSuffix(p, pathSuffix) {
+			return body
+		}
+	}
+	return ""
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	o, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: "app", Secret: "s", RedirectURIs: []string{"https://app.example/cb"}}},
+		Users:       []oauth.User{{ID: "u1", Email: "ann@example.com", Name: "Ann Example"}, {ID: "u2", Email: "ben@example.com", Name: "Ben Example"}},
+		AutoApprove: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := google.New(google.Config{Auth: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{oauth: o, google: g, as: httptest.NewServer(o.Handler()), gs: httptest.NewServer(g.Handler()), picker: &pickerLinks{}}
+	t.Cleanup(func() { e.gs.Close(); e.as.Close() })
+	e.conns = &conns{base: e.gs.URL, conns: map[string]oauthflow.Connection{}}
+	e.connect(t, "u1", allScopes...)
+	e.connect(t, "u2", allScopes...)
+
+	_, nc, _ := testenv.NATS(t)
+	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = egress.AllowLoopback().Dialer(net.Dialer{Timeout: 5 * time.Second}).DialContext
+	e.sent = &recorder{base: tr}
+	cfg := DefaultConfig()
+	cfg.HTTPClient = &http.Client{Transport: e.sent}
+	cfg.Picker = e.picker
+	e.tk, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.CloseIdleConnections() })
+	reg := toolrunner.NewRegistry()
+	if err := reg.Register(e.tk.Tools()...); err != nil {
+		t.Fatal(err)
+	}
+	rcfg := toolrunner.DefaultConfig()
+	rcfg.ToolTimeout = 30 * time.Second
+	e.runner = toolrunner.New(rcfg, reg, hookproxy.New(hookproxy.DefaultConfig(), nil), noHooks{}, secrets{}, e.conns, pub, nil)
+	e.sc = toolrunner.Scope{Org: uuid.New(), Project: uuid.New(), UserID: "u1"}
+	return e
+}
+
+// connect gives the user a connection holding a token of the real
+// authorization-code flow with PKCE.
+func (e *env) connect(t *testing.T, user string, scopes ...string) {
+	t.Helper()
+	tok := e.token(t, user, scopes...)
+	e.conns.mu.Lock()
+	e.conns.conns[user] = oauthflow.Connection{AccessToken: tok, Scopes: scopes, APIBaseURL: e.gs.URL}
+	e.conns.mu.Unlock()
+}
+
+func (e *env) token(t *testing.T, user string, scopes ...string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(verifier))
+	q := url.Values{"response_type": {"code"}, "client_id": {"app"}, "redirect_uri": {"https://app.example/cb"},
+		"scope": {strings.Join(scopes, " ")}, "state": {"x"}, "login_hint": {user},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get(e.as.URL + "/authorize?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("authorize: %d %v", resp.StatusCode, loc)
+	}
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
+		"redirect_uri": {"https://app.example/cb"}, "code_verifier": {verifier}}
+	req, _ := http.NewRequest(http.MethodPost, e.as.URL+"/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("app", "s")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
+		t.Fatalf("token: %d %v", resp.StatusCode, err)
+	}
+	return tok.AccessToken
+}
+
+func (e *env) scope(user string) toolrunner.Scope {
+	sc := e.sc
+	sc.UserID = user
+	return sc
+}
+
+// run executes a tool as user u1.
+func (e *env) run(t *testing.T, tool string, in map[string]any) toolrunner.Result {
+	t.Helper()
+	return e.runAs(t, "u1", tool, in)
+}
+
+func (e *env) runAs(t *testing.T, user, tool string, in map[string]any) toolrunner.Result {
+	t.Helper()
+	res, err := e.runner.Execute(context.Background(), e.scope(user), Name+"."+tool, in)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return res
+}
+
+func (e *env) ok(t *testing.T, tool string, in map[string]any) any {
+	t.Helper()
+	res := e.run(t, tool, in)
+	if !res.Success {
+		t.Fatalf("%s %v: %+v", tool, in, res.Error)
+	}
+	return res.Output
+}
+
+func (e *env) fails(t *testing.T, tool string, in map[string]any, kind string) *toolrunner.Error {
+	t.Helper()
+	res := e.run(t, tool, in)
+	if res.Success || res.Error == nil || res.Error.Kind != kind {
+		t.Fatalf("%s %v: want %s, got success=%v %+v", tool, in, kind, res.Success, res.Error)
+	}
+	return res.Error
+}
+
+func obj(t *testing.T, v any) map[string]any {
+	t.Helper()
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("want an object, got %T %v", v, v)
+	}
+	return m
+}

@@ -1,0 +1,257 @@
+package docs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	gdocs "google.golang.org/api/docs/v1"
+	"google.golang.org/api/drive/v3"
+
+	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
+)
+
+// MimeDocument is the Drive MIME type of a Google document.
+const MimeDocument = "application/vnd.google-apps.document"
+
+// driveQuery is one Drive files.list query, as sent.
+type driveQuery struct {
+	Q         string `json:"q"`
+	Corpora   string `json:"corpora"`
+	DriveID   string `json:"driveId,omitempty"`
+	AllDrives bool   `json:"allDrives,omitempty"`
+	OrderBy   string `json:"orderBy,omitempty"`
+}
+
+// quote writes a Drive query string literal: backslash first, then the
+// quote, escaped with a backslash.
+func quote(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	return "'" + strings.ReplaceAll(s, `'`, `\'`) + "'"
+}
+
+// buildQuery turns the search tools' inputs into a Drive query.
+func buildQuery(in map[string]any) (driveQuery, error) {
+	terms := []string{"mimeType = " + quote(MimeDocument), "trashed = false"}
+	contains, notContains := strs(in, "document_contains"), strs(in, "document_not_contains")
+	for i, s := range contains {
+		if strings.TrimSpace(s) == "" {
+			return driveQuery{}, invalid("document_contains[%d]: must not be empty", i)
+		}
+		terms = append(terms, "fullText contains "+quote(s))
+	}
+	for i, s := range notContains {
+		if strings.TrimSpace(s) == "" {
+			return driveQuery{}, invalid("document_not_contains[%d]: must not be empty", i)
+		}
+		terms = append(terms, "not fullText contains "+quote(s))
+	}
+	dq := driveQuery{Q: strings.Join(terms, " and "), Corpora: "user"}
+	shared, domain := boolean(in, "include_shared_drives"), boolean(in, "include_organization_domain_documents")
+	switch id := strings.TrimSpace(str(in, "search_only_in_shared_drive_id")); {
+	case id != "":
+		dq.Corpora, dq.DriveID, dq.AllDrives = "drive", id, true
+	case shared:
+		dq.Corpora, dq.AllDrives = "allDrives", true
+	case domain:
+		dq.Corpora = "domain"
+	}
+	// Drive does not sort full-text searches: order_by is ignored then
+	// (seeds/002).
+	if len(contains) == 0 && len(notContains) == 0 {
+		order := strs(in, "order_by")
+		if len(order) == 0 {
+			order = []string{"modifiedTime desc"}
+		}
+		for i, o := range order {
+			if !slices.Contains(OrderByValues, o) {
+				return driveQuery{}, invalid("order_by[%d]: %q is not one of %s", i, o, joinValues(OrderByValues))
+			}
+		}
+		dq.OrderBy = strings.Join(order, ",")
+	}
+	return dq, nil
+}
+
+// binding is what a pagination token is bound to: the user and the query.
+func (q driveQuery) binding(user string) string {
+	b, _ := json.Marshal(q)
+	sum := sha256.Sum256(append([]byte(user+"\x00"), b...))
+	return hex.EncodeToString(sum[:16])
+}
+
+const tokenPrefix = "dtk1."
+
+type pageToken struct {
+	Binding string `json:"b"`
+	Drive   string `json:"p"`
+}
+
+// wrapToken makes Drive's nextPageToken an opaque token bound to the query.
+func wrapToken(q driveQuery, user, next string) string {
+	if next == "" {
+		return ""
+	}
+	b, _ := json.Marshal(pageToken{Binding: q.binding(user), Drive: next})
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// unwrapToken answers Drive's page token, refusing a token of another query.
+func unwrapToken(q driveQuery, user, tok string) (string, error) {
+	if tok == "" {
+		return "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, tokenPrefix))
+	var pt pageToken
+	if !strings.HasPrefix(tok, tokenPrefix) || err != nil || json.Unmarshal(raw, &pt) != nil || pt.Drive == "" {
+		return "", invalid("pagination_token: not a token of this search; use the pagination_token of the previous answer as is")
+	}
+	if pt.Binding != q.binding(user) {
+		return "", invalid("pagination_token: it continues a search with other filters, order or drives; repeat that search's parameters exactly, or leave pagination_token out to start again")
+	}
+	return pt.Drive, nil
+}
+
+const fileFields = "id,name,createdTime,modifiedTime,webViewLink,driveId,starred,owners(displayName,emailAddress),lastModifyingUser(displayName,emailAddress)"
+
+func fileMeta(f *drive.File) map[string]any {
+	m := map[string]any{"id": f.Id, "title": f.Name, "url": documentURL(f.Id), "created_time": f.CreatedTime, "modified_time": f.ModifiedTime}
+	if f.DriveId != "" {
+		m["drive_id"] = f.DriveId
+	}
+	owners := []map[string]any{}
+	for _, o := range f.Owners {
+		owners = append(owners, map[string]any{"name": o.DisplayName, "email": o.EmailAddress})
+	}
+	m["owners"] = owners
+	if u := f.LastModifyingUser; u != nil {
+		m["last_modified_by"] = map[string]any{"name": u.DisplayName, "email": u.EmailAddress}
+	}
+	return m
+}
+
+// search lists one page of documents.
+func (t *Toolkit) search(ctx context.Context, c *clients, call toolrunner.Call) (*drive.FileList, driveQuery, error) {
+	q, err := buildQuery(call.Inputs)
+	if err != nil {
+		return nil, q, err
+	}
+	page, err := unwrapToken(q, call.UserID, str(call.Inputs, "pagination_token"))
+	if err != nil {
+		return nil, q, err
+	}
+	limit, _ := call.Inputs["limit"].(int64)
+	if limit <= 0 {
+		limit = SearchDefaultLimit
+	}
+	lc := c.drive.Files.List().Q(q.Q).Corpora(q.Corpora).PageSize(limit).Fields("nextPageToken,incompleteSearch,files(" + fileFields + ")").Context(ctx)
+	if q.DriveID != "" {
+		lc = lc.DriveId(q.DriveID)
+	}
+	if q.AllDrives {
+		lc = lc.IncludeItemsFromAllDrives(true).SupportsAllDrives(true)
+	}
+	if q.OrderBy != "" {
+		lc = lc.OrderBy(q.OrderBy)
+	}
+	if page != "" {
+		lc = lc.PageToken(page)
+	}
+	fl, err := lc.Do()
+	if err != nil {
+		return nil, q, apiError(err, "the document search")
+	}
+	return fl, q, nil
+}
+
+func (t *Toolkit) searchDocuments(ctx context.Context, c *clients, call toolrunner.Call) (any, error) {
+	fl, q, err := t.search(ctx, c, call)
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]map[string]any, 0, len(fl.Files))
+	for _, f := range fl.Files {
+		docs = append(docs, fileMeta(f))
+	}
+	return searchAnswer(docs, q, call.UserID, fl.NextPageToken), nil
+}
+
+func searchAnswer(docs []map[string]any, q driveQuery, user, next string) map[string]any {
+	return map[string]any{"documents_count": len(docs), "documents": docs,
+		"pagination_token": wrapToken(q, user, next), "has_more": next != ""}
+}
+
+func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolrunner.Call) (any, error) {
+	format := strings.ToLower(str(call.Inputs, "return_format"))
+	if format == "" {
+		format = FormatMarkdown
+	}
+	fl, q, err := t.search(ctx, c, call)
+	if err != nil {
+		return nil, err
+	}
+	docs := make([]map[string]any, 0, len(fl.Files))
+	for _, f := range fl.Files {
+		m := fileMeta(f)
+		d, err := getDocument(ctx, c, f.Id)
+		if err != nil {
+			te := toolrunner.AsError(err)
+			m["error"] = map[string]any{"kind": te.Kind, "message": te.Message}
+			docs = append(docs, m)
+			continue
+		}
+		main := mainDocument(d)
+		m["revision_id"] = d.RevisionId
+		m["tabs"] = tabsMeta(d.Tabs)
+		m["return_format"] = format
+		if m["content"], err = content(main, format); err != nil {
+			return nil, err
+		}
+		docs = append(docs, m)
+	}
+	return searchAnswer(docs, q, call.UserID, fl.NextPageToken), nil
+}
+
+// mainDocument answers the document reduced to its main body: the first
+// tab's body, lists, objects and footnotes, no headers, footers, other
+// tabs.
+func mainDocument(d *gdocs.Document) *gdocs.Document {
+	m := &gdocs.Document{DocumentId: d.DocumentId, Title: d.Title, RevisionId: d.RevisionId}
+	if len(d.Tabs) == 0 || d.Tabs[0].DocumentTab == nil {
+		m.Body, m.Lists, m.InlineObjects, m.Footnotes, m.NamedStyles, m.DocumentStyle = d.Body, d.Lists, d.InlineObjects, d.Footnotes, d.NamedStyles, d.DocumentStyle
+		return m
+	}
+	dt := d.Tabs[0].DocumentTab
+	m.Body, m.Lists, m.InlineObjects, m.Footnotes, m.NamedStyles, m.DocumentStyle = dt.Body, dt.Lists, dt.InlineObjects, dt.Footnotes, dt.NamedStyles, dt.DocumentStyle
+	return m
+}
+
+// tabsMeta answers the tabs' properties (no content), nested.
+func tabsMeta(tabs []*gdocs.Tab) []map[string]any {
+	out := []map[string]any{}
+	for _, tb := range tabs {
+		p := tb.TabProperties
+		if p == nil {
+			p = &gdocs.TabProperties{}
+		}
+		out = append(out, map[string]any{"tab_id": p.TabId, "title": p.Title, "index": p.Index, "nesting_level": p.NestingLevel,
+			"child_tabs": tabsMeta(tb.ChildTabs)})
+	}
+	return out
+}
+
+// content renders the main document in a return format.
+func content(d *gdocs.Document, format string) (any, error) {
+	switch format {
+	case FormatDocMD:
+		return docmd.Render(d, docmd.Options{})
+	case FormatJSON:
+		return asMap(d)
+	}
+	return exportText(d, format)
+}
