@@ -46,7 +46,7 @@ func joinValues(vs []string) string { return strings.Join(vs, ", ") }
 
 // hints are the execution hints of seeds/002's table.
 type hints struct {
-	ops                                 []string
+	ops                               []string
 	readOnly, destructive, idempotent bool
 }
 
@@ -112,7 +112,7 @@ func searchParams(retrieve bool) []toolrunner.Param {
 	}
 	if retrieve {
 		ps = append([]toolrunner.Param{{Name: "return_format", Type: toolrunner.TypeString, Default: FormatMarkdown,
-			Enum: []string{FormatDocMD, FormatMarkdown, FormatHTML, FormatJSON},
+			Enum:        []string{FormatDocMD, FormatMarkdown, FormatHTML, FormatJSON},
 			Description: "Format of each document's content: docmd, markdown (default), html or provider_api_json (the Docs API document)."}}, ps...)
 	}
 	return ps
