@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"html"
 	"net/http"
 	"reflect"
 	"slices"
@@ -213,12 +214,12 @@ func bodyText(d *document) string {
 
 // comment is a Drive comment on a file.
 type comment struct {
-	ID, Content             string
-	AuthorID, AuthorEmail   string
-	Created, Modified       time.Time
-	Deleted, Resolved       bool
-	QuotedValue, QuotedMime string
-	Anchor                  string
+	ID, Content           string
+	AuthorID, AuthorEmail string
+	Created, Modified     time.Time
+	Deleted, Resolved     bool
+	QuotedValue, QuotedMT string
+	Anchor                string
 }
 
 // rootFolderID is the id of the user's My Drive root folder.
@@ -872,4 +873,195 @@ func (s *Server) getAbout(w http.ResponseWriter, r *http.Request) {
 		"importFormats": map[string]any{"text/plain": []any{MimeTypeDocument}, "text/markdown": []any{MimeTypeDocument}},
 		"exportFormats": map[string]any{MimeTypeDocument: []any{"application/pdf", "text/plain", "text/markdown"}}}
 	writeJSON(w, mask.apply(out))
+}
+
+func (s *Server) commentJSON(c *comment, g oauth.Grant) map[string]any {
+	m := map[string]any{"kind": "drive#comment", "id": c.ID, "createdTime": rfc3339(c.Created),
+		"modifiedTime": rfc3339(c.Modified), "deleted": c.Deleted, "resolved": c.Resolved, "replies": []any{},
+		"author": s.driveUser(c.AuthorID, c.AuthorEmail, c.AuthorID == g.UserID)}
+	if !c.Deleted { // Google drops a deleted comment's content
+		m["content"], m["htmlContent"] = c.Content, htmlContent(c.Content)
+	}
+	if c.Anchor != "" {
+		m["anchor"] = c.Anchor
+	}
+	if c.QuotedValue != "" {
+		m["quotedFileContent"] = map[string]any{"mimeType": c.QuotedMT, "value": c.QuotedValue}
+	}
+	return m
+}
+
+// htmlContent renders a comment's plain text as Google does: escaped, line
+// breaks as <br>.
+func htmlContent(s string) string {
+	return strings.ReplaceAll(html.EscapeString(s), "\n", "<br>")
+}
+
+// commentFileLocked answers the visible file of a comments call or writes 404.
+func (s *Server) commentFileLocked(w http.ResponseWriter, r *http.Request, g oauth.Grant) (*driveFile, bool) {
+	return s.visibleFileLocked(w, r.PathValue("id"), g)
+}
+
+func commentNotFound(w http.ResponseWriter, id string) {
+	driveError(w, http.StatusNotFound, "notFound", "Comment not found: "+id+".", "commentId", "parameter")
+}
+
+// listComments is GET /drive/v3/files/{id}/comments (fields required).
+func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
+	g, ok := s.driveAuth(w, r, driveReadScopes...)
+	if !ok {
+		return
+	}
+	mask, ok := fieldsFor(w, r, reflect.TypeFor[drive.CommentList](), "", true)
+	if !ok {
+		return
+	}
+	includeDeleted, ok := queryBool(w, r, "includeDeleted")
+	if !ok {
+		return
+	}
+	size, ok := pageSize(w, r, 20, 100)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	var since time.Time
+	if v := q.Get("startModifiedTime"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			invalidParam(w, "Invalid Value", "startModifiedTime")
+			return
+		}
+		since = t
+	}
+	binding := strings.Join([]string{"comments", g.UserID, r.PathValue("id"), strconv.FormatBool(includeDeleted),
+		q.Get("startModifiedTime"), strconv.Itoa(size)}, "\x00")
+	offset, ok := s.pageOffset(w, binding, q.Get("pageToken"))
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.commentFileLocked(w, r, g)
+	if !ok {
+		return
+	}
+	var hits []*comment
+	for _, c := range f.Comments {
+		if (includeDeleted || !c.Deleted) && !c.Modified.Before(since) {
+			hits = append(hits, c)
+		}
+	}
+	offset = min(offset, len(hits))
+	end := min(offset+size, len(hits))
+	list := make([]any, 0, end-offset)
+	for _, c := range hits[offset:end] {
+		list = append(list, s.commentJSON(c, g))
+	}
+	out := map[string]any{"kind": "drive#commentList", "comments": list}
+	if end < len(hits) {
+		out["nextPageToken"] = s.pageToken(binding, end)
+	}
+	writeJSON(w, mask.apply(out))
+}
+
+// createComment is POST /drive/v3/files/{id}/comments (fields required).
+func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
+	g, ok := s.driveAuth(w, r, driveWriteScopes...)
+	if !ok {
+		return
+	}
+	mask, ok := fieldsFor(w, r, reflect.TypeFor[drive.Comment](), "", true)
+	if !ok {
+		return
+	}
+	var in drive.Comment
+	if !s.readJSON(w, r, &in) {
+		return
+	}
+	if strings.TrimSpace(in.Content) == "" {
+		driveError(w, http.StatusBadRequest, "required", "Required: content", "content", "other")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.commentFileLocked(w, r, g)
+	if !ok {
+		return
+	}
+	s.nextCID++
+	now := s.now()
+	c := &comment{ID: "AAAA" + strconv.FormatInt(s.nextCID, 10), Content: in.Content, AuthorID: g.UserID,
+		AuthorEmail: g.Email, Created: now, Modified: now, Anchor: in.Anchor}
+	if in.QuotedFileContent != nil {
+		c.QuotedValue, c.QuotedMT = in.QuotedFileContent.Value, in.QuotedFileContent.MimeType
+		if c.QuotedMT == "" {
+			c.QuotedMT = "text/html"
+		}
+	}
+	f.Comments = append(f.Comments, c)
+	writeJSON(w, mask.apply(s.commentJSON(c, g)))
+}
+
+func (s *Server) findComment(f *driveFile, id string) *comment {
+	for _, c := range f.Comments {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// getComment is GET /drive/v3/files/{id}/comments/{cid} (fields required).
+func (s *Server) getComment(w http.ResponseWriter, r *http.Request) {
+	g, ok := s.driveAuth(w, r, driveReadScopes...)
+	if !ok {
+		return
+	}
+	mask, ok := fieldsFor(w, r, reflect.TypeFor[drive.Comment](), "", true)
+	if !ok {
+		return
+	}
+	includeDeleted, ok := queryBool(w, r, "includeDeleted")
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.commentFileLocked(w, r, g)
+	if !ok {
+		return
+	}
+	c := s.findComment(f, r.PathValue("cid"))
+	if c == nil || c.Deleted && !includeDeleted {
+		commentNotFound(w, r.PathValue("cid"))
+		return
+	}
+	writeJSON(w, mask.apply(s.commentJSON(c, g)))
+}
+
+// deleteComment is DELETE /drive/v3/files/{id}/comments/{cid}: the comment
+// stays, marked deleted (listed with includeDeleted).
+func (s *Server) deleteComment(w http.ResponseWriter, r *http.Request) {
+	g, ok := s.driveAuth(w, r, driveWriteScopes...)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.commentFileLocked(w, r, g)
+	if !ok {
+		return
+	}
+	c := s.findComment(f, r.PathValue("cid"))
+	if c == nil || c.Deleted {
+		commentNotFound(w, r.PathValue("cid"))
+		return
+	}
+	if c.AuthorID != g.UserID && f.Owner != g.UserID {
+		driveError(w, http.StatusForbidden, "insufficientFilePermissions", "The user does not have sufficient permissions for this comment.", "", "")
+		return
+	}
+	c.Deleted, c.Modified = true, s.now()
+	w.WriteHeader(http.StatusNoContent)
 }

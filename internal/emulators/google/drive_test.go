@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 
 	docs "google.golang.org/api/docs/v1"
 	drive "google.golang.org/api/drive/v3"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 
 	"github.com/auditrail/auditrail/internal/emulators/google"
@@ -196,5 +200,258 @@ func TestDriveFileVisibility(t *testing.T) {
 	}
 	if _, err := e.docs(t, appTok).Documents.Get(theirs).Do(); err == nil {
 		t.Fatal("grant leaked to the other direction")
+	}
+}
+
+func apiErr(t *testing.T, err error) *googleapi.Error {
+	t.Helper()
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) {
+		t.Fatalf("want a Google API error, got %v", err)
+	}
+	return ge
+}
+
+// wantDriveErr checks a Drive error's code, reason and location.
+func wantDriveErr(t *testing.T, err error, code int, reason, location string) {
+	t.Helper()
+	ge := apiErr(t, err)
+	if ge.Code != code || len(ge.Errors) != 1 || ge.Errors[0].Reason != reason {
+		t.Fatalf("want %d %s, got %v (%s)", code, reason, err, ge.Body)
+	}
+	if location != "" && !strings.Contains(ge.Body, `"location":"`+location+`"`) {
+		t.Fatalf("want location %s: %s", location, ge.Body)
+	}
+}
+
+func names(fl *drive.FileList) []string {
+	out := make([]string, 0, len(fl.Files))
+	for _, f := range fl.Files {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+func reversed(s []string) []string { s = slices.Clone(s); slices.Reverse(s); return s }
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
+
+// searchFixture creates documents of ann (all by the "app" client, full
+// drive scope for the Drive calls) and answers the Drive and Docs clients.
+func searchFixture(t *testing.T) (*denv, *drive.Service, *docs.Service) {
+	t.Helper()
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	dc := e.docs(t, tok)
+	for _, d := range []struct{ title, body string }{
+		{"O'Brien contract", "Signed by Mr O'Brien in Dublin."},
+		{`C:\path\notes`, `The path is C:\temp\x and more.`},
+		{"Budget 2026", "Quarterly numbers; revenue up."},
+		{"Plan 9", "Outer space."},
+		{"Plan 10", "Inner space and budget cuts."},
+		{"HelloWorld", "nothing here"},
+		{"Old draft", "revenue down"},
+	} {
+		e.create(t, dc, d.title, d.body)
+	}
+	dv := e.drive(t, tok)
+	fl, err := dv.Files.List().Q("name = 'Old draft'").Fields("files(id)").Do()
+	if err != nil || len(fl.Files) != 1 {
+		t.Fatalf("find draft: %v %v", fl, err)
+	}
+	if _, err := dv.Files.Update(fl.Files[0].Id, &drive.File{Trashed: true}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	return e, dv, dc
+}
+
+// TestDriveSearch: the q language through the real client, including the
+// escaping of ' and \ (the toolkit's O'Brien case), trashed, not/and/or.
+func TestDriveSearch(t *testing.T) {
+	_, dv, _ := searchFixture(t)
+	all := []string{"Budget 2026", `C:\path\notes`, "HelloWorld", "O'Brien contract", "Plan 10", "Plan 9"}
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"trashed = false", all},
+		{"trashed = true", []string{"Old draft"}},
+		{`name contains 'O\'Brien' and trashed = false`, []string{"O'Brien contract"}},
+		{`name contains 'o\'brien'`, []string{"O'Brien contract"}}, // case-insensitive
+		{`fullText contains 'O\'Brien'`, []string{"O'Brien contract"}},
+		{`name contains 'C:\\path'`, []string{`C:\path\notes`}},
+		{`fullText contains 'C:\\temp\\x'`, []string{`C:\path\notes`}},
+		{`name contains 'Hello'`, []string{"HelloWorld"}},
+		{`name contains 'World'`, nil}, // prefix matching only
+		{`name contains 'plan' and not name contains '10'`, []string{"Plan 9"}},
+		{`(name contains 'Plan 9' or name contains 'Budget') and trashed = false`, []string{"Budget 2026", "Plan 9"}},
+		{`fullText contains 'revenue'`, []string{"Budget 2026", "Old draft"}},
+		{`fullText contains 'revenue' and trashed = false`, []string{"Budget 2026"}},
+		{`fullText contains 'budget'`, []string{"Budget 2026", "Plan 10"}}, // title or body
+		{`fullText contains '"space and budget"'`, []string{"Plan 10"}},
+		{`fullText contains 'space budget'`, []string{"Plan 10"}}, // every word
+		{`mimeType = 'application/vnd.google-apps.document' and trashed = false`, all},
+		{`mimeType != 'application/vnd.google-apps.document'`, nil},
+		{`starred = true`, nil},
+		{`NOT trashed = false`, []string{"Old draft"}}, // keywords are case-insensitive
+		{`'root' in parents and trashed = false`, all},
+		{`'ann@example.com' in owners and name = 'Plan 9'`, []string{"Plan 9"}},
+		{`modifiedTime > '2000-01-01T00:00:00Z' and trashed = false`, all},
+		{`createdTime < '2000-01-01T00:00:00'`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.q, func(t *testing.T) {
+			fl, err := dv.Files.List().Q(tt.q).Fields("files(id,name,mimeType)").Do()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sorted(names(fl)); !slices.Equal(got, sorted(tt.want)) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDriveQueryRefused: a malformed q is refused as Google does.
+func TestDriveQueryRefused(t *testing.T) {
+	_, dv, _ := searchFixture(t)
+	for _, q := range []string{
+		"name contains 'unterminated",
+		`name contains 'bad \x escape'`,
+		"name = O'Brien",
+		"trashed = 'false'",
+		"fullText = 'x'",
+		"name contains",
+		"(trashed = false",
+		"trashed = false)",
+		"and trashed = false",
+		"colour = 'red'",
+		"'x' in folders",
+		"modifiedTime > 'yesterday'",
+		"name ! 'x'",
+		"trashed = false name = 'x'",
+		strings.Repeat("(", 100) + "trashed = false" + strings.Repeat(")", 100),
+	} {
+		t.Run(q, func(t *testing.T) {
+			_, err := dv.Files.List().Q(q).Do()
+			wantDriveErr(t, err, 400, "invalid", "q")
+			if ge := apiErr(t, err); ge.Message != "Invalid Value" {
+				t.Fatalf("message %q", ge.Message)
+			}
+		})
+	}
+}
+
+// TestDriveOrderAndPaging: orderBy keys, pages across a query, the token
+// bound to its query, pageSize bounds, fullText refusing a sort.
+func TestDriveOrderAndPaging(t *testing.T) {
+	e, dv, dc := searchFixture(t)
+	list := func(order string) []string {
+		t.Helper()
+		fl, err := dv.Files.List().Q("trashed = false").OrderBy(order).Fields("files(name)").Do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names(fl)
+	}
+	byCreation := []string{"O'Brien contract", `C:\path\notes`, "Budget 2026", "Plan 9", "Plan 10", "HelloWorld"}
+	tests := []struct {
+		order string
+		want  []string
+	}{
+		{"createdTime", byCreation},
+		{"createdTime desc", reversed(byCreation)},
+		{"name", []string{"Budget 2026", `C:\path\notes`, "HelloWorld", "O'Brien contract", "Plan 10", "Plan 9"}},
+		{"name_natural", []string{"Budget 2026", `C:\path\notes`, "HelloWorld", "O'Brien contract", "Plan 9", "Plan 10"}},
+		{"name_natural desc", []string{"Plan 10", "Plan 9", "O'Brien contract", "HelloWorld", `C:\path\notes`, "Budget 2026"}},
+		{"quotaBytesUsed desc,name", nil}, // checked below
+	}
+	for _, tt := range tests[:len(tests)-1] {
+		if got := list(tt.order); !slices.Equal(got, tt.want) {
+			t.Errorf("orderBy %s: %q, want %q", tt.order, got, tt.want)
+		}
+	}
+	fl, err := dv.Files.List().Q("trashed = false").OrderBy("quotaBytesUsed desc,name").Fields("files(name,size,quotaBytesUsed)").Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(fl.Files); i++ {
+		if fl.Files[i-1].QuotaBytesUsed < fl.Files[i].QuotaBytesUsed || fl.Files[i].Size != fl.Files[i].QuotaBytesUsed || fl.Files[i].Size == 0 {
+			t.Fatalf("quotaBytesUsed order: %+v", fl.Files)
+		}
+	}
+
+	// An edit moves a document to the front of modifiedTime desc (the
+	// batchUpdate handler touches the Drive file).
+	p9, err := dv.Files.List().Q("name = 'Plan 9'").Fields("files(id,modifiedTime)").Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dc.Documents.BatchUpdate(p9.Files[0].Id, &docs.BatchUpdateDocumentRequest{Requests: []*docs.Request{
+		{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 1}, Text: "Edited. "}}}}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range []string{"modifiedTime desc", "recency desc", "modifiedByMeTime desc"} {
+		if got := list(order); got[0] != "Plan 9" {
+			t.Errorf("%s after edit: %q", order, got)
+		}
+	}
+	after, err := dv.Files.Get(p9.Files[0].Id).Fields("modifiedTime").Do()
+	if err != nil || after.ModifiedTime <= p9.Files[0].ModifiedTime {
+		t.Fatalf("modifiedTime %q -> %q (%v)", p9.Files[0].ModifiedTime, after.ModifiedTime, err)
+	}
+
+	// Paging: pages of 2 cover the result exactly once, in order.
+	var paged []string
+	pages := 0
+	err = dv.Files.List().Q("trashed = false").OrderBy("name").PageSize(2).Fields("nextPageToken,files(name)").
+		Pages(context.Background(), func(fl *drive.FileList) error {
+			pages++
+			if len(fl.Files) > 2 {
+				t.Errorf("page of %d", len(fl.Files))
+			}
+			paged = append(paged, names(fl)...)
+			return nil
+		})
+	if err != nil || pages != 3 || !slices.Equal(paged, list("name")) {
+		t.Fatalf("paged %d pages %q: %v", pages, paged, err)
+	}
+	first, err := dv.Files.List().Q("trashed = false").OrderBy("name").PageSize(2).Fields("nextPageToken,files(name)").Do()
+	if err != nil || first.NextPageToken == "" {
+		t.Fatalf("first page: %v", err)
+	}
+	// The token belongs to its query: another q, order or size is refused,
+	// as is a forged one.
+	for name, call := range map[string]*drive.FilesListCall{
+		"other q":     dv.Files.List().Q("trashed = true").OrderBy("name").PageSize(2),
+		"other order": dv.Files.List().Q("trashed = false").OrderBy("createdTime").PageSize(2),
+		"other size":  dv.Files.List().Q("trashed = false").OrderBy("name").PageSize(3),
+	} {
+		_, err := call.PageToken(first.NextPageToken).Do()
+		if ge := apiErr(t, err); ge.Code != 400 || !strings.Contains(ge.Body, `"location":"pageToken"`) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	forged := base64.RawURLEncoding.EncodeToString(append(make([]byte, 7), 2))
+	_, err = dv.Files.List().Q("trashed = false").OrderBy("name").PageSize(2).PageToken(forged).Do()
+	wantDriveErr(t, err, 400, "invalid", "pageToken")
+
+	for _, n := range []int64{-1, 1001} {
+		_, err := dv.Files.List().PageSize(n).Do()
+		wantDriveErr(t, err, 400, "invalid", "pageSize")
+	}
+	_, err = dv.Files.List().OrderBy("size").Do()
+	wantDriveErr(t, err, 400, "invalid", "orderBy")
+	_, err = dv.Files.List().Q("fullText contains 'space'").OrderBy("name").Do()
+	if ge := apiErr(t, err); ge.Code != 403 || !strings.Contains(ge.Message, "Sorting is not supported for queries with fullText terms") {
+		t.Fatalf("fullText with orderBy: %v", err)
+	}
+	// Default page size is 100: 120 documents need two pages.
+	for i := 0; i < 114; i++ {
+		e.create(t, dc, fmt.Sprintf("bulk %03d", i), "")
+	}
+	fl, err = dv.Files.List().Q("trashed = false").Fields("nextPageToken,files(id)").Do()
+	if err != nil || len(fl.Files) != 100 || fl.NextPageToken == "" {
+		t.Fatalf("default page: %d %q %v", len(fl.Files), fl.NextPageToken, err)
 	}
 }
