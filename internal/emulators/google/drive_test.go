@@ -455,3 +455,247 @@ func TestDriveOrderAndPaging(t *testing.T) {
 		t.Fatalf("default page: %d %q %v", len(fl.Files), fl.NextPageToken, err)
 	}
 }
+
+// TestDriveSharedDrives: corpora / driveId / includeItemsFromAllDrives /
+// supportsAllDrives with Google's rules, and membership.
+func TestDriveSharedDrives(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDrive)
+	dc, dv := e.docs(t, tok), e.drive(t, tok)
+	e.create(t, dc, "My doc", "")
+	team := e.create(t, dc, "Team doc", "")
+	sd := e.g.AddSharedDrive("u1", "Team")
+	if err := e.g.MoveToDrive(team, sd); err != nil {
+		t.Fatal(err)
+	}
+	list := func(c *drive.FilesListCall) ([]string, error) {
+		fl, err := c.Fields("files(name,driveId,owners)").Do()
+		if err != nil {
+			return nil, err
+		}
+		return sorted(names(fl)), nil
+	}
+	tests := []struct {
+		name   string
+		call   *drive.FilesListCall
+		want   []string
+		errLoc string // refused: 400 at this parameter
+	}{
+		{"default user corpus", dv.Files.List(), []string{"My doc"}, ""},
+		{"user + all drives", dv.Files.List().SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, ""},
+		{"allDrives", dv.Files.List().Corpora("allDrives").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, ""},
+		{"drive", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"Team doc"}, ""},
+		{"drive in parents", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true).Q("'" + sd + "' in parents"), []string{"Team doc"}, ""},
+		{"driveId without corpora=drive", dv.Files.List().Corpora("user").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, "driveId"},
+		{"corpora=drive without driveId", dv.Files.List().Corpora("drive").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, "driveId"},
+		{"drive without includeItems", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true), nil, "includeItemsFromAllDrives"},
+		{"includeItems without supportsAllDrives", dv.Files.List().IncludeItemsFromAllDrives(true), nil, "includeItemsFromAllDrives"},
+		{"unknown corpora", dv.Files.List().Corpora("everything"), nil, "corpora"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := list(tt.call)
+			if tt.errLoc != "" {
+				wantDriveErr(t, err, 400, "invalid", tt.errLoc)
+				return
+			}
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Fatalf("got %q %v, want %q", got, err, tt.want)
+			}
+		})
+	}
+	f, err := dv.Files.Get(team).SupportsAllDrives(true).Fields("driveId,owners,parents").Do()
+	if err != nil || f.DriveId != sd || len(f.Owners) != 0 || len(f.Parents) != 1 || f.Parents[0] != sd {
+		t.Fatalf("shared-drive file: %+v %v", f, err)
+	}
+
+	// Ben is not a member: the drive and its file do not exist for him,
+	// until he is added.
+	ben := e.drive(t, e.token(t, "app", "ben@example.com", google.ScopeDrive))
+	_, err = ben.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true).Do()
+	wantDriveErr(t, err, 404, "notFound", "driveId")
+	_, err = ben.Files.Get(team).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+	if err := e.g.AddDriveMember(sd, "u2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := list(ben.Files.List().Corpora("allDrives").SupportsAllDrives(true).IncludeItemsFromAllDrives(true)); err != nil || !slices.Equal(got, []string{"Team doc"}) {
+		t.Fatalf("member: %q %v", got, err)
+	}
+}
+
+// TestDriveFileUpdateDelete: PATCH name/starred/trashed (the Docs title
+// follows the name), read-only and unknown fields refused, DELETE removes.
+func TestDriveFileUpdateDelete(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	dc, dv := e.docs(t, tok), e.drive(t, tok)
+	id := e.create(t, dc, "Draft", "text")
+	f, err := dv.Files.Update(id, &drive.File{Name: "Final", Starred: true}).Fields("name,starred,trashed").Do()
+	if err != nil || f.Name != "Final" || !f.Starred || f.Trashed {
+		t.Fatalf("update: %+v %v", f, err)
+	}
+	if d, err := dc.Documents.Get(id).Do(); err != nil || d.Title != "Final" {
+		t.Fatalf("docs title after rename: %v %v", d, err)
+	}
+	if fl, err := dv.Files.List().Q("starred = true").Fields("files(id)").Do(); err != nil || len(fl.Files) != 1 {
+		t.Fatalf("starred: %v %v", fl, err)
+	}
+	// An explicit false (ForceSendFields) un-stars.
+	if f, err = dv.Files.Update(id, &drive.File{Starred: false, ForceSendFields: []string{"Starred"}}).Fields("starred").Do(); err != nil || f.Starred {
+		t.Fatalf("unstar: %+v %v", f, err)
+	}
+	_, err = dv.Files.Update(id, &drive.File{Id: "other"}).Do()
+	wantDriveErr(t, err, 403, "fieldNotWritable", "")
+	_, err = dv.Files.Update(id, &drive.File{Name: " "}).Do()
+	wantDriveErr(t, err, 400, "invalid", "name")
+
+	if _, err := dv.Files.Update(id, &drive.File{Trashed: true}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	if fl, err := dv.Files.List().Q("trashed = false").Do(); err != nil || len(fl.Files) != 0 {
+		t.Fatalf("trashed listed: %v %v", fl, err)
+	}
+	if err := dv.Files.Delete(id).Do(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = dv.Files.Get(id).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+	if _, err := dc.Documents.Get(id).Do(); err == nil {
+		t.Fatal("deleted document still readable")
+	}
+	err = dv.Files.Delete(id).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+	_, err = dv.Files.Get("nope").Fields("id,bogus").Do()
+	wantDriveErr(t, err, 400, "invalidParameter", "fields")
+	_, err = dv.Files.List().Fields("files(id,owners(nope))").Do()
+	wantDriveErr(t, err, 400, "invalidParameter", "fields")
+}
+
+// TestDriveAuthErrors: 401 and 403 in Google's shape; the Docs scopes do not
+// open the Drive API; read-only scopes do not write.
+func TestDriveAuthErrors(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	id := e.create(t, e.docs(t, tok), "Doc", "")
+	_, err := e.drive(t, "").Files.List().Do()
+	wantDriveErr(t, err, 401, "authError", "Authorization")
+	_, err = e.drive(t, "ya29.forged").Files.Get(id).Do()
+	wantDriveErr(t, err, 401, "authError", "Authorization")
+	_, err = e.drive(t, e.token(t, "app", "ann@example.com", google.ScopeDocs)).Files.List().Do()
+	wantDriveErr(t, err, 403, "insufficientPermissions", "")
+	ro := e.drive(t, e.token(t, "app", "ann@example.com", google.ScopeDriveRO))
+	if _, err := ro.Files.Get(id).Do(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ro.Files.Update(id, &drive.File{Name: "x"}).Do()
+	wantDriveErr(t, err, 403, "insufficientPermissions", "")
+	err = ro.Files.Delete(id).Do()
+	wantDriveErr(t, err, 403, "insufficientPermissions", "")
+	_, err = ro.Comments.Create(id, &drive.Comment{Content: "x"}).Fields("id").Do()
+	wantDriveErr(t, err, 403, "insufficientPermissions", "")
+}
+
+// TestDriveAbout: fields required; the user and quota.
+func TestDriveAbout(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	e.create(t, e.docs(t, tok), "Doc", "twelve chars")
+	dv := e.drive(t, tok)
+	_, err := dv.About.Get().Do()
+	wantDriveErr(t, err, 400, "required", "fields")
+	if ge := apiErr(t, err); ge.Message != "The 'fields' parameter is required for this method." {
+		t.Fatalf("message: %q", ge.Message)
+	}
+	a, err := dv.About.Get().Fields("user(displayName,emailAddress,photoLink,permissionId,me),storageQuota,canCreateDrives").Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.User.DisplayName != "Ann Lee" || a.User.EmailAddress != "ann@example.com" || !a.User.Me || a.User.PermissionId == "" ||
+		a.User.PhotoLink == "" || !a.CanCreateDrives || a.StorageQuota == nil || a.StorageQuota.Usage < 12 || a.StorageQuota.Limit == 0 {
+		t.Fatalf("about: %+v %+v %+v", a, a.User, a.StorageQuota)
+	}
+	// Only what was asked is sent.
+	a, err = dv.About.Get().Fields("user/emailAddress").Do()
+	if err != nil || a.User.EmailAddress != "ann@example.com" || a.User.DisplayName != "" || a.StorageQuota != nil {
+		t.Fatalf("partial about: %+v %v", a, err)
+	}
+	// A user the config does not name is named after their email.
+	b, err := e.drive(t, e.token(t, "app", "ben@example.com", google.ScopeDriveFile)).About.Get().Fields("user").Do()
+	if err != nil || b.User.DisplayName != "ben" || b.User.PermissionId == a.User.PermissionId {
+		t.Fatalf("ben: %+v %v", b, err)
+	}
+}
+
+// TestDriveComments: fields required, create/get/list/delete, includeDeleted,
+// paging, visibility.
+func TestDriveComments(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	id := e.create(t, e.docs(t, tok), "Doc", "body")
+	dv := e.drive(t, tok)
+
+	_, err := dv.Comments.List(id).Do()
+	wantDriveErr(t, err, 400, "required", "fields")
+	_, err = dv.Comments.Create(id, &drive.Comment{Content: "x"}).Do()
+	wantDriveErr(t, err, 400, "required", "fields")
+	_, err = dv.Comments.Create(id, &drive.Comment{}).Fields("id").Do()
+	wantDriveErr(t, err, 400, "required", "content")
+
+	const fields = "id,content,htmlContent,author(displayName,emailAddress,me),createdTime,modifiedTime,deleted,resolved,replies"
+	var ids []string
+	for i, text := range []string{"First <b>point</b>\nsecond line", "Two", "Three"} {
+		c, err := dv.Comments.Create(id, &drive.Comment{Content: text}).Fields(fields).Do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && (c.Content != text || c.HtmlContent != "First &lt;b&gt;point&lt;/b&gt;<br>second line" ||
+			c.Author.DisplayName != "Ann Lee" || c.Author.EmailAddress != "ann@example.com" || !c.Author.Me ||
+			c.CreatedTime == "" || c.ModifiedTime == "" || c.Deleted || c.Resolved) {
+			t.Fatalf("created: %+v %+v", c, c.Author)
+		}
+		ids = append(ids, c.Id)
+	}
+	got, err := dv.Comments.Get(id, ids[1]).Fields("id,content").Do()
+	if err != nil || got.Content != "Two" || got.HtmlContent != "" {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	if err := dv.Comments.Delete(id, ids[1]).Do(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = dv.Comments.Get(id, ids[1]).Fields("id").Do()
+	wantDriveErr(t, err, 404, "notFound", "commentId")
+	del, err := dv.Comments.Get(id, ids[1]).IncludeDeleted(true).Fields("id,deleted,content").Do()
+	if err != nil || !del.Deleted || del.Content != "" {
+		t.Fatalf("deleted comment: %+v %v", del, err)
+	}
+	listIDs := func(c *drive.CommentsListCall) []string {
+		t.Helper()
+		var out []string
+		err := c.Fields("nextPageToken,comments(id,deleted)").Pages(context.Background(), func(cl *drive.CommentList) error {
+			for _, c := range cl.Comments {
+				out = append(out, c.Id)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if l := listIDs(dv.Comments.List(id)); !slices.Equal(l, []string{ids[0], ids[2]}) {
+		t.Fatalf("list: %q", l)
+	}
+	if l := listIDs(dv.Comments.List(id).IncludeDeleted(true).PageSize(1)); !slices.Equal(l, ids) {
+		t.Fatalf("list with deleted, pages of 1: %q", l)
+	}
+	_, err = dv.Comments.List(id).PageSize(101).Fields("comments").Do()
+	wantDriveErr(t, err, 400, "invalid", "pageSize")
+
+	// Another client's drive.file token neither sees nor comments.
+	other := e.drive(t, e.token(t, "other", "ann@example.com", google.ScopeDriveFile))
+	_, err = other.Comments.List(id).Fields("comments").Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+	_, err = other.Comments.Create(id, &drive.Comment{Content: "x"}).Fields("id").Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+}
