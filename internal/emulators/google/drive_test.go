@@ -20,6 +20,7 @@ import (
 	drive "google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
+	people "google.golang.org/api/people/v1"
 
 	"github.com/auditrail/auditrail/internal/emulators/google"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
@@ -697,5 +698,148 @@ func TestDriveComments(t *testing.T) {
 	_, err = other.Comments.List(id).Fields("comments").Do()
 	wantDriveErr(t, err, 404, "notFound", "fileId")
 	_, err = other.Comments.Create(id, &drive.Comment{Content: "x"}).Fields("id").Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+}
+
+// TestPeopleMe: personFields required and checked; names/photos need the
+// profile scope, emailAddresses the email scope.
+func TestPeopleMe(t *testing.T) {
+	e := newDriveEnv(t)
+	svc := func(tok string) *people.Service {
+		p, err := people.NewService(context.Background(), option.WithEndpoint(e.url+"/"), option.WithHTTPClient(e.client(t, tok)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	full := svc(e.token(t, "app", "ann@example.com", google.ScopeOpenID, google.ScopeEmail, google.ScopeProfile, google.ScopeDriveFile))
+	p, err := full.People.Get("people/me").PersonFields("names,emailAddresses,photos").Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Names) != 1 || p.Names[0].DisplayName != "Ann Lee" || p.Names[0].GivenName != "Ann" || p.Names[0].FamilyName != "Lee" ||
+		len(p.EmailAddresses) != 1 || p.EmailAddresses[0].Value != "ann@example.com" || len(p.Photos) != 1 ||
+		!strings.HasPrefix(p.ResourceName, "people/") {
+		t.Fatalf("person: %+v", p)
+	}
+	emailOnly := svc(e.token(t, "app", "ann@example.com", google.ScopeOpenID, google.ScopeEmail))
+	p, err = emailOnly.People.Get("people/me").PersonFields("names,emailAddresses").Do()
+	if err != nil || len(p.Names) != 0 || len(p.EmailAddresses) != 1 {
+		t.Fatalf("email scope only: %+v %v", p, err)
+	}
+	tests := []struct {
+		name   string
+		call   *people.PeopleGetCall
+		code   int
+		prefix string
+	}{
+		{"personFields missing", full.People.Get("people/me"), 400, "personFields mask is required"},
+		{"bad path", full.People.Get("people/me").PersonFields("names,shoeSize"), 400, `Invalid personFields mask path: "shoeSize"`},
+		{"drive scope only", svc(e.token(t, "app", "ann@example.com", google.ScopeDriveFile)).People.Get("people/me").PersonFields("names"), 403, "Request had insufficient"},
+		{"no token", svc("").People.Get("people/me").PersonFields("names"), 401, "Request had invalid authentication"},
+		{"someone else", full.People.Get("people/123").PersonFields("names"), 404, "Requested entity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.call.Do()
+			if ge := apiErr(t, err); ge.Code != tt.code || !strings.HasPrefix(ge.Message, tt.prefix) {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}
+
+// pickerDo calls the picker backend as the picker page does.
+func (e *denv) pickerDo(t *testing.T, method, path, tok, body string) (*http.Response, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	req.Header.Set("Origin", "https://platform.example")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := e.client(t, "")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp, out
+}
+
+// TestPickerGrant: the picker backend lists the user's files and grants the
+// token's client drive.file access; a file then becomes visible to that
+// client's drive.file token (the seed's Errors rule 1), and nothing else.
+func TestPickerGrant(t *testing.T) {
+	e := newDriveEnv(t)
+	appTok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	id := e.create(t, e.docs(t, appTok), "Picked", "")
+	trashed := e.create(t, e.docs(t, appTok), "Gone", "")
+	if _, err := e.drive(t, appTok).Files.Update(trashed, &drive.File{Trashed: true}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	benDoc := e.create(t, e.docs(t, e.token(t, "app", "ben@example.com", google.ScopeDriveFile)), "Ben's", "")
+	otherTok := e.token(t, "other", "ann@example.com", google.ScopeDriveFile)
+	other := e.drive(t, otherTok)
+	_, err := other.Files.Get(id).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+
+	// Preflight answers the headers the page sends.
+	resp, _ := e.pickerDo(t, http.MethodOptions, "/picker/v1/grant", "", "")
+	if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") == "" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Authorization") ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Content-Type") ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	// The list: the user's non-trashed files, whatever the client.
+	resp, out := e.pickerDo(t, http.MethodGet, "/picker/v1/files", otherTok, "")
+	files, _ := out["files"].([]any)
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") == "" || len(files) != 1 {
+		t.Fatalf("files: %d %v", resp.StatusCode, out)
+	}
+	if f := files[0].(map[string]any); f["id"] != id || f["name"] != "Picked" || f["mimeType"] != google.MimeTypeDocument ||
+		f["modifiedTime"] == "" || !strings.Contains(f["url"].(string), id) {
+		t.Fatalf("file: %v", f)
+	}
+	for _, tt := range []struct {
+		name, tok, body string
+		code            int
+	}{
+		{"no token", "", `{"fileIds":["` + id + `"]}`, 401},
+		{"another user's file, all or nothing", otherTok, `{"fileIds":["` + id + `","` + benDoc + `"]}`, 404},
+		{"empty", otherTok, `{"fileIds":[]}`, 400},
+		{"bad json", otherTok, `{"fileIds":`, 400},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, _ := e.pickerDo(t, http.MethodPost, "/picker/v1/grant", tt.tok, tt.body)
+			if resp.StatusCode != tt.code || resp.Header.Get("Access-Control-Allow-Origin") == "" {
+				t.Fatalf("got %d", resp.StatusCode)
+			}
+		})
+	}
+	if _, err := other.Files.Get(id).Do(); err == nil {
+		t.Fatal("a refused grant granted")
+	}
+	resp, out = e.pickerDo(t, http.MethodPost, "/picker/v1/grant", otherTok, `{"fileIds":["`+id+`"]}`)
+	if resp.StatusCode != 200 || fmt.Sprint(out["granted"]) != "["+id+"]" {
+		t.Fatalf("grant: %d %v", resp.StatusCode, out)
+	}
+	if f, err := other.Files.Get(id).Fields("id,name").Do(); err != nil || f.Name != "Picked" {
+		t.Fatalf("after grant: %v %v", f, err)
+	}
+	if fl, err := other.Files.List().Q("trashed = false").Fields("files(id)").Do(); err != nil || len(fl.Files) != 1 || fl.Files[0].Id != id {
+		t.Fatalf("list after grant: %v %v", fl, err)
+	}
+	if _, err := e.docs(t, otherTok).Documents.Get(id).Do(); err != nil {
+		t.Fatalf("docs after grant: %v", err)
+	}
+	// The grant is the client's for that user only: Ben's token of the same
+	// client does not see Ann's file.
+	_, err = e.drive(t, e.token(t, "other", "ben@example.com", google.ScopeDriveFile)).Files.Get(id).Do()
 	wantDriveErr(t, err, 404, "notFound", "fileId")
 }

@@ -1,8 +1,11 @@
 // Package google emulates the Google Docs v1 API (documents create, get and
-// batchUpdate with the real index model) at the real paths and with the real
-// JSON, so that the unmodified google.golang.org/api client works against it
-// through option.WithEndpoint. Every call needs a bearer token of the OAuth
-// emulator (internal/emulators/oauth) holding a scope Google requires.
+// batchUpdate with the real index model), Drive v3 (files list with the q
+// language, get, update, delete, about, comments), People v1 (people/me) and
+// the picker backend at the real paths and with the real JSON, so that the
+// unmodified google.golang.org/api clients work against it through
+// option.WithEndpoint. Every call needs a bearer token of the OAuth emulator
+// (internal/emulators/oauth) holding a scope Google requires; a token with
+// only drive.file sees the files its client created or was granted.
 package google
 
 import (
