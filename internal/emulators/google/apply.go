@@ -126,7 +126,7 @@ func insertionPoint(d *document, loc *docs.Location, end *docs.EndOfSegmentLocat
 		if i < 0 || i >= len(s.items) {
 			return nil, 0, fmt.Errorf("Index %d must be less than the end index of the referenced segment, %d.", i, len(s.items))
 		}
-		if it := s.items[i]; it.k != kChar && it.k != kPageBreak {
+		if it := s.items[i]; !it.k.inline() {
 			return nil, 0, fmt.Errorf("The insertion index must be inside the bounds of an existing paragraph. You can still create new paragraphs by inserting newlines.")
 		}
 		if i > 0 && isHighSurrogate(s.items[i-1]) {
@@ -165,7 +165,7 @@ func insertUnits(s *segment, i int, text []uint16) {
 			ins[k].ps = ps
 		}
 	}
-	s.items = append(s.items[:i], append(ins, s.items[i:]...)...)
+	s.splice(i, i, ins)
 }
 
 func insertText(d *document, r *docs.InsertTextRequest) error {
@@ -234,7 +234,7 @@ func deleteContentRange(d *document, r *docs.DeleteContentRangeRequest) error {
 	// one of the range's paragraphs; when the range ends inside a paragraph
 	// after deleting a newline, the merged paragraph ends with the later
 	// newline, as in Google Docs.
-	s.items = append(s.items[:a], s.items[b:]...)
+	s.splice(a, b, nil)
 	return nil
 }
 
@@ -288,7 +288,7 @@ func insertTable(d *document, r *docs.InsertTableRequest) error {
 		}
 	}
 	ins = append(ins, item{k: kTableEnd})
-	s.items = append(s.items[:i], append(ins, s.items[i:]...)...)
+	s.splice(i, i, ins)
 	return nil
 }
 
@@ -320,7 +320,7 @@ func insertPageBreak(d *document, r *docs.InsertPageBreakRequest) error {
 	// A page break is followed by a newline: it ends its own paragraph.
 	ps := s.items[s.paragraphEnd(i)].ps
 	ins := []item{{k: kPageBreak, ts: s.items[i].ts}, newline(ps)}
-	s.items = append(s.items[:i], append(ins, s.items[i:]...)...)
+	s.splice(i, i, ins)
 	return nil
 }
 
@@ -386,7 +386,7 @@ func updateTextStyle(d *document, r *docs.UpdateTextStyleRequest) error {
 	ns := fromDocsTextStyle(in)
 	for i := a; i < b; i++ {
 		it := &s.items[i]
-		if it.k != kChar && it.k != kPageBreak {
+		if !it.k.inline() {
 			continue
 		}
 		ts := &it.ts
@@ -510,28 +510,29 @@ func fold(u uint16) uint16 {
 }
 
 func replaceIn(s *segment, want, repl []uint16, matchCase bool) int64 {
-	var n int64
-	out := make([]item, 0, len(s.items))
+	var at []int
 	for i := 0; i < len(s.items); {
 		if matchAt(s.items, i, want, matchCase) {
-			ts := s.items[i].ts
-			ps := s.items[s.paragraphEnd(i)].ps
-			for _, u := range repl {
-				it := item{k: kChar, u: u, ts: ts}
-				if u == '\n' {
-					it.ps = ps
-				}
-				out = append(out, it)
-			}
+			at = append(at, i)
 			i += len(want)
-			n++
 			continue
 		}
-		out = append(out, s.items[i])
 		i++
 	}
-	s.items = out
-	return n
+	for k := len(at) - 1; k >= 0; k-- {
+		i := at[k]
+		ts := s.items[i].ts
+		ps := s.items[s.paragraphEnd(i)].ps
+		ins := make([]item, len(repl))
+		for n, u := range repl {
+			ins[n] = item{k: kChar, u: u, ts: ts}
+			if u == '\n' {
+				ins[n].ps = ps
+			}
+		}
+		s.splice(i, i+len(want), ins)
+	}
+	return int64(len(at))
 }
 
 func matchAt(items []item, i int, want []uint16, matchCase bool) bool {
