@@ -33,6 +33,7 @@ func applyBatch(d *document, reqs []*docs.Request) (*document, []*docs.Response,
 		if err != nil {
 			return nil, nil, &requestError{i: i, typ: typ, what: err.Error()}
 		}
+		dropOrphanFootnotes(nd)
 		for _, t := range nd.Tabs {
 			for id, s := range allSegments(t) {
 				if err := checkSegment(s, id == ""); err != nil {
@@ -94,6 +95,74 @@ func applyOne(d *document, r *docs.Request) (string, *docs.Response, error) {
 		return "replaceAllText", &docs.Response{ReplaceAllText: &docs.ReplaceAllTextResponse{OccurrencesChanged: n}}, err
 	case r.InsertPageBreak != nil:
 		return "insertPageBreak", nil, insertPageBreak(d, r.InsertPageBreak)
+	case r.CreateParagraphBullets != nil:
+		return "createParagraphBullets", nil, createParagraphBullets(d, r.CreateParagraphBullets)
+	case r.DeleteParagraphBullets != nil:
+		return "deleteParagraphBullets", nil, deleteParagraphBullets(d, r.DeleteParagraphBullets)
+	case r.InsertTableRow != nil:
+		return "insertTableRow", nil, insertTableRow(d, r.InsertTableRow)
+	case r.InsertTableColumn != nil:
+		return "insertTableColumn", nil, insertTableColumn(d, r.InsertTableColumn)
+	case r.DeleteTableRow != nil:
+		return "deleteTableRow", nil, deleteTableRow(d, r.DeleteTableRow)
+	case r.DeleteTableColumn != nil:
+		return "deleteTableColumn", nil, deleteTableColumn(d, r.DeleteTableColumn)
+	case r.UpdateTableCellStyle != nil:
+		return "updateTableCellStyle", nil, updateTableCellStyle(d, r.UpdateTableCellStyle)
+	case r.UpdateTableRowStyle != nil:
+		return "updateTableRowStyle", nil, updateTableRowStyle(d, r.UpdateTableRowStyle)
+	case r.UpdateTableColumnProperties != nil:
+		return "updateTableColumnProperties", nil, updateTableColumnProperties(d, r.UpdateTableColumnProperties)
+	case r.PinTableHeaderRows != nil:
+		return "pinTableHeaderRows", nil, pinTableHeaderRows(d, r.PinTableHeaderRows)
+	case r.MergeTableCells != nil:
+		return "mergeTableCells", nil, mergeTableCells(d, r.MergeTableCells)
+	case r.UnmergeTableCells != nil:
+		return "unmergeTableCells", nil, unmergeTableCells(d, r.UnmergeTableCells)
+	case r.CreateHeader != nil:
+		id, err := createHeaderFooter(d, r.CreateHeader.Type, r.CreateHeader.SectionBreakLocation, false)
+		return "createHeader", &docs.Response{CreateHeader: &docs.CreateHeaderResponse{HeaderId: id}}, err
+	case r.CreateFooter != nil:
+		id, err := createHeaderFooter(d, r.CreateFooter.Type, r.CreateFooter.SectionBreakLocation, true)
+		return "createFooter", &docs.Response{CreateFooter: &docs.CreateFooterResponse{FooterId: id}}, err
+	case r.DeleteHeader != nil:
+		return "deleteHeader", nil, deleteHeaderFooter(d, r.DeleteHeader.HeaderId, r.DeleteHeader.TabId, false)
+	case r.DeleteFooter != nil:
+		return "deleteFooter", nil, deleteHeaderFooter(d, r.DeleteFooter.FooterId, r.DeleteFooter.TabId, true)
+	case r.CreateFootnote != nil:
+		id, err := createFootnote(d, r.CreateFootnote)
+		return "createFootnote", &docs.Response{CreateFootnote: &docs.CreateFootnoteResponse{FootnoteId: id}}, err
+	case r.InsertInlineImage != nil:
+		id, err := insertInlineImage(d, r.InsertInlineImage)
+		return "insertInlineImage", &docs.Response{InsertInlineImage: &docs.InsertInlineImageResponse{ObjectId: id}}, err
+	case r.ReplaceImage != nil:
+		return "replaceImage", nil, replaceImage(d, r.ReplaceImage)
+	case r.DeletePositionedObject != nil:
+		return "deletePositionedObject", nil, deletePositionedObject(d, r.DeletePositionedObject)
+	case r.InsertPerson != nil:
+		return "insertPerson", nil, insertPerson(d, r.InsertPerson)
+	case r.InsertDate != nil:
+		return "insertDate", nil, insertDate(d, r.InsertDate)
+	case r.InsertSectionBreak != nil:
+		return "insertSectionBreak", nil, insertSectionBreak(d, r.InsertSectionBreak)
+	case r.UpdateSectionStyle != nil:
+		return "updateSectionStyle", nil, updateSectionStyle(d, r.UpdateSectionStyle)
+	case r.UpdateDocumentStyle != nil:
+		return "updateDocumentStyle", nil, updateDocumentStyle(d, r.UpdateDocumentStyle)
+	case r.CreateNamedRange != nil:
+		id, err := createNamedRange(d, r.CreateNamedRange)
+		return "createNamedRange", &docs.Response{CreateNamedRange: &docs.CreateNamedRangeResponse{NamedRangeId: id}}, err
+	case r.DeleteNamedRange != nil:
+		return "deleteNamedRange", nil, deleteNamedRange(d, r.DeleteNamedRange)
+	case r.ReplaceNamedRangeContent != nil:
+		return "replaceNamedRangeContent", nil, replaceNamedRangeContent(d, r.ReplaceNamedRangeContent)
+	case r.AddDocumentTab != nil:
+		tp, err := addDocumentTab(d, r.AddDocumentTab)
+		return "addDocumentTab", &docs.Response{AddDocumentTab: &docs.AddDocumentTabResponse{TabProperties: tp}}, err
+	case r.DeleteTab != nil:
+		return "deleteTab", nil, deleteTab(d, r.DeleteTab)
+	case r.UpdateDocumentTabProperties != nil:
+		return "updateDocumentTabProperties", nil, updateDocumentTabProperties(d, r.UpdateDocumentTabProperties)
 	}
 	return requestType(r), nil, fmt.Errorf("this request type is not supported by the emulator")
 }

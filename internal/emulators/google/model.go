@@ -298,3 +298,64 @@ func (d *document) tab(id string) (*tab, bool) {
 }
 
 func toUnits(s string) []uint16 { return utf16.Encode([]rune(s)) }
+
+// tabByID answers the tab with this id (no default for "").
+func (d *document) tabByID(id string) (*tab, bool) {
+	for _, t := range d.Tabs {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// children answers the child tabs of parent ("" for the top level) in order.
+func (d *document) children(parent string) []*tab {
+	var out []*tab
+	for _, t := range d.Tabs {
+		if t.ParentID == parent {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// depth answers the nesting level of a tab (0 at the top level).
+func (d *document) depth(id string) int {
+	n := 0
+	for t, ok := d.tabByID(id); ok && t.ParentID != ""; t, ok = d.tabByID(t.ParentID) {
+		n++
+	}
+	return n
+}
+
+func (d *document) maxDepth() int {
+	m := 0
+	for _, t := range d.Tabs {
+		m = max(m, d.depth(t.ID))
+	}
+	return m
+}
+
+// placeTab puts t at index idx among its siblings and keeps d.Tabs in
+// depth-first order (the first tab is the one the legacy fields show).
+func (d *document) placeTab(t *tab, idx int) {
+	kids := map[string][]*tab{}
+	for _, x := range d.Tabs {
+		if x != t {
+			kids[x.ParentID] = append(kids[x.ParentID], x)
+		}
+	}
+	sib := kids[t.ParentID]
+	kids[t.ParentID] = append(sib[:idx:idx], append([]*tab{t}, sib[idx:]...)...)
+	out := make([]*tab, 0, len(d.Tabs)+1)
+	var walk func(parent string)
+	walk = func(parent string) {
+		for _, x := range kids[parent] {
+			out = append(out, x)
+			walk(x.ID)
+		}
+	}
+	walk("")
+	d.Tabs = out
+}
