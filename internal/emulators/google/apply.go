@@ -33,6 +33,7 @@ func applyBatch(d *document, reqs []*docs.Request) (*document, []*docs.Response,
 		if err != nil {
 			return nil, nil, &requestError{i: i, typ: typ, what: err.Error()}
 		}
+		dropOrphanFootnotes(nd)
 		for _, t := range nd.Tabs {
 			for id, s := range allSegments(t) {
 				if err := checkSegment(s, id == ""); err != nil {
@@ -94,6 +95,74 @@ func applyOne(d *document, r *docs.Request) (string, *docs.Response, error) {
 		return "replaceAllText", &docs.Response{ReplaceAllText: &docs.ReplaceAllTextResponse{OccurrencesChanged: n}}, err
 	case r.InsertPageBreak != nil:
 		return "insertPageBreak", nil, insertPageBreak(d, r.InsertPageBreak)
+	case r.CreateParagraphBullets != nil:
+		return "createParagraphBullets", nil, createParagraphBullets(d, r.CreateParagraphBullets)
+	case r.DeleteParagraphBullets != nil:
+		return "deleteParagraphBullets", nil, deleteParagraphBullets(d, r.DeleteParagraphBullets)
+	case r.InsertTableRow != nil:
+		return "insertTableRow", nil, insertTableRow(d, r.InsertTableRow)
+	case r.InsertTableColumn != nil:
+		return "insertTableColumn", nil, insertTableColumn(d, r.InsertTableColumn)
+	case r.DeleteTableRow != nil:
+		return "deleteTableRow", nil, deleteTableRow(d, r.DeleteTableRow)
+	case r.DeleteTableColumn != nil:
+		return "deleteTableColumn", nil, deleteTableColumn(d, r.DeleteTableColumn)
+	case r.UpdateTableCellStyle != nil:
+		return "updateTableCellStyle", nil, updateTableCellStyle(d, r.UpdateTableCellStyle)
+	case r.UpdateTableRowStyle != nil:
+		return "updateTableRowStyle", nil, updateTableRowStyle(d, r.UpdateTableRowStyle)
+	case r.UpdateTableColumnProperties != nil:
+		return "updateTableColumnProperties", nil, updateTableColumnProperties(d, r.UpdateTableColumnProperties)
+	case r.PinTableHeaderRows != nil:
+		return "pinTableHeaderRows", nil, pinTableHeaderRows(d, r.PinTableHeaderRows)
+	case r.MergeTableCells != nil:
+		return "mergeTableCells", nil, mergeTableCells(d, r.MergeTableCells)
+	case r.UnmergeTableCells != nil:
+		return "unmergeTableCells", nil, unmergeTableCells(d, r.UnmergeTableCells)
+	case r.CreateHeader != nil:
+		id, err := createHeaderFooter(d, r.CreateHeader.Type, r.CreateHeader.SectionBreakLocation, false)
+		return "createHeader", &docs.Response{CreateHeader: &docs.CreateHeaderResponse{HeaderId: id}}, err
+	case r.CreateFooter != nil:
+		id, err := createHeaderFooter(d, r.CreateFooter.Type, r.CreateFooter.SectionBreakLocation, true)
+		return "createFooter", &docs.Response{CreateFooter: &docs.CreateFooterResponse{FooterId: id}}, err
+	case r.DeleteHeader != nil:
+		return "deleteHeader", nil, deleteHeaderFooter(d, r.DeleteHeader.HeaderId, r.DeleteHeader.TabId, false)
+	case r.DeleteFooter != nil:
+		return "deleteFooter", nil, deleteHeaderFooter(d, r.DeleteFooter.FooterId, r.DeleteFooter.TabId, true)
+	case r.CreateFootnote != nil:
+		id, err := createFootnote(d, r.CreateFootnote)
+		return "createFootnote", &docs.Response{CreateFootnote: &docs.CreateFootnoteResponse{FootnoteId: id}}, err
+	case r.InsertInlineImage != nil:
+		id, err := insertInlineImage(d, r.InsertInlineImage)
+		return "insertInlineImage", &docs.Response{InsertInlineImage: &docs.InsertInlineImageResponse{ObjectId: id}}, err
+	case r.ReplaceImage != nil:
+		return "replaceImage", nil, replaceImage(d, r.ReplaceImage)
+	case r.DeletePositionedObject != nil:
+		return "deletePositionedObject", nil, deletePositionedObject(d, r.DeletePositionedObject)
+	case r.InsertPerson != nil:
+		return "insertPerson", nil, insertPerson(d, r.InsertPerson)
+	case r.InsertDate != nil:
+		return "insertDate", nil, insertDate(d, r.InsertDate)
+	case r.InsertSectionBreak != nil:
+		return "insertSectionBreak", nil, insertSectionBreak(d, r.InsertSectionBreak)
+	case r.UpdateSectionStyle != nil:
+		return "updateSectionStyle", nil, updateSectionStyle(d, r.UpdateSectionStyle)
+	case r.UpdateDocumentStyle != nil:
+		return "updateDocumentStyle", nil, updateDocumentStyle(d, r.UpdateDocumentStyle)
+	case r.CreateNamedRange != nil:
+		id, err := createNamedRange(d, r.CreateNamedRange)
+		return "createNamedRange", &docs.Response{CreateNamedRange: &docs.CreateNamedRangeResponse{NamedRangeId: id}}, err
+	case r.DeleteNamedRange != nil:
+		return "deleteNamedRange", nil, deleteNamedRange(d, r.DeleteNamedRange)
+	case r.ReplaceNamedRangeContent != nil:
+		return "replaceNamedRangeContent", nil, replaceNamedRangeContent(d, r.ReplaceNamedRangeContent)
+	case r.AddDocumentTab != nil:
+		tp, err := addDocumentTab(d, r.AddDocumentTab)
+		return "addDocumentTab", &docs.Response{AddDocumentTab: &docs.AddDocumentTabResponse{TabProperties: tp}}, err
+	case r.DeleteTab != nil:
+		return "deleteTab", nil, deleteTab(d, r.DeleteTab)
+	case r.UpdateDocumentTabProperties != nil:
+		return "updateDocumentTabProperties", nil, updateDocumentTabProperties(d, r.UpdateDocumentTabProperties)
 	}
 	return requestType(r), nil, fmt.Errorf("this request type is not supported by the emulator")
 }
@@ -126,7 +195,7 @@ func insertionPoint(d *document, loc *docs.Location, end *docs.EndOfSegmentLocat
 		if i < 0 || i >= len(s.items) {
 			return nil, 0, fmt.Errorf("Index %d must be less than the end index of the referenced segment, %d.", i, len(s.items))
 		}
-		if it := s.items[i]; it.k != kChar && it.k != kPageBreak {
+		if it := s.items[i]; !it.k.inline() {
 			return nil, 0, fmt.Errorf("The insertion index must be inside the bounds of an existing paragraph. You can still create new paragraphs by inserting newlines.")
 		}
 		if i > 0 && isHighSurrogate(s.items[i-1]) {
@@ -165,7 +234,7 @@ func insertUnits(s *segment, i int, text []uint16) {
 			ins[k].ps = ps
 		}
 	}
-	s.items = append(s.items[:i], append(ins, s.items[i:]...)...)
+	s.splice(i, i, ins)
 }
 
 func insertText(d *document, r *docs.InsertTextRequest) error {
@@ -234,7 +303,7 @@ func deleteContentRange(d *document, r *docs.DeleteContentRangeRequest) error {
 	// one of the range's paragraphs; when the range ends inside a paragraph
 	// after deleting a newline, the merged paragraph ends with the later
 	// newline, as in Google Docs.
-	s.items = append(s.items[:a], s.items[b:]...)
+	s.splice(a, b, nil)
 	return nil
 }
 
@@ -288,7 +357,7 @@ func insertTable(d *document, r *docs.InsertTableRequest) error {
 		}
 	}
 	ins = append(ins, item{k: kTableEnd})
-	s.items = append(s.items[:i], append(ins, s.items[i:]...)...)
+	s.splice(i, i, ins)
 	return nil
 }
 
@@ -320,7 +389,7 @@ func insertPageBreak(d *document, r *docs.InsertPageBreakRequest) error {
 	// A page break is followed by a newline: it ends its own paragraph.
 	ps := s.items[s.paragraphEnd(i)].ps
 	ins := []item{{k: kPageBreak, ts: s.items[i].ts}, newline(ps)}
-	s.items = append(s.items[:i], append(ins, s.items[i:]...)...)
+	s.splice(i, i, ins)
 	return nil
 }
 
@@ -386,7 +455,7 @@ func updateTextStyle(d *document, r *docs.UpdateTextStyleRequest) error {
 	ns := fromDocsTextStyle(in)
 	for i := a; i < b; i++ {
 		it := &s.items[i]
-		if it.k != kChar && it.k != kPageBreak {
+		if !it.k.inline() {
 			continue
 		}
 		ts := &it.ts
@@ -510,28 +579,29 @@ func fold(u uint16) uint16 {
 }
 
 func replaceIn(s *segment, want, repl []uint16, matchCase bool) int64 {
-	var n int64
-	out := make([]item, 0, len(s.items))
+	var at []int
 	for i := 0; i < len(s.items); {
 		if matchAt(s.items, i, want, matchCase) {
-			ts := s.items[i].ts
-			ps := s.items[s.paragraphEnd(i)].ps
-			for _, u := range repl {
-				it := item{k: kChar, u: u, ts: ts}
-				if u == '\n' {
-					it.ps = ps
-				}
-				out = append(out, it)
-			}
+			at = append(at, i)
 			i += len(want)
-			n++
 			continue
 		}
-		out = append(out, s.items[i])
 		i++
 	}
-	s.items = out
-	return n
+	for k := len(at) - 1; k >= 0; k-- {
+		i := at[k]
+		ts := s.items[i].ts
+		ps := s.items[s.paragraphEnd(i)].ps
+		ins := make([]item, len(repl))
+		for n, u := range repl {
+			ins[n] = item{k: kChar, u: u, ts: ts}
+			if u == '\n' {
+				ins[n].ps = ps
+			}
+		}
+		s.splice(i, i+len(want), ins)
+	}
+	return int64(len(at))
 }
 
 func matchAt(items []item, i int, want []uint16, matchCase bool) bool {

@@ -22,36 +22,41 @@ func checkSegment(s *segment, body bool) error {
 	if body {
 		i = 1
 	}
-	_, err := checkContent(it, i, false)
+	_, err := checkContent(it, i, false, body)
 	return err
 }
 
 // checkContent checks structural elements from i until the end (top level)
 // or a cell/row/table boundary (inCell); it answers where it stopped.
-func checkContent(it []item, i int, inCell bool) (int, error) {
+func checkContent(it []item, i int, inCell, body bool) (int, error) {
 	start := i
 	for i < len(it) {
-		switch it[i].k {
-		case kSectionBreak:
-			return i, fmt.Errorf("index %d: a second section break", i)
-		case kChar, kPageBreak:
+		switch k := it[i].k; {
+		case k == kSectionBreak:
+			// A body may hold more section breaks (insertSectionBreak): at
+			// the top level, after a paragraph, followed by one.
+			if !body || inCell || !it[i-1].isNewline() || i+1 >= len(it) || !it[i+1].k.inline() {
+				return i, fmt.Errorf("index %d: a misplaced section break", i)
+			}
 			i++
-		case kTableStart:
+		case k.inline():
+			i++
+		case k == kTableStart:
 			if i == 0 || !it[i-1].isNewline() && it[i-1].k != kSectionBreak && it[i-1].k != kTableEnd {
 				return i, fmt.Errorf("index %d: a table inside a paragraph", i)
 			}
 			if it[i-1].k == kTableEnd || it[i-1].k == kSectionBreak {
 				return i, fmt.Errorf("index %d: a table not preceded by a paragraph", i)
 			}
-			j, err := checkTable(it, i)
+			j, err := checkTable(it, i, body)
 			if err != nil {
 				return j, err
 			}
-			if j >= len(it) || it[j].k != kChar && it[j].k != kPageBreak {
+			if j >= len(it) || !it[j].k.inline() {
 				return j, fmt.Errorf("index %d: a table not followed by a paragraph", j)
 			}
 			i = j
-		case kRowStart, kCellStart, kTableEnd:
+		default: // row, cell, table end
 			if !inCell {
 				return i, fmt.Errorf("index %d: a table marker outside a table", i)
 			}
@@ -68,7 +73,7 @@ func checkContent(it []item, i int, inCell bool) (int, error) {
 }
 
 // checkTable checks the table starting at i and answers the index after it.
-func checkTable(it []item, i int) (int, error) {
+func checkTable(it []item, i int, body bool) (int, error) {
 	i++ // table start
 	cols := -1
 	rows := 0
@@ -76,7 +81,7 @@ func checkTable(it []item, i int) (int, error) {
 		i++
 		n := 0
 		for i < len(it) && it[i].k == kCellStart {
-			j, err := checkContent(it, i+1, true)
+			j, err := checkContent(it, i+1, true, body)
 			if err != nil {
 				return j, err
 			}

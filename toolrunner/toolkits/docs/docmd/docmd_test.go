@@ -35,6 +35,7 @@ func TestRenderGolden(t *testing.T) {
 		{"kitchen_sink", "kitchen_sink.docmd", Options{}},
 		{"tabs", "tabs.docmd", Options{}},
 		{"tabs", "tabs_child.docmd", Options{TabID: "t.child"}},
+		{"lists", "lists.docmd", Options{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -370,4 +371,30 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestListKinds: lists.json comes from the Google emulator (one list per
+// preset, three nesting levels); a numbered preset's items are ORDERED,
+// every bulleted one's (checkbox included) BULLET.
+func TestListKinds(t *testing.T) {
+	p := mustParse(t, loadDoc(t, "lists"))
+	preset, n := "", 0
+	for _, b := range p.Sections[0].Segments[0].Blocks {
+		switch {
+		case b.Type == "HEADING_3":
+			preset = b.Text
+		case b.Type == "BULLET" || b.Type == "ORDERED":
+			n++
+			want := "BULLET"
+			if strings.HasPrefix(preset, "NUMBERED_") {
+				want = "ORDERED"
+			}
+			if b.Type != want {
+				t.Errorf("%s item %q is %s, want %s", preset, b.Text, b.Type, want)
+			}
+		}
+	}
+	if n != 18 {
+		t.Fatalf("%d list items, want 18", n)
+	}
 }

@@ -341,11 +341,13 @@ func (r *renderer) ordered(listID string, level int64) bool {
 	if nl.GlyphSymbol != "" {
 		return false
 	}
+	// Only a numbering glyph type orders a level: a checkbox list (glyph type
+	// GLYPH_TYPE_UNSPECIFIED with a "%0" format) and a NONE level are bullets.
 	switch nl.GlyphType {
-	case "", "NONE", "GLYPH_TYPE_UNSPECIFIED":
-		return strings.Contains(nl.GlyphFormat, "%")
+	case "DECIMAL", "ZERO_DECIMAL", "UPPER_ALPHA", "ALPHA", "UPPER_ROMAN", "ROMAN":
+		return true
 	}
-	return true
+	return false
 }
 
 type span struct {
