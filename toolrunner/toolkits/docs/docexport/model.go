@@ -51,11 +51,11 @@ type style struct {
 type runKind int
 
 const (
-	runText     runKind = iota
-	runImage            // text = alt, url = image URI
-	runFootnote         // text = number, url = footnote id
-	runPageBreak        // block separator
-	runRule             // horizontal rule, block separator
+	runText      runKind = iota
+	runImage             // text = alt, url = image URI
+	runFootnote          // text = number, url = footnote id
+	runPageBreak         // block separator
+	runRule              // horizontal rule, block separator
 )
 
 // run is a piece of a paragraph: text with one style, or a non-text element.
