@@ -16,6 +16,9 @@ import (
 
 	"github.com/google/uuid"
 	"go.uber.org/goleak"
+	gdocs "google.golang.org/api/docs/v1"
+	"google.golang.org/api/drive/v3"
+	"google.golang.org/api/option"
 
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
@@ -147,13 +150,14 @@ func (r *recorder) last(pathSuffix string) string {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	o, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: "app", Secret: "s", RedirectURIs: []string{"https://app.example/cb"}}},
-		Users:       []oauth.User{{ID: "u1", Email: "ann@example.com", Name: "Ann Example"}, {ID: "u2", Email: "ben@example.com", Name: "Ben Example"}},
-		AutoApprove: true})
+	users := []oauth.User{{ID: "u1", Email: "ann@example.com", Name: "Ann Example"}, {ID: "u2", Email: "ben@example.com", Name: "Ben Example"}}
+	o, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: "app", Secret: "s", RedirectURIs: []string{"https://app.example/cb"}},
+		{ID: "other-app", Secret: "s2", RedirectURIs: []string{"https://other.example/cb"}}},
+		Users: users, AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := google.New(google.Config{Auth: o})
+	g, err := google.New(google.Config{Auth: o, Users: users})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,8 +206,14 @@ func (e *env) connect(t *testing.T, user string, scopes ...string) {
 
 func (e *env) token(t *testing.T, user string, scopes ...string) string {
 	t.Helper()
+	return e.clientToken(t, "app", "s", "https://app.example/cb", user, scopes...)
+}
+
+// clientToken runs the flow for an OAuth client.
+func (e *env) clientToken(t *testing.T, client, secret, redirect, user string, scopes ...string) string {
+	t.Helper()
 	sum := sha256.Sum256([]byte(verifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {"app"}, "redirect_uri": {"https://app.example/cb"},
+	q := url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirect},
 		"scope": {strings.Join(scopes, " ")}, "state": {"x"}, "login_hint": {user},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -218,10 +228,10 @@ func (e *env) token(t *testing.T, user string, scopes ...string) string {
 		t.Fatalf("authorize: %d %v", resp.StatusCode, loc)
 	}
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {"https://app.example/cb"}, "code_verifier": {verifier}}
+		"redirect_uri": {redirect}, "code_verifier": {verifier}}
 	req, _ := http.NewRequest(http.MethodPost, e.as.URL+"/token", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("app", "s")
+	req.SetBasicAuth(client, secret)
 	resp, err = c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -234,6 +244,35 @@ func (e *env) token(t *testing.T, user string, scopes ...string) string {
 		t.Fatalf("token: %d %v", resp.StatusCode, err)
 	}
 	return tok.AccessToken
+}
+
+// bearer adds a token to requests.
+type bearer struct {
+	tok  string
+	base http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return b.base.RoundTrip(r)
+}
+
+// direct answers Docs and Drive clients of the emulator with a token (the
+// test's own hands, not the toolkit's).
+func (e *env) direct(t *testing.T, tok string) (*gdocs.Service, *drive.Service) {
+	t.Helper()
+	hc := &http.Client{Transport: bearer{tok, http.DefaultTransport}}
+	t.Cleanup(hc.CloseIdleConnections)
+	ds, err := gdocs.NewService(context.Background(), option.WithEndpoint(e.gs.URL+"/"), option.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr, err := drive.NewService(context.Background(), option.WithEndpoint(e.gs.URL+"/drive/v3/"), option.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds, dr
 }
 
 func (e *env) scope(user string) toolrunner.Scope {

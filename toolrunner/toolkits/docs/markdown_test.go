@@ -65,6 +65,8 @@ func TestMarkdownRequests(t *testing.T) {
 	}
 }
 
+var listIDs = regexp.MustCompile(`list=\S+`)
+
 var blockID = regexp.MustCompile(`(?m)^\[[^ \]]+ `)
 
 // stripIDs removes block ids and the header from DocMD.
@@ -83,9 +85,10 @@ func stripIDs(md string) string {
 // DocMD shows every heading level and the emphasis where it was.
 func TestMarkdownToDocMD(t *testing.T) {
 	e := newEnv(t)
-	md := "# H1\n## H2\n### H3\n#### H4\n##### H5\n###### H6\n\nSome **bold** and *italic* and ***both***.\n"
+	md := "# H1\n## H2\n### H3\n#### H4\n##### H5\n###### H6\n\nSome **bold** and *italic* and ***both***.\n\n" +
+		"- one\n- **two**\n  - nested\n    - deeper\n\n1. first\n2. second\n   1. sub\n"
 	id := obj(t, e.ok(t, "CreateDocumentFromText", map[string]any{"title": "MD", "text_content": md}))["documentId"].(string)
-	got := stripIDs(e.docmdOf(t, id))
+	got := listIDs.ReplaceAllString(stripIDs(e.docmdOf(t, id)), "list=L")
 	want := `[0-1 SECTION_BREAK]
 [1-4 HEADING_1]
 H1
@@ -101,6 +104,20 @@ H5
 H6
 [19-50 PARAGRAPH styles=bold:24-28,italic:33-39,bold:44-48,italic:44-48]
 Some bold and italic and both.
+[50-54 BULLET list=L level=0]
+one
+[54-58 BULLET list=L level=0 styles=bold:54-57]
+two
+[58-65 BULLET list=L level=1]
+nested
+[65-72 BULLET list=L level=2]
+deeper
+[72-78 ORDERED list=L level=0]
+first
+[78-85 ORDERED list=L level=0]
+second
+[85-89 ORDERED list=L level=1]
+sub
 `
 	if !strings.Contains(got, want) {
 		t.Errorf("DocMD\n%s\nwant it to contain\n%s", got, want)
