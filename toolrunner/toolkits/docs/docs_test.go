@@ -2,6 +2,7 @@ package docs
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -249,5 +250,76 @@ func TestPickerURL(t *testing.T) {
 	tk, _ := New(cfg)
 	if _, err := tk.pickerURL(t.Context(), toolrunner.Call{}); toolrunner.AsError(err).Kind != "CONFIGURATION_ERROR" {
 		t.Errorf("no picker: %v", err)
+	}
+}
+
+var tabLine = regexp.MustCompile(`(?m)^@tab id=(\S+) .*title=(?:"([^"]*)"|(\S+))$`)
+
+// tabIDs answers the DocMD's tab ids by title.
+func tabIDs(md string) map[string]string {
+	out := map[string]string{}
+	for _, m := range tabLine.FindAllStringSubmatch(md, -1) {
+		out[m[2]+m[3]] = m[1]
+	}
+	return out
+}
+
+// TestTabs: InsertTextAtEndOfDocument appends to the first tab of a
+// document with tabs; GetDocumentMetadata nests the tabs with their own
+// counts; GetDocumentAsDocmd renders one tab on request.
+func TestTabs(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(t, "Tabbed", "First tab text")
+	first := tabIDs(e.docmdOf(t, id))
+	if len(first) != 1 {
+		t.Fatalf("tabs %v", first)
+	}
+	var firstID string
+	for _, v := range first {
+		firstID = v
+	}
+	out := obj(t, e.ok(t, "EditDocument", map[string]any{"document_id": id, "requests": js(t,
+		`[{"addDocumentTab":{"tabProperties":{"title":"Second","index":1}}},{"addDocumentTab":{"tabProperties":{"title":"Child","parentTabId":"`+firstID+`"}}}]`)}))
+	tabs := tabIDs(out["docmd"].(string))
+	if tabs["Second"] == "" || tabs["Child"] == "" {
+		t.Fatalf("tabs %v in\n%s", tabs, out["docmd"])
+	}
+	e.ok(t, "EditDocument", map[string]any{"document_id": id, "requests": js(t,
+		`[{"insertText":{"text":"Second body","location":{"index":1,"tabId":"`+tabs["Second"]+`"}}}]`)})
+	e.ok(t, "InsertTextAtEndOfDocument", map[string]any{"document_id": id, "text_content": "\nAPPENDED 😀"})
+
+	one := e.ok(t, "GetDocumentAsDocmd", map[string]any{"document_id": id, "tab_id": firstID}).(string)
+	second := e.ok(t, "GetDocumentAsDocmd", map[string]any{"document_id": id, "tab_id": tabs["Second"]}).(string)
+	if !strings.Contains(one, "First tab text\n") || !strings.Contains(one, "APPENDED 😀") || strings.Contains(one, "Second body") ||
+		!strings.Contains(second, "Second body") || strings.Contains(second, "APPENDED") {
+		t.Fatalf("first tab:\n%s\nsecond tab:\n%s", one, second)
+	}
+
+	meta := obj(t, e.ok(t, "GetDocumentMetadata", map[string]any{"document_id": id}))
+	top := meta["tabs"].([]map[string]any)
+	firstText := "First tab text\nAPPENDED 😀\n" // 26 characters, 27 UTF-16 units
+	if len(top) != 2 || top[0]["tab_id"] != firstID || top[0]["character_count"] != int64(26) || top[0]["end_index"] != int64(28) ||
+		top[1]["title"] != "Second" || top[1]["character_count"] != int64(len("Second body\n")) {
+		t.Fatalf("tabs %v (%q)", top, firstText)
+	}
+	kids := top[0]["child_tabs"].([]map[string]any)
+	if len(kids) != 1 || kids[0]["title"] != "Child" || kids[0]["character_count"] != int64(1) || kids[0]["nesting_level"] != int64(1) {
+		t.Fatalf("child tabs %v", kids)
+	}
+	if meta["total_characters"] != int64(26+12+1) {
+		t.Errorf("total %v", meta["total_characters"])
+	}
+
+	// SearchAndRetrieveDocuments: the main body (first tab) and the tabs'
+	// metadata only.
+	for _, f := range []string{"docmd", "markdown", "html", "provider_api_json"} {
+		res := obj(t, e.ok(t, "SearchAndRetrieveDocuments", map[string]any{"return_format": f}))
+		d := res["documents"].([]map[string]any)[0]
+		b, _ := json.Marshal(d["content"])
+		tabs := d["tabs"].([]map[string]any)
+		if !strings.Contains(string(b), "First tab text") || strings.Contains(string(b), "Second body") || len(tabs) != 2 ||
+			len(tabs[0]["child_tabs"].([]map[string]any)) != 1 || tabs[0]["content"] != nil {
+			t.Errorf("%s: %s\ntabs %v", f, b, tabs)
+		}
 	}
 }

@@ -43,6 +43,8 @@ func apiError(err error, what string) error {
 			msg = http.StatusText(ge.Code)
 		}
 		switch {
+		case ge.Code == http.StatusForbidden && rateLimited(ge):
+			return toolrunner.Errorf(toolrunner.KindUpstream, true, "Google's rate limit was reached (%s); retry later", msg)
 		case ge.Code == http.StatusNotFound || (ge.Code == http.StatusForbidden && !insufficientScope(ge)):
 			return toolrunner.Errorf(toolrunner.KindNotFound, false, "%s %s", what, pickerHint)
 		case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
@@ -78,6 +80,17 @@ func insufficientScope(ge *googleapi.Error) bool {
 	}
 	for _, d := range ge.Details {
 		if m, ok := d.(map[string]any); ok && m["reason"] == "ACCESS_TOKEN_SCOPE_INSUFFICIENT" {
+			return true
+		}
+	}
+	return false
+}
+
+// rateLimited: Drive answers some rate limits with 403.
+func rateLimited(ge *googleapi.Error) bool {
+	for _, it := range ge.Errors {
+		switch it.Reason {
+		case "rateLimitExceeded", "userRateLimitExceeded", "sharingRateLimitExceeded":
 			return true
 		}
 	}
