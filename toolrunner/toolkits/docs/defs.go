@@ -131,7 +131,7 @@ func defCreateBlankDocument() toolrunner.Definition {
 
 func defCreateDocumentFromText() toolrunner.Definition {
 	return def("CreateDocumentFromText", "Create a document holding the given text; answers its title, documentId and documentUrl. "+
-		"With input_format markdown (the default), headings (# to ######), **bold**, *italic*, bullet lists and numbered lists (nested by indentation) become the document's own styles and lists; plain inserts the text as is.",
+		"With input_format markdown (the default), headings (# to ######), **bold**, *italic*, links, bullet lists and numbered lists (nested by indentation) become the document's own styles and lists; plain inserts the text as is.",
 		toolrunner.TypeJSON, hintCreate, scopesFile, pTitle,
 		toolrunner.Param{Name: "text_content", Type: toolrunner.TypeString, Required: true, Description: "The document's content."},
 		toolrunner.Param{Name: "input_format", Type: toolrunner.TypeString, Default: InputMarkdown, Enum: []string{InputMarkdown, InputPlain},

@@ -28,6 +28,7 @@ type mdBuilder struct {
 	bold, italic int
 	boldRuns     []span
 	italicRuns   []span
+	links        []link
 	headings     []heading
 	lists        []listRange
 	// list state: depth of the list being written (0: none) and the
@@ -39,6 +40,11 @@ type mdBuilder struct {
 }
 
 type span struct{ start, end int64 }
+
+type link struct {
+	span
+	url string
+}
 
 type heading struct {
 	span
@@ -128,16 +134,36 @@ func (b *mdBuilder) inlines(n ast.Node) {
 				b.italic--
 			}
 		case *ast.AutoLink:
-			b.styled(string(v.URL(b.src)))
+			start := b.n + 1
+			u := string(v.URL(b.src))
+			b.styled(u)
+			if v.AutoLinkType == ast.AutoLinkEmail {
+				u = "mailto:" + u
+			}
+			b.link(start, u)
+		case *ast.Link:
+			start := b.n + 1
+			b.inlines(v)
+			b.link(start, string(v.Destination))
 		case *ast.RawHTML:
 			for i := 0; i < v.Segments.Len(); i++ {
 				seg := v.Segments.At(i)
 				b.styled(string(seg.Value(b.src)))
 			}
-		default: // code spans, links, images: their text
+		default: // code spans, images: their text
 			b.inlines(c)
 		}
 	}
+}
+
+// link records a link over what was written since start, for the
+// schemes a document link may safely carry.
+func (b *mdBuilder) link(start int64, u string) {
+	lu := strings.ToLower(u)
+	if start == b.n+1 || !(strings.HasPrefix(lu, "https://") || strings.HasPrefix(lu, "http://") || strings.HasPrefix(lu, "mailto:")) {
+		return
+	}
+	b.links = append(b.links, link{span{start, b.n + 1}, u})
 }
 
 // lines writes a block's raw lines as paragraphs (code blocks, HTML).
@@ -230,6 +256,10 @@ func markdownRequests(md string) []*gdocs.Request {
 	for _, r := range b.italicRuns {
 		reqs = append(reqs, &gdocs.Request{UpdateTextStyle: &gdocs.UpdateTextStyleRequest{
 			Range: &gdocs.Range{StartIndex: r.start, EndIndex: r.end}, TextStyle: &gdocs.TextStyle{Italic: true}, Fields: "italic"}})
+	}
+	for _, l := range b.links {
+		reqs = append(reqs, &gdocs.Request{UpdateTextStyle: &gdocs.UpdateTextStyleRequest{
+			Range: &gdocs.Range{StartIndex: l.start, EndIndex: l.end}, TextStyle: &gdocs.TextStyle{Link: &gdocs.Link{Url: l.url}}, Fields: "link"}})
 	}
 	for i := len(b.lists) - 1; i >= 0; i-- {
 		l := b.lists[i]

@@ -53,6 +53,11 @@ func TestMarkdownRequests(t *testing.T) {
 			`{"insertText":{"location":{"index":1},"text":"x"}}`,
 			`{"createParagraphBullets":{"bulletPreset":"BULLET_DISC_CIRCLE_SQUARE","range":{"endIndex":3,"startIndex":1}}}`,
 		}},
+		{"links: http(s) and mailto only", "[site](https://example.com/a) <b@example.com> [js](javascript:alert(1))", []string{
+			`{"insertText":{"location":{"index":1},"text":"site b@example.com js"}}`,
+			`{"updateTextStyle":{"fields":"link","range":{"endIndex":5,"startIndex":1},"textStyle":{"link":{"url":"https://example.com/a"}}}}`,
+			`{"updateTextStyle":{"fields":"link","range":{"endIndex":19,"startIndex":6},"textStyle":{"link":{"url":"mailto:b@example.com"}}}}`,
+		}},
 		{"code block as is", "```\nfunc f() {}\n```\n", []string{`{"insertText":{"location":{"index":1},"text":"func f() {}"}}`}},
 	}
 	for _, tc := range tests {

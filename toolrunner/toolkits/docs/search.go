@@ -6,11 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"slices"
 	"strings"
 
 	gdocs "google.golang.org/api/docs/v1"
 	"google.golang.org/api/drive/v3"
+	"google.golang.org/api/googleapi"
 
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
@@ -163,6 +166,9 @@ func (t *Toolkit) search(ctx context.Context, c *clients, call toolrunner.Call) 
 		lc = lc.PageToken(page)
 	}
 	fl, err := lc.Do()
+	if ge, ok := errors.AsType[*googleapi.Error](err); ok && ge.Code == http.StatusNotFound && q.DriveID != "" {
+		return nil, q, toolrunner.Errorf(toolrunner.KindNotFound, false, "shared drive %q was not found or the user is not one of its members", q.DriveID)
+	}
 	if err != nil {
 		return nil, q, apiError(err, "the document search")
 	}

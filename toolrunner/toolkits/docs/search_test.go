@@ -303,3 +303,40 @@ func TestWhoAmI(t *testing.T) {
 		t.Fatalf("without profile scopes: %+v", res.Error)
 	}
 }
+
+// TestSearchSharedDrives: the drive options reach Drive as corpora,
+// driveId and the all-drives flags, so each finds what it should.
+func TestSearchSharedDrives(t *testing.T) {
+	e := newEnv(t)
+	e.create(t, "Mine", "x")
+	inDrive := e.create(t, "Team doc", "x")
+	sd := e.google.AddSharedDrive("u1", "Team")
+	if err := e.google.MoveToDrive(inDrive, sd); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		in   map[string]any
+		want []string
+	}{
+		{"own drive only", map[string]any{}, []string{"Mine"}},
+		{"one shared drive", map[string]any{"search_only_in_shared_drive_id": sd}, []string{"Team doc"}},
+		{"all drives", map[string]any{"include_shared_drives": true, "order_by": []any{"name"}}, []string{"Mine", "Team doc"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := titles(t, e.ok(t, "SearchDocuments", tc.in)); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	out := obj(t, e.ok(t, "SearchDocuments", map[string]any{"search_only_in_shared_drive_id": sd}))
+	if d := out["documents"].([]map[string]any); d[0]["drive_id"] != sd {
+		t.Errorf("drive_id %v", d[0])
+	}
+	// A shared drive the user is not a member of: not found.
+	res := e.runAs(t, "u2", "SearchDocuments", map[string]any{"search_only_in_shared_drive_id": sd})
+	if res.Success || res.Error.Kind != toolrunner.KindNotFound || !strings.Contains(res.Error.Message, "not one of its members") {
+		t.Errorf("non-member: %+v", res.Error)
+	}
+}

@@ -142,7 +142,9 @@ func (t *Toolkit) createDocumentFromText(ctx context.Context, c *clients, call t
 	}
 	if len(reqs) > 0 {
 		if _, err := c.docs.Documents.BatchUpdate(d.DocumentId, &gdocs.BatchUpdateDocumentRequest{Requests: reqs}).Context(ctx).Do(); err != nil {
-			return nil, fmt.Errorf("document %s was created but its content could not be written: %w", d.DocumentId, apiError(err, docWhat(d.DocumentId)))
+			te := toolrunner.AsError(apiError(err, docWhat(d.DocumentId)))
+			return nil, &toolrunner.Error{Kind: te.Kind, CanRetry: false,
+				Message: fmt.Sprintf("document %s (%s) was created but its content could not be written: %s", d.DocumentId, documentURL(d.DocumentId), te.Message)}
 		}
 	}
 	return created(d), nil
