@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite,docmd", "benchmarks to run, comma-separated: docmd, decode, hooks, connections, ingest, query, executions, sqlite")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite,docmd,docsedit", "benchmarks to run, comma-separated: docmd, docsedit, decode, hooks, connections, ingest, query, executions, sqlite")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query and executions benchmarks")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
@@ -49,6 +49,13 @@ func runBench(ctx context.Context, args []string) error {
 			fig, err := bench.DocMD()
 			if err != nil {
 				return fmt.Errorf("docmd benchmark: %w", err)
+			}
+			figures = append(figures, fig)
+		case "docsedit":
+			fmt.Println("== docsedit: DocsToolkit.EditDocument with 100 requests against the Google emulator")
+			fig, err := bench.DocsEdit(ctx)
+			if err != nil {
+				return fmt.Errorf("docsedit benchmark: %w", err)
 			}
 			figures = append(figures, fig)
 		case "decode":

@@ -148,7 +148,7 @@ func (r *recorder) last(pathSuffix string) string {
 	return ""
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	users := []oauth.User{{ID: "u1", Email: "ann@example.com", Name: "Ann Example"}, {ID: "u2", Email: "ben@example.com", Name: "Ben Example"}}
 	o, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: "app", Secret: "s", RedirectURIs: []string{"https://app.example/cb"}},
@@ -196,7 +196,7 @@ func newEnv(t *testing.T) *env {
 
 // connect gives the user a connection holding a token of the real
 // authorization-code flow with PKCE.
-func (e *env) connect(t *testing.T, user string, scopes ...string) {
+func (e *env) connect(t testing.TB, user string, scopes ...string) {
 	t.Helper()
 	tok := e.token(t, user, scopes...)
 	e.conns.mu.Lock()
@@ -204,13 +204,13 @@ func (e *env) connect(t *testing.T, user string, scopes ...string) {
 	e.conns.mu.Unlock()
 }
 
-func (e *env) token(t *testing.T, user string, scopes ...string) string {
+func (e *env) token(t testing.TB, user string, scopes ...string) string {
 	t.Helper()
 	return e.clientToken(t, "app", "s", "https://app.example/cb", user, scopes...)
 }
 
 // clientToken runs the flow for an OAuth client.
-func (e *env) clientToken(t *testing.T, client, secret, redirect, user string, scopes ...string) string {
+func (e *env) clientToken(t testing.TB, client, secret, redirect, user string, scopes ...string) string {
 	t.Helper()
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirect},
@@ -260,7 +260,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // direct answers Docs and Drive clients of the emulator with a token (the
 // test's own hands, not the toolkit's).
-func (e *env) direct(t *testing.T, tok string) (*gdocs.Service, *drive.Service) {
+func (e *env) direct(t testing.TB, tok string) (*gdocs.Service, *drive.Service) {
 	t.Helper()
 	hc := &http.Client{Transport: bearer{tok, http.DefaultTransport}}
 	t.Cleanup(hc.CloseIdleConnections)
