@@ -580,8 +580,8 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if order != nil && queryHasFullText(query) {
-		driveError(w, http.StatusForbidden, "fullTextSortNotSupported",
-			"Sorting is not supported for queries with fullText terms. Results are always in descending relevance order.", "", "")
+		driveError(w, http.StatusBadRequest, "badRequest",
+			"Sorting is not supported for queries with fullText terms. Results are always in descending relevance order.", "orderBy", "parameter")
 		return
 	}
 	size, ok := pageSize(w, r, 100, 1000)
@@ -592,8 +592,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	supportsAll, ok := queryBool(w, r, "supportsAllDrives")
-	if !ok {
+	if _, ok := queryBool(w, r, "supportsAllDrives"); !ok {
 		return
 	}
 	corpora, driveID := q.Get("corpora"), q.Get("driveId")
@@ -607,14 +606,12 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	case corpora != "user" && corpora != "domain" && corpora != "drive" && corpora != "allDrives":
 		invalidParam(w, "Invalid Value", "corpora")
 		return
+	case (driveID != "" || corpora == "drive" || corpora == "allDrives") && !allDrives:
+		driveError(w, http.StatusForbidden, "forbidden", "The includeItemsFromAllDrives parameter must be set to true when driveId is specified or corpora contains drive or allDrives.",
+			"includeItemsFromAllDrives", "parameter")
+		return
 	case (corpora == "drive") != (driveID != ""):
-		invalidParam(w, "The driveId parameter must be specified if and only if corpora is set to drive.", "driveId")
-		return
-	case allDrives && !supportsAll:
-		invalidParam(w, "The includeItemsFromAllDrives parameter can only be set to true when supportsAllDrives is set to true.", "includeItemsFromAllDrives")
-		return
-	case (corpora == "drive" || corpora == "allDrives") && !allDrives:
-		invalidParam(w, "The includeItemsFromAllDrives parameter must be set to true when corpora is set to drive or allDrives.", "includeItemsFromAllDrives")
+		driveError(w, http.StatusBadRequest, "teamDriveIdRequiresTeamDriveCorpora", "The driveId parameter must be specified if and only if corpora is set to drive.", "", "")
 		return
 	}
 	if sp := q.Get("spaces"); sp != "" && sp != "drive" {
@@ -675,7 +672,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			if queryHasFullText(query) {
-				relevance[f.ID] = strings.Count(strings.ToLower(f.Name+" "+c.text()), " ")
+				relevance[f.ID] = relevanceOf(query, strings.ToLower(f.Name+"\n"+c.text()))
 			}
 		}
 		hits = append(hits, f)
@@ -684,6 +681,11 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 		order = []orderKey{{"folder", false}, {"modifiedTime", true}, {"name", false}}
 	}
 	slices.SortFunc(hits, func(a, b *driveFile) int {
+		// fullText: descending relevance (occurrences of the terms), as
+		// Google, then the default order.
+		if c := cmpInt(int64(relevance[b.ID]), int64(relevance[a.ID])); c != 0 {
+			return c
+		}
 		for _, k := range order {
 			c := s.compareFiles(a, b, k.key)
 			if k.desc {
@@ -712,9 +714,11 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 }
 
 // visibleFileLocked answers the file the grant sees, or writes 404.
-func (s *Server) visibleFileLocked(w http.ResponseWriter, id string, g oauth.Grant) (*driveFile, bool) {
+// A shared-drive file is found by a files method only with
+// supportsAllDrives=true (allDrives), as Google does.
+func (s *Server) visibleFileLocked(w http.ResponseWriter, id string, g oauth.Grant, allDrives bool) (*driveFile, bool) {
 	f, ok := s.fileLocked(id)
-	if !ok || !s.visibleLocked(g, f) {
+	if !ok || !s.visibleLocked(g, f) || f.DriveID != "" && !allDrives {
 		fileNotFound(w, id)
 		return nil, false
 	}
@@ -731,7 +735,8 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, ok := queryBool(w, r, "supportsAllDrives"); !ok {
+	allDrives, ok := queryBool(w, r, "supportsAllDrives")
+	if !ok {
 		return
 	}
 	if r.URL.Query().Get("alt") == "media" {
@@ -741,7 +746,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
 	if !ok {
 		return
 	}
@@ -759,6 +764,10 @@ func (s *Server) patchFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mask, ok := fieldsFor(w, r, reflect.TypeFor[drive.File](), "kind,id,name,mimeType", false)
+	if !ok {
+		return
+	}
+	allDrives, ok := queryBool(w, r, "supportsAllDrives")
 	if !ok {
 		return
 	}
@@ -793,7 +802,7 @@ func (s *Server) patchFile(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
 	if !ok {
 		return
 	}
@@ -823,9 +832,13 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	allDrives, ok := queryBool(w, r, "supportsAllDrives")
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
 	if !ok {
 		return
 	}
@@ -899,7 +912,7 @@ func htmlContent(s string) string {
 
 // commentFileLocked answers the visible file of a comments call or writes 404.
 func (s *Server) commentFileLocked(w http.ResponseWriter, r *http.Request, g oauth.Grant) (*driveFile, bool) {
-	return s.visibleFileLocked(w, r.PathValue("id"), g)
+	return s.visibleFileLocked(w, r.PathValue("id"), g, true) // comments take no supportsAllDrives
 }
 
 func commentNotFound(w http.ResponseWriter, id string) {

@@ -443,12 +443,19 @@ func TestDriveOrderAndPaging(t *testing.T) {
 	}
 	_, err = dv.Files.List().OrderBy("size").Do()
 	wantDriveErr(t, err, 400, "invalid", "orderBy")
+	// fullText results come in descending relevance.
+	e.create(t, dc, "Space log", "space, space and more space")
+	fl, err = dv.Files.List().Q("fullText contains 'space'").Fields("files(name)").Do()
+	if err != nil || len(fl.Files) != 3 || fl.Files[0].Name != "Space log" {
+		t.Fatalf("relevance: %q %v", names(fl), err)
+	}
 	_, err = dv.Files.List().Q("fullText contains 'space'").OrderBy("name").Do()
-	if ge := apiErr(t, err); ge.Code != 403 || !strings.Contains(ge.Message, "Sorting is not supported for queries with fullText terms") {
+	wantDriveErr(t, err, 400, "badRequest", "orderBy")
+	if ge := apiErr(t, err); !strings.HasPrefix(ge.Message, "Sorting is not supported for queries with fullText terms") {
 		t.Fatalf("fullText with orderBy: %v", err)
 	}
 	// Default page size is 100: 120 documents need two pages.
-	for i := 0; i < 114; i++ {
+	for i := 0; i < 113; i++ {
 		e.create(t, dc, fmt.Sprintf("bulk %03d", i), "")
 	}
 	fl, err = dv.Files.List().Q("trashed = false").Fields("nextPageToken,files(id)").Do()
@@ -476,28 +483,35 @@ func TestDriveSharedDrives(t *testing.T) {
 		}
 		return sorted(names(fl)), nil
 	}
+	type refusal struct {
+		code            int
+		reason, reason2 string
+	}
+	includeItems := &refusal{403, "forbidden", "includeItemsFromAllDrives"}
+	driveIDRule := &refusal{400, "teamDriveIdRequiresTeamDriveCorpora", ""}
 	tests := []struct {
-		name   string
-		call   *drive.FilesListCall
-		want   []string
-		errLoc string // refused: 400 at this parameter
+		name string
+		call *drive.FilesListCall
+		want []string
+		err  *refusal
 	}{
-		{"default user corpus", dv.Files.List(), []string{"My doc"}, ""},
-		{"user + all drives", dv.Files.List().SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, ""},
-		{"allDrives", dv.Files.List().Corpora("allDrives").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, ""},
-		{"drive", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"Team doc"}, ""},
-		{"drive in parents", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true).Q("'" + sd + "' in parents"), []string{"Team doc"}, ""},
-		{"driveId without corpora=drive", dv.Files.List().Corpora("user").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, "driveId"},
-		{"corpora=drive without driveId", dv.Files.List().Corpora("drive").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, "driveId"},
-		{"drive without includeItems", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true), nil, "includeItemsFromAllDrives"},
-		{"includeItems without supportsAllDrives", dv.Files.List().IncludeItemsFromAllDrives(true), nil, "includeItemsFromAllDrives"},
-		{"unknown corpora", dv.Files.List().Corpora("everything"), nil, "corpora"},
+		{"default user corpus", dv.Files.List(), []string{"My doc"}, nil},
+		{"user + all drives", dv.Files.List().SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, nil},
+		{"allDrives", dv.Files.List().Corpora("allDrives").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, nil},
+		{"drive", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"Team doc"}, nil},
+		{"drive in parents", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true).Q("'" + sd + "' in parents"), []string{"Team doc"}, nil},
+		{"driveId without corpora=drive", dv.Files.List().Corpora("user").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, driveIDRule},
+		{"corpora=drive without driveId", dv.Files.List().Corpora("drive").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, driveIDRule},
+		{"drive without includeItems", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true), nil, includeItems},
+		{"allDrives without includeItems", dv.Files.List().Corpora("allDrives"), nil, includeItems},
+		{"driveId without includeItems", dv.Files.List().DriveId(sd), nil, includeItems},
+		{"unknown corpora", dv.Files.List().Corpora("everything"), nil, &refusal{400, "invalid", "corpora"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := list(tt.call)
-			if tt.errLoc != "" {
-				wantDriveErr(t, err, 400, "invalid", tt.errLoc)
+			if tt.err != nil {
+				wantDriveErr(t, err, tt.err.code, tt.err.reason, tt.err.reason2)
 				return
 			}
 			if err != nil || !slices.Equal(got, tt.want) {
@@ -505,6 +519,11 @@ func TestDriveSharedDrives(t *testing.T) {
 			}
 		})
 	}
+	// A shared-drive file is found by id only with supportsAllDrives.
+	_, err := dv.Files.Get(team).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+	_, err = dv.Files.Update(team, &drive.File{Starred: true}).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
 	f, err := dv.Files.Get(team).SupportsAllDrives(true).Fields("driveId,owners,parents").Do()
 	if err != nil || f.DriveId != sd || len(f.Owners) != 0 || len(f.Parents) != 1 || f.Parents[0] != sd {
 		t.Fatalf("shared-drive file: %+v %v", f, err)
@@ -515,7 +534,7 @@ func TestDriveSharedDrives(t *testing.T) {
 	ben := e.drive(t, e.token(t, "app", "ben@example.com", google.ScopeDrive))
 	_, err = ben.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true).Do()
 	wantDriveErr(t, err, 404, "notFound", "driveId")
-	_, err = ben.Files.Get(team).Do()
+	_, err = ben.Files.Get(team).SupportsAllDrives(true).Do()
 	wantDriveErr(t, err, 404, "notFound", "fileId")
 	if err := e.g.AddDriveMember(sd, "u2"); err != nil {
 		t.Fatal(err)
