@@ -68,10 +68,16 @@ const (
 
 func (s *Server) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
 
-// addFileLocked registers the Drive file of a new document.
+// addFileLocked registers the Drive file of a new document, created by the
+// grant's user and client (a seed passes oauth.Grant{UserID, ClientID} of the
+// platform's client, so that its drive.file tokens see the document).
 func (s *Server) addFileLocked(d *document, g oauth.Grant, driveID string) *driveFile {
 	now := s.now()
-	f := &driveFile{ID: d.ID, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, OwnerEmail: g.Email,
+	email := g.Email
+	if email == "" {
+		email = s.userEmail(d.Owner, "")
+	}
+	f := &driveFile{ID: d.ID, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, OwnerEmail: email,
 		CreatedByClient: g.ClientID, DriveID: driveID, Created: now, Modified: now, ModifiedByMe: now, ViewedByMe: now}
 	s.files[d.ID] = f
 	return f
@@ -89,7 +95,8 @@ func (s *Server) fileLocked(id string) (*driveFile, bool) {
 		return nil, false
 	}
 	now := s.now()
-	f := &driveFile{ID: id, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, Created: now, Modified: now}
+	f := &driveFile{ID: id, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, OwnerEmail: s.userEmail(d.Owner, ""),
+		Created: now, Modified: now}
 	s.files[id] = f
 	return f, true
 }

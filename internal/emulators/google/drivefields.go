@@ -118,6 +118,9 @@ func (p *fieldsParser) selector(into fieldMask, depth int) error {
 				return fmt.Errorf("%w %s", errBadFields, p.s)
 			}
 			p.i++
+			for p.i < len(p.s) && p.s[p.i] == ' ' {
+				p.i++
+			}
 			if old, ok := m[n]; ok && old != nil {
 				for k, v := range sub {
 					old[k] = v
