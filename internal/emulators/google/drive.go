@@ -477,8 +477,9 @@ func parseOrderBy(v string) ([]orderKey, error) {
 	return out, nil
 }
 
-// compareFiles orders two files by one key (ascending).
-func (s *Server) compareFiles(a, b *driveFile, key string) int {
+// compareFiles orders two files by one key (ascending); sizes holds their
+// quotaBytesUsed.
+func compareFiles(a, b *driveFile, key string, sizes map[string]int64) int {
 	switch key {
 	case "createdTime":
 		return a.Created.Compare(b.Created)
@@ -495,7 +496,7 @@ func (s *Server) compareFiles(a, b *driveFile, key string) int {
 	case "name_natural":
 		return naturalCompare(strings.ToLower(a.Name), strings.ToLower(b.Name))
 	case "quotaBytesUsed":
-		return cmpInt(s.sizeLocked(a), s.sizeLocked(b))
+		return cmpInt(sizes[a.ID], sizes[b.ID])
 	case "starred":
 		return cmpBool(a.Starred, b.Starred)
 	}
@@ -605,9 +606,6 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	corpora, driveID := q.Get("corpora"), q.Get("driveId")
 	if corpora == "" {
 		corpora = "user"
-		if driveID != "" {
-			corpora = "drive"
-		}
 	}
 	switch {
 	case corpora != "user" && corpora != "domain" && corpora != "drive" && corpora != "allDrives":
@@ -687,6 +685,12 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	if order == nil {
 		order = []orderKey{{"folder", false}, {"modifiedTime", true}, {"name", false}}
 	}
+	sizes := map[string]int64{} // quotaBytesUsed renders the text: once per file
+	if slices.ContainsFunc(order, func(k orderKey) bool { return k.key == "quotaBytesUsed" }) {
+		for _, f := range hits {
+			sizes[f.ID] = s.sizeLocked(f)
+		}
+	}
 	slices.SortFunc(hits, func(a, b *driveFile) int {
 		// fullText: descending relevance (occurrences of the terms), as
 		// Google, then the default order.
@@ -694,7 +698,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 			return c
 		}
 		for _, k := range order {
-			c := s.compareFiles(a, b, k.key)
+			c := compareFiles(a, b, k.key, sizes)
 			if k.desc {
 				c = -c
 			}

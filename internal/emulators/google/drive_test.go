@@ -505,6 +505,7 @@ func TestDriveSharedDrives(t *testing.T) {
 		{"drive without includeItems", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true), nil, includeItems},
 		{"allDrives without includeItems", dv.Files.List().Corpora("allDrives"), nil, includeItems},
 		{"driveId without includeItems", dv.Files.List().DriveId(sd), nil, includeItems},
+		{"driveId without corpora", dv.Files.List().DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, driveIDRule},
 		{"unknown corpora", dv.Files.List().Corpora("everything"), nil, &refusal{400, "invalid", "corpora"}},
 	}
 	for _, tt := range tests {
