@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -861,5 +862,63 @@ func TestPickerGrant(t *testing.T) {
 	// The grant is the client's for that user only: Ben's token of the same
 	// client does not see Ann's file.
 	_, err = e.drive(t, e.token(t, "other", "ben@example.com", google.ScopeDriveFile)).Files.Get(id).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+}
+
+// TestDriveExport: files.export of a document as text, markdown and HTML
+// (headings, bold, italic, links, tables, escaping), through the real
+// client's Download.
+func TestDriveExport(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	dc, dv := e.docs(t, tok), e.drive(t, tok)
+	id := e.create(t, dc, "Report", "")
+	// Body: "Title\nSee *docs* here\n" then a 2x2 table at the end.
+	_, err := dc.Documents.BatchUpdate(id, &docs.BatchUpdateDocumentRequest{Requests: []*docs.Request{
+		{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 1}, Text: "Title\nSee *docs* here & <now>\n"}},
+		{UpdateParagraphStyle: &docs.UpdateParagraphStyleRequest{Range: &docs.Range{StartIndex: 1, EndIndex: 6},
+			ParagraphStyle: &docs.ParagraphStyle{NamedStyleType: "HEADING_2"}, Fields: "namedStyleType"}},
+		{UpdateTextStyle: &docs.UpdateTextStyleRequest{Range: &docs.Range{StartIndex: 11, EndIndex: 17},
+			TextStyle: &docs.TextStyle{Bold: true, Link: &docs.Link{Url: "https://example.com/d"}}, Fields: "bold,link"}},
+		{InsertTable: &docs.InsertTableRequest{EndOfSegmentLocation: &docs.EndOfSegmentLocation{}, Rows: 2, Columns: 2}},
+	}}).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	export := func(mt string) string {
+		t.Helper()
+		resp, err := dv.Files.Export(id, mt).Download()
+		if err != nil {
+			t.Fatalf("%s: %v", mt, err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		if _, err := io.Copy(&b, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), mt) {
+			t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+		}
+		return b.String()
+	}
+	if got := export("text/plain"); !strings.HasPrefix(got, "\ufeffTitle\r\nSee *docs* here & <now>\r\n") || !strings.Contains(got, "\t") {
+		t.Errorf("text: %q", got)
+	}
+	md := export("text/markdown")
+	for _, want := range []string{"## Title\n", `[\*docs\*](https://example.com/d)`, "**", `here & \<now>`, "|  |  |\n| :---- | :---- |\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	h := export("text/html")
+	for _, want := range []string{"<title>Report</title>", "<h2>Title</h2>", `<a href="https://example.com/d"><b>*docs*</b></a>`,
+		"here &amp; &lt;now&gt;", "<table><tr><td><p></p></td>"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("html lacks %q:\n%s", want, h)
+		}
+	}
+	_, err = dv.Files.Export(id, "application/zip").Download()
+	wantDriveErr(t, err, 400, "badRequest", "convertTo")
+	_, err = e.drive(t, e.token(t, "other", "ann@example.com", google.ScopeDriveFile)).Files.Export(id, "text/plain").Download()
 	wantDriveErr(t, err, 404, "notFound", "fileId")
 }
