@@ -922,3 +922,50 @@ func TestDriveExport(t *testing.T) {
 	_, err = e.drive(t, e.token(t, "other", "ann@example.com", google.ScopeDriveFile)).Files.Export(id, "text/plain").Download()
 	wantDriveErr(t, err, 404, "notFound", "fileId")
 }
+
+// TestDriveConcurrent: Docs edits, Drive lists, renames, comments and picker
+// grants at once (run under -race).
+func TestDriveConcurrent(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	dc, dv := e.docs(t, tok), e.drive(t, tok)
+	ids := []string{e.create(t, dc, "A", "alpha"), e.create(t, dc, "B", "beta")}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				id := ids[i%2]
+				_, err := dc.Documents.BatchUpdate(id, &docs.BatchUpdateDocumentRequest{Requests: []*docs.Request{
+					{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 1}, Text: "x"}}}}).Do()
+				if err == nil {
+					_, err = dv.Files.List().Q("fullText contains 'x' and trashed = false").Fields("files(id,name,size)").Do()
+				}
+				if err == nil {
+					_, err = dv.Files.Update(id, &drive.File{Name: fmt.Sprintf("N%d", i)}).Do()
+				}
+				if err == nil {
+					_, err = dv.Comments.Create(id, &drive.Comment{Content: "c"}).Fields("id").Do()
+				}
+				if err == nil {
+					err = e.g.GrantFile("u1", "other", id)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	cl, err := dv.Comments.List(ids[0]).PageSize(100).Fields("comments(id)").Do()
+	if err != nil || len(cl.Comments) != 20 {
+		t.Fatalf("comments: %v %v", cl, err)
+	}
+}
