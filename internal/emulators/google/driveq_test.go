@@ -171,3 +171,27 @@ func TestParseFields(t *testing.T) {
 		})
 	}
 }
+
+// FuzzFieldMask: a `fields` mask from a client never panics the parser or
+// the projection, and the projection keeps only names the mask holds.
+func FuzzFieldMask(f *testing.F) {
+	for _, s := range []string{"files(id,name),nextPageToken", "*", "files/owners/emailAddress", "files(owners(me)", "a,,b", "files(*)"} {
+		f.Add(s)
+	}
+	v := map[string]any{"kind": "drive#fileList", "nextPageToken": "t", "files": []any{map[string]any{"id": "1",
+		"owners": []any{map[string]any{"emailAddress": "e"}}}}}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parseFields(s, reflect.TypeFor[drive.FileList]())
+		if err != nil {
+			return
+		}
+		out, _ := m.apply(v).(map[string]any)
+		for k := range out {
+			if _, ok := m[k]; !ok {
+				if _, star := m["*"]; !star {
+					t.Fatalf("%q kept %q", s, k)
+				}
+			}
+		}
+	})
+}
