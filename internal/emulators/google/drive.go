@@ -40,8 +40,10 @@ type driveFile struct {
 	CreatedByClient    string // OAuth client that created it (drive.file)
 	DriveID            string // shared drive, "" for My Drive
 	Created, Modified  time.Time
-	ModifiedByMe       time.Time
-	ViewedByMe         time.Time
+	LastModifier       string // user id of the last edit
+	LastModifierEmail  string
+	ModifiedBy         map[string]time.Time // user id -> their last edit (modifiedByMeTime)
+	ViewedBy           map[string]time.Time // user id -> their last view (viewedByMeTime)
 	Trashed, Starred   bool
 	Comments           []*comment
 }
@@ -78,7 +80,8 @@ func (s *Server) addFileLocked(d *document, g oauth.Grant, driveID string) *driv
 		email = s.userEmail(d.Owner, "")
 	}
 	f := &driveFile{ID: d.ID, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, OwnerEmail: email,
-		CreatedByClient: g.ClientID, DriveID: driveID, Created: now, Modified: now, ModifiedByMe: now, ViewedByMe: now}
+		CreatedByClient: g.ClientID, DriveID: driveID, Created: now, Modified: now, LastModifier: d.Owner, LastModifierEmail: email,
+		ModifiedBy: map[string]time.Time{d.Owner: now}, ViewedBy: map[string]time.Time{d.Owner: now}}
 	s.files[d.ID] = f
 	return f
 }
@@ -96,7 +99,7 @@ func (s *Server) fileLocked(id string) (*driveFile, bool) {
 	}
 	now := s.now()
 	f := &driveFile{ID: id, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, OwnerEmail: s.userEmail(d.Owner, ""),
-		Created: now, Modified: now}
+		Created: now, Modified: now, LastModifier: d.Owner, LastModifierEmail: s.userEmail(d.Owner, ""), ModifiedBy: map[string]time.Time{}, ViewedBy: map[string]time.Time{}}
 	s.files[id] = f
 	return f, true
 }
@@ -194,13 +197,11 @@ func (s *Server) MoveToDrive(fileID, driveID string) error {
 }
 
 // touchLocked records a write by the user (batchUpdate, PATCH).
-func (s *Server) touchLocked(f *driveFile, userID string) {
+func (s *Server) touchLocked(f *driveFile, g oauth.Grant) {
 	now := s.now()
-	f.Modified = now
-	if userID == f.Owner || f.DriveID != "" {
-		f.ModifiedByMe = now
-		f.ViewedByMe = now
-	}
+	f.Modified, f.LastModifier, f.LastModifierEmail = now, g.UserID, g.Email
+	f.ModifiedBy[g.UserID] = now
+	f.ViewedBy[g.UserID] = now
 }
 
 // bodyText answers the text of every tab's body (markers dropped), for
@@ -351,11 +352,11 @@ func (s *Server) fileJSON(f *driveFile, g oauth.Grant) map[string]any {
 		"iconLink":      "https://drive-thirdparty.googleusercontent.com/16/type/application/vnd.google-apps.document",
 		"thumbnailLink": "https://docs.google.com/feeds/vt?id=" + f.ID,
 		"createdTime":   rfc3339(f.Created), "modifiedTime": rfc3339(f.Modified),
-		"viewedByMe": !f.ViewedByMe.IsZero(), "modifiedByMe": !f.ModifiedByMe.IsZero(),
+		"viewedByMe": !f.ViewedBy[g.UserID].IsZero(), "modifiedByMe": !f.ModifiedBy[g.UserID].IsZero(),
 		"shared": false, "ownedByMe": mine && f.DriveID == "", "isAppAuthorized": f.CreatedByClient == g.ClientID,
 		"size": size, "quotaBytesUsed": size, "writersCanShare": true, "viewersCanCopyContent": true,
 		"copyRequiresWriterPermission": false, "hasThumbnail": true,
-		"lastModifyingUser": s.driveUser(f.Owner, f.OwnerEmail, mine),
+		"lastModifyingUser": s.driveUser(f.LastModifier, f.LastModifierEmail, f.LastModifier == g.UserID),
 		"exportLinks": map[string]any{
 			"application/pdf": "https://docs.google.com/feeds/download/documents/export/Export?id=" + f.ID + "&exportFormat=pdf",
 			"text/plain":      "https://docs.google.com/feeds/download/documents/export/Export?id=" + f.ID + "&exportFormat=txt",
@@ -365,11 +366,11 @@ func (s *Server) fileJSON(f *driveFile, g oauth.Grant) map[string]any {
 			"canDelete": f.DriveID == "" && mine, "canDownload": true, "canCopy": true, "canShare": true,
 			"canReadRevisions": true, "canUntrash": true, "canAddChildren": false},
 	}
-	if !f.ViewedByMe.IsZero() {
-		m["viewedByMeTime"] = rfc3339(f.ViewedByMe)
+	if t := f.ViewedBy[g.UserID]; !t.IsZero() {
+		m["viewedByMeTime"] = rfc3339(t)
 	}
-	if !f.ModifiedByMe.IsZero() {
-		m["modifiedByMeTime"] = rfc3339(f.ModifiedByMe)
+	if t := f.ModifiedBy[g.UserID]; !t.IsZero() {
+		m["modifiedByMeTime"] = rfc3339(t)
 	}
 	if f.DriveID != "" {
 		m["driveId"], m["teamDriveId"], m["parents"] = f.DriveID, f.DriveID, []any{f.DriveID}
@@ -477,20 +478,20 @@ func parseOrderBy(v string) ([]orderKey, error) {
 	return out, nil
 }
 
-// compareFiles orders two files by one key (ascending); sizes holds their
-// quotaBytesUsed.
-func compareFiles(a, b *driveFile, key string, sizes map[string]int64) int {
+// compareFiles orders two files by one key (ascending) for the user me;
+// sizes holds their quotaBytesUsed.
+func compareFiles(a, b *driveFile, key, me string, sizes map[string]int64) int {
 	switch key {
 	case "createdTime":
 		return a.Created.Compare(b.Created)
 	case "modifiedTime":
 		return a.Modified.Compare(b.Modified)
 	case "modifiedByMeTime":
-		return a.ModifiedByMe.Compare(b.ModifiedByMe)
+		return a.ModifiedBy[me].Compare(b.ModifiedBy[me])
 	case "viewedByMeTime":
-		return a.ViewedByMe.Compare(b.ViewedByMe)
+		return a.ViewedBy[me].Compare(b.ViewedBy[me])
 	case "recency":
-		return recency(a).Compare(recency(b))
+		return recency(a, me).Compare(recency(b, me))
 	case "name":
 		return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
 	case "name_natural":
@@ -503,9 +504,10 @@ func compareFiles(a, b *driveFile, key string, sizes map[string]int64) int {
 	return 0 // folder, sharedWithMeTime: equal for documents the user owns
 }
 
-func recency(f *driveFile) time.Time {
+// recency is the latest of the file's times for the user.
+func recency(f *driveFile, me string) time.Time {
 	t := f.Modified
-	for _, u := range []time.Time{f.ModifiedByMe, f.ViewedByMe, f.Created} {
+	for _, u := range []time.Time{f.ModifiedBy[me], f.ViewedBy[me], f.Created} {
 		if u.After(t) {
 			t = u
 		}
@@ -698,7 +700,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 			return c
 		}
 		for _, k := range order {
-			c := compareFiles(a, b, k.key, sizes)
+			c := compareFiles(a, b, k.key, g.UserID, sizes)
 			if k.desc {
 				c = -c
 			}
@@ -826,7 +828,7 @@ func (s *Server) patchFile(w http.ResponseWriter, r *http.Request) {
 		if d, ok := s.docs[f.ID]; ok {
 			d.Title = *name
 		}
-		s.touchLocked(f, g.UserID)
+		s.touchLocked(f, g)
 	}
 	if starred != nil {
 		f.Starred = *starred

@@ -544,6 +544,31 @@ func TestDriveSharedDrives(t *testing.T) {
 	if got, err := list(ben.Files.List().Corpora("allDrives").SupportsAllDrives(true).IncludeItemsFromAllDrives(true)); err != nil || !slices.Equal(got, []string{"Team doc"}) {
 		t.Fatalf("member: %q %v", got, err)
 	}
+
+	// Ben edits the team document: he is its last modifier and it is
+	// modified by him, not by Ann (the "ByMe" times are per user).
+	const timeFields = "modifiedTime,modifiedByMeTime,modifiedByMe,lastModifyingUser(emailAddress,me)"
+	annBefore, err := dv.Files.Get(team).SupportsAllDrives(true).Fields(timeFields).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	benDocs := e.docs(t, e.token(t, "app", "ben@example.com", google.ScopeDocs))
+	if _, err := benDocs.Documents.BatchUpdate(team, &docs.BatchUpdateDocumentRequest{Requests: []*docs.Request{
+		{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 1}, Text: "Ben was here. "}}}}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	annAfter, err := dv.Files.Get(team).SupportsAllDrives(true).Fields(timeFields).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if annAfter.ModifiedTime <= annBefore.ModifiedTime || annAfter.ModifiedByMeTime != annBefore.ModifiedByMeTime ||
+		annAfter.LastModifyingUser.EmailAddress != "ben@example.com" || annAfter.LastModifyingUser.Me {
+		t.Fatalf("Ann's view after Ben's edit: %+v -> %+v %+v", annBefore, annAfter, annAfter.LastModifyingUser)
+	}
+	benView, err := ben.Files.Get(team).SupportsAllDrives(true).Fields(timeFields).Do()
+	if err != nil || !benView.ModifiedByMe || benView.ModifiedByMeTime != annAfter.ModifiedTime || !benView.LastModifyingUser.Me {
+		t.Fatalf("Ben's view: %+v %v", benView, err)
+	}
 }
 
 // TestDriveFileUpdateDelete: PATCH name/starred/trashed (the Docs title

@@ -402,7 +402,7 @@ func (n qTerm) eval(c *qCtx) bool {
 	case "modifiedTime":
 		return cmpTime(f.Modified, n.op, n.t)
 	case "viewedByMeTime":
-		return cmpTime(f.ViewedByMe, n.op, n.t)
+		return cmpTime(f.ViewedBy[c.userID], n.op, n.t)
 	}
 	return false
 }

@@ -311,7 +311,7 @@ func (s *Server) batchUpdate(w http.ResponseWriter, r *http.Request) {
 	nd.Revision++
 	s.docs[id] = nd
 	if f, ok := s.fileLocked(id); ok {
-		s.touchLocked(f, g.UserID)
+		s.touchLocked(f, g)
 	}
 	writeJSON(w, &docs.BatchUpdateDocumentResponse{DocumentId: id, Replies: replies,
 		WriteControl: &docs.WriteControl{RequiredRevisionId: revisionID(nd)}})
