@@ -300,6 +300,9 @@ func writeGFE(w http.ResponseWriter, code int, status, msg, reason, itemMsg, loc
 var (
 	driveReadScopes  = []string{ScopeDrive, ScopeDriveRO, ScopeDriveFile, ScopeDriveMeta, ScopeDriveMetaRO}
 	driveWriteScopes = []string{ScopeDrive, ScopeDriveFile}
+	// contentScopes read a file's content and comments (the metadata scopes
+	// do not).
+	contentScopes = []string{ScopeDrive, ScopeDriveRO, ScopeDriveFile}
 )
 
 // userName answers the display name of the user.
@@ -934,7 +937,7 @@ func commentNotFound(w http.ResponseWriter, id string) {
 
 // listComments is GET /drive/v3/files/{id}/comments (fields required).
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
-	g, ok := s.driveAuth(w, r, driveReadScopes...)
+	g, ok := s.driveAuth(w, r, contentScopes...)
 	if !ok {
 		return
 	}
@@ -1040,7 +1043,7 @@ func (s *Server) findComment(f *driveFile, id string) *comment {
 
 // getComment is GET /drive/v3/files/{id}/comments/{cid} (fields required).
 func (s *Server) getComment(w http.ResponseWriter, r *http.Request) {
-	g, ok := s.driveAuth(w, r, driveReadScopes...)
+	g, ok := s.driveAuth(w, r, contentScopes...)
 	if !ok {
 		return
 	}

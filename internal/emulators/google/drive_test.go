@@ -641,6 +641,16 @@ func TestDriveAuthErrors(t *testing.T) {
 	wantDriveErr(t, err, 403, "insufficientPermissions", "")
 	_, err = ro.Comments.Create(id, &drive.Comment{Content: "x"}).Fields("id").Do()
 	wantDriveErr(t, err, 403, "insufficientPermissions", "")
+	// The metadata scope lists and gets files but reads neither content nor
+	// comments.
+	meta := e.drive(t, e.token(t, "app", "ann@example.com", google.ScopeDriveMetaRO))
+	if fl, err := meta.Files.List().Fields("files(id)").Do(); err != nil || len(fl.Files) != 1 {
+		t.Fatalf("metadata list: %v %v", fl, err)
+	}
+	_, err = meta.Files.Export(id, "text/plain").Download()
+	wantDriveErr(t, err, 403, "insufficientPermissions", "")
+	_, err = meta.Comments.List(id).Fields("comments").Do()
+	wantDriveErr(t, err, 403, "insufficientPermissions", "")
 }
 
 // TestDriveAbout: fields required; the user and quota.

@@ -26,7 +26,7 @@ var exportTypes = map[string]func(*docs.Document) string{
 
 // exportFile is GET /drive/v3/files/{id}/export.
 func (s *Server) exportFile(w http.ResponseWriter, r *http.Request) {
-	g, ok := s.driveAuth(w, r, driveReadScopes...)
+	g, ok := s.driveAuth(w, r, contentScopes...)
 	if !ok {
 		return
 	}
