@@ -40,8 +40,10 @@ type driveFile struct {
 	CreatedByClient    string // OAuth client that created it (drive.file)
 	DriveID            string // shared drive, "" for My Drive
 	Created, Modified  time.Time
-	ModifiedByMe       time.Time
-	ViewedByMe         time.Time
+	LastModifier       string // user id of the last edit
+	LastModifierEmail  string
+	ModifiedBy         map[string]time.Time // user id -> their last edit (modifiedByMeTime)
+	ViewedBy           map[string]time.Time // user id -> their last view (viewedByMeTime)
 	Trashed, Starred   bool
 	Comments           []*comment
 }
@@ -68,11 +70,18 @@ const (
 
 func (s *Server) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
 
-// addFileLocked registers the Drive file of a new document.
+// addFileLocked registers the Drive file of a new document, created by the
+// grant's user and client (a seed passes oauth.Grant{UserID, ClientID} of the
+// platform's client, so that its drive.file tokens see the document).
 func (s *Server) addFileLocked(d *document, g oauth.Grant, driveID string) *driveFile {
 	now := s.now()
-	f := &driveFile{ID: d.ID, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, OwnerEmail: g.Email,
-		CreatedByClient: g.ClientID, DriveID: driveID, Created: now, Modified: now, ModifiedByMe: now, ViewedByMe: now}
+	email := g.Email
+	if email == "" {
+		email = s.userEmail(d.Owner, "")
+	}
+	f := &driveFile{ID: d.ID, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, OwnerEmail: email,
+		CreatedByClient: g.ClientID, DriveID: driveID, Created: now, Modified: now, LastModifier: d.Owner, LastModifierEmail: email,
+		ModifiedBy: map[string]time.Time{d.Owner: now}, ViewedBy: map[string]time.Time{d.Owner: now}}
 	s.files[d.ID] = f
 	return f
 }
@@ -89,7 +98,8 @@ func (s *Server) fileLocked(id string) (*driveFile, bool) {
 		return nil, false
 	}
 	now := s.now()
-	f := &driveFile{ID: id, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, Created: now, Modified: now}
+	f := &driveFile{ID: id, Name: d.Title, MimeType: MimeTypeDocument, Owner: d.Owner, OwnerEmail: s.userEmail(d.Owner, ""),
+		Created: now, Modified: now, LastModifier: d.Owner, LastModifierEmail: s.userEmail(d.Owner, ""), ModifiedBy: map[string]time.Time{}, ViewedBy: map[string]time.Time{}}
 	s.files[id] = f
 	return f, true
 }
@@ -187,13 +197,11 @@ func (s *Server) MoveToDrive(fileID, driveID string) error {
 }
 
 // touchLocked records a write by the user (batchUpdate, PATCH).
-func (s *Server) touchLocked(f *driveFile, userID string) {
+func (s *Server) touchLocked(f *driveFile, g oauth.Grant) {
 	now := s.now()
-	f.Modified = now
-	if userID == f.Owner || f.DriveID != "" {
-		f.ModifiedByMe = now
-		f.ViewedByMe = now
-	}
+	f.Modified, f.LastModifier, f.LastModifierEmail = now, g.UserID, g.Email
+	f.ModifiedBy[g.UserID] = now
+	f.ViewedBy[g.UserID] = now
 }
 
 // bodyText answers the text of every tab's body (markers dropped), for
@@ -292,6 +300,9 @@ func writeGFE(w http.ResponseWriter, code int, status, msg, reason, itemMsg, loc
 var (
 	driveReadScopes  = []string{ScopeDrive, ScopeDriveRO, ScopeDriveFile, ScopeDriveMeta, ScopeDriveMetaRO}
 	driveWriteScopes = []string{ScopeDrive, ScopeDriveFile}
+	// contentScopes read a file's content and comments (the metadata scopes
+	// do not).
+	contentScopes = []string{ScopeDrive, ScopeDriveRO, ScopeDriveFile}
 )
 
 // userName answers the display name of the user.
@@ -344,11 +355,11 @@ func (s *Server) fileJSON(f *driveFile, g oauth.Grant) map[string]any {
 		"iconLink":      "https://drive-thirdparty.googleusercontent.com/16/type/application/vnd.google-apps.document",
 		"thumbnailLink": "https://docs.google.com/feeds/vt?id=" + f.ID,
 		"createdTime":   rfc3339(f.Created), "modifiedTime": rfc3339(f.Modified),
-		"viewedByMe": !f.ViewedByMe.IsZero(), "modifiedByMe": !f.ModifiedByMe.IsZero(),
+		"viewedByMe": !f.ViewedBy[g.UserID].IsZero(), "modifiedByMe": !f.ModifiedBy[g.UserID].IsZero(),
 		"shared": false, "ownedByMe": mine && f.DriveID == "", "isAppAuthorized": f.CreatedByClient == g.ClientID,
 		"size": size, "quotaBytesUsed": size, "writersCanShare": true, "viewersCanCopyContent": true,
 		"copyRequiresWriterPermission": false, "hasThumbnail": true,
-		"lastModifyingUser": s.driveUser(f.Owner, f.OwnerEmail, mine),
+		"lastModifyingUser": s.driveUser(f.LastModifier, f.LastModifierEmail, f.LastModifier == g.UserID),
 		"exportLinks": map[string]any{
 			"application/pdf": "https://docs.google.com/feeds/download/documents/export/Export?id=" + f.ID + "&exportFormat=pdf",
 			"text/plain":      "https://docs.google.com/feeds/download/documents/export/Export?id=" + f.ID + "&exportFormat=txt",
@@ -358,11 +369,11 @@ func (s *Server) fileJSON(f *driveFile, g oauth.Grant) map[string]any {
 			"canDelete": f.DriveID == "" && mine, "canDownload": true, "canCopy": true, "canShare": true,
 			"canReadRevisions": true, "canUntrash": true, "canAddChildren": false},
 	}
-	if !f.ViewedByMe.IsZero() {
-		m["viewedByMeTime"] = rfc3339(f.ViewedByMe)
+	if t := f.ViewedBy[g.UserID]; !t.IsZero() {
+		m["viewedByMeTime"] = rfc3339(t)
 	}
-	if !f.ModifiedByMe.IsZero() {
-		m["modifiedByMeTime"] = rfc3339(f.ModifiedByMe)
+	if t := f.ModifiedBy[g.UserID]; !t.IsZero() {
+		m["modifiedByMeTime"] = rfc3339(t)
 	}
 	if f.DriveID != "" {
 		m["driveId"], m["teamDriveId"], m["parents"] = f.DriveID, f.DriveID, []any{f.DriveID}
@@ -470,34 +481,36 @@ func parseOrderBy(v string) ([]orderKey, error) {
 	return out, nil
 }
 
-// compareFiles orders two files by one key (ascending).
-func (s *Server) compareFiles(a, b *driveFile, key string) int {
+// compareFiles orders two files by one key (ascending) for the user me;
+// sizes holds their quotaBytesUsed.
+func compareFiles(a, b *driveFile, key, me string, sizes map[string]int64) int {
 	switch key {
 	case "createdTime":
 		return a.Created.Compare(b.Created)
 	case "modifiedTime":
 		return a.Modified.Compare(b.Modified)
 	case "modifiedByMeTime":
-		return a.ModifiedByMe.Compare(b.ModifiedByMe)
+		return a.ModifiedBy[me].Compare(b.ModifiedBy[me])
 	case "viewedByMeTime":
-		return a.ViewedByMe.Compare(b.ViewedByMe)
+		return a.ViewedBy[me].Compare(b.ViewedBy[me])
 	case "recency":
-		return recency(a).Compare(recency(b))
+		return recency(a, me).Compare(recency(b, me))
 	case "name":
 		return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
 	case "name_natural":
 		return naturalCompare(strings.ToLower(a.Name), strings.ToLower(b.Name))
 	case "quotaBytesUsed":
-		return cmpInt(s.sizeLocked(a), s.sizeLocked(b))
+		return cmpInt(sizes[a.ID], sizes[b.ID])
 	case "starred":
 		return cmpBool(a.Starred, b.Starred)
 	}
 	return 0 // folder, sharedWithMeTime: equal for documents the user owns
 }
 
-func recency(f *driveFile) time.Time {
+// recency is the latest of the file's times for the user.
+func recency(f *driveFile, me string) time.Time {
 	t := f.Modified
-	for _, u := range []time.Time{f.ModifiedByMe, f.ViewedByMe, f.Created} {
+	for _, u := range []time.Time{f.ModifiedBy[me], f.ViewedBy[me], f.Created} {
 		if u.After(t) {
 			t = u
 		}
@@ -580,8 +593,8 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if order != nil && queryHasFullText(query) {
-		driveError(w, http.StatusForbidden, "fullTextSortNotSupported",
-			"Sorting is not supported for queries with fullText terms. Results are always in descending relevance order.", "", "")
+		driveError(w, http.StatusBadRequest, "badRequest",
+			"Sorting is not supported for queries with fullText terms. Results are always in descending relevance order.", "orderBy", "parameter")
 		return
 	}
 	size, ok := pageSize(w, r, 100, 1000)
@@ -592,29 +605,23 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	supportsAll, ok := queryBool(w, r, "supportsAllDrives")
-	if !ok {
+	if _, ok := queryBool(w, r, "supportsAllDrives"); !ok {
 		return
 	}
 	corpora, driveID := q.Get("corpora"), q.Get("driveId")
 	if corpora == "" {
 		corpora = "user"
-		if driveID != "" {
-			corpora = "drive"
-		}
 	}
 	switch {
 	case corpora != "user" && corpora != "domain" && corpora != "drive" && corpora != "allDrives":
 		invalidParam(w, "Invalid Value", "corpora")
 		return
+	case (driveID != "" || corpora == "drive" || corpora == "allDrives") && !allDrives:
+		driveError(w, http.StatusForbidden, "forbidden", "The includeItemsFromAllDrives parameter must be set to true when driveId is specified or corpora contains drive or allDrives.",
+			"includeItemsFromAllDrives", "parameter")
+		return
 	case (corpora == "drive") != (driveID != ""):
-		invalidParam(w, "The driveId parameter must be specified if and only if corpora is set to drive.", "driveId")
-		return
-	case allDrives && !supportsAll:
-		invalidParam(w, "The includeItemsFromAllDrives parameter can only be set to true when supportsAllDrives is set to true.", "includeItemsFromAllDrives")
-		return
-	case (corpora == "drive" || corpora == "allDrives") && !allDrives:
-		invalidParam(w, "The includeItemsFromAllDrives parameter must be set to true when corpora is set to drive or allDrives.", "includeItemsFromAllDrives")
+		driveError(w, http.StatusBadRequest, "teamDriveIdRequiresTeamDriveCorpora", "The driveId parameter must be specified if and only if corpora is set to drive.", "", "")
 		return
 	}
 	if sp := q.Get("spaces"); sp != "" && sp != "drive" {
@@ -675,7 +682,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			if queryHasFullText(query) {
-				relevance[f.ID] = strings.Count(strings.ToLower(f.Name+" "+c.text()), " ")
+				relevance[f.ID] = relevanceOf(query, strings.ToLower(f.Name+"\n"+c.text()))
 			}
 		}
 		hits = append(hits, f)
@@ -683,9 +690,20 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	if order == nil {
 		order = []orderKey{{"folder", false}, {"modifiedTime", true}, {"name", false}}
 	}
+	sizes := map[string]int64{} // quotaBytesUsed renders the text: once per file
+	if slices.ContainsFunc(order, func(k orderKey) bool { return k.key == "quotaBytesUsed" }) {
+		for _, f := range hits {
+			sizes[f.ID] = s.sizeLocked(f)
+		}
+	}
 	slices.SortFunc(hits, func(a, b *driveFile) int {
+		// fullText: descending relevance (occurrences of the terms), as
+		// Google, then the default order.
+		if c := cmpInt(int64(relevance[b.ID]), int64(relevance[a.ID])); c != 0 {
+			return c
+		}
 		for _, k := range order {
-			c := s.compareFiles(a, b, k.key)
+			c := compareFiles(a, b, k.key, g.UserID, sizes)
 			if k.desc {
 				c = -c
 			}
@@ -712,9 +730,11 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 }
 
 // visibleFileLocked answers the file the grant sees, or writes 404.
-func (s *Server) visibleFileLocked(w http.ResponseWriter, id string, g oauth.Grant) (*driveFile, bool) {
+// A shared-drive file is found by a files method only with
+// supportsAllDrives=true (allDrives), as Google does.
+func (s *Server) visibleFileLocked(w http.ResponseWriter, id string, g oauth.Grant, allDrives bool) (*driveFile, bool) {
 	f, ok := s.fileLocked(id)
-	if !ok || !s.visibleLocked(g, f) {
+	if !ok || !s.visibleLocked(g, f) || f.DriveID != "" && !allDrives {
 		fileNotFound(w, id)
 		return nil, false
 	}
@@ -731,7 +751,8 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, ok := queryBool(w, r, "supportsAllDrives"); !ok {
+	allDrives, ok := queryBool(w, r, "supportsAllDrives")
+	if !ok {
 		return
 	}
 	if r.URL.Query().Get("alt") == "media" {
@@ -741,7 +762,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
 	if !ok {
 		return
 	}
@@ -759,6 +780,10 @@ func (s *Server) patchFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mask, ok := fieldsFor(w, r, reflect.TypeFor[drive.File](), "kind,id,name,mimeType", false)
+	if !ok {
+		return
+	}
+	allDrives, ok := queryBool(w, r, "supportsAllDrives")
 	if !ok {
 		return
 	}
@@ -793,7 +818,7 @@ func (s *Server) patchFile(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
 	if !ok {
 		return
 	}
@@ -806,7 +831,7 @@ func (s *Server) patchFile(w http.ResponseWriter, r *http.Request) {
 		if d, ok := s.docs[f.ID]; ok {
 			d.Title = *name
 		}
-		s.touchLocked(f, g.UserID)
+		s.touchLocked(f, g)
 	}
 	if starred != nil {
 		f.Starred = *starred
@@ -823,9 +848,13 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	allDrives, ok := queryBool(w, r, "supportsAllDrives")
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
 	if !ok {
 		return
 	}
@@ -899,7 +928,7 @@ func htmlContent(s string) string {
 
 // commentFileLocked answers the visible file of a comments call or writes 404.
 func (s *Server) commentFileLocked(w http.ResponseWriter, r *http.Request, g oauth.Grant) (*driveFile, bool) {
-	return s.visibleFileLocked(w, r.PathValue("id"), g)
+	return s.visibleFileLocked(w, r.PathValue("id"), g, true) // comments take no supportsAllDrives
 }
 
 func commentNotFound(w http.ResponseWriter, id string) {
@@ -908,7 +937,7 @@ func commentNotFound(w http.ResponseWriter, id string) {
 
 // listComments is GET /drive/v3/files/{id}/comments (fields required).
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
-	g, ok := s.driveAuth(w, r, driveReadScopes...)
+	g, ok := s.driveAuth(w, r, contentScopes...)
 	if !ok {
 		return
 	}
@@ -1014,7 +1043,7 @@ func (s *Server) findComment(f *driveFile, id string) *comment {
 
 // getComment is GET /drive/v3/files/{id}/comments/{cid} (fields required).
 func (s *Server) getComment(w http.ResponseWriter, r *http.Request) {
-	g, ok := s.driveAuth(w, r, driveReadScopes...)
+	g, ok := s.driveAuth(w, r, contentScopes...)
 	if !ok {
 		return
 	}

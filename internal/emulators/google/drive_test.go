@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -443,12 +444,19 @@ func TestDriveOrderAndPaging(t *testing.T) {
 	}
 	_, err = dv.Files.List().OrderBy("size").Do()
 	wantDriveErr(t, err, 400, "invalid", "orderBy")
+	// fullText results come in descending relevance.
+	e.create(t, dc, "Space log", "space, space and more space")
+	fl, err = dv.Files.List().Q("fullText contains 'space'").Fields("files(name)").Do()
+	if err != nil || len(fl.Files) != 3 || fl.Files[0].Name != "Space log" {
+		t.Fatalf("relevance: %q %v", names(fl), err)
+	}
 	_, err = dv.Files.List().Q("fullText contains 'space'").OrderBy("name").Do()
-	if ge := apiErr(t, err); ge.Code != 403 || !strings.Contains(ge.Message, "Sorting is not supported for queries with fullText terms") {
+	wantDriveErr(t, err, 400, "badRequest", "orderBy")
+	if ge := apiErr(t, err); !strings.HasPrefix(ge.Message, "Sorting is not supported for queries with fullText terms") {
 		t.Fatalf("fullText with orderBy: %v", err)
 	}
 	// Default page size is 100: 120 documents need two pages.
-	for i := 0; i < 114; i++ {
+	for i := 0; i < 113; i++ {
 		e.create(t, dc, fmt.Sprintf("bulk %03d", i), "")
 	}
 	fl, err = dv.Files.List().Q("trashed = false").Fields("nextPageToken,files(id)").Do()
@@ -476,28 +484,36 @@ func TestDriveSharedDrives(t *testing.T) {
 		}
 		return sorted(names(fl)), nil
 	}
+	type refusal struct {
+		code            int
+		reason, reason2 string
+	}
+	includeItems := &refusal{403, "forbidden", "includeItemsFromAllDrives"}
+	driveIDRule := &refusal{400, "teamDriveIdRequiresTeamDriveCorpora", ""}
 	tests := []struct {
-		name   string
-		call   *drive.FilesListCall
-		want   []string
-		errLoc string // refused: 400 at this parameter
+		name string
+		call *drive.FilesListCall
+		want []string
+		err  *refusal
 	}{
-		{"default user corpus", dv.Files.List(), []string{"My doc"}, ""},
-		{"user + all drives", dv.Files.List().SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, ""},
-		{"allDrives", dv.Files.List().Corpora("allDrives").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, ""},
-		{"drive", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"Team doc"}, ""},
-		{"drive in parents", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true).Q("'" + sd + "' in parents"), []string{"Team doc"}, ""},
-		{"driveId without corpora=drive", dv.Files.List().Corpora("user").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, "driveId"},
-		{"corpora=drive without driveId", dv.Files.List().Corpora("drive").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, "driveId"},
-		{"drive without includeItems", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true), nil, "includeItemsFromAllDrives"},
-		{"includeItems without supportsAllDrives", dv.Files.List().IncludeItemsFromAllDrives(true), nil, "includeItemsFromAllDrives"},
-		{"unknown corpora", dv.Files.List().Corpora("everything"), nil, "corpora"},
+		{"default user corpus", dv.Files.List(), []string{"My doc"}, nil},
+		{"user + all drives", dv.Files.List().SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, nil},
+		{"allDrives", dv.Files.List().Corpora("allDrives").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"My doc", "Team doc"}, nil},
+		{"drive", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), []string{"Team doc"}, nil},
+		{"drive in parents", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true).Q("'" + sd + "' in parents"), []string{"Team doc"}, nil},
+		{"driveId without corpora=drive", dv.Files.List().Corpora("user").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, driveIDRule},
+		{"corpora=drive without driveId", dv.Files.List().Corpora("drive").SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, driveIDRule},
+		{"drive without includeItems", dv.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true), nil, includeItems},
+		{"allDrives without includeItems", dv.Files.List().Corpora("allDrives"), nil, includeItems},
+		{"driveId without includeItems", dv.Files.List().DriveId(sd), nil, includeItems},
+		{"driveId without corpora", dv.Files.List().DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true), nil, driveIDRule},
+		{"unknown corpora", dv.Files.List().Corpora("everything"), nil, &refusal{400, "invalid", "corpora"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := list(tt.call)
-			if tt.errLoc != "" {
-				wantDriveErr(t, err, 400, "invalid", tt.errLoc)
+			if tt.err != nil {
+				wantDriveErr(t, err, tt.err.code, tt.err.reason, tt.err.reason2)
 				return
 			}
 			if err != nil || !slices.Equal(got, tt.want) {
@@ -505,6 +521,11 @@ func TestDriveSharedDrives(t *testing.T) {
 			}
 		})
 	}
+	// A shared-drive file is found by id only with supportsAllDrives.
+	_, err := dv.Files.Get(team).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+	_, err = dv.Files.Update(team, &drive.File{Starred: true}).Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
 	f, err := dv.Files.Get(team).SupportsAllDrives(true).Fields("driveId,owners,parents").Do()
 	if err != nil || f.DriveId != sd || len(f.Owners) != 0 || len(f.Parents) != 1 || f.Parents[0] != sd {
 		t.Fatalf("shared-drive file: %+v %v", f, err)
@@ -515,13 +536,38 @@ func TestDriveSharedDrives(t *testing.T) {
 	ben := e.drive(t, e.token(t, "app", "ben@example.com", google.ScopeDrive))
 	_, err = ben.Files.List().Corpora("drive").DriveId(sd).SupportsAllDrives(true).IncludeItemsFromAllDrives(true).Do()
 	wantDriveErr(t, err, 404, "notFound", "driveId")
-	_, err = ben.Files.Get(team).Do()
+	_, err = ben.Files.Get(team).SupportsAllDrives(true).Do()
 	wantDriveErr(t, err, 404, "notFound", "fileId")
 	if err := e.g.AddDriveMember(sd, "u2"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := list(ben.Files.List().Corpora("allDrives").SupportsAllDrives(true).IncludeItemsFromAllDrives(true)); err != nil || !slices.Equal(got, []string{"Team doc"}) {
 		t.Fatalf("member: %q %v", got, err)
+	}
+
+	// Ben edits the team document: he is its last modifier and it is
+	// modified by him, not by Ann (the "ByMe" times are per user).
+	const timeFields = "modifiedTime,modifiedByMeTime,modifiedByMe,lastModifyingUser(emailAddress,me)"
+	annBefore, err := dv.Files.Get(team).SupportsAllDrives(true).Fields(timeFields).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	benDocs := e.docs(t, e.token(t, "app", "ben@example.com", google.ScopeDocs))
+	if _, err := benDocs.Documents.BatchUpdate(team, &docs.BatchUpdateDocumentRequest{Requests: []*docs.Request{
+		{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 1}, Text: "Ben was here. "}}}}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	annAfter, err := dv.Files.Get(team).SupportsAllDrives(true).Fields(timeFields).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if annAfter.ModifiedTime <= annBefore.ModifiedTime || annAfter.ModifiedByMeTime != annBefore.ModifiedByMeTime ||
+		annAfter.LastModifyingUser.EmailAddress != "ben@example.com" || annAfter.LastModifyingUser.Me {
+		t.Fatalf("Ann's view after Ben's edit: %+v -> %+v %+v", annBefore, annAfter, annAfter.LastModifyingUser)
+	}
+	benView, err := ben.Files.Get(team).SupportsAllDrives(true).Fields(timeFields).Do()
+	if err != nil || !benView.ModifiedByMe || benView.ModifiedByMeTime != annAfter.ModifiedTime || !benView.LastModifyingUser.Me {
+		t.Fatalf("Ben's view: %+v %v", benView, err)
 	}
 }
 
@@ -594,6 +640,16 @@ func TestDriveAuthErrors(t *testing.T) {
 	err = ro.Files.Delete(id).Do()
 	wantDriveErr(t, err, 403, "insufficientPermissions", "")
 	_, err = ro.Comments.Create(id, &drive.Comment{Content: "x"}).Fields("id").Do()
+	wantDriveErr(t, err, 403, "insufficientPermissions", "")
+	// The metadata scope lists and gets files but reads neither content nor
+	// comments.
+	meta := e.drive(t, e.token(t, "app", "ann@example.com", google.ScopeDriveMetaRO))
+	if fl, err := meta.Files.List().Fields("files(id)").Do(); err != nil || len(fl.Files) != 1 {
+		t.Fatalf("metadata list: %v %v", fl, err)
+	}
+	_, err = meta.Files.Export(id, "text/plain").Download()
+	wantDriveErr(t, err, 403, "insufficientPermissions", "")
+	_, err = meta.Comments.List(id).Fields("comments").Do()
 	wantDriveErr(t, err, 403, "insufficientPermissions", "")
 }
 
@@ -842,4 +898,109 @@ func TestPickerGrant(t *testing.T) {
 	// client does not see Ann's file.
 	_, err = e.drive(t, e.token(t, "other", "ben@example.com", google.ScopeDriveFile)).Files.Get(id).Do()
 	wantDriveErr(t, err, 404, "notFound", "fileId")
+}
+
+// TestDriveExport: files.export of a document as text, markdown and HTML
+// (headings, bold, italic, links, tables, escaping), through the real
+// client's Download.
+func TestDriveExport(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	dc, dv := e.docs(t, tok), e.drive(t, tok)
+	id := e.create(t, dc, "Report", "")
+	// Body: "Title\nSee *docs* here\n" then a 2x2 table at the end.
+	_, err := dc.Documents.BatchUpdate(id, &docs.BatchUpdateDocumentRequest{Requests: []*docs.Request{
+		{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 1}, Text: "Title\nSee *docs* here & <now>\n"}},
+		{UpdateParagraphStyle: &docs.UpdateParagraphStyleRequest{Range: &docs.Range{StartIndex: 1, EndIndex: 6},
+			ParagraphStyle: &docs.ParagraphStyle{NamedStyleType: "HEADING_2"}, Fields: "namedStyleType"}},
+		{UpdateTextStyle: &docs.UpdateTextStyleRequest{Range: &docs.Range{StartIndex: 11, EndIndex: 17},
+			TextStyle: &docs.TextStyle{Bold: true, Link: &docs.Link{Url: "https://example.com/d"}}, Fields: "bold,link"}},
+		{InsertTable: &docs.InsertTableRequest{EndOfSegmentLocation: &docs.EndOfSegmentLocation{}, Rows: 2, Columns: 2}},
+	}}).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	export := func(mt string) string {
+		t.Helper()
+		resp, err := dv.Files.Export(id, mt).Download()
+		if err != nil {
+			t.Fatalf("%s: %v", mt, err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		if _, err := io.Copy(&b, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), mt) {
+			t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
+		}
+		return b.String()
+	}
+	if got := export("text/plain"); !strings.HasPrefix(got, "\ufeffTitle\r\nSee *docs* here & <now>\r\n") || !strings.Contains(got, "\t") {
+		t.Errorf("text: %q", got)
+	}
+	md := export("text/markdown")
+	for _, want := range []string{"## Title\n", `[\*docs\*](https://example.com/d)`, "**", `here & \<now>`, "|  |  |\n| :---- | :---- |\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	h := export("text/html")
+	for _, want := range []string{"<title>Report</title>", "<h2>Title</h2>", `<a href="https://example.com/d"><b>*docs*</b></a>`,
+		"here &amp; &lt;now&gt;", "<table><tr><td><p></p></td>"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("html lacks %q:\n%s", want, h)
+		}
+	}
+	_, err = dv.Files.Export(id, "application/zip").Download()
+	wantDriveErr(t, err, 400, "badRequest", "convertTo")
+	_, err = e.drive(t, e.token(t, "other", "ann@example.com", google.ScopeDriveFile)).Files.Export(id, "text/plain").Download()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+}
+
+// TestDriveConcurrent: Docs edits, Drive lists, renames, comments and picker
+// grants at once (run under -race).
+func TestDriveConcurrent(t *testing.T) {
+	e := newDriveEnv(t)
+	tok := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	dc, dv := e.docs(t, tok), e.drive(t, tok)
+	ids := []string{e.create(t, dc, "A", "alpha"), e.create(t, dc, "B", "beta")}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				id := ids[i%2]
+				_, err := dc.Documents.BatchUpdate(id, &docs.BatchUpdateDocumentRequest{Requests: []*docs.Request{
+					{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 1}, Text: "x"}}}}).Do()
+				if err == nil {
+					_, err = dv.Files.List().Q("fullText contains 'x' and trashed = false").Fields("files(id,name,size)").Do()
+				}
+				if err == nil {
+					_, err = dv.Files.Update(id, &drive.File{Name: fmt.Sprintf("N%d", i)}).Do()
+				}
+				if err == nil {
+					_, err = dv.Comments.Create(id, &drive.Comment{Content: "c"}).Fields("id").Do()
+				}
+				if err == nil {
+					err = e.g.GrantFile("u1", "other", id)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	cl, err := dv.Comments.List(ids[0]).PageSize(100).Fields("comments(id)").Do()
+	if err != nil || len(cl.Comments) != 20 {
+		t.Fatalf("comments: %v %v", cl, err)
+	}
 }

@@ -48,7 +48,7 @@ type fieldsParser struct {
 
 func (p *fieldsParser) list(depth int) (fieldMask, error) {
 	if depth > 16 {
-		return nil, fmt.Errorf("%w: too deep", errBadFields)
+		return nil, fmt.Errorf("%w %s", errBadFields, p.s)
 	}
 	m := fieldMask{}
 	for {
@@ -115,9 +115,12 @@ func (p *fieldsParser) selector(into fieldMask, depth int) error {
 				return err
 			}
 			if p.i >= len(p.s) || p.s[p.i] != ')' {
-				return fmt.Errorf("%w: missing )", errBadFields)
+				return fmt.Errorf("%w %s", errBadFields, p.s)
 			}
 			p.i++
+			for p.i < len(p.s) && p.s[p.i] == ' ' {
+				p.i++
+			}
 			if old, ok := m[n]; ok && old != nil {
 				for k, v := range sub {
 					old[k] = v

@@ -402,7 +402,7 @@ func (n qTerm) eval(c *qCtx) bool {
 	case "modifiedTime":
 		return cmpTime(f.Modified, n.op, n.t)
 	case "viewedByMeTime":
-		return cmpTime(f.ViewedByMe, n.op, n.t)
+		return cmpTime(f.ViewedBy[c.userID], n.op, n.t)
 	}
 	return false
 }
@@ -495,4 +495,50 @@ func queryHasFullText(n qNode) bool {
 		return n.field == "fullText"
 	}
 	return false
+}
+
+// relevanceOf scores a file's lower-cased name and text for the query's
+// fullText terms: the number of times they occur.
+func relevanceOf(n qNode, text string) int {
+	switch n := n.(type) {
+	case qAnd:
+		return relevanceOf(n.l, text) + relevanceOf(n.r, text)
+	case qOr:
+		return relevanceOf(n.l, text) + relevanceOf(n.r, text)
+	case qTerm:
+		if n.field != "fullText" {
+			return 0
+		}
+		q := strings.ToLower(n.str)
+		if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' {
+			return countWordPrefix(text, q[1:len(q)-1])
+		}
+		score := 0
+		for _, w := range strings.Fields(q) {
+			score += countWordPrefix(text, w)
+		}
+		return score
+	}
+	return 0 // not: no positive evidence
+}
+
+// countWordPrefix counts the word starts of have where want begins.
+func countWordPrefix(have, want string) int {
+	if want == "" {
+		return 0
+	}
+	n := 0
+	for i := 0; i <= len(have)-len(want); {
+		j := strings.Index(have[i:], want)
+		if j < 0 {
+			break
+		}
+		at := i + j
+		if at == 0 || !isWordRune(lastRune(have[:at])) || !isWordRune(firstRune(want)) {
+			n++
+		}
+		_, size := utf8.DecodeRuneInString(have[at:])
+		i = at + size
+	}
+	return n
 }

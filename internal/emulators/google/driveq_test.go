@@ -1,10 +1,14 @@
 package google
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	drive "google.golang.org/api/drive/v3"
 )
 
 func TestParseQuery(t *testing.T) {
@@ -123,5 +127,71 @@ func FuzzDriveQuery(f *testing.F) {
 			t.Fatalf("round trip: %q -> %q", s, m.String())
 		}
 		n.eval(&qCtx{f: &driveFile{}, text: func() string { return q }})
+	})
+}
+
+func TestParseFields(t *testing.T) {
+	tests := []struct {
+		in, want string // want "" : refused
+	}{
+		{"files(id,name),nextPageToken", `{"files":[{"id":"1","name":"a"}],"nextPageToken":"t"}`},
+		{"files(id, name) , nextPageToken", `{"files":[{"id":"1","name":"a"}],"nextPageToken":"t"}`},
+		{"files/id", `{"files":[{"id":"1"}]}`},
+		{"files(owners(emailAddress))", `{"files":[{"owners":[{"emailAddress":"e"}]}]}`},
+		{"files(owners/emailAddress,id)", `{"files":[{"id":"1","owners":[{"emailAddress":"e"}]}]}`},
+		{"*", `{"files":[{"id":"1","name":"a","owners":[{"emailAddress":"e","me":true}]}],"kind":"drive#fileList","nextPageToken":"t"}`},
+		{"files(*)", `{"files":[{"id":"1","name":"a","owners":[{"emailAddress":"e","me":true}]}]}`},
+		{"kind,files", `{"files":[{"id":"1","name":"a","owners":[{"emailAddress":"e","me":true}]}],"kind":"drive#fileList"}`},
+		{"files(nope)", ""},
+		{"files(id", ""},
+		{"files()", ""},
+		{"bogus", ""},
+		{"files(id,,name)", ""},
+		{"nextPageToken(id)", ""},
+		{"files(id)x", ""},
+	}
+	v := map[string]any{"kind": "drive#fileList", "nextPageToken": "t", "files": []any{map[string]any{"id": "1", "name": "a",
+		"owners": []any{map[string]any{"emailAddress": "e", "me": true}}}}}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			m, err := parseFields(tt.in, reflect.TypeFor[drive.FileList]())
+			if tt.want == "" {
+				if !errors.Is(err, errBadFields) {
+					t.Fatalf("accepted: %v", m)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(m.apply(v))
+			if string(got) != tt.want {
+				t.Fatalf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzFieldMask: a `fields` mask from a client never panics the parser or
+// the projection, and the projection keeps only names the mask holds.
+func FuzzFieldMask(f *testing.F) {
+	for _, s := range []string{"files(id,name),nextPageToken", "*", "files/owners/emailAddress", "files(owners(me)", "a,,b", "files(*)"} {
+		f.Add(s)
+	}
+	v := map[string]any{"kind": "drive#fileList", "nextPageToken": "t", "files": []any{map[string]any{"id": "1",
+		"owners": []any{map[string]any{"emailAddress": "e"}}}}}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := parseFields(s, reflect.TypeFor[drive.FileList]())
+		if err != nil {
+			return
+		}
+		out, _ := m.apply(v).(map[string]any)
+		for k := range out {
+			if _, ok := m[k]; !ok {
+				if _, star := m["*"]; !star {
+					t.Fatalf("%q kept %q", s, k)
+				}
+			}
+		}
 	})
 }

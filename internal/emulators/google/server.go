@@ -1,6 +1,6 @@
 // Package google emulates the Google Docs v1 API (documents create, get and
 // batchUpdate with the real index model), Drive v3 (files list with the q
-// language, get, update, delete, about, comments), People v1 (people/me) and
+// language, get, update, delete, export, about, comments), People v1 (people/me) and
 // the picker backend at the real paths and with the real JSON, so that the
 // unmodified google.golang.org/api clients work against it through
 // option.WithEndpoint. Every call needs a bearer token of the OAuth emulator
@@ -116,6 +116,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /drive/v3/files/{id}", s.getFile)
 	mux.HandleFunc("PATCH /drive/v3/files/{id}", s.patchFile)
 	mux.HandleFunc("DELETE /drive/v3/files/{id}", s.deleteFile)
+	mux.HandleFunc("GET /drive/v3/files/{id}/export", s.exportFile)
 	mux.HandleFunc("GET /drive/v3/about", s.getAbout)
 	mux.HandleFunc("GET /drive/v3/files/{id}/comments", s.listComments)
 	mux.HandleFunc("POST /drive/v3/files/{id}/comments", s.createComment)
@@ -310,7 +311,7 @@ func (s *Server) batchUpdate(w http.ResponseWriter, r *http.Request) {
 	nd.Revision++
 	s.docs[id] = nd
 	if f, ok := s.fileLocked(id); ok {
-		s.touchLocked(f, g.UserID)
+		s.touchLocked(f, g)
 	}
 	writeJSON(w, &docs.BatchUpdateDocumentResponse{DocumentId: id, Replies: replies,
 		WriteControl: &docs.WriteControl{RequiredRevisionId: revisionID(nd)}})
