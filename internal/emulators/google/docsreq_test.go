@@ -465,3 +465,36 @@ func TestDocsTabs(t *testing.T) {
 		t.Fatalf("deleting the last tab: %v", err)
 	}
 }
+
+// A merge follows rows and columns inserted inside it or deleted from it.
+func TestDocsMergedCellsFollowRowAndColumnChanges(t *testing.T) {
+	svc, id := docFixture(t)
+	mustBatch(t, svc, id,
+		&docs.Request{InsertTable: &docs.InsertTableRequest{Location: &docs.Location{Index: 1}, Rows: 3, Columns: 3}},
+		&docs.Request{MergeTableCells: &docs.MergeTableCellsRequest{TableRange: &docs.TableRange{TableCellLocation: cellLoc(2, 0, 0), RowSpan: 2, ColumnSpan: 2}}})
+	spans := func() string {
+		var b strings.Builder
+		for _, r := range get(t, svc, id).Body.Content[2].Table.TableRows {
+			for _, c := range r.TableCells {
+				b.WriteString(string(rune('0'+c.TableCellStyle.RowSpan)) + string(rune('0'+c.TableCellStyle.ColumnSpan)) + " ")
+			}
+			b.WriteString("| ")
+		}
+		return b.String()
+	}
+	if got := spans(); got != "22 00 11 | 00 00 11 | 11 11 11 | " {
+		t.Fatalf("merged: %s", got)
+	}
+	mustBatch(t, svc, id, &docs.Request{InsertTableRow: &docs.InsertTableRowRequest{TableCellLocation: cellLoc(2, 0, 2), InsertBelow: true}})
+	if got := spans(); got != "32 00 11 | 00 00 11 | 00 00 11 | 11 11 11 | " {
+		t.Fatalf("row inserted inside the merge: %s", got)
+	}
+	mustBatch(t, svc, id, &docs.Request{DeleteTableColumn: &docs.DeleteTableColumnRequest{TableCellLocation: cellLoc(2, 3, 1)}})
+	if got := spans(); got != "31 11 | 00 11 | 00 11 | 11 11 | " {
+		t.Fatalf("column deleted from the merge: %s", got)
+	}
+	mustBatch(t, svc, id, &docs.Request{DeleteTableRow: &docs.DeleteTableRowRequest{TableCellLocation: cellLoc(2, 0, 1)}})
+	if got := spans(); got != "11 11 | 11 11 | 11 11 | " {
+		t.Fatalf("head row deleted: %s", got)
+	}
+}
