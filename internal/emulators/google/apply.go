@@ -294,6 +294,14 @@ func deleteContentRange(d *document, r *docs.DeleteContentRangeRequest) error {
 	if !wholeStructure(s, a, b) {
 		return fmt.Errorf("Invalid deletion range. Cannot delete the requested range.")
 	}
+	// A section break stays between two paragraphs.
+	if a > 0 && (s.items[b].k == kSectionBreak && !s.items[a-1].isNewline() || s.items[a-1].k == kSectionBreak && a > 1 && !s.items[b].k.inline()) {
+		return fmt.Errorf("Invalid deletion range. Cannot delete the requested range.")
+	}
+	// A cell keeps its last newline.
+	if k := s.items[b].k; (k == kCellStart || k == kRowStart || k == kTableEnd) && s.items[b-1].isNewline() {
+		return fmt.Errorf("Invalid deletion range. Cannot delete the requested range.")
+	}
 	// Deleting the newline before a table (or the table's own trailing
 	// paragraph boundary) would merge text into the table.
 	if b < len(s.items) && s.items[b].k == kTableStart && a > 0 && !s.items[a-1].isNewline() {

@@ -653,9 +653,15 @@ func addDocumentTab(d *document, r *docs.AddDocumentTabRequest) (*docs.TabProper
 			return nil, fmt.Errorf("Tabs can be nested at most 3 levels deep.")
 		}
 	}
+	// An index of 0 cannot be told from an absent one once decoded: both
+	// append the tab after its siblings.
 	siblings := d.children(in.ParentTabId)
 	if in.Index < 0 || int(in.Index) > len(siblings) {
 		return nil, fmt.Errorf("The tab index %d is out of range.", in.Index)
+	}
+	idx := int(in.Index)
+	if idx == 0 {
+		idx = len(siblings)
 	}
 	title := in.Title
 	if title == "" {
@@ -663,9 +669,9 @@ func addDocumentTab(d *document, r *docs.AddDocumentTabRequest) (*docs.TabProper
 	}
 	t := newTab(d.newObjectID("t."), title)
 	t.ParentID, t.IconEmoji = in.ParentTabId, in.IconEmoji
-	d.placeTab(t, int(in.Index))
+	d.placeTab(t, idx)
 	return &docs.TabProperties{TabId: t.ID, Title: t.Title, ParentTabId: t.ParentID, IconEmoji: t.IconEmoji,
-		Index: in.Index, NestingLevel: int64(d.depth(t.ID))}, nil
+		Index: int64(idx), NestingLevel: int64(d.depth(t.ID))}, nil
 }
 
 func deleteTab(d *document, r *docs.DeleteTabRequest) error {

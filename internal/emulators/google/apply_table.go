@@ -150,7 +150,9 @@ func insertTableRow(d *document, r *docs.InsertTableRowRequest) error {
 	if r.InsertBelow {
 		at = ri + 1
 	}
+	hs := shiftHeads(t.heads(), true, at, 1)
 	t.rows = slices.Insert(t.rows, at, nr)
+	t.setSpans(hs)
 	s.splice(start, end, t.build())
 	return nil
 }
@@ -167,9 +169,11 @@ func insertTableColumn(d *document, r *docs.InsertTableColumnRequest) error {
 	if r.InsertRight {
 		at = ci + 1
 	}
+	hs := shiftHeads(t.heads(), false, at, 1)
 	for k := range t.rows {
 		t.rows[k].cells = slices.Insert(t.rows[k].cells, at, emptyCell(t.rows[k].cells[ci].x))
 	}
+	t.setSpans(hs)
 	if t.x != nil {
 		if cols, _ := t.x.p["columns"].([]props); at <= len(cols) {
 			t.x = &attrs{p: t.x.p.with("columns", slices.Insert(slices.Clone(cols), at, props{}))}
@@ -190,7 +194,9 @@ func deleteTableRow(d *document, r *docs.DeleteTableRowRequest) error {
 		s.splice(start, end, nil)
 		return nil
 	}
+	hs := shiftHeads(t.heads(), true, ri, -1)
 	t.rows = slices.Delete(t.rows, ri, ri+1)
+	t.setSpans(hs)
 	s.splice(start, end, t.build())
 	return nil
 }
@@ -206,9 +212,11 @@ func deleteTableColumn(d *document, r *docs.DeleteTableColumnRequest) error {
 		s.splice(start, end, nil)
 		return nil
 	}
+	hs := shiftHeads(t.heads(), false, ci, -1)
 	for k := range t.rows {
 		t.rows[k].cells = slices.Delete(t.rows[k].cells, ci, ci+1)
 	}
+	t.setSpans(hs)
 	if t.x != nil {
 		if cols, _ := t.x.p["columns"].([]props); ci < len(cols) {
 			t.x = &attrs{p: t.x.p.with("columns", slices.Delete(slices.Clone(cols), ci, ci+1))}
@@ -510,4 +518,75 @@ func unmergeTableCells(d *document, r *docs.UnmergeTableCellsRequest) error {
 	}
 	s.splice(start, end, t.build())
 	return nil
+}
+
+// head is a merged cell: its position and spans.
+type head struct{ r, c, rs, cs int }
+
+// heads answers the table's merged head cells.
+func (t *tableModel) heads() []head {
+	var hs []head
+	for r := range t.rows {
+		for c := range t.rows[r].cells {
+			if rs, cs, set := spanOf(t.rows[r].cells[c]); set && rs > 0 && cs > 0 {
+				hs = append(hs, head{r, c, rs, cs})
+			}
+		}
+	}
+	return hs
+}
+
+// setSpans rewrites every cell's spans from hs (clamped to the table): a
+// head gets its spans, the cells it covers spans of 0, the others none.
+func (t *tableModel) setSpans(hs []head) {
+	for r := range t.rows {
+		for c := range t.rows[r].cells {
+			if x := t.rows[r].cells[c].x; x != nil && (x.p["rowSpan"] != nil || x.p["columnSpan"] != nil) {
+				t.rows[r].cells[c].x = &attrs{p: x.p.with("rowSpan", nil).with("columnSpan", nil)}
+			}
+		}
+	}
+	set := func(r, c, rs, cs int) {
+		cell := &t.rows[r].cells[c]
+		var old props
+		if cell.x != nil {
+			old = cell.x.p
+		}
+		cell.x = &attrs{p: old.with("rowSpan", rs).with("columnSpan", cs)}
+	}
+	for _, h := range hs {
+		if h.r < 0 || h.c < 0 || h.r >= len(t.rows) || h.c >= t.cols() || h.rs < 1 || h.cs < 1 {
+			continue
+		}
+		h.rs, h.cs = min(h.rs, len(t.rows)-h.r), min(h.cs, t.cols()-h.c)
+		for r := h.r; r < h.r+h.rs; r++ {
+			for c := h.c; c < h.c+h.cs; c++ {
+				set(r, c, 0, 0)
+			}
+		}
+		set(h.r, h.c, h.rs, h.cs)
+	}
+}
+
+// shiftHeads moves merged cells for a row (rows) or column inserted at at
+// (delta 1) or deleted at at (delta -1): a merge the change falls inside
+// grows or shrinks; a merge whose head is deleted is dropped.
+func shiftHeads(hs []head, rows bool, at, delta int) []head {
+	out := hs[:0]
+	for _, h := range hs {
+		pos, span := &h.c, &h.cs
+		if rows {
+			pos, span = &h.r, &h.rs
+		}
+		switch {
+		case delta < 0 && *pos == at:
+			continue
+		case *pos >= at:
+			*pos += delta
+		case *pos+*span > at:
+			*span += delta
+		}
+		out = append(out, h)
+	}
+	return out
 }

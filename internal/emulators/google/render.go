@@ -2,9 +2,12 @@ package google
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 
 	docs "google.golang.org/api/docs/v1"
@@ -42,7 +45,27 @@ func (r *renderer) segment(s *segment) []*docs.StructuralElement {
 }
 
 // fromProps decodes p (plus defaults under it) into out, a client type.
+// Most markers carry no props: their style is the decoded defaults, kept
+// per defaults map and type (render must stay fast for the bench).
 func fromProps(defaults, p props, out any) {
+	if len(p) == 0 && defaults != nil {
+		key := fmt.Sprintf("%p/%T", defaults, out)
+		if v, ok := defaultsCache.Load(key); ok {
+			reflect.ValueOf(out).Elem().Set(reflect.ValueOf(v).Elem())
+			return
+		}
+		fromPropsSlow(defaults, nil, out)
+		c := reflect.New(reflect.TypeOf(out).Elem())
+		c.Elem().Set(reflect.ValueOf(out).Elem())
+		defaultsCache.Store(key, c.Interface())
+		return
+	}
+	fromPropsSlow(defaults, p, out)
+}
+
+var defaultsCache sync.Map
+
+func fromPropsSlow(defaults, p props, out any) {
 	m := make(map[string]any, len(defaults)+len(p))
 	for k, v := range defaults {
 		m[k] = v
