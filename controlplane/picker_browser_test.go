@@ -157,6 +157,11 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A file name is the file owner's text: the picker shows it, never runs it.
+	const hostile = `<img src=x onerror="document.title='pwned'">Budget`
+	if _, err := docsByEditor.Documents.Create(&docs.Document{Title: hostile}).Do(); err != nil {
+		t.Fatal(err)
+	}
 
 	conn, err := e.svc.Connection(ctx, e.org, e.project, "bob", "gdocs")
 	if err != nil || conn.APIBaseURL != base {
@@ -191,6 +196,14 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	if err := chromedp.Do(tab,
 		chromedp.WaitVisible(chromedp.CSS(planBox)),
 		chromedp.WaitVisible(chromedp.CSS(`input.picker-file[value="`+private.DocumentId+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`input.picker-file[aria-label="`+strings.ReplaceAll(hostile, `"`, `\"`)+`"]`)),
+	); err != nil {
+		t.Fatalf("the picker lists Ann's files: %v", err)
+	}
+	if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll('.picker-dialog img').length`)); err != nil || n != 0 {
+		t.Fatalf("a file name became an element: %d %v", n, err)
+	}
+	if err := chromedp.Do(tab,
 		chromedp.Click(chromedp.CSS(planBox)),
 		chromedp.Click(chromedp.CSS("button.picker-select")),
 		chromedp.WaitVisible(chromedp.CSS("#status.ok")),
@@ -200,6 +213,9 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	status, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#status")))
 	if err != nil || status != "Access granted to 1 file(s). Return to your assistant and retry." {
 		t.Fatalf("status: %q %v", status, err)
+	}
+	if title, err := chromedp.Run(tab, chromedp.Title()); err != nil || title != "Choose files · auditrail" {
+		t.Fatalf("page title %q: a file name ran as markup? %v", title, err)
 	}
 
 	// The retry succeeds, for the picked document only.
@@ -231,6 +247,21 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	}
 	if text, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("body"))); err != nil || !strings.Contains(text, "already used") {
 		t.Fatalf("reopened page: %q %v", text, err)
+	}
+	// Cancel: nothing granted, and the page says so.
+	cancelURL, _, err := e.svc.PickerURL(ctx, e.org, e.project, "bob", "gdocs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(cancelURL), chromedp.WaitVisible(chromedp.CSS("input.picker-file")),
+		chromedp.Click(chromedp.CSS("button.picker-cancel")), chromedp.WaitVisible(chromedp.CSS("#status.err"))); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if text, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#status"))); err != nil || !strings.HasPrefix(text, "No file was chosen.") {
+		t.Fatalf("after cancel: %q %v", text, err)
+	}
+	if _, err := driveSvc.Files.Get(private.DocumentId).Fields("id").Do(); !notFound(err) {
+		t.Fatalf("cancel granted access: %v", err)
 	}
 	expired := e.sealPicker(pickerState{Nonce: "expired-1", Org: uuid.MustParse(e.org), Project: uuid.MustParse(e.project), User: "bob",
 		Provider: "gdocs", ExpiresAt: time.Now().Add(-time.Minute).UTC()})

@@ -165,13 +165,16 @@ func (s *Service) pickerPage(c *fiber.Ctx) error {
 // list) and to the platform (the report), the provider's picker frame, and
 // nothing else.
 func pickerCSP(nonce, origin, self string) string {
-	frames := origin
+	frames, static := origin, origin
 	if origin == "https://apis.google.com" {
+		// Google's picker runs in a docs.google.com frame; its loader's
+		// styles and images come from gstatic.
 		frames += " https://docs.google.com"
+		static += " https://www.gstatic.com https://ssl.gstatic.com"
 	}
 	return "default-src 'none'; script-src 'nonce-" + nonce + "' 'strict-dynamic' " + origin +
-		"; connect-src " + origin + " " + self + "; frame-src " + frames + "; img-src " + origin + " https: data:" +
-		"; style-src 'unsafe-inline' " + origin + "; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+		"; connect-src " + origin + " " + self + "; frame-src " + frames + "; img-src " + static + " data:" +
+		"; style-src 'unsafe-inline' " + static + "; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }
 
 // pickedFile is one file of a report.
