@@ -27,8 +27,8 @@ type emulators struct {
 	Base   string // http://127.0.0.1:<port>
 	OAuth  *oauth.Server
 	Google *google.Server
-	srv   *http.Server
-	done  chan struct{}
+	srv    *http.Server
+	done   chan struct{}
 }
 
 // demoClient is the OAuth client the demo registers for a provider.
