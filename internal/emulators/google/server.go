@@ -1,8 +1,11 @@
 // Package google emulates the Google Docs v1 API (documents create, get and
-// batchUpdate with the real index model) at the real paths and with the real
-// JSON, so that the unmodified google.golang.org/api client works against it
-// through option.WithEndpoint. Every call needs a bearer token of the OAuth
-// emulator (internal/emulators/oauth) holding a scope Google requires.
+// batchUpdate with the real index model), Drive v3 (files list with the q
+// language, get, update, delete, export, about, comments), People v1 (people/me) and
+// the picker backend at the real paths and with the real JSON, so that the
+// unmodified google.golang.org/api clients work against it through
+// option.WithEndpoint. Every call needs a bearer token of the OAuth emulator
+// (internal/emulators/oauth) holding a scope Google requires; a token with
+// only drive.file sees the files its client created or was granted.
 package google
 
 import (
@@ -17,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	docs "google.golang.org/api/docs/v1"
 
@@ -38,10 +42,17 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body (default 10 MiB, as Google).
 	MaxBodyBytes int64
+	// Now is the clock of Drive timestamps (default time.Now).
+	Now func() time.Time
+	// Users names the accounts for Drive about and People (display name);
+	// a user not listed is named after their email's local part.
+	Users []oauth.User
 }
 
 // DefaultConfig answers a Config with the defaults and no authenticator.
-func DefaultConfig() Config { return Config{Logger: slog.Default(), MaxBodyBytes: 10 << 20} }
+func DefaultConfig() Config {
+	return Config{Logger: slog.Default(), MaxBodyBytes: 10 << 20, Now: time.Now}
+}
 
 // Validate reports the first problem of the config.
 func (c Config) Validate() error {
@@ -65,9 +76,14 @@ const (
 
 // Server is the emulator; it is safe for concurrent use.
 type Server struct {
-	cfg  Config
-	mu   sync.Mutex
-	docs map[string]*document
+	cfg     Config
+	pageKey []byte // HMAC key of Drive page tokens
+	mu      sync.Mutex
+	docs    map[string]*document
+	files   map[string]*driveFile // Drive metadata, by document id
+	drives  map[string]*sharedDrive
+	granted map[fileGrant]bool // drive.file grants (the picker)
+	nextCID int64              // comment ids
 }
 
 // New answers a Server.
@@ -78,10 +94,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = 10 << 20
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, docs: map[string]*document{}}, nil
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &Server{cfg: cfg, pageKey: key, docs: map[string]*document{}, files: map[string]*driveFile{},
+		drives: map[string]*sharedDrive{}, granted: map[fileGrant]bool{}}, nil
 }
 
 // Handler answers the HTTP handler, rooted where the client's endpoint points.
@@ -90,6 +112,20 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/documents", s.createDocument)
 	mux.HandleFunc("GET /v1/documents/{id}", s.getDocument)
 	mux.HandleFunc("POST /v1/documents/{idop}", s.batchUpdate)
+	mux.HandleFunc("GET /drive/v3/files", s.listFiles)
+	mux.HandleFunc("GET /drive/v3/files/{id}", s.getFile)
+	mux.HandleFunc("PATCH /drive/v3/files/{id}", s.patchFile)
+	mux.HandleFunc("DELETE /drive/v3/files/{id}", s.deleteFile)
+	mux.HandleFunc("GET /drive/v3/files/{id}/export", s.exportFile)
+	mux.HandleFunc("GET /drive/v3/about", s.getAbout)
+	mux.HandleFunc("GET /drive/v3/files/{id}/comments", s.listComments)
+	mux.HandleFunc("POST /drive/v3/files/{id}/comments", s.createComment)
+	mux.HandleFunc("GET /drive/v3/files/{id}/comments/{cid}", s.getComment)
+	mux.HandleFunc("DELETE /drive/v3/files/{id}/comments/{cid}", s.deleteComment)
+	mux.HandleFunc("GET /v1/people/{id}", s.getPerson)
+	mux.HandleFunc("GET /picker/v1/files", cors(s.pickerFiles))
+	mux.HandleFunc("POST /picker/v1/grant", cors(s.pickerGrant))
+	mux.HandleFunc("OPTIONS /picker/v1/{any}", cors(nil))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Method not found.")
 	})
@@ -169,16 +205,33 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.docs[d.ID] = d
+	s.addFileLocked(d, g, "")
 	out := render(d, false)
 	s.mu.Unlock()
 	writeJSON(w, out)
 }
 
-// lookup answers the document if the user may see it; else writes 404.
+// lookupLocked answers the document if the grant reads it (its user can
+// access the file and, with only drive.file, its client created or was
+// granted it); else writes Google's 404, which does not tell the cases apart.
 func (s *Server) lookupLocked(w http.ResponseWriter, id string, g oauth.Grant) (*document, bool) {
+	return s.lookupForLocked(w, id, g, readContent)
+}
+
+// lookupForLocked is lookupLocked for the access a: a document the grant
+// reads but may not write answers 403 PERMISSION_DENIED.
+func (s *Server) lookupForLocked(w http.ResponseWriter, id string, g oauth.Grant, a access) (*document, bool) {
 	d, ok := s.docs[id]
-	if !ok || d.Owner != g.UserID {
+	var f *driveFile
+	if ok {
+		f, ok = s.fileLocked(id)
+	}
+	if !ok || !s.allowedLocked(g, f, readOf(a)) {
 		writeError(w, http.StatusNotFound, "Requested entity was not found.")
+		return nil, false
+	}
+	if !s.allowedLocked(g, f, a) {
+		writeError(w, http.StatusForbidden, "The caller does not have permission")
 		return nil, false
 	}
 	return d, true
@@ -236,7 +289,7 @@ func (s *Server) batchUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, ok := s.lookupLocked(w, id, g)
+	d, ok := s.lookupForLocked(w, id, g, writeContent)
 	if !ok {
 		return
 	}
@@ -267,6 +320,9 @@ func (s *Server) batchUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	nd.Revision++
 	s.docs[id] = nd
+	if f, ok := s.fileLocked(id); ok {
+		s.touchLocked(f, g)
+	}
 	writeJSON(w, &docs.BatchUpdateDocumentResponse{DocumentId: id, Replies: replies,
 		WriteControl: &docs.WriteControl{RequiredRevisionId: revisionID(nd)}})
 }
