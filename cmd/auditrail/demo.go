@@ -156,7 +156,7 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 			return fail(err)
 		}
 	}
-	emu, err := demoEmulators(ctx, app, call, &ids, dataDir, env.API, save, log)
+	emu, err := demoEmulators(ctx, app, call, &ids, dataDir, env, save, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -183,6 +183,9 @@ type demoEnv struct {
 	BootKey string
 	// AdminCreds is the NATS credentials file of the admin role (with NATS).
 	AdminCreds string
+	// Scopes the registered tools need, by auth provider id: the demo
+	// user grants them all.
+	Scopes map[string][]string
 }
 
 // demoExports are the shell lines the README's examples use verbatim:
@@ -257,8 +260,9 @@ func clientURL(listen string) string {
 // at them and connects the demo user to both through the real OAuth flow
 // (the emulator approves at once). What exists is kept: a restart records
 // nothing.
-func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demoIDs, dataDir, publicURL string,
+func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demoIDs, dataDir string, env demoEnv,
 	save func() error, log *slog.Logger) (*emulators, error) {
+	publicURL := env.API
 	if ids.Clients == nil {
 		ids.Clients = map[string]demoClient{}
 	}
@@ -306,15 +310,24 @@ func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demo
 	connected := map[string]bool{}
 	items, _ := conns["items"].([]any)
 	for _, it := range items {
-		if c, ok := it.(map[string]any); ok && c["connected"] == true {
-			connected[fmt.Sprint(c["provider"])] = true
+		c, ok := it.(map[string]any)
+		if !ok || c["connected"] != true {
+			continue
 		}
+		var granted []string
+		if s, ok := c["scopes"].([]any); ok {
+			for _, v := range s {
+				granted = append(granted, fmt.Sprint(v))
+			}
+		}
+		p := fmt.Sprint(c["provider"])
+		connected[p] = oauthflow.HasScopes(granted, env.Scopes[p])
 	}
 	for _, id := range demoProviders {
 		if connected[id] {
 			continue
 		}
-		if err := demoConnect(ctx, app, call, userBase+"/"+id+"/authorize", publicURL); err != nil {
+		if err := demoConnect(ctx, app, call, userBase+"/"+id+"/authorize", env.Scopes[id], publicURL); err != nil {
 			emu.Stop()
 			return nil, fmt.Errorf("demo: connecting %s to %s: %w", ids.User, id, err)
 		}
@@ -322,11 +335,16 @@ func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demo
 	return emu, nil
 }
 
-// demoConnect runs the authorization-code flow for the demo user: the
+// demoConnect runs the authorization-code flow for the demo user, asking
+// for scopes (merged with the provider's defaults): the
 // authorize route's URL, the emulator's redirect, and the callback, which
 // the platform answers in process (it does not listen yet).
-func demoConnect(ctx context.Context, app *fiber.App, call demoCall, authorizePath, publicURL string) error {
-	a, _, err := call("POST", authorizePath, map[string]any{})
+func demoConnect(ctx context.Context, app *fiber.App, call demoCall, authorizePath string, scopes []string, publicURL string) error {
+	body := map[string]any{}
+	if len(scopes) > 0 {
+		body["scopes"] = scopes
+	}
+	a, _, err := call("POST", authorizePath, body)
 	if err != nil {
 		return err
 	}

@@ -305,7 +305,7 @@ func runDev(ctx context.Context, args []string) error {
 	toolrunner.NewServer(runner, cp.access, cp.proxies).Register(app, httpapi.RateLimit(toolLimiter, cp.proxies, log))
 
 	if *demo {
-		env := demoEnv{API: strings.TrimSuffix(*publicURL, "/"), BootKey: cp.freshBootKey}
+		env := demoEnv{API: strings.TrimSuffix(*publicURL, "/"), BootKey: cp.freshBootKey, Scopes: providerScopes(reg)}
 		if ns != nil {
 			env.NATS = ns.ClientURL()
 			if env.AdminCreds, err = filepath.Abs(credsOf(natsx.RoleAdmin)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/emulators/google"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 )
@@ -19,13 +20,15 @@ import (
 const demoUserEmail = "demo-user@example.com"
 
 // emulators are the provider emulators of the demo on one loopback
-// listener: the OAuth authorization server under /oauth (the Google and
-// Microsoft Graph API emulators join it under their own prefixes).
+// listener: the OAuth authorization server under /oauth and the Google
+// Docs/Drive/People emulator under /google (the api_base_url of the demo's
+// google provider); the Microsoft Graph emulator joins under /microsoft.
 type emulators struct {
-	Base  string // http://127.0.0.1:<port>
-	OAuth *oauth.Server
-	srv   *http.Server
-	done  chan struct{}
+	Base   string // http://127.0.0.1:<port>
+	OAuth  *oauth.Server
+	Google *google.Server
+	srv    *http.Server
+	done   chan struct{}
 }
 
 // demoClient is the OAuth client the demo registers for a provider.
@@ -60,9 +63,17 @@ func startEmulators(dataDir, addr, redirect string, clients map[string]demoClien
 	if err != nil {
 		return nil, fmt.Errorf("provider emulators: %w", err)
 	}
+	gcfg := google.DefaultConfig()
+	gcfg.Auth, gcfg.Logger = as, log
+	gs, err := google.New(gcfg)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("google emulator: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/oauth/", http.StripPrefix("/oauth", as.Handler()))
-	e := &emulators{Base: "http://" + ln.Addr().String(), OAuth: as, done: make(chan struct{}),
+	mux.Handle("/google/", http.StripPrefix("/google", gs.Handler()))
+	e := &emulators{Base: "http://" + ln.Addr().String(), OAuth: as, Google: gs, done: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		defer close(e.done)

@@ -178,6 +178,22 @@ func executionOutbox(dir string, pub *producers.Publisher, log *slog.Logger) (ob
 	}, nil
 }
 
+// providerScopes answers, by auth provider id, every scope the registered
+// tools need from it.
+func providerScopes(reg *toolrunner.Registry) map[string][]string {
+	out := map[string][]string{}
+	for _, d := range reg.Definitions() {
+		for _, a := range d.Requirements.Authorization {
+			id := a.ProviderID
+			if id == "" {
+				id = a.ProviderType
+			}
+			out[id] = oauthflow.MergeScopes(out[id], a.Scopes)
+		}
+	}
+	return out
+}
+
 // toolkits returns the registry of the toolkits built into the binary and
 // a function that releases their connections. Database connections pass
 // the egress guard.

@@ -19,13 +19,19 @@ type Figure struct {
 	// Goal is the ratio Value/Reference to reach (or not exceed, when Lower).
 	Goal  float64
 	Lower bool
+	// Max, when set, is an absolute bound the value must not exceed as
+	// well (an issue's goal in Unit, e.g. "≤ 30 ms").
+	Max float64
 }
 
 // Ratio is Value / Reference.
 func (f Figure) Ratio() float64 { return f.Value / f.Reference }
 
-// Met reports whether the goal holds.
+// Met reports whether the goal holds (and Max, when set).
 func (f Figure) Met() bool {
+	if f.Max > 0 && f.Value > f.Max {
+		return false
+	}
 	if f.Lower {
 		return f.Ratio() <= f.Goal
 	}
@@ -42,8 +48,12 @@ func (f Figure) Print(w io.Writer) {
 	if f.Lower {
 		op = "<="
 	}
-	fmt.Fprintf(w, "%-44s %12.1f %-8s reference %12.1f (%s)  ratio %.2f  goal %s %.2f: %s\n",
-		f.Name, f.Value, f.Unit, f.Reference, f.RefName, f.Ratio(), op, f.Goal, verdict)
+	bound := ""
+	if f.Max > 0 {
+		bound = fmt.Sprintf(" and <= %g %s", f.Max, f.Unit)
+	}
+	fmt.Fprintf(w, "%-44s %12.1f %-8s reference %12.1f (%s)  ratio %.2f  goal %s %.2f%s: %s\n",
+		f.Name, f.Value, f.Unit, f.Reference, f.RefName, f.Ratio(), op, f.Goal, bound, verdict)
 }
 
 func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }

@@ -59,6 +59,8 @@ func TestFigure(t *testing.T) {
 		{Figure{Value: 40, Reference: 100, Goal: 0.5}, false},
 		{Figure{Value: 1.2, Reference: 1, Goal: 1.15, Lower: true}, false},
 		{Figure{Value: 1.1, Reference: 1, Goal: 1.15, Lower: true}, true},
+		{Figure{Value: 25, Reference: 100, Goal: 5, Lower: true, Max: 30}, true},
+		{Figure{Value: 31, Reference: 100, Goal: 5, Lower: true, Max: 30}, false},
 	}
 	for _, tc := range tests {
 		if tc.f.Met() != tc.want {

@@ -90,7 +90,7 @@ func DocMD() (Figure, error) {
 		}
 	})
 	ms := func(r testing.BenchmarkResult) float64 { return float64(r.NsPerOp()) / 1e6 }
-	return Figure{Name: fmt.Sprintf("DocMD render of a ~500-page document (%d KB JSON; goal <= 30 ms)", len(raw)>>10),
+	return Figure{Name: fmt.Sprintf("DocMD render of a ~500-page document (%d KB JSON)", len(raw)>>10),
 		Value: ms(ours), Unit: "ms", Reference: ms(ref), RefName: "encoding/json decode of the same document",
-		Goal: 5, Lower: true}, nil
+		Goal: 5, Lower: true, Max: 30}, nil
 }

@@ -58,9 +58,36 @@ type sharedDrive struct {
 // fileGrant is a drive.file grant: the client may see the user's file.
 type fileGrant struct{ user, client, file string }
 
-// fullScopes see every file of the user; a grant with only drive.file sees
-// the files its client created or was granted.
-var fullScopes = []string{ScopeDocs, ScopeDocsReadOnly, ScopeDrive, ScopeDriveRO, ScopeDriveMetaRO, ScopeDriveMeta}
+// access is what a call does with a file.
+type access int
+
+const (
+	readContent  access = iota // documents.get, files.export, comments list/get
+	writeContent               // documents.batchUpdate, comments create/delete
+	readMeta                   // files.list, files.get
+	writeMeta                  // files.update, files.delete
+)
+
+// fullScopes reach every file of the user for the access; a grant without
+// one reaches, with drive.file, the files its client created or was granted.
+// The Docs scopes open the Docs API only; the metadata scopes open no content.
+var fullScopes = map[access][]string{
+	readContent:  {ScopeDocs, ScopeDocsReadOnly, ScopeDrive, ScopeDriveRO},
+	writeContent: {ScopeDocs, ScopeDrive},
+	readMeta:     {ScopeDrive, ScopeDriveRO, ScopeDriveMeta, ScopeDriveMetaRO},
+	writeMeta:    {ScopeDrive, ScopeDriveMeta},
+}
+
+// readOf is the access that must hold for a file to exist for the caller.
+func readOf(a access) access {
+	switch a {
+	case writeContent:
+		return readContent
+	case writeMeta:
+		return readMeta
+	}
+	return a
+}
 
 // Drive scopes besides those of the Docs methods.
 const (
@@ -121,14 +148,21 @@ func (s *Server) canAccessLocked(userID string, f *driveFile) bool {
 	return f.Owner == userID
 }
 
-// visibleLocked reports whether the grant sees the file: the user can access
-// it, and the grant holds a scope that sees all the user's files or only
-// drive.file with the file created by, or granted to, its client.
+// visibleLocked reports whether the grant reads the file's content (see
+// allowedLocked).
 func (s *Server) visibleLocked(g oauth.Grant, f *driveFile) bool {
+	return s.allowedLocked(g, f, readContent)
+}
+
+// allowedLocked reports whether the grant may access the file so: the user
+// can access it, and the grant holds a scope that reaches all the user's
+// files for a, or drive.file with the file created by, or granted to, its
+// client (drive.file reads and writes the app's files).
+func (s *Server) allowedLocked(g oauth.Grant, f *driveFile, a access) bool {
 	if !s.canAccessLocked(g.UserID, f) {
 		return false
 	}
-	if slices.ContainsFunc(fullScopes, func(sc string) bool { return slices.Contains(g.Scopes, sc) }) {
+	if slices.ContainsFunc(fullScopes[a], func(sc string) bool { return slices.Contains(g.Scopes, sc) }) {
 		return true
 	}
 	if !slices.Contains(g.Scopes, ScopeDriveFile) {
@@ -652,7 +686,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	var hits []*driveFile
 	relevance := map[string]int{}
 	for _, f := range s.files {
-		if !s.visibleLocked(g, f) {
+		if !s.allowedLocked(g, f, readMeta) {
 			continue
 		}
 		switch {
@@ -729,13 +763,19 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, mask.apply(out))
 }
 
-// visibleFileLocked answers the file the grant sees, or writes 404.
+// visibleFileLocked answers the file if the grant may access it so; else
+// writes 404 when the file does not exist for the caller, 403
+// insufficientFilePermissions when it may only read it.
 // A shared-drive file is found by a files method only with
 // supportsAllDrives=true (allDrives), as Google does.
-func (s *Server) visibleFileLocked(w http.ResponseWriter, id string, g oauth.Grant, allDrives bool) (*driveFile, bool) {
+func (s *Server) visibleFileLocked(w http.ResponseWriter, id string, g oauth.Grant, allDrives bool, a access) (*driveFile, bool) {
 	f, ok := s.fileLocked(id)
-	if !ok || !s.visibleLocked(g, f) || f.DriveID != "" && !allDrives {
+	if !ok || !s.allowedLocked(g, f, readOf(a)) || f.DriveID != "" && !allDrives {
 		fileNotFound(w, id)
+		return nil, false
+	}
+	if !s.allowedLocked(g, f, a) {
+		driveError(w, http.StatusForbidden, "insufficientFilePermissions", "The user does not have sufficient permissions for this file.", "", "")
 		return nil, false
 	}
 	return f, true
@@ -762,7 +802,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives, readMeta)
 	if !ok {
 		return
 	}
@@ -818,7 +858,7 @@ func (s *Server) patchFile(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives, writeMeta)
 	if !ok {
 		return
 	}
@@ -854,7 +894,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, allDrives, writeMeta)
 	if !ok {
 		return
 	}
@@ -926,9 +966,9 @@ func htmlContent(s string) string {
 	return strings.ReplaceAll(html.EscapeString(s), "\n", "<br>")
 }
 
-// commentFileLocked answers the visible file of a comments call or writes 404.
-func (s *Server) commentFileLocked(w http.ResponseWriter, r *http.Request, g oauth.Grant) (*driveFile, bool) {
-	return s.visibleFileLocked(w, r.PathValue("id"), g, true) // comments take no supportsAllDrives
+// commentFileLocked answers the file of a comments call or writes the error.
+func (s *Server) commentFileLocked(w http.ResponseWriter, r *http.Request, g oauth.Grant, a access) (*driveFile, bool) {
+	return s.visibleFileLocked(w, r.PathValue("id"), g, true, a) // comments take no supportsAllDrives
 }
 
 func commentNotFound(w http.ResponseWriter, id string) {
@@ -971,7 +1011,7 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.commentFileLocked(w, r, g)
+	f, ok := s.commentFileLocked(w, r, g, readContent)
 	if !ok {
 		return
 	}
@@ -1014,7 +1054,7 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.commentFileLocked(w, r, g)
+	f, ok := s.commentFileLocked(w, r, g, writeContent)
 	if !ok {
 		return
 	}
@@ -1057,7 +1097,7 @@ func (s *Server) getComment(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.commentFileLocked(w, r, g)
+	f, ok := s.commentFileLocked(w, r, g, readContent)
 	if !ok {
 		return
 	}
@@ -1078,7 +1118,7 @@ func (s *Server) deleteComment(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, ok := s.commentFileLocked(w, r, g)
+	f, ok := s.commentFileLocked(w, r, g, writeContent)
 	if !ok {
 		return
 	}

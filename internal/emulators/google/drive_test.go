@@ -205,6 +205,61 @@ func TestDriveFileVisibility(t *testing.T) {
 	}
 }
 
+// TestDriveScopeAccess: what each broad scope adds to drive.file for a file
+// the client neither created nor was granted: read-only scopes read but do
+// not write (403, the file exists for the caller), the Docs scopes do not
+// widen the Drive API, the metadata scopes open metadata only.
+func TestDriveScopeAccess(t *testing.T) {
+	e := newDriveEnv(t)
+	id := e.create(t, e.docs(t, e.token(t, "app", "ann@example.com", google.ScopeDriveFile)), "Ann's", "text")
+	tok := func(scope string) string { return e.token(t, "other", "ann@example.com", google.ScopeDriveFile, scope) }
+	insert := &docs.BatchUpdateDocumentRequest{Requests: []*docs.Request{
+		{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 1}, Text: "x"}}}}
+
+	docsRO := tok(google.ScopeDocsReadOnly)
+	if _, err := e.docs(t, docsRO).Documents.Get(id).Do(); err != nil {
+		t.Fatalf("documents.readonly get: %v", err)
+	}
+	_, err := e.docs(t, docsRO).Documents.BatchUpdate(id, insert).Do()
+	if code, msg := apiCode(err); code != 403 || msg != "The caller does not have permission" {
+		t.Fatalf("documents.readonly write: %v", err)
+	}
+	if _, err := e.docs(t, tok(google.ScopeDocs)).Documents.BatchUpdate(id, insert).Do(); err != nil {
+		t.Fatalf("documents write: %v", err)
+	}
+	// The Docs scope does not widen the Drive API: still only the client's files.
+	fl, err := e.drive(t, tok(google.ScopeDocs)).Files.List().Fields("files(id)").Do()
+	if err != nil || len(fl.Files) != 0 {
+		t.Fatalf("drive list with documents scope: %v %v", fl, err)
+	}
+
+	driveRO := e.drive(t, tok(google.ScopeDriveRO))
+	if _, err := driveRO.Files.Get(id).Do(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = driveRO.Files.Update(id, &drive.File{Name: "x"}).Do()
+	wantDriveErr(t, err, 403, "insufficientFilePermissions", "")
+	_, err = driveRO.Comments.Create(id, &drive.Comment{Content: "x"}).Fields("id").Do()
+	wantDriveErr(t, err, 403, "insufficientFilePermissions", "")
+	if _, err := driveRO.Comments.List(id).Fields("comments").Do(); err != nil {
+		t.Fatal(err)
+	}
+
+	meta := e.drive(t, tok(google.ScopeDriveMetaRO))
+	if f, err := meta.Files.Get(id).Fields("name").Do(); err != nil || f.Name != "Ann's" {
+		t.Fatalf("metadata get: %v %v", f, err)
+	}
+	_, err = meta.Files.Export(id, "text/plain").Download()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+	_, err = meta.Comments.List(id).Fields("comments").Do()
+	wantDriveErr(t, err, 404, "notFound", "fileId")
+	_, err = meta.Files.Update(id, &drive.File{Starred: true}).Do()
+	wantDriveErr(t, err, 403, "insufficientFilePermissions", "")
+	if _, err := e.drive(t, tok(google.ScopeDriveMeta)).Files.Update(id, &drive.File{Starred: true}).Do(); err != nil {
+		t.Fatalf("drive.metadata update: %v", err)
+	}
+}
+
 func apiErr(t *testing.T, err error) *googleapi.Error {
 	t.Helper()
 	var ge *googleapi.Error

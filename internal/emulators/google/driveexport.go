@@ -37,7 +37,7 @@ func (s *Server) exportFile(w http.ResponseWriter, r *http.Request) {
 	}
 	conv, known := exportTypes[mt]
 	s.mu.Lock()
-	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, true)
+	f, ok := s.visibleFileLocked(w, r.PathValue("id"), g, true, readContent)
 	var d *docs.Document
 	if ok {
 		if doc, found := s.docs[f.ID]; found {

@@ -212,17 +212,27 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
-// lookupLocked answers the document if the grant sees it (its user can
+// lookupLocked answers the document if the grant reads it (its user can
 // access the file and, with only drive.file, its client created or was
 // granted it); else writes Google's 404, which does not tell the cases apart.
 func (s *Server) lookupLocked(w http.ResponseWriter, id string, g oauth.Grant) (*document, bool) {
+	return s.lookupForLocked(w, id, g, readContent)
+}
+
+// lookupForLocked is lookupLocked for the access a: a document the grant
+// reads but may not write answers 403 PERMISSION_DENIED.
+func (s *Server) lookupForLocked(w http.ResponseWriter, id string, g oauth.Grant, a access) (*document, bool) {
 	d, ok := s.docs[id]
 	var f *driveFile
 	if ok {
 		f, ok = s.fileLocked(id)
 	}
-	if !ok || !s.visibleLocked(g, f) {
+	if !ok || !s.allowedLocked(g, f, readOf(a)) {
 		writeError(w, http.StatusNotFound, "Requested entity was not found.")
+		return nil, false
+	}
+	if !s.allowedLocked(g, f, a) {
+		writeError(w, http.StatusForbidden, "The caller does not have permission")
 		return nil, false
 	}
 	return d, true
@@ -280,7 +290,7 @@ func (s *Server) batchUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, ok := s.lookupLocked(w, id, g)
+	d, ok := s.lookupForLocked(w, id, g, writeContent)
 	if !ok {
 		return
 	}
