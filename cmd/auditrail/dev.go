@@ -242,7 +242,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, closeToolkits := toolkits(guard, log)
+	reg, closeToolkits := toolkits(guard, admin, log)
 	defer closeToolkits()
 	execPub, err := producers.New(conns[natsx.RoleToolRunner], producers.DefaultConfig(), log)
 	if err != nil {

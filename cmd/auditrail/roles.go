@@ -290,7 +290,7 @@ func runToolRunner(ctx context.Context, args []string) error {
 		return err
 	}
 	defer stopOutbox()
-	reg, closeToolkits := toolkits(r.guard, r.log)
+	reg, closeToolkits := toolkits(r.guard, r.admin, r.log)
 	defer closeToolkits()
 	runner, proxy := newToolRunner(reg, r.admin, outbox, r.guard, r.log)
 	app := httpapi.NewApp(r.log)

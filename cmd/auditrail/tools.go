@@ -18,6 +18,7 @@ import (
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/toolkits/docs"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/documentdb"
 )
 
@@ -195,19 +196,27 @@ func providerScopes(reg *toolrunner.Registry) map[string][]string {
 }
 
 // toolkits returns the registry of the toolkits built into the binary and
-// a function that releases their connections. Database connections pass
-// the egress guard.
-func toolkits(guard *egress.Guard, log *slog.Logger) (*toolrunner.Registry, func()) {
+// a function that releases their connections. Database connections and
+// Google API calls (to the provider's api_base_url) pass the egress guard;
+// picker issues DocsToolkit's file picker URLs (the control plane).
+func toolkits(guard *egress.Guard, picker docs.PickerLinks, log *slog.Logger) (*toolrunner.Registry, func()) {
 	reg := toolrunner.NewRegistry()
 	cfg := documentdb.DefaultConfig()
 	cfg.Egress, cfg.Log = guard, log
 	docdb := documentdb.New(cfg)
-	if err := reg.Register(docdb.Tools()...); err != nil {
+	dcfg := docs.DefaultConfig()
+	dcfg.Egress, dcfg.Picker, dcfg.Log = guard, picker, log
+	gdocs, err := docs.New(dcfg)
+	if err != nil {
+		panic(err) // the default config is valid
+	}
+	if err := reg.Register(append(docdb.Tools(), gdocs.Tools()...)...); err != nil {
 		panic(err) // the built-in definitions are checked by tests
 	}
 	return reg, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		docdb.Close(ctx)
+		gdocs.Close()
 	}
 }
