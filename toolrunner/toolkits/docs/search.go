@@ -120,7 +120,7 @@ func unwrapToken(q driveQuery, user, tok string) (string, error) {
 	return pt.Drive, nil
 }
 
-const fileFields = "id,name,createdTime,modifiedTime,webViewLink,driveId,starred,owners(displayName,emailAddress),lastModifyingUser(displayName,emailAddress)"
+const fileFields = "id,name,createdTime,modifiedTime,driveId,owners(displayName,emailAddress),lastModifyingUser(displayName,emailAddress)"
 
 func fileMeta(f *drive.File) map[string]any {
 	m := map[string]any{"id": f.Id, "title": f.Name, "url": documentURL(f.Id), "created_time": f.CreatedTime, "modified_time": f.ModifiedTime}
@@ -184,12 +184,18 @@ func (t *Toolkit) searchDocuments(ctx context.Context, c *clients, call toolrunn
 	for _, f := range fl.Files {
 		docs = append(docs, fileMeta(f))
 	}
-	return searchAnswer(docs, q, call.UserID, fl.NextPageToken), nil
+	return searchAnswer(docs, q, call.UserID, fl), nil
 }
 
-func searchAnswer(docs []map[string]any, q driveQuery, user, next string) map[string]any {
-	return map[string]any{"documents_count": len(docs), "documents": docs,
-		"pagination_token": wrapToken(q, user, next), "has_more": next != ""}
+// searchAnswer is the answer of both search tools; incomplete_search says
+// that Drive did not search every drive asked for (allDrives corpora).
+func searchAnswer(docs []map[string]any, q driveQuery, user string, fl *drive.FileList) map[string]any {
+	out := map[string]any{"documents_count": len(docs), "documents": docs,
+		"pagination_token": wrapToken(q, user, fl.NextPageToken), "has_more": fl.NextPageToken != ""}
+	if fl.IncompleteSearch {
+		out["incomplete_search"] = true
+	}
+	return out
 }
 
 func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolrunner.Call) (any, error) {
@@ -220,7 +226,7 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 		}
 		docs = append(docs, m)
 	}
-	return searchAnswer(docs, q, call.UserID, fl.NextPageToken), nil
+	return searchAnswer(docs, q, call.UserID, fl), nil
 }
 
 // mainDocument answers the document reduced to its main body: the first

@@ -349,7 +349,7 @@ func (t *Toolkit) whoAmI(ctx context.Context, c *clients, call toolrunner.Call) 
 	if err != nil {
 		return nil, apiError(err, "the user's profile")
 	}
-	about, err := c.drive.About.Get().Fields("user(displayName,emailAddress,photoLink,permissionId),storageQuota,canCreateDrives,importFormats,exportFormats,maxUploadSize").Context(ctx).Do()
+	about, err := c.drive.About.Get().Fields("user(displayName,emailAddress,photoLink,permissionId),storageQuota,canCreateDrives,maxUploadSize").Context(ctx).Do()
 	if err != nil {
 		return nil, apiError(err, "the user's Drive")
 	}
