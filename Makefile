@@ -39,6 +39,8 @@ fuzz:
 	$(GO) test ./internal/emulators/oauth -run '^$$' -fuzz FuzzAuthorizeQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/oauthflow -run '^$$' -fuzz FuzzOpenState -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/docs/docmd -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/toolkits/docs -run '^$$' -fuzz FuzzValidateRequests -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/toolkits/docs -run '^$$' -fuzz FuzzPageToken -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzDriveQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzFieldMask -fuzztime $(FUZZTIME)
 
