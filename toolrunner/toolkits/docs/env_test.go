@@ -137,6 +137,19 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.base.RoundTrip(req)
 }
 
+// count answers how many requests went to paths ending so.
+func (r *recorder) count(pathSuffix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, b := range r.bodies {
+		if p, _, _ := strings.Cut(b, " "); strings.HasSuffix(p, pathSuffix) {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *recorder) last(pathSuffix string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

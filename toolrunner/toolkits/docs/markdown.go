@@ -7,6 +7,7 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 	gdocs "google.golang.org/api/docs/v1"
 )
 
@@ -115,12 +116,25 @@ func (b *mdBuilder) inlines(n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch v := c.(type) {
 		case *ast.Text:
-			b.styled(string(v.Segment.Value(b.src)))
+			b.styled(unescape(v.Segment.Value(b.src)))
 			if v.SoftLineBreak() || v.HardLineBreak() {
 				b.styled(" ")
 			}
 		case *ast.String:
-			b.styled(string(v.Value))
+			if v.IsCode() || v.IsRaw() {
+				b.styled(string(v.Value))
+			} else {
+				b.styled(unescape(v.Value))
+			}
+		case *ast.CodeSpan: // literal: no escapes, no references
+			for t := v.FirstChild(); t != nil; t = t.NextSibling() {
+				switch tv := t.(type) {
+				case *ast.Text:
+					b.styled(string(tv.Segment.Value(b.src)))
+				case *ast.String:
+					b.styled(string(tv.Value))
+				}
+			}
 		case *ast.Emphasis:
 			if v.Level >= 2 {
 				b.bold++
@@ -150,10 +164,16 @@ func (b *mdBuilder) inlines(n ast.Node) {
 				seg := v.Segments.At(i)
 				b.styled(string(seg.Value(b.src)))
 			}
-		default: // code spans, images: their text
+		default: // images: their alt text
 			b.inlines(c)
 		}
 	}
+}
+
+// unescape turns markdown text into what it shows: backslash escapes of
+// punctuation removed, entity and numeric references resolved.
+func unescape(b []byte) string {
+	return string(util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(b))))
 }
 
 // link records a link over what was written since start, for the

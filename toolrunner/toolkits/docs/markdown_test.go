@@ -58,6 +58,9 @@ func TestMarkdownRequests(t *testing.T) {
 			`{"updateTextStyle":{"fields":"link","range":{"endIndex":5,"startIndex":1},"textStyle":{"link":{"url":"https://example.com/a"}}}}`,
 			`{"updateTextStyle":{"fields":"link","range":{"endIndex":19,"startIndex":6},"textStyle":{"link":{"url":"mailto:b@example.com"}}}}`,
 		}},
+		{"escapes and references resolved, code spans literal", "a \\*b\\* Tom &amp; Jerry &copy; &#35; `x \\* &amp;`", []string{
+			`{"insertText":{"location":{"index":1},"text":"a *b* Tom \u0026 Jerry © # x \\* \u0026amp;"}}`,
+		}},
 		{"code block as is", "```\nfunc f() {}\n```\n", []string{`{"insertText":{"location":{"index":1},"text":"func f() {}"}}`}},
 	}
 	for _, tc := range tests {
@@ -92,7 +95,11 @@ func TestMarkdownToDocMD(t *testing.T) {
 	e := newEnv(t)
 	md := "# H1\n## H2\n### H3\n#### H4\n##### H5\n###### H6\n\nSome **bold** and *italic* and ***both***.\n\n" +
 		"- one\n- **two**\n  - nested\n    - deeper\n\n1. first\n2. second\n   1. sub\n"
+	before := e.sent.count(":batchUpdate")
 	id := obj(t, e.ok(t, "CreateDocumentFromText", map[string]any{"title": "MD", "text_content": md}))["documentId"].(string)
+	if n := e.sent.count(":batchUpdate") - before; n != 1 {
+		t.Errorf("%d batchUpdate calls, want one", n)
+	}
 	got := listIDs.ReplaceAllString(stripIDs(e.docmdOf(t, id)), "list=L")
 	want := `[0-1 SECTION_BREAK]
 [1-4 HEADING_1]
