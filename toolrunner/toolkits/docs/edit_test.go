@@ -2,10 +2,12 @@ package docs
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
 )
 
 func js(t *testing.T, s string) []any {
@@ -140,5 +142,63 @@ func TestEditDocument(t *testing.T) {
 	te = e.fails(t, "EditDocument", map[string]any{"document_id": id, "requests": js(t, `[{"insertText":{"text":"x","location":{"index":0}}}]`)}, toolrunner.KindInputInvalid)
 	if !strings.Contains(te.Message, "Invalid requests[0].insertText") {
 		t.Errorf("Google's refusal: %v", te)
+	}
+}
+
+// block answers the first block of a type in the DocMD's first body.
+func block(t *testing.T, md, typ string, attrs map[string]string) docmd.Block {
+	t.Helper()
+	d, err := docmd.Parse(md)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, md)
+	}
+	for _, s := range d.Sections {
+		for _, seg := range s.Segments {
+		blocks:
+			for _, b := range seg.Blocks {
+				if b.Type != typ {
+					continue
+				}
+				for k, v := range attrs {
+					if b.Attrs[k] != v {
+						continue blocks
+					}
+				}
+				return b
+			}
+		}
+	}
+	t.Fatalf("no %s %v in\n%s", typ, attrs, md)
+	return docmd.Block{}
+}
+
+// TestEditFromDocMD: the indices an agent reads in the DocMD are the ones
+// EditDocument takes (seeds/002 rules 2, 3 and 5): a table located by its
+// TABLE start gets a row, a cell is written at its CELL start, a paragraph
+// is restyled by its range — all in one batch, highest index first.
+func TestEditFromDocMD(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(t, "Tables", "Intro\nOutro")
+	out := obj(t, e.ok(t, "EditDocument", map[string]any{"document_id": id, "requests": js(t,
+		`[{"insertTable":{"rows":2,"columns":2,"location":{"index":6}}}]`)}))
+	md := out["docmd"].(string)
+	table := block(t, md, "TABLE", nil)
+	cell := block(t, md, "CELL", map[string]string{"row": "1", "col": "1"})
+	intro := block(t, md, "PARAGRAPH", nil)
+	reqs := fmt.Sprintf(`[{"insertText":{"text":"bottom right","location":{"index":%d}}},`+
+		`{"insertTableRow":{"tableCellLocation":{"tableStartLocation":{"index":%d},"rowIndex":1,"columnIndex":0},"insertBelow":true}},`+
+		`{"updateParagraphStyle":{"range":{"startIndex":%d,"endIndex":%d},"paragraphStyle":{"namedStyleType":"HEADING_2"},"fields":"namedStyleType"}}]`,
+		cell.Start, table.Start, intro.Start, intro.End)
+	out = obj(t, e.ok(t, "EditDocument", map[string]any{"document_id": id, "revision_id": revisionOf(t, md), "requests": js(t, reqs)}))
+	md = out["docmd"].(string)
+	if got := block(t, md, "TABLE", nil); got.Attrs["rows"] != "3" || got.Start != table.Start {
+		t.Errorf("table after the edit: %+v\n%s", got, md)
+	}
+	end := cell.Start + int64(len("bottom right\n"))
+	if want := fmt.Sprintf("[%d-%d CELL table=%d row=1 col=1]\n[%d-%d PARAGRAPH]\nbottom right\n", cell.Start, end, table.Start, cell.Start, end); !strings.Contains(stripIDs(md), want) {
+		t.Errorf("cell 1,1: want\n%s\nin\n%s", want, md)
+	}
+	if got := block(t, md, "HEADING_2", nil); got.Text != "Intro" {
+		t.Errorf("heading: %+v\n%s", got, md)
 	}
 }
