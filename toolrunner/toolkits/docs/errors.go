@@ -45,8 +45,11 @@ func apiError(err error, what string) error {
 		switch {
 		case ge.Code == http.StatusForbidden && rateLimited(ge):
 			return toolrunner.Errorf(toolrunner.KindUpstream, true, "Google's rate limit was reached (%s); retry later", msg)
-		case ge.Code == http.StatusNotFound || (ge.Code == http.StatusForbidden && !insufficientScope(ge)):
+		case ge.Code == http.StatusNotFound:
 			return toolrunner.Errorf(toolrunner.KindNotFound, false, "%s %s", what, pickerHint)
+		case ge.Code == http.StatusForbidden && !insufficientScope(ge):
+			// Denied: not picked yet, or the user may only view it.
+			return toolrunner.Errorf(toolrunner.KindNotFound, false, "%s %s (Google: %s)", what, pickerHint, msg)
 		case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
 			return toolrunner.Errorf(toolrunner.KindAuthorizationFailed, true, "Google refused the user's authorization (%d: %s); reconnect the Google account and retry", ge.Code, msg)
 		case ge.Code == http.StatusBadRequest || ge.Code == http.StatusConflict || ge.Code == http.StatusRequestEntityTooLarge:

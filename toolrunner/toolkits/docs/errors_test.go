@@ -27,7 +27,7 @@ func TestAPIErrorMapping(t *testing.T) {
 		msg   string
 	}{
 		{"not found", &googleapi.Error{Code: 404, Message: "Requested entity was not found."}, toolrunner.KindNotFound, false, "GenerateGoogleFilePickerUrl"},
-		{"denied", &googleapi.Error{Code: 403, Message: "The caller does not have permission"}, toolrunner.KindNotFound, false, "not granted this app access"},
+		{"denied", &googleapi.Error{Code: 403, Message: "The caller does not have permission"}, toolrunner.KindNotFound, false, "retry (Google: The caller does not have permission)"},
 		{"scope by message", &googleapi.Error{Code: 403, Message: "Request had insufficient authentication scopes."}, toolrunner.KindAuthorizationFailed, true, "reconnect"},
 		{"scope by header", &googleapi.Error{Code: 403, Message: "x", Header: scopeHeader}, toolrunner.KindAuthorizationFailed, true, ""},
 		{"scope by reason", &googleapi.Error{Code: 403, Errors: []googleapi.ErrorItem{{Reason: "insufficientPermissions"}}}, toolrunner.KindAuthorizationFailed, true, ""},
