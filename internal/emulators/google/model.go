@@ -1,6 +1,7 @@
 package google
 
 import (
+	"slices"
 	"unicode/utf16"
 )
 
@@ -108,8 +109,7 @@ type namedRange struct {
 // to its start, an insertion strictly inside a range extends it; a range
 // left empty disappears.
 func (s *segment) splice(a, b int, ins []item) {
-	tail := append([]item(nil), s.items[b:]...)
-	s.items = append(append(s.items[:a], ins...), tail...)
+	s.items = slices.Replace(s.items, a, b, ins...)
 	n := len(ins)
 	d := n - (b - a)
 	move := func(x int, isEnd bool) int {
