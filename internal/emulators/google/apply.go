@@ -226,7 +226,7 @@ func insertUnits(s *segment, i int, text []uint16) {
 	if st := s.paragraphStart(i); i > st {
 		ts = s.items[i-1].ts
 	}
-	ts.LinkURL = ""
+	ts = unlinked(ts)
 	ins := make([]item, len(text))
 	for k, u := range text {
 		ins[k] = item{k: kChar, u: u, ts: ts}
@@ -356,7 +356,7 @@ func insertTable(d *document, r *docs.InsertTableRequest) error {
 			return fmt.Errorf("Tables cannot be inserted into footnotes.")
 		}
 	}
-	ps := s.items[s.paragraphEnd(i)].ps
+	ps := s.items[s.paragraphEnd(i)].para()
 	ins := []item{newline(ps), {k: kTableStart}}
 	for range r.Rows {
 		ins = append(ins, item{k: kRowStart})
@@ -395,7 +395,7 @@ func insertPageBreak(d *document, r *docs.InsertPageBreakRequest) error {
 		return fmt.Errorf("Page breaks cannot be inserted inside a table.")
 	}
 	// A page break is followed by a newline: it ends its own paragraph.
-	ps := s.items[s.paragraphEnd(i)].ps
+	ps := s.items[s.paragraphEnd(i)].para()
 	ins := []item{{k: kPageBreak, ts: s.items[i].ts}, newline(ps)}
 	s.splice(i, i, ins)
 	return nil
@@ -461,12 +461,20 @@ func updateTextStyle(d *document, r *docs.UpdateTextStyleRequest) error {
 		in = &docs.TextStyle{}
 	}
 	ns := fromDocsTextStyle(in)
+	memo := map[*textStyle]*textStyle{}
 	for i := a; i < b; i++ {
 		it := &s.items[i]
 		if !it.k.inline() {
 			continue
 		}
-		ts := &it.ts
+		if nts, ok := memo[it.ts]; ok {
+			it.ts = nts
+			continue
+		}
+		old := it.ts
+		cur := it.style()
+		ts := &cur
+		memo[old], it.ts = ts, ts
 		if set["bold"] {
 			ts.Bold = ns.Bold
 		}
@@ -533,12 +541,14 @@ func updateParagraphStyle(d *document, r *docs.UpdateParagraphStyleRequest) erro
 	for i := a; i < len(s.items); i++ {
 		it := &s.items[i]
 		if it.isNewline() {
-			if set["namedStyleType"] {
-				it.ps.NamedStyleType = nst
-			}
-			if set["alignment"] {
-				it.ps.Alignment = in.Alignment
-			}
+			it.ps = withPara(it.ps, func(ps *paraStyle) {
+				if set["namedStyleType"] {
+					ps.NamedStyleType = nst
+				}
+				if set["alignment"] {
+					ps.Alignment = in.Alignment
+				}
+			})
 			if i >= b-1 {
 				break
 			}

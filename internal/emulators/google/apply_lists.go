@@ -122,8 +122,8 @@ func createParagraphBullets(d *document, r *docs.CreateParagraphBulletsRequest) 
 	first := s.paragraphStart(ends[0])
 	listID := ""
 	if first > 0 {
-		if prev := s.items[first-1]; prev.isNewline() && prev.ps.ListID != "" && t.Lists[prev.ps.ListID] == r.BulletPreset {
-			listID = prev.ps.ListID
+		if prev := s.items[first-1].para(); s.items[first-1].isNewline() && prev.ListID != "" && t.Lists[prev.ListID] == r.BulletPreset {
+			listID = prev.ListID
 		}
 	}
 	if listID == "" {
@@ -142,8 +142,9 @@ func createParagraphBullets(d *document, r *docs.CreateParagraphBulletsRequest) 
 			s.splice(start, start+tabs, nil)
 			end -= tabs
 		}
-		s.items[end].ps.ListID = listID
-		s.items[end].ps.Nesting = int64(min(tabs, maxNesting))
+		s.items[end].ps = withPara(s.items[end].ps, func(ps *paraStyle) {
+			ps.ListID, ps.Nesting = listID, int64(min(tabs, maxNesting))
+		})
 	}
 	return nil
 }
@@ -156,7 +157,7 @@ func deleteParagraphBullets(d *document, r *docs.DeleteParagraphBulletsRequest) 
 		return err
 	}
 	for _, end := range paragraphEnds(s, a, b) {
-		s.items[end].ps.ListID, s.items[end].ps.Nesting = "", 0
+		s.items[end].ps = withPara(s.items[end].ps, func(ps *paraStyle) { ps.ListID, ps.Nesting = "", 0 })
 	}
 	return nil
 }
