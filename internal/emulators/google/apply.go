@@ -518,13 +518,22 @@ func updateParagraphStyle(d *document, r *docs.UpdateParagraphStyleRequest) erro
 	if err != nil {
 		return err
 	}
-	set, err := fieldSet(r.Fields, []string{"namedStyleType", "alignment"})
+	set, err := fieldSet(r.Fields, []string{"namedStyleType", "alignment", "indentStart", "indentFirstLine"})
 	if err != nil {
 		return err
 	}
 	in := r.ParagraphStyle
 	if in == nil {
 		in = &docs.ParagraphStyle{}
+	}
+	if err := checkDimensions(toProps(in)); err != nil {
+		return err
+	}
+	indent := func(d *docs.Dimension) float64 {
+		if d == nil {
+			return 0
+		}
+		return d.Magnitude
 	}
 	nst := in.NamedStyleType
 	if set["namedStyleType"] {
@@ -547,6 +556,12 @@ func updateParagraphStyle(d *document, r *docs.UpdateParagraphStyleRequest) erro
 				}
 				if set["alignment"] {
 					ps.Alignment = in.Alignment
+				}
+				if set["indentStart"] {
+					ps.IndentStartPt = indent(in.IndentStart)
+				}
+				if set["indentFirstLine"] {
+					ps.IndentFirstLinePt = indent(in.IndentFirstLine)
 				}
 			})
 			if i >= b-1 {

@@ -150,14 +150,20 @@ func createParagraphBullets(d *document, r *docs.CreateParagraphBulletsRequest) 
 }
 
 // deleteParagraphBullets removes the paragraphs the range overlaps from
-// their lists.
+// their lists; the start indent of their level is kept on the paragraph,
+// so that the nesting stays visible.
 func deleteParagraphBullets(d *document, r *docs.DeleteParagraphBulletsRequest) error {
 	_, s, a, b, err := resolveTabRange(d, r.Range)
 	if err != nil {
 		return err
 	}
 	for _, end := range paragraphEnds(s, a, b) {
-		s.items[end].ps = withPara(s.items[end].ps, func(ps *paraStyle) { ps.ListID, ps.Nesting = "", 0 })
+		s.items[end].ps = withPara(s.items[end].ps, func(ps *paraStyle) {
+			if ps.ListID != "" {
+				ps.IndentStartPt, ps.IndentFirstLinePt = float64(36+36*ps.Nesting), float64(36+36*ps.Nesting)
+			}
+			ps.ListID, ps.Nesting = "", 0
+		})
 	}
 	return nil
 }

@@ -111,8 +111,8 @@ func TestDocsBullets(t *testing.T) {
 		&docs.Request{DeleteParagraphBullets: &docs.DeleteParagraphBulletsRequest{Range: rng(3, 4)}},
 		&docs.Request{CreateParagraphBullets: &docs.CreateParagraphBulletsRequest{Range: rng(14, 15), BulletPreset: "BULLET_DISC_CIRCLE_SQUARE"}})
 	d = get(t, svc, id)
-	if d.Body.Content[2].Paragraph.Bullet != nil {
-		t.Fatal("bullet not deleted")
+	if p := d.Body.Content[2].Paragraph; p.Bullet != nil || p.ParagraphStyle.IndentStart == nil || p.ParagraphStyle.IndentStart.Magnitude != 72 {
+		t.Fatalf("bullet not deleted or its level's indent lost: %+v", p.ParagraphStyle)
 	}
 	last := d.Body.Content[6].Paragraph.Bullet
 	if last == nil || last.ListId == list || d.Lists[last.ListId].ListProperties.NestingLevels[0].GlyphSymbol != "●" {

@@ -76,6 +76,9 @@ type paraStyle struct {
 	Alignment      string
 	ListID         string // "" when not a list item
 	Nesting        int64
+	// IndentStartPt / IndentFirstLinePt: 0 is unset (a list item shows its
+	// level's indents).
+	IndentStartPt, IndentFirstLinePt float64
 }
 
 // item is one index of a segment. Its text and paragraph styles are

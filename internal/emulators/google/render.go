@@ -174,6 +174,12 @@ func (r *renderer) paragraph(it []item, i int) (*docs.StructuralElement, int) {
 	if strings.HasPrefix(ps.NamedStyleType, "HEADING_") || ps.NamedStyleType == "TITLE" || ps.NamedStyleType == "SUBTITLE" {
 		p.ParagraphStyle.HeadingId = "h." + strconv.Itoa(start)
 	}
+	if ps.IndentStartPt != 0 {
+		p.ParagraphStyle.IndentStart = &docs.Dimension{Magnitude: ps.IndentStartPt, Unit: "PT"}
+	}
+	if ps.IndentFirstLinePt != 0 {
+		p.ParagraphStyle.IndentFirstLine = &docs.Dimension{Magnitude: ps.IndentFirstLinePt, Unit: "PT"}
+	}
 	if ps.ListID != "" {
 		p.Bullet = &docs.Bullet{ListId: ps.ListID, NestingLevel: ps.Nesting, TextStyle: &docs.TextStyle{}}
 		// Google indents a list paragraph as its nesting level says.
