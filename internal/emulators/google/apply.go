@@ -370,17 +370,23 @@ func insertTable(d *document, r *docs.InsertTableRequest) error {
 }
 
 func tabOf(l *docs.Location, e *docs.EndOfSegmentLocation) string {
-	if l != nil {
+	switch {
+	case l != nil:
 		return l.TabId
+	case e != nil:
+		return e.TabId
 	}
-	return e.TabId
+	return ""
 }
 
 func segOf(l *docs.Location, e *docs.EndOfSegmentLocation) string {
-	if l != nil {
+	switch {
+	case l != nil:
 		return l.SegmentId
+	case e != nil:
+		return e.SegmentId
 	}
-	return e.SegmentId
+	return ""
 }
 
 func insertPageBreak(d *document, r *docs.InsertPageBreakRequest) error {
