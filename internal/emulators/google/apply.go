@@ -226,7 +226,7 @@ func insertUnits(s *segment, i int, text []uint16) {
 	if st := s.paragraphStart(i); i > st {
 		ts = s.items[i-1].ts
 	}
-	ts.LinkURL = ""
+	ts = unlinked(ts)
 	ins := make([]item, len(text))
 	for k, u := range text {
 		ins[k] = item{k: kChar, u: u, ts: ts}
@@ -356,7 +356,7 @@ func insertTable(d *document, r *docs.InsertTableRequest) error {
 			return fmt.Errorf("Tables cannot be inserted into footnotes.")
 		}
 	}
-	ps := s.items[s.paragraphEnd(i)].ps
+	ps := s.items[s.paragraphEnd(i)].para()
 	ins := []item{newline(ps), {k: kTableStart}}
 	for range r.Rows {
 		ins = append(ins, item{k: kRowStart})
@@ -370,17 +370,23 @@ func insertTable(d *document, r *docs.InsertTableRequest) error {
 }
 
 func tabOf(l *docs.Location, e *docs.EndOfSegmentLocation) string {
-	if l != nil {
+	switch {
+	case l != nil:
 		return l.TabId
+	case e != nil:
+		return e.TabId
 	}
-	return e.TabId
+	return ""
 }
 
 func segOf(l *docs.Location, e *docs.EndOfSegmentLocation) string {
-	if l != nil {
+	switch {
+	case l != nil:
 		return l.SegmentId
+	case e != nil:
+		return e.SegmentId
 	}
-	return e.SegmentId
+	return ""
 }
 
 func insertPageBreak(d *document, r *docs.InsertPageBreakRequest) error {
@@ -395,7 +401,7 @@ func insertPageBreak(d *document, r *docs.InsertPageBreakRequest) error {
 		return fmt.Errorf("Page breaks cannot be inserted inside a table.")
 	}
 	// A page break is followed by a newline: it ends its own paragraph.
-	ps := s.items[s.paragraphEnd(i)].ps
+	ps := s.items[s.paragraphEnd(i)].para()
 	ins := []item{{k: kPageBreak, ts: s.items[i].ts}, newline(ps)}
 	s.splice(i, i, ins)
 	return nil
@@ -461,12 +467,20 @@ func updateTextStyle(d *document, r *docs.UpdateTextStyleRequest) error {
 		in = &docs.TextStyle{}
 	}
 	ns := fromDocsTextStyle(in)
+	memo := map[*textStyle]*textStyle{}
 	for i := a; i < b; i++ {
 		it := &s.items[i]
 		if !it.k.inline() {
 			continue
 		}
-		ts := &it.ts
+		if nts, ok := memo[it.ts]; ok {
+			it.ts = nts
+			continue
+		}
+		old := it.ts
+		cur := it.style()
+		ts := &cur
+		memo[old], it.ts = ts, ts
 		if set["bold"] {
 			ts.Bold = ns.Bold
 		}
@@ -510,13 +524,22 @@ func updateParagraphStyle(d *document, r *docs.UpdateParagraphStyleRequest) erro
 	if err != nil {
 		return err
 	}
-	set, err := fieldSet(r.Fields, []string{"namedStyleType", "alignment"})
+	set, err := fieldSet(r.Fields, []string{"namedStyleType", "alignment", "indentStart", "indentFirstLine"})
 	if err != nil {
 		return err
 	}
 	in := r.ParagraphStyle
 	if in == nil {
 		in = &docs.ParagraphStyle{}
+	}
+	if err := checkDimensions(toProps(in)); err != nil {
+		return err
+	}
+	indent := func(d *docs.Dimension) float64 {
+		if d == nil {
+			return 0
+		}
+		return d.Magnitude
 	}
 	nst := in.NamedStyleType
 	if set["namedStyleType"] {
@@ -533,12 +556,20 @@ func updateParagraphStyle(d *document, r *docs.UpdateParagraphStyleRequest) erro
 	for i := a; i < len(s.items); i++ {
 		it := &s.items[i]
 		if it.isNewline() {
-			if set["namedStyleType"] {
-				it.ps.NamedStyleType = nst
-			}
-			if set["alignment"] {
-				it.ps.Alignment = in.Alignment
-			}
+			it.ps = withPara(it.ps, func(ps *paraStyle) {
+				if set["namedStyleType"] {
+					ps.NamedStyleType = nst
+				}
+				if set["alignment"] {
+					ps.Alignment = in.Alignment
+				}
+				if set["indentStart"] {
+					ps.IndentStartPt = indent(in.IndentStart)
+				}
+				if set["indentFirstLine"] {
+					ps.IndentFirstLinePt = indent(in.IndentFirstLine)
+				}
+			})
 			if i >= b-1 {
 				break
 			}

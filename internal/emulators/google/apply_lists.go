@@ -122,8 +122,8 @@ func createParagraphBullets(d *document, r *docs.CreateParagraphBulletsRequest) 
 	first := s.paragraphStart(ends[0])
 	listID := ""
 	if first > 0 {
-		if prev := s.items[first-1]; prev.isNewline() && prev.ps.ListID != "" && t.Lists[prev.ps.ListID] == r.BulletPreset {
-			listID = prev.ps.ListID
+		if prev := s.items[first-1].para(); s.items[first-1].isNewline() && prev.ListID != "" && t.Lists[prev.ListID] == r.BulletPreset {
+			listID = prev.ListID
 		}
 	}
 	if listID == "" {
@@ -142,21 +142,28 @@ func createParagraphBullets(d *document, r *docs.CreateParagraphBulletsRequest) 
 			s.splice(start, start+tabs, nil)
 			end -= tabs
 		}
-		s.items[end].ps.ListID = listID
-		s.items[end].ps.Nesting = int64(min(tabs, maxNesting))
+		s.items[end].ps = withPara(s.items[end].ps, func(ps *paraStyle) {
+			ps.ListID, ps.Nesting = listID, int64(min(tabs, maxNesting))
+		})
 	}
 	return nil
 }
 
 // deleteParagraphBullets removes the paragraphs the range overlaps from
-// their lists.
+// their lists; the start indent of their level is kept on the paragraph,
+// so that the nesting stays visible.
 func deleteParagraphBullets(d *document, r *docs.DeleteParagraphBulletsRequest) error {
 	_, s, a, b, err := resolveTabRange(d, r.Range)
 	if err != nil {
 		return err
 	}
 	for _, end := range paragraphEnds(s, a, b) {
-		s.items[end].ps.ListID, s.items[end].ps.Nesting = "", 0
+		s.items[end].ps = withPara(s.items[end].ps, func(ps *paraStyle) {
+			if ps.ListID != "" {
+				ps.IndentStartPt, ps.IndentFirstLinePt = float64(36+36*ps.Nesting), float64(36+36*ps.Nesting)
+			}
+			ps.ListID, ps.Nesting = "", 0
+		})
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func insertElement(d *document, loc *docs.Location, end *docs.EndOfSegmentLocati
 	if st := s.paragraphStart(i); i > st {
 		it.ts = s.items[i-1].ts
 	}
-	it.ts.LinkURL = ""
+	it.ts = unlinked(it.ts)
 	s.splice(i, i, []item{it})
 	return s, i, nil
 }
@@ -395,7 +395,7 @@ func insertSectionBreak(d *document, r *docs.InsertSectionBreakRequest) error {
 	for _, k := range []string{"defaultHeaderId", "defaultFooterId", "firstPageHeaderId", "firstPageFooterId", "evenPageHeaderId", "evenPageFooterId"} {
 		p = p.with(k, nil)
 	}
-	ps := s.items[s.paragraphEnd(i)].ps
+	ps := s.items[s.paragraphEnd(i)].para()
 	s.splice(i, i, []item{newline(ps), {k: kSectionBreak, x: &attrs{p: p}}})
 	return nil
 }

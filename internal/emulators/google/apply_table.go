@@ -88,6 +88,23 @@ func (t *tableModel) cols() int {
 	return len(t.rows[0].cells)
 }
 
+// replaceTable puts the edited table back over [start, end): only the span
+// that differs is spliced, so that named ranges elsewhere in the table keep
+// their place (an inserted row shifts them, a restyled cell leaves them).
+func (s *segment) replaceTable(start, end int, t *tableModel) {
+	repl := t.build()
+	old := s.items[start:end]
+	p := 0
+	for p < len(old) && p < len(repl) && old[p] == repl[p] {
+		p++
+	}
+	q := 0
+	for q < len(old)-p && q < len(repl)-p && old[len(old)-1-q] == repl[len(repl)-1-q] {
+		q++
+	}
+	s.splice(start+p, end-q, repl[p:len(repl)-q])
+}
+
 // findTable resolves a tableStartLocation.
 func findTable(d *document, loc *docs.Location) (*segment, int, *tableModel, int, error) {
 	if loc == nil {
@@ -153,7 +170,7 @@ func insertTableRow(d *document, r *docs.InsertTableRowRequest) error {
 	hs := shiftHeads(t.heads(), true, at, 1)
 	t.rows = slices.Insert(t.rows, at, nr)
 	t.setSpans(hs)
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -179,7 +196,7 @@ func insertTableColumn(d *document, r *docs.InsertTableColumnRequest) error {
 			t.x = &attrs{p: t.x.p.with("columns", slices.Insert(slices.Clone(cols), at, props{}))}
 		}
 	}
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -197,7 +214,7 @@ func deleteTableRow(d *document, r *docs.DeleteTableRowRequest) error {
 	hs := shiftHeads(t.heads(), true, ri, -1)
 	t.rows = slices.Delete(t.rows, ri, ri+1)
 	t.setSpans(hs)
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -222,7 +239,7 @@ func deleteTableColumn(d *document, r *docs.DeleteTableColumnRequest) error {
 			t.x = &attrs{p: t.x.p.with("columns", slices.Delete(slices.Clone(cols), ci, ci+1))}
 		}
 	}
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -292,7 +309,7 @@ func updateTableCellStyle(d *document, r *docs.UpdateTableCellStyleRequest) erro
 			c.x = &attrs{p: np}
 		}
 	}
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -325,7 +342,7 @@ func updateTableRowStyle(d *document, r *docs.UpdateTableRowStyleRequest) error 
 		}
 		t.rows[ri].x = &attrs{p: np}
 	}
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -373,7 +390,7 @@ func updateTableColumnProperties(d *document, r *docs.UpdateTableColumnPropertie
 		cols[ci] = np
 	}
 	t.x = &attrs{p: tp.with("columns", cols)}
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -399,7 +416,7 @@ func pinTableHeaderRows(d *document, r *docs.PinTableHeaderRowsRequest) error {
 		}
 		t.rows[k].x = &attrs{p: old.with("tableHeader", v)}
 	}
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -481,7 +498,7 @@ func mergeTableCells(d *document, r *docs.MergeTableCellsRequest) error {
 		old = head.x.p
 	}
 	head.x = &attrs{p: old.with("rowSpan", r1-r0).with("columnSpan", c1-c0)}
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 
@@ -516,7 +533,7 @@ func unmergeTableCells(d *document, r *docs.UnmergeTableCellsRequest) error {
 			}
 		}
 	}
-	s.splice(start, end, t.build())
+	s.replaceTable(start, end, t)
 	return nil
 }
 

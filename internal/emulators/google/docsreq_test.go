@@ -111,8 +111,8 @@ func TestDocsBullets(t *testing.T) {
 		&docs.Request{DeleteParagraphBullets: &docs.DeleteParagraphBulletsRequest{Range: rng(3, 4)}},
 		&docs.Request{CreateParagraphBullets: &docs.CreateParagraphBulletsRequest{Range: rng(14, 15), BulletPreset: "BULLET_DISC_CIRCLE_SQUARE"}})
 	d = get(t, svc, id)
-	if d.Body.Content[2].Paragraph.Bullet != nil {
-		t.Fatal("bullet not deleted")
+	if p := d.Body.Content[2].Paragraph; p.Bullet != nil || p.ParagraphStyle.IndentStart == nil || p.ParagraphStyle.IndentStart.Magnitude != 72 {
+		t.Fatalf("bullet not deleted or its level's indent lost: %+v", p.ParagraphStyle)
 	}
 	last := d.Body.Content[6].Paragraph.Bullet
 	if last == nil || last.ListId == list || d.Lists[last.ListId].ListProperties.NestingLevels[0].GlyphSymbol != "●" {
@@ -496,5 +496,26 @@ func TestDocsMergedCellsFollowRowAndColumnChanges(t *testing.T) {
 	mustBatch(t, svc, id, &docs.Request{DeleteTableRow: &docs.DeleteTableRowRequest{TableCellLocation: cellLoc(2, 0, 1)}})
 	if got := spans(); got != "11 11 | 11 11 | 11 11 | " {
 		t.Fatalf("head row deleted: %s", got)
+	}
+}
+
+// A named range inside a table keeps its text when the table gets a new row
+// or column elsewhere.
+func TestDocsNamedRangeInTableFollowsTableEdits(t *testing.T) {
+	svc, id := docFixture(t)
+	// #\n [ | / \n / \n | / \n / \n ] \n : cell (1,1) content at 12.
+	mustBatch(t, svc, id,
+		&docs.Request{InsertTable: &docs.InsertTableRequest{Location: &docs.Location{Index: 1}, Rows: 2, Columns: 2}},
+		&docs.Request{InsertText: &docs.InsertTextRequest{Location: &docs.Location{Index: 12}, Text: "keep"}},
+		&docs.Request{CreateNamedRange: &docs.CreateNamedRangeRequest{Name: "k", Range: rng(12, 16)}},
+		&docs.Request{InsertTableRow: &docs.InsertTableRowRequest{TableCellLocation: cellLoc(2, 0, 0)}},
+		&docs.Request{InsertTableColumn: &docs.InsertTableColumnRequest{TableCellLocation: cellLoc(2, 0, 0)}},
+		&docs.Request{UpdateTableCellStyle: &docs.UpdateTableCellStyleRequest{TableStartLocation: &docs.Location{Index: 2},
+			TableCellStyle: &docs.TableCellStyle{ContentAlignment: "BOTTOM"}, Fields: "contentAlignment"}})
+	d := get(t, svc, id)
+	r := d.NamedRanges["k"].NamedRanges[0].Ranges[0]
+	cell := d.Body.Content[2].Table.TableRows[2].TableCells[2]
+	if r.StartIndex != cell.StartIndex+1 || r.EndIndex != r.StartIndex+4 || cell.Content[0].Paragraph.Elements[0].TextRun.Content != "keep\n" {
+		t.Fatalf("range %d-%d, cell %d %+v", r.StartIndex, r.EndIndex, cell.StartIndex, cell.Content[0].Paragraph.Elements[0].TextRun)
 	}
 }

@@ -1,6 +1,7 @@
 package google
 
 import (
+	"slices"
 	"unicode/utf16"
 )
 
@@ -75,15 +76,71 @@ type paraStyle struct {
 	Alignment      string
 	ListID         string // "" when not a list item
 	Nesting        int64
+	// IndentStartPt / IndentFirstLinePt: 0 is unset (a list item shows its
+	// level's indents).
+	IndentStartPt, IndentFirstLinePt float64
 }
 
-// item is one index of a segment.
+// item is one index of a segment. Its text and paragraph styles are
+// shared, immutable values (an edit stores a new pointer, never writes
+// through one), which keeps an item small: a batch copies the document.
 type item struct {
 	k  kind
-	u  uint16 // the code unit, for kChar
-	ts textStyle
-	ps paraStyle // for '\n'
-	x  *attrs    // for markers and non-text elements; copied on clone
+	u  uint16     // the code unit, for kChar
+	ts *textStyle // nil: the default style
+	ps *paraStyle // for '\n'
+	x  *attrs     // for markers and non-text elements; copied on clone
+}
+
+// style answers the item's text style.
+func (it item) style() textStyle {
+	if it.ts == nil {
+		return textStyle{}
+	}
+	return *it.ts
+}
+
+// para answers the paragraph style of a '\n'.
+func (it item) para() paraStyle {
+	if it.ps == nil {
+		return paraStyle{NamedStyleType: "NORMAL_TEXT"}
+	}
+	return *it.ps
+}
+
+// withPara answers ps changed by fn, as a new value.
+func withPara(ps *paraStyle, fn func(*paraStyle)) *paraStyle {
+	c := paraStyle{NamedStyleType: "NORMAL_TEXT"}
+	if ps != nil {
+		c = *ps
+	}
+	fn(&c)
+	return &c
+}
+
+// sameStyle compares two text styles by value.
+func sameStyle(a, b *textStyle) bool {
+	if a == b {
+		return true
+	}
+	var x, y textStyle
+	if a != nil {
+		x = *a
+	}
+	if b != nil {
+		y = *b
+	}
+	return x == y
+}
+
+// unlinked answers ts without its link (inserted text does not extend a link).
+func unlinked(ts *textStyle) *textStyle {
+	if ts == nil || ts.LinkURL == "" {
+		return ts
+	}
+	c := *ts
+	c.LinkURL = ""
+	return &c
 }
 
 func (it item) isNewline() bool { return it.k == kChar && it.u == '\n' }
@@ -108,8 +165,7 @@ type namedRange struct {
 // to its start, an insertion strictly inside a range extends it; a range
 // left empty disappears.
 func (s *segment) splice(a, b int, ins []item) {
-	tail := append([]item(nil), s.items[b:]...)
-	s.items = append(append(s.items[:a], ins...), tail...)
+	s.items = slices.Replace(s.items, a, b, ins...)
 	n := len(ins)
 	d := n - (b - a)
 	move := func(x int, isEnd bool) int {
@@ -149,7 +205,7 @@ func newSideSegment() *segment {
 	return &segment{items: []item{newline(paraStyle{NamedStyleType: "NORMAL_TEXT"})}}
 }
 
-func newline(ps paraStyle) item { return item{k: kChar, u: '\n', ps: ps} }
+func newline(ps paraStyle) item { return item{k: kChar, u: '\n', ps: &ps} }
 
 func (s *segment) clone() *segment {
 	c := &segment{items: append([]item(nil), s.items...), ranges: append([]namedRange(nil), s.ranges...)}

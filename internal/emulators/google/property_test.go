@@ -271,3 +271,43 @@ func TestPropertyRandomBatches(t *testing.T) {
 	}
 	t.Logf("accepted: %v", kinds)
 }
+
+// FuzzApplyBatch feeds arbitrary request JSON to a sample document: the
+// emulator never panics (a panic would be a 500), an accepted batch keeps
+// the property, a refused one leaves the document unchanged.
+func FuzzApplyBatch(f *testing.F) {
+	for _, seed := range []string{
+		`[{"insertText":{"location":{"index":5},"text":"x\n\ty"}}]`,
+		`[{"createParagraphBullets":{"range":{"startIndex":1,"endIndex":60},"bulletPreset":"BULLET_CHECKBOX"}}]`,
+		`[{"deleteTableRow":{"tableCellLocation":{"tableStartLocation":{"index":355},"rowIndex":1}}}]`,
+		`[{"mergeTableCells":{"tableRange":{"tableCellLocation":{"tableStartLocation":{"index":355}},"rowSpan":2,"columnSpan":3}}}]`,
+		`[{"deleteContentRange":{"range":{"startIndex":90,"endIndex":360}}}]`,
+		`[{"createFootnote":{"endOfSegmentLocation":{}}},{"insertSectionBreak":{"location":{"index":20},"sectionType":"CONTINUOUS"}}]`,
+		`[{"addDocumentTab":{"tabProperties":{"title":"x","parentTabId":"t.0"}}},{"deleteTab":{"tabId":"t.0"}}]`,
+		`[{"replaceNamedRangeContent":{"namedRangeName":"n","text":"y"}},{"createNamedRange":{"name":"n","range":{"startIndex":3,"endIndex":9}}}]`,
+		`[{"updateTableCellStyle":{"tableStartLocation":{"index":355},"tableCellStyle":{"paddingTop":{"magnitude":3,"unit":"PT"}},"fields":"*"}}]`,
+	} {
+		f.Add(seed)
+	}
+	base := samplePlan()
+	f.Fuzz(func(t *testing.T, raw string) {
+		var reqs []*docs.Request
+		if json.Unmarshal([]byte(raw), &reqs) != nil || len(reqs) == 0 || len(reqs) > 20 {
+			return
+		}
+		before := fingerprint(base)
+		nd, replies, err := applyBatch(base, reqs)
+		if fingerprint(base) != before {
+			t.Fatal("the batch changed the original document")
+		}
+		if err != nil {
+			return
+		}
+		if len(replies) != len(reqs) {
+			t.Fatalf("%d replies for %d requests", len(replies), len(reqs))
+		}
+		if err := checkDocument(nd); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -115,7 +115,7 @@ func (r *renderer) content(it []item, i int, inCell bool) ([]*docs.StructuralEle
 // element answers the paragraph element of the non-text item at i.
 func (r *renderer) element(it item, i int) *docs.ParagraphElement {
 	pe := &docs.ParagraphElement{StartIndex: int64(i), EndIndex: int64(i + 1)}
-	ts := toDocsTextStyle(it.ts)
+	ts := toDocsTextStyle(it.style())
 	switch it.k {
 	case kPageBreak:
 		pe.PageBreak = &docs.PageBreak{TextStyle: ts}
@@ -152,7 +152,7 @@ func (r *renderer) paragraph(it []item, i int) (*docs.StructuralElement, int) {
 			break
 		}
 		var units []uint16
-		for j < len(it) && it[j].k == kChar && it[j].ts == it[i].ts {
+		for j < len(it) && it[j].k == kChar && sameStyle(it[j].ts, it[i].ts) {
 			units = append(units, it[j].u)
 			j++
 			if it[j-1].u == '\n' {
@@ -160,19 +160,25 @@ func (r *renderer) paragraph(it []item, i int) (*docs.StructuralElement, int) {
 			}
 		}
 		p.Elements = append(p.Elements, &docs.ParagraphElement{StartIndex: int64(i), EndIndex: int64(j),
-			TextRun: &docs.TextRun{Content: string(utf16.Decode(units)), TextStyle: toDocsTextStyle(it[i].ts)}})
+			TextRun: &docs.TextRun{Content: string(utf16.Decode(units)), TextStyle: toDocsTextStyle(it[i].style())}})
 		i = j
 		if it[j-1].u == '\n' {
 			break
 		}
 	}
-	ps := it[i-1].ps
+	ps := it[i-1].para()
 	p.ParagraphStyle = &docs.ParagraphStyle{NamedStyleType: ps.NamedStyleType, Alignment: ps.Alignment, Direction: "LEFT_TO_RIGHT"}
 	if p.ParagraphStyle.NamedStyleType == "" {
 		p.ParagraphStyle.NamedStyleType = "NORMAL_TEXT"
 	}
 	if strings.HasPrefix(ps.NamedStyleType, "HEADING_") || ps.NamedStyleType == "TITLE" || ps.NamedStyleType == "SUBTITLE" {
 		p.ParagraphStyle.HeadingId = "h." + strconv.Itoa(start)
+	}
+	if ps.IndentStartPt != 0 {
+		p.ParagraphStyle.IndentStart = &docs.Dimension{Magnitude: ps.IndentStartPt, Unit: "PT"}
+	}
+	if ps.IndentFirstLinePt != 0 {
+		p.ParagraphStyle.IndentFirstLine = &docs.Dimension{Magnitude: ps.IndentFirstLinePt, Unit: "PT"}
 	}
 	if ps.ListID != "" {
 		p.Bullet = &docs.Bullet{ListId: ps.ListID, NestingLevel: ps.Nesting, TextStyle: &docs.TextStyle{}}

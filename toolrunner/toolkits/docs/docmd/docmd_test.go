@@ -36,6 +36,7 @@ func TestRenderGolden(t *testing.T) {
 		{"tabs", "tabs.docmd", Options{}},
 		{"tabs", "tabs_child.docmd", Options{TabID: "t.child"}},
 		{"lists", "lists.docmd", Options{}},
+		{"emulator", "emulator.docmd", Options{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -397,4 +398,37 @@ func TestListKinds(t *testing.T) {
 	if n != 18 {
 		t.Fatalf("%d list items, want 18", n)
 	}
+}
+
+// TestEmulatorElements: emulator.json is a documents.get answer of the Google
+// emulator holding every element kind its requests create (person and date
+// chips, an inline image, a footnote, a table with a pinned header row and a
+// 2x2 merge, a second section, a header, a child tab).
+func TestEmulatorElements(t *testing.T) {
+	d := loadDoc(t, "emulator")
+	out, err := Render(d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"{PERSON ", "{DATE ", "{INLINE_IMAGE ", "{FOOTNOTE_REF ", " row=0 header=true]",
+		" row=1 col=0 rowspan=2 colspan=2]", " row=1 col=1 merged=true]", " row=2 col=0 merged=true]", " row=2 col=1 merged=true]",
+		"@segment header", "@segment footnote", "parent=t.0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, " row=2 col=2 merged") {
+		t.Error("a cell outside the merge is marked merged")
+	}
+	p := mustParse(t, d)
+	sections := 0
+	for _, b := range p.Sections[0].Segments[0].Blocks {
+		if b.Type == "SECTION_BREAK" {
+			sections++
+		}
+	}
+	if sections != 2 {
+		t.Errorf("%d section breaks, want 2", sections)
+	}
+	checkSegment(t, "body", p.Sections[0].Segments[0], d.Tabs[0].DocumentTab.Body.Content)
 }

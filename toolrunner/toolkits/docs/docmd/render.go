@@ -242,22 +242,72 @@ func (r *renderer) table(se *docs.StructuralElement) {
 	key := tableKey(t)
 	r.annotation(r.id('t', "TABLE", key), ts, se.EndIndex, "TABLE",
 		" rows="+strconv.FormatInt(t.Rows, 10)+" cols="+strconv.FormatInt(t.Columns, 10), "")
+	covered := coveredCells(t)
 	for ri, row := range t.TableRows {
 		if row == nil {
 			continue
 		}
 		rs := strconv.Itoa(ri)
-		r.annotation(r.id('r', "ROW", rowKey(row)), row.StartIndex, row.EndIndex, "ROW", " table="+tstr+" row="+rs, "")
+		rattrs := " table=" + tstr + " row=" + rs
+		if row.TableRowStyle != nil && row.TableRowStyle.TableHeader {
+			rattrs += " header=true"
+		}
+		r.annotation(r.id('r', "ROW", rowKey(row)), row.StartIndex, row.EndIndex, "ROW", rattrs, "")
 		for ci, cell := range row.TableCells {
 			if cell == nil {
 				continue
 			}
 			cs := strconv.Itoa(ci)
 			r.annotation(r.id('c', "CELL", cs+"\x00"+cellKey(cell)), cell.StartIndex+1, cell.EndIndex, "CELL",
-				" table="+tstr+" row="+rs+" col="+cs, "")
+				" table="+tstr+" row="+rs+" col="+cs+spanAttrs(cell.TableCellStyle, covered[[2]int{ri, ci}]), "")
 			r.elements(cell.Content)
 		}
 	}
+}
+
+// coveredCells answers the cells a merged head cell covers (the head
+// excluded), from the heads' own spans.
+func coveredCells(t *docs.Table) map[[2]int]bool {
+	var m map[[2]int]bool
+	for ri, row := range t.TableRows {
+		if row == nil {
+			continue
+		}
+		for ci, cell := range row.TableCells {
+			if cell == nil || cell.TableCellStyle == nil {
+				continue
+			}
+			st := cell.TableCellStyle
+			if st.RowSpan <= 1 && st.ColumnSpan <= 1 {
+				continue
+			}
+			if m == nil {
+				m = map[[2]int]bool{}
+			}
+			for r := ri; r < ri+int(max(st.RowSpan, 1)); r++ {
+				for c := ci; c < ci+int(max(st.ColumnSpan, 1)); c++ {
+					if r != ri || c != ci {
+						m[[2]int{r, c}] = true
+					}
+				}
+			}
+		}
+	}
+	return m
+}
+
+// spanAttrs describes a merged cell: the head carries its spans, a cell it
+// covers is marked merged.
+func spanAttrs(st *docs.TableCellStyle, covered bool) string {
+	switch {
+	case covered:
+		return " merged=true"
+	case st == nil:
+		return ""
+	case st.RowSpan > 1 || st.ColumnSpan > 1:
+		return " rowspan=" + strconv.FormatInt(st.RowSpan, 10) + " colspan=" + strconv.FormatInt(st.ColumnSpan, 10)
+	}
+	return ""
 }
 
 func tableKey(t *docs.Table) string {
