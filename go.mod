@@ -18,6 +18,7 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/valyala/fasthttp v1.51.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1
+	github.com/yuin/goldmark v1.8.7
 	go.mongodb.org/mongo-driver v1.17.3
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.61.0
