@@ -162,8 +162,8 @@ func TestExport(t *testing.T) {
 		},
 		{
 			name: "a heading keeps its hashes and a soft break at the end is dropped",
-			d: doc(nil, para("HEADING_2", nil, text("C# #", nil)), para("NORMAL_TEXT", nil, text("back\\\vslash\v", nil))),
-			md: []string{"## C\\# \\#\n\nback\\\\<br>\nslash\n"},
+			d:    doc(nil, para("HEADING_2", nil, text("C# #", nil)), para("NORMAL_TEXT", nil, text("back\\\vslash\v", nil))),
+			md:   []string{"## C\\# \\#\n\nback\\\\<br>\nslash\n"},
 		},
 		{
 			name: "numbered and bullet lists nest and keep the document's numbering",
