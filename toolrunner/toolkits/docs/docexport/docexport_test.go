@@ -503,3 +503,29 @@ func TestMarkdownProperty(t *testing.T) {
 		})
 	}
 }
+
+// bigDoc is the kitchen-sink body repeated n times (~3,000 blocks for n=100).
+func bigDoc(b *testing.B, n int) *docs.Document {
+	d := loadDoc(b, "../docmd/testdata/kitchen_sink.json")
+	body := d.Body.Content
+	for range n - 1 {
+		d.Body.Content = append(d.Body.Content, body[1:]...)
+	}
+	return d
+}
+
+func BenchmarkMarkdown(b *testing.B) {
+	d := bigDoc(b, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Markdown(d)
+	}
+}
+
+func BenchmarkHTML(b *testing.B) {
+	d := bigDoc(b, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = HTML(d)
+	}
+}
