@@ -314,3 +314,44 @@ func TestPickerRoutesMatchOpenAPI(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPickerState: a picker state from the path (outside input) never
+// panics and never opens unless this platform sealed it as a picker state:
+// no other sealed value (an OAuth state, a connection) and no alteration of
+// a real one passes.
+func FuzzPickerState(f *testing.F) {
+	key := make([]byte, 32)
+	sealer, err := NewSealer(key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := &Service{sealer: sealer, now: func() time.Time { return now }}
+	st := pickerState{Nonce: "n", Org: uuid.MustParse("0b7e1c7e-8f53-4c3b-9a57-5b0f5e3e9f01"),
+		Project: uuid.MustParse("6a1f2d9c-0f6e-4f0e-8d44-2f7e1b9c3a02"), User: "bob", Provider: "corp", ExpiresAt: now.Add(time.Minute)}
+	b, _ := json.Marshal(st)
+	good, _ := sealer.Seal(pickerStateKey, b)
+	forged := st
+	forged.User = "mallory"
+	fb, _ := json.Marshal(forged)
+	other, _ := sealer.Seal("oauth-state", fb) // an OAuth state's key: must not open as a picker state
+	valid := base64.RawURLEncoding.EncodeToString(good)
+	if got, err := s.openPickerState(valid, now); err != nil || got != st {
+		f.Fatalf("the sealed state does not open: %v", err)
+	}
+	f.Add(valid)
+	f.Add(base64.RawURLEncoding.EncodeToString(other))
+	f.Add("")
+	f.Add("AAAA")
+	f.Add(strings.Repeat("A", 3000))
+	f.Fuzz(func(t *testing.T, state string) {
+		// Only a value sealed with the key as a picker state opens (in
+		// fuzzing, a seed above): never another state, never an altered one.
+		if got, err := s.openPickerState(state, now); err == nil && got != st {
+			t.Fatalf("%q opened as %+v", state, got)
+		}
+		if _, err := s.openPickerState(state, now.Add(time.Hour)); err == nil {
+			t.Fatalf("%q opened after its expiry", state)
+		}
+	})
+}

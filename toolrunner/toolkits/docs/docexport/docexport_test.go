@@ -1,6 +1,7 @@
 package docexport
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"golang.org/x/net/html"
 	docs "google.golang.org/api/docs/v1"
 )
@@ -137,8 +141,29 @@ func TestExport(t *testing.T) {
 			d: doc(nil, para("NORMAL_TEXT", nil, text("a", nil), text(" bold ", &docs.TextStyle{Bold: true}),
 				text("both", &docs.TextStyle{Bold: true, Italic: true}), text(" c", nil),
 				text("gone", &docs.TextStyle{Strikethrough: true}))),
-			md:   []string{"a **bold *both*** c~~gone~~"},
+			// "both" ends the bold span with an inner delimiter: tags, which parse whatever follows.
+			md:   []string{"a <strong>bold *both*</strong> c~~gone~~"},
 			html: []string{"a<strong> bold </strong><strong><em>both</em></strong> c<s>gone</s>"},
+		},
+		{
+			name: "emphasis next to punctuation or emoji uses tags",
+			d: doc(nil, para("NORMAL_TEXT", nil, text("x", nil), text("(a)", &docs.TextStyle{Bold: true}), text("y ", nil),
+				text("😀", &docs.TextStyle{Italic: true}), text(" plain ", nil), text("word", &docs.TextStyle{Italic: true}), text("s", nil))),
+			md:   []string{"x<strong>(a)</strong>y <em>😀</em> plain *word*s"},
+			html: []string{"x<strong>(a)</strong>y <em>😀</em> plain <em>word</em>s"},
+		},
+		{
+			name: "a numbered list starting past 1 after a list item gets a blank line",
+			d: doc(numbered,
+				para("NORMAL_TEXT", &docs.Bullet{ListId: "n"}, text("one", nil)),
+				para("NORMAL_TEXT", &docs.Bullet{ListId: "b"}, text("dot", nil)),
+				para("NORMAL_TEXT", &docs.Bullet{ListId: "n"}, text("two", nil))),
+			md: []string{"1. one\n- dot\n\n2. two\n"},
+		},
+		{
+			name: "a heading keeps its hashes and a soft break at the end is dropped",
+			d:    doc(nil, para("HEADING_2", nil, text("C# #", nil)), para("NORMAL_TEXT", nil, text("back\\\vslash\v", nil))),
+			md:   []string{"## C\\# \\#\n\nback\\\\<br>\nslash\n"},
 		},
 		{
 			name: "numbered and bullet lists nest and keep the document's numbering",
@@ -275,30 +300,6 @@ func checkHTML(t *testing.T, out string) {
 	}
 }
 
-// htmlText is the text of the body as html.Parse sees it, without whitespace.
-func htmlText(t *testing.T, out string) string {
-	t.Helper()
-	root, err := html.Parse(strings.NewReader(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	var walk func(n *html.Node, inBody bool)
-	walk = func(n *html.Node, inBody bool) {
-		if n.Type == html.ElementNode && n.Data == "body" {
-			inBody = true
-		}
-		if n.Type == html.TextNode && inBody {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c, inBody)
-		}
-	}
-	walk(root, false)
-	return stripSpace(b.String())
-}
-
 func stripSpace(s string) string {
 	return strings.Map(func(r rune) rune {
 		if unicode.IsSpace(r) {
@@ -308,80 +309,223 @@ func stripSpace(s string) string {
 	}, s)
 }
 
-// TestHTMLProperty exports random documents whose text is full of markup characters, emoji and
-// CJK, with random styles, links (some unsafe), lists and tables: the HTML tokenizes into balanced,
-// known elements with safe links, and html.Parse gives back exactly the document's text.
-func TestHTMLProperty(t *testing.T) {
-	alphabet := []string{"a", "b", " ", "<", ">", "&", `"`, "'", "*", "_", "#", "[", "]", "|", "\\", "`",
-		"😀", "表", "\v", "1.", "-", "</p>", "<script>", "&amp;", "javascript:"}
-	urls := []string{"https://e.com/x?a=1&b=<2>", "javascript:alert(1)", "mailto:a@b.c", "data:text/html,<b>", "#heading=h.1"}
+// genDoc is a random document whose text is full of markup characters, emoji and CJK, with random
+// styles, links (some unsafe), headings, nested lists and tables, and what its export must show: the
+// visible text and the text of its bold, italic and struck runs, in document order, without blanks.
+type genDoc struct {
+	d                          *docs.Document
+	text, bold, italic, strike string
+	italicMD                   string // Markdown shows SUBTITLE as emphasis
+}
+
+func randomDoc(seed uint64) genDoc {
+	alphabet := []string{"a", "b", " ", "<", ">", "&", `"`, "'", "*", "_", "#", "[", "]", "|", "\\", "`", "~", "!",
+		"😀", "表", "\v", "1.", "-", "+", "=", "</p>", "<script>", "&amp;", "javascript:", "  ", "(", ")"}
+	urls := []string{"https://e.com/x?a=1&b=<2>", "javascript:alert(1)", "mailto:a@b.c", "data:text/html,<b>", "#heading=h.1",
+		"https://e.com/(x) y"}
 	lists := map[string]docs.List{
 		"n": {ListProperties: &docs.ListProperties{NestingLevels: []*docs.NestingLevel{{GlyphType: "DECIMAL"}, {GlyphType: "ROMAN"}, {GlyphType: "ALPHA"}}}},
 		"b": {ListProperties: &docs.ListProperties{NestingLevels: []*docs.NestingLevel{{GlyphSymbol: "●"}, {GlyphSymbol: "○"}, {GlyphSymbol: "■"}}}},
 	}
-	for seed := range uint64(300) {
-		r := rand.New(rand.NewPCG(seed, 11))
-		var want strings.Builder
-		randText := func() string {
-			var b strings.Builder
-			for range 1 + r.IntN(8) {
-				b.WriteString(alphabet[r.IntN(len(alphabet))])
-			}
-			return b.String()
+	r := rand.New(rand.NewPCG(seed, 11))
+	var wantText, bold, italic, italicMD, strike strings.Builder
+	randText := func() string {
+		var b strings.Builder
+		for range 1 + r.IntN(8) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
 		}
-		randPara := func() *docs.StructuralElement {
-			var els []*docs.ParagraphElement
-			var txt strings.Builder
-			for range 1 + r.IntN(4) {
-				s := randText()
-				ts := &docs.TextStyle{Bold: r.IntN(3) == 0, Italic: r.IntN(3) == 0, Strikethrough: r.IntN(5) == 0,
-					Underline: r.IntN(5) == 0}
-				if r.IntN(4) == 0 {
-					ts.Link = &docs.Link{Url: urls[r.IntN(len(urls))]}
-				}
-				els = append(els, text(s, ts))
-				txt.WriteString(s)
+		return b.String()
+	}
+	randPara := func(inTable bool) *docs.StructuralElement {
+		var els []*docs.ParagraphElement
+		var txt, bo, it, itMD, st strings.Builder
+		named := []string{"NORMAL_TEXT", "NORMAL_TEXT", "TITLE", "SUBTITLE", "HEADING_2", "HEADING_6"}[r.IntN(6)]
+		for range 1 + r.IntN(4) {
+			s := randText()
+			ts := &docs.TextStyle{Bold: r.IntN(3) == 0, Italic: r.IntN(3) == 0, Strikethrough: r.IntN(5) == 0,
+				Underline: r.IntN(5) == 0}
+			if r.IntN(4) == 0 {
+				ts.Link = &docs.Link{Url: urls[r.IntN(len(urls))]}
 			}
-			named := []string{"NORMAL_TEXT", "TITLE", "SUBTITLE", "HEADING_2", "HEADING_6"}[r.IntN(5)]
-			var bullet *docs.Bullet
-			if r.IntN(3) == 0 {
-				bullet = &docs.Bullet{ListId: []string{"n", "b"}[r.IntN(2)], NestingLevel: int64(r.IntN(3))}
+			els = append(els, text(s, ts))
+			txt.WriteString(s)
+			if ts.Bold {
+				bo.WriteString(s)
 			}
-			// A paragraph of blanks only is dropped by design.
-			if strings.TrimSpace(strings.ReplaceAll(txt.String(), "\v", "")) != "" {
-				want.WriteString(txt.String())
+			if ts.Italic {
+				it.WriteString(s)
 			}
-			return para(named, bullet, els...)
+			if ts.Italic || named == "SUBTITLE" {
+				itMD.WriteString(s)
+			}
+			if ts.Strikethrough {
+				st.WriteString(s)
+			}
 		}
-		var content []*docs.StructuralElement
-		for range 1 + r.IntN(12) {
-			if r.IntN(6) == 0 {
-				tbl := &docs.Table{}
+		var bullet *docs.Bullet
+		if !inTable && r.IntN(3) == 0 {
+			bullet = &docs.Bullet{ListId: []string{"n", "b"}[r.IntN(2)], NestingLevel: int64(r.IntN(3))}
+		}
+		// A paragraph of blanks only is dropped by design.
+		if strings.TrimSpace(strings.ReplaceAll(txt.String(), "\v", "")) != "" {
+			wantText.WriteString(txt.String())
+			bold.WriteString(bo.String())
+			italic.WriteString(it.String())
+			italicMD.WriteString(itMD.String())
+			strike.WriteString(st.String())
+		}
+		return para(named, bullet, els...)
+	}
+	var content []*docs.StructuralElement
+	for range 1 + r.IntN(12) {
+		if r.IntN(6) == 0 {
+			tbl := &docs.Table{}
+			for range 1 + r.IntN(3) {
+				row := &docs.TableRow{}
 				for range 1 + r.IntN(3) {
-					row := &docs.TableRow{}
-					for range 1 + r.IntN(3) {
-						row.TableCells = append(row.TableCells, &docs.TableCell{Content: []*docs.StructuralElement{randPara()}})
-					}
-					tbl.TableRows = append(tbl.TableRows, row)
+					row.TableCells = append(row.TableCells, &docs.TableCell{Content: []*docs.StructuralElement{randPara(true)}})
 				}
-				content = append(content, &docs.StructuralElement{Table: tbl})
-				continue
+				tbl.TableRows = append(tbl.TableRows, row)
 			}
-			content = append(content, randPara())
+			content = append(content, &docs.StructuralElement{Table: tbl})
+			continue
 		}
-		d := doc(lists, content...)
-		out := HTML(d)
+		content = append(content, randPara(false))
+	}
+	clean := func(b *strings.Builder) string { return stripSpace(strings.ReplaceAll(b.String(), "\v", "")) }
+	return genDoc{d: doc(lists, content...), text: clean(&wantText), bold: clean(&bold), italic: clean(&italic), italicMD: clean(&italicMD), strike: clean(&strike)}
+}
+
+// textOf is the text of the parsed HTML's body, without blanks, and the text under each element name.
+func textOf(t *testing.T, out string) (string, map[string]string) {
+	t.Helper()
+	root, err := html.Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	under := map[string]*strings.Builder{}
+	var walk func(n *html.Node, inBody bool, open []string)
+	walk = func(n *html.Node, inBody bool, open []string) {
+		if n.Type == html.ElementNode {
+			if n.Data == "body" {
+				inBody = true
+			}
+			open = append(open, n.Data)
+		}
+		if n.Type == html.TextNode && inBody {
+			all.WriteString(n.Data)
+			seen := map[string]bool{}
+			for _, name := range open {
+				if !seen[name] {
+					seen[name] = true
+					if under[name] == nil {
+						under[name] = &strings.Builder{}
+					}
+					under[name].WriteString(n.Data)
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, inBody, open)
+		}
+	}
+	walk(root, false, nil)
+	m := map[string]string{}
+	for k, v := range under {
+		m[k] = stripSpace(v.String())
+	}
+	return stripSpace(all.String()), m
+}
+
+// TestHTMLProperty exports random documents: the HTML tokenizes into balanced, known elements with
+// safe links, and html.Parse gives back exactly the document's text, with the bold, italic and
+// struck text under <strong>, <em> and <s>.
+func TestHTMLProperty(t *testing.T) {
+	for seed := range uint64(300) {
+		g := randomDoc(seed)
+		out := HTML(g.d)
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			checkHTML(t, out)
-			if got, w := htmlText(t, out), stripSpace(strings.ReplaceAll(want.String(), "\v", "")); got != w {
-				t.Fatalf("text differs:\n got %q\nwant %q\n%s", got, w, out)
-			}
-			md := Markdown(d)
-			for _, bad := range []string{"](javascript", "](data:", "<script"} {
-				if strings.Contains(strings.ReplaceAll(md, `\<`, ""), bad) {
-					t.Fatalf("markdown holds %q:\n%s", bad, md)
+			got, under := textOf(t, out)
+			for _, c := range []struct{ name, got, want string }{
+				{"text", got, g.text}, {"<strong>", under["strong"], g.bold}, {"<em>", under["em"], g.italic}, {"<s>", under["s"], g.strike},
+			} {
+				if c.got != c.want {
+					t.Fatalf("%s differs:\n got %q\nwant %q\n%s", c.name, c.got, c.want, out)
 				}
 			}
 		})
+	}
+}
+
+// TestMarkdownProperty renders the Markdown of random documents with a CommonMark + GFM renderer
+// (goldmark): the reader sees exactly the document's text, the bold, italic and struck text as
+// <strong>, <em> and <del>, no element but those the exporter means (no markup from the text) and
+// no unsafe link.
+func TestMarkdownProperty(t *testing.T) {
+	md := goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Footnote),
+		goldmark.WithRendererOptions(gmhtml.WithUnsafe()))
+	allowed := map[string]bool{"html": true, "head": true, "body": true, "p": true, "h1": true, "h2": true, "h3": true, "h4": true,
+		"h5": true, "h6": true, "strong": true, "em": true, "del": true, "a": true, "ul": true, "ol": true, "li": true, "br": true,
+		"table": true, "thead": true, "tbody": true, "tr": true, "th": true, "td": true, "hr": true, "sup": true, "sub": true}
+	for seed := range uint64(1000) {
+		g := randomDoc(seed)
+		src := Markdown(g.d)
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := md.Convert([]byte(src), &buf); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			z := html.NewTokenizer(strings.NewReader(out))
+			for tt := z.Next(); tt != html.ErrorToken; tt = z.Next() {
+				if tt == html.StartTagToken || tt == html.SelfClosingTagToken {
+					tok := z.Token()
+					if !allowed[tok.Data] {
+						t.Fatalf("element <%s> from:\n%s\n%s", tok.Data, src, out)
+					}
+					for _, a := range tok.Attr {
+						if a.Key == "href" && safeURL(a.Val) == "" {
+							t.Fatalf("unsafe href %q from:\n%s", a.Val, src)
+						}
+					}
+				}
+			}
+			got, under := textOf(t, "<body>"+out+"</body>")
+			for _, c := range []struct{ name, got, want string }{
+				{"text", got, g.text}, {"<strong>", under["strong"], g.bold}, {"<em>", under["em"], g.italicMD}, {"<del>", under["del"], g.strike},
+			} {
+				if c.got != c.want {
+					t.Fatalf("%s differs:\n got %q\nwant %q\n--- markdown\n%s\n--- html\n%s", c.name, c.got, c.want, src, out)
+				}
+			}
+		})
+	}
+}
+
+// bigDoc is the kitchen-sink body repeated n times (~3,000 blocks for n=100).
+func bigDoc(b *testing.B, n int) *docs.Document {
+	d := loadDoc(b, "../docmd/testdata/kitchen_sink.json")
+	body := d.Body.Content
+	for range n - 1 {
+		d.Body.Content = append(d.Body.Content, body[1:]...)
+	}
+	return d
+}
+
+func BenchmarkMarkdown(b *testing.B) {
+	d := bigDoc(b, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Markdown(d)
+	}
+}
+
+func BenchmarkHTML(b *testing.B) {
+	d := bigDoc(b, 100)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = HTML(d)
 	}
 }

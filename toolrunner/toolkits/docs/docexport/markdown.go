@@ -3,6 +3,8 @@ package docexport
 import (
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	docs "google.golang.org/api/docs/v1"
 )
@@ -38,8 +40,10 @@ type mdWriter struct {
 	src      *source
 	b        strings.Builder
 	lastList bool
-	// contentCol[L] is the content column of the last list item at nesting level L.
+	// contentCol[L] is the content column of the last list item at nesting level L, ordered[L]
+	// whether its list is numbered.
 	contentCol []int
+	ordered    []bool
 	counters   map[string][]int
 	footnotes  []string
 	fnSeen     map[string]bool
@@ -57,7 +61,7 @@ func (w *mdWriter) sep(listItem bool) {
 	}
 	w.lastList = listItem
 	if !listItem {
-		w.contentCol = w.contentCol[:0]
+		w.contentCol, w.ordered = w.contentCol[:0], w.ordered[:0]
 	}
 }
 
@@ -102,7 +106,7 @@ func (w *mdWriter) paragraph(p *docs.Paragraph) {
 			case h > 0:
 				w.b.WriteString(strings.Repeat("#", h))
 				w.b.WriteByte(' ')
-				ctx.brk, ctx.lineStart = " ", false
+				ctx.brk, ctx.lineStart, ctx.heading = " ", false, true
 			case subtitle(p):
 				part = withStyle(part, func(st *style) { st.italic = true })
 			}
@@ -115,15 +119,27 @@ func (w *mdWriter) paragraph(p *docs.Paragraph) {
 	}
 }
 
-// trimEnd drops the blanks that end a block (they would read as a hard break).
+// trimEnd drops the blanks and line breaks that end a block: trailing blanks would read as a hard
+// break, and a hard break cannot end a block (its backslash would show). Runs left empty go.
 func trimEnd(runs []run) []run {
-	if n := len(runs); n > 0 && runs[n-1].kind == runText {
-		out := make([]run, n)
-		copy(out, runs)
-		out[n-1].text = strings.TrimRight(out[n-1].text, " \t")
-		return out
+	out := make([]run, len(runs))
+	copy(out, runs)
+	for len(out) > 0 && out[len(out)-1].kind == runText {
+		last := &out[len(out)-1]
+		last.text = strings.TrimRight(last.text, " \t\v\n")
+		if last.text != "" {
+			break
+		}
+		out = out[:len(out)-1]
 	}
-	return runs
+	for len(out) > 0 && out[0].kind == runText {
+		out[0].text = strings.TrimLeft(out[0].text, " \t\v\n")
+		if out[0].text != "" {
+			break
+		}
+		out = out[1:]
+	}
+	return out
 }
 
 // withStyle returns a copy of runs with f applied to every text run's style.
@@ -159,29 +175,39 @@ func (w *mdWriter) listItem(p *docs.Paragraph, runs []run) {
 			kept = append(kept, r)
 		}
 	}
-	w.sep(true)
+	ordered := w.src.ordered(p.Bullet.ListId, int64(level))
 	indent := 0
 	if level > 0 {
 		// The item nests under the last item one level up; without one it starts at the margin.
-		if level-1 < len(w.contentCol) {
+		if w.lastList && level-1 < len(w.contentCol) {
 			indent = w.contentCol[level-1]
 		} else {
 			level = 0
 		}
 	}
+	// A numbered list that starts at another number than 1 cannot interrupt the paragraph of the
+	// item before it (CommonMark): a blank line goes first.
+	first := !w.lastList || level >= len(w.ordered) || w.ordered[level] != ordered
+	if ordered && n != 1 && first && w.lastList {
+		w.b.WriteByte('\n')
+	}
+	w.sep(true)
 	marker := "- "
-	if w.src.ordered(p.Bullet.ListId, int64(level)) {
+	if ordered {
 		marker = strconv.Itoa(n) + ". "
 	}
 	w.b.WriteString(strings.Repeat(" ", indent))
 	w.b.WriteString(marker)
 	col := indent + len(marker)
 	w.contentCol = append(w.contentCol[:min(level, len(w.contentCol))], col)
+	w.ordered = append(w.ordered[:min(level, len(w.ordered))], ordered)
 	ctx := &mdCtx{lineStart: true, brk: "\\\n" + strings.Repeat(" ", col)}
 	if h := heading(p); h > 0 {
 		w.b.WriteString(strings.Repeat("#", h))
 		w.b.WriteByte(' ')
-		ctx.brk, ctx.lineStart = " ", false
+		ctx.brk, ctx.lineStart, ctx.heading = " ", false, true
+	} else if subtitle(p) {
+		kept = withStyle(kept, func(st *style) { st.italic = true })
 	}
 	w.inline(trimEnd(kept), ctx)
 }
@@ -238,6 +264,9 @@ func (w *mdWriter) cell(content []*docs.StructuralElement) {
 				if empty(kept) {
 					continue
 				}
+				if subtitle(se.Paragraph) {
+					kept = withStyle(kept, func(st *style) { st.italic = true })
+				}
 				if !first {
 					w.b.WriteString("<br>")
 				}
@@ -265,6 +294,8 @@ type mdCtx struct {
 	lineStart bool
 	table     bool
 	brk       string // what a soft line break becomes
+	backslash bool   // the text written last ends with a backslash
+	heading   bool   // in an ATX heading, where a "#" can close the heading
 }
 
 // inline writes runs: links group their runs, emphasis nests bold > italic > strike.
@@ -304,12 +335,38 @@ func (w *mdWriter) inline(runs []run, ctx *mdCtx) {
 }
 
 var marks = [...]struct {
-	on    func(style) bool
-	delim string
+	on        func(style) bool
+	delim     string
+	open, end string // the raw HTML form, where delimiters would not parse
 }{
-	{func(s style) bool { return s.bold }, "**"},
-	{func(s style) bool { return s.italic }, "*"},
-	{func(s style) bool { return s.strike }, "~~"},
+	{func(s style) bool { return s.bold }, "**", "<strong>", "</strong>"},
+	{func(s style) bool { return s.italic }, "*", "<em>", "</em>"},
+	{func(s style) bool { return s.strike }, "~~", "<del>", "</del>"},
+}
+
+// delimitable tells whether the delimiters of mark depth around seg parse as such whatever
+// surrounds them: CommonMark's flanking rules let "*" open before and close after a letter or digit
+// anywhere, but not next to punctuation, symbols (emoji), an image, or the delimiter or tag of an
+// inner style.
+func delimitable(seg []run, depth int) bool {
+	first, last := seg[0], seg[len(seg)-1]
+	if first.kind != runText || last.kind != runText || first.text == "" || last.text == "" {
+		return false
+	}
+	for _, r := range []run{first, last} {
+		if r.st.sup || r.st.sub {
+			return false
+		}
+		for _, m := range marks[depth+1:] {
+			if m.on(r.st) {
+				return false
+			}
+		}
+	}
+	r0, _ := utf8.DecodeRuneInString(first.text)
+	r1, _ := utf8.DecodeLastRuneInString(last.text)
+	alnum := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+	return alnum(r0) && alnum(r1)
 }
 
 func (w *mdWriter) emph(runs []run, depth int, ctx *mdCtx) {
@@ -342,10 +399,14 @@ func (w *mdWriter) emph(runs []run, depth int, ctx *mdCtx) {
 		seg[len(seg)-1].text = seg[len(seg)-1].text[:len(seg[len(seg)-1].text)-len(trail)]
 		w.spaces(lead, ctx)
 		if !empty(seg) {
-			w.b.WriteString(m.delim)
+			open, end := m.delim, m.delim
+			if !delimitable(seg, depth) {
+				open, end = m.open, m.end
+			}
+			w.b.WriteString(open)
 			ctx.lineStart = false
 			w.emph(seg, depth+1, ctx)
-			w.b.WriteString(m.delim)
+			w.b.WriteString(end)
 		}
 		w.spaces(trail, ctx)
 		i = j
@@ -456,10 +517,17 @@ func mdEscape(b *strings.Builder, text string, ctx *mdCtx) {
 	for i := 0; i < len(text); i++ {
 		c := text[i]
 		if c == '\v' || c == '\n' || c == '\r' {
-			b.WriteString(ctx.brk)
-			ctx.lineStart = !ctx.table
+			if ctx.backslash && strings.HasPrefix(ctx.brk, "\\\n") {
+				// An escaped backslash then a backslash hard break is misread by some renderers.
+				b.WriteString("<br>")
+				b.WriteString(ctx.brk[1:])
+			} else {
+				b.WriteString(ctx.brk)
+			}
+			ctx.lineStart, ctx.backslash = !ctx.table, false
 			continue
 		}
+		ctx.backslash = c == '\\'
 		if ctx.lineStart {
 			if c == ' ' || c == '\t' {
 				continue
@@ -489,6 +557,10 @@ func mdEscape(b *strings.Builder, text string, ctx *mdCtx) {
 		switch c {
 		case '\\', '`', '*', '_', '[', ']', '<', '>', '~', '|', '&', '!':
 			b.WriteByte('\\')
+		case '#':
+			if ctx.heading {
+				b.WriteByte('\\')
+			}
 		}
 		b.WriteByte(c)
 	}
