@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	gdocs "google.golang.org/api/docs/v1"
 	"google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
@@ -18,6 +19,10 @@ import (
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
 )
+
+// retrieveParallel bounds the documents SearchAndRetrieveDocuments reads at
+// once.
+const retrieveParallel = 4
 
 // MimeDocument is the Drive MIME type of a Google document.
 const MimeDocument = "application/vnd.google-apps.document"
@@ -207,24 +212,31 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 	if err != nil {
 		return nil, err
 	}
-	docs := make([]map[string]any, 0, len(fl.Files))
-	for _, f := range fl.Files {
-		m := fileMeta(f)
-		d, err := getDocument(ctx, c, f.Id)
-		if err != nil {
-			te := toolrunner.AsError(err)
-			m["error"] = map[string]any{"kind": te.Kind, "message": te.Message}
-			docs = append(docs, m)
-			continue
-		}
-		main := mainDocument(d)
-		m["revision_id"] = d.RevisionId
-		m["tabs"] = tabsMeta(d.Tabs)
-		m["return_format"] = format
-		if m["content"], err = content(main, format); err != nil {
-			return nil, err
-		}
-		docs = append(docs, m)
+	// The documents are read a few at a time, each answer in its place; a
+	// document that cannot be read carries its error, the others still
+	// answer.
+	docs := make([]map[string]any, len(fl.Files))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(retrieveParallel)
+	for i, f := range fl.Files {
+		g.Go(func() error {
+			m := fileMeta(f)
+			docs[i] = m
+			d, err := getDocument(gctx, c, f.Id)
+			if err != nil {
+				te := toolrunner.AsError(err)
+				m["error"] = map[string]any{"kind": te.Kind, "message": te.Message}
+				return nil
+			}
+			m["revision_id"] = d.RevisionId
+			m["tabs"] = tabsMeta(d.Tabs)
+			m["return_format"] = format
+			m["content"], err = content(mainDocument(d), format)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return searchAnswer(docs, q, call.UserID, fl), nil
 }

@@ -340,3 +340,24 @@ func TestSearchSharedDrives(t *testing.T) {
 		t.Errorf("non-member: %+v", res.Error)
 	}
 }
+
+// TestRetrieveKeepsOrder: the documents are read in parallel, each
+// answered in the listing's order with its own content.
+func TestRetrieveKeepsOrder(t *testing.T) {
+	e := newEnv(t)
+	var want []string
+	for i := range 9 {
+		title := fmt.Sprintf("Doc %d", i)
+		e.create(t, title, "content of "+title)
+		want = append(want, title)
+	}
+	out := obj(t, e.ok(t, "SearchAndRetrieveDocuments", map[string]any{"order_by": []any{"name"}, "limit": 20.0, "return_format": "markdown"}))
+	if got := titles(t, out); !slices.Equal(got, want) {
+		t.Fatalf("order %q", got)
+	}
+	for _, d := range out["documents"].([]map[string]any) {
+		if c, _ := d["content"].(string); strings.TrimSpace(c) != "content of "+d["title"].(string) {
+			t.Errorf("%v: content %q", d["title"], c)
+		}
+	}
+}
