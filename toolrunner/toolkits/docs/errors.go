@@ -13,6 +13,9 @@ import (
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
+// ErrInvalidConfig is wrapped by Config.Validate's errors.
+var ErrInvalidConfig = errors.New("docs toolkit: invalid config")
+
 // pickerHint ends every not-found error (seeds/002 Errors rule 1).
 const pickerHint = "was not found or the user has not granted this app access to it: run " + Name +
 	".GenerateGoogleFilePickerUrl, let the user pick the file, then retry"

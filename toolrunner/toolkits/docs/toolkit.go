@@ -9,7 +9,6 @@ package docs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -46,9 +45,6 @@ const (
 	ScopeEmail     = "https://www.googleapis.com/auth/userinfo.email"
 	ScopeProfile   = "https://www.googleapis.com/auth/userinfo.profile"
 )
-
-// ErrInvalidConfig is wrapped by Config.Validate's errors.
-var ErrInvalidConfig = errors.New("docs toolkit: invalid config")
 
 // PickerLinks issues the URL of a file picker page for a user: the page
 // lists the user's files at the provider and grants this app access to the
