@@ -2,6 +2,7 @@ package docs
 
 import (
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -133,8 +134,8 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Timeout = 0
-	if _, err := New(cfg); err == nil {
-		t.Error("zero timeout accepted")
+	if _, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("zero timeout: %v", err)
 	}
 }
 
