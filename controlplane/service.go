@@ -121,6 +121,8 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 	// The OAuth redirect: no bearer (the sealed state says who), behind the
 	// same rate limit.
 	v.Get("/oauth/callback", s.oauthCallback)
+	v.Get("/picker/:state", s.pickerPage) // the file picker: the sealed state says who (picker_page.go)
+	v.Post("/picker/:state/picked", s.pickerPicked)
 	v.Delete("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.deleteConnection)
 }
 

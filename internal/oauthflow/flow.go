@@ -245,6 +245,9 @@ func (f *Flow) Start(p Provider, org, project uuid.UUID, user string, scopes []s
 	return c.AuthCodeURL(base64.RawURLEncoding.EncodeToString(sealed), opts...), st, nil
 }
 
+// RedirectURL is the flow's redirect URI (<public URL>/api/v1/oauth/callback).
+func (f *Flow) RedirectURL() string { return f.cfg.RedirectURL }
+
 // OpenState opens a state from the callback: ErrStateInvalid unless it was
 // sealed by this platform's key as a state, ErrStateExpired after its time.
 func (f *Flow) OpenState(state string) (State, error) {

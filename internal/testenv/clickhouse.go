@@ -29,6 +29,7 @@ var shared struct {
 }
 
 func stopShared() {
+	runStops()
 	if shared.srv != nil {
 		shared.srv.Stop()
 		_ = os.RemoveAll(shared.dir)

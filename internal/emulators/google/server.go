@@ -126,6 +126,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /picker/v1/files", cors(s.pickerFiles))
 	mux.HandleFunc("POST /picker/v1/grant", cors(s.pickerGrant))
 	mux.HandleFunc("OPTIONS /picker/v1/{any}", cors(nil))
+	mux.HandleFunc("GET /js/api.js", s.pickerJS) // the picker script (picker_script.go)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "Method not found.")
 	})
