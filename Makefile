@@ -39,6 +39,7 @@ fuzz:
 	$(GO) test ./internal/emulators/oauth -run '^$$' -fuzz FuzzAuthorizeQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/oauthflow -run '^$$' -fuzz FuzzOpenState -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/docs/docmd -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzApplyBatch -fuzztime $(FUZZTIME)
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
