@@ -44,6 +44,7 @@ fuzz:
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzDriveQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzFieldMask -fuzztime $(FUZZTIME)
 	$(GO) test ./controlplane -run '^$$' -fuzz FuzzPickerState -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzApplyBatch -fuzztime $(FUZZTIME)
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
