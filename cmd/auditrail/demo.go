@@ -54,7 +54,7 @@ var demoProviders = []string{oauthflow.TypeGoogle, oauthflow.TypeMicrosoft}
 // KEY=…) that the README's examples use.
 func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access, dataDir string, newKey bool, env demoEnv, out io.Writer, log *slog.Logger) (func(), error) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ids := demoIDs{User: "demo-user"}
+	ids := demoIDs{User: demoUser}
 	path := filepath.Join(dataDir, demoFile)
 	if b, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(b, &ids)
@@ -168,7 +168,8 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 		fmt.Fprintf(out, "demo: API key of %s: the one printed when it was made (id %s); `auditrail dev --demo --new-key` prints a new one\n", ids.User, ids.KeyID)
 	}
 	fmt.Fprintf(out, "demo: MongoDB-wire server with the sample database \"shop\" at %s\n", srv.URI)
-	fmt.Fprintf(out, "demo: provider emulators at %s (OAuth for google and microsoft; %s is connected to both)\n", emu.Base, ids.User)
+	fmt.Fprintf(out, "demo: provider emulators at %s (OAuth for google and microsoft; Google Docs and Drive with %d sample documents; %s is connected to both)\n",
+		emu.Base, len(emu.Samples), ids.User)
 	fmt.Fprint(out, demoExports(ids, k, env))
 	log.Info("demo ready", "organization_id", ids.Org, "project_id", ids.Project)
 	return stop, nil

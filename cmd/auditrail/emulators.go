@@ -16,8 +16,12 @@ import (
 	"github.com/auditrail/auditrail/internal/oauthflow"
 )
 
-// demoUserEmail is the demo user's account at the emulated providers.
-const demoUserEmail = "demo-user@example.com"
+// demoUser and demoUserEmail are the demo user's account at the emulated
+// providers.
+const (
+	demoUser      = "demo-user"
+	demoUserEmail = "demo-user@example.com"
+)
 
 // emulators are the provider emulators of the demo on one loopback
 // listener: the OAuth authorization server under /oauth and the Google
@@ -27,8 +31,10 @@ type emulators struct {
 	Base   string // http://127.0.0.1:<port>
 	OAuth  *oauth.Server
 	Google *google.Server
-	srv    *http.Server
-	done   chan struct{}
+	// Samples are the IDs of the sample documents.
+	Samples []string
+	srv     *http.Server
+	done    chan struct{}
 }
 
 // demoClient is the OAuth client the demo registers for a provider.
@@ -46,7 +52,7 @@ func startEmulators(dataDir, addr, redirect string, clients map[string]demoClien
 	for _, c := range clients {
 		cfg.Clients = append(cfg.Clients, oauth.Client{ID: c.ID, Secret: c.Secret, RedirectURIs: []string{redirect}})
 	}
-	cfg.Users = []oauth.User{{ID: "demo-user", Email: demoUserEmail, Name: "Demo User"}}
+	cfg.Users = []oauth.User{{ID: demoUser, Email: demoUserEmail, Name: "Demo User"}}
 	// The demo approves at once as the demo user; a real provider shows
 	// its consent page (the emulator has one too, for the tests).
 	cfg.AutoApprove = true
@@ -64,8 +70,16 @@ func startEmulators(dataDir, addr, redirect string, clients map[string]demoClien
 		return nil, fmt.Errorf("provider emulators: %w", err)
 	}
 	gcfg := google.DefaultConfig()
-	gcfg.Auth, gcfg.Logger = as, log
+	gcfg.Auth, gcfg.Logger, gcfg.Users = as, log, cfg.Users
 	gs, err := google.New(gcfg)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("google emulator: %w", err)
+	}
+	// The sample documents, as if the demo's google client had made them
+	// (its drive.file tokens see them). The emulator keeps documents in
+	// memory: a restart seeds them afresh.
+	samples, err := gs.SeedSample(demoUser, clients[oauthflow.TypeGoogle].ID)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("google emulator: %w", err)
@@ -73,7 +87,7 @@ func startEmulators(dataDir, addr, redirect string, clients map[string]demoClien
 	mux := http.NewServeMux()
 	mux.Handle("/oauth/", http.StripPrefix("/oauth", as.Handler()))
 	mux.Handle("/google/", http.StripPrefix("/google", gs.Handler()))
-	e := &emulators{Base: "http://" + ln.Addr().String(), OAuth: as, Google: gs, done: make(chan struct{}),
+	e := &emulators{Base: "http://" + ln.Addr().String(), OAuth: as, Google: gs, Samples: samples, done: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		defer close(e.done)

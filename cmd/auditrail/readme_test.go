@@ -153,7 +153,8 @@ func TestReadmeQuickstart(t *testing.T) {
 		{`"resource_type":"RESOURCE_TYPE_USER","resource_display":"bob"`, `"RESOURCE_TYPE_API_KEY"`, "laptop"},
 		{`"success":false`, "AggregateDocuments is not available"},
 		{`{"provider":"google","connected":true`, `"account":"demo-user@example.com"`, "Connected to google",
-			`{"provider":"google","scopes":["email","https://www.googleapis.com/auth/drive.file","openid"]}`},
+			`"https://www.googleapis.com/auth/calendar.readonly","https://www.googleapis.com/auth/drive.file"`},
+		{"@title \"Apollo launch plan\"", "[p3fbfa0 44-50 HEADING_1]", "2 edits applied", "PARAGRAPH styles=bold:50-57]\nStatus: on track.\n"},
 		{"scratch organization", "emitted 5000 events"},
 	}
 	for i, want := range expect {

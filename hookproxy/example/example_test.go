@@ -50,6 +50,7 @@ func TestReferenceServerPolicies(t *testing.T) {
 		kind string
 	}{
 		{"read tool", tool("DocsToolkit", "GetDocumentAsDocmd", []string{"documents"}, []string{"read"}, false, nil), ""},
+		{"domain in upper case (seeds/002)", tool("DocsToolkit", "GetDocumentMetadata", []string{"DOCUMENTS"}, []string{"read"}, false, nil), ""},
 		{"destructive", tool("DocsToolkit", "EditDocument", []string{"documents"}, []string{"read", "update"}, true, nil), hookproxy.KindCheckFailed},
 		{"other domain", tool("CrmToolkit", "ListDeals", []string{"crm"}, []string{"read"}, false, nil), hookproxy.KindCheckFailed},
 		{"denied tool", tool("MailToolkit", "CreateAndSendEmail", []string{"email"}, []string{"create"}, false, nil), hookproxy.KindCheckFailed},

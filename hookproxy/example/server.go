@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +69,7 @@ func (s *Server) verdict(tool hooksapi.Tool) string {
 		allowed := false
 		if m != nil && m.Classification != nil && m.Classification.ServiceDomains != nil {
 			for _, d := range *m.Classification.ServiceDomains {
-				if slices.Contains(s.policy.AllowedServiceDomains, d) {
+				if slices.ContainsFunc(s.policy.AllowedServiceDomains, func(a string) bool { return strings.EqualFold(a, d) }) {
 					allowed = true
 				}
 			}

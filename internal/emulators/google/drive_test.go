@@ -1059,3 +1059,39 @@ func TestDriveConcurrent(t *testing.T) {
 		t.Fatalf("comments: %v %v", cl, err)
 	}
 }
+
+// TestSeedSample: the samples belong to the seeded user and are visible to
+// the seeding client's drive.file token (in a Drive search too), not to
+// another client's nor to another user; seeding twice is refused.
+func TestSeedSample(t *testing.T) {
+	e := newDriveEnv(t)
+	ids, err := e.g.SeedSample("u1", "app")
+	if err != nil || len(ids) < 3 {
+		t.Fatalf("SeedSample: %v %v", ids, err)
+	}
+	if _, err := e.g.SeedSample("u1", "app"); !errors.Is(err, google.ErrSeeded) {
+		t.Fatalf("second seed: %v", err)
+	}
+	app := e.token(t, "app", "ann@example.com", google.ScopeDriveFile)
+	l, err := e.drive(t, app).Files.List().Q("trashed = false and name contains 'O''Brien'").Fields("files(id,name,owners)").Do()
+	if err == nil {
+		t.Fatalf("a q with a doubled quote was accepted: %+v", l)
+	}
+	l, err = e.drive(t, app).Files.List().Q(`trashed = false and name contains 'O\'Brien'`).Fields("files(id,name,owners)").Do()
+	if err != nil || len(l.Files) != 1 || l.Files[0].Name != "O'Brien's notes" || l.Files[0].Owners[0].EmailAddress != "ann@example.com" {
+		t.Fatalf("search: %+v %v", l, err)
+	}
+	for _, id := range ids {
+		d, err := e.docs(t, app).Documents.Get(id).Do()
+		if err != nil || d.Title == "" {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	other := e.token(t, "other", "ann@example.com", google.ScopeDriveFile)
+	ben := e.token(t, "app", "ben@example.com", google.ScopeDrive)
+	for _, tok := range []string{other, ben} {
+		if _, err := e.docs(t, tok).Documents.Get(ids[0]).Do(); err == nil {
+			t.Fatal("a sample is visible beyond its user and client")
+		}
+	}
+}

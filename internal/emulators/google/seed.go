@@ -1,8 +1,10 @@
 package google
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/auditrail/auditrail/internal/emulators/oauth"
 	docs "google.golang.org/api/docs/v1"
 )
 
@@ -210,4 +212,31 @@ func sampleOBrien() *document {
 	b.para("", "Backups live in C:\\Users\\obrien\\backups and the regex is \\d+\\.txt.\n", "NORMAL_TEXT")
 	b.para("", "She said \"it's fine\" — O'Brien, 3 o'clock.\n", "NORMAL_TEXT")
 	return b.d
+}
+
+// ErrSeeded is returned by SeedSample when a sample document exists
+// already (the samples' IDs are fixed).
+var ErrSeeded = errors.New("google emulator: the sample documents exist already")
+
+// SeedSample gives userID the sample documents, as if the OAuth client
+// clientID had created them: that client's drive.file tokens see them, as
+// they see what the platform creates. It answers their IDs. The IDs are
+// fixed, so one emulator seeds one user (ErrSeeded otherwise).
+func (s *Server) SeedSample(userID, clientID string) ([]string, error) {
+	samples := sampleDocuments()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range samples {
+		if _, ok := s.docs[d.ID]; ok {
+			return nil, fmt.Errorf("%w: %s", ErrSeeded, d.ID)
+		}
+	}
+	ids := make([]string, 0, len(samples))
+	for _, d := range samples {
+		d.Owner = userID
+		s.docs[d.ID] = d
+		s.addFileLocked(d, oauth.Grant{UserID: userID, ClientID: clientID}, "")
+		ids = append(ids, d.ID)
+	}
+	return ids, nil
 }

@@ -7,10 +7,10 @@ import (
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
-// ServiceDomain of every tool: seeds/002's DOCUMENTS, spelt as seeds/001's
-// metadata examples and the other toolkits spell domains (lower case:
-// "database", "email"), so that one webhook policy matches them all.
-const ServiceDomain = "documents"
+// ServiceDomain of every tool, as seeds/002 spells it (webhook policies
+// compare domains without regard to case: seeds/001's examples are lower
+// case).
+const ServiceDomain = "DOCUMENTS"
 
 // Search limits: SearchDocuments lists metadata only (one Drive call per
 // page); SearchAndRetrieveDocuments reads every document it lists (one Docs

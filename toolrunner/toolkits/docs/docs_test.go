@@ -73,7 +73,7 @@ func TestDefinitions(t *testing.T) {
 		b := d.Metadata.Behavior
 		if d.Toolkit != "DocsToolkit" || d.Version != "6.0.0" || d.Output.Type != w.out || strings.Join(b.Operations, ",") != w.ops ||
 			b.ReadOnly != w.ro || b.Destructive != w.de || b.Idempotent != w.id || !b.OpenWorld ||
-			!slices.Equal(d.Metadata.Classification.ServiceDomains, []string{"documents"}) {
+			!slices.Equal(d.Metadata.Classification.ServiceDomains, []string{"DOCUMENTS"}) {
 			t.Errorf("%s: %+v output %s", d.Name, d.Metadata, d.Output.Type)
 		}
 		if a := d.Requirements.Authorization; len(a) != 1 || a[0].ProviderID != "google" || a[0].ProviderType != "google" || !slices.Equal(a[0].Scopes, w.scopes) {
