@@ -6,7 +6,6 @@ package docmd
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,6 +100,7 @@ func estimate(doc *docs.Document) int {
 
 type renderer struct {
 	sb    strings.Builder
+	spans []span // of the paragraph being written
 	lists map[string]docs.List
 	seg   string
 	seen  map[uint64]int
@@ -194,16 +194,48 @@ func tocKey(t *docs.TableOfContents) string {
 	return b.String()
 }
 
+// fnv64 is FNV-1a (hash/fnv's 64-bit variant), fed strings and integers
+// without converting them to byte slices.
+type fnv64 uint64
+
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
+func (h *fnv64) str(s string) {
+	for i := 0; i < len(s); i++ {
+		*h = (*h ^ fnv64(s[i])) * fnvPrime
+	}
+}
+
+func (h *fnv64) byte(c byte) { *h = (*h ^ fnv64(c)) * fnvPrime }
+
+func (h *fnv64) int(n int64) {
+	var buf [20]byte
+	for _, c := range strconv.AppendInt(buf[:0], n, 10) {
+		h.byte(c)
+	}
+}
+
+// idHash starts a block id's hash: the segment, the block type, then the
+// caller adds the content key.
+func (r *renderer) idHash(typ string) fnv64 {
+	h := fnv64(fnvOffset)
+	h.str(r.seg)
+	h.byte(0)
+	h.str(typ)
+	h.byte(0)
+	return h
+}
+
 // id derives a stable block id from the segment, the block type and a content key, with an
 // occurrence number for identical blocks in the same segment.
 func (r *renderer) id(prefix byte, typ, key string) string {
-	h := fnv.New64a()
-	h.Write([]byte(r.seg))
-	h.Write([]byte{0})
-	h.Write([]byte(typ))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	sum := h.Sum64()
+	h := r.idHash(typ)
+	h.str(key)
+	return r.idOf(prefix, h)
+}
+
+func (r *renderer) idOf(prefix byte, h fnv64) string {
+	sum := uint64(h)
 	n := r.seen[sum]
 	r.seen[sum] = n + 1
 	r.tmp = append(r.tmp[:0], prefix)
@@ -219,20 +251,25 @@ func (r *renderer) id(prefix byte, typ, key string) string {
 }
 
 func (r *renderer) annotation(id string, start, end int64, typ, attrs, styles string) {
-	r.sb.WriteByte('[')
-	r.sb.WriteString(id)
-	r.sb.WriteByte(' ')
-	r.sb.WriteString(strconv.FormatInt(start, 10))
-	r.sb.WriteByte('-')
-	r.sb.WriteString(strconv.FormatInt(end, 10))
-	r.sb.WriteByte(' ')
-	r.sb.WriteString(typ)
-	r.sb.WriteString(attrs)
+	r.annotationOpen(id, start, end, typ, attrs)
 	if styles != "" {
 		r.sb.WriteString(" styles=")
 		r.sb.WriteString(styles)
 	}
 	r.sb.WriteString("]\n")
+}
+
+// annotationOpen writes an annotation up to its styles and closing bracket.
+func (r *renderer) annotationOpen(id string, start, end int64, typ, attrs string) {
+	r.sb.WriteByte('[')
+	r.sb.WriteString(id)
+	r.sb.WriteByte(' ')
+	writeInt(&r.sb, start)
+	r.sb.WriteByte('-')
+	writeInt(&r.sb, end)
+	r.sb.WriteByte(' ')
+	r.sb.WriteString(typ)
+	r.sb.WriteString(attrs)
 }
 
 func (r *renderer) table(se *docs.StructuralElement) {
@@ -406,61 +443,86 @@ type span struct {
 	end   int64
 }
 
+// paragraph writes the block in two passes over its elements: the first
+// hashes its content key (text, element types, styles relative to the
+// block start, so that ids do not depend on position) and collects the
+// style spans for the annotation; the second writes the line.
 func (r *renderer) paragraph(se *docs.StructuralElement) {
 	p := se.Paragraph
 	typ, attrs := r.paragraphType(p)
-	var line strings.Builder
-	var spans []span
-	var key strings.Builder
+	h := r.idHash(typ + attrs)
+	r.spans = r.spans[:0]
 	for _, e := range p.Elements {
 		if e == nil {
 			continue
 		}
 		var ts *docs.TextStyle
-		switch {
-		case e.TextRun != nil:
+		if e.TextRun != nil {
 			ts = e.TextRun.TextStyle
-			text := e.TextRun.Content
-			if e.EndIndex == se.EndIndex && strings.HasSuffix(text, "\n") {
-				text = text[:len(text)-1]
-			}
-			key.WriteString(text)
-			escapeText(&line, text, line.Len() == 0)
-		default:
-			typName, eattrs, style := element(e)
+			h.str(runText(se, e))
+		} else {
+			typName, _, style := element(e)
 			ts = style
-			key.WriteString("{" + typName + "}")
-			line.WriteByte('{')
-			line.WriteString(typName)
-			line.WriteByte(' ')
-			line.WriteString(strconv.FormatInt(e.StartIndex, 10))
-			line.WriteByte('-')
-			line.WriteString(strconv.FormatInt(e.EndIndex, 10))
-			line.WriteString(eattrs)
-			line.WriteByte('}')
+			h.byte('{')
+			h.str(typName)
+			h.byte('}')
 		}
-		spans = appendSpans(spans, ts, e.StartIndex, e.EndIndex)
+		r.spans = appendSpans(r.spans, ts, e.StartIndex, e.EndIndex)
 	}
-	// Styles relative to the block start so that ids do not depend on position.
-	var styles strings.Builder
-	for i, s := range spans {
-		if i > 0 {
-			styles.WriteByte(',')
+	for _, s := range r.spans {
+		h.byte(0)
+		h.str(s.style)
+		h.int(s.start - se.StartIndex)
+		h.byte('-')
+		h.int(s.end - se.StartIndex)
+	}
+	r.annotationOpen(r.idOf('p', h), se.StartIndex, se.EndIndex, typ, attrs)
+	if len(r.spans) > 0 {
+		r.sb.WriteString(" styles=")
+		for i, s := range r.spans {
+			if i > 0 {
+				r.sb.WriteByte(',')
+			}
+			r.sb.WriteString(s.style)
+			r.sb.WriteByte(':')
+			writeInt(&r.sb, s.start)
+			r.sb.WriteByte('-')
+			writeInt(&r.sb, s.end)
 		}
-		styles.WriteString(s.style)
-		styles.WriteByte(':')
-		styles.WriteString(strconv.FormatInt(s.start, 10))
-		styles.WriteByte('-')
-		styles.WriteString(strconv.FormatInt(s.end, 10))
-		key.WriteByte(0)
-		key.WriteString(s.style)
-		key.WriteString(strconv.FormatInt(s.start-se.StartIndex, 10))
-		key.WriteByte('-')
-		key.WriteString(strconv.FormatInt(s.end-se.StartIndex, 10))
 	}
-	r.annotation(r.id('p', typ+attrs, key.String()), se.StartIndex, se.EndIndex, typ, attrs, styles.String())
-	r.sb.WriteString(line.String())
+	r.sb.WriteString("]\n")
+	lineStart := true
+	for _, e := range p.Elements {
+		if e == nil {
+			continue
+		}
+		if e.TextRun != nil {
+			text := runText(se, e)
+			escapeText(&r.sb, text, lineStart)
+			lineStart = lineStart && text == ""
+			continue
+		}
+		typName, eattrs, _ := element(e)
+		r.sb.WriteByte('{')
+		r.sb.WriteString(typName)
+		r.sb.WriteByte(' ')
+		writeInt(&r.sb, e.StartIndex)
+		r.sb.WriteByte('-')
+		writeInt(&r.sb, e.EndIndex)
+		r.sb.WriteString(eattrs)
+		r.sb.WriteByte('}')
+		lineStart = false
+	}
 	r.sb.WriteByte('\n')
+}
+
+// runText is a text run's content without the paragraph's final newline.
+func runText(se *docs.StructuralElement, e *docs.ParagraphElement) string {
+	text := e.TextRun.Content
+	if e.EndIndex == se.EndIndex && strings.HasSuffix(text, "\n") {
+		text = text[:len(text)-1]
+	}
+	return text
 }
 
 // element describes a non-text paragraph element.
@@ -630,26 +692,36 @@ func writeValue(b *strings.Builder, v string) {
 
 // escapeText writes paragraph text with DocMD escapes; lineStart tells whether text begins the line.
 func escapeText(b *strings.Builder, text string, lineStart bool) {
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		switch c {
-		case '\\':
-			b.WriteString(`\\`)
-		case '\v':
-			b.WriteString(`\v`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '{':
-			b.WriteString(`\{`)
-		case '[', '@':
-			if lineStart && i == 0 {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(c)
-		default:
-			b.WriteByte(c)
-		}
+	if lineStart && text != "" && (text[0] == '[' || text[0] == '@') {
+		b.WriteByte('\\')
 	}
+	// Runs without a character to escape are copied at once.
+	start := 0
+	for i := 0; i < len(text); i++ {
+		var esc string
+		switch text[i] {
+		case '\\':
+			esc = `\\`
+		case '\v':
+			esc = `\v`
+		case '\n':
+			esc = `\n`
+		case '{':
+			esc = `\{`
+		default:
+			continue
+		}
+		b.WriteString(text[start:i])
+		b.WriteString(esc)
+		start = i + 1
+	}
+	b.WriteString(text[start:])
+}
+
+// writeInt writes n in decimal without allocating.
+func writeInt(b *strings.Builder, n int64) {
+	var buf [20]byte
+	b.Write(strconv.AppendInt(buf[:0], n, 10))
 }
 
 // utf16Len is the length of s in UTF-16 code units, the unit of every Docs index.
