@@ -25,14 +25,17 @@ import (
 // and admins see and change them; the client secret is sealed and shown as
 // client_secret_set (and [REDACTED] in audit events).
 
-var providerID = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+var (
+	providerID   = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+	pickerAPIKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+)
 
 // providerView is a provider as the API and audit events show it.
 func providerView(p AuthProvider) any {
 	v := map[string]any{"id": p.ID, "organization_id": p.OrgID, "type": p.Type, "client_id": p.ClientID,
 		"client_secret_set": len(p.SealedSecret) > 0, "authorize_url": p.AuthorizeURL, "token_url": p.TokenURL,
 		"revoke_url": p.RevokeURL, "userinfo_url": p.UserinfoURL, "api_base_url": p.APIBaseURL,
-		"scopes_default": nonNil(p.ScopesDefault), "created_at": p.CreatedAt, "updated_at": p.UpdatedAt}
+		"scopes_default": nonNil(p.ScopesDefault), "picker_api_key": p.PickerAPIKey, "created_at": p.CreatedAt, "updated_at": p.UpdatedAt}
 	if len(p.SealedSecret) > 0 {
 		v["client_secret"] = Redacted
 	}
@@ -58,6 +61,7 @@ type providerBody struct {
 	UserinfoURL   *string   `json:"userinfo_url"`
 	APIBaseURL    *string   `json:"api_base_url"`
 	ScopesDefault *[]string `json:"scopes_default"`
+	PickerAPIKey  *string   `json:"picker_api_key"`
 }
 
 // apply sets the given fields of p (the secret is returned for sealing).
@@ -74,6 +78,7 @@ func (b providerBody) apply(p *AuthProvider) {
 	set(&p.RevokeURL, b.RevokeURL)
 	set(&p.UserinfoURL, b.UserinfoURL)
 	set(&p.APIBaseURL, b.APIBaseURL)
+	set(&p.PickerAPIKey, b.PickerAPIKey)
 	if b.ScopesDefault != nil {
 		p.ScopesDefault = slices.Clone(*b.ScopesDefault)
 	}
@@ -129,6 +134,9 @@ func normalizeProvider(p *AuthProvider) error {
 		if u.User != nil || u.Fragment != "" {
 			return invalid(f.name, "must not hold credentials or a fragment")
 		}
+	}
+	if p.PickerAPIKey != "" && !pickerAPIKey.MatchString(p.PickerAPIKey) {
+		return invalid("picker_api_key", "a Google browser API key: letters, digits, _ and -, at most 256")
 	}
 	if len(p.ScopesDefault) > 100 {
 		return invalid("scopes_default", "at most 100 scopes")

@@ -182,8 +182,11 @@ type AuthProvider struct {
 	UserinfoURL   string    `json:"userinfo_url"`
 	APIBaseURL    string    `json:"api_base_url"`
 	ScopesDefault []string  `json:"scopes_default"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	// PickerAPIKey is the browser API key the file picker page gives the
+	// Google Picker; it is not a secret (every page holds it).
+	PickerAPIKey string    `json:"picker_api_key,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // ConnectionTokens are the sealed part of a UserConnection.

@@ -77,7 +77,7 @@ func (s *Service) Provider(org uuid.UUID, id string) (oauthflow.Provider, error)
 		}
 		secret = string(pt)
 	}
-	return oauthflow.Provider{ID: p.ID, Type: p.Type, ClientID: p.ClientID, ClientSecret: secret, Endpoints: oauthflow.Endpoints{
+	return oauthflow.Provider{ID: p.ID, Type: p.Type, ClientID: p.ClientID, ClientSecret: secret, PickerAPIKey: p.PickerAPIKey, Endpoints: oauthflow.Endpoints{
 		AuthorizeURL: p.AuthorizeURL, TokenURL: p.TokenURL, RevokeURL: p.RevokeURL, UserinfoURL: p.UserinfoURL,
 		APIBaseURL: p.APIBaseURL, ScopesDefault: slices.Clone(p.ScopesDefault)}}.WithDefaults(), nil
 }

@@ -71,14 +71,14 @@ h1{font-size:1.4rem}.ok{color:#1a7f37}.err{color:#b42318}p{line-height:1.5}</sty
     }
   }
   function open() {
-    new google.picker.PickerBuilder()
+    var b = new google.picker.PickerBuilder()
       .addView(google.picker.ViewId.DOCUMENTS)
       .enableFeature(google.picker.Feature.MULTISELECT_ENABLED)
       .setOAuthToken(cfg.token)
       .setAppId(cfg.app_id)
-      .setCallback(picked)
-      .build()
-      .setVisible(true);
+      .setCallback(picked);
+    if (cfg.developer_key) { b = b.setDeveloperKey(cfg.developer_key); }
+    b.build().setVisible(true);
   }
   if (typeof gapi === 'undefined') { show('The file picker could not be loaded. Ask your assistant for a new link.', false); return; }
   gapi.load('picker', {callback: open});
@@ -92,7 +92,9 @@ h1{font-size:1.4rem}.ok{color:#1a7f37}.err{color:#b42318}p{line-height:1.5}</sty
 type pickerConfig struct {
 	Token  string `json:"token"`
 	AppID  string `json:"app_id"`
-	Report string `json:"report"`
+	// DeveloperKey is the provider's picker_api_key (Google requires one).
+	DeveloperKey string `json:"developer_key,omitempty"`
+	Report       string `json:"report"`
 }
 
 func (s *Service) pickerFail(c *fiber.Ctx, status int, title, msg string) error {
@@ -145,7 +147,8 @@ func (s *Service) pickerPage(c *fiber.Ctx) error {
 	nonce := base64.RawURLEncoding.EncodeToString(nb)
 	var b bytes.Buffer
 	err = pickerTemplate.Execute(&b, map[string]any{"Provider": st.Provider, "Nonce": nonce, "Script": script,
-		"Config": pickerConfig{Token: conn.AccessToken, AppID: pickerAppID(p.ClientID), Report: s.publicURL() + pickerPath + state + "/picked"}})
+		"Config": pickerConfig{Token: conn.AccessToken, AppID: pickerAppID(p.ClientID), DeveloperKey: p.PickerAPIKey,
+			Report: s.publicURL() + pickerPath + state + "/picked"}})
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,7 @@ func TestPickerURLAndPage(t *testing.T) {
 	}
 	e.connect("bob", e.bob, "drive.file")
 	tokens := e.remember("bob")
+	e.must(200, "PATCH", e.providers()+"/corp", e.alice, map[string]any{"picker_api_key": "AIzaPickerKey_1-x"})
 
 	u, exp, err := e.svc.PickerURL(ctx, e.org, e.project, "bob", "corp")
 	if err != nil || !strings.HasPrefix(u, e.base+"/api/v1/picker/") || exp.Before(time.Now().Add(9*time.Minute)) || exp.After(time.Now().Add(11*time.Minute)) {
@@ -112,7 +113,8 @@ func TestPickerURLAndPage(t *testing.T) {
 		t.Fatalf("page body:\n%s", body)
 	}
 	cfg := pickerConfigOf(t, body)
-	if cfg.Token != tokens.AccessToken || cfg.AppID != "corp-client" || cfg.Report != u+"/picked" {
+	if cfg.Token != tokens.AccessToken || cfg.AppID != "corp-client" || cfg.Report != u+"/picked" || cfg.DeveloperKey != "AIzaPickerKey_1-x" ||
+		!strings.Contains(body, "b.setDeveloperKey(cfg.developer_key)") {
 		t.Fatalf("page configuration: app %q report %q (token is bob's: %v)", cfg.AppID, cfg.Report, cfg.Token == tokens.AccessToken)
 	}
 	// Once only.

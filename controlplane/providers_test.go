@@ -232,6 +232,7 @@ func TestAuthProviderValidation(t *testing.T) {
 		{"api_base_url private", with("api_base_url", "http://10.0.0.7/v1"), "api_base_url"},
 		{"scope with a space", with("scopes_default", []string{"a b"}), "scopes_default"},
 		{"empty scope", with("scopes_default", []string{""}), "scopes_default"},
+		{"picker_api_key with a quote", with("picker_api_key", `AIza"><script>`), "picker_api_key"},
 		{"unknown field", with("issuer", "x"), "body"},
 	}
 	for _, tc := range tests {

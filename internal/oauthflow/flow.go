@@ -92,6 +92,9 @@ func (c Config) Validate() error {
 // (memory only).
 type Provider struct {
 	ID, Type, ClientID, ClientSecret string
+	// PickerAPIKey is a google provider's browser API key for the Google
+	// Picker (setDeveloperKey); empty when none is configured.
+	PickerAPIKey string
 	Endpoints
 }
 
