@@ -90,8 +90,8 @@ h1{font-size:1.4rem}.ok{color:#1a7f37}.err{color:#b42318}p{line-height:1.5}</sty
 // pickerConfig is what the page's script reads (JSON, escaped for a
 // script element by html/template).
 type pickerConfig struct {
-	Token  string `json:"token"`
-	AppID  string `json:"app_id"`
+	Token string `json:"token"`
+	AppID string `json:"app_id"`
 	// DeveloperKey is the provider's picker_api_key (Google requires one).
 	DeveloperKey string `json:"developer_key,omitempty"`
 	Report       string `json:"report"`
