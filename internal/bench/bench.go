@@ -20,8 +20,9 @@ type Figure struct {
 	Goal  float64
 	Lower bool
 	// Max, when set, is an absolute bound the value must not exceed as
-	// well (an issue's goal in Unit, e.g. "≤ 30 ms").
-	Max float64
+	// well (an issue's goal in Unit, e.g. "≤ 30 ms"); Min one it must reach
+	// (e.g. "≥ 100k messages/s").
+	Max, Min float64
 }
 
 // Ratio is Value / Reference.
@@ -29,7 +30,7 @@ func (f Figure) Ratio() float64 { return f.Value / f.Reference }
 
 // Met reports whether the goal holds (and Max, when set).
 func (f Figure) Met() bool {
-	if f.Max > 0 && f.Value > f.Max {
+	if f.Max > 0 && f.Value > f.Max || f.Min > 0 && f.Value < f.Min {
 		return false
 	}
 	if f.Lower {
@@ -51,6 +52,9 @@ func (f Figure) Print(w io.Writer) {
 	bound := ""
 	if f.Max > 0 {
 		bound = fmt.Sprintf(" and <= %g %s", f.Max, f.Unit)
+	}
+	if f.Min > 0 {
+		bound += fmt.Sprintf(" and >= %g %s", f.Min, f.Unit)
 	}
 	fmt.Fprintf(w, "%-44s %12.1f %-8s reference %12.1f (%s)  ratio %.2f  goal %s %.2f%s: %s\n",
 		f.Name, f.Value, f.Unit, f.Reference, f.RefName, f.Ratio(), op, f.Goal, bound, verdict)

@@ -61,6 +61,8 @@ func TestFigure(t *testing.T) {
 		{Figure{Value: 1.1, Reference: 1, Goal: 1.15, Lower: true}, true},
 		{Figure{Value: 25, Reference: 100, Goal: 5, Lower: true, Max: 30}, true},
 		{Figure{Value: 31, Reference: 100, Goal: 5, Lower: true, Max: 30}, false},
+		{Figure{Value: 150e3, Reference: 300e3, Goal: 0.1, Min: 100e3}, true},
+		{Figure{Value: 90e3, Reference: 300e3, Goal: 0.1, Min: 100e3}, false},
 	}
 	for _, tc := range tests {
 		if tc.f.Met() != tc.want {
