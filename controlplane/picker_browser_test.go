@@ -2,13 +2,10 @@ package controlplane
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/emulators/google"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
+	"github.com/auditrail/auditrail/internal/emulators/oauth/oauthtest"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/testenv/browser"
 )
@@ -39,7 +37,6 @@ type googleEnv struct {
 const (
 	docsAppSecret    = "docs-app-secret-5b1f"
 	docsEditorSecret = "docs-editor-secret-0c2e"
-	pkceVerifier     = "picker-test-verifier-0123456789-0123456789-abcdef"
 )
 
 func newGoogleEnv(t *testing.T) *googleEnv {
@@ -65,36 +62,7 @@ func newGoogleEnv(t *testing.T) *googleEnv {
 // user's own editor, not the platform).
 func (ge *googleEnv) token(t *testing.T, client, secret, user string, scopes ...string) string {
 	t.Helper()
-	sum := sha256.Sum256([]byte(pkceVerifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {"https://editor.example/cb"},
-		"scope": {strings.Join(scopes, " ")}, "state": {"s"}, "login_hint": {user},
-		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
-	resp, err := noRedirect.Get(ge.url + "/oauth/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("authorize: %d %v", resp.StatusCode, loc)
-	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {"https://editor.example/cb"}, "code_verifier": {pkceVerifier}}
-	req, _ := http.NewRequest(http.MethodPost, ge.url+"/oauth/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(client, secret)
-	resp, err = noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("token: %d %v", resp.StatusCode, err)
-	}
-	return tok.AccessToken
+	return oauthtest.Token(t, ge.url+"/oauth", oauthtest.Client{ID: client, Secret: secret, RedirectURI: "https://editor.example/cb"}, user, scopes...)
 }
 
 func clientOpts(endpoint, token string) []option.ClientOption {

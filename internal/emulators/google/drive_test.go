@@ -2,7 +2,6 @@ package google_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/emulators/google"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
+	"github.com/auditrail/auditrail/internal/emulators/oauth/oauthtest"
 )
 
 // denv is an emulator with two OAuth clients ("app" and "other"), two users
@@ -72,38 +71,7 @@ func (e *denv) clock() time.Time {
 // token runs the real authorization-code flow with PKCE for the user and client.
 func (e *denv) token(t *testing.T, client, user string, scopes ...string) string {
 	t.Helper()
-	sum := sha256.Sum256([]byte(verifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {"https://app.example/cb"},
-		"scope": {strings.Join(scopes, " ")}, "state": {"x"}, "login_hint": {user},
-		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	defer c.CloseIdleConnections()
-	resp, err := c.Get(e.auth.URL + "/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("authorize: %d %v", resp.StatusCode, loc)
-	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {"https://app.example/cb"}, "code_verifier": {verifier}}
-	req, _ := http.NewRequest(http.MethodPost, e.auth.URL+"/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(client, "s")
-	resp, err = c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("token: %d %v", resp.StatusCode, err)
-	}
-	return tok.AccessToken
+	return oauthtest.Token(t, e.auth.URL, oauthtest.Client{ID: client, Secret: "s", RedirectURI: "https://app.example/cb"}, user, scopes...)
 }
 
 func (e *denv) client(t *testing.T, tok string) *http.Client {

@@ -2,9 +2,6 @@ package docs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +21,7 @@ import (
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/emulators/google"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
+	"github.com/auditrail/auditrail/internal/emulators/oauth/oauthtest"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
@@ -31,8 +29,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const verifier = "dBjftJeZ4CVP-mJ92K9X0CQR1eQyZ7P1Lh4dXYkZ3kQ-verifier"
 
 // allScopes are what the demo connection grants: every scope a tool of
 // the toolkit declares, nothing more.
@@ -225,38 +221,7 @@ func (e *env) token(t testing.TB, user string, scopes ...string) string {
 // clientToken runs the flow for an OAuth client.
 func (e *env) clientToken(t testing.TB, client, secret, redirect, user string, scopes ...string) string {
 	t.Helper()
-	sum := sha256.Sum256([]byte(verifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirect},
-		"scope": {strings.Join(scopes, " ")}, "state": {"x"}, "login_hint": {user},
-		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	defer c.CloseIdleConnections()
-	resp, err := c.Get(e.as.URL + "/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("authorize: %d %v", resp.StatusCode, loc)
-	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {redirect}, "code_verifier": {verifier}}
-	req, _ := http.NewRequest(http.MethodPost, e.as.URL+"/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(client, secret)
-	resp, err = c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("token: %d %v", resp.StatusCode, err)
-	}
-	return tok.AccessToken
+	return oauthtest.Token(t, e.as.URL, oauthtest.Client{ID: client, Secret: secret, RedirectURI: redirect}, user, scopes...)
 }
 
 // bearer adds a token to requests.
