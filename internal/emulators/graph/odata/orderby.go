@@ -170,3 +170,45 @@ func compareJSON(a, b any) int {
 }
 
 func looksLikeDateTime(s string) bool { return len(s) >= 20 && s[4] == '-' && s[10] == 'T' }
+
+// CheckInefficient applies Exchange's rule for $filter with $orderby on
+// messages (Graph's "Using filter and orderby in the same query", and the
+// Outlook team's 2018 note on InefficientFilter): the properties in
+// $orderby must also appear in $filter, in the same order, and before any
+// property that is not in $orderby. Otherwise Graph answers 400
+// InefficientFilter. It holds for receivedDateTime too: to sort by it under
+// an unrelated filter, put "receivedDateTime ge 1900-01-01T00:00:00Z and"
+// first in the filter, as Microsoft's note shows. With no filter or no
+// keys there is nothing to check.
+func CheckInefficient(f *Filter, keys []OrderKey) error {
+	if f == nil || len(keys) == 0 {
+		return nil
+	}
+	var want []string
+	for _, k := range keys {
+		if !slicesContains(want, k.Path) {
+			want = append(want, k.Path)
+		}
+	}
+	props := f.props
+	if len(props) < len(want) {
+		return errInefficient
+	}
+	for i, p := range want {
+		if props[i] != p {
+			return errInefficient
+		}
+	}
+	return nil
+}
+
+var errInefficient = &Error{Code: CodeInefficientFilter, Message: "The restriction or sort order is too complex for this operation."}
+
+func slicesContains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

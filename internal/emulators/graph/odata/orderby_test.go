@@ -79,3 +79,46 @@ func TestCompare(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckInefficient(t *testing.T) {
+	tests := []struct {
+		filter, orderby string
+		ok              bool
+	}{
+		{"from/emailAddress/address eq 'a@b.c'", "", true},
+		{"from/emailAddress/address eq 'a@b.c'", "receivedDateTime", false}, // Microsoft's example 1a
+		{"receivedDateTime ge 1900-01-01T00:00:00Z and from/emailAddress/address eq 'a@b.c'", "receivedDateTime", true},
+		{"receivedDateTime ge 1900-01-01T00:00:00Z and from/emailAddress/address eq 'a@b.c'", "receivedDateTime desc", true},
+		{"receivedDateTime ge 2026-01-01 and hasAttachments eq true", "hasAttachments,receivedDateTime", false}, // wrong order
+		{"hasAttachments eq true and receivedDateTime ge 2026-01-01", "hasAttachments,receivedDateTime desc", true},
+		{"isRead eq false and subject eq 'x'", "subject", false}, // subject is not first
+		{"subject eq 'x' and isRead eq false", "subject desc", true},
+		{"subject eq 'x' or subject eq 'y'", "subject", true},
+		{"contains(subject,'x')", "subject", true},
+		{"importance eq 'high'", "importance,receivedDateTime", false}, // receivedDateTime missing
+		{"toRecipients/any(r: r/emailAddress/address eq 'x')", "subject", false},
+	}
+	for _, tc := range tests {
+		f, err := ParseFilter(tc.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []OrderKey
+		if tc.orderby != "" {
+			if keys, err = ParseOrderBy(tc.orderby); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = CheckInefficient(f, keys)
+		var oe *Error
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s / %s: %v", tc.filter, tc.orderby, err)
+		case !tc.ok && (!errors.As(err, &oe) || oe.Code != "InefficientFilter" || oe.Message != "The restriction or sort order is too complex for this operation."):
+			t.Errorf("%s / %s: err = %v, want InefficientFilter", tc.filter, tc.orderby, err)
+		}
+	}
+	if err := CheckInefficient(nil, []OrderKey{{Path: "subject"}}); err != nil {
+		t.Errorf("no filter: %v", err)
+	}
+}
