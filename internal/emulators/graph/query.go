@@ -13,7 +13,7 @@ import (
 type query struct {
 	filter *odata.Filter
 	order  []odata.OrderKey
-	search searcher
+	search *odata.Search
 }
 
 // defaultOrder is Graph's order of a message list: newest received first.
@@ -51,7 +51,7 @@ func parseQuery(r *http.Request) (query, *odata.Error) {
 		}
 	}
 	if hasSearch {
-		s, err := parseSearch(sv)
+		s, err := odata.ParseSearch(sv)
 		if err != nil {
 			return q, asODataError(err)
 		}
