@@ -124,6 +124,12 @@ func TestIDsWithoutImmutable(t *testing.T) {
 	if sent["isDraft"] != false || sent["id"] == rest {
 		t.Fatalf("by immutable id after send: %v", sent)
 	}
+	// Both preferences in one header, as a client sends them.
+	both := e.must(t, 200, tok, "GET", "/me/messages/"+imm, nil, "Prefer", immutable+`, outlook.body-content-type="html"`)
+	if both.body["id"] != imm || str(both.body, "body", "contentType") != "html" ||
+		both.header.Get("Preference-Applied") != `outlook.body-content-type="html", `+immutable {
+		t.Fatalf("combined Prefer: id %v, body %v, applied %q", both.body["id"], str(both.body, "body", "contentType"), both.header.Get("Preference-Applied"))
+	}
 }
 
 func TestSendMailAndReplies(t *testing.T) {

@@ -69,7 +69,7 @@ func parsePage(w http.ResponseWriter, r *http.Request, defTop, maxTop int) (page
 func (p page) window(n int) (int, int, bool) {
 	from := min(p.skip, n)
 	to := min(from+p.top, n)
-	return from, to, to < n
+	return from, to, to < n && p.top > 0
 }
 
 // nextLink answers the absolute URL of the next page: the request's own

@@ -307,6 +307,7 @@ func TestListMessages(t *testing.T) {
 	}{
 		{"$filter=" + url.QueryEscape("isRead eq false") + "&$orderby=subject", "InefficientFilter"},
 		{"$search=budget&$orderby=subject", "SearchWithOrderBy"},
+		{"$search=budget&$filter=" + url.QueryEscape("isRead eq false"), "ErrorInvalidUrlQuery"},
 		{"$filter=" + url.QueryEscape("subject eq"), "BadRequest"},
 		{"$filter=" + url.QueryEscape("nope eq 1"), "BadRequest"},
 		{"$orderby=nope", "BadRequest"},
@@ -582,5 +583,27 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if got := len(e.all(t, ben, "/me/mailFolders/inbox/messages")); got != n {
 		t.Fatalf("ben received %d of %d", got, n)
+	}
+}
+
+// TestNextLinkBase: nextLinks are absolute, under Config.BaseURL when set,
+// else under the request's host and mount prefix; following them pages
+// through without overlap.
+func TestNextLinkBase(t *testing.T) {
+	e := newEnv(t, func(c *graph.Config) { c.BaseURL = "https://graph.example/v1.0/" })
+	tok := e.token(t, "ann@contoso.com", "Mail.Read")
+	r := e.must(t, 200, tok, "GET", "/me/messages?$top=5&$filter="+url.QueryEscape("isRead eq false"), nil)
+	next, _ := r.body["@odata.nextLink"].(string)
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "https" || u.Host != "graph.example" || u.Path != "/v1.0/me/messages" ||
+		u.Query().Get("$skip") != "5" || u.Query().Get("$filter") != "isRead eq false" || u.Query().Get("$top") != "5" {
+		t.Fatalf("nextLink %q", next)
+	}
+	if !strings.HasPrefix(str(r.body, "@odata.context"), "https://graph.example/v1.0/$metadata#users('") {
+		t.Fatalf("@odata.context %v", r.body["@odata.context"])
+	}
+	// $top=0 answers no page and no nextLink (no endless paging).
+	if z := e.must(t, 200, tok, "GET", "/me/messages?$top=0", nil); len(z.items()) != 0 || z.body["@odata.nextLink"] != nil {
+		t.Fatalf("$top=0: %s", z.raw)
 	}
 }
