@@ -170,6 +170,11 @@ func TestFolders(t *testing.T) {
 	if inbox["totalItemCount"] != float64(len(msgs)) || inbox["unreadItemCount"] != float64(unread) || unread == 0 {
 		t.Fatalf("counts %v/%v, listed %d/%d", inbox["totalItemCount"], inbox["unreadItemCount"], len(msgs), unread)
 	}
+	// OData key segments, as Graph also accepts them.
+	if got := e.all(t, tok, "/me/mailFolders('Inbox')/messages?$top=50"); len(got) != len(msgs) {
+		t.Fatalf("mailFolders('Inbox')/messages: %d of %d", len(got), len(msgs))
+	}
+	e.must(t, 200, tok, "GET", "/me/messages('"+str(msgs[0], "id")+"')", nil)
 	byID := e.must(t, 200, tok, "GET", "/me/mailFolders/"+str(inbox, "id"), nil).body
 	if byID["displayName"] != "Inbox" {
 		t.Fatal("folder by id")
