@@ -61,6 +61,8 @@ func TestDraftStateTable(t *testing.T) {
 			up := e.must(t, 200, tok, "PATCH", "/me/messages/"+id, map[string]any{"subject": tc.wantSubject + " (" + tc.kind + ")",
 				"toRecipients": rcpts("ben@contoso.com", "x@external.example"), "ccRecipients": rcpts(), "categories": []string{"Blue category"}}, "Prefer", immutable).body
 			if up["subject"] != tc.wantSubject+" ("+tc.kind+")" || !slices.Equal(addrs(up, "toRecipients"), []string{"ben@contoso.com", "x@external.example"}) ||
+				str(up["toRecipients"].([]any)[0].(map[string]any), "emailAddress", "name") != "Ben Ode" ||
+				str(up["toRecipients"].([]any)[1].(map[string]any), "emailAddress", "name") != "x@external.example" ||
 				len(addrs(up, "ccRecipients")) != 0 || up["id"] != id || up["lastModifiedDateTime"] == d["lastModifiedDateTime"] {
 				t.Fatalf("patched: %v", up)
 			}

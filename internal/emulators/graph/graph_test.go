@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -452,11 +453,10 @@ func TestAttachments(t *testing.T) {
 }
 
 func TestThrottle(t *testing.T) {
-	calls := 0
+	var calls atomic.Int32
 	e := newEnv(t, func(c *graph.Config) {
 		c.Throttle = func(r *http.Request, g oauth.Grant) time.Duration {
-			calls++
-			if calls == 1 {
+			if calls.Add(1) == 1 {
 				return 1500 * time.Millisecond
 			}
 			return 0
@@ -468,6 +468,11 @@ func TestThrottle(t *testing.T) {
 		t.Fatalf("throttled: %d %q %s", r.status, r.header.Get("Retry-After"), r.raw)
 	}
 	e.must(t, 200, tok, "GET", "/me/messages", nil)
+	before := calls.Load()
+	e.must(t, 200, tok, "GET", "/users/ann@contoso.com/messages", nil)
+	if n := calls.Load() - before; n != 1 {
+		t.Fatalf("/users/… asked the throttle %d times", n)
+	}
 }
 
 func TestDeleteAndMove(t *testing.T) {

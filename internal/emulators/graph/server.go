@@ -277,11 +277,10 @@ type baseKey struct{}
 // serveUser answers /users/{id|upn}/… as /me/… when the user is the
 // token's own; a delegated token reaching another mailbox gets Graph's 403.
 func (s *Server) serveUser(me http.Handler, w http.ResponseWriter, r *http.Request, user, rest string) {
-	g, ok := s.auth(w, r)
-	if !ok {
-		return
-	}
-	if user != g.UserID && !strings.EqualFold(user, g.Email) && !strings.EqualFold(user, userGUID(g.UserID)) {
+	// The inner handler authenticates (and throttles) the call; here only a
+	// valid token naming another mailbox is refused.
+	g, _, err := s.cfg.Auth.Authenticate(r)
+	if err == nil && user != g.UserID && !strings.EqualFold(user, g.Email) && !strings.EqualFold(user, userGUID(g.UserID)) {
 		writeError(w, r, http.StatusForbidden, CodeAccessDenied, msgAccessDenied)
 		return
 	}
