@@ -204,7 +204,7 @@ func TestWriteRequests(t *testing.T) {
 	if cp["id"] == d["id"] || cp["subject"] != "filed" || len(e.all(t, tok, "/me/messages/"+str(cp, "id")+"/attachments")) != 1 {
 		t.Fatalf("copy: %v", cp)
 	}
-	e.must(t, 200, tok, "GET", "/me/messages/"+str(d, "id"), nil) // the original stays
+	e.must(t, 200, tok, "GET", "/me/messages/"+str(d, "id"), nil)                                    // the original stays
 	orig := e.all(t, tok, "/me/messages?$filter="+url.QueryEscape("subject eq 'Offsite agenda'"))[0] // sent by ann to soren, marc
 	e.must(t, 202, tok, "POST", "/me/messages/"+str(orig, "id")+"/replyAll", map[string]any{"comment": "Updated agenda",
 		"message": map[string]any{"ccRecipients": rcpts("ben@contoso.com")}})
