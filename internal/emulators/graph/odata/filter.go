@@ -158,13 +158,7 @@ func (p *Path) full(scope map[string]string) string {
 func (f *Filter) Properties() []string { return append([]string(nil), f.props...) }
 
 // String prints the filter in $filter syntax.
-func (f *Filter) String() string {
-	s := f.Root.String()
-	if b, ok := f.Root.(*Binary); ok && len(s) > 1 && s[0] == '(' && b != nil {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
+func (f *Filter) String() string { return f.Root.String() }
 
 // parser is a recursive-descent parser; precedence as in ODataLib, from
 // loosest: or, and, comparisons (left-associative), not.
@@ -593,17 +587,39 @@ func (n *Path) Kind() Kind {
 
 // Printing.
 
-func (n *Binary) String() string { return "(" + n.L.String() + " " + n.Op + " " + n.R.String() + ")" }
-func (n *Not) String() string    { return "not " + wrap(n.X) }
+// Printing parenthesises only what precedence needs (not, comparisons,
+// and, or from tightest; binary operators left-associative), so that a
+// long chain prints flat and parses back within the nesting limit.
 
-// wrap parenthesises what would not parse back as one primary.
-func wrap(n Node) string {
-	s := n.String()
-	if _, ok := n.(*Binary); ok {
-		return s // already parenthesised
+func prec(n Node) int {
+	switch n := n.(type) {
+	case *Binary:
+		switch n.Op {
+		case "or":
+			return 1
+		case "and":
+			return 2
+		}
+		return 3
+	case *Not:
+		return 4
 	}
-	return s
+	return 5
 }
+
+func child(n Node, p int, right bool) string {
+	if c := prec(n); c < p || right && c == p {
+		return "(" + n.String() + ")"
+	}
+	return n.String()
+}
+
+func (n *Binary) String() string {
+	p := prec(n)
+	return child(n.L, p, false) + " " + n.Op + " " + child(n.R, p, true)
+}
+
+func (n *Not) String() string { return "not " + child(n.X, 4, false) }
 
 func (n *Call) String() string {
 	args := make([]string, len(n.Args))

@@ -55,6 +55,7 @@ func TestFilterMatch(t *testing.T) {
 		{"contains(subject, 'lunch')", true},
 		{"contains(subject,'MEET FOR')", true},
 		{"contains(subject, 'dinner')", false},
+		{"contains(subject, 'lunch?')", true},
 		{"startswith(subject, 'let''s')", true},
 		{"endswith(subject, 'lunch?')", true},
 		{"endswith(subject, 'lunch')", false},
