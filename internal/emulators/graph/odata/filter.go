@@ -326,7 +326,7 @@ var unsupported = map[string]bool{
 	"tolower": true, "toupper": true, "trim": true, "length": true, "indexof": true, "substring": true,
 	"concat": true, "year": true, "month": true, "day": true, "hour": true, "minute": true, "second": true,
 	"fractionalseconds": true, "date": true, "time": true, "now": true, "totaloffsetminutes": true,
-	"round": true, "floor": true, "ceiling": true, "cast": true, "isof": true, "matchesPattern": true,
+	"round": true, "floor": true, "ceiling": true, "cast": true, "isof": true, "matchespattern": true,
 	"mindatetime": true, "maxdatetime": true,
 }
 
@@ -407,7 +407,7 @@ func parseDateTimeLiteral(s string) (time.Time, error) {
 }
 
 func (p *parser) parseCall(name token) (Node, error) {
-	fn := name.text
+	fn := strings.ToLower(name.text) // Graph resolves function names ignoring case
 	switch {
 	case fn == "contains" || fn == "startswith" || fn == "endswith":
 	case unsupported[fn]:
@@ -468,12 +468,12 @@ func (p *parser) parsePath(first token) (Node, error) {
 	}
 	owner := p.typ
 	if path.Var == "" {
-		pr, ok := p.typ.Props[first.text]
+		name, pr, ok := p.typ.prop(first.text)
 		if !ok {
 			return nil, filterError("Could not find a property named '%s' on type '%s'.", first.text, p.typ.Name)
 		}
 		cur = pr
-		path.Segs = append(path.Segs, first.text)
+		path.Segs = append(path.Segs, name)
 	}
 	for p.tok.kind == tokSlash {
 		if err := p.advance(); err != nil {
@@ -494,22 +494,19 @@ func (p *parser) parsePath(first token) (Node, error) {
 			return p.parseLambda(path, seg.text)
 		}
 		if cur.Kind != KindComplex {
-			name := owner.Name
+			typ := cur.Kind.edmName()
 			if cur.Kind == KindCollection {
-				name = "Collection"
+				typ = "Collection"
 			}
-			if cur.Kind != KindComplex && cur.Kind != KindCollection {
-				name = cur.Kind.edmName()
-			}
-			return nil, filterError("Could not find a property named '%s' on type '%s'.", seg.text, name)
+			return nil, filterError("Could not find a property named '%s' on type '%s'.", seg.text, typ)
 		}
 		owner = cur.Complex
-		pr, ok := owner.Props[seg.text]
+		name, pr, ok := owner.prop(seg.text)
 		if !ok {
 			return nil, filterError("Could not find a property named '%s' on type '%s'.", seg.text, owner.Name)
 		}
 		cur = pr
-		path.Segs = append(path.Segs, seg.text)
+		path.Segs = append(path.Segs, name)
 	}
 	path.prop = cur
 	return path, nil
