@@ -20,6 +20,11 @@ type val struct {
 type env struct {
 	root map[string]any
 	vars [maxVars]any
+	// The last DateTimeOffset string parsed: a range (ge … and lt …)
+	// parses the property once.
+	lastStr  string
+	lastTime time.Time
+	lastOK   bool
 }
 
 // Match reports whether obj satisfies the filter. Missing properties are
@@ -64,7 +69,20 @@ func (n *Path) lookup(e *env) any {
 	return cur
 }
 
-func (n *Path) eval(e *env) val { return convert(n.lookup(e), n.prop.Kind) }
+func (n *Path) eval(e *env) val {
+	x := n.lookup(e)
+	if s, ok := x.(string); ok && n.prop.Kind == KindDateTime {
+		if !e.lastOK || s != e.lastStr {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return val{}
+			}
+			e.lastStr, e.lastTime, e.lastOK = s, t, true
+		}
+		return val{k: KindDateTime, t: e.lastTime}
+	}
+	return convert(x, n.prop.Kind)
+}
 
 // convert turns a JSON value into a val of the property's kind; values of
 // the wrong JSON type are null.

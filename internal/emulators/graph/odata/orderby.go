@@ -36,9 +36,9 @@ func ParseOrderByFor(s string, t *EntityType) ([]OrderKey, error) {
 		if tok.kind != tokIdent {
 			return nil, orderError("Syntax error at position %d in '%s'.", tok.pos, s)
 		}
-		segs := []string{tok.text}
+		first, prop, ok := t.prop(tok.text)
+		segs := []string{first}
 		owner := t
-		prop, ok := t.Props[tok.text]
 		if !ok {
 			return nil, orderError("Could not find a property named '%s' on type '%s'.", tok.text, t.Name)
 		}
@@ -56,10 +56,11 @@ func ParseOrderByFor(s string, t *EntityType) ([]OrderKey, error) {
 				return nil, orderError("Could not find a property named '%s' on type '%s'.", tok.text, owner.Name)
 			}
 			owner = prop.Complex
-			if prop, ok = owner.Props[tok.text]; !ok {
+			var name string
+			if name, prop, ok = owner.prop(tok.text); !ok {
 				return nil, orderError("Could not find a property named '%s' on type '%s'.", tok.text, owner.Name)
 			}
-			segs = append(segs, tok.text)
+			segs = append(segs, name)
 			if tok, err = lx.next(); err != nil {
 				return nil, orderErr(err)
 			}

@@ -17,6 +17,7 @@ func TestParseOrderBy(t *testing.T) {
 		{in: "receivedDateTime", want: []OrderKey{{Path: "receivedDateTime"}}},
 		{in: "receivedDateTime desc", want: []OrderKey{{Path: "receivedDateTime", Desc: true}}},
 		{in: "receivedDateTime DESC", err: "Syntax error"},
+		{in: "ReceivedDateTime desc,From/EmailAddress/Name", want: []OrderKey{{Path: "receivedDateTime", Desc: true}, {Path: "from/emailAddress/name"}}},
 		{in: " importance desc , from/emailAddress/name asc,subject", want: []OrderKey{
 			{Path: "importance", Desc: true}, {Path: "from/emailAddress/name"}, {Path: "subject"}}},
 		{in: "", err: "Expression expected"},

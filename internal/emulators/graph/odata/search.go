@@ -75,6 +75,9 @@ func ParseSearch(s string) (*Search, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.err != nil {
+		return nil, p.err
+	}
 	if p.tok.kind != stEOF {
 		return nil, searchError("Syntax error at position %d in '%s'.", p.tok.pos, s)
 	}
@@ -504,9 +507,38 @@ func (n *searchAnd) match(obj map[string]any) bool { return n.L.match(obj) && n.
 func (n *searchOr) match(obj map[string]any) bool  { return n.L.match(obj) || n.R.match(obj) }
 func (n *searchNot) match(obj map[string]any) bool { return !n.X.match(obj) }
 
-func (n *searchAnd) String() string { return "(" + n.L.String() + " AND " + n.R.String() + ")" }
-func (n *searchOr) String() string  { return "(" + n.L.String() + " OR " + n.R.String() + ")" }
-func (n *searchNot) String() string { return "NOT " + n.X.String() }
+// Printing parenthesises only what precedence needs (NOT, AND, OR from
+// tightest; AND and OR left-associative), so that a long chain prints
+// flat and parses back within the nesting limit.
+
+func searchPrec(n searchNode) int {
+	switch n.(type) {
+	case *searchOr:
+		return 1
+	case *searchAnd:
+		return 2
+	case *searchNot:
+		return 3
+	}
+	return 4
+}
+
+func searchChild(n searchNode, prec int, right bool) string {
+	if p := searchPrec(n); p < prec || right && p == prec {
+		return "(" + n.String() + ")"
+	}
+	return n.String()
+}
+
+func (n *searchAnd) String() string {
+	return searchChild(n.L, 2, false) + " AND " + searchChild(n.R, 2, true)
+}
+
+func (n *searchOr) String() string {
+	return searchChild(n.L, 1, false) + " OR " + searchChild(n.R, 1, true)
+}
+
+func (n *searchNot) String() string { return "NOT " + searchChild(n.X, 3, false) }
 
 func (t *searchTerm) String() string {
 	v := t.Value

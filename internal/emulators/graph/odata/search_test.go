@@ -110,6 +110,7 @@ func TestSearchErrors(t *testing.T) {
 		{``, "empty"},
 		{`""`, "empty"},
 		{`"pizza`, "unterminated"},
+		{`pizza "budget`, "unterminated"},
 		{`(pizza`, "')' expected"},
 		{`pizza)`, "Syntax error"},
 		{`pizza AND`, "Expression expected"},
