@@ -47,6 +47,7 @@ fuzz:
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzApplyBatch -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseFilter -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseSearch -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/emulators/graph -run '^$$' -fuzz FuzzHTMLToText -fuzztime $(FUZZTIME)
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
