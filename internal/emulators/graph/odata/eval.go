@@ -2,6 +2,7 @@ package odata
 
 import (
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -30,10 +31,17 @@ type env struct {
 // Match reports whether obj satisfies the filter. Missing properties are
 // null; comparisons with null other than eq/ne are false, as in Graph.
 func (f *Filter) Match(obj map[string]any) bool {
-	e := env{root: obj}
-	v := f.Root.eval(&e)
+	e := envPool.Get().(*env)
+	*e = env{root: obj}
+	v := f.Root.eval(e)
+	*e = env{} // drop the references to obj
+	envPool.Put(e)
 	return v.k == KindBool && v.b
 }
+
+// envPool recycles evaluation states: an env reached through interface
+// calls escapes to the heap, and Match runs once per message.
+var envPool = sync.Pool{New: func() any { return new(env) }}
 
 func boolVal(b bool) val { return val{k: KindBool, b: b} }
 
