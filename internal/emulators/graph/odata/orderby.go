@@ -11,8 +11,10 @@ type OrderKey struct {
 	Desc bool
 }
 
+// orderError is a $orderby error: ODataLib's message as it is (Graph's
+// "Invalid filter clause: " prefix belongs to $filter).
 func orderError(format string, args ...any) *Error {
-	return &Error{Code: CodeBadRequest, Message: "Invalid order by clause: " + sprintf(format, args...)}
+	return &Error{Code: CodeBadRequest, Message: sprintf(format, args...)}
 }
 
 // ParseOrderBy parses $orderby ("receivedDateTime desc,subject") over
@@ -91,7 +93,7 @@ func ParseOrderByFor(s string, t *EntityType) ([]OrderKey, error) {
 
 // orderErr re-labels a lexer error for $orderby.
 func orderErr(e *Error) *Error {
-	return &Error{Code: e.Code, Message: "Invalid order by clause: " + strings.TrimPrefix(e.Message, "Invalid filter clause: ")}
+	return &Error{Code: e.Code, Message: strings.TrimPrefix(e.Message, "Invalid filter clause: ")}
 }
 
 // Compare orders a and b by the keys: negative when a sorts first. Missing

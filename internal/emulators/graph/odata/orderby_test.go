@@ -28,12 +28,13 @@ func TestParseOrderBy(t *testing.T) {
 		{in: "from/emailAddress/foo", err: "property named 'foo' on type 'microsoft.graph.emailAddress'"},
 		{in: "subject desc desc", err: "Syntax error"},
 		{in: "subject 'x'", err: "Syntax error"},
+		{in: "subject,'x", err: "unterminated string literal"},
 	}
 	for _, tc := range tests {
 		got, err := ParseOrderBy(tc.in)
 		if tc.err != "" {
 			var oe *Error
-			if !errors.As(err, &oe) || oe.Code != CodeBadRequest || !strings.Contains(oe.Message, tc.err) || !strings.HasPrefix(oe.Message, "Invalid order by clause: ") {
+			if !errors.As(err, &oe) || oe.Code != CodeBadRequest || !strings.Contains(oe.Message, tc.err) || strings.HasPrefix(oe.Message, "Invalid filter clause") {
 				t.Errorf("%q: err = %v, want %q", tc.in, err, tc.err)
 			}
 			continue
