@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,5 +249,81 @@ func TestFilterAgreesWithGo(t *testing.T) {
 	// The filters select something and not everything, most of the time.
 	if nonTrivial < 25 {
 		t.Fatalf("only %d of 40 filters split the mailbox", nonTrivial)
+	}
+}
+
+// Graph's enum members in the order of their values: $orderby on an enum
+// sorts by value.
+var (
+	impOrder  = []string{"low", "normal", "high"}
+	flagOrder = []string{"notFlagged", "complete", "flagged"}
+)
+
+// Sorting with Compare agrees with hand-written comparators on the
+// generated mailbox, received times being written in assorted offsets.
+func TestCompareAgreesWithGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 2026))
+	box := genMailbox(r, 3000)
+	type pair struct {
+		m   *genMsg
+		obj map[string]any
+	}
+	items := make([]pair, len(box))
+	for i := range box {
+		items[i] = pair{&box[i], box[i].object(r)}
+	}
+	cmpBool := func(a, b bool) int {
+		switch {
+		case a == b:
+			return 0
+		case !a:
+			return -1
+		}
+		return 1
+	}
+	tests := []struct {
+		orderby string
+		less    func(a, b *genMsg) int
+	}{
+		{"receivedDateTime desc", func(a, b *genMsg) int { return b.Received.Compare(a.Received) }},
+		{"importance,receivedDateTime", func(a, b *genMsg) int {
+			if c := slices.Index(impOrder, a.Importance) - slices.Index(impOrder, b.Importance); c != 0 {
+				return c
+			}
+			return a.Received.Compare(b.Received)
+		}},
+		{"isRead desc,subject,receivedDateTime desc", func(a, b *genMsg) int {
+			if c := cmpBool(b.IsRead, a.IsRead); c != 0 {
+				return c
+			}
+			if c := strings.Compare(strings.ToLower(a.Subject), strings.ToLower(b.Subject)); c != 0 {
+				return c
+			}
+			return b.Received.Compare(a.Received)
+		}},
+		{"from/emailAddress/address,flag/flagStatus desc,receivedDateTime", func(a, b *genMsg) int {
+			if c := strings.Compare(strings.ToLower(a.From), strings.ToLower(b.From)); c != 0 {
+				return c
+			}
+			if c := slices.Index(flagOrder, b.Flag) - slices.Index(flagOrder, a.Flag); c != 0 {
+				return c
+			}
+			return a.Received.Compare(b.Received)
+		}},
+	}
+	for _, tc := range tests {
+		keys, err := ParseOrderBy(tc.orderby)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := append([]pair(nil), items...)
+		want := append([]pair(nil), items...)
+		slices.SortStableFunc(got, func(a, b pair) int { return Compare(keys, a.obj, b.obj) })
+		slices.SortStableFunc(want, func(a, b pair) int { return tc.less(a.m, b.m) })
+		for i := range got {
+			if got[i].m != want[i].m {
+				t.Fatalf("%s: position %d holds %+v, want %+v", tc.orderby, i, *got[i].m, *want[i].m)
+			}
+		}
 	}
 }

@@ -2,6 +2,7 @@ package odata
 
 import (
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -30,10 +31,17 @@ type env struct {
 // Match reports whether obj satisfies the filter. Missing properties are
 // null; comparisons with null other than eq/ne are false, as in Graph.
 func (f *Filter) Match(obj map[string]any) bool {
-	e := env{root: obj}
-	v := f.Root.eval(&e)
+	e := envPool.Get().(*env)
+	*e = env{root: obj}
+	v := f.Root.eval(e)
+	*e = env{} // drop the references to obj
+	envPool.Put(e)
 	return v.k == KindBool && v.b
 }
+
+// envPool recycles evaluation states: an env reached through interface
+// calls escapes to the heap, and Match runs once per message.
+var envPool = sync.Pool{New: func() any { return new(env) }}
 
 func boolVal(b bool) val { return val{k: KindBool, b: b} }
 
@@ -47,6 +55,8 @@ func (n *Literal) eval(*env) val {
 		return val{k: KindBool, b: n.b}
 	case KindDateTime, KindDate:
 		return val{k: KindDateTime, t: n.t}
+	case KindEnum:
+		return val{k: KindEnum, f: n.f}
 	}
 	return val{}
 }
@@ -80,6 +90,13 @@ func (n *Path) eval(e *env) val {
 			e.lastStr, e.lastTime, e.lastOK = s, t, true
 		}
 		return val{k: KindDateTime, t: e.lastTime}
+	}
+	if s, ok := x.(string); ok && n.prop.Kind == KindEnum {
+		i := n.prop.Enum.member(s)
+		if i < 0 {
+			return val{}
+		}
+		return val{k: KindEnum, f: float64(i)}
 	}
 	return convert(x, n.prop.Kind)
 }
@@ -171,7 +188,7 @@ func compareVals(l, r val) (int, bool) {
 	switch {
 	case l.k == KindString && r.k == KindString:
 		return compareFold(l.s, r.s), true
-	case l.k.numeric() && r.k.numeric():
+	case l.k.numeric() && r.k.numeric() || l.k == KindEnum && r.k == KindEnum:
 		switch {
 		case l.f < r.f:
 			return -1, true

@@ -11,8 +11,10 @@ type OrderKey struct {
 	Desc bool
 }
 
+// orderError is a $orderby error: ODataLib's message as it is (Graph's
+// "Invalid filter clause: " prefix belongs to $filter).
 func orderError(format string, args ...any) *Error {
-	return &Error{Code: CodeBadRequest, Message: "Invalid order by clause: " + sprintf(format, args...)}
+	return &Error{Code: CodeBadRequest, Message: sprintf(format, args...)}
 }
 
 // ParseOrderBy parses $orderby ("receivedDateTime desc,subject") over
@@ -91,16 +93,23 @@ func ParseOrderByFor(s string, t *EntityType) ([]OrderKey, error) {
 
 // orderErr re-labels a lexer error for $orderby.
 func orderErr(e *Error) *Error {
-	return &Error{Code: e.Code, Message: "Invalid order by clause: " + strings.TrimPrefix(e.Message, "Invalid filter clause: ")}
+	return &Error{Code: e.Code, Message: strings.TrimPrefix(e.Message, "Invalid filter clause: ")}
 }
 
 // Compare orders a and b by the keys: negative when a sorts first. Missing
 // and null values sort first ascending (last descending), as in Graph;
-// strings compare case-insensitively; DateTimeOffset strings compare as
-// instants; numbers and booleans by value.
+// enums (importance, flag/flagStatus, …) by member order (low < normal <
+// high), as Exchange sorts their values; other strings case-insensitively;
+// DateTimeOffset strings as instants; numbers and booleans by value.
 func Compare(keys []OrderKey, a, b map[string]any) int {
 	for _, k := range keys {
-		c := compareJSON(lookupPath(a, k.Path), lookupPath(b, k.Path))
+		x, y := lookupPath(a, k.Path), lookupPath(b, k.Path)
+		var c int
+		if e := enumAt(Message, k.Path); e != nil {
+			c = compareEnum(e, x, y)
+		} else {
+			c = compareJSON(x, y)
+		}
 		if c != 0 {
 			if k.Desc {
 				return -c
@@ -109,6 +118,16 @@ func Compare(keys []OrderKey, a, b map[string]any) int {
 		}
 	}
 	return 0
+}
+
+// compareEnum orders enum values by member order; values naming no
+// member sort as null.
+func compareEnum(e *EnumType, x, y any) int {
+	idx := func(v any) int {
+		s, _ := v.(string)
+		return e.member(s)
+	}
+	return idx(x) - idx(y)
 }
 
 func lookupPath(obj map[string]any, path string) any {

@@ -28,12 +28,13 @@ func TestParseOrderBy(t *testing.T) {
 		{in: "from/emailAddress/foo", err: "property named 'foo' on type 'microsoft.graph.emailAddress'"},
 		{in: "subject desc desc", err: "Syntax error"},
 		{in: "subject 'x'", err: "Syntax error"},
+		{in: "subject,'x", err: "unterminated string literal"},
 	}
 	for _, tc := range tests {
 		got, err := ParseOrderBy(tc.in)
 		if tc.err != "" {
 			var oe *Error
-			if !errors.As(err, &oe) || oe.Code != CodeBadRequest || !strings.Contains(oe.Message, tc.err) || !strings.HasPrefix(oe.Message, "Invalid order by clause: ") {
+			if !errors.As(err, &oe) || oe.Code != CodeBadRequest || !strings.Contains(oe.Message, tc.err) || strings.HasPrefix(oe.Message, "Invalid filter clause") {
 				t.Errorf("%q: err = %v, want %q", tc.in, err, tc.err)
 			}
 			continue
@@ -60,8 +61,8 @@ func TestCompare(t *testing.T) {
 		{"subject desc", "eadbc"},                     // null last descending
 		{"receivedDateTime", "deacb"},                 // as instants, not as strings
 		{"receivedDateTime desc", "bcaed"},            //
-		{"importance,subject desc", "eabcd"},          // ties broken by the next key
-		{"importance desc,receivedDateTime", "dceab"}, // normal, low, then high by time
+		{"importance,subject desc", "cdeab"},          // enum order low, normal, high; ties by the next key
+		{"importance desc,receivedDateTime", "eabdc"}, // high by time, normal, low
 		{"isRead desc,id", "eabcd"},                   // missing sorts as null
 	}
 	for _, tc := range tests {

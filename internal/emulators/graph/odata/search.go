@@ -15,8 +15,8 @@ import (
 // subject:, body:, attachment: (attachment names, from the object's
 // "attachments" array), category:, hasattachments:true|false,
 // importance:low|normal|high, isread:true|false, and received: / sent: with
-// a date (YYYY-MM-DD, UTC) after ':' or '=' (that day), '>=', '<=', '>'
-// or '<'. A restriction may take a group: subject:(lunch OR dinner).
+// a date (YYYY-MM-DD, UTC) after ':' or '=' (that day), '<>' (another
+// day), '>=', '<=', '>' or '<' (the property operators of MS-KQL). A restriction may take a group: subject:(lunch OR dinner).
 // AND, OR, NOT (upper case, as KQL; NOT binds tightest, then AND, then
 // OR), parentheses, and implicit AND between terms.
 //
@@ -43,7 +43,7 @@ type searchNot struct{ X searchNode }
 // searchTerm is a word, phrase or property restriction.
 type searchTerm struct {
 	Prop   string // "" for the default properties; lower case
-	Op     string // ":" "=" ">=" "<=" ">" "<"
+	Op     string // ":" "=" "<>" ">=" "<=" ">" "<"
 	Value  string // as written (unquoted)
 	Quoted bool
 	words  []string
@@ -305,7 +305,7 @@ func splitRestriction(w string) (name, op, value string, ok bool) {
 		return "", "", "", false
 	}
 	rest := w[i:]
-	for _, o := range []string{">=", "<=", ":", "=", ">", "<"} {
+	for _, o := range []string{">=", "<=", "<>", ":", "=", ">", "<"} {
 		if strings.HasPrefix(rest, o) {
 			return name, o, rest[len(o):], true
 		}
@@ -484,6 +484,8 @@ func (t *searchTerm) match(obj map[string]any) bool {
 			return c > 0
 		case "<":
 			return c < 0
+		case "<>":
+			return c != 0
 		}
 		return c == 0
 	case "hasattachments", "hasattachment":

@@ -70,6 +70,8 @@ func TestSearchMatch(t *testing.T) {
 		{`received<2026-03-06`, true},
 		{`received>=2026-03-01 AND received<=2026-03-04`, false},
 		{`sent=2026-03-04`, true},
+		{`sent<>2026-03-04`, false},
+		{`received<>2026-03-04`, true},
 		{`pizza AND budget`, true},
 		{`pizza AND dinner`, false},
 		{`pizza OR dinner`, true},
@@ -120,6 +122,7 @@ func TestSearchErrors(t *testing.T) {
 		{`hasattachments:maybe`, "not true or false"},
 		{`importance:urgent`, "not low, normal or high"},
 		{`subject>=x`, "not valid for the property"},
+		{`from<>ann`, "not valid for the property"},
 		{`from: ann`, "value is expected"},
 		{strings.Repeat("(", 300) + "x" + strings.Repeat(")", 300), "recursion limit"},
 	}
