@@ -1,0 +1,97 @@
+package graph
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/auditrail/auditrail/internal/emulators/graph/odata"
+)
+
+// query is a message list's $filter, $orderby and $search.
+type query struct {
+	filter *odata.Filter
+	order  []odata.OrderKey
+	search searcher
+}
+
+// defaultOrder is Graph's order of a message list: newest received first.
+var defaultOrder = []odata.OrderKey{{Path: "receivedDateTime", Desc: true}}
+
+// searchOrder is the order of $search results: newest sent first.
+var searchOrder = []odata.OrderKey{{Path: "sentDateTime", Desc: true}}
+
+// parseQuery parses the request's query options and applies Graph's rules
+// on combining them: $search refuses $orderby (SearchWithOrderBy) and
+// $filter with $orderby must pass CheckInefficient (InefficientFilter).
+func parseQuery(r *http.Request) (query, *odata.Error) {
+	var q query
+	fv, hasFilter := queryParam(r, "$filter")
+	ov, hasOrder := queryParam(r, "$orderby")
+	sv, hasSearch := queryParam(r, "$search")
+	if hasSearch && hasOrder {
+		return q, &odata.Error{Code: CodeSearchWithOrderBy, Message: "The query parameter '$orderBy' is not supported with '$search'."}
+	}
+	if hasFilter {
+		f, err := odata.ParseFilter(fv)
+		if err != nil {
+			return q, asODataError(err)
+		}
+		q.filter = f
+	}
+	if hasOrder {
+		keys, err := odata.ParseOrderBy(ov)
+		if err != nil {
+			return q, asODataError(err)
+		}
+		q.order = keys
+		if err := odata.CheckInefficient(q.filter, keys); err != nil {
+			return q, asODataError(err)
+		}
+	}
+	if hasSearch {
+		s, err := parseSearch(sv)
+		if err != nil {
+			return q, asODataError(err)
+		}
+		q.search = s
+	}
+	return q, nil
+}
+
+func asODataError(err error) *odata.Error {
+	var oe *odata.Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	return &odata.Error{Code: CodeBadRequest, Message: err.Error()}
+}
+
+// run answers the messages that match, in the query's order (ties broken
+// by receivedDateTime, newest first, then by id for a stable order).
+func (q query) run(msgs []*message) []*message {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		d := m.docLocked()
+		if q.filter != nil && !q.filter.Match(d) {
+			continue
+		}
+		if q.search != nil && !q.search.Match(d) {
+			continue
+		}
+		out = append(out, m)
+	}
+	keys := q.order
+	if keys == nil && q.search != nil {
+		keys = searchOrder
+	}
+	keys = append(slices.Clone(keys), defaultOrder...)
+	slices.SortStableFunc(out, func(a, b *message) int {
+		if c := odata.Compare(keys, a.docLocked(), b.docLocked()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.immID, b.immID)
+	})
+	return out
+}
