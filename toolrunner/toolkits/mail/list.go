@@ -55,8 +55,14 @@ type listing struct {
 func (l listing) rel(c *graphapi.Client, call toolrunner.Call) (rel, bind string, err error) {
 	bind = binding(call.UserID, c.Base(), l.tool, call.Inputs)
 	if tok := str(call.Inputs, "pagination_token"); tok != "" {
-		rel, err = decodeToken(tok, bind, l.collection)
-		return rel, bind, err
+		if rel, err = decodeToken(tok, bind, l.collection); err != nil {
+			return "", "", err
+		}
+		// Only a path under the connection's API base is ever requested.
+		if _, err := c.Resolve(rel); err != nil {
+			return "", "", invalid("pagination_token: not a token of this listing")
+		}
+		return rel, bind, nil
 	}
 	return graphapi.WithQuery(l.collection, l.query), bind, nil
 }
