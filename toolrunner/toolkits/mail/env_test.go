@@ -66,7 +66,9 @@ func (c *conns) AuthorizationURL(_ context.Context, _, _, user, provider string,
 
 type noHooks struct{}
 
-func (noHooks) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook, error) { return nil, nil }
+func (noHooks) Hooks(context.Context, uuid.UUID, uuid.UUID) ([]hookproxy.Hook, error) {
+	return nil, nil
+}
 
 type noSecrets struct{}
 

@@ -215,7 +215,10 @@ func TestSendAndErrors(t *testing.T) {
 		t.Fatalf("a 404 was tried %d times", n)
 	}
 	// Not Graph's JSON: the status text.
-	rec = newRecorder(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(502); _, _ = io.WriteString(w, "<html>bad gateway</html>") })
+	rec = newRecorder(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(502)
+		_, _ = io.WriteString(w, "<html>bad gateway</html>")
+	})
 	_, err = client(t, rec.srv.URL, 1).Me(context.Background())
 	if !errors.As(err, &ge) || ge.Status != 502 || ge.Code != "" || ge.Message != "Bad Gateway" {
 		t.Fatalf("error %#v", err)
