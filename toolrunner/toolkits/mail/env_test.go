@@ -353,3 +353,40 @@ func ids(ms []map[string]any) []string {
 	}
 	return out
 }
+
+// post is a POST to the emulator with the user's own token (the test's
+// hands): it answers the status and the decoded body.
+func (e *env) post(t testing.TB, user, rel string, body any) (int, map[string]any) {
+	t.Helper()
+	e.conns.mu.Lock()
+	tok := e.conns.conns[user].AccessToken
+	e.conns.mu.Unlock()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, e.api+rel, strings.NewReader(string(b)))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Prefer", `IdType="ImmutableId"`)
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(rb, &m)
+	return resp.StatusCode, m
+}
+
+// find answers the user's first message whose subject is s.
+func (e *env) find(t testing.TB, user, subject string) map[string]any {
+	t.Helper()
+	for _, m := range e.mailbox(t, user) {
+		if m["subject"] == subject {
+			return m
+		}
+	}
+	t.Fatalf("%s has no message %q", user, subject)
+	return nil
+}
