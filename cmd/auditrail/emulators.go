@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/internal/emulators/google"
+	"github.com/auditrail/auditrail/internal/emulators/graph"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 )
@@ -31,6 +32,7 @@ type emulators struct {
 	Base   string // http://127.0.0.1:<port>
 	OAuth  *oauth.Server
 	Google *google.Server
+	Graph  *graph.Server
 	// Samples are the IDs of the sample documents.
 	Samples []string
 	srv     *http.Server
@@ -84,10 +86,23 @@ func startEmulators(dataDir, addr, redirect string, clients map[string]demoClien
 		ln.Close()
 		return nil, fmt.Errorf("google emulator: %w", err)
 	}
+	// The Graph mail emulator with the demo user's sample mailbox (in
+	// memory: a restart seeds it afresh).
+	mcfg := graph.DefaultConfig()
+	mcfg.Auth, mcfg.Logger, mcfg.Users = as, log, cfg.Users
+	ms, err := graph.New(mcfg)
+	if err == nil {
+		err = ms.SeedSample(demoUser, demoUserEmail)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("graph emulator: %w", err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/oauth/", http.StripPrefix("/oauth", as.Handler()))
 	mux.Handle("/google/", http.StripPrefix("/google", gs.Handler()))
-	e := &emulators{Base: "http://" + ln.Addr().String(), OAuth: as, Google: gs, Samples: samples, done: make(chan struct{}),
+	mux.Handle("/microsoft/", http.StripPrefix("/microsoft", ms.Handler()))
+	e := &emulators{Base: "http://" + ln.Addr().String(), OAuth: as, Google: gs, Graph: ms, Samples: samples, done: make(chan struct{}),
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		defer close(e.done)

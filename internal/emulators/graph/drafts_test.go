@@ -61,6 +61,8 @@ func TestDraftStateTable(t *testing.T) {
 			up := e.must(t, 200, tok, "PATCH", "/me/messages/"+id, map[string]any{"subject": tc.wantSubject + " (" + tc.kind + ")",
 				"toRecipients": rcpts("ben@contoso.com", "x@external.example"), "ccRecipients": rcpts(), "categories": []string{"Blue category"}}, "Prefer", immutable).body
 			if up["subject"] != tc.wantSubject+" ("+tc.kind+")" || !slices.Equal(addrs(up, "toRecipients"), []string{"ben@contoso.com", "x@external.example"}) ||
+				str(up["toRecipients"].([]any)[0].(map[string]any), "emailAddress", "name") != "Ben Ode" ||
+				str(up["toRecipients"].([]any)[1].(map[string]any), "emailAddress", "name") != "x@external.example" ||
 				len(addrs(up, "ccRecipients")) != 0 || up["id"] != id || up["lastModifiedDateTime"] == d["lastModifiedDateTime"] {
 				t.Fatalf("patched: %v", up)
 			}
@@ -123,6 +125,12 @@ func TestIDsWithoutImmutable(t *testing.T) {
 	sent := e.must(t, 200, tok, "GET", "/me/messages/"+imm, nil).body
 	if sent["isDraft"] != false || sent["id"] == rest {
 		t.Fatalf("by immutable id after send: %v", sent)
+	}
+	// Both preferences in one header, as a client sends them.
+	both := e.must(t, 200, tok, "GET", "/me/messages/"+imm, nil, "Prefer", immutable+`, outlook.body-content-type="html"`)
+	if both.body["id"] != imm || str(both.body, "body", "contentType") != "html" ||
+		both.header.Get("Preference-Applied") != `outlook.body-content-type="html", `+immutable {
+		t.Fatalf("combined Prefer: id %v, body %v, applied %q", both.body["id"], str(both.body, "body", "contentType"), both.header.Get("Preference-Applied"))
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/auditrail/auditrail/internal/emulators/graph/odata"
 )
 
 // page is a list's $top, $skip and $count.
@@ -67,7 +69,7 @@ func parsePage(w http.ResponseWriter, r *http.Request, defTop, maxTop int) (page
 func (p page) window(n int) (int, int, bool) {
 	from := min(p.skip, n)
 	to := min(from+p.top, n)
-	return from, to, to < n
+	return from, to, to < n && p.top > 0
 }
 
 // nextLink answers the absolute URL of the next page: the request's own
@@ -150,10 +152,10 @@ func (f *folder) json() map[string]any {
 		"id":               f.id,
 		"displayName":      f.name,
 		"parentFolderId":   nilIfEmpty(parent),
-		"childFolderCount": len(f.children),
-		"unreadItemCount":  f.unread(),
-		"totalItemCount":   len(f.msgs),
-		"sizeInBytes":      f.size(),
+		"childFolderCount": float64(len(f.children)),
+		"unreadItemCount":  float64(f.unread()),
+		"totalItemCount":   float64(len(f.msgs)),
+		"sizeInBytes":      float64(f.size()),
 		"isHidden":         f.hidden,
 	}
 }
@@ -222,6 +224,16 @@ func (s *Server) listFolderChildren(w http.ResponseWriter, r *http.Request, fid 
 		}
 		hidden = b
 	}
+	var filter *odata.Filter
+	if v, ok := queryParam(r, "$filter"); ok {
+		f, err := odata.ParseFilterFor(v, odata.MailFolder)
+		if err != nil {
+			oe := asODataError(err)
+			writeError(w, r, http.StatusBadRequest, oe.Code, oe.Message)
+			return
+		}
+		filter = f
+	}
 	s.mu.Lock()
 	mb := s.mailboxLocked(g)
 	parent := mb.root
@@ -233,17 +245,19 @@ func (s *Server) listFolderChildren(w http.ResponseWriter, r *http.Request, fid 
 		}
 		parent = f
 	}
-	var all []*folder
+	var all []map[string]any
 	for _, c := range parent.children {
-		if hidden || !c.hidden {
-			all = append(all, c)
+		if j := c.json(); (hidden || !c.hidden) && (filter == nil || filter.Match(j)) {
+			all = append(all, j)
 		}
 	}
-	slices.SortStableFunc(all, func(a, b *folder) int { return strings.Compare(strings.ToLower(a.name), strings.ToLower(b.name)) })
+	slices.SortStableFunc(all, func(a, b map[string]any) int {
+		return strings.Compare(strings.ToLower(a["displayName"].(string)), strings.ToLower(b["displayName"].(string)))
+	})
 	from, to, more := p.window(len(all))
 	items := make([]any, 0, to-from)
 	for _, f := range all[from:to] {
-		items = append(items, selectFolder(f.json(), sel))
+		items = append(items, selectFolder(f, sel))
 	}
 	ctx := fmt.Sprintf("users('%s')/mailFolders", url.PathEscape(userGUID(g.UserID)))
 	if fid != "" {

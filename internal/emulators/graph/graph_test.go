@@ -2,10 +2,13 @@ package graph_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,6 +171,11 @@ func TestFolders(t *testing.T) {
 	if inbox["totalItemCount"] != float64(len(msgs)) || inbox["unreadItemCount"] != float64(unread) || unread == 0 {
 		t.Fatalf("counts %v/%v, listed %d/%d", inbox["totalItemCount"], inbox["unreadItemCount"], len(msgs), unread)
 	}
+	// OData key segments, as Graph also accepts them.
+	if got := e.all(t, tok, "/me/mailFolders('Inbox')/messages?$top=50"); len(got) != len(msgs) {
+		t.Fatalf("mailFolders('Inbox')/messages: %d of %d", len(got), len(msgs))
+	}
+	e.must(t, 200, tok, "GET", "/me/messages('"+str(msgs[0], "id")+"')", nil)
 	byID := e.must(t, 200, tok, "GET", "/me/mailFolders/"+str(inbox, "id"), nil).body
 	if byID["displayName"] != "Inbox" {
 		t.Fatal("folder by id")
@@ -184,6 +192,15 @@ func TestFolders(t *testing.T) {
 	}
 	if got := names(e.all(t, tok, "/me/mailFolders/"+projects+"/childFolders")); !slices.Equal(got, []string{"Apollo", "Hermes"}) {
 		t.Fatalf("Projects children = %v", got)
+	}
+	unreadTop := e.all(t, tok, "/me/mailFolders?$filter="+url.QueryEscape("unreadItemCount gt 0"))
+	for _, f := range unreadTop {
+		if f["unreadItemCount"].(float64) <= 0 {
+			t.Fatalf("$filter on folders: %v", f)
+		}
+	}
+	if len(unreadTop) == 0 || len(unreadTop) == len(top) {
+		t.Fatalf("$filter unreadItemCount gt 0 kept %d of %d", len(unreadTop), len(top))
 	}
 	sel := e.must(t, 200, tok, "GET", "/me/mailFolders/drafts?$select=displayName", nil).body
 	if len(sel) != 3 || sel["displayName"] != "Drafts" { // id, displayName, @odata.context
@@ -296,6 +313,7 @@ func TestListMessages(t *testing.T) {
 	}{
 		{"$filter=" + url.QueryEscape("isRead eq false") + "&$orderby=subject", "InefficientFilter"},
 		{"$search=budget&$orderby=subject", "SearchWithOrderBy"},
+		{"$search=budget&$filter=" + url.QueryEscape("isRead eq false"), "ErrorInvalidUrlQuery"},
 		{"$filter=" + url.QueryEscape("subject eq"), "BadRequest"},
 		{"$filter=" + url.QueryEscape("nope eq 1"), "BadRequest"},
 		{"$orderby=nope", "BadRequest"},
@@ -435,11 +453,10 @@ func TestAttachments(t *testing.T) {
 }
 
 func TestThrottle(t *testing.T) {
-	calls := 0
+	var calls atomic.Int32
 	e := newEnv(t, func(c *graph.Config) {
 		c.Throttle = func(r *http.Request, g oauth.Grant) time.Duration {
-			calls++
-			if calls == 1 {
+			if calls.Add(1) == 1 {
 				return 1500 * time.Millisecond
 			}
 			return 0
@@ -451,6 +468,11 @@ func TestThrottle(t *testing.T) {
 		t.Fatalf("throttled: %d %q %s", r.status, r.header.Get("Retry-After"), r.raw)
 	}
 	e.must(t, 200, tok, "GET", "/me/messages", nil)
+	before := calls.Load()
+	e.must(t, 200, tok, "GET", "/users/ann@contoso.com/messages", nil)
+	if n := calls.Load() - before; n != 1 {
+		t.Fatalf("/users/… asked the throttle %d times", n)
+	}
 }
 
 func TestDeleteAndMove(t *testing.T) {
@@ -475,5 +497,123 @@ func TestDeleteAndMove(t *testing.T) {
 	}
 	if err := e.g.SeedSample("u1", "ann@contoso.com"); !errors.Is(err, graph.ErrAlreadySeeded) {
 		t.Fatalf("second seed: %v", err)
+	}
+}
+
+// TestSearch checks $search against answers computed here from the listed
+// messages, its order (newest sent first) and paging.
+func TestSearch(t *testing.T) {
+	e := newEnv(t)
+	tok := e.token(t, "ann@contoso.com", "Mail.Read")
+	all := e.all(t, tok, "/me/messages?$top=100")
+	words := func(s string) []string {
+		return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
+		})
+	}
+	hasWordPrefix := func(s, p string) bool {
+		return slices.ContainsFunc(words(s), func(w string) bool { return strings.HasPrefix(w, p) })
+	}
+	count := func(pred func(m map[string]any) bool) int {
+		n := 0
+		for _, m := range all {
+			if pred(m) {
+				n++
+			}
+		}
+		return n
+	}
+	attNames := map[string][]string{}
+	for _, m := range all {
+		if m["hasAttachments"] == true {
+			for _, a := range e.all(t, tok, "/me/messages/"+str(m, "id")+"/attachments") {
+				attNames[str(m, "id")] = append(attNames[str(m, "id")], str(a, "name"))
+			}
+		}
+	}
+	for _, tc := range []struct {
+		search string
+		want   int
+	}{
+		{`"subject:farewell"`, count(func(m map[string]any) bool { return hasWordPrefix(str(m, "subject"), "farewell") })},
+		{`"hasattachments:true"`, count(func(m map[string]any) bool { return m["hasAttachments"] == true })},
+		{`"isread:false"`, count(func(m map[string]any) bool { return m["isRead"] == false })},
+		{`"from:priya@contoso.com"`, count(func(m map[string]any) bool { return str(m, "from", "emailAddress", "address") == "priya@contoso.com" })},
+		{`"attachment:contract"`, count(func(m map[string]any) bool {
+			return slices.ContainsFunc(attNames[str(m, "id")], func(n string) bool { return hasWordPrefix(n, "contract") })
+		})},
+		{`"importance:high AND subject:build"`, count(func(m map[string]any) bool {
+			return m["importance"] == "high" && hasWordPrefix(str(m, "subject"), "build")
+		})},
+	} {
+		got := e.all(t, tok, "/me/messages?$top=3&$search="+url.QueryEscape(tc.search))
+		if len(got) != tc.want || tc.want == 0 {
+			t.Errorf("$search=%s: %d messages, want %d", tc.search, len(got), tc.want)
+		}
+		for i := 1; i < len(got); i++ {
+			if str(got[i-1], "sentDateTime") < str(got[i], "sentDateTime") {
+				t.Errorf("$search=%s: not newest sent first at %d", tc.search, i)
+			}
+		}
+	}
+	if r := e.do(t, tok, "GET", "/me/messages?$search="+url.QueryEscape(`"subject:(unbalanced"`), nil); r.status != 400 || r.code() == "" {
+		t.Fatalf("bad $search: %d %s", r.status, r.raw)
+	}
+}
+
+// TestConcurrentUse sends, reads and lists from several goroutines (run
+// with -race).
+func TestConcurrentUse(t *testing.T) {
+	e := newEnv(t)
+	ann := e.token(t, "ann@contoso.com", allScopes...)
+	ben := e.token(t, "ben@contoso.com", allScopes...)
+	const n = 8
+	errs := make(chan string, 2*n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(2)
+		go func(i int) {
+			defer wg.Done()
+			r := e.do(t, ann, "POST", "/me/sendMail", map[string]any{"message": map[string]any{"subject": fmt.Sprintf("c%d", i), "toRecipients": rcpts("ben@contoso.com")}})
+			if r.status != 202 {
+				errs <- string(r.raw)
+			}
+		}(i)
+		go func() {
+			defer wg.Done()
+			if r := e.do(t, ben, "GET", "/me/messages?$top=5", nil); r.status != 200 {
+				errs <- string(r.raw)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for s := range errs {
+		t.Error(s)
+	}
+	if got := len(e.all(t, ben, "/me/mailFolders/inbox/messages")); got != n {
+		t.Fatalf("ben received %d of %d", got, n)
+	}
+}
+
+// TestNextLinkBase: nextLinks are absolute, under Config.BaseURL when set,
+// else under the request's host and mount prefix; following them pages
+// through without overlap.
+func TestNextLinkBase(t *testing.T) {
+	e := newEnv(t, func(c *graph.Config) { c.BaseURL = "https://graph.example/v1.0/" })
+	tok := e.token(t, "ann@contoso.com", "Mail.Read")
+	r := e.must(t, 200, tok, "GET", "/me/messages?$top=5&$filter="+url.QueryEscape("isRead eq false"), nil)
+	next, _ := r.body["@odata.nextLink"].(string)
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "https" || u.Host != "graph.example" || u.Path != "/v1.0/me/messages" ||
+		u.Query().Get("$skip") != "5" || u.Query().Get("$filter") != "isRead eq false" || u.Query().Get("$top") != "5" {
+		t.Fatalf("nextLink %q", next)
+	}
+	if !strings.HasPrefix(str(r.body, "@odata.context"), "https://graph.example/v1.0/$metadata#users('") {
+		t.Fatalf("@odata.context %v", r.body["@odata.context"])
+	}
+	// $top=0 answers no page and no nextLink (no endless paging).
+	if z := e.must(t, 200, tok, "GET", "/me/messages?$top=0", nil); len(z.items()) != 0 || z.body["@odata.nextLink"] != nil {
+		t.Fatalf("$top=0: %s", z.raw)
 	}
 }

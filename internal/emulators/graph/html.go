@@ -80,7 +80,7 @@ func htmlToText(s string) string {
 	out := make([]string, 0, len(lines))
 	blank := 0
 	for _, l := range lines {
-		l = strings.TrimRight(strings.TrimLeft(l, " "), " \t")
+		l = strings.TrimRight(l, " \t")
 		if l == "" {
 			blank++
 			if blank > 1 {

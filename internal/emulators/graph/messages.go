@@ -267,6 +267,9 @@ func (s *Server) applyLocked(m *message, in msgInput) {
 	set := func(dst *[]recipient, src *[]recipient) {
 		if src != nil {
 			*dst = slices.Clone(*src)
+			for i := range *dst {
+				s.resolveLocked(&(*dst)[i])
+			}
 		}
 	}
 	set(&m.to, in.To)
@@ -275,10 +278,12 @@ func (s *Server) applyLocked(m *message, in msgInput) {
 	set(&m.replyTo, in.ReplyTo)
 	if in.From != nil {
 		f := *in.From
+		s.resolveLocked(&f)
 		m.from = &f
 	}
 	if in.Sender != nil {
 		sd := *in.Sender
+		s.resolveLocked(&sd)
 		m.sender = &sd
 	}
 	if in.Importance != nil {
@@ -307,6 +312,19 @@ func (s *Server) applyLocked(m *message, in msgInput) {
 		if m.restID != "" {
 			s.attIDs[na.id] = na
 		}
+	}
+}
+
+// resolveLocked names a recipient given by address only, as Exchange
+// does: a mailbox of the emulator by its display name, another address by
+// itself.
+func (s *Server) resolveLocked(r *recipient) {
+	if r.EmailAddress.Name != "" {
+		return
+	}
+	r.EmailAddress.Name = r.EmailAddress.Address
+	if mb, ok := s.byEmail[strings.ToLower(r.EmailAddress.Address)]; ok {
+		r.EmailAddress.Name = mb.name
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 type query struct {
 	filter *odata.Filter
 	order  []odata.OrderKey
-	search searcher
+	search *odata.Search
 }
 
 // defaultOrder is Graph's order of a message list: newest received first.
@@ -33,6 +33,11 @@ func parseQuery(r *http.Request) (query, *odata.Error) {
 	if hasSearch && hasOrder {
 		return q, &odata.Error{Code: CodeSearchWithOrderBy, Message: "The query parameter '$orderBy' is not supported with '$search'."}
 	}
+	if hasSearch && hasFilter {
+		// Graph's /messages does not combine $filter and $search (Microsoft
+		// Q&A); the code and wording follow SearchWithOrderBy's.
+		return q, &odata.Error{Code: CodeInvalidURLQuery, Message: "The query parameter '$filter' is not supported with '$search'."}
+	}
 	if hasFilter {
 		f, err := odata.ParseFilter(fv)
 		if err != nil {
@@ -51,7 +56,7 @@ func parseQuery(r *http.Request) (query, *odata.Error) {
 		}
 	}
 	if hasSearch {
-		s, err := parseSearch(sv)
+		s, err := odata.ParseSearch(sv)
 		if err != nil {
 			return q, asODataError(err)
 		}
@@ -93,5 +98,12 @@ func (q query) run(msgs []*message) []*message {
 		}
 		return strings.Compare(a.immID, b.immID)
 	})
+	if q.search != nil && len(out) > maxSearchResults {
+		out = out[:maxSearchResults]
+	}
 	return out
 }
+
+// maxSearchResults is the most a $search answers ("A $search request
+// returns up to 1,000 results").
+const maxSearchResults = 1000

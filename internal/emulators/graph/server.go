@@ -243,8 +243,33 @@ func (s *Server) Handler() http.Handler {
 			fmt.Sprintf("Resource not found for the segment '%s'.", lastSegment(r.URL.Path)))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		root.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), baseKey{}, s.requestBase(r))))
+		r = r.WithContext(context.WithValue(r.Context(), baseKey{}, s.requestBase(r)))
+		if p, ok := keySegments(r.URL.Path); ok {
+			r.URL.Path, r.URL.RawPath = p, ""
+		}
+		root.ServeHTTP(w, r)
 	})
+}
+
+// keySegments rewrites OData key segments, which Graph accepts beside
+// plain ones: /me/mailFolders('Inbox')/messages is /me/mailFolders/Inbox/messages.
+func keySegments(p string) (string, bool) {
+	if !strings.Contains(p, "('") {
+		return p, false
+	}
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		open := strings.Index(seg, "('")
+		if open <= 0 || !strings.HasSuffix(seg, "')") || len(seg) < open+4 {
+			continue
+		}
+		key := seg[open+2 : len(seg)-2]
+		if strings.Contains(strings.ReplaceAll(key, "''", ""), "'") {
+			continue
+		}
+		segs[i] = seg[:open] + "/" + strings.ReplaceAll(key, "''", "'")
+	}
+	return strings.Join(segs, "/"), true
 }
 
 type baseKey struct{}
@@ -252,11 +277,10 @@ type baseKey struct{}
 // serveUser answers /users/{id|upn}/… as /me/… when the user is the
 // token's own; a delegated token reaching another mailbox gets Graph's 403.
 func (s *Server) serveUser(me http.Handler, w http.ResponseWriter, r *http.Request, user, rest string) {
-	g, ok := s.auth(w, r)
-	if !ok {
-		return
-	}
-	if user != g.UserID && !strings.EqualFold(user, g.Email) && !strings.EqualFold(user, userGUID(g.UserID)) {
+	// The inner handler authenticates (and throttles) the call; here only a
+	// valid token naming another mailbox is refused.
+	g, _, err := s.cfg.Auth.Authenticate(r)
+	if err == nil && user != g.UserID && !strings.EqualFold(user, g.Email) && !strings.EqualFold(user, userGUID(g.UserID)) {
 		writeError(w, r, http.StatusForbidden, CodeAccessDenied, msgAccessDenied)
 		return
 	}
