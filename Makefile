@@ -41,6 +41,8 @@ fuzz:
 	$(GO) test ./toolrunner/toolkits/docs/docmd -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/docs -run '^$$' -fuzz FuzzValidateRequests -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/docs -run '^$$' -fuzz FuzzPageToken -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/toolkits/mail -run '^$$' -fuzz FuzzPageToken -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/toolkits/mail -run '^$$' -fuzz FuzzHTMLToText -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzDriveQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzFieldMask -fuzztime $(FUZZTIME)
 	$(GO) test ./controlplane -run '^$$' -fuzz FuzzPickerState -fuzztime $(FUZZTIME)
