@@ -140,6 +140,12 @@ func TestUnsentStateTable(t *testing.T) {
 	e.fails(t, "SendDraftEmail", map[string]any{"message_id": missingID}, "NOT_FOUND")
 	e.fails(t, "UpdateDraftEmail", map[string]any{"message_id": origID}, "TOOL_INPUT_INVALID") // nothing to update
 	e.fails(t, "SendDraftEmail", map[string]any{"message_id": "not-an-id"}, "TOOL_INPUT_INVALID")
+	// Every request asked for immutable ids (a sent draft keeps its id).
+	for _, r := range e.sent.all() {
+		if !strings.Contains(r.Header.Get("Prefer"), `IdType="ImmutableId"`) {
+			t.Errorf("%s %s without Prefer: IdType", r.Method, r.URL.Path)
+		}
+	}
 }
 
 func TestCreateAndSendAndReply(t *testing.T) {

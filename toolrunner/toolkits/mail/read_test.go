@@ -128,6 +128,7 @@ func TestListEmailsByProperty(t *testing.T) {
 	}
 	// A day with mail on it, taken from the mailbox.
 	someDay := recv(all[len(all)/2]).UTC().Format(time.DateOnly)
+	budgetConv := str(e.find(t, "u1", "Q3 budget review"), "conversationId")
 	tests := []struct {
 		prop, op, value, sortBy string
 		want                    func(m map[string]any) bool
@@ -154,9 +155,7 @@ func TestListEmailsByProperty(t *testing.T) {
 		}},
 		{"receivedDateTime", "le", someDay, "subject", func(m map[string]any) bool { return recv(m).Before(day(someDay).AddDate(0, 0, 1)) }},
 		{"receivedDateTime", "gt", someDay, "", func(m map[string]any) bool { return !recv(m).Before(day(someDay).AddDate(0, 0, 1)) }},
-		{"conversationId", "eq", str(e.find(t, "u1", "Q3 budget review"), "conversationId"), "", func(m map[string]any) bool {
-			return str(m, "conversationId") == str(e.find(t, "u1", "Q3 budget review"), "conversationId")
-		}},
+		{"conversationId", "eq", budgetConv, "", func(m map[string]any) bool { return str(m, "conversationId") == budgetConv }},
 	}
 	for _, tc := range tests {
 		name := tc.prop + " " + tc.op + " " + tc.value + " by " + tc.sortBy
@@ -177,7 +176,22 @@ func TestListEmailsByProperty(t *testing.T) {
 			if tc.sortBy != "" {
 				in["sort_by"] = tc.sortBy
 			}
-			got := ids(emails(t, e.ok(t, "ListEmailsByProperty", in)))
+			list := emails(t, e.ok(t, "ListEmailsByProperty", in))
+			// Sorted as asked (default: newest first).
+			for i := 1; i < len(list); i++ {
+				a, b := list[i-1], list[i]
+				switch tc.sortBy {
+				case "":
+					if a["received_at"].(string) < b["received_at"].(string) {
+						t.Fatalf("not newest first: %v then %v", a["received_at"], b["received_at"])
+					}
+				case "subject":
+					if strings.ToLower(a["subject"].(string)) < strings.ToLower(b["subject"].(string)) {
+						t.Fatalf("not by subject descending: %q then %q", a["subject"], b["subject"])
+					}
+				}
+			}
+			got := ids(list)
 			slices.Sort(got)
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
