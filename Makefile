@@ -47,6 +47,8 @@ fuzz:
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzFieldMask -fuzztime $(FUZZTIME)
 	$(GO) test ./controlplane -run '^$$' -fuzz FuzzPickerState -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzApplyBatch -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseFilter -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseSearch -fuzztime $(FUZZTIME)
 
 vet:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }

@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite,docmd,docsedit", "benchmarks to run, comma-separated: docmd, docsedit, decode, hooks, connections, ingest, query, executions, sqlite")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite,docmd,docsedit,odata", "benchmarks to run, comma-separated: docmd, docsedit, odata, decode, hooks, connections, ingest, query, executions, sqlite")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query and executions benchmarks")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
@@ -56,6 +56,14 @@ func runBench(ctx context.Context, args []string) error {
 			fig, err := bench.DocsEdit(ctx)
 			if err != nil {
 				return fmt.Errorf("docsedit benchmark: %w", err)
+			}
+			figures = append(figures, fig)
+		case "odata":
+			fmt.Println("== odata: the Graph emulator's $filter evaluator over 100k generated messages")
+			fmt.Printf("  $filter=%s\n", bench.ODataFilter)
+			fig, err := bench.OData(100_000)
+			if err != nil {
+				return fmt.Errorf("odata benchmark: %w", err)
 			}
 			figures = append(figures, fig)
 		case "decode":

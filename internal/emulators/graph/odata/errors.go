@@ -1,11 +1,3 @@
-// Package odata evaluates the OData query options of Microsoft Graph's mail
-// API ($filter, $orderby, $search) over Graph JSON objects as encoding/json
-// decodes them (map[string]any holding strings, float64, bool, nil, []any
-// and map[string]any; DateTimeOffset values are RFC 3339 strings).
-//
-// It is the query language of the Graph mail emulator: parse errors are
-// *Error values carrying Graph's error code and message, which the server
-// writes as they are.
 package odata
 
 import "fmt"

@@ -2,6 +2,7 @@ package odata
 
 import (
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -20,15 +21,27 @@ type val struct {
 type env struct {
 	root map[string]any
 	vars [maxVars]any
+	// The last DateTimeOffset string parsed: a range (ge … and lt …)
+	// parses the property once.
+	lastStr  string
+	lastTime time.Time
+	lastOK   bool
 }
 
 // Match reports whether obj satisfies the filter. Missing properties are
 // null; comparisons with null other than eq/ne are false, as in Graph.
 func (f *Filter) Match(obj map[string]any) bool {
-	e := env{root: obj}
-	v := f.Root.eval(&e)
+	e := envPool.Get().(*env)
+	*e = env{root: obj}
+	v := f.Root.eval(e)
+	*e = env{} // drop the references to obj
+	envPool.Put(e)
 	return v.k == KindBool && v.b
 }
+
+// envPool recycles evaluation states: an env reached through interface
+// calls escapes to the heap, and Match runs once per message.
+var envPool = sync.Pool{New: func() any { return new(env) }}
 
 func boolVal(b bool) val { return val{k: KindBool, b: b} }
 
@@ -64,7 +77,20 @@ func (n *Path) lookup(e *env) any {
 	return cur
 }
 
-func (n *Path) eval(e *env) val { return convert(n.lookup(e), n.prop.Kind) }
+func (n *Path) eval(e *env) val {
+	x := n.lookup(e)
+	if s, ok := x.(string); ok && n.prop.Kind == KindDateTime {
+		if !e.lastOK || s != e.lastStr {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return val{}
+			}
+			e.lastStr, e.lastTime, e.lastOK = s, t, true
+		}
+		return val{k: KindDateTime, t: e.lastTime}
+	}
+	return convert(x, n.prop.Kind)
+}
 
 // convert turns a JSON value into a val of the property's kind; values of
 // the wrong JSON type are null.

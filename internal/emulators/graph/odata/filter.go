@@ -158,13 +158,7 @@ func (p *Path) full(scope map[string]string) string {
 func (f *Filter) Properties() []string { return append([]string(nil), f.props...) }
 
 // String prints the filter in $filter syntax.
-func (f *Filter) String() string {
-	s := f.Root.String()
-	if b, ok := f.Root.(*Binary); ok && len(s) > 1 && s[0] == '(' && b != nil {
-		return s[1 : len(s)-1]
-	}
-	return s
-}
+func (f *Filter) String() string { return f.Root.String() }
 
 // parser is a recursive-descent parser; precedence as in ODataLib, from
 // loosest: or, and, comparisons (left-associative), not.
@@ -332,7 +326,7 @@ var unsupported = map[string]bool{
 	"tolower": true, "toupper": true, "trim": true, "length": true, "indexof": true, "substring": true,
 	"concat": true, "year": true, "month": true, "day": true, "hour": true, "minute": true, "second": true,
 	"fractionalseconds": true, "date": true, "time": true, "now": true, "totaloffsetminutes": true,
-	"round": true, "floor": true, "ceiling": true, "cast": true, "isof": true, "matchesPattern": true,
+	"round": true, "floor": true, "ceiling": true, "cast": true, "isof": true, "matchespattern": true,
 	"mindatetime": true, "maxdatetime": true,
 }
 
@@ -413,7 +407,7 @@ func parseDateTimeLiteral(s string) (time.Time, error) {
 }
 
 func (p *parser) parseCall(name token) (Node, error) {
-	fn := name.text
+	fn := strings.ToLower(name.text) // Graph resolves function names ignoring case
 	switch {
 	case fn == "contains" || fn == "startswith" || fn == "endswith":
 	case unsupported[fn]:
@@ -474,12 +468,12 @@ func (p *parser) parsePath(first token) (Node, error) {
 	}
 	owner := p.typ
 	if path.Var == "" {
-		pr, ok := p.typ.Props[first.text]
+		name, pr, ok := p.typ.prop(first.text)
 		if !ok {
 			return nil, filterError("Could not find a property named '%s' on type '%s'.", first.text, p.typ.Name)
 		}
 		cur = pr
-		path.Segs = append(path.Segs, first.text)
+		path.Segs = append(path.Segs, name)
 	}
 	for p.tok.kind == tokSlash {
 		if err := p.advance(); err != nil {
@@ -500,22 +494,19 @@ func (p *parser) parsePath(first token) (Node, error) {
 			return p.parseLambda(path, seg.text)
 		}
 		if cur.Kind != KindComplex {
-			name := owner.Name
+			typ := cur.Kind.edmName()
 			if cur.Kind == KindCollection {
-				name = "Collection"
+				typ = "Collection"
 			}
-			if cur.Kind != KindComplex && cur.Kind != KindCollection {
-				name = cur.Kind.edmName()
-			}
-			return nil, filterError("Could not find a property named '%s' on type '%s'.", seg.text, name)
+			return nil, filterError("Could not find a property named '%s' on type '%s'.", seg.text, typ)
 		}
 		owner = cur.Complex
-		pr, ok := owner.Props[seg.text]
+		name, pr, ok := owner.prop(seg.text)
 		if !ok {
 			return nil, filterError("Could not find a property named '%s' on type '%s'.", seg.text, owner.Name)
 		}
 		cur = pr
-		path.Segs = append(path.Segs, seg.text)
+		path.Segs = append(path.Segs, name)
 	}
 	path.prop = cur
 	return path, nil
@@ -593,17 +584,39 @@ func (n *Path) Kind() Kind {
 
 // Printing.
 
-func (n *Binary) String() string { return "(" + n.L.String() + " " + n.Op + " " + n.R.String() + ")" }
-func (n *Not) String() string    { return "not " + wrap(n.X) }
+// Printing parenthesises only what precedence needs (not, comparisons,
+// and, or from tightest; binary operators left-associative), so that a
+// long chain prints flat and parses back within the nesting limit.
 
-// wrap parenthesises what would not parse back as one primary.
-func wrap(n Node) string {
-	s := n.String()
-	if _, ok := n.(*Binary); ok {
-		return s // already parenthesised
+func prec(n Node) int {
+	switch n := n.(type) {
+	case *Binary:
+		switch n.Op {
+		case "or":
+			return 1
+		case "and":
+			return 2
+		}
+		return 3
+	case *Not:
+		return 4
 	}
-	return s
+	return 5
 }
+
+func child(n Node, p int, right bool) string {
+	if c := prec(n); c < p || right && c == p {
+		return "(" + n.String() + ")"
+	}
+	return n.String()
+}
+
+func (n *Binary) String() string {
+	p := prec(n)
+	return child(n.L, p, false) + " " + n.Op + " " + child(n.R, p, true)
+}
+
+func (n *Not) String() string { return "not " + child(n.X, 4, false) }
 
 func (n *Call) String() string {
 	args := make([]string, len(n.Args))

@@ -55,6 +55,7 @@ func TestFilterMatch(t *testing.T) {
 		{"contains(subject, 'lunch')", true},
 		{"contains(subject,'MEET FOR')", true},
 		{"contains(subject, 'dinner')", false},
+		{"contains(subject, 'lunch?')", true},
 		{"startswith(subject, 'let''s')", true},
 		{"endswith(subject, 'lunch?')", true},
 		{"endswith(subject, 'lunch')", false},
@@ -93,7 +94,11 @@ func TestFilterMatch(t *testing.T) {
 		{"subject lt 'a'", false},
 		{"true", true},
 		{"false or true", true},
-		{"isRead eq isDraft", false}, // isDraft is missing: null
+		{"isRead eq isDraft", false},                  // isDraft is missing: null
+		{"Subject eq 'let''s meet for lunch?'", true}, // Graph resolves names ignoring case
+		{"ReceivedDateTime ge 2026-01-01T00:00:00Z and From/EmailAddress/Address eq 'garth.fort@contoso.com'", true},
+		{"Contains(subject,'lunch')", true},
+		{"ToRecipients/any(r: r/EmailAddress/address eq 'ann@contoso.com')", true},
 		{"1 eq 1", true},
 		{"1 eq 1.0", true},
 		{"2 gt 10", false},
@@ -174,7 +179,7 @@ func TestFilterErrors(t *testing.T) {
 }
 
 func TestFilterProperties(t *testing.T) {
-	f, err := ParseFilter("receivedDateTime ge 2026-01-01T00:00:00Z and (contains(subject,'x') or toRecipients/any(r: r/emailAddress/address eq 'a')) and subject ne 'y' and categories/any(c: c eq 'Red') and ccRecipients/any()")
+	f, err := ParseFilter("ReceivedDateTime ge 2026-01-01T00:00:00Z and (contains(Subject,'x') or toRecipients/any(r: r/emailAddress/address eq 'a')) and subject ne 'y' and categories/any(c: c eq 'Red') and ccRecipients/any()")
 	if err != nil {
 		t.Fatal(err)
 	}

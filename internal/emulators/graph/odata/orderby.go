@@ -11,8 +11,10 @@ type OrderKey struct {
 	Desc bool
 }
 
+// orderError is a $orderby error: ODataLib's message as it is (Graph's
+// "Invalid filter clause: " prefix belongs to $filter).
 func orderError(format string, args ...any) *Error {
-	return &Error{Code: CodeBadRequest, Message: "Invalid order by clause: " + sprintf(format, args...)}
+	return &Error{Code: CodeBadRequest, Message: sprintf(format, args...)}
 }
 
 // ParseOrderBy parses $orderby ("receivedDateTime desc,subject") over
@@ -36,9 +38,9 @@ func ParseOrderByFor(s string, t *EntityType) ([]OrderKey, error) {
 		if tok.kind != tokIdent {
 			return nil, orderError("Syntax error at position %d in '%s'.", tok.pos, s)
 		}
-		segs := []string{tok.text}
+		first, prop, ok := t.prop(tok.text)
+		segs := []string{first}
 		owner := t
-		prop, ok := t.Props[tok.text]
 		if !ok {
 			return nil, orderError("Could not find a property named '%s' on type '%s'.", tok.text, t.Name)
 		}
@@ -56,10 +58,11 @@ func ParseOrderByFor(s string, t *EntityType) ([]OrderKey, error) {
 				return nil, orderError("Could not find a property named '%s' on type '%s'.", tok.text, owner.Name)
 			}
 			owner = prop.Complex
-			if prop, ok = owner.Props[tok.text]; !ok {
+			var name string
+			if name, prop, ok = owner.prop(tok.text); !ok {
 				return nil, orderError("Could not find a property named '%s' on type '%s'.", tok.text, owner.Name)
 			}
-			segs = append(segs, tok.text)
+			segs = append(segs, name)
 			if tok, err = lx.next(); err != nil {
 				return nil, orderErr(err)
 			}
@@ -90,7 +93,7 @@ func ParseOrderByFor(s string, t *EntityType) ([]OrderKey, error) {
 
 // orderErr re-labels a lexer error for $orderby.
 func orderErr(e *Error) *Error {
-	return &Error{Code: e.Code, Message: "Invalid order by clause: " + strings.TrimPrefix(e.Message, "Invalid filter clause: ")}
+	return &Error{Code: e.Code, Message: strings.TrimPrefix(e.Message, "Invalid filter clause: ")}
 }
 
 // Compare orders a and b by the keys: negative when a sorts first. Missing

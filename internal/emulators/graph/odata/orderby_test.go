@@ -17,6 +17,7 @@ func TestParseOrderBy(t *testing.T) {
 		{in: "receivedDateTime", want: []OrderKey{{Path: "receivedDateTime"}}},
 		{in: "receivedDateTime desc", want: []OrderKey{{Path: "receivedDateTime", Desc: true}}},
 		{in: "receivedDateTime DESC", err: "Syntax error"},
+		{in: "ReceivedDateTime desc,From/EmailAddress/Name", want: []OrderKey{{Path: "receivedDateTime", Desc: true}, {Path: "from/emailAddress/name"}}},
 		{in: " importance desc , from/emailAddress/name asc,subject", want: []OrderKey{
 			{Path: "importance", Desc: true}, {Path: "from/emailAddress/name"}, {Path: "subject"}}},
 		{in: "", err: "Expression expected"},
@@ -27,12 +28,13 @@ func TestParseOrderBy(t *testing.T) {
 		{in: "from/emailAddress/foo", err: "property named 'foo' on type 'microsoft.graph.emailAddress'"},
 		{in: "subject desc desc", err: "Syntax error"},
 		{in: "subject 'x'", err: "Syntax error"},
+		{in: "subject,'x", err: "unterminated string literal"},
 	}
 	for _, tc := range tests {
 		got, err := ParseOrderBy(tc.in)
 		if tc.err != "" {
 			var oe *Error
-			if !errors.As(err, &oe) || oe.Code != CodeBadRequest || !strings.Contains(oe.Message, tc.err) || !strings.HasPrefix(oe.Message, "Invalid order by clause: ") {
+			if !errors.As(err, &oe) || oe.Code != CodeBadRequest || !strings.Contains(oe.Message, tc.err) || strings.HasPrefix(oe.Message, "Invalid filter clause") {
 				t.Errorf("%q: err = %v, want %q", tc.in, err, tc.err)
 			}
 			continue

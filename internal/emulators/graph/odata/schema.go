@@ -1,5 +1,7 @@
 package odata
 
+import "strings"
+
 // Kind is the EDM type of a property or literal.
 type Kind uint8
 
@@ -131,3 +133,17 @@ var MailFolder = &EntityType{Name: "microsoft.graph.mailFolder", Props: map[stri
 	"totalItemCount":   pInt,
 	"isHidden":         pBool,
 }}
+
+// prop finds a property by name as Graph does: exactly, else ignoring
+// case (Graph accepts "ReceivedDateTime"). It returns the canonical name.
+func (t *EntityType) prop(name string) (string, *Prop, bool) {
+	if p, ok := t.Props[name]; ok {
+		return name, p, true
+	}
+	for n, p := range t.Props {
+		if strings.EqualFold(n, name) {
+			return n, p, true
+		}
+	}
+	return "", nil, false
+}

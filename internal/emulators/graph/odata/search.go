@@ -15,8 +15,8 @@ import (
 // subject:, body:, attachment: (attachment names, from the object's
 // "attachments" array), category:, hasattachments:true|false,
 // importance:low|normal|high, isread:true|false, and received: / sent: with
-// a date (YYYY-MM-DD, UTC) after ':' or '=' (that day), '>=', '<=', '>'
-// or '<'. A restriction may take a group: subject:(lunch OR dinner).
+// a date (YYYY-MM-DD, UTC) after ':' or '=' (that day), '<>' (another
+// day), '>=', '<=', '>' or '<' (the property operators of MS-KQL). A restriction may take a group: subject:(lunch OR dinner).
 // AND, OR, NOT (upper case, as KQL; NOT binds tightest, then AND, then
 // OR), parentheses, and implicit AND between terms.
 //
@@ -43,7 +43,7 @@ type searchNot struct{ X searchNode }
 // searchTerm is a word, phrase or property restriction.
 type searchTerm struct {
 	Prop   string // "" for the default properties; lower case
-	Op     string // ":" "=" ">=" "<=" ">" "<"
+	Op     string // ":" "=" "<>" ">=" "<=" ">" "<"
 	Value  string // as written (unquoted)
 	Quoted bool
 	words  []string
@@ -74,6 +74,9 @@ func ParseSearch(s string) (*Search, error) {
 	n, err := p.parseOr("")
 	if err != nil {
 		return nil, err
+	}
+	if p.err != nil {
+		return nil, p.err
 	}
 	if p.tok.kind != stEOF {
 		return nil, searchError("Syntax error at position %d in '%s'.", p.tok.pos, s)
@@ -302,7 +305,7 @@ func splitRestriction(w string) (name, op, value string, ok bool) {
 		return "", "", "", false
 	}
 	rest := w[i:]
-	for _, o := range []string{">=", "<=", ":", "=", ">", "<"} {
+	for _, o := range []string{">=", "<=", "<>", ":", "=", ">", "<"} {
 		if strings.HasPrefix(rest, o) {
 			return name, o, rest[len(o):], true
 		}
@@ -481,6 +484,8 @@ func (t *searchTerm) match(obj map[string]any) bool {
 			return c > 0
 		case "<":
 			return c < 0
+		case "<>":
+			return c != 0
 		}
 		return c == 0
 	case "hasattachments", "hasattachment":
@@ -504,9 +509,38 @@ func (n *searchAnd) match(obj map[string]any) bool { return n.L.match(obj) && n.
 func (n *searchOr) match(obj map[string]any) bool  { return n.L.match(obj) || n.R.match(obj) }
 func (n *searchNot) match(obj map[string]any) bool { return !n.X.match(obj) }
 
-func (n *searchAnd) String() string { return "(" + n.L.String() + " AND " + n.R.String() + ")" }
-func (n *searchOr) String() string  { return "(" + n.L.String() + " OR " + n.R.String() + ")" }
-func (n *searchNot) String() string { return "NOT " + n.X.String() }
+// Printing parenthesises only what precedence needs (NOT, AND, OR from
+// tightest; AND and OR left-associative), so that a long chain prints
+// flat and parses back within the nesting limit.
+
+func searchPrec(n searchNode) int {
+	switch n.(type) {
+	case *searchOr:
+		return 1
+	case *searchAnd:
+		return 2
+	case *searchNot:
+		return 3
+	}
+	return 4
+}
+
+func searchChild(n searchNode, prec int, right bool) string {
+	if p := searchPrec(n); p < prec || right && p == prec {
+		return "(" + n.String() + ")"
+	}
+	return n.String()
+}
+
+func (n *searchAnd) String() string {
+	return searchChild(n.L, 2, false) + " AND " + searchChild(n.R, 2, true)
+}
+
+func (n *searchOr) String() string {
+	return searchChild(n.L, 1, false) + " OR " + searchChild(n.R, 1, true)
+}
+
+func (n *searchNot) String() string { return "NOT " + searchChild(n.X, 3, false) }
 
 func (t *searchTerm) String() string {
 	v := t.Value
