@@ -43,6 +43,7 @@ fuzz:
 	$(GO) test ./toolrunner/toolkits/docs -run '^$$' -fuzz FuzzPageToken -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/mail -run '^$$' -fuzz FuzzPageToken -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/mail -run '^$$' -fuzz FuzzHTMLToText -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/toolkits/mail/graphapi -run '^$$' -fuzz FuzzRelative -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzDriveQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzFieldMask -fuzztime $(FUZZTIME)
 	$(GO) test ./controlplane -run '^$$' -fuzz FuzzPickerState -fuzztime $(FUZZTIME)
