@@ -1,10 +1,13 @@
 package graph_test
 
 import (
+	"errors"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/auditrail/auditrail/internal/emulators/graph"
 )
 
 const immutable = `IdType="ImmutableId"`
@@ -181,5 +184,82 @@ func TestSendMailAndReplies(t *testing.T) {
 	}
 	if len(e.all(t, ann, "/me/messages/"+str(fw, "id")+"/attachments")) != 2 {
 		t.Fatal("forward lost the attachments")
+	}
+}
+
+// TestWriteRequests covers the other writes: drafts in a named folder,
+// copies, reply-all and forward sent at once, a createReply with message
+// properties, and the request errors of writes.
+func TestWriteRequests(t *testing.T) {
+	e := newEnv(t, func(c *graph.Config) { c.MaxBodyBytes = 4096 })
+	tok := e.token(t, "ann@contoso.com", allScopes...)
+	ben := e.token(t, "ben@contoso.com", "Mail.Read")
+	d := e.must(t, 201, tok, "POST", "/me/mailFolders/archive/messages", map[string]any{"subject": "filed",
+		"attachments": []any{map[string]any{"@odata.type": "#microsoft.graph.fileAttachment", "name": "n.txt", "contentBytes": "eA=="}}}).body
+	archive := e.must(t, 200, tok, "GET", "/me/mailFolders/archive", nil).body
+	if d["parentFolderId"] != archive["id"] || d["isDraft"] != true || d["hasAttachments"] != true {
+		t.Fatalf("draft in archive: %v", d)
+	}
+	cp := e.must(t, 201, tok, "POST", "/me/messages/"+str(d, "id")+"/copy", map[string]any{"destinationId": "inbox"}).body
+	if cp["id"] == d["id"] || cp["subject"] != "filed" || len(e.all(t, tok, "/me/messages/"+str(cp, "id")+"/attachments")) != 1 {
+		t.Fatalf("copy: %v", cp)
+	}
+	e.must(t, 200, tok, "GET", "/me/messages/"+str(d, "id"), nil)                                    // the original stays
+	orig := e.all(t, tok, "/me/messages?$filter="+url.QueryEscape("subject eq 'Offsite agenda'"))[0] // sent by ann to soren, marc
+	e.must(t, 202, tok, "POST", "/me/messages/"+str(orig, "id")+"/replyAll", map[string]any{"comment": "Updated agenda",
+		"message": map[string]any{"ccRecipients": rcpts("ben@contoso.com")}})
+	got := e.all(t, ben, "/me/messages?$filter="+url.QueryEscape("subject eq 'RE: Offsite agenda'"))
+	if len(got) != 1 || !slices.Equal(addrs(got[0], "toRecipients"), []string{"soren@nordisk.dk", "marc.dubois@fabrikam.fr"}) {
+		t.Fatalf("reply-all to own message: %v", got)
+	}
+	e.must(t, 202, tok, "POST", "/me/messages/"+str(orig, "id")+"/forward", map[string]any{"comment": "FYI", "toRecipients": rcpts("ben@contoso.com")})
+	fw := e.all(t, ben, "/me/messages?$filter="+url.QueryEscape("subject eq 'FW: Offsite agenda'"))
+	if len(fw) != 1 || fw[0]["hasAttachments"] != true {
+		t.Fatalf("forward: %v", fw)
+	}
+	if r := e.do(t, tok, "POST", "/me/messages/"+str(orig, "id")+"/forward", map[string]any{"comment": "nobody"}); r.status != 400 || r.code() != "ErrorInvalidRecipients" {
+		t.Fatalf("forward without recipients: %d %s", r.status, r.raw)
+	}
+	cr := e.must(t, 201, tok, "POST", "/me/messages/"+str(orig, "id")+"/createReply", map[string]any{"message": map[string]any{
+		"body": map[string]any{"contentType": "text", "content": "mine"}, "importance": "high"}}).body
+	if str(cr, "body", "content") != "mine" || cr["importance"] != "high" {
+		t.Fatalf("createReply with message: %v", cr)
+	}
+	big := strings.Repeat("x", 5000)
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		hdr                []string
+		status             int
+		code               string
+	}{
+		{"too large", "POST", "/me/messages", map[string]any{"subject": big}, nil, 413, "RequestEntityTooLarge"},
+		{"not json", "POST", "/me/messages", map[string]any{}, []string{"Content-Type", "text/plain"}, 415, "UnsupportedMediaType"},
+		{"empty patch", "PATCH", "/me/messages/" + str(d, "id"), nil, nil, 400, "RequestBodyRead"},
+		{"bad flag", "PATCH", "/me/messages/" + str(d, "id"), map[string]any{"flag": map[string]any{"flagStatus": "red"}}, nil, 400, "BadRequest"},
+		{"bad body type", "PATCH", "/me/messages/" + str(d, "id"), map[string]any{"body": map[string]any{"contentType": "rtf", "content": "x"}}, nil, 400, "BadRequest"},
+		{"bad type", "PATCH", "/me/messages/" + str(d, "id"), map[string]any{"isRead": "yes"}, nil, 400, "BadRequest"},
+		{"bad attachment", "POST", "/me/messages", map[string]any{"attachments": []any{map[string]any{"name": "a", "contentBytes": "%%%"}}}, nil, 400, "BadRequest"},
+		{"item attachment", "POST", "/me/messages/" + str(d, "id") + "/attachments", map[string]any{"@odata.type": "#microsoft.graph.itemAttachment", "name": "a"}, nil, 400, "ErrorInvalidRequest"},
+		{"bad destination", "POST", "/me/messages/" + str(d, "id") + "/move", map[string]any{"destinationId": "starred"}, nil, 400, "ErrorInvalidIdMalformed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := e.do(t, tok, tc.method, tc.path, tc.body, tc.hdr...); r.status != tc.status || r.code() != tc.code {
+				t.Fatalf("%d %s, want %d %s", r.status, r.raw, tc.status, tc.code)
+			}
+		})
+	}
+	if err := e.g.SetMailboxSettings("u1", graph.MailboxSettings{TimeZone: "Europe/Paris", AutoReplyStatus: "alwaysEnabled", ExternalAudience: "none"}); err != nil {
+		t.Fatal(err)
+	}
+	st := e.must(t, 200, tok, "GET", "/me/mailboxSettings", nil).body
+	if st["timeZone"] != "Europe/Paris" || str(st, "automaticRepliesSetting", "status") != "alwaysEnabled" {
+		t.Fatalf("settings after SetMailboxSettings: %v", st)
+	}
+	if err := e.g.SetMailboxSettings("nobody", graph.MailboxSettings{}); !errors.Is(err, graph.ErrUnknownMailbox) {
+		t.Fatalf("unknown mailbox: %v", err)
+	}
+	if n, err := e.g.MessageCount("u2", "inbox"); err != nil || n != 2 { // the reply-all (cc) and the forward
+		t.Fatalf("ben's inbox: %d %v", n, err)
 	}
 }

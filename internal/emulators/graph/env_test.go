@@ -167,7 +167,7 @@ func (e *env) do(t *testing.T, tok, method, path string, body any, hdr ...string
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Add(hdr[i], hdr[i+1])
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	res, err := e.hc.Do(req)
 	if err != nil {

@@ -617,3 +617,22 @@ func TestNextLinkBase(t *testing.T) {
 		t.Fatalf("$top=0: %s", z.raw)
 	}
 }
+
+func TestSeedGenerated(t *testing.T) {
+	e := newEnv(t)
+	e.g.SeedGenerated("u2", "ben@contoso.com", 150, 7)
+	tok := e.token(t, "ben@contoso.com", "Mail.Read")
+	r := e.must(t, 200, tok, "GET", "/me/mailFolders/inbox/messages?$top=100&$count=true&$select=subject", nil)
+	if len(r.items()) != 100 || r.body["@odata.count"] != float64(150) || r.body["@odata.nextLink"] == nil {
+		t.Fatalf("generated inbox: %d items, count %v", len(r.items()), r.body["@odata.count"])
+	}
+	// The same seed gives the same subjects.
+	e2 := newEnv(t)
+	e2.g.SeedGenerated("u2", "ben@contoso.com", 150, 7)
+	r2 := e2.must(t, 200, e2.token(t, "ben@contoso.com", "Mail.Read"), "GET", "/me/mailFolders/inbox/messages?$top=100&$select=subject", nil)
+	for i, m := range r.items() {
+		if m["subject"] != r2.items()[i]["subject"] {
+			t.Fatalf("subject %d differs: %v / %v", i, m["subject"], r2.items()[i]["subject"])
+		}
+	}
+}

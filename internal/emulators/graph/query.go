@@ -19,9 +19,6 @@ type query struct {
 // defaultOrder is Graph's order of a message list: newest received first.
 var defaultOrder = []odata.OrderKey{{Path: "receivedDateTime", Desc: true}}
 
-// searchOrder is the order of $search results: newest sent first.
-var searchOrder = []odata.OrderKey{{Path: "sentDateTime", Desc: true}}
-
 // parseQuery parses the request's query options and applies Graph's rules
 // on combining them: $search refuses $orderby (SearchWithOrderBy) and
 // $filter with $orderby must pass CheckInefficient (InefficientFilter).
@@ -88,8 +85,28 @@ func (q query) run(msgs []*message) []*message {
 		out = append(out, m)
 	}
 	keys := q.order
-	if keys == nil && q.search != nil {
-		keys = searchOrder
+	switch {
+	case keys == nil && q.search == nil:
+		// The default order, on the timestamps themselves (the same order
+		// as Compare on their RFC 3339 strings, without parsing them).
+		slices.SortFunc(out, func(a, b *message) int {
+			if c := b.received.Compare(a.received); c != 0 {
+				return c
+			}
+			return strings.Compare(a.immID, b.immID)
+		})
+		return capSearch(q, out)
+	case keys == nil:
+		slices.SortFunc(out, func(a, b *message) int {
+			if c := b.sent.Compare(a.sent); c != 0 {
+				return c
+			}
+			if c := b.received.Compare(a.received); c != 0 {
+				return c
+			}
+			return strings.Compare(a.immID, b.immID)
+		})
+		return capSearch(q, out)
 	}
 	keys = append(slices.Clone(keys), defaultOrder...)
 	slices.SortStableFunc(out, func(a, b *message) int {
@@ -98,6 +115,10 @@ func (q query) run(msgs []*message) []*message {
 		}
 		return strings.Compare(a.immID, b.immID)
 	})
+	return capSearch(q, out)
+}
+
+func capSearch(q query, out []*message) []*message {
 	if q.search != nil && len(out) > maxSearchResults {
 		out = out[:maxSearchResults]
 	}

@@ -3,6 +3,8 @@ package graph
 import (
 	"errors"
 	"fmt"
+	stdhtml "html"
+	"math/rand/v2"
 	"strings"
 	"time"
 )
@@ -297,4 +299,38 @@ func sampleMessages(me string) []seedMsg {
 			ago: time.Duration(49-7*i)*day + 6*time.Hour, read: i < 5, html: true, body: newsletterHTML(i+2, t)})
 	}
 	return msgs
+}
+
+// SeedGenerated adds n generated messages to the user's Inbox (the mailbox
+// is created if needed): deterministic for a seed, with varied senders,
+// subjects, read and flag states, importance and categories, one minute
+// apart before the emulator's clock. Benchmarks and load tests use it for
+// mailboxes larger than SeedSample's.
+func (s *Server) SeedGenerated(userID, email string, n int, seed int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mb := s.addMailboxLocked(userID, email, "")
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	senders := []string{priya, marc, soren, kate, ci, news, hr, li}
+	words := []string{"budget", "review", "offsite", "invoice", "launch", "agenda", "contract", "hiring", "café", "report", "déjà", "plan"}
+	now := s.cfg.Now().UTC().Truncate(time.Second)
+	for i := 0; i < n; i++ {
+		at := now.Add(-time.Duration(i+1) * time.Minute)
+		from := parseAddr(senders[rng.IntN(len(senders))])
+		subject := words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))] + fmt.Sprintf(" #%d", i)
+		m := &message{created: at, modified: at, received: at, sent: at.Add(-30 * time.Second), subject: subject,
+			from: &from, sender: &from, to: []recipient{{EmailAddress: emailAddress{Name: mb.name, Address: mb.email}}},
+			isRead: rng.IntN(3) > 0, importance: []string{"low", "normal", "normal", "high"}[rng.IntN(4)],
+			body: itemBody{ContentType: "text", Content: strings.Repeat(subject+". ", 1+rng.IntN(20))}}
+		if rng.IntN(5) == 0 {
+			m.flagStatus = "flagged"
+		}
+		if rng.IntN(4) == 0 {
+			m.categories = []string{[]string{"Finance", "Travel", "CI", "Red category"}[rng.IntN(4)]}
+		}
+		if rng.IntN(6) == 0 {
+			m.body = itemBody{ContentType: "html", Content: "<html><body><p>" + stdhtml.EscapeString(m.body.Content) + "</p></body></html>"}
+		}
+		s.addMessageLocked(mb.wellKnown["inbox"], m)
+	}
 }
