@@ -162,8 +162,8 @@ func retryAfter(v string) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
+	if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && s >= 0 {
+		return time.Duration(min(s, int64(100*365*24*3600))) * time.Second // no overflow
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(time.Until(t), 0)

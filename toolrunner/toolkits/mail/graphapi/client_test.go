@@ -242,6 +242,7 @@ func TestRetry(t *testing.T) {
 		{"429 then ok honours Retry-After", []func(http.ResponseWriter, *http.Request){throttled, ok}, false, 4, 2, 0, time.Second},
 		{"503 then ok on a GET", []func(http.ResponseWriter, *http.Request){unavailable, unavailable, ok}, false, 4, 3, 0, 0},
 		{"always 429: bounded", []func(http.ResponseWriter, *http.Request){graphError(429, "TooManyRequests", "x")}, false, 3, 3, 429, 0},
+		{"an absurd Retry-After: at once", []func(http.ResponseWriter, *http.Request){graphError(429, "TooManyRequests", "x", "Retry-After", "99999999999999"), ok}, false, 4, 1, 429, 0},
 		{"Retry-After beyond the bound: at once", []func(http.ResponseWriter, *http.Request){graphError(429, "TooManyRequests", "x", "Retry-After", "3600"), ok}, false, 4, 1, 429, 0},
 		{"503 on send is not retried", []func(http.ResponseWriter, *http.Request){unavailable, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(202) }}, true, 4, 1, 503, 0},
 		{"429 on send is retried", []func(http.ResponseWriter, *http.Request){graphError(429, "TooManyRequests", "x"), func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(202) }}, true, 4, 2, 0, 0},
