@@ -79,3 +79,34 @@ func TestGraphRefusalsAreClear(t *testing.T) {
 	status, answer = 200, `not json`
 	e.fails(t, "ListEmails", nil, "UPSTREAM_ERROR")
 }
+
+// TestSearchChecksReadAndCategory: a Graph that ignores KQL's isread: and
+// category: (not in its documented list) does not widen SearchEmails'
+// answer.
+func TestSearchChecksReadAndCategory(t *testing.T) {
+	e := newEnv(t)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"value":[
+			{"id":"a","subject":"read finance","isRead":true,"categories":["Finance"],"sentDateTime":"2026-01-03T00:00:00Z"},
+			{"id":"b","subject":"unread finance","isRead":false,"categories":["finance "],"sentDateTime":"2026-01-02T00:00:00Z"},
+			{"id":"c","subject":"unread other","isRead":false,"categories":["Financial"],"sentDateTime":"2026-01-04T00:00:00Z"},
+			{"id":"d","subject":"unread none","isRead":false,"categories":[],"sentDateTime":"2026-01-01T00:00:00Z"}]}`)
+	}))
+	defer fake.Close()
+	e.setBase("u1", fake.URL+"/v1.0")
+	tests := []struct {
+		in   map[string]any
+		want []string
+	}{
+		{map[string]any{"is_read": false, "category": "FINANCE"}, []string{"b"}},
+		{map[string]any{"is_read": false}, []string{"c", "b", "d"}},
+		{map[string]any{"category": "Finance"}, []string{"a", "b"}},
+		{map[string]any{"keywords": []string{"x"}}, []string{"c", "a", "b", "d"}},
+	}
+	for _, tc := range tests {
+		if got := ids(emails(t, e.ok(t, "SearchEmails", tc.in))); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%v: %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}

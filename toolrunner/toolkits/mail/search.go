@@ -17,7 +17,7 @@ import (
 // It answers "" when no filter is given.
 func searchKQL(in map[string]any) (string, error) {
 	var parts []string
-	any := func(prop string, vs []string) {
+	anyOf := func(prop string, vs []string) {
 		var terms []string
 		for _, v := range vs {
 			if v = strings.TrimSpace(v); v != "" {
@@ -37,9 +37,9 @@ func searchKQL(in map[string]any) (string, error) {
 			parts = append(parts, graphapi.KQLPhrase(k))
 		}
 	}
-	any("from", strs(in, "sender"))
-	any("to", strs(in, "recipient"))
-	any("attachment", strs(in, "attachment_name"))
+	anyOf("from", strs(in, "sender"))
+	anyOf("to", strs(in, "recipient"))
+	anyOf("attachment", strs(in, "attachment_name"))
 	if b, ok := in["has_attachments"].(bool); ok {
 		parts = append(parts, "hasattachments:"+map[bool]string{true: "true", false: "false"}[b])
 	}
@@ -106,6 +106,11 @@ func (t *Toolkit) searchEmails(ctx context.Context, c *graphapi.Client, call too
 	if err != nil {
 		return nil, apiError(err, l.what)
 	}
+	// is_read and category are checked on the answer too: KQL's isread:
+	// and category: are not in Graph's documented list of searchable
+	// message properties, so a Graph that ignored them must not widen the
+	// answer (a page may then hold fewer than limit emails).
+	p.Value = slices.DeleteFunc(p.Value, func(m graphapi.Message) bool { return !searchKeeps(call.Inputs, &m) })
 	// Newest sent first within the page too (drafts, never sent, last).
 	slices.SortStableFunc(p.Value, func(a, b graphapi.Message) int { return compareSent(b.SentDateTime, a.SentDateTime) })
 	items := make([]any, len(p.Value))
@@ -139,4 +144,16 @@ func compareSent(a, b string) int {
 		return 1
 	}
 	return ta.Compare(tb)
+}
+
+// searchKeeps: the message has the is_read and category asked for (the
+// category name compared without regard to case).
+func searchKeeps(in map[string]any, m *graphapi.Message) bool {
+	if b, ok := in["is_read"].(bool); ok && m.IsRead != b {
+		return false
+	}
+	if cat := strings.TrimSpace(str(in, "category")); cat != "" {
+		return slices.ContainsFunc(m.Categories, func(c string) bool { return strings.EqualFold(strings.TrimSpace(c), cat) })
+	}
+	return true
 }
