@@ -55,6 +55,8 @@ func (n *Literal) eval(*env) val {
 		return val{k: KindBool, b: n.b}
 	case KindDateTime, KindDate:
 		return val{k: KindDateTime, t: n.t}
+	case KindEnum:
+		return val{k: KindEnum, f: n.f}
 	}
 	return val{}
 }
@@ -88,6 +90,13 @@ func (n *Path) eval(e *env) val {
 			e.lastStr, e.lastTime, e.lastOK = s, t, true
 		}
 		return val{k: KindDateTime, t: e.lastTime}
+	}
+	if s, ok := x.(string); ok && n.prop.Kind == KindEnum {
+		i := n.prop.Enum.member(s)
+		if i < 0 {
+			return val{}
+		}
+		return val{k: KindEnum, f: float64(i)}
 	}
 	return convert(x, n.prop.Kind)
 }
@@ -179,7 +188,7 @@ func compareVals(l, r val) (int, bool) {
 	switch {
 	case l.k == KindString && r.k == KindString:
 		return compareFold(l.s, r.s), true
-	case l.k.numeric() && r.k.numeric():
+	case l.k.numeric() && r.k.numeric() || l.k == KindEnum && r.k == KindEnum:
 		switch {
 		case l.f < r.f:
 			return -1, true

@@ -51,13 +51,16 @@ type Lambda struct {
 	varIdx int // the variable's slot in env.vars
 }
 
-// Literal is a string, number, boolean, null, date or DateTimeOffset.
+// Literal is a string, number, boolean, null, date or DateTimeOffset. A
+// string compared with an enum property becomes an enum literal (K is
+// KindEnum, f the member's index).
 type Literal struct {
 	K    Kind
-	Text string // the source text; the value for strings
+	Text string // the source text; the value for strings and enums
 	f    float64
 	b    bool
 	t    time.Time
+	enum *EnumType
 }
 
 // Filter is a parsed $filter.
@@ -269,6 +272,9 @@ func (p *parser) parseComparison() (Node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if l, r, err = enumOperands(op, l, r); err != nil {
+			return nil, err
+		}
 		dom, err := comparable(op, l.Kind(), r.Kind())
 		if err != nil {
 			return nil, err
@@ -276,6 +282,49 @@ func (p *parser) parseComparison() (Node, error) {
 		l = &Binary{Op: op, L: l, R: r, dom: dom}
 	}
 	return l, nil
+}
+
+// enumOperands turns a string literal compared with an enum property into
+// an enum literal, as ODataLib promotes it; a string that names no member
+// is an error, and so is an enum against anything else.
+func enumOperands(op string, l, r Node) (Node, Node, error) {
+	var err error
+	if pl, ok := l.(*Path); ok && pl.Kind() == KindEnum {
+		r, err = enumLiteral(op, pl, r)
+		return l, r, err
+	}
+	if pr, ok := r.(*Path); ok && pr.Kind() == KindEnum {
+		l, err = enumLiteral(op, pr, l)
+		return l, r, err
+	}
+	return l, r, nil
+}
+
+func enumLiteral(op string, p *Path, other Node) (Node, error) {
+	e := p.prop.Enum
+	switch o := other.(type) {
+	case *Literal:
+		switch o.K {
+		case KindNull:
+			return o, nil
+		case KindString, KindEnum:
+			i := e.member(o.Text)
+			if i < 0 {
+				return nil, filterError("The string '%s' is not a valid enumeration type constant.", o.Text)
+			}
+			return &Literal{K: KindEnum, Text: o.Text, f: float64(i), enum: e}, nil
+		}
+	case *Path:
+		if o.Kind() == KindEnum && o.prop.Enum == e {
+			return o, nil
+		}
+	}
+	ot := other.Kind().edmName()
+	if p, ok := other.(*Path); ok {
+		ot = p.prop.typeName()
+	}
+	return nil, filterError("A binary operator with incompatible types was detected. Found operand types '%s' and '%s' for operator kind '%s'.",
+		e.Name, ot, opKinds[op])
 }
 
 // comparable returns the domain two operands are compared in, or Graph's
@@ -644,7 +693,7 @@ func (n *Lambda) String() string {
 }
 
 func (n *Literal) String() string {
-	if n.K == KindString {
+	if n.K == KindString || n.K == KindEnum {
 		return "'" + strings.ReplaceAll(n.Text, "'", "''") + "'"
 	}
 	return n.Text

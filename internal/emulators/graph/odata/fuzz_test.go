@@ -16,6 +16,7 @@ func FuzzParseFilter(f *testing.F) {
 		"toRecipients/any(r: r/emailAddress/address eq 'x') and categories/all(c: c ne 'Red')",
 		"ccRecipients/any()", "not not hasAttachments", "1 eq 1.5e3", "subject eq null", "((isRead))",
 		"flag/flagStatus eq 'flagged'", "subject eq 123", "frob(x)", "(", "'", "-1e999 eq 1",
+		"importance gt 'low'", "'HIGH' eq importance", "importance eq 'urgent'", "Subject eq 'x' and StartsWith(subject,'y')",
 	} {
 		f.Add(s)
 	}

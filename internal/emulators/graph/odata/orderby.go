@@ -98,11 +98,18 @@ func orderErr(e *Error) *Error {
 
 // Compare orders a and b by the keys: negative when a sorts first. Missing
 // and null values sort first ascending (last descending), as in Graph;
-// strings compare case-insensitively; DateTimeOffset strings compare as
-// instants; numbers and booleans by value.
+// enums (importance, flag/flagStatus, …) by member order (low < normal <
+// high), as Exchange sorts their values; other strings case-insensitively;
+// DateTimeOffset strings as instants; numbers and booleans by value.
 func Compare(keys []OrderKey, a, b map[string]any) int {
 	for _, k := range keys {
-		c := compareJSON(lookupPath(a, k.Path), lookupPath(b, k.Path))
+		x, y := lookupPath(a, k.Path), lookupPath(b, k.Path)
+		var c int
+		if e := enumAt(Message, k.Path); e != nil {
+			c = compareEnum(e, x, y)
+		} else {
+			c = compareJSON(x, y)
+		}
 		if c != 0 {
 			if k.Desc {
 				return -c
@@ -111,6 +118,16 @@ func Compare(keys []OrderKey, a, b map[string]any) int {
 		}
 	}
 	return 0
+}
+
+// compareEnum orders enum values by member order; values naming no
+// member sort as null.
+func compareEnum(e *EnumType, x, y any) int {
+	idx := func(v any) int {
+		s, _ := v.(string)
+		return e.member(s)
+	}
+	return idx(x) - idx(y)
 }
 
 func lookupPath(obj map[string]any, path string) any {

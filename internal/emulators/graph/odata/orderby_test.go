@@ -61,8 +61,8 @@ func TestCompare(t *testing.T) {
 		{"subject desc", "eadbc"},                     // null last descending
 		{"receivedDateTime", "deacb"},                 // as instants, not as strings
 		{"receivedDateTime desc", "bcaed"},            //
-		{"importance,subject desc", "eabcd"},          // ties broken by the next key
-		{"importance desc,receivedDateTime", "dceab"}, // normal, low, then high by time
+		{"importance,subject desc", "cdeab"},          // enum order low, normal, high; ties by the next key
+		{"importance desc,receivedDateTime", "eabdc"}, // high by time, normal, low
 		{"isRead desc,id", "eabcd"},                   // missing sorts as null
 	}
 	for _, tc := range tests {

@@ -16,6 +16,7 @@ const (
 	KindDate     // Edm.Date (a date-only literal)
 	KindComplex
 	KindCollection
+	KindEnum // a Graph enum, compared by member order
 )
 
 // edmName is the type name ODataLib prints in its messages.
@@ -37,6 +38,8 @@ func (k Kind) edmName() string {
 		return "complex"
 	case KindCollection:
 		return "collection"
+	case KindEnum:
+		return "enum"
 	}
 	return "null"
 }
@@ -50,6 +53,35 @@ type Prop struct {
 	Kind    Kind
 	Complex *EntityType // KindComplex
 	Elem    *Prop       // KindCollection
+	Enum    *EnumType   // KindEnum
+}
+
+// EnumType is a Graph enum: its members in the order of their values.
+type EnumType struct {
+	Name    string // e.g. "microsoft.graph.importance"
+	Members []string
+}
+
+// member returns the index of the member named s (ignoring case), or -1.
+func (e *EnumType) member(s string) int {
+	for i, m := range e.Members {
+		if strings.EqualFold(m, s) {
+			return i
+		}
+	}
+	return -1
+}
+
+func enumProp(name string, members ...string) *Prop {
+	return &Prop{Kind: KindEnum, Enum: &EnumType{Name: name, Members: members}}
+}
+
+// typeName is the name ODataLib prints for the property's type.
+func (p *Prop) typeName() string {
+	if p.Kind == KindEnum {
+		return p.Enum.Name
+	}
+	return p.Kind.edmName()
 }
 
 // EntityType is a Graph entity or complex type: its properties by name.
@@ -76,13 +108,13 @@ var (
 		"emailAddress": complexProp(emailAddressType),
 	}}
 	itemBodyType = &EntityType{Name: "microsoft.graph.itemBody", Props: map[string]*Prop{
-		"contentType": pString, "content": pString,
+		"contentType": enumProp("microsoft.graph.bodyType", "text", "html"), "content": pString,
 	}}
 	dateTimeTimeZoneType = &EntityType{Name: "microsoft.graph.dateTimeTimeZone", Props: map[string]*Prop{
 		"dateTime": pString, "timeZone": pString,
 	}}
 	followupFlagType = &EntityType{Name: "microsoft.graph.followupFlag", Props: map[string]*Prop{
-		"flagStatus":        pString,
+		"flagStatus":        enumProp("microsoft.graph.followupFlagStatus", "notFlagged", "complete", "flagged"),
 		"completedDateTime": complexProp(dateTimeTimeZoneType),
 		"dueDateTime":       complexProp(dateTimeTimeZoneType),
 		"startDateTime":     complexProp(dateTimeTimeZoneType),
@@ -99,8 +131,8 @@ var Message = &EntityType{Name: "microsoft.graph.message", Props: map[string]*Pr
 	"parentFolderId":             pString,
 	"subject":                    pString,
 	"bodyPreview":                pString,
-	"importance":                 pString, // enum microsoft.graph.importance
-	"inferenceClassification":    pString, // enum
+	"importance":                 enumProp("microsoft.graph.importance", "low", "normal", "high"),
+	"inferenceClassification":    enumProp("microsoft.graph.inferenceClassificationType", "focused", "other"),
 	"webLink":                    pString,
 	"createdDateTime":            pDateTime,
 	"lastModifiedDateTime":       pDateTime,
@@ -146,4 +178,23 @@ func (t *EntityType) prop(name string) (string, *Prop, bool) {
 		}
 	}
 	return "", nil, false
+}
+
+// enumAt returns the enum type of the message property at a slash path,
+// or nil: $orderby on an enum sorts by member order.
+func enumAt(t *EntityType, path string) *EnumType {
+	var p *Prop
+	for _, seg := range strings.Split(path, "/") {
+		if t == nil {
+			return nil
+		}
+		if p = t.Props[seg]; p == nil {
+			return nil
+		}
+		t = p.Complex
+	}
+	if p == nil || p.Kind != KindEnum {
+		return nil
+	}
+	return p.Enum
 }
