@@ -77,6 +77,9 @@ func TestListEmails(t *testing.T) {
 		key           func(map[string]any) string
 	}{
 		{"subject", "ascending", func(m map[string]any) string { return strings.ToLower(m["subject"].(string)) }},
+		{"importance", "descending", func(m map[string]any) string {
+			return map[string]string{"low": "0", "normal": "1", "high": "2"}[m["importance"].(string)] // Graph orders the enum's members
+		}},
 		{"sender_email_address", "descending", func(m map[string]any) string {
 			f, _ := m["from"].(map[string]any)
 			if f == nil {
