@@ -32,8 +32,11 @@ type Param struct {
 	Default  any      `json:"default"`
 	Enum     []string `json:"enum,omitempty"`
 	// Minimum and Maximum bound integer parameters.
-	Minimum     *int64 `json:"minimum,omitempty"`
-	Maximum     *int64 `json:"maximum,omitempty"`
+	Minimum *int64 `json:"minimum,omitempty"`
+	Maximum *int64 `json:"maximum,omitempty"`
+	// Nullable: an explicit null is a value of its own (Validate keeps
+	// it as nil in the inputs instead of putting the default there).
+	Nullable    bool   `json:"nullable,omitempty"`
 	Description string `json:"description"`
 }
 

@@ -288,6 +288,16 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%v: err = %v, want one naming %s", tc.in, err, tc.param)
 		}
 	}
+	// Nullable: an explicit null stays null; absent takes the default.
+	n := def("N", toolrunner.Param{Name: "max", Type: "integer", Default: int64(5000), Nullable: true},
+		toolrunner.Param{Name: "i", Type: "integer", Default: int64(10)})
+	got, err := toolrunner.Validate(n, map[string]any{"max": nil, "i": nil})
+	if v, present := got["max"]; err != nil || !present || v != nil || got["i"] != int64(10) {
+		t.Fatalf("explicit null: %v %v", got, err)
+	}
+	if got, err = toolrunner.Validate(n, map[string]any{}); err != nil || got["max"] != int64(5000) {
+		t.Fatalf("absent: %v %v", got, err)
+	}
 }
 
 func TestPipelineOverridesAndEvent(t *testing.T) {

@@ -38,6 +38,10 @@ func Validate(def Definition, in map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(def.Parameters))
 	for _, p := range def.Parameters {
 		v, present := in[p.Name]
+		if present && v == nil && p.Nullable {
+			out[p.Name] = nil
+			continue
+		}
 		if !present || v == nil {
 			if p.Required {
 				return nil, badInput(p.Name, "required")

@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite,docmd,docsedit,odata", "benchmarks to run, comma-separated: docmd, docsedit, odata, decode, hooks, connections, ingest, query, executions, sqlite")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite,docmd,docsedit,odata,mail", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, sqlite")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query and executions benchmarks")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
@@ -64,6 +64,13 @@ func runBench(ctx context.Context, args []string) error {
 			fig, err := bench.OData(100_000)
 			if err != nil {
 				return fmt.Errorf("odata benchmark: %w", err)
+			}
+			figures = append(figures, fig)
+		case "mail":
+			fmt.Println("== mail: MailToolkit.ListEmails of 100 messages through the tool runner against the Graph emulator")
+			fig, err := bench.MailList(ctx)
+			if err != nil {
+				return fmt.Errorf("mail benchmark: %w", err)
 			}
 			figures = append(figures, fig)
 		case "decode":

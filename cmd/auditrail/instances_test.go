@@ -135,7 +135,7 @@ func TestControlPlaneAndToolRunnerRoles(t *testing.T) {
 	}
 	project := cp.call("POST", "/api/v1/orgs/"+org.data()["id"].(string)+"/projects", boot, map[string]any{"name": "p"}).data()["id"].(string)
 	tools := tr.call("GET", "/api/v1/orgs/"+org.data()["id"].(string)+"/projects/"+project+"/tools?user_id=u", boot, nil)
-	if tools.status != 200 || len(tools.data()["items"].([]any)) != 6+13 { // DocumentDbToolkit and DocsToolkit
+	if tools.status != 200 || len(tools.data()["items"].([]any)) != 6+13+13 { // DocumentDbToolkit, DocsToolkit and MailToolkit
 		t.Fatalf("tools on the toolrunner role: %d %s", tools.status, tools.raw)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/documentdb"
+	"github.com/auditrail/auditrail/toolrunner/toolkits/mail"
 )
 
 // addEgressFlag is --allow-private-egress, of every role that calls hook
@@ -197,8 +198,9 @@ func providerScopes(reg *toolrunner.Registry) map[string][]string {
 
 // toolkits returns the registry of the toolkits built into the binary and
 // a function that releases their connections. Database connections and
-// Google API calls (to the provider's api_base_url) pass the egress guard;
-// picker issues DocsToolkit's file picker URLs (the control plane).
+// Google and Microsoft Graph API calls (to the provider's api_base_url)
+// pass the egress guard; picker issues DocsToolkit's file picker URLs (the
+// control plane).
 func toolkits(guard *egress.Guard, picker docs.PickerLinks, log *slog.Logger) (*toolrunner.Registry, func()) {
 	reg := toolrunner.NewRegistry()
 	cfg := documentdb.DefaultConfig()
@@ -210,7 +212,13 @@ func toolkits(guard *egress.Guard, picker docs.PickerLinks, log *slog.Logger) (*
 	if err != nil {
 		panic(err) // the default config is valid
 	}
-	if err := reg.Register(append(docdb.Tools(), gdocs.Tools()...)...); err != nil {
+	mcfg := mail.DefaultConfig()
+	mcfg.Egress, mcfg.Log = guard, log
+	outlook, err := mail.New(mcfg)
+	if err != nil {
+		panic(err) // the default config is valid
+	}
+	if err := reg.Register(append(append(docdb.Tools(), gdocs.Tools()...), outlook.Tools()...)...); err != nil {
 		panic(err) // the built-in definitions are checked by tests
 	}
 	return reg, func() {
@@ -218,5 +226,6 @@ func toolkits(guard *egress.Guard, picker docs.PickerLinks, log *slog.Logger) (*
 		defer cancel()
 		docdb.Close(ctx)
 		gdocs.Close()
+		outlook.Close()
 	}
 }

@@ -1,0 +1,180 @@
+package mail
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/auditrail/auditrail/toolrunner/toolkits/mail/graphapi"
+)
+
+func TestHTMLToText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`<html><head><title>T</title><style>p{color:red}</style><script>alert(1)</script></head><body><p>Hello <b>world</b></p><p>Second</p></body></html>`, "Hello world\n\nSecond"},
+		{`<div>line one<br>line two<br/><br>after blank</div>`, "line one\nline two\n\nafter blank"},
+		{`<ul><li>one</li><li>two &amp; three</li></ul>`, "- one\n- two & three"},
+		{`<p>see <a href="https://x.example/a">the page</a> and <a href="https://y.example">https://y.example</a></p>`, "see the page (https://x.example/a) and https://y.example"},
+		{`<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>`, "a\tb\nc\td"},
+		{"<p>  spaced\n\n   out\ttext  </p>", "spaced out text"},
+		{`<pre>keep
+  this</pre>`, "keep\n  this"},
+		{`<!-- hidden --><p>x<script>document.write("y")</script>z</p><noscript>n</noscript>`, "xz"},
+		{`plain &lt;not a tag&gt; 😀`, "plain <not a tag> 😀"},
+		{`<p>unclosed <b>bold`, "unclosed bold"},
+		{`<img src="cid:x" alt="chart"><hr><p>end</p>`, "[chart]\n----\n\nend"},
+	}
+	for _, tc := range tests {
+		if got := htmlToText(tc.in); got != tc.want {
+			t.Errorf("htmlToText(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCut(t *testing.T) {
+	s := "añ😀日x" // 5 characters, 1+2+4+3+1 bytes
+	tests := []struct {
+		offset, max      int
+		part             string
+		total, remaining int
+	}{
+		{0, -1, s, 5, 0},
+		{0, 3, "añ😀", 5, 2},
+		{2, 2, "😀日", 5, 1},
+		{4, 10, "x", 5, 0},
+		{5, 1, "", 5, 0},
+		{99, 1, "", 5, 0},
+		{1, 0, "", 5, 4},
+	}
+	for _, tc := range tests {
+		part, total, rem := cut(s, tc.offset, tc.max)
+		if part != tc.part || total != tc.total || rem != tc.remaining || !utf8.ValidString(part) {
+			t.Errorf("cut(%d, %d) = %q %d %d; want %q %d %d", tc.offset, tc.max, part, total, rem, tc.part, tc.total, tc.remaining)
+		}
+	}
+}
+
+func TestReplaceAboveQuote(t *testing.T) {
+	reply := `<html><head><meta charset="utf-8"></head><body dir="ltr"><div>old text</div><div id="appendonsend"></div><hr style="x"><div id="divRplyFwdMsg"><b>From:</b> A</div><div>original</div></body></html>`
+	tests := []struct {
+		name     string
+		existing *graphapi.ItemBody
+		text     string
+		want     graphapi.ItemBody
+	}{
+		{"html reply: above the quote", &graphapi.ItemBody{ContentType: "html", Content: reply}, "new <text>\nline",
+			graphapi.ItemBody{ContentType: "html", Content: `<html><head><meta charset="utf-8"></head><body dir="ltr"><div>new &lt;text&gt;<br>line</div><div id="appendonsend"></div><hr style="x"><div id="divRplyFwdMsg"><b>From:</b> A</div><div>original</div></body></html>`}},
+		{"divRplyFwdMsg without hr", &graphapi.ItemBody{ContentType: "HTML", Content: `<body><p>x</p><div id="divRplyFwdMsg">From: A</div></body>`}, "y",
+			graphapi.ItemBody{ContentType: "html", Content: `<body><div>y</div><div id="divRplyFwdMsg">From: A</div></body>`}},
+		{"blockquote", &graphapi.ItemBody{ContentType: "html", Content: `<p>x</p><blockquote>q</blockquote>`}, "y",
+			graphapi.ItemBody{ContentType: "html", Content: `<div>y</div><blockquote>q</blockquote>`}},
+		{"html draft without quote: overwritten", &graphapi.ItemBody{ContentType: "html", Content: `<p>old</p>`}, "a & b",
+			graphapi.ItemBody{ContentType: "html", Content: `<html><body><div>a &amp; b</div></body></html>`}},
+		{"text reply", &graphapi.ItemBody{ContentType: "text", Content: "old\n\n________________________________\nFrom: A\noriginal"}, "new",
+			graphapi.ItemBody{ContentType: "text", Content: "new\n\n________________________________\nFrom: A\noriginal"}},
+		{"text draft", &graphapi.ItemBody{ContentType: "text", Content: "old"}, "new", graphapi.ItemBody{ContentType: "text", Content: "new"}},
+		{"no body", nil, "new", graphapi.ItemBody{ContentType: "text", Content: "new"}},
+	}
+	for _, tc := range tests {
+		if got := replaceAboveQuote(tc.existing, tc.text); got != tc.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSearchKQL(t *testing.T) {
+	tests := []struct {
+		in   map[string]any
+		want string
+	}{
+		{map[string]any{}, ""},
+		{map[string]any{"keywords": []string{"budget", ` Q3 "final" `, ""}}, `"budget" AND "Q3  final "`},
+		{map[string]any{"sender": []string{"a@x.com", "Bob"}, "recipient": []string{"c@x.com"}}, `(from:"a@x.com" OR from:"Bob") AND to:"c@x.com"`},
+		{map[string]any{"attachment_name": []string{`a\b.pdf`}, "has_attachments": false, "importance": "HIGH", "is_read": true, "category": "Red category"},
+			`attachment:"a b.pdf" AND hasattachments:false AND importance:high AND isread:true AND category:"Red category"`},
+		{map[string]any{"received_after": "2026-01-02", "received_before": "2026-01-31"}, `received>=2026-01-02 AND received<=2026-01-31`},
+	}
+	for _, tc := range tests {
+		got, err := searchKQL(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("searchKQL(%v) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []map[string]any{{"received_after": "2026-1-2"}, {"received_before": "tomorrow"}, {"importance": "urgent"},
+		{"received_after": "2026-02-01", "received_before": "2026-01-31"}} {
+		if _, err := searchKQL(in); err == nil {
+			t.Errorf("searchKQL(%v): no error", in)
+		}
+	}
+	if v := graphapi.SearchValue(`from:"a" AND "b"`); v != `"from:\"a\" AND \"b\""` {
+		t.Errorf("SearchValue %s", v)
+	}
+}
+
+func TestTokenRoundTrip(t *testing.T) {
+	in := map[string]any{"limit": int64(5), "sort_by": "subject", "pagination_token": "ignored"}
+	b := binding("u1", "https://graph.example/v1.0", "ListEmails", in)
+	if b2 := binding("u1", "https://graph.example/v1.0", "ListEmails", map[string]any{"sort_by": "subject", "limit": int64(5)}); b2 != b {
+		t.Fatal("the binding depends on the token or on map order")
+	}
+	for _, other := range []string{binding("u2", "https://graph.example/v1.0", "ListEmails", in), binding("u1", "https://other.example/v1.0", "ListEmails", in),
+		binding("u1", "https://graph.example/v1.0", "SearchEmails", in), binding("u1", "https://graph.example/v1.0", "ListEmails", map[string]any{"limit": int64(6), "sort_by": "subject"})} {
+		if other == b {
+			t.Fatal("binding collision")
+		}
+	}
+	tok := encodeToken(b, "/me/messages?$skip=5")
+	if rel, err := decodeToken(tok, b, "/me/messages"); err != nil || rel != "/me/messages?$skip=5" {
+		t.Fatalf("decode %q %v", rel, err)
+	}
+	if _, err := decodeToken(tok, b, "/me/mailFolders"); err == nil {
+		t.Fatal("a messages token continued a folder listing")
+	}
+	if encodeToken(b, "") != "" {
+		t.Fatal("a token without a next link")
+	}
+}
+
+// FuzzPageToken: the decoder never panics, and whatever it accepts is a
+// path under /me or /users/ of the kind of collection asked for.
+func FuzzPageToken(f *testing.F) {
+	b := binding("u1", "https://graph.example/v1.0", "ListEmails", map[string]any{})
+	f.Add(encodeToken(b, "/me/messages?$skip=10"))
+	f.Add(encodeToken(b, "https://evil.example/me/messages"))
+	f.Add("mtk1.e30")
+	f.Add("mtk1.")
+	f.Add(strings.Repeat("A", 100))
+	f.Fuzz(func(t *testing.T, tok string) {
+		rel, err := decodeToken(tok, b, "/me/messages")
+		if err != nil {
+			return
+		}
+		p, _, _ := strings.Cut(rel, "?")
+		if !strings.HasSuffix(p, "/messages") {
+			t.Fatalf("accepted %q", rel)
+		}
+		c, cerr := graphapi.New(graphapi.Config{BaseURL: "https://graph.example/v1.0", Token: "t", Retry: graphapi.DefaultConfig().Retry})
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		if abs, err := c.Resolve(rel); err == nil && !strings.HasPrefix(abs, "https://graph.example/v1.0/") {
+			t.Fatalf("%q resolves to %q", rel, abs)
+		}
+	})
+}
+
+// FuzzHTMLToText: any input renders without panicking, as valid UTF-8
+// when the input is, and never with a script's text.
+func FuzzHTMLToText(f *testing.F) {
+	f.Add(`<p>a<script>evil()</script>b</p>`)
+	f.Add(`<ul><li>x<li>y</ul><pre> z </pre>`)
+	f.Add("<a href='https://x'>https://x</a><td>1<td>2")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := htmlToText(s)
+		if utf8.ValidString(s) && !utf8.ValidString(out) {
+			t.Fatalf("invalid UTF-8 from %q", s)
+		}
+		if strings.Contains(s, "<script>SECRET</script>") && strings.Contains(out, "SECRET") && strings.Count(s, "SECRET") == 1 {
+			t.Fatalf("script text kept: %q", out)
+		}
+	})
+}
