@@ -168,7 +168,7 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 		fmt.Fprintf(out, "demo: API key of %s: the one printed when it was made (id %s); `auditrail dev --demo --new-key` prints a new one\n", ids.User, ids.KeyID)
 	}
 	fmt.Fprintf(out, "demo: MongoDB-wire server with the sample database \"shop\" at %s\n", srv.URI)
-	fmt.Fprintf(out, "demo: provider emulators at %s (OAuth for google and microsoft; Google Docs and Drive with %d sample documents; %s is connected to both)\n",
+	fmt.Fprintf(out, "demo: provider emulators at %s (OAuth for google and microsoft; Google Docs and Drive with %d sample documents; an Outlook mailbox on Microsoft Graph; %s is connected to both)\n",
 		emu.Base, len(emu.Samples), ids.User)
 	fmt.Fprint(out, demoExports(ids, k, env))
 	log.Info("demo ready", "organization_id", ids.Org, "project_id", ids.Project)

@@ -155,6 +155,9 @@ func TestReadmeQuickstart(t *testing.T) {
 		{`{"provider":"google","connected":true`, `"account":"demo-user@example.com"`, "Connected to google",
 			`"https://www.googleapis.com/auth/calendar.readonly","https://www.googleapis.com/auth/drive.file"`},
 		{"@title \"Apollo launch plan\"", "[p3fbfa0 44-50 HEADING_1]", "2 edits applied", "PARAGRAPH styles=bold:50-57]\nStatus: on track.\n"},
+		{`{"subject":"Quick question about the offsite","from":"priya@contoso.com","is_read":false}`,
+			`"body":"Are we still on for the offsite next week?","body_truncated":false}`,
+			`{"subject":"Offsite: yes","is_draft":false,"sent_at":"20`, `{"success":false,"kind":"TOOL_INPUT_INVALID"}`},
 		{"scratch organization", "emitted 5000 events"},
 	}
 	for i, want := range expect {
