@@ -2,13 +2,10 @@ package graph_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +15,10 @@ import (
 
 	"github.com/auditrail/auditrail/internal/emulators/graph"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
+	"github.com/auditrail/auditrail/internal/emulators/oauth/oauthtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const verifier = "dBjftJeZ4CVP-mJ92K9X0CQR1eQyZ7P1Lh4dXYkZ3kQ-verifier"
 
 // Scopes of a token that may do everything.
 var allScopes = []string{"Mail.ReadWrite", "Mail.Send", "User.Read", "MailboxSettings.Read"}
@@ -82,38 +78,7 @@ func (e *env) clock() time.Time {
 // token runs the real authorization-code flow with PKCE for the user.
 func (e *env) token(t *testing.T, user string, scopes ...string) string {
 	t.Helper()
-	sum := sha256.Sum256([]byte(verifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {"app"}, "redirect_uri": {"https://app.example/cb"},
-		"scope": {strings.Join(scopes, " ")}, "state": {"x"}, "login_hint": {user},
-		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	defer c.CloseIdleConnections()
-	resp, err := c.Get(e.auth.URL + "/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("authorize: %d %v", resp.StatusCode, loc)
-	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {"https://app.example/cb"}, "code_verifier": {verifier}}
-	req, _ := http.NewRequest(http.MethodPost, e.auth.URL+"/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("app", "s")
-	resp, err = c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("token: %d %v", resp.StatusCode, err)
-	}
-	return tok.AccessToken
+	return oauthtest.Token(t, e.auth.URL, oauthtest.Client{ID: "app", Secret: "s", RedirectURI: "https://app.example/cb"}, user, scopes...)
 }
 
 // resp is a decoded answer.

@@ -2,8 +2,6 @@ package mail
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
@@ -22,6 +20,7 @@ import (
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/emulators/graph"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
+	"github.com/auditrail/auditrail/internal/emulators/oauth/oauthtest"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/internal/testenv"
@@ -30,8 +29,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const verifier = "dBjftJeZ4CVP-mJ92K9X0CQR1eQyZ7P1Lh4dXYkZ3kQ-verifier"
 
 // allScopes are what the demo connection grants: every scope a tool of
 // the toolkit declares, nothing more.
@@ -201,38 +198,7 @@ func (e *env) setBase(user, base string) {
 
 func (e *env) token(t testing.TB, user string, scopes ...string) string {
 	t.Helper()
-	sum := sha256.Sum256([]byte(verifier))
-	q := url.Values{"response_type": {"code"}, "client_id": {"app"}, "redirect_uri": {"https://app.example/cb"},
-		"scope": {strings.Join(scopes, " ")}, "state": {"x"}, "login_hint": {user},
-		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	defer c.CloseIdleConnections()
-	resp, err := c.Get(e.as.URL + "/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("authorize: %d %v", resp.StatusCode, loc)
-	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
-		"redirect_uri": {"https://app.example/cb"}, "code_verifier": {verifier}}
-	req, _ := http.NewRequest(http.MethodPost, e.as.URL+"/token", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("app", "s")
-	resp, err = c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("token: %d %v", resp.StatusCode, err)
-	}
-	return tok.AccessToken
+	return oauthtest.Token(t, e.as.URL, oauthtest.Client{ID: "app", Secret: "s", RedirectURI: "https://app.example/cb"}, user, scopes...)
 }
 
 // direct is a GET of the emulator with the user's own token (the test's
