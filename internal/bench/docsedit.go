@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -56,8 +55,7 @@ func DocsEdit(ctx context.Context) (Figure, error) {
 		return Figure{}, fmt.Errorf("docs edit bench: %w", err)
 	}
 
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = egress.AllowLoopback().Dialer(net.Dialer{Timeout: 5 * time.Second}).DialContext
+	tr := egress.AllowLoopback().Transport(5 * time.Second)
 	defer tr.CloseIdleConnections()
 	cfg := docstk.DefaultConfig()
 	cfg.HTTPClient, cfg.Log = &http.Client{Transport: tr}, quiet

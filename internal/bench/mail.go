@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -78,8 +77,7 @@ func MailList(ctx context.Context) (Figure, error) {
 	if err != nil {
 		return fail(err)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = egress.AllowLoopback().Dialer(net.Dialer{Timeout: 5 * time.Second}).DialContext
+	tr := egress.AllowLoopback().Transport(5 * time.Second)
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	do := func(method, rel string, body any) ([]byte, error) {

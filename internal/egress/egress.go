@@ -18,11 +18,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Errors of the package.
@@ -330,6 +332,16 @@ func (g *Guard) Dialer(base net.Dialer) *Dialer {
 	base.Control = g.Control
 	base.ControlContext = nil
 	return &Dialer{g: g, d: base}
+}
+
+// Transport is an HTTP transport whose every connection passes the guard:
+// http.DefaultTransport's settings, no proxy (the guard must see the real
+// destination), connections dialled within dialTimeout.
+func (g *Guard) Transport(dialTimeout time.Duration) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.DialContext = g.Dialer(net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	return tr
 }
 
 // DialContext connects to address. With the guard's own resolver, a name is

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -287,5 +289,32 @@ func TestDialerRefusesAtConnect(t *testing.T) {
 	}
 	if n := accepted.Load(); n != 1 {
 		t.Fatalf("%d connections reached the listener, want 1 (the dev dial)", n)
+	}
+}
+
+// TestTransport: an HTTP client over a guard's transport cannot reach a
+// loopback server in strict mode, can with AllowLoopback, and ignores a
+// proxy from the environment (the guard must see the real destination).
+func TestTransport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer srv.Close()
+	strict := &http.Client{Transport: Strict().Transport(time.Second)}
+	defer strict.CloseIdleConnections()
+	if _, err := strict.Get(srv.URL); !errors.Is(err, ErrRefused) {
+		t.Fatalf("strict transport reached loopback: %v", err)
+	}
+	tr := AllowLoopback().Transport(time.Second)
+	if tr.Proxy != nil {
+		t.Fatal("the transport uses a proxy")
+	}
+	dev := &http.Client{Transport: tr}
+	defer dev.CloseIdleConnections()
+	resp, err := dev.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
 	}
 }

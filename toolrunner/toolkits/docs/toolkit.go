@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -108,10 +107,7 @@ func New(cfg Config) (*Toolkit, error) {
 	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
 		t.base = cfg.HTTPClient.Transport
 	} else {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.Proxy = nil // the guard must see the real destination
-		tr.DialContext = cfg.Egress.Dialer(net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		t.base = tr
+		t.base = cfg.Egress.Transport(10 * time.Second)
 	}
 	return t, nil
 }
