@@ -118,6 +118,10 @@ func TestHookConfigNormalize(t *testing.T) {
 	if r.Auth.ClientKeyPEM != Redacted || r.Auth.ClientCertPEM != cert {
 		t.Errorf("redacted mtls: %+v", r.Auth)
 	}
+	// A hook stored before the contract setting shows the default.
+	if old := (HookConfig{Auth: HookAuth{Type: "bearer"}}).Redacted(); old.Contract != ContractAuditrail {
+		t.Errorf("contract of an older hook: %q", old.Contract)
+	}
 }
 
 func TestMergePatch(t *testing.T) {
