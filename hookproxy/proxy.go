@@ -182,6 +182,9 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	if st, ok := p.states[k]; ok && st.conf == conf {
 		return st, nil
 	}
+	if !h.Contract.Valid() {
+		return nil, fmt.Errorf("%w: %s: contract %q is not auditrail or arcade", ErrInvalidHook, h.Name, h.Contract)
+	}
 	tlsCfg, err := h.tlsConfig()
 	if err != nil {
 		return nil, err
@@ -440,37 +443,6 @@ func (p *Proxy) applyFailure(h Hook, point Point, call *schemas.HookCall) (allow
 	p.failClosed.Add(1)
 	call.Decision = "deny"
 	return false
-}
-
-// DecodePreResponse decodes and checks the answer of a pre hook.
-func DecodePreResponse(b []byte) (hooksapi.PreResponse, error) {
-	var r hooksapi.PreResponse
-	if err := strictDecode(b, &r); err != nil {
-		return r, err
-	}
-	if !r.Code.Valid() {
-		return r, fmt.Errorf("code %q is not OK, CHECK_FAILED or RATE_LIMIT_EXCEEDED", r.Code)
-	}
-	return r, nil
-}
-
-// DecodePostResponse decodes and checks the answer of a post hook.
-func DecodePostResponse(b []byte) (hooksapi.PostResponse, error) {
-	var r hooksapi.PostResponse
-	if err := strictDecode(b, &r); err != nil {
-		return r, err
-	}
-	if !r.Code.Valid() {
-		return r, fmt.Errorf("code %q is not OK, CHECK_FAILED or RATE_LIMIT_EXCEEDED", r.Code)
-	}
-	return r, nil
-}
-
-// DecodeAccessResponse decodes the answer of an access hook.
-func DecodeAccessResponse(b []byte) (hooksapi.AccessResponse, error) {
-	var r hooksapi.AccessResponse
-	err := strictDecode(b, &r)
-	return r, err
 }
 
 // strictDecode decodes one JSON object; unknown fields are allowed (later
