@@ -1,0 +1,176 @@
+package hookproxy_test
+
+// Contract tests against Arcade's public logic-extensions schema (1.1.1-beta),
+// as described in testdata/arcade/logic_extensions.yaml: every request the
+// proxy sends to a hook is captured by a server generated from that
+// description (internal/arcadehook) and validated with kin-openapi.
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/arcadehook"
+	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/schemas/hooksapi"
+)
+
+const arcadeToken = "arcade-bearer-7c1"
+
+// arcadeServer is a server generated from the description, recording every
+// exchange, with the description loaded from the file to validate them.
+type arcadeServer struct {
+	srv      *httptest.Server
+	hook     *arcadehook.Server
+	rec      *arcadehook.Recorder
+	contract *arcadehook.Contract
+}
+
+func newArcadeServer(t *testing.T, p arcadehook.Policy) *arcadeServer {
+	t.Helper()
+	c, err := arcadehook.LoadContract("testdata/arcade/logic_extensions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &arcadehook.Recorder{}
+	s, err := arcadehook.New(arcadehook.Config{Token: arcadeToken, Policy: p, Middlewares: []arcadehook.MiddlewareFunc{rec.Middleware}},
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return &arcadeServer{srv: srv, hook: s, rec: rec, contract: c}
+}
+
+// hookOf is the server as a hook of every point, failing closed, not
+// retried.
+func (a *arcadeServer) hookOf(name string) hookproxy.Hook {
+	pc := hookproxy.PointConfig{Timeout: 5 * time.Second, FailureMode: hookproxy.FailClosed}
+	return hookproxy.Hook{ID: "h-" + name, Name: name, Revision: "1", Endpoint: a.srv.URL,
+		Points:      map[hookproxy.Point]hookproxy.PointConfig{hookproxy.Access: withPath(pc, "/access"), hookproxy.Pre: withPath(pc, "/pre"), hookproxy.Post: withPath(pc, "/post")},
+		BearerToken: arcadeToken, MaxAttempts: 1, ConsecutiveFailures: 100, OpenFor: time.Second}
+}
+
+func withPath(pc hookproxy.PointConfig, p string) hookproxy.PointConfig { pc.Path = p; return pc }
+
+func newArcadeProxy(t *testing.T) *hookproxy.Proxy {
+	t.Helper()
+	cfg := hookproxy.DefaultConfig()
+	cfg.Egress = egress.AllowLoopback()
+	p := hookproxy.New(cfg, slog.New(slog.DiscardHandler))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// The requests of an execution of Gmail.Send as the tool runner makes them
+// (auditrail's own shapes; the proxy shapes them for each hook's contract):
+// a tool that needs a secret and a google grant.
+const (
+	catalogJSON = `{
+	  "Gmail": {"tools": {
+	    "Send": [{"version": "1.2.0", "requirements": {"secrets": ["SMTP_PASSWORD"],
+	              "authorization": [{"provider_type": "oauth2", "provider_id": "google", "scopes": ["mail.send"]}]},
+	              "metadata": {"behavior": {"operations": ["create"], "destructive": false}, "classification": {"service_domains": ["email"]}}}],
+	    "Read": [{"version": "1.0.0", "requirements": {"authorization": [{"provider_type": "oauth2", "provider_id": "google", "scopes": ["mail.read"]}]}}],
+	    "Purge": [{"version": "1.0.0", "requirements": {}, "metadata": {"behavior": {"destructive": true}}}]}},
+	  "Docs": {"tools": {"Create": [{"version": "0.1.0", "requirements": {}}]}}}`
+	contextJSON = `{"secrets": {"SMTP_PASSWORD": true},
+	  "authorization": {"google": {"provider_type": "oauth2", "connected": true, "scopes": ["mail.send", "openid"]}},
+	  "metadata": {"organization_id": "o1", "project_id": "p1"}, "user_id": "bob"}`
+	toolJSON = `{"name": "Send", "toolkit": "Gmail", "version": "1.2.0", "metadata": {"behavior": {"operations": ["create"]}}}`
+)
+
+func catalog(t *testing.T) map[string]hooksapi.ToolkitInfo {
+	t.Helper()
+	var c map[string]hooksapi.ToolkitInfo
+	if err := json.Unmarshal([]byte(catalogJSON), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func preRequest(t *testing.T) hooksapi.PreRequest {
+	t.Helper()
+	var r hooksapi.PreRequest
+	if err := json.Unmarshal([]byte(`{"execution_id": "0190-e1", "tool": `+toolJSON+`, "inputs": {"to": "a@corp.example", "body": "hi"}, "context": `+contextJSON+`}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func postRequest(t *testing.T, success bool) hooksapi.PostRequest {
+	t.Helper()
+	var r hooksapi.PostRequest
+	body := `{"execution_id": "0190-e1", "tool": ` + toolJSON + `, "inputs": {"to": "a@corp.example"}, "success": true,
+	  "output": {"id": "m-1", "thread": ["a", "b"]}, "execution_code": "OK", "context": ` + contextJSON + `}`
+	if !success {
+		body = `{"execution_id": "0190-e1", "tool": ` + toolJSON + `, "inputs": {"to": "a@corp.example"}, "success": false,
+		  "execution_code": "UPSTREAM_ERROR", "execution_error": "smtp refused", "context": ` + contextJSON + `}`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// callAll makes the proxy call every point of h once (plus its health
+// check) and returns what the server received.
+func callAll(t *testing.T, a *arcadeServer, h hookproxy.Hook) []arcadehook.Exchange {
+	t.Helper()
+	a.rec.Reset()
+	p := newArcadeProxy(t)
+	ctx := context.Background()
+	p.Access(ctx, []hookproxy.Hook{h}, "bob", catalog(t))
+	p.Pre(ctx, []hookproxy.Hook{h}, preRequest(t))
+	p.Post(ctx, []hookproxy.Hook{h}, postRequest(t, true))
+	p.Post(ctx, []hookproxy.Hook{h}, postRequest(t, false))
+	p.CheckHealth(ctx, h)
+	exs := a.rec.Exchanges()
+	if len(exs) != 5 {
+		t.Fatalf("%d requests reached the server, want 5", len(exs))
+	}
+	return exs
+}
+
+// The harness can fail: the requests of a hook in auditrail's default
+// shape are not valid for the Arcade description, and the generated server
+// refuses them (400) — a fail-closed hook then hides and denies everything.
+func TestArcadeContractRefusesDefaultShape(t *testing.T) {
+	a := newArcadeServer(t, arcadehook.Policy{})
+	h := a.hookOf("default-shaped")
+	exs := callAll(t, a, h)
+	for _, ex := range exs {
+		_, err := a.contract.ValidateRequest(ex)
+		switch ex.Path {
+		case "/health":
+			if err != nil || ex.Status != 200 {
+				t.Errorf("health: %d %v", ex.Status, err)
+			}
+		default:
+			if err == nil {
+				t.Errorf("%s: the default shape is valid for the Arcade description: %s", ex.Path, ex.Body)
+			} else if !strings.Contains(err.Error(), "secrets") {
+				t.Errorf("%s: invalid for another reason than secrets: %v", ex.Path, err)
+			}
+			if ex.Status != 400 {
+				t.Errorf("%s: server answered %d, want 400", ex.Path, ex.Status)
+			}
+		}
+	}
+	p := newArcadeProxy(t)
+	d := p.Access(context.Background(), []hookproxy.Hook{h}, "bob", catalog(t))
+	for tk, tools := range d.Visible {
+		if len(tools) > 0 {
+			t.Errorf("toolkit %s still visible through a refusing fail-closed hook", tk)
+		}
+	}
+	if pre := p.Pre(context.Background(), []hookproxy.Hook{h}, preRequest(t)); pre.Allowed {
+		t.Error("pre allowed through a refusing fail-closed hook")
+	}
+}
