@@ -139,9 +139,18 @@ func (s *Service) sealHook(key string, h *Hook, cfg HookConfig) error {
 	if err != nil {
 		return err
 	}
-	cfg.Auth.Token, cfg.Auth.ClientKeyPEM = "", ""
+	// What is stored in the clear says which secrets exist, so that views
+	// show a bearer token set beside mTLS.
+	cfg.Auth.Token, cfg.Auth.ClientKeyPEM = redactedIfSet(cfg.Auth.Token), ""
 	h.Config, h.SealedAuth = cfg, sealed
 	return nil
+}
+
+func redactedIfSet(s string) string {
+	if s == "" {
+		return ""
+	}
+	return Redacted
 }
 
 // unsealedConfig returns the configuration of a stored hook with its secrets.

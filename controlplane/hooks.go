@@ -13,16 +13,19 @@ import (
 
 // HookConfig is a customer webhook server and how to call it (CONTRACT.md).
 type HookConfig struct {
-	Name      string                `json:"name"`
-	Endpoint  string                `json:"endpoint"`
-	Points    map[string]*HookPoint `json:"points"`
-	Auth      HookAuth              `json:"auth"`
-	TimeoutMS int                   `json:"timeout_ms"`
-	Retries   HookRetries           `json:"retries"`
-	Breaker   HookBreaker           `json:"breaker"`
-	Phase     string                `json:"phase"`
-	Priority  int                   `json:"priority"`
-	Enabled   *bool                 `json:"enabled"`
+	Name     string                `json:"name"`
+	Endpoint string                `json:"endpoint"`
+	Points   map[string]*HookPoint `json:"points"`
+	// Contract is the shape of the requests: ContractAuditrail (default,
+	// seeds/001) or ContractArcade (Arcade's logic-extensions schema).
+	Contract  string      `json:"contract"`
+	Auth      HookAuth    `json:"auth"`
+	TimeoutMS int         `json:"timeout_ms"`
+	Retries   HookRetries `json:"retries"`
+	Breaker   HookBreaker `json:"breaker"`
+	Phase     string      `json:"phase"`
+	Priority  int         `json:"priority"`
+	Enabled   *bool       `json:"enabled"`
 }
 
 // HookPoint configures one of access, pre and post.
@@ -33,7 +36,8 @@ type HookPoint struct {
 }
 
 // HookAuth is bearer ({type, token}) or mtls ({type, client_cert_pem,
-// client_key_pem, ca_cert_pem}). Token and client key are secrets.
+// client_key_pem, ca_cert_pem}, optionally with a bearer token too: both
+// are sent). Token and client key are secrets.
 type HookAuth struct {
 	Type          string `json:"type"`
 	Token         string `json:"token,omitempty"`
@@ -88,6 +92,9 @@ const (
 
 	FailOpen   = "fail_open"
 	FailClosed = "fail_closed"
+
+	ContractAuditrail = "auditrail"
+	ContractArcade    = "arcade"
 )
 
 var defaultPaths = map[string]string{PointAccess: "/access", PointPre: "/pre", PointPost: "/post"}
@@ -108,6 +115,12 @@ func (c *HookConfig) Normalize() error {
 	}
 	if c.TimeoutMS < 1 || c.TimeoutMS > 60_000 {
 		return invalid("timeout_ms", "%d not in 1..60000", c.TimeoutMS)
+	}
+	if c.Contract == "" {
+		c.Contract = ContractAuditrail
+	}
+	if c.Contract != ContractAuditrail && c.Contract != ContractArcade {
+		return invalid("contract", "%q is not auditrail or arcade", c.Contract)
 	}
 	if len(c.Points) == 0 {
 		return invalid("points", "name at least one of access, pre, post")
@@ -140,6 +153,9 @@ func (c *HookConfig) Normalize() error {
 			return invalid("points."+name+".failure_mode", "%q is not fail_open or fail_closed", p.FailureMode)
 		}
 	}
+	if c.Auth.Token == Redacted {
+		return invalid("auth.token", "%s is the placeholder of a stored token, not a token", Redacted)
+	}
 	switch c.Auth.Type {
 	case "bearer":
 		if c.Auth.Token == "" {
@@ -156,7 +172,8 @@ func (c *HookConfig) Normalize() error {
 		if c.Auth.CACertPEM != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(c.Auth.CACertPEM)) {
 			return invalid("auth.ca_cert_pem", "no certificate found")
 		}
-		c.Auth.Token = ""
+		// An optional bearer token is kept: servers written to Arcade's
+		// schema want the bearer header on every call, mTLS or not.
 	default:
 		return invalid("auth.type", "%q is not bearer or mtls", c.Auth.Type)
 	}

@@ -13,6 +13,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 func selfSigned(t *testing.T) (certPEM, keyPEM string) {
@@ -130,5 +135,145 @@ func TestMergePatch(t *testing.T) {
 		if string(gj) != string(wj) {
 			t.Errorf("patch %s on %s = %s, want %s", tc.patch, tc.doc, gj, wj)
 		}
+	}
+}
+
+// contract: auditrail by default, arcade on request, anything else a 400
+// naming it; mTLS keeps a bearer token beside the certificate.
+func TestHookConfigContractAndBearerWithMTLS(t *testing.T) {
+	cert, key := selfSigned(t)
+	tests := []struct {
+		name         string
+		mut          func(c *HookConfig)
+		field        string // "" when valid
+		contract     string
+		token, ckey  string
+		redactedAuth HookAuth
+	}{
+		{name: "default contract", mut: func(c *HookConfig) {}, contract: ContractAuditrail, token: "t",
+			redactedAuth: HookAuth{Type: "bearer", Token: Redacted}},
+		{name: "arcade", mut: func(c *HookConfig) { c.Contract = "arcade" }, contract: ContractArcade, token: "t",
+			redactedAuth: HookAuth{Type: "bearer", Token: Redacted}},
+		{name: "unknown contract", mut: func(c *HookConfig) { c.Contract = "soap" }, field: "contract"},
+		{name: "contract in another case", mut: func(c *HookConfig) { c.Contract = "Arcade" }, field: "contract"},
+		{name: "mtls with bearer", mut: func(c *HookConfig) {
+			c.Auth = HookAuth{Type: "mtls", Token: "both", ClientCertPEM: cert, ClientKeyPEM: key}
+		}, contract: ContractAuditrail, token: "both", ckey: key,
+			redactedAuth: HookAuth{Type: "mtls", Token: Redacted, ClientCertPEM: cert, ClientKeyPEM: Redacted}},
+		{name: "mtls alone", mut: func(c *HookConfig) {
+			c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key}
+		}, contract: ContractAuditrail, ckey: key,
+			redactedAuth: HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: Redacted}},
+		{name: "the placeholder as a token", mut: func(c *HookConfig) { c.Auth.Token = Redacted }, field: "auth.token"},
+		{name: "the placeholder beside mtls", mut: func(c *HookConfig) {
+			c.Auth = HookAuth{Type: "mtls", Token: Redacted, ClientCertPEM: cert, ClientKeyPEM: key}
+		}, field: "auth.token"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := HookConfig{Name: "policy", Endpoint: "https://hooks.example.com", Points: map[string]*HookPoint{"pre": {}},
+				Auth: HookAuth{Type: "bearer", Token: "t"}}
+			tc.mut(&c)
+			err := c.Normalize()
+			if tc.field != "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), ": "+tc.field+": ") {
+					t.Fatalf("err = %v, want one naming %s", err, tc.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Contract != tc.contract || c.Auth.Token != tc.token || c.Auth.ClientKeyPEM != tc.ckey {
+				t.Fatalf("normalized: contract %q token %q key set %v", c.Contract, c.Auth.Token, c.Auth.ClientKeyPEM != "")
+			}
+			if r := c.Redacted(); r.Auth != tc.redactedAuth {
+				t.Fatalf("redacted auth %+v, want %+v", r.Auth, tc.redactedAuth)
+			}
+		})
+	}
+}
+
+// Over the API: a hook with mTLS and a bearer token keeps both sealed (the
+// view and audit events show each as [REDACTED], the hook client gets the
+// real ones), its contract is stored and shown, and a patch naming an
+// unknown contract is a 400 naming contract.
+func TestHookContractAndMTLSBearerStored(t *testing.T) {
+	cert, key := selfSigned(t)
+	srv, _, _ := testenv.NATS(t)
+	n := newNode(t, srv.ClientURL(), nodeOpts{})
+	guard, err := egress.New(egress.Config{Mode: egress.ModeDev, Resolver: testNames}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.svc.UseEgress(guard) // no hook monitor: no /health call leaves the machine
+	a := adminAPI{t: t, app: n.app, key: bootKey}
+	st, org := a.do("POST", "/api/v1/orgs", map[string]any{"name": "acme"})
+	if st != 201 {
+		t.Fatalf("create org: %d %v", st, org)
+	}
+	orgID := data(org)["id"].(string)
+	st, p := a.do("POST", "/api/v1/orgs/"+orgID+"/projects", map[string]any{"name": "p"})
+	if st != 201 {
+		t.Fatalf("create project: %d %v", st, p)
+	}
+	hooks := "/api/v1/orgs/" + orgID + "/hooks"
+	st, body := a.do("POST", hooks, map[string]any{"name": "arcade", "endpoint": "https://hooks.example.com", "contract": "arcade",
+		"points": map[string]any{"pre": map[string]any{}},
+		"auth":   map[string]any{"type": "mtls", "token": "bearer-too", "client_cert_pem": cert, "client_key_pem": key}})
+	if st != 201 {
+		t.Fatalf("create: %d %v", st, body)
+	}
+	id := data(body)["id"].(string)
+	view := func() map[string]any {
+		t.Helper()
+		for i := 0; i < 50; i++ { // the state mirror follows the write within milliseconds
+			if st, got := a.do("GET", hooks+"/"+id, nil); st == 200 {
+				return data(got)["config"].(map[string]any)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal("hook not found")
+		return nil
+	}
+	for _, cfg := range []map[string]any{data(body)["config"].(map[string]any), view()} {
+		auth := cfg["auth"].(map[string]any)
+		if cfg["contract"] != "arcade" || auth["token"] != Redacted || auth["client_key_pem"] != Redacted || auth["client_cert_pem"] != cert {
+			t.Fatalf("view: %v", cfg)
+		}
+	}
+	resolved := func() HookConfig {
+		t.Helper()
+		orgUUID, projUUID := uuid.MustParse(orgID), uuid.MustParse(data(p)["id"].(string))
+		hs, err := n.svc.EnabledHooks(orgUUID, projUUID)
+		if err != nil || len(hs) != 1 {
+			t.Fatalf("enabled hooks: %v %v", hs, err)
+		}
+		return hs[0].Config
+	}
+	if c := resolved(); c.Auth.Token != "bearer-too" || c.Auth.ClientKeyPEM != key || c.Contract != ContractArcade {
+		t.Fatalf("resolved: contract %q token %q", c.Contract, c.Auth.Token)
+	}
+
+	st, body = a.do("PATCH", hooks+"/"+id, map[string]any{"contract": "soap"})
+	if msg, _ := body["msg"].(string); st != 400 || !strings.HasPrefix(msg, "contract: ") {
+		t.Fatalf("unknown contract: %d %v", st, body)
+	}
+	// Dropping the token leaves mTLS alone; the contract back to the default.
+	st, body = a.do("PATCH", hooks+"/"+id, map[string]any{"contract": nil, "auth": map[string]any{"token": nil}})
+	if st != 200 {
+		t.Fatalf("patch: %d %v", st, body)
+	}
+	for i := 0; i < 50; i++ {
+		if c := resolved(); c.Auth.Token == "" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c := resolved(); c.Auth.Token != "" || c.Auth.ClientKeyPEM != key || c.Contract != ContractAuditrail {
+		t.Fatalf("after patch: contract %q token %q", c.Contract, c.Auth.Token)
+	}
+	if auth := view()["auth"].(map[string]any); auth["token"] != nil || auth["client_key_pem"] != Redacted {
+		t.Fatalf("view after patch: %v", auth)
 	}
 }

@@ -2,7 +2,6 @@ package hookproxy
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
@@ -81,7 +80,7 @@ func (p *Proxy) Pre(ctx context.Context, hooks []Hook, req hooksapi.PreRequest) 
 		}
 		req.Inputs = res.Inputs
 		var ans hooksapi.PreResponse
-		o, ok := p.invoke(ctx, h, Pre, func() ([]byte, error) { return json.Marshal(req) },
+		o, ok := p.invoke(ctx, h, Pre, func() ([]byte, error) { return preBody(h, req) },
 			func(b []byte) (err error) { ans, err = DecodePreResponse(b); return err })
 		if o.payloadErr != nil {
 			deny(&res.Verdict, KindCheckFailed, "inputs cannot be sent to hooks: "+o.payloadErr.Error())
@@ -124,7 +123,7 @@ func (p *Proxy) Post(ctx context.Context, hooks []Hook, req hooksapi.PostRequest
 		}
 		req.Output = res.Output
 		var ans hooksapi.PostResponse
-		o, ok := p.invoke(ctx, h, Post, func() ([]byte, error) { return json.Marshal(req) },
+		o, ok := p.invoke(ctx, h, Post, func() ([]byte, error) { return postBody(h, req) },
 			func(b []byte) (err error) { ans, err = DecodePostResponse(b); return err })
 		if o.payloadErr != nil {
 			deny(&res.Verdict, KindCheckFailed, "output cannot be sent to hooks: "+o.payloadErr.Error())
@@ -232,7 +231,7 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 			req.Toolkits[tk] = info
 		}
 		var ans hooksapi.AccessResponse
-		o, ok := p.invoke(ctx, h, Access, func() ([]byte, error) { return json.Marshal(req) },
+		o, ok := p.invoke(ctx, h, Access, func() ([]byte, error) { return accessBody(h, req) },
 			func(b []byte) (err error) { ans, err = DecodeAccessResponse(b); return err })
 		call := o.call
 		idx := len(d.Calls)

@@ -59,7 +59,11 @@ type Hook struct {
 	Priority int
 	Endpoint string
 	Points   map[Point]PointConfig
-	// Bearer token, or client certificate (mTLS) with an optional CA.
+	// Contract is the shape of the requests ("" or ContractAuditrail:
+	// seeds/001; ContractArcade: Arcade's logic-extensions schema).
+	Contract Contract
+	// Bearer token and/or client certificate (mTLS) with an optional CA;
+	// both are sent when both are set.
 	BearerToken   string
 	ClientCertPEM string
 	ClientKeyPEM  string

@@ -182,6 +182,9 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	if st, ok := p.states[k]; ok && st.conf == conf {
 		return st, nil
 	}
+	if !h.Contract.Valid() {
+		return nil, fmt.Errorf("%w: %s: contract %q is not auditrail or arcade", ErrInvalidHook, h.Name, h.Contract)
+	}
 	tlsCfg, err := h.tlsConfig()
 	if err != nil {
 		return nil, err

@@ -188,7 +188,10 @@ func requirementsJSON(r Requirements) hooksapi.Requirements {
 				auth[i].ProviderId = &a.ProviderID
 			}
 			if len(a.Scopes) > 0 {
+				// Beside scopes, oauth2.scopes: where servers written to
+				// Arcade's schema read them (both contracts).
 				auth[i].Scopes = &a.Scopes
+				auth[i].Oauth2 = &hooksapi.OAuth2Scopes{Scopes: &a.Scopes}
 			}
 		}
 		out.Authorization = &auth

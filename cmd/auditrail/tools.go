@@ -82,7 +82,7 @@ func callbackURL(publicURL string) (string, error) {
 func proxyHook(id uuid.UUID, project *uuid.UUID, revision string, c controlplane.HookConfig) hookproxy.Hook {
 	hk := hookproxy.Hook{
 		ID: id.String(), Name: c.Name, Revision: revision, Project: project != nil, Phase: c.Phase, Priority: c.Priority,
-		Endpoint: c.Endpoint, Points: map[hookproxy.Point]hookproxy.PointConfig{},
+		Endpoint: c.Endpoint, Points: map[hookproxy.Point]hookproxy.PointConfig{}, Contract: hookproxy.Contract(c.Contract),
 		BearerToken: c.Auth.Token, ClientCertPEM: c.Auth.ClientCertPEM, ClientKeyPEM: c.Auth.ClientKeyPEM, CACertPEM: c.Auth.CACertPEM,
 		// Hooks stored before the bounds existed are held to them too.
 		MaxAttempts: min(c.Retries.Attempts(), hookproxy.MaxAttempts), Backoff: min(time.Duration(c.Retries.Backoff())*time.Millisecond, hookproxy.MaxBackoff),

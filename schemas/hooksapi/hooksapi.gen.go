@@ -59,6 +59,10 @@ type AuthorizationInfo struct {
 
 // AuthorizationRequirement defines model for AuthorizationRequirement.
 type AuthorizationRequirement struct {
+	// Oauth2 The same scopes again, where servers written to Arcade's
+	// logic-extensions schema read them (sent in both contracts).
+	Oauth2 *OAuth2Scopes `json:"oauth2,omitempty"`
+
 	// ProviderId e.g. google, microsoft
 	ProviderId *string `json:"provider_id,omitempty"`
 
@@ -81,6 +85,12 @@ type Context struct {
 	// Secrets The names of the secrets the tool receives (each true); never values.
 	Secrets *map[string]bool `json:"secrets,omitempty"`
 	UserId  *string          `json:"user_id,omitempty"`
+}
+
+// OAuth2Scopes The same scopes again, where servers written to Arcade's
+// logic-extensions schema read them (sent in both contracts).
+type OAuth2Scopes struct {
+	Scopes *[]string `json:"scopes,omitempty"`
 }
 
 // PostOverride defines model for PostOverride.
