@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -69,15 +70,16 @@ func newArcadeProxy(t *testing.T) *hookproxy.Proxy {
 }
 
 // The requests of an execution of Gmail.Send as the tool runner makes them
-// (auditrail's own shapes; the proxy shapes them for each hook's contract):
-// a tool that needs a secret and a google grant.
+// (auditrail's own shapes, requirements.authorization[] with oauth2.scopes
+// beside scopes; the proxy shapes them for each hook's contract): a tool
+// that needs a secret and a google grant.
 const (
 	catalogJSON = `{
 	  "Gmail": {"tools": {
 	    "Send": [{"version": "1.2.0", "requirements": {"secrets": ["SMTP_PASSWORD"],
-	              "authorization": [{"provider_type": "oauth2", "provider_id": "google", "scopes": ["mail.send"]}]},
+	              "authorization": [{"provider_type": "oauth2", "provider_id": "google", "scopes": ["mail.send"], "oauth2": {"scopes": ["mail.send"]}}]},
 	              "metadata": {"behavior": {"operations": ["create"], "destructive": false}, "classification": {"service_domains": ["email"]}}}],
-	    "Read": [{"version": "1.0.0", "requirements": {"authorization": [{"provider_type": "oauth2", "provider_id": "google", "scopes": ["mail.read"]}]}}],
+	    "Read": [{"version": "1.0.0", "requirements": {"authorization": [{"provider_type": "oauth2", "provider_id": "google", "scopes": ["mail.read"], "oauth2": {"scopes": ["mail.read"]}}]}}],
 	    "Purge": [{"version": "1.0.0", "requirements": {}, "metadata": {"behavior": {"destructive": true}}}]}},
 	  "Docs": {"tools": {"Create": [{"version": "0.1.0", "requirements": {}}]}}}`
 	contextJSON = `{"secrets": {"SMTP_PASSWORD": true},
@@ -172,5 +174,130 @@ func TestArcadeContractRefusesDefaultShape(t *testing.T) {
 	}
 	if pre := p.Pre(context.Background(), []hookproxy.Hook{h}, preRequest(t)); pre.Allowed {
 		t.Error("pre allowed through a refusing fail-closed hook")
+	}
+}
+
+// Every request the proxy sends to a hook whose contract is "arcade" is
+// valid for the Arcade description and accepted by the generated server:
+// access, pre, post (a success and a failure) and health, for a tool with
+// secrets and a provider and for one with neither.
+func TestArcadeContractRequestsValid(t *testing.T) {
+	a := newArcadeServer(t, arcadehook.Policy{})
+	h := a.hookOf("arcade")
+	h.Contract = hookproxy.ContractArcade
+	exs := callAll(t, a, h)
+
+	// A tool without requirements, metadata or inputs; a tool whose
+	// provider is not connected (no scopes granted); a null output.
+	a.rec.Reset()
+	p := newArcadeProxy(t)
+	var bare hooksapi.PreRequest
+	if err := json.Unmarshal([]byte(`{"execution_id": "e2", "tool": {"name": "Ping", "toolkit": "Net", "version": "1"}, "inputs": null, "context": {}}`), &bare); err != nil {
+		t.Fatal(err)
+	}
+	p.Pre(context.Background(), []hookproxy.Hook{h}, bare)
+	var unconnected hooksapi.PostRequest
+	if err := json.Unmarshal([]byte(`{"execution_id": "e3", "tool": {"name": "Ping", "toolkit": "Net", "version": "1"}, "inputs": {}, "success": true,
+	  "output": null, "execution_code": "OK", "context": {"authorization": {"google": {"provider_type": "oauth2", "connected": false}}, "user_id": "bob"}}`), &unconnected); err != nil {
+		t.Fatal(err)
+	}
+	p.Post(context.Background(), []hookproxy.Hook{h}, unconnected)
+	p.Access(context.Background(), []hookproxy.Hook{h}, "bob", map[string]hooksapi.ToolkitInfo{"Net": {Tools: map[string][]hooksapi.VersionInfo{"Ping": {{Version: "1"}}}}})
+	exs = append(exs, a.rec.Exchanges()...)
+	if len(exs) != 8 {
+		t.Fatalf("%d exchanges, want 8", len(exs))
+	}
+	for _, ex := range exs {
+		if err := a.contract.ValidateResponse(ex); err != nil {
+			t.Errorf("%v\nrequest: %s", err, ex.Body)
+		}
+		if ex.Status != 200 {
+			t.Errorf("%s: the generated server answered %d: %s", ex.Path, ex.Status, ex.RespBody)
+		}
+	}
+
+	// The shapes themselves, as the Arcade server's generated types read them.
+	var access arcadehook.AccessHookRequest
+	var pre arcadehook.PreHookRequest
+	var post arcadehook.PostHookRequest
+	for _, ex := range exs[:3] {
+		var err error
+		switch ex.Path {
+		case "/access":
+			err = json.Unmarshal(ex.Body, &access)
+		case "/pre":
+			err = json.Unmarshal(ex.Body, &pre)
+		case "/post":
+			err = json.Unmarshal(ex.Body, &post)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", ex.Path, err)
+		}
+	}
+	send := (*access.Toolkits["Gmail"].Tools)["Send"][0].Requirements
+	if send == nil || send.Secrets == nil || len(*send.Secrets) != 1 || (*send.Secrets)[0].Name != "SMTP_PASSWORD" ||
+		send.Authorization == nil || (*send.Authorization)[0].Oauth2 == nil || strings.Join(*(*send.Authorization)[0].Oauth2.Scopes, " ") != "mail.send" {
+		t.Errorf("access requirements of Gmail.Send: %s", exs[0].Body)
+	}
+	for name, c := range map[string]arcadehook.ToolContext{"pre": pre.Context, "post": post.Context} {
+		if c.Secrets == nil || strings.Join(*c.Secrets, ",") != "SMTP_PASSWORD" || c.Authorization == nil || len(*c.Authorization) != 1 ||
+			*(*c.Authorization)[0].ProviderId != "google" || strings.Join(*(*c.Authorization)[0].Oauth2.Scopes, " ") != "mail.send openid" ||
+			c.UserId == nil || *c.UserId != "bob" {
+			t.Errorf("%s context: %+v", name, c)
+		}
+	}
+	if pre.ExecutionId != "0190-e1" || pre.Tool.Name != "Send" || pre.Inputs["to"] != "a@corp.example" || post.ExecutionId != pre.ExecutionId {
+		t.Errorf("pre %+v post %+v", pre, post)
+	}
+}
+
+// In one chain, each hook gets its own contract's shape: the auditrail hook's
+// requests are valid for hooks.yaml, the arcade hook's for the Arcade
+// description.
+func TestArcadeContractMixedChain(t *testing.T) {
+	own, err := arcadehook.LoadContract("../schemas/openapi/hooks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arc := newArcadeServer(t, arcadehook.Policy{})
+	ownRec := &arcadehook.Recorder{}
+	ownSrv := httptest.NewServer(ownRec.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/access" {
+			_, _ = w.Write([]byte(`{}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"code":"OK"}`))
+	})))
+	t.Cleanup(ownSrv.Close)
+	ha := arc.hookOf("arcade")
+	ha.Contract, ha.Phase = hookproxy.ContractArcade, "after"
+	ho := arc.hookOf("own")
+	ho.ID, ho.Endpoint, ho.Contract = "h-own", ownSrv.URL, hookproxy.ContractAuditrail
+	p := newArcadeProxy(t)
+	ctx := context.Background()
+	hooks := []hookproxy.Hook{ha, ho}
+	if d := p.Access(ctx, hooks, "bob", catalog(t)); len(d.Visible["Gmail"]) != 3 {
+		t.Fatalf("access: %v", d.Visible)
+	}
+	if r := p.Pre(ctx, hooks, preRequest(t)); !r.Allowed {
+		t.Fatalf("pre: %+v", r)
+	}
+	if r := p.Post(ctx, hooks, postRequest(t, true)); !r.Allowed {
+		t.Fatalf("post: %+v", r)
+	}
+	for name, c := range map[string]struct {
+		rec      *arcadehook.Recorder
+		contract *arcadehook.Contract
+	}{"arcade": {arc.rec, arc.contract}, "auditrail": {ownRec, own}} {
+		exs := c.rec.Exchanges()
+		if len(exs) != 3 {
+			t.Fatalf("%s: %d requests", name, len(exs))
+		}
+		for _, ex := range exs {
+			if _, err := c.contract.ValidateRequest(ex); err != nil {
+				t.Errorf("%s: %v\n%s", name, err, ex.Body)
+			}
+		}
 	}
 }
