@@ -301,3 +301,33 @@ func TestArcadeContractMixedChain(t *testing.T) {
 		}
 	}
 }
+
+// The health of a server written to the Arcade schema is read as that
+// schema defines it: healthy and degraded are up, unhealthy (503) is down;
+// the check sends the bearer token, and its exchange is valid.
+func TestArcadeHealthRead(t *testing.T) {
+	for _, tc := range []struct {
+		status arcadehook.HealthResponseStatus
+		ok     bool
+		http   int
+	}{
+		{arcadehook.Healthy, true, 200}, {arcadehook.Degraded, true, 200}, {arcadehook.Unhealthy, false, 503},
+	} {
+		t.Run(string(tc.status), func(t *testing.T) {
+			a := newArcadeServer(t, arcadehook.Policy{Health: tc.status})
+			h := a.hookOf("arcade")
+			h.Contract = hookproxy.ContractArcade
+			res := newArcadeProxy(t).CheckHealth(context.Background(), h)
+			if res.OK != tc.ok || res.HTTPStatus != tc.http {
+				t.Fatalf("health %+v, want ok %v status %d", res, tc.ok, tc.http)
+			}
+			exs := a.rec.Exchanges()
+			if len(exs) != 1 || exs[0].Header.Get("Authorization") != "Bearer "+arcadeToken {
+				t.Fatalf("exchanges %+v", exs)
+			}
+			if err := a.contract.ValidateResponse(exs[0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
