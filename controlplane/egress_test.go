@@ -53,14 +53,14 @@ func (m proxyMonitor) CheckHealth(ctx context.Context, h Hook, cfg HookConfig) H
 		hk.Points[hookproxy.Point(name)] = hookproxy.PointConfig{Path: p.Path, Timeout: time.Duration(p.TimeoutMS) * time.Millisecond}
 	}
 	r := m.p.CheckHealth(ctx, hk)
-	return HookHealth{CheckedAt: r.At, OK: r.OK, HTTPStatus: r.HTTPStatus, Failure: r.Failure}
+	return HookHealth{CheckedAt: r.At, OK: r.OK, Status: r.Status, HTTPStatus: r.HTTPStatus, Failure: r.Failure}
 }
 
 func (m proxyMonitor) HookStatus(id uuid.UUID) (HookStatus, bool) {
 	st, ok := m.p.HookStatus(id.String())
 	out := HookStatus{Calls: st.Calls, Failures: st.Failures, Breakers: map[string]HookBreakerStatus{}}
 	if st.Health != nil {
-		out.Health = &HookHealth{CheckedAt: st.Health.At, OK: st.Health.OK, Failure: st.Health.Failure}
+		out.Health = &HookHealth{CheckedAt: st.Health.At, OK: st.Health.OK, Status: st.Health.Status, Failure: st.Health.Failure}
 	}
 	return out, ok
 }

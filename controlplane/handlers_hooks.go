@@ -38,12 +38,15 @@ type HookMonitor interface {
 	HookStatus(id uuid.UUID) (HookStatus, bool)
 }
 
-// HookHealth is the outcome of a /health call. Failure is generic
-// ("endpoint not reachable", "timeout after 5s", "status 503"): the
+// HookHealth is the outcome of a /health call. Status is what the server
+// said (healthy, degraded: OK with a warning, unhealthy; also for a 500 or
+// 503), empty when it gave no health answer. Failure is generic ("endpoint
+// not reachable", "timeout after 5s", "status 503", "degraded"): the
 // detail is in the operator log.
 type HookHealth struct {
 	CheckedAt  time.Time `json:"checked_at"`
 	OK         bool      `json:"ok"`
+	Status     string    `json:"status,omitempty"`
 	HTTPStatus int       `json:"http_status,omitempty"`
 	Failure    string    `json:"failure,omitempty"`
 }
@@ -105,6 +108,9 @@ func (s *Service) health(ctx context.Context, h Hook, cfg HookConfig) []string {
 		return nil
 	}
 	hl := s.monitor.CheckHealth(ctx, h, cfg)
+	if hl.OK && hl.Failure != "" {
+		return []string{"health: the hook server's GET /health says " + hl.Failure}
+	}
 	if hl.OK {
 		return nil
 	}

@@ -9,7 +9,10 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -275,5 +278,52 @@ func TestHookContractAndMTLSBearerStored(t *testing.T) {
 	}
 	if auth := view()["auth"].(map[string]any); auth["token"] != nil || auth["client_key_pem"] != Redacted {
 		t.Fatalf("view after patch: %v", auth)
+	}
+}
+
+// A create checks GET /health as both contracts define it: degraded is
+// accepted with a warning, unhealthy (in a 200, or a 500/503) too; GET
+// shows the status the server gave.
+func TestHookHealthStatusesOnCreate(t *testing.T) {
+	a, org, _ := newAdmin(t, egress.ModeDev)
+	tests := []struct {
+		name    string
+		status  int
+		body    string
+		warning string // "" for none
+		health  string
+		ok      bool
+	}{
+		{"healthy", 200, `{"status":"healthy"}`, "", "healthy", true},
+		{"degraded", 200, `{"status":"degraded"}`, "says degraded", "degraded", true},
+		{"unhealthy", 200, `{"status":"unhealthy"}`, "failed: unhealthy", "unhealthy", false},
+		{"503", 503, `{"status":"unhealthy"}`, "failed: status 503", "unhealthy", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			}))
+			defer srv.Close()
+			st, body := a.do("POST", "/api/v1/orgs/"+org+"/hooks", hookBody(srv.URL))
+			w, _ := data(body)["warnings"].([]any)
+			if st != 201 || (tc.warning == "") != (len(w) == 0) || (tc.warning != "" && !strings.Contains(fmt.Sprint(w), tc.warning)) {
+				t.Fatalf("create: %d %v", st, body)
+			}
+			id := data(body)["id"].(string)
+			var got map[string]any
+			for i := 0; i < 50; i++ {
+				if st, got = a.do("GET", "/api/v1/orgs/"+org+"/hooks/"+id, nil); st == 200 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			status, _ := data(got)["status"].(map[string]any)
+			health, _ := status["health"].(map[string]any)
+			if health["status"] != tc.health || health["ok"] != tc.ok {
+				t.Fatalf("GET health: %v", health)
+			}
+		})
 	}
 }

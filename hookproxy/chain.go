@@ -79,7 +79,7 @@ func (p *Proxy) Pre(ctx context.Context, hooks []Hook, req hooksapi.PreRequest) 
 			continue
 		}
 		req.Inputs = res.Inputs
-		var ans hooksapi.PreResponse
+		var ans PreAnswer
 		o, ok := p.invoke(ctx, h, Pre, func() ([]byte, error) { return preBody(h, req) },
 			func(b []byte) (err error) { ans, err = DecodePreResponse(b); return err })
 		if o.payloadErr != nil {
@@ -95,11 +95,11 @@ func (p *Proxy) Pre(ctx context.Context, hooks []Hook, req hooksapi.PreRequest) 
 				res.Inputs = *ans.Override.Inputs
 				call.Overridden = true
 			}
-			if ans.Override.Secrets != nil {
+			if ans.Secrets != nil {
 				if res.Secrets == nil {
 					res.Secrets = map[string]string{}
 				}
-				for k, v := range *ans.Override.Secrets {
+				for k, v := range ans.Secrets {
 					res.Secrets[k] = v
 				}
 				call.Overridden = true
@@ -204,7 +204,8 @@ func (d AccessDecision) Record(toolkit, tool string, cached bool) []schemas.Hook
 // Access runs the access hooks in order, each with one batched request for
 // the tools still visible. `only` keeps just the tools it lists (and `deny`
 // is then ignored), `deny` removes the tools it lists, neither changes
-// nothing; an empty list names a whole toolkit. A failed hook that fails
+// nothing; an empty list (or a missing or empty `tools`) names a whole
+// toolkit, and versions listed for a tool must include its version. A failed hook that fails
 // closed hides everything; one that fails open changes nothing.
 func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog map[string]hooksapi.ToolkitInfo) AccessDecision {
 	d := AccessDecision{Visible: Visible{}, hiddenBy: map[string]map[string]int{}}
@@ -230,7 +231,7 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 			}
 			req.Toolkits[tk] = info
 		}
-		var ans hooksapi.AccessResponse
+		var ans AccessAnswer
 		o, ok := p.invoke(ctx, h, Access, func() ([]byte, error) { return accessBody(h, req) },
 			func(b []byte) (err error) { ans, err = DecodeAccessResponse(b); return err })
 		call := o.call
@@ -251,18 +252,18 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 		case ans.Only != nil:
 			call.Overridden = true
 			for tk, tools := range visible {
-				keep, listed := (*ans.Only)[tk]
+				keep, listed := ans.Only[tk]
 				for tool := range tools {
-					if !listed || (len(keep) > 0 && !contains(keep, tool)) {
+					if !listed || !keep.Selects(tool, catalog[tk].Tools[tool]) {
 						d.hide(tk, tool, idx)
 					}
 				}
 			}
 		case ans.Deny != nil:
 			call.Overridden = true
-			for tk, drop := range *ans.Deny {
+			for tk, drop := range ans.Deny {
 				for tool := range visible[tk] {
-					if len(drop) == 0 || contains(drop, tool) {
+					if drop.Selects(tool, catalog[tk].Tools[tool]) {
 						d.hide(tk, tool, idx)
 					}
 				}
@@ -271,13 +272,4 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 		d.Calls = append(d.Calls, call)
 	}
 	return d
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -445,37 +445,6 @@ func (p *Proxy) applyFailure(h Hook, point Point, call *schemas.HookCall) (allow
 	return false
 }
 
-// DecodePreResponse decodes and checks the answer of a pre hook.
-func DecodePreResponse(b []byte) (hooksapi.PreResponse, error) {
-	var r hooksapi.PreResponse
-	if err := strictDecode(b, &r); err != nil {
-		return r, err
-	}
-	if !r.Code.Valid() {
-		return r, fmt.Errorf("code %q is not OK, CHECK_FAILED or RATE_LIMIT_EXCEEDED", r.Code)
-	}
-	return r, nil
-}
-
-// DecodePostResponse decodes and checks the answer of a post hook.
-func DecodePostResponse(b []byte) (hooksapi.PostResponse, error) {
-	var r hooksapi.PostResponse
-	if err := strictDecode(b, &r); err != nil {
-		return r, err
-	}
-	if !r.Code.Valid() {
-		return r, fmt.Errorf("code %q is not OK, CHECK_FAILED or RATE_LIMIT_EXCEEDED", r.Code)
-	}
-	return r, nil
-}
-
-// DecodeAccessResponse decodes the answer of an access hook.
-func DecodeAccessResponse(b []byte) (hooksapi.AccessResponse, error) {
-	var r hooksapi.AccessResponse
-	err := strictDecode(b, &r)
-	return r, err
-}
-
 // strictDecode decodes one JSON object; unknown fields are allowed (later
 // contract versions may add them), trailing data is not.
 func strictDecode(b []byte, v any) error {

@@ -211,8 +211,10 @@ func trailServer(t *testing.T, name string, deny bool, calls *atomic.Int64) *htt
 			_ = json.NewDecoder(r.Body).Decode(&req)
 			trail, _ := req.Inputs["trail"].(string)
 			req.Inputs["trail"] = trail + "/" + name
+			var secrets hooksapi.PreOverride_Secrets
+			_ = secrets.FromSecretValues(hooksapi.SecretValues{"KEY_" + name: "v"})
 			_ = json.NewEncoder(w).Encode(hooksapi.PreResponse{Code: hooksapi.OK, Override: &hooksapi.PreOverride{Inputs: &req.Inputs,
-				Secrets: &map[string]string{"KEY_" + name: "v"}}})
+				Secrets: &secrets}})
 		case "/post":
 			var req hooksapi.PostRequest
 			_ = json.NewDecoder(r.Body).Decode(&req)
@@ -396,14 +398,31 @@ func FuzzDecodeResponses(f *testing.F) {
 	f.Add([]byte(`{"code":"CHECK_FAILED","error_message":"x"}`))
 	f.Add([]byte(`{"only":{"Docs":["A"]}}`))
 	f.Add([]byte(`null`))
+	// Arcade's shapes.
+	f.Add([]byte(`{"code":"OK","override":{"secrets":[{"K":"v"},{"K":"w","L":"x"}]}}`))
+	f.Add([]byte(`{"deny":{"Docs":{"tools":{"A":[{"version":"1.0.0"}],"B":[]}},"Mail":{}}}`))
+	f.Add([]byte(`{"only":{"Docs":{"tools":null}},"deny":{"Docs":3}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if r, err := DecodePreResponse(b); err == nil && !r.Code.Valid() {
-			t.Fatalf("pre answer accepted with code %q", r.Code)
+		if r, err := DecodePreResponse(b); err == nil {
+			if !r.Code.Valid() {
+				t.Fatalf("pre answer accepted with code %q", r.Code)
+			}
+			if (r.Secrets != nil) && (r.Override == nil || r.Override.Secrets == nil) {
+				t.Fatalf("secrets %v out of nowhere", r.Secrets)
+			}
 		}
 		if r, err := DecodePostResponse(b); err == nil && !r.Code.Valid() {
 			t.Fatalf("post answer accepted with code %q", r.Code)
 		}
-		_, _ = DecodeAccessResponse(b)
+		if a, err := DecodeAccessResponse(b); err == nil {
+			for _, sel := range []Selection{a.Only, a.Deny} {
+				for tk, p := range sel {
+					if p.All == (p.Tools != nil) {
+						t.Fatalf("%s: pick %+v selects both everything and a list", tk, p)
+					}
+				}
+			}
+		}
 	})
 }
 

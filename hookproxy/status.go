@@ -2,6 +2,7 @@ package hookproxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/auditrail/auditrail/schemas/hooksapi"
 )
 
 // hookStats are the counters of one hook (all its points and revisions).
@@ -37,14 +40,50 @@ func (p *Proxy) statsOf(id string) *hookStats {
 	return s
 }
 
-// Health is the outcome of a call to a hook server's GET /health.
+// Health is the outcome of a call to a hook server's GET /health, read as
+// both contracts define it: a 200 is healthy unless its status says
+// degraded (healthy, with a warning) or unhealthy; a 500 or 503 is
+// unhealthy; any other answer, or none, is a failure.
 type Health struct {
-	At         time.Time
-	OK         bool
+	At time.Time
+	// OK: the server is healthy or degraded.
+	OK bool
+	// Status is healthy, degraded or unhealthy; empty when the server did
+	// not answer, or answered another status.
+	Status     string
 	HTTPStatus int
-	// Failure is what a caller may see (FailureUnreachable, a timeout or
-	// a status); the detail goes to the operator log.
+	// Failure is what a caller may see (FailureUnreachable, a timeout, a
+	// status, "unhealthy" or "degraded"); the detail goes to the operator log.
 	Failure string
+}
+
+// Health statuses.
+const (
+	HealthHealthy   = string(hooksapi.Healthy)
+	HealthDegraded  = string(hooksapi.Degraded)
+	HealthUnhealthy = string(hooksapi.Unhealthy)
+)
+
+// healthOf reads an answer of GET /health into res.
+func healthOf(res *Health, status int, body []byte) {
+	var hr hooksapi.HealthResponse
+	said := ""
+	if json.Unmarshal(body, &hr) == nil && hr.Status != nil {
+		said = string(*hr.Status)
+	}
+	switch {
+	case status/100 == 2 && said == HealthUnhealthy:
+		res.Status, res.Failure = HealthUnhealthy, "unhealthy"
+	case status/100 == 2 && said == HealthDegraded:
+		res.OK, res.Status, res.Failure = true, HealthDegraded, "degraded"
+	case status/100 == 2:
+		// Healthy, or a server that says it otherwise ("ok").
+		res.OK, res.Status = true, HealthHealthy
+	case status == http.StatusInternalServerError || status == http.StatusServiceUnavailable:
+		res.Status, res.Failure = HealthUnhealthy, fmt.Sprintf("status %d", status)
+	default:
+		res.Failure = fmt.Sprintf("status %d", status)
+	}
 }
 
 // BreakerStatus is the circuit breaker of one point.
@@ -136,20 +175,21 @@ func (p *Proxy) CheckHealth(ctx context.Context, h Hook) Health {
 		req.Header.Set("Authorization", a)
 	}
 	resp, err := st.client.Do(req)
+	var body []byte
 	if err == nil {
-		_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, p.cfg.MaxResponseBytes))
+		body, err = io.ReadAll(io.LimitReader(resp.Body, p.cfg.MaxResponseBytes))
 		resp.Body.Close()
 		res.HTTPStatus = resp.StatusCode
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		ce := transportError(ctx, cctx, timeout, res.HTTPStatus, err)
 		res.Failure = ce.reason
 		p.log.Warn("hook health check failed", "hook", h.Name, "hook_id", h.ID, "failure", ce.reason, "err", err)
-	case resp.StatusCode/100 != 2:
-		res.Failure = fmt.Sprintf("status %d", resp.StatusCode)
-	default:
-		res.OK = true
+		return res
+	}
+	healthOf(&res, resp.StatusCode, body)
+	if res.Failure != "" {
+		p.log.Warn("hook health check", "hook", h.Name, "hook_id", h.ID, "http_status", resp.StatusCode, "status", res.Status, "failure", res.Failure)
 	}
 	return res
 }

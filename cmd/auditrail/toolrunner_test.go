@@ -127,7 +127,11 @@ func TestHooksExampleCommand(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if resp, err := http.Get("http://" + addr + "/health"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != `{"status":"healthy"}` {
+				t.Fatalf("health: %d %s", resp.StatusCode, b)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -118,7 +118,7 @@ func (m hookMonitor) CheckHealth(ctx context.Context, h controlplane.Hook, cfg c
 	// The revision EnabledHooks gives, so that the check warms the client
 	// that calls will use.
 	r := m.p.CheckHealth(ctx, proxyHook(h.ID, h.ProjectID, h.UpdatedAt.Format(time.RFC3339Nano), cfg))
-	return controlplane.HookHealth{CheckedAt: r.At, OK: r.OK, HTTPStatus: r.HTTPStatus, Failure: r.Failure}
+	return controlplane.HookHealth{CheckedAt: r.At, OK: r.OK, Status: r.Status, HTTPStatus: r.HTTPStatus, Failure: r.Failure}
 }
 
 func (m hookMonitor) HookStatus(id uuid.UUID) (controlplane.HookStatus, bool) {
@@ -130,7 +130,8 @@ func (m hookMonitor) HookStatus(id uuid.UUID) (controlplane.HookStatus, bool) {
 		out.LastFailureAt = &at
 	}
 	if st.Health != nil {
-		out.Health = &controlplane.HookHealth{CheckedAt: st.Health.At, OK: st.Health.OK, HTTPStatus: st.Health.HTTPStatus, Failure: st.Health.Failure}
+		out.Health = &controlplane.HookHealth{CheckedAt: st.Health.At, OK: st.Health.OK, Status: st.Health.Status, HTTPStatus: st.Health.HTTPStatus,
+			Failure: st.Health.Failure}
 	}
 	for p, b := range st.Breakers {
 		out.Breakers[string(p)] = controlplane.HookBreakerStatus{State: b.State, ConsecutiveFailures: b.ConsecutiveFailures}

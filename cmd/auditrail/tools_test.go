@@ -61,7 +61,7 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 	}
 	org := call("POST", "/api/v1/orgs", `{"name":"Acme"}`)["id"].(string)
 	project := call("POST", "/api/v1/orgs/"+org+"/projects", `{"name":"p"}`)["id"].(string)
-	call("POST", "/api/v1/orgs/"+org+"/hooks", `{"name":"org-policy","endpoint":"https://a.example","phase":"after","priority":3,
+	call("POST", "/api/v1/orgs/"+org+"/hooks", `{"name":"org-policy","endpoint":"https://a.example","phase":"after","priority":3,"contract":"arcade",
 		"points":{"access":{},"pre":{"timeout_ms":700,"failure_mode":"fail_open"}},"auth":{"type":"bearer","token":"tok-a"},
 		"retries":{"max_attempts":3,"backoff_ms":20},"breaker":{"consecutive_failures":2,"open_ms":1500}}`)
 	ph := call("POST", "/api/v1/orgs/"+org+"/projects/"+project+"/hooks", `{"name":"project-policy","endpoint":"https://b.example","points":{"post":{}},"auth":{"type":"bearer","token":"tok-b"}}`)
@@ -84,7 +84,7 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 	if a.Name != "org-policy" || a.Project || a.Phase != "after" || a.Priority != 3 || a.BearerToken != "tok-a" || a.MaxAttempts != 3 ||
 		a.Backoff != 20*time.Millisecond || a.ConsecutiveFailures != 2 || a.OpenFor != 1500*time.Millisecond ||
 		a.Points[hookproxy.Pre].Timeout != 700*time.Millisecond || a.Points[hookproxy.Pre].FailureMode != hookproxy.FailOpen ||
-		a.Points[hookproxy.Access].Path != "/access" || a.Revision == "" {
+		a.Points[hookproxy.Access].Path != "/access" || a.Revision == "" || a.Contract != hookproxy.ContractArcade || b.Contract != hookproxy.ContractAuditrail {
 		t.Fatalf("org hook: %+v", a)
 	}
 	// A change gives a new revision (new clients and breakers, access cache miss).

@@ -40,15 +40,24 @@ func New(policy Policy, log *slog.Logger) *Server {
 }
 
 // Handler is the HTTP handler, with bearer authentication when token is set
-// (mTLS is configured on the listener).
+// (mTLS is configured on the listener; both may be required at once).
+// Errors are answered with the contract's ErrorResponse: 400 for a request
+// that cannot be read, 401 for a missing or wrong token, 500 when a
+// handler fails.
 func (s *Server) Handler(token string) http.Handler {
 	h := hooksapi.Handler(s)
-	if token == "" {
-		return h
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/health" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
-			http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("hook handler failed", "path", r.URL.Path, "panic", p)
+				writeError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		if token != "" && r.URL.Path != "/health" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
+			writeError(w, http.StatusUnauthorized, "unauthorized: missing or wrong bearer token")
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -124,9 +133,16 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeError answers the contract's ErrorResponse.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(hooksapi.ErrorResponse{Error: &msg})
+}
+
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(v); err != nil {
-		http.Error(w, `{"error":"malformed request"}`, http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, "malformed request: "+err.Error())
 		return false
 	}
 	return true
@@ -138,16 +154,25 @@ func (s *Server) Access(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	deny := hooksapi.ToolSelection{}
+	names := map[string]hooksapi.ToolNames{}
 	for tk, info := range req.Toolkits {
 		for name, versions := range info.Tools {
 			for _, v := range versions {
 				if s.verdict(hooksapi.Tool{Toolkit: tk, Name: name, Version: v.Version, Metadata: v.Metadata}) != "" {
-					deny[tk] = append(deny[tk], name)
+					names[tk] = append(names[tk], name)
 					break
 				}
 			}
 		}
+	}
+	deny := hooksapi.ToolSelection{}
+	for tk, list := range names {
+		var sel hooksapi.ToolkitSelection
+		if err := sel.FromToolNames(list); err != nil {
+			writeError(w, http.StatusInternalServerError, "cannot encode the answer")
+			return
+		}
+		deny[tk] = sel
 	}
 	if len(deny) == 0 {
 		writeJSON(w, hooksapi.AccessResponse{})
@@ -222,7 +247,8 @@ func redact(v any, keys []string) (any, bool) {
 	return v, false
 }
 
-// Health answers liveness.
+// Health answers liveness in the contract's (and Arcade's) terms.
 func (s *Server) Health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]string{"status": "ok"})
+	st := hooksapi.Healthy
+	writeJSON(w, hooksapi.HealthResponse{Status: &st})
 }

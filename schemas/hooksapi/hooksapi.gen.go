@@ -6,6 +6,7 @@
 package hooksapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 )
@@ -31,6 +32,27 @@ func (e Code) Valid() bool {
 	}
 }
 
+// Defines values for HealthStatus.
+const (
+	Degraded  HealthStatus = "degraded"
+	Healthy   HealthStatus = "healthy"
+	Unhealthy HealthStatus = "unhealthy"
+)
+
+// Valid indicates whether the value is a known member of the HealthStatus enum.
+func (e HealthStatus) Valid() bool {
+	switch e {
+	case Degraded:
+		return true
+	case Healthy:
+		return true
+	case Unhealthy:
+		return true
+	default:
+		return false
+	}
+}
+
 // AccessRequest defines model for AccessRequest.
 type AccessRequest struct {
 	Toolkits map[string]ToolkitInfo `json:"toolkits"`
@@ -39,12 +61,10 @@ type AccessRequest struct {
 
 // AccessResponse defines model for AccessResponse.
 type AccessResponse struct {
-	// Deny Toolkit name to the names of its tools; an empty list selects the
-	// whole toolkit.
+	// Deny Toolkit name to the tools selected in it.
 	Deny *ToolSelection `json:"deny,omitempty"`
 
-	// Only Toolkit name to the names of its tools; an empty list selects the
-	// whole toolkit.
+	// Only Toolkit name to the tools selected in it.
 	Only *ToolSelection `json:"only,omitempty"`
 }
 
@@ -87,6 +107,22 @@ type Context struct {
 	UserId  *string          `json:"user_id,omitempty"`
 }
 
+// ErrorResponse Why a request failed (400, 401, 500).
+type ErrorResponse struct {
+	Code *Code `json:"code,omitempty"`
+
+	// Error For people.
+	Error *string `json:"error,omitempty"`
+}
+
+// HealthResponse defines model for HealthResponse.
+type HealthResponse struct {
+	Status *HealthStatus `json:"status,omitempty"`
+}
+
+// HealthStatus defines model for HealthStatus.
+type HealthStatus string
+
 // OAuth2Scopes The same scopes again, where servers written to Arcade's
 // logic-extensions schema read them (sent in both contracts).
 type OAuth2Scopes struct {
@@ -125,8 +161,17 @@ type PreOverride struct {
 	// Inputs Replaces the inputs of the call.
 	Inputs *map[string]interface{} `json:"inputs,omitempty"`
 
-	// Secrets Secret name to the value the tool receives instead.
-	Secrets *map[string]string `json:"secrets,omitempty"`
+	// Secrets Secret name to the value the tool receives instead: one object
+	// (auditrail), or a list of such objects merged in order, a later
+	// one winning (Arcade's shape).
+	Secrets *PreOverride_Secrets `json:"secrets,omitempty"`
+}
+
+// PreOverride_Secrets Secret name to the value the tool receives instead: one object
+// (auditrail), or a list of such objects merged in order, a later
+// one winning (Arcade's shape).
+type PreOverride_Secrets struct {
+	union json.RawMessage
 }
 
 // PreRequest defines model for PreRequest.
@@ -149,6 +194,12 @@ type Requirements struct {
 	Authorization *[]AuthorizationRequirement `json:"authorization,omitempty"`
 	Secrets       *[]string                   `json:"secrets,omitempty"`
 }
+
+// SecretValues defines model for SecretValues.
+type SecretValues map[string]string
+
+// SecretValuesList defines model for SecretValuesList.
+type SecretValuesList = []SecretValues
 
 // Tool defines model for Tool.
 type Tool struct {
@@ -185,14 +236,31 @@ type ToolMetadata struct {
 	Extras *map[string]interface{} `json:"extras,omitempty"`
 }
 
-// ToolSelection Toolkit name to the names of its tools; an empty list selects the
-// whole toolkit.
-type ToolSelection map[string][]string
+// ToolNames defines model for ToolNames.
+type ToolNames = []string
+
+// ToolSelection Toolkit name to the tools selected in it.
+type ToolSelection map[string]ToolkitSelection
 
 // ToolkitInfo defines model for ToolkitInfo.
 type ToolkitInfo struct {
 	// Tools Tool name to its versions.
 	Tools map[string][]VersionInfo `json:"tools"`
+}
+
+// ToolkitSelection The tools of one toolkit, in either shape: a list of tool names
+// (auditrail), or an object whose `tools` keys name the tools
+// (Arcade's shape). An empty list, and a missing or empty `tools`,
+// select the whole toolkit.
+type ToolkitSelection struct {
+	union json.RawMessage
+}
+
+// ToolkitTools defines model for ToolkitTools.
+type ToolkitTools struct {
+	// Tools Tool name to the versions selected; an empty list (or versions
+	// without `version`) selects every version of the tool.
+	Tools *map[string][]VersionSelector `json:"tools,omitempty"`
 }
 
 // VersionInfo defines model for VersionInfo.
@@ -203,6 +271,11 @@ type VersionInfo struct {
 	Version      string        `json:"version"`
 }
 
+// VersionSelector A version of a tool; other members (requirements, metadata) are ignored.
+type VersionSelector struct {
+	Version *string `json:"version,omitempty"`
+}
+
 // AccessJSONRequestBody defines body for Access for application/json ContentType.
 type AccessJSONRequestBody = AccessRequest
 
@@ -211,6 +284,84 @@ type PostJSONRequestBody = PostRequest
 
 // PreJSONRequestBody defines body for Pre for application/json ContentType.
 type PreJSONRequestBody = PreRequest
+
+// AsSecretValues returns the union data inside the PreOverride_Secrets as a SecretValues
+func (t PreOverride_Secrets) AsSecretValues() (SecretValues, error) {
+	var body SecretValues
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSecretValues overwrites any union data inside the PreOverride_Secrets as the provided SecretValues
+func (t *PreOverride_Secrets) FromSecretValues(v SecretValues) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// AsSecretValuesList returns the union data inside the PreOverride_Secrets as a SecretValuesList
+func (t PreOverride_Secrets) AsSecretValuesList() (SecretValuesList, error) {
+	var body SecretValuesList
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromSecretValuesList overwrites any union data inside the PreOverride_Secrets as the provided SecretValuesList
+func (t *PreOverride_Secrets) FromSecretValuesList(v SecretValuesList) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// Raw returns the JSON of the PreOverride_Secrets as it was received or set.
+func (t PreOverride_Secrets) Raw() json.RawMessage { return t.union }
+
+func (t PreOverride_Secrets) MarshalJSON() ([]byte, error) {
+	return t.union.MarshalJSON()
+}
+
+func (t *PreOverride_Secrets) UnmarshalJSON(b []byte) error {
+	return t.union.UnmarshalJSON(b)
+}
+
+// AsToolNames returns the union data inside the ToolkitSelection as a ToolNames
+func (t ToolkitSelection) AsToolNames() (ToolNames, error) {
+	var body ToolNames
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromToolNames overwrites any union data inside the ToolkitSelection as the provided ToolNames
+func (t *ToolkitSelection) FromToolNames(v ToolNames) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// AsToolkitTools returns the union data inside the ToolkitSelection as a ToolkitTools
+func (t ToolkitSelection) AsToolkitTools() (ToolkitTools, error) {
+	var body ToolkitTools
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromToolkitTools overwrites any union data inside the ToolkitSelection as the provided ToolkitTools
+func (t *ToolkitSelection) FromToolkitTools(v ToolkitTools) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// Raw returns the JSON of the ToolkitSelection as it was received or set.
+func (t ToolkitSelection) Raw() json.RawMessage { return t.union }
+
+func (t ToolkitSelection) MarshalJSON() ([]byte, error) {
+	return t.union.MarshalJSON()
+}
+
+func (t *ToolkitSelection) UnmarshalJSON(b []byte) error {
+	return t.union.UnmarshalJSON(b)
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
