@@ -318,8 +318,8 @@ func TestArcadeHealthRead(t *testing.T) {
 			h := a.hookOf("arcade")
 			h.Contract = hookproxy.ContractArcade
 			res := newArcadeProxy(t).CheckHealth(context.Background(), h)
-			if res.OK != tc.ok || res.HTTPStatus != tc.http {
-				t.Fatalf("health %+v, want ok %v status %d", res, tc.ok, tc.http)
+			if res.OK != tc.ok || res.HTTPStatus != tc.http || res.Status != string(tc.status) {
+				t.Fatalf("health %+v, want ok %v, %d %s", res, tc.ok, tc.http, tc.status)
 			}
 			exs := a.rec.Exchanges()
 			if len(exs) != 1 || exs[0].Header.Get("Authorization") != "Bearer "+arcadeToken {
