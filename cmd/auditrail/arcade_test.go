@@ -174,6 +174,12 @@ func TestArcadeHookServerEndToEnd(t *testing.T) {
 	if cfg, _ := hook["config"].(map[string]any); cfg == nil || cfg["contract"] != "arcade" {
 		t.Fatalf("hook as created: %v", hook)
 	}
+	// The health check made on creation read the server's answer.
+	view := must(200, "GET", orgPath+"/hooks/"+hook["id"].(string), nil)
+	if st, _ := view["status"].(map[string]any); st == nil || st["health"] == nil ||
+		st["health"].(map[string]any)["status"] != "healthy" || st["health"].(map[string]any)["ok"] != true {
+		t.Fatalf("hook view: %v", view)
+	}
 
 	// Access: the destructive tool and the legacy version are hidden.
 	st, list := call("GET", trURL+projPath+"/tools?user_id=bob", nil)
@@ -214,18 +220,30 @@ func TestArcadeHookServerEndToEnd(t *testing.T) {
 		success   bool
 		kind, msg string
 		output    any
+		calls     string // the recorded hook calls: point:code:decision[:overridden]
 	}{
-		{"Purge", false, toolrunner.KindHookCheck, "not available to user bob", nil},
-		{"Legacy", false, toolrunner.KindHookCheck, "not available to user bob", nil},
-		{"Archive", false, toolrunner.KindHookCheck, "archiving is frozen during the audit", nil},
-		{"Forward", false, toolrunner.KindHookRateLimits, "3 forwards a minute", nil},
-		{"Read", true, "", "", map[string]any{"subject": "[redacted by policy]"}},
-		{"Send", true, "", "", map[string]any{"sent": true}},
+		{"Purge", false, toolrunner.KindHookCheck, "not available to user bob", nil, "access:OK:deny"},
+		{"Legacy", false, toolrunner.KindHookCheck, "not available to user bob", nil, "access:OK:deny"},
+		{"Archive", false, toolrunner.KindHookCheck, "archiving is frozen during the audit", nil, "access:OK:allow pre:CHECK_FAILED:deny"},
+		{"Forward", false, toolrunner.KindHookRateLimits, "3 forwards a minute", nil, "access:OK:allow pre:RATE_LIMIT_EXCEEDED:deny"},
+		{"Read", true, "", "", map[string]any{"subject": "[redacted by policy]"}, "access:OK:allow pre:OK:allow post:OK:allow:overridden"},
+		{"Send", true, "", "", map[string]any{"sent": true}, "access:OK:allow pre:OK:allow:overridden post:OK:allow"},
 	} {
 		mu.Lock()
 		calls = nil
 		mu.Unlock()
 		r := execute(tc.tool, map[string]any{"to": "someone@else.example", "body": "hello"})
+		var got []string
+		for _, c := range r.Hooks {
+			s := c.Point + ":" + c.Code + ":" + c.Decision
+			if c.Overridden && c.Point != "access" {
+				s += ":overridden"
+			}
+			got = append(got, s)
+		}
+		if strings.Join(got, " ") != tc.calls {
+			t.Errorf("%s: hook calls %v, want %s", tc.tool, got, tc.calls)
+		}
 		if r.Success != tc.success {
 			t.Errorf("%s: success %v, want %v: %+v", tc.tool, r.Success, tc.success, r)
 			continue
