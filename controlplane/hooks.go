@@ -225,6 +225,9 @@ type Hook struct {
 // Redacted is the configuration as shown to people and audit events:
 // secrets replaced by "[REDACTED]".
 func (c HookConfig) Redacted() HookConfig {
+	if c.Contract == "" {
+		c.Contract = ContractAuditrail // stored before the setting existed
+	}
 	if c.Auth.Token != "" || c.Auth.Type == "bearer" {
 		c.Auth.Token = Redacted
 	}

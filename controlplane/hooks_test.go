@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 func selfSigned(t *testing.T) (certPEM, keyPEM string) {
@@ -116,6 +118,10 @@ func TestHookConfigNormalize(t *testing.T) {
 	if r.Auth.ClientKeyPEM != Redacted || r.Auth.ClientCertPEM != cert {
 		t.Errorf("redacted mtls: %+v", r.Auth)
 	}
+	// A hook stored before the contract setting shows the default.
+	if old := (HookConfig{Auth: HookAuth{Type: "bearer"}}).Redacted(); old.Contract != ContractAuditrail {
+		t.Errorf("contract of an older hook: %q", old.Contract)
+	}
 }
 
 func TestMergePatch(t *testing.T) {
@@ -203,7 +209,7 @@ func TestHookConfigContractAndBearerWithMTLS(t *testing.T) {
 // unknown contract is a 400 naming contract.
 func TestHookContractAndMTLSBearerStored(t *testing.T) {
 	cert, key := selfSigned(t)
-	srv, _, _ := testenv.NATS(t)
+	srv, _, js := testenv.NATS(t)
 	n := newNode(t, srv.ClientURL(), nodeOpts{})
 	guard, err := egress.New(egress.Config{Mode: egress.ModeDev, Resolver: testNames}, nil)
 	if err != nil {
@@ -228,6 +234,20 @@ func TestHookContractAndMTLSBearerStored(t *testing.T) {
 		t.Fatalf("create: %d %v", st, body)
 	}
 	id := data(body)["id"].(string)
+	// The audit event of the creation: the contract, the placeholders,
+	// never the secrets.
+	stream, err := js.Stream(context.Background(), schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.GetLastMsgForSubject(context.Background(), schemas.EventSubject(orgID, schemas.KindAudit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := string(m.Data); !strings.Contains(ev, id) || !strings.Contains(ev, "arcade") || strings.Count(ev, Redacted) < 2 ||
+		strings.Contains(ev, "bearer-too") || strings.Contains(ev, "PRIVATE KEY") {
+		t.Fatalf("audit event of the creation: %q", ev)
+	}
 	view := func() map[string]any {
 		t.Helper()
 		for i := 0; i < 50; i++ { // the state mirror follows the write within milliseconds

@@ -73,3 +73,26 @@ func BenchmarkBreakerOpenDecision(b *testing.B) {
 		}
 	}
 }
+
+// The cost of a pre request in each contract's shape (the arcade one is
+// converted per hook): the ratio is what choosing "arcade" costs.
+func BenchmarkEncodePre(b *testing.B) {
+	user, ptype, on := "alice", "oauth2", true
+	scopes := []string{"docs.read", "drive.file"}
+	meta := map[string]any{"organization_id": "o", "project_id": "p"}
+	secrets := map[string]bool{"API_KEY": true, "DB_URL": true}
+	auth := map[string]hooksapi.AuthorizationInfo{"google": {ProviderType: &ptype, Connected: &on, Scopes: &scopes}}
+	req := hooksapi.PreRequest{ExecutionId: "e", Tool: hooksapi.Tool{Name: "T", Toolkit: "K", Version: "1"}, Inputs: map[string]any{"a": 1, "b": "x"},
+		Context: hooksapi.Context{UserId: &user, Metadata: &meta, Secrets: &secrets, Authorization: &auth}}
+	for _, c := range []Contract{ContractAuditrail, ContractArcade} {
+		h := Hook{Contract: c}
+		b.Run(string(c), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := preBody(h, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

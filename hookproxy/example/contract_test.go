@@ -177,7 +177,7 @@ func TestReferenceServerMatchesContract(t *testing.T) {
 		{"no token", "/pre", "", `{}`, 401, `"error":"unauthorized`},
 		{"wrong token", "/access", "nope", `{}`, 401, `"error":"unauthorized`},
 		{"not JSON", "/pre", "secret-token", `{"execution_id":`, 400, `"error":"malformed request`},
-		{"wrong shape", "/post", "secret-token", `{"context":{"secrets":7}}`, 400, `"error":"malformed request`},
+		{"wrong shape", "/post", "secret-token", `{"tool":"Docs.Edit"}`, 400, `"error":"malformed request`},
 	} {
 		if st, b := call(tc.path, tc.token, tc.body); st != tc.status || !strings.Contains(b, tc.says) {
 			t.Errorf("%s: %d %s", tc.name, st, b)

@@ -22,8 +22,15 @@ func tool(tk, name string, domains []string, ops []string, destructive bool, ext
 	return hooksapi.Tool{Toolkit: tk, Name: name, Version: "1", Metadata: md}
 }
 
-// The reference server, called by the platform's own hook client.
+// The reference server, called by the platform's own hook client with
+// either contract's request shapes: the same decisions.
 func TestReferenceServerPolicies(t *testing.T) {
+	for _, c := range []hookproxy.Contract{hookproxy.ContractAuditrail, hookproxy.ContractArcade} {
+		t.Run(string(c), func(t *testing.T) { referenceServerPolicies(t, c) })
+	}
+}
+
+func referenceServerPolicies(t *testing.T, contract hookproxy.Contract) {
 	policy, err := example.LoadPolicy("testdata/policy.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +40,7 @@ func TestReferenceServerPolicies(t *testing.T) {
 	cfg := hookproxy.DefaultConfig()
 	cfg.Egress = egress.AllowLoopback() // the server is on 127.0.0.1
 	p := hookproxy.New(cfg, nil)
-	h := hookproxy.Hook{ID: "ex", Name: "example", Revision: "1", Endpoint: srv.URL, BearerToken: "secret-token", MaxAttempts: 1,
+	h := hookproxy.Hook{ID: "ex", Name: "example", Revision: "1", Endpoint: srv.URL, BearerToken: "secret-token", MaxAttempts: 1, Contract: contract,
 		ConsecutiveFailures: 5, OpenFor: time.Second, Points: map[hookproxy.Point]hookproxy.PointConfig{
 			hookproxy.Access: {Path: "/access", Timeout: time.Second, FailureMode: hookproxy.FailClosed},
 			hookproxy.Pre:    {Path: "/pre", Timeout: time.Second, FailureMode: hookproxy.FailClosed},
@@ -41,8 +48,11 @@ func TestReferenceServerPolicies(t *testing.T) {
 		}}
 	user := "alice"
 	pre := func(tl hooksapi.Tool) hookproxy.PreResult {
+		secrets := map[string]bool{"API_KEY": true}
+		scopes := []string{"docs"}
+		auth := map[string]hooksapi.AuthorizationInfo{"google": {Scopes: &scopes}}
 		return p.Pre(context.Background(), []hookproxy.Hook{h}, hooksapi.PreRequest{ExecutionId: "e", Tool: tl, Inputs: map[string]any{},
-			Context: hooksapi.Context{UserId: &user}})
+			Context: hooksapi.Context{UserId: &user, Secrets: &secrets, Authorization: &auth}})
 	}
 	tests := []struct {
 		name string
@@ -73,7 +83,8 @@ func TestReferenceServerPolicies(t *testing.T) {
 		if info.Tools == nil {
 			info.Tools = map[string][]hooksapi.VersionInfo{}
 		}
-		info.Tools[tc.tool.Name] = []hooksapi.VersionInfo{{Version: "1", Metadata: tc.tool.Metadata}}
+		info.Tools[tc.tool.Name] = []hooksapi.VersionInfo{{Version: "1", Metadata: tc.tool.Metadata,
+			Requirements: hooksapi.Requirements{Secrets: &[]string{"API_KEY"}}}}
 		catalog[tc.tool.Toolkit] = info
 	}
 	vis := p.Access(context.Background(), []hookproxy.Hook{h}, user, catalog).Visible

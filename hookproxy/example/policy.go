@@ -1,7 +1,9 @@
 // Package example is the reference webhook server of the contract 1.0
 // (auditrail hooks-example): built on the types oapi-codegen generated from
-// schemas/openapi/hooks.yaml, with policies from a YAML file. Customers start
-// their own server from it.
+// schemas/openapi/hooks.yaml, with policies from a YAML file. It reads the
+// requests of hooks of either contract (auditrail or arcade), answers in
+// the auditrail shapes, errors as ErrorResponse and GET /health as
+// {"status":"healthy"}. Customers start their own server from it.
 package example
 
 import (

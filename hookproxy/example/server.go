@@ -133,6 +133,30 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// callIn and accessIn are the members of pre, post and access requests the
+// policy reads, the same in both request shapes (hooks with contract
+// auditrail or arcade): the context's secrets and authorization and the
+// requirements, which differ, are not read, so either kind of hook may
+// call this server.
+type callIn struct {
+	ExecutionID string        `json:"execution_id"`
+	Tool        hooksapi.Tool `json:"tool"`
+	Output      any           `json:"output"`
+	Context     struct {
+		UserId *string `json:"user_id"`
+	} `json:"context"`
+}
+
+type accessIn struct {
+	UserID   string `json:"user_id"`
+	Toolkits map[string]struct {
+		Tools map[string][]struct {
+			Version  string                 `json:"version"`
+			Metadata *hooksapi.ToolMetadata `json:"metadata"`
+		} `json:"tools"`
+	} `json:"toolkits"`
+}
+
 // writeError answers the contract's ErrorResponse.
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -150,7 +174,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // Access denies, in one answer, every tool the policy would deny.
 func (s *Server) Access(w http.ResponseWriter, r *http.Request) {
-	var req hooksapi.AccessRequest
+	var req accessIn
 	if !decode(w, r, &req) {
 		return
 	}
@@ -183,7 +207,7 @@ func (s *Server) Access(w http.ResponseWriter, r *http.Request) {
 
 // Pre applies the policy and the rate limits.
 func (s *Server) Pre(w http.ResponseWriter, r *http.Request) {
-	var req hooksapi.PreRequest
+	var req callIn
 	if !decode(w, r, &req) {
 		return
 	}
@@ -204,7 +228,7 @@ func (s *Server) Pre(w http.ResponseWriter, r *http.Request) {
 
 // Post removes the redacted keys from JSON outputs.
 func (s *Server) Post(w http.ResponseWriter, r *http.Request) {
-	var req hooksapi.PostRequest
+	var req callIn
 	if !decode(w, r, &req) {
 		return
 	}
