@@ -8,45 +8,8 @@ import (
 	docs "google.golang.org/api/docs/v1"
 
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
+	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd/docmdtest"
 )
-
-type wantBlock struct {
-	typ        string
-	start, end int64
-	text       string
-}
-
-// expectedBlocks walks API content the way the API defines it,
-// independently of the DocMD renderer: one block per section break,
-// paragraph (its text runs without the closing newline), table, row and
-// cell (which starts after its marker).
-func expectedBlocks(content []*docs.StructuralElement) []wantBlock {
-	var out []wantBlock
-	for _, se := range content {
-		switch {
-		case se.SectionBreak != nil:
-			out = append(out, wantBlock{"SECTION_BREAK", se.StartIndex, se.EndIndex, ""})
-		case se.Paragraph != nil:
-			var sb strings.Builder
-			for _, e := range se.Paragraph.Elements {
-				if e.TextRun != nil {
-					sb.WriteString(e.TextRun.Content)
-				}
-			}
-			out = append(out, wantBlock{"P", se.StartIndex, se.EndIndex, strings.TrimSuffix(sb.String(), "\n")})
-		case se.Table != nil:
-			out = append(out, wantBlock{"TABLE", se.StartIndex, se.EndIndex, ""})
-			for _, r := range se.Table.TableRows {
-				out = append(out, wantBlock{"ROW", r.StartIndex, r.EndIndex, ""})
-				for _, c := range r.TableCells {
-					out = append(out, wantBlock{"CELL", c.StartIndex + 1, c.EndIndex, ""})
-					out = append(out, expectedBlocks(c.Content)...)
-				}
-			}
-		}
-	}
-	return out
-}
 
 // checkDocMD renders the document as documents.get answers it (with tabs),
 // renders that as DocMD, parses it back and checks that every block of
@@ -97,20 +60,16 @@ func checkDocMD(d *document) error {
 			if !ok {
 				return fmt.Errorf("tab %s: unexpected segment %s/%s", sec.TabID, seg.Kind, seg.ID)
 			}
-			exp := expectedBlocks(content)
-			if len(exp) != len(seg.Blocks) {
-				return fmt.Errorf("tab %s segment %s/%s: %d blocks, want %d\n%s", sec.TabID, seg.Kind, seg.ID, len(seg.Blocks), len(exp), out)
-			}
-			for i, w := range exp {
-				b := seg.Blocks[i]
+			got := make([]docmdtest.Block, len(seg.Blocks))
+			for i, b := range seg.Blocks {
 				typ := b.Type
 				if docmd.IsTextType(typ) {
 					typ = "P"
 				}
-				if typ != w.typ || b.Start != w.start || b.End != w.end || b.Text != w.text {
-					return fmt.Errorf("tab %s segment %s/%s block %d = %s %d-%d %q, want %s %d-%d %q", sec.TabID, seg.Kind, seg.ID,
-						i, b.Type, b.Start, b.End, b.Text, w.typ, w.start, w.end, w.text)
-				}
+				got[i] = docmdtest.Block{Type: typ, Start: b.Start, End: b.End, Text: b.Text}
+			}
+			if err := docmdtest.Compare(got, docmdtest.Expected(content)); err != nil {
+				return fmt.Errorf("tab %s segment %s/%s: %w\n%s", sec.TabID, seg.Kind, seg.ID, err, out)
 			}
 		}
 	}

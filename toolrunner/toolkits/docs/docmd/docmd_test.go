@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd/docmdtest"
 	docs "google.golang.org/api/docs/v1"
 )
 
@@ -61,56 +62,20 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
-type wantBlock struct {
-	typ        string
-	start, end int64
-	text       string
-}
-
-// expected walks the API document the way the API defines it, independently of the renderer.
-func expected(content []*docs.StructuralElement) []wantBlock {
-	var out []wantBlock
-	for _, se := range content {
-		switch {
-		case se.SectionBreak != nil:
-			out = append(out, wantBlock{"SECTION_BREAK", se.StartIndex, se.EndIndex, ""})
-		case se.Paragraph != nil:
-			var sb strings.Builder
-			for _, e := range se.Paragraph.Elements {
-				if e.TextRun != nil {
-					sb.WriteString(e.TextRun.Content)
-				}
-			}
-			out = append(out, wantBlock{"P", se.StartIndex, se.EndIndex, strings.TrimSuffix(sb.String(), "\n")})
-		case se.Table != nil:
-			out = append(out, wantBlock{"TABLE", se.StartIndex, se.EndIndex, ""})
-			for _, r := range se.Table.TableRows {
-				out = append(out, wantBlock{"ROW", r.StartIndex, r.EndIndex, ""})
-				for _, c := range r.TableCells {
-					out = append(out, wantBlock{"CELL", c.StartIndex + 1, c.EndIndex, ""})
-					out = append(out, expected(c.Content)...)
-				}
-			}
-		}
-	}
-	return out
-}
-
+// checkSegment checks a parsed segment against the blocks its API content
+// defines (docmdtest's oracle, shared with the Google emulator's tests).
 func checkSegment(t *testing.T, name string, seg Segment, content []*docs.StructuralElement) {
 	t.Helper()
-	want := expected(content)
-	if len(want) != len(seg.Blocks) {
-		t.Fatalf("%s: %d blocks, want %d", name, len(seg.Blocks), len(want))
-	}
-	for i, w := range want {
-		b := seg.Blocks[i]
+	got := make([]docmdtest.Block, len(seg.Blocks))
+	for i, b := range seg.Blocks {
 		typ := b.Type
 		if IsTextType(typ) {
 			typ = "P"
 		}
-		if typ != w.typ || b.Start != w.start || b.End != w.end || b.Text != w.text {
-			t.Errorf("%s block %d = %s %d-%d %q, want %s %d-%d %q", name, i, b.Type, b.Start, b.End, b.Text, w.typ, w.start, w.end, w.text)
-		}
+		got[i] = docmdtest.Block{Type: typ, Start: b.Start, End: b.End, Text: b.Text}
+	}
+	if err := docmdtest.Compare(got, docmdtest.Expected(content)); err != nil {
+		t.Errorf("%s: %v", name, err)
 	}
 }
 
