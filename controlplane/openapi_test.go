@@ -10,17 +10,22 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// The answers of the auth provider, connection and callback routes, over
-// real HTTP, match schemas/openapi/admin.yaml.
-func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
-	srv, _, _ := testenv.NATS(t)
-	e := newOAuthEnv(t, srv.ClientURL())
+// adminSpec checks answers of the control plane at a base URL against
+// schemas/openapi/admin.yaml, and remembers the operations it checked.
+type adminSpec struct {
+	router  routers.Router
+	checked map[string]bool
+}
+
+func newAdminSpec(t *testing.T, base string) *adminSpec {
+	t.Helper()
 	b, err := schemas.OpenAPI.ReadFile("openapi/admin.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -32,14 +37,53 @@ func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
 	if err := doc.Validate(context.Background()); err != nil {
 		t.Fatalf("admin.yaml: %v", err)
 	}
-	doc.Servers = openapi3.Servers{{URL: e.base}}
-	// The callback answers HTML pages (kin-openapi decodes JSON and text only).
+	doc.Servers = openapi3.Servers{{URL: base}}
+	// The callback and picker answer HTML pages (kin-openapi decodes JSON
+	// and text only).
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked := map[string]bool{}
+	return &adminSpec{router: router, checked: map[string]bool{}}
+}
+
+// do sends req (redirects not followed), wants the status want, checks the
+// answer against its operation in admin.yaml and answers its body.
+func (a *adminSpec) do(t *testing.T, req *http.Request, want int) []byte {
+	t.Helper()
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s (want %d)", req.Method, req.URL, resp.StatusCode, raw, want)
+	}
+	route, params, err := a.router.FindRoute(req)
+	if err != nil {
+		t.Fatalf("%s %s is not described: %v", req.Method, req.URL, err)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Fatalf("%s %s: the answer does not match admin.yaml: %v\n%s", req.Method, req.URL, err, raw)
+	}
+	a.checked[route.Operation.OperationID] = true
+	return raw
+}
+
+// The answers of the auth provider, connection and callback routes, over
+// real HTTP, match schemas/openapi/admin.yaml.
+func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
+	srv, _, _ := testenv.NATS(t)
+	e := newOAuthEnv(t, srv.ClientURL())
+	api := newAdminSpec(t, e.base)
 	do := func(method, path, key string, body any, want int) []byte {
 		t.Helper()
 		var rd io.Reader
@@ -54,30 +98,7 @@ func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %s (want %d)", method, path, resp.StatusCode, raw, want)
-		}
-		route, params, err := router.FindRoute(req)
-		if err != nil {
-			t.Fatalf("%s %s is not described: %v", method, path, err)
-		}
-		in := &openapi3filter.ResponseValidationInput{
-			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
-			Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)),
-			Options: &openapi3filter.Options{IncludeResponseStatus: true},
-		}
-		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-			t.Fatalf("%s %s: the answer does not match admin.yaml: %v\n%s", method, path, err, raw)
-		}
-		checked[route.Operation.OperationID] = true
-		return raw
+		return api.do(t, req, want)
 	}
 	providers := e.base + e.providers()
 	do("POST", providers, e.alice, map[string]any{"id": "google", "type": "google", "client_id": "c", "client_secret": "s"}, 201)
@@ -106,7 +127,7 @@ func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
 	do("DELETE", conns+"/corp", e.bob, nil, 200)
 	for _, op := range []string{"createAuthProvider", "listAuthProviders", "getAuthProvider", "patchAuthProvider", "deleteAuthProvider",
 		"authorizeConnection", "oauthCallback", "listConnections", "putConnection", "deleteConnection"} {
-		if !checked[op] {
+		if !api.checked[op] {
 			t.Errorf("%s not checked", op)
 		}
 	}

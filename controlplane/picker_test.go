@@ -1,13 +1,11 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"html"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -15,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/oauthflow"
@@ -252,53 +247,14 @@ func TestPickerAppIDAndScript(t *testing.T) {
 func TestPickerRoutesMatchOpenAPI(t *testing.T) {
 	srv, _, _ := testenv.NATS(t)
 	e := newOAuthEnv(t, srv.ClientURL())
-	b, err := schemas.OpenAPI.ReadFile("openapi/admin.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("admin.yaml: %v", err)
-	}
-	doc.Servers = openapi3.Servers{{URL: e.base}}
-	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := map[string]bool{}
+	api := newAdminSpec(t, e.base)
 	do := func(method, u, body string, want int) {
 		t.Helper()
 		req, _ := http.NewRequest(method, u, strings.NewReader(body))
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %s (want %d)", method, u, resp.StatusCode, raw, want)
-		}
-		route, params, err := router.FindRoute(req)
-		if err != nil {
-			t.Fatalf("%s %s is not described: %v", method, u, err)
-		}
-		in := &openapi3filter.ResponseValidationInput{
-			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
-			Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)),
-			Options: &openapi3filter.Options{IncludeResponseStatus: true},
-		}
-		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-			t.Fatalf("%s %s: the answer does not match admin.yaml: %v\n%s", method, u, err, raw)
-		}
-		checked[route.Operation.OperationID] = true
+		api.do(t, req, want)
 	}
 	e.connect("bob", e.bob)
 	u, _, err := e.svc.PickerURL(context.Background(), e.org, e.project, "bob", "corp")
@@ -311,7 +267,7 @@ func TestPickerRoutesMatchOpenAPI(t *testing.T) {
 	do("POST", u+"/picked", `{"files":[{"id":"f1","name":"n","mime_type":"m"}]}`, 204)
 	do("POST", u+"/picked", `{"files":[{"id":"f1"}]}`, 409)
 	for _, op := range []string{"pickerPage", "pickerPicked"} {
-		if !checked[op] {
+		if !api.checked[op] {
 			t.Errorf("%s not checked", op)
 		}
 	}
