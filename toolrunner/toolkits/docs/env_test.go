@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/toolrunnertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -33,34 +33,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // allScopes are what the demo connection grants: every scope a tool of
 // the toolkit declares, nothing more.
 var allScopes = []string{ScopeDriveFile, ScopeOpenID, ScopeEmail, ScopeProfile}
-
-// conns is the runner's ConnectionSource over the users' real tokens.
-type conns struct {
-	mu    sync.Mutex
-	base  string
-	conns map[string]oauthflow.Connection // by user
-}
-
-func (c *conns) Connection(_ context.Context, _, _, user, provider string) (oauthflow.Connection, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cn, ok := c.conns[user]
-	if !ok || provider != Provider {
-		return oauthflow.Connection{}, oauthflow.ErrNotConnected
-	}
-	return cn, nil
-}
-
-func (c *conns) ConnectionStatus(_, _, user, provider string) (bool, []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cn, ok := c.conns[user]
-	return ok && provider == Provider, cn.Scopes
-}
-
-func (c *conns) AuthorizationURL(_ context.Context, _, _, user, provider string, scopes []string) (string, time.Time, error) {
-	return "https://accounts.example/authorize?user=" + url.QueryEscape(user) + "&scope=" + url.QueryEscape(strings.Join(scopes, " ")), time.Now().Add(10 * time.Minute), nil
-}
 
 // noHooks and noSecrets: the project has no hook and the given secrets.
 type noHooks struct{}
@@ -95,7 +67,7 @@ type env struct {
 	oauth  *oauth.Server
 	google *google.Server
 	as, gs *httptest.Server
-	conns  *conns
+	conns  *toolrunnertest.Connections
 	picker *pickerLinks
 	tk     *Toolkit
 	runner *toolrunner.Runner
@@ -172,7 +144,7 @@ func newEnv(t testing.TB) *env {
 	}
 	e := &env{oauth: o, google: g, as: httptest.NewServer(o.Handler()), gs: httptest.NewServer(g.Handler()), picker: &pickerLinks{}}
 	t.Cleanup(func() { e.gs.Close(); e.as.Close() })
-	e.conns = &conns{base: e.gs.URL, conns: map[string]oauthflow.Connection{}}
+	e.conns = toolrunnertest.NewConnections(Provider)
 	e.connect(t, "u1", allScopes...)
 	e.connect(t, "u2", allScopes...)
 
@@ -208,9 +180,7 @@ func newEnv(t testing.TB) *env {
 func (e *env) connect(t testing.TB, user string, scopes ...string) {
 	t.Helper()
 	tok := e.token(t, user, scopes...)
-	e.conns.mu.Lock()
-	e.conns.conns[user] = oauthflow.Connection{AccessToken: tok, Scopes: scopes, APIBaseURL: e.gs.URL}
-	e.conns.mu.Unlock()
+	e.conns.Set(user, oauthflow.Connection{AccessToken: tok, Scopes: scopes, APIBaseURL: e.gs.URL})
 }
 
 func (e *env) token(t testing.TB, user string, scopes ...string) string {

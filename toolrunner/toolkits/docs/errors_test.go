@@ -63,7 +63,7 @@ func TestEgressGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	conn := e.conns.conns["u1"]
+	conn, _ := e.conns.Get("u1")
 	for _, tc := range []struct {
 		base, kind, msg string
 	}{

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/toolrunnertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -33,33 +33,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // allScopes are what the demo connection grants: every scope a tool of
 // the toolkit declares, nothing more.
 var allScopes = []string{ScopeMailRead, ScopeMailReadWrite, ScopeMailSend, ScopeUserRead, ScopeMailboxSettingsRead}
-
-// conns is the runner's ConnectionSource over the users' real tokens.
-type conns struct {
-	mu    sync.Mutex
-	conns map[string]oauthflow.Connection // by user
-}
-
-func (c *conns) Connection(_ context.Context, _, _, user, provider string) (oauthflow.Connection, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cn, ok := c.conns[user]
-	if !ok || provider != Provider {
-		return oauthflow.Connection{}, oauthflow.ErrNotConnected
-	}
-	return cn, nil
-}
-
-func (c *conns) ConnectionStatus(_, _, user, provider string) (bool, []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cn, ok := c.conns[user]
-	return ok && provider == Provider, cn.Scopes
-}
-
-func (c *conns) AuthorizationURL(_ context.Context, _, _, user, provider string, scopes []string) (string, time.Time, error) {
-	return "https://login.example/authorize?user=" + url.QueryEscape(user) + "&scope=" + url.QueryEscape(strings.Join(scopes, " ")), time.Now().Add(10 * time.Minute), nil
-}
 
 type noHooks struct{}
 
@@ -106,7 +79,7 @@ type env struct {
 	graph  *graph.Server
 	as, gs *httptest.Server
 	api    string
-	conns  *conns
+	conns  *toolrunnertest.Connections
 	tk     *Toolkit
 	runner *toolrunner.Runner
 	sc     toolrunner.Scope
@@ -146,7 +119,7 @@ func newEnv(t testing.TB) *env {
 	e.graph, e.as, e.gs = g, httptest.NewServer(o.Handler()), httptest.NewServer(mux)
 	e.api = e.gs.URL + "/microsoft"
 	t.Cleanup(func() { e.gs.Close(); e.as.Close() })
-	e.conns = &conns{conns: map[string]oauthflow.Connection{}}
+	e.conns = toolrunnertest.NewConnections(Provider)
 	e.connect(t, "u1", allScopes...)
 	e.connect(t, "u2", allScopes...)
 
@@ -183,17 +156,11 @@ func newEnv(t testing.TB) *env {
 func (e *env) connect(t testing.TB, user string, scopes ...string) {
 	t.Helper()
 	tok := e.token(t, user, scopes...)
-	e.conns.mu.Lock()
-	e.conns.conns[user] = oauthflow.Connection{AccessToken: tok, Scopes: scopes, APIBaseURL: e.api}
-	e.conns.mu.Unlock()
+	e.conns.Set(user, oauthflow.Connection{AccessToken: tok, Scopes: scopes, APIBaseURL: e.api})
 }
 
 func (e *env) setBase(user, base string) {
-	e.conns.mu.Lock()
-	defer e.conns.mu.Unlock()
-	c := e.conns.conns[user]
-	c.APIBaseURL = base
-	e.conns.conns[user] = c
+	e.conns.Update(user, func(c *oauthflow.Connection) { c.APIBaseURL = base })
 }
 
 func (e *env) token(t testing.TB, user string, scopes ...string) string {
@@ -205,9 +172,8 @@ func (e *env) token(t testing.TB, user string, scopes ...string) string {
 // hands, not the toolkit's); prefer adds a Prefer header.
 func (e *env) direct(t testing.TB, user, rel string, prefer ...string) map[string]any {
 	t.Helper()
-	e.conns.mu.Lock()
-	tok := e.conns.conns[user].AccessToken
-	e.conns.mu.Unlock()
+	cn, _ := e.conns.Get(user)
+	tok := cn.AccessToken
 	req, _ := http.NewRequest(http.MethodGet, e.api+rel, nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Prefer", strings.Join(append([]string{`IdType="ImmutableId"`}, prefer...), ", "))
@@ -324,9 +290,8 @@ func ids(ms []map[string]any) []string {
 // hands): it answers the status and the decoded body.
 func (e *env) post(t testing.TB, user, rel string, body any) (int, map[string]any) {
 	t.Helper()
-	e.conns.mu.Lock()
-	tok := e.conns.conns[user].AccessToken
-	e.conns.mu.Unlock()
+	cn, _ := e.conns.Get(user)
+	tok := cn.AccessToken
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, e.api+rel, strings.NewReader(string(b)))
 	req.Header.Set("Authorization", "Bearer "+tok)

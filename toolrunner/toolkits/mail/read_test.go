@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/auditrail/auditrail/internal/oauthflow"
 )
 
 func TestGetEmail(t *testing.T) {
@@ -364,11 +366,7 @@ func TestErrors(t *testing.T) {
 	e := newEnv(t)
 	// The connection claims every scope, the token holds User.Read only.
 	tok := e.token(t, "u1", ScopeUserRead)
-	e.conns.mu.Lock()
-	c := e.conns.conns["u1"]
-	c.AccessToken = tok
-	e.conns.conns["u1"] = c
-	e.conns.mu.Unlock()
+	e.conns.Update("u1", func(c *oauthflow.Connection) { c.AccessToken = tok })
 	err := e.fails(t, "ListEmails", nil, "AUTHORIZATION_FAILED")
 	if !err.CanRetry || !strings.Contains(err.Message, "reconnect") {
 		t.Errorf("%+v", err)
@@ -404,9 +402,7 @@ func TestErrors(t *testing.T) {
 	e.throttle = nil
 	e.thMu.Unlock()
 	// Not connected.
-	e.conns.mu.Lock()
-	delete(e.conns.conns, "u2")
-	e.conns.mu.Unlock()
+	e.conns.Delete("u2")
 	res = e.runAs(t, "u2", "WhoAmI", nil)
 	if res.Success || res.Error.Kind != "AUTHORIZATION_REQUIRED" {
 		t.Errorf("not connected: %+v", res.Error)
