@@ -287,7 +287,7 @@ func TestDialerRefusesAtConnect(t *testing.T) {
 	if err := AllowLoopback().Control("unix", "/tmp/mongodb-27017.sock", nil); err != nil {
 		t.Fatalf("unix socket in dev: %v", err)
 	}
-	if n := accepted.Load(); n != 1 {
+	if n := accepted.Settled(t); n != 1 {
 		t.Fatalf("%d connections reached the listener, want 1 (the dev dial)", n)
 	}
 }

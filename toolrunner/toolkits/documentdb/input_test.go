@@ -222,7 +222,7 @@ func TestBadInputsEveryTool(t *testing.T) {
 			}
 		})
 	}
-	if d := dialed.Load(); d != 0 {
+	if d := dialed.Settled(t); d != 0 {
 		t.Fatalf("the toolkit connected %d times for bad inputs", d)
 	}
 }
