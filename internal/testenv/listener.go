@@ -14,7 +14,7 @@ type Accepts struct {
 	mu       sync.Mutex
 	n        int64
 	sentinel map[string]chan struct{} // local address of a Settled dial → closed once taken
-	seen     map[string]bool              // remote addresses counted so far
+	seen     map[string]bool          // remote addresses counted so far
 }
 
 // Load is the count so far, which may still miss a connection that the
