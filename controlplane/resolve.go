@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,6 +36,20 @@ func (s *Service) EnabledHooks(org, project uuid.UUID) ([]ResolvedHook, error) {
 				return nil, fmt.Errorf("hook %s: %w", h.ID, err)
 			}
 			out = append(out, ResolvedHook{ID: h.ID, ProjectID: h.ProjectID, Config: cfg, Revision: h.UpdatedAt.Format(time.RFC3339Nano)})
+		}
+	}
+	return out, nil
+}
+
+// HookIDs answers the ids of every hook that exists, enabled or not, in
+// every organization: the hook client forgets the others.
+func (s *Service) HookIDs() (map[string]bool, error) {
+	s.state.mu.RLock()
+	defer s.state.mu.RUnlock()
+	out := map[string]bool{}
+	for k := range s.state.entries {
+		if strings.HasPrefix(k, "hook.") {
+			out[k[strings.LastIndexByte(k, '.')+1:]] = true
 		}
 	}
 	return out, nil

@@ -62,7 +62,18 @@ type Config struct {
 	// Egress refuses hook servers on loopback, private and link-local
 	// addresses, checked on every connection (nil: egress.Strict()).
 	Egress *egress.Guard
+	// Existing, when set, answers the ids of the hooks that still exist
+	// (enabled or not): the proxy forgets the clients, breakers and
+	// counters of every other hook, so that hooks created and deleted
+	// without end cost no memory. It is asked at most every SweepEvery,
+	// when the proxy makes new state, never with the proxy's lock held.
+	Existing func() (map[string]bool, error)
+	// SweepEvery spaces the sweeps (default DefaultSweepEvery).
+	SweepEvery time.Duration
 }
+
+// DefaultSweepEvery is how often, at most, a proxy forgets deleted hooks.
+const DefaultSweepEvery = time.Minute
 
 // DefaultConfig: answers up to 1 MiB, 64 idle connections per hook, only
 // public addresses.
@@ -77,6 +88,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max response bytes %d not in 1..%d", ErrInvalidConfig, c.MaxResponseBytes, MaxResponseBytes)
 	case c.MaxIdleConnsPerHook < 1:
 		return fmt.Errorf("%w: max idle connections per hook %d below 1", ErrInvalidConfig, c.MaxIdleConnsPerHook)
+	case c.SweepEvery < 0:
+		return fmt.Errorf("%w: sweep interval %s is negative", ErrInvalidConfig, c.SweepEvery)
 	}
 	return nil
 }
@@ -99,6 +112,11 @@ type Proxy struct {
 	states map[stateKey]*pointState
 	hooks  map[string]*hookStats
 
+	// sweeping is held by the one goroutine that sweeps; swept is when
+	// the last sweep started (unix nanoseconds).
+	sweeping sync.Mutex
+	swept    atomic.Int64
+
 	calls, failures, failOpen, failClosed, breakerOpen atomic.Uint64
 }
 
@@ -117,6 +135,9 @@ func New(cfg Config, log *slog.Logger) *Proxy {
 	}
 	if cfg.Egress == nil {
 		cfg.Egress = def.Egress
+	}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = DefaultSweepEvery
 	}
 	return &Proxy{cfg: cfg, log: log, states: map[stateKey]*pointState{}, hooks: map[string]*hookStats{}}
 }
@@ -177,6 +198,13 @@ func confOf(h Hook, point Point) pointConf {
 func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	k := stateKey{h.ID, h.Revision, point}
 	conf := confOf(h, point)
+	p.mu.Lock()
+	if st, ok := p.states[k]; ok && st.conf == conf {
+		p.mu.Unlock()
+		return st, nil
+	}
+	p.mu.Unlock()
+	p.sweep()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if st, ok := p.states[k]; ok && st.conf == conf {
@@ -247,6 +275,67 @@ func (p *Proxy) state(h Hook, point Point) (*pointState, error) {
 	}
 	p.states[k] = st
 	return st, nil
+}
+
+// sweep forgets the state and counters of every hook that no longer
+// exists, at most once per SweepEvery; one goroutine sweeps, the others go
+// on at once.
+func (p *Proxy) sweep() {
+	if p.cfg.Existing == nil || time.Since(time.Unix(0, p.swept.Load())) < p.cfg.SweepEvery || !p.sweeping.TryLock() {
+		return
+	}
+	defer p.sweeping.Unlock()
+	p.swept.Store(time.Now().UnixNano())
+	existing, err := p.cfg.Existing()
+	if err != nil {
+		p.log.Warn("hook proxy: cannot list the existing hooks; nothing forgotten", "err", err)
+		return
+	}
+	start := time.Unix(0, p.swept.Load())
+	if n := p.retain(func(id string) bool { return existing[id] }, start); n > 0 {
+		p.log.Debug("hook proxy: forgot deleted hooks", "hooks", n)
+	}
+}
+
+// Retain forgets the clients, breakers and counters of every hook for which
+// keep is false, closing their idle connections, and answers how many
+// hooks it forgot. A hook called again later starts afresh.
+func (p *Proxy) Retain(keep func(id string) bool) int { return p.retain(keep, time.Time{}) }
+
+// retain is Retain, sparing the hooks of which this proxy made state after
+// since (a sweep's list of existing hooks may predate a hook just created).
+func (p *Proxy) retain(keep func(id string) bool, since time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	spared := map[string]bool{}
+	if !since.IsZero() {
+		for id, s := range p.hooks {
+			if s.born.After(since) {
+				spared[id] = true
+			}
+		}
+	}
+	gone := map[string]bool{}
+	for id := range p.hooks {
+		if !spared[id] && !keep(id) {
+			gone[id] = true
+		}
+	}
+	for k := range p.states {
+		if !gone[k.id] && !spared[k.id] && !keep(k.id) {
+			gone[k.id] = true
+		}
+	}
+	for k, st := range p.states {
+		if gone[k.id] {
+			st.client.CloseIdleConnections() // clients are shared only within a hook
+			delete(p.states, k)
+		}
+	}
+	for id := range gone {
+		delete(p.hooks, id)
+	}
+	return len(gone)
 }
 
 // callError is why a hook call failed: reason is what callers see, detail

@@ -17,6 +17,8 @@ import (
 // hookStats are the counters of one hook (all its points and revisions).
 type hookStats struct {
 	calls, failures, breakerOpen atomic.Uint64
+	// born is when this proxy first made state for the hook.
+	born time.Time
 
 	mu            sync.Mutex
 	lastFailure   string
@@ -34,7 +36,7 @@ func (s *hookStats) failed(reason string, at time.Time) {
 func (p *Proxy) statsOf(id string) *hookStats {
 	s, ok := p.hooks[id]
 	if !ok {
-		s = &hookStats{}
+		s = &hookStats{born: time.Now()}
 		p.hooks[id] = s
 	}
 	return s
@@ -145,6 +147,7 @@ func (p *Proxy) CheckHealth(ctx context.Context, h Hook) Health {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	p.sweep()
 	defer func() {
 		p.mu.Lock()
 		s := p.statsOf(h.ID)

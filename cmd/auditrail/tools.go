@@ -144,6 +144,7 @@ func (m hookMonitor) HookStatus(id uuid.UUID) (controlplane.HookStatus, bool) {
 func newHookProxy(admin *controlplane.Service, guard *egress.Guard, log *slog.Logger) *hookproxy.Proxy {
 	cfg := hookproxy.DefaultConfig()
 	cfg.Egress = guard
+	cfg.Existing = admin.HookIDs // deleted hooks cost no memory
 	proxy := hookproxy.New(cfg, log)
 	admin.UseEgress(guard)
 	admin.UseHookMonitor(hookMonitor{proxy})
