@@ -24,6 +24,21 @@ func (s *Service) scope(c *fiber.Ctx, mutate, withProject bool) (*call, Org, *Pr
 	if !withProject {
 		return cl, org, nil, nil
 	}
+	if !mutate {
+		// Project-scoped reads (members, secret names, hooks, service keys):
+		// the project rule of the audit routes, and the organization's
+		// owners and admins, who manage every project (and may make
+		// themselves members of any). 403 before 404, as for the org.
+		id, err := uuidParam(c, "project_id")
+		if err != nil {
+			return nil, Org{}, nil, err
+		}
+		if s.access.AuthorizeMutate(cl.p, org.ID) != nil {
+			if err := s.access.AuthorizeRead(c.UserContext(), cl.p, org.ID, &id); err != nil {
+				return nil, Org{}, nil, httpError(err)
+			}
+		}
+	}
 	p, err := s.projectFor(cl, org)
 	if err != nil {
 		return nil, Org{}, nil, httpError(err)
