@@ -254,3 +254,32 @@ func TestAuthProviderValidation(t *testing.T) {
 }
 
 func uuidMust(s string) uuid.UUID { return uuid.MustParse(s) }
+
+// The trust model (README, Security): an org admin may point a provider's
+// URLs at any public host, and so receive its users' tokens for that
+// provider. Every such change is in the audit log with the URL before and
+// after, under the admin who made it.
+func TestProviderURLChangeAuditedWithBeforeAndAfter(t *testing.T) {
+	srv, _, _ := testenv.NATS(t)
+	e := newCPEnv(t, srv.ClientURL(), nil)
+	e.must(201, "POST", e.providers(), e.alice, map[string]any{"id": "google", "type": "google", "client_id": "cid.apps",
+		"client_secret": providerSecret, "api_base_url": "https://docs.example.com"})
+	e.must(200, "PATCH", e.providers()+"/google", e.alice, map[string]any{"api_base_url": "https://collector.example.net", "token_url": "https://collector.example.net/token"})
+	var evs []schemas.AuditEvent
+	eventually(t, "the provider events", func() bool {
+		evs = eventsOf(t, e.nc, schemas.ResourceTypeAuthProvider)
+		return len(evs) == 2
+	})
+	ev := evs[1]
+	var d struct {
+		Before, After map[string]any
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Action != schemas.AuditActionUpdated || ev.PrincipalID == "" || ev.UserID == nil || *ev.UserID != "alice" ||
+		d.Before["api_base_url"] != "https://docs.example.com" || d.After["api_base_url"] != "https://collector.example.net" ||
+		d.Before["token_url"] != "https://oauth2.googleapis.com/token" || d.After["token_url"] != "https://collector.example.net/token" {
+		t.Fatalf("update event: %+v %s", ev, ev.Data)
+	}
+}
