@@ -31,6 +31,7 @@ fuzz:
 	$(GO) test ./hookproxy -run '^$$' -fuzz FuzzDecodeResponses -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/arcadehook -run '^$$' -fuzz FuzzServer -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/documentdb -run '^$$' -fuzz FuzzDecodeJSONParam -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/toolkits/documentdb -run '^$$' -fuzz FuzzDepth -fuzztime $(FUZZTIME)
 	$(GO) test ./producers -run '^$$' -fuzz FuzzDecodeRecords -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/auth -run '^$$' -fuzz FuzzJWTVerify -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/redact -run '^$$' -fuzz FuzzURL -fuzztime $(FUZZTIME)

@@ -2,6 +2,7 @@ package documentdb
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -9,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/bson/bsontype"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
+
+	"github.com/auditrail/auditrail/toolrunner"
 )
 
 // FieldSchema is what sampling learned of one field.
@@ -82,8 +85,17 @@ func (t *Toolkit) schema(ctx context.Context, c *mongo.Client, req schemaRequest
 	defer cur.Close(ctx)
 	fields := map[string]*FieldSchema{}
 	for cur.Next(ctx) {
+		if out.DocumentsSampled >= int(size) {
+			return nil, toolrunner.Errorf(toolrunner.KindUpstream, false, "the database answered more than the %d documents asked for", size)
+		}
+		if err := checkDepth(cur.Current); err != nil {
+			return nil, err
+		}
 		out.DocumentsSampled++
 		walk(cur.Current, "", fields, map[string]bool{})
+	}
+	if len(fields) >= maxFields {
+		out.Message = fmt.Sprintf("the sample has more than %d distinct field paths; only the first %d are described", maxFields, maxFields)
 	}
 	if err := cur.Err(); err != nil {
 		return nil, upstream(err, "reading documents")
@@ -124,6 +136,9 @@ func walk(doc bson.Raw, prefix string, fields map[string]*FieldSchema, seen map[
 func record(path string, v bson.RawValue, fields map[string]*FieldSchema, seen map[string]bool) {
 	f := fields[path]
 	if f == nil {
+		if len(fields) >= maxFields {
+			return
+		}
 		f = &FieldSchema{Path: path, Types: map[string]int{}, Samples: []string{}}
 		fields[path] = f
 	}

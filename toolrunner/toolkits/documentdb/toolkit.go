@@ -39,6 +39,9 @@ type Config struct {
 	MaxSampleSize int64
 	// MaxClients bounds the cached clients (one per connection string).
 	MaxClients int
+	// MaxOutputBytes bounds the JSON of one FindDocuments or
+	// AggregateDocuments result; a larger one fails the call.
+	MaxOutputBytes int
 	// ConnectTimeout bounds reaching the server.
 	ConnectTimeout time.Duration
 	// Egress refuses database hosts on loopback, private and link-local
@@ -50,9 +53,10 @@ type Config struct {
 }
 
 // DefaultConfig: 20 s per query, samples of at most 10,000 documents,
-// 64 clients, 5 s to reach the server.
+// 64 clients, results of at most 16 MiB, 5 s to reach the server.
 func DefaultConfig() Config {
-	return Config{MaxTime: 20 * time.Second, MaxSampleSize: 10_000, MaxClients: 64, ConnectTimeout: 5 * time.Second, Egress: egress.Strict()}
+	return Config{MaxTime: 20 * time.Second, MaxSampleSize: 10_000, MaxClients: 64, MaxOutputBytes: DefaultMaxOutputBytes,
+		ConnectTimeout: 5 * time.Second, Egress: egress.Strict()}
 }
 
 // Toolkit holds the clients, one per connection string, reused across calls.
@@ -69,6 +73,9 @@ func New(cfg Config) *Toolkit {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.MaxOutputBytes <= 0 {
+		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	return &Toolkit{cfg: cfg, clients: map[[32]byte]*mongo.Client{}}
 }

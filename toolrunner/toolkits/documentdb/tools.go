@@ -207,6 +207,7 @@ type findRequest struct {
 	target
 	filter bson.D
 	opts   *options.FindOptions
+	limit  int64
 }
 
 func parseFind(in map[string]any) (findRequest, error) {
@@ -237,7 +238,7 @@ func parseFind(in map[string]any) (findRequest, error) {
 		}
 		opts.SetSort(sortDoc)
 	}
-	return findRequest{tg, filter, opts}, nil
+	return findRequest{tg, filter, opts, integer(in, "limit", 1000)}, nil
 }
 
 func (t *Toolkit) find(ctx context.Context, c *mongo.Client, req findRequest) (any, error) {
@@ -249,29 +250,18 @@ func (t *Toolkit) find(ctx context.Context, c *mongo.Client, req findRequest) (a
 	if err != nil {
 		return nil, upstream(err, "finding documents")
 	}
-	return docs(ctx, cur)
+	return collect(ctx, mongoCursor{cur}, req.limit, t.cfg.MaxOutputBytes)
 }
 
-// docs renders every document of a cursor as relaxed Extended JSON.
-func docs(ctx context.Context, cur *mongo.Cursor) ([]string, error) {
-	defer cur.Close(ctx)
-	out := []string{}
-	for cur.Next(ctx) {
-		s, err := toJSON(cur.Current)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	if err := cur.Err(); err != nil {
-		return nil, upstream(err, "reading documents")
-	}
-	return out, nil
-}
+// mongoCursor is a *mongo.Cursor as collect reads it.
+type mongoCursor struct{ *mongo.Cursor }
+
+func (c mongoCursor) current() bson.Raw { return c.Current }
 
 type aggregateRequest struct {
 	target
 	pipeline mongo.Pipeline
+	limit    int64
 }
 
 func parseAggregate(in map[string]any) (aggregateRequest, error) {
@@ -295,8 +285,9 @@ func parseAggregate(in map[string]any) (aggregateRequest, error) {
 		}
 		pipeline = append(pipeline, d)
 	}
-	pipeline = append(pipeline, bson.D{{Key: "$limit", Value: integer(in, "limit", 1000)}})
-	return aggregateRequest{tg, pipeline}, nil
+	limit := integer(in, "limit", 1000)
+	pipeline = append(pipeline, bson.D{{Key: "$limit", Value: limit}})
+	return aggregateRequest{tg, pipeline, limit}, nil
 }
 
 func (t *Toolkit) aggregate(ctx context.Context, c *mongo.Client, req aggregateRequest) (any, error) {
@@ -308,5 +299,5 @@ func (t *Toolkit) aggregate(ctx context.Context, c *mongo.Client, req aggregateR
 	if err != nil {
 		return nil, upstream(err, "aggregating")
 	}
-	return docs(ctx, cur)
+	return collect(ctx, mongoCursor{cur}, req.limit, t.cfg.MaxOutputBytes)
 }
