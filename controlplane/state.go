@@ -31,8 +31,10 @@ const DefaultBucket = "auditrail_controlplane"
 // lives).
 const DefaultStatesBucket = "auditrail_oauth_states"
 
-// StatesMaxAge is how long a used state is remembered.
-const StatesMaxAge = 15 * time.Minute
+// StatesMaxAge is how long a used state is remembered: the picker's
+// marker lifetime (pickerMarkerTTL), which outlives its report window, and
+// far more than the 10 minutes of an OAuth state.
+const StatesMaxAge = pickerMarkerTTL
 
 // Errors of the state.
 var (
