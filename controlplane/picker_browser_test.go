@@ -177,6 +177,10 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	if html, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); err != nil || strings.Contains(html, conn.AccessToken) {
 		t.Fatalf("the page holds the token before the click: %v", err)
 	}
+	// The style sheet applies under the CSP (style-src 'self').
+	if bg, err := chromedp.Run(tab, chromedp.Evaluate[string](`getComputedStyle(document.getElementById('choose')).backgroundColor`)); err != nil || bg != "rgb(26, 95, 180)" {
+		t.Fatalf("the page's style sheet: %q %v", bg, err)
+	}
 	if err := chromedp.Do(tab,
 		chromedp.Click(chromedp.CSS("#choose")),
 		chromedp.WaitVisible(chromedp.CSS(planBox)),

@@ -117,12 +117,24 @@ type pickerConfig struct {
 }
 
 // publicBase splits the public URL into its origin and its path.
-func (s *Service) publicBase() (origin, path string) {
-	u, err := url.Parse(s.publicURL())
-	if err != nil {
+func (s *Service) publicBase() (origin, path string) { return splitOrigin(s.publicURL()) }
+
+// splitOrigin splits an absolute URL into its origin as a browser sends it
+// (lower case, without the scheme's default port) and its path; an origin
+// of "" matches no request.
+func splitOrigin(raw string) (origin, path string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", ""
 	}
-	return u.Scheme + "://" + u.Host, strings.TrimSuffix(u.Path, "/")
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" && !(scheme == "http" && p == "80") && !(scheme == "https" && p == "443") {
+		host += ":" + p
+	}
+	return scheme + "://" + host, strings.TrimSuffix(u.EscapedPath(), "/")
 }
 
 // assetURL is the versioned path of a static file of the page.

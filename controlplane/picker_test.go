@@ -620,6 +620,25 @@ func TestPickerAppIDAndScript(t *testing.T) {
 	}
 }
 
+// The origin the POSTs must come from is the public URL's, as a browser
+// writes it.
+func TestPickerPublicOrigin(t *testing.T) {
+	tests := []struct{ public, origin, path string }{
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080", ""},
+		{"https://Platform.Example.com:443/", "https://platform.example.com", ""},
+		{"http://platform.example.com:80/auditrail/", "http://platform.example.com", "/auditrail"},
+		{"https://platform.example.com:8443/a%20b", "https://platform.example.com:8443", "/a%20b"},
+		{"http://[::1]:9000", "http://[::1]:9000", ""},
+		{"ftp://platform.example.com", "", ""},
+		{"/relative", "", ""},
+	}
+	for _, tc := range tests {
+		if origin, path := splitOrigin(tc.public); origin != tc.origin || path != tc.path {
+			t.Errorf("splitOrigin(%q) = %q %q, want %q %q", tc.public, origin, path, tc.origin, tc.path)
+		}
+	}
+}
+
 // The picker routes' answers, over real HTTP, match schemas/openapi/admin.yaml.
 func TestPickerRoutesMatchOpenAPI(t *testing.T) {
 	srv, _, _ := testenv.NATS(t)
