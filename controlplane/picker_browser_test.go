@@ -277,6 +277,30 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	if _, err := driveSvc.Files.Get(private.DocumentId).Fields("id").Do(); !notFound(err) {
 		t.Fatalf("cancel granted access: %v", err)
 	}
+	// The page open here, the link claimed elsewhere first (another
+	// browser): the click is refused, and the page says why.
+	takenURL, _, err := e.svc.PickerURL(ctx, e.org, e.project, "bob", "gdocs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(takenURL), chromedp.WaitVisible(chromedp.CSS("#choose"))); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	elsewhere := e.newBrowser()
+	elsewhere.open(takenURL)
+	if st, _, msg := elsewhere.click(nil); st != 200 {
+		t.Fatalf("claim in the other browser: %d %s", st, msg)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("#choose")), chromedp.WaitVisible(chromedp.CSS("#status.err"))); err != nil {
+		t.Fatalf("click on a claimed link: %v", err)
+	}
+	if text, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#status"))); err != nil ||
+		text != "This file picker link has been used already; each works once. Ask your assistant for a new link." {
+		t.Fatalf("after a refused claim: %q %v", text, err)
+	}
+	if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll('.picker-dialog').length + (document.getElementById('choose').disabled ? 0 : 10)`)); err != nil || n != 0 {
+		t.Fatalf("a picker opened, or the button stayed enabled, after a refused claim: %d %v", n, err)
+	}
 	expired := e.sealPicker(pickerState{Nonce: "expired-1", Org: uuid.MustParse(e.org), Project: uuid.MustParse(e.project), User: "bob",
 		Provider: "gdocs", ExpiresAt: time.Now().Add(-time.Minute).UTC()})
 	if st, body, _ := e.browse(expired); st != 400 || !strings.Contains(body, "Link expired") {
