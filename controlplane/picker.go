@@ -29,8 +29,22 @@ import (
 // passes for one) bound to the organization, project, user and provider,
 // valid PickerTTL and once (its nonce is created in the states bucket).
 
-// PickerTTL is how long a picker URL may be opened.
+// PickerTTL is how long a picker URL may be claimed (its page's "Choose
+// files" clicked).
 const PickerTTL = 10 * time.Minute
+
+// PickerReportTTL is how long after its state's expiry the page may still
+// report what the user picked (the picker stays open while they choose).
+const PickerReportTTL = time.Hour
+
+// pickerMarkerTTL is how long the markers of a picker state live: its
+// claim (states bucket, StatesMaxAge) and its report (a marker committed
+// with the report's event). Both outlive the report window — a state is
+// claimed at the earliest PickerTTL before it expires, and reported until
+// PickerReportTTL after — by a margin for the clocks of the instances and
+// the NATS servers: so a report is accepted exactly once within its
+// window, and refused after it by the window itself.
+const pickerMarkerTTL = PickerTTL + PickerReportTTL + 5*time.Minute
 
 // pickerPath is the route of the picker page, under the public URL.
 const pickerPath = "/api/v1/picker/"

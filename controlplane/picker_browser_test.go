@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/oauth2"
 	docs "google.golang.org/api/docs/v1"
 	drive "google.golang.org/api/drive/v3"
@@ -77,12 +78,15 @@ func notFound(err error) bool {
 
 // TestPickerGrantsAccessInBrowser: the whole picker flow in a real browser.
 // The platform's drive.file token cannot see a document the user made with
-// another app; the picker URL opens the platform's page, which loads the
-// provider's picker script (the emulator's, at the provider's api_base_url)
-// under its CSP; the user checks the document and clicks Select; the page
-// says access was granted, reports the pick (audited), and the same Drive
-// and Docs calls now succeed — for that document only. The URL works once;
-// an expired one opens nothing.
+// another app; the picker URL opens the platform's page, which says what
+// will happen and holds no token until the user clicks "Choose files"; the
+// click claims the link and opens the provider's picker (the emulator's
+// script, at the provider's api_base_url) under the page's CSP; the user
+// checks the document and clicks Select; the page reports the pick —
+// retrying while the platform cannot record it — says access was granted,
+// and the same Drive and Docs calls now succeed, for that document only.
+// The pick is audited once. The URL works once; an expired one opens
+// nothing.
 func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	srv, _, _ := testenv.NATS(t)
 	e := newOAuthEnv(t, srv.ClientURL())
@@ -161,7 +165,24 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	if err != nil || page.Status != 200 {
 		t.Fatalf("open the picker: %v", err)
 	}
+	// Until the click, the page says what will happen and holds no token.
+	if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS("#choose"))); err != nil {
+		t.Fatalf("the page's button: %v", err)
+	}
+	who, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`[document.getElementById('provider').textContent, document.getElementById('user').textContent,
+		document.getElementById('choose').textContent, document.querySelectorAll('.picker-dialog').length.toString()]`))
+	if err != nil || strings.Join(who, "|") != "gdocs|bob|Choose files|0" {
+		t.Fatalf("the page before the click: %q %v", who, err)
+	}
+	if html, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.documentElement.outerHTML`)); err != nil || strings.Contains(html, conn.AccessToken) {
+		t.Fatalf("the page holds the token before the click: %v", err)
+	}
+	// The style sheet applies under the CSP (style-src 'self').
+	if bg, err := chromedp.Run(tab, chromedp.Evaluate[string](`getComputedStyle(document.getElementById('choose')).backgroundColor`)); err != nil || bg != "rgb(26, 95, 180)" {
+		t.Fatalf("the page's style sheet: %q %v", bg, err)
+	}
 	if err := chromedp.Do(tab,
+		chromedp.Click(chromedp.CSS("#choose")),
 		chromedp.WaitVisible(chromedp.CSS(planBox)),
 		chromedp.WaitVisible(chromedp.CSS(`input.picker-file[value="`+private.DocumentId+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`input.picker-file[aria-label="`+strings.ReplaceAll(hostile, `"`, `\"`)+`"]`)),
@@ -171,12 +192,35 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll('.picker-dialog img').length`)); err != nil || n != 0 {
 		t.Fatalf("a file name became an element: %d %v", n, err)
 	}
+	// The platform cannot record the report at first (the bucket refuses
+	// its commit): the page retries until it can.
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atomicBatches := func(on bool) {
+		t.Helper()
+		st, err := js.Stream(ctx, "KV_cp_test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := st.CachedInfo().Config
+		cfg.AllowAtomicPublish = on
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	atomicBatches(false)
 	if err := chromedp.Do(tab,
 		chromedp.Click(chromedp.CSS(planBox)),
 		chromedp.Click(chromedp.CSS("button.picker-select")),
-		chromedp.WaitVisible(chromedp.CSS("#status.ok")),
 	); err != nil {
 		t.Fatalf("pick in the browser: %v", err)
+	}
+	eventually(t, "a report refused", func() bool { return strings.Contains(e.logs.String(), "picker: report not recorded") })
+	atomicBatches(true)
+	if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS("#status.ok"))); err != nil {
+		t.Fatalf("the page's retried report: %v", err)
 	}
 	status, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#status")))
 	if err != nil || status != "Access granted to 1 file(s). Return to your assistant and retry." {
@@ -199,14 +243,16 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	}
 
 	// The page reported the pick: one USER_CONNECTION UPDATED by bob.
-	eventually(t, "the picker event", func() bool {
+	picks := func() int {
+		n := 0
 		for _, ev := range e.connEvents() {
 			if ev.PrincipalID == "bob" && strings.Contains(string(ev.Data), `"picker_files":[{"id":"`+plan.DocumentId+`"`) {
-				return true
+				n++
 			}
 		}
-		return false
-	})
+		return n
+	}
+	eventually(t, "the picker event", func() bool { return picks() == 1 })
 
 	// Once only, in the browser too; an expired URL opens nothing.
 	again, err := chromedp.Run(tab, chromedp.NavigateResponse(pickerURL))
@@ -221,7 +267,7 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(tab, chromedp.Navigate(cancelURL), chromedp.WaitVisible(chromedp.CSS("input.picker-file")),
+	if err := chromedp.Do(tab, chromedp.Navigate(cancelURL), chromedp.Click(chromedp.CSS("#choose")), chromedp.WaitVisible(chromedp.CSS("input.picker-file")),
 		chromedp.Click(chromedp.CSS("button.picker-cancel")), chromedp.WaitVisible(chromedp.CSS("#status.err"))); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
@@ -231,10 +277,37 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	if _, err := driveSvc.Files.Get(private.DocumentId).Fields("id").Do(); !notFound(err) {
 		t.Fatalf("cancel granted access: %v", err)
 	}
+	// The page open here, the link claimed elsewhere first (another
+	// browser): the click is refused, and the page says why.
+	takenURL, _, err := e.svc.PickerURL(ctx, e.org, e.project, "bob", "gdocs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(takenURL), chromedp.WaitVisible(chromedp.CSS("#choose"))); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	elsewhere := e.newBrowser()
+	elsewhere.open(takenURL)
+	if st, _, msg := elsewhere.click(nil); st != 200 {
+		t.Fatalf("claim in the other browser: %d %s", st, msg)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("#choose")), chromedp.WaitVisible(chromedp.CSS("#status.err"))); err != nil {
+		t.Fatalf("click on a claimed link: %v", err)
+	}
+	if text, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS("#status"))); err != nil ||
+		text != "This file picker link has been used already; each works once. Ask your assistant for a new link." {
+		t.Fatalf("after a refused claim: %q %v", text, err)
+	}
+	if n, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.querySelectorAll('.picker-dialog').length + (document.getElementById('choose').disabled ? 0 : 10)`)); err != nil || n != 0 {
+		t.Fatalf("a picker opened, or the button stayed enabled, after a refused claim: %d %v", n, err)
+	}
 	expired := e.sealPicker(pickerState{Nonce: "expired-1", Org: uuid.MustParse(e.org), Project: uuid.MustParse(e.project), User: "bob",
 		Provider: "gdocs", ExpiresAt: time.Now().Add(-time.Minute).UTC()})
 	if st, body, _ := e.browse(expired); st != 400 || !strings.Contains(body, "Link expired") {
 		t.Fatalf("expired: %d %s", st, body)
+	}
+	if n := picks(); n != 1 {
+		t.Fatalf("%d picker events, want 1", n)
 	}
 	e.clean()
 }

@@ -122,7 +122,9 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 	// same rate limit.
 	v.Get("/oauth/callback", s.oauthCallback)
 	v.Get("/picker/:state", s.pickerPage) // the file picker: the sealed state says who (picker_page.go)
+	v.Post("/picker/:state/claim", s.pickerClaim)
 	v.Post("/picker/:state/picked", s.pickerPicked)
+	v.Get("/picker/static/:file", s.pickerStaticFile)
 	v.Delete("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.deleteConnection)
 }
 

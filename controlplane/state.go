@@ -25,13 +25,16 @@ import (
 // DefaultBucket is the KV bucket of the control-plane state.
 const DefaultBucket = "auditrail_controlplane"
 
-// DefaultStatesBucket is the KV bucket of the used OAuth states: the
-// callback creates a key per state nonce, so that a state works once. Its
-// keys expire after StatesMaxAge (longer than a state lives).
+// DefaultStatesBucket is the KV bucket of the used OAuth and picker states:
+// the callback (the picker's claim) creates a key per state nonce, so that a
+// state works once. Its keys expire after StatesMaxAge (longer than a state
+// lives).
 const DefaultStatesBucket = "auditrail_oauth_states"
 
-// StatesMaxAge is how long a used state is remembered.
-const StatesMaxAge = 15 * time.Minute
+// StatesMaxAge is how long a used state is remembered: the picker's
+// marker lifetime (pickerMarkerTTL), which outlives its report window, and
+// far more than the 10 minutes of an OAuth state.
+const StatesMaxAge = pickerMarkerTTL
 
 // Errors of the state.
 var (
@@ -396,6 +399,9 @@ func (s *State) Fresh() error {
 // applyLocked records a change unless the mirror already holds it or a
 // newer revision.
 func (s *State) applyLocked(key string, rev uint64, value []byte, deleted bool) {
+	if strings.HasPrefix(key, markerPrefix) {
+		return
+	}
 	if id, ok := strings.CutPrefix(key, outboxPrefix); ok {
 		if p, ok := s.pending[id]; ok && p.rev > rev {
 			return
@@ -486,12 +492,26 @@ func listAs[T any](s *State, prefix string) ([]T, error) {
 }
 
 // write is one key of an atomic commit: value at key, or its deletion,
-// provided key is still at rev (0: key does not exist).
+// provided key is still at rev (0: key does not exist); a marker's value
+// expires after ttl.
 type write struct {
 	key   string
 	value any
 	del   bool
 	rev   uint64
+	ttl   time.Duration
+}
+
+// markerPrefix is the prefix of the markers: keys written only to be
+// created once (a single-use claim committed together with its event),
+// that expire after their TTL. The mirror does not hold them: their
+// compare-and-set is decided by the server.
+const markerPrefix = "marker."
+
+// setMarker creates the marker key (markerPrefix added), which expires
+// after ttl; the commit fails with ErrConflict while it exists.
+func setMarker(key string, ttl time.Duration) write {
+	return write{key: markerPrefix + key, value: true, ttl: ttl}
 }
 
 // setKey writes v at key if key is still at rev (0: creates it).
@@ -536,6 +556,9 @@ func (s *State) commit(ctx context.Context, writes []write, ev *pendingEvent) er
 			exp = s.gone[w.key] // a deleted key is created over its delete marker
 		}
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(exp, 10))
+		if w.ttl > 0 {
+			m.Header.Set(jetstream.MsgTTLHeader, w.ttl.String())
+		}
 		keys, values, msgs = append(keys, w.key), append(values, m.Data), append(msgs, m)
 	}
 	s.mu.RUnlock()
@@ -696,17 +719,40 @@ func (s *State) oauthStates(ctx context.Context) (jetstream.KeyValue, error) {
 // claimState marks the state nonce used; false when it already was (a
 // replay). Every instance shares the bucket.
 func (s *State) claimState(ctx context.Context, nonce string) (bool, error) {
+	return s.claimStateAs(ctx, nonce, []byte("used"))
+}
+
+// claimStateAs is claimState keeping value with the claim (stateClaim
+// answers it while the claim is remembered, StatesMaxAge).
+func (s *State) claimStateAs(ctx context.Context, nonce string, value []byte) (bool, error) {
 	kv, err := s.oauthStates(ctx)
 	if err != nil {
 		return false, err
 	}
-	if _, err := kv.Create(ctx, nonce, []byte("used")); err != nil {
+	if _, err := kv.Create(ctx, nonce, value); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return false, nil
 		}
 		return false, fmt.Errorf("%w: mark the OAuth state used: %w", ErrUnavailabe, err)
 	}
 	return true, nil
+}
+
+// stateClaim returns the value kept with the claim of the state nonce, or
+// ErrNotFound when it was never claimed (or its claim is forgotten).
+func (s *State) stateClaim(ctx context.Context, nonce string) ([]byte, error) {
+	kv, err := s.oauthStates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, nonce)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: read the state claim: %w", ErrUnavailabe, err)
+	}
+	return e.Value(), nil
 }
 
 // connPrefix is the prefix of the users' connections: the only keys that a
