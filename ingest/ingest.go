@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -29,7 +30,7 @@ type AuditWriter interface {
 	// an event again must not make it visible twice.
 	WriteAudit(ctx context.Context, events []schemas.AuditEvent) error
 	// Ping reports whether the store answers: after a failed write, ingest
-	// tells an outage (back off) from a refusal of the rows (split the batch).
+	// says whether a store that failed a write still answers (for the log).
 	Ping(ctx context.Context) error
 }
 
@@ -42,6 +43,9 @@ type Stats struct {
 	Refused uint64 `json:"refused"`
 	Batches uint64 `json:"batches"`
 	Retries uint64 `json:"retries"`
+	// SetAside counts messages that could be neither stored nor
+	// dead-lettered: left in the stream, delivered again later.
+	SetAside uint64 `json:"set_aside"`
 }
 
 // Ingester consumes one kind of event. Several instances with the same
@@ -61,7 +65,7 @@ type Ingester[T any] struct {
 	ping  func(ctx context.Context) error
 
 	ready                                                     atomic.Bool
-	received, stored, deadLettered, refused, batches, retries atomic.Uint64
+	received, stored, deadLettered, refused, batches, retries, setAside atomic.Uint64
 }
 
 // ExecutionWriter is the store of tool executions as ingest needs it.
@@ -152,7 +156,7 @@ func (in *Ingester[T]) Ready() bool { return in.ready.Load() }
 // Stats returns the counters.
 func (in *Ingester[T]) Stats() Stats {
 	return Stats{Received: in.received.Load(), Stored: in.stored.Load(), DeadLettered: in.deadLettered.Load(),
-		Refused: in.refused.Load(), Batches: in.batches.Load(), Retries: in.retries.Load()}
+		Refused: in.refused.Load(), Batches: in.batches.Load(), Retries: in.retries.Load(), SetAside: in.setAside.Load()}
 }
 
 // Run consumes until ctx ends, then commits and acknowledges the batch in
@@ -283,7 +287,31 @@ func (in *Ingester[T]) drain(iter jetstream.MessagesContext) *batch[T] {
 type deadLetter struct {
 	msg    jetstream.Msg
 	reason string
+	// tries counts failed publications; after deadLetterTries the dead
+	// letter is set aside (not acknowledged, redelivered later) so that it
+	// does not hold up its batch.
+	tries int
+	sent  bool
+	// setAside: could not be dead-lettered; left unacknowledged.
+	setAside bool
 }
+
+// deadLetterTries is how often a dead letter is published before it is set
+// aside, and setAsideDelay how long JetStream then waits to deliver its
+// message again.
+const (
+	deadLetterTries = 3
+	setAsideDelay   = 5 * time.Minute
+)
+
+// dlqHeaders are the headers of a dead message copied into its dead
+// letter: only these, so that no header of the sender's (Nats-Rollup,
+// Nats-Expected-*, Nats-TTL, …) can make the dead letter's publication fail
+// or act on the DLQ stream. Its Nats-Msg-Id is kept as HeaderDLQMsgID.
+var dlqHeaders = []string{schemas.HeaderContentType, schemas.HeaderSchema}
+
+// maxDLQHeader bounds a copied header value.
+const maxDLQHeader = 256
 
 // span is the range [lo, hi) of a batch's good events.
 type span struct{ lo, hi int }
@@ -293,13 +321,11 @@ type batch[T any] struct {
 	msgs     []jetstream.Msg // every message, acknowledged once the batch is committed
 	good     []T             // the events to store
 	goodMsgs []jetstream.Msg // the message of each good event
-	dead     []deadLetter    // the messages to dead-letter
+	dead     []*deadLetter   // the messages to dead-letter
 	bytes    int             // payload bytes of msgs
 
 	pending   []span // good events not yet stored
 	started   bool   // pending was set
-	sent      int    // dead letters published
-	unclassed int    // consecutive unclassified refusals of a single event
 
 	stopKeepAlive func()
 }
@@ -313,7 +339,7 @@ func (b *batch[T]) add(in *Ingester[T], m jetstream.Msg) {
 	b.bytes += len(m.Data())
 	v, err := in.accept(m)
 	if err != nil {
-		b.dead = append(b.dead, deadLetter{msg: m, reason: err.Error()})
+		b.dead = append(b.dead, &deadLetter{msg: m, reason: err.Error()})
 		return
 	}
 	b.good = append(b.good, v)
@@ -434,9 +460,32 @@ func (in *Ingester[T]) commitAndAck(ctx context.Context, b *batch[T]) {
 		return
 	}
 	t1 := time.Now()
-	in.ack(b.msgs)
+	aside := map[jetstream.Msg]bool{}
+	dead := 0
+	for _, d := range b.dead {
+		if d.setAside {
+			aside[d.msg] = true
+			if err := d.msg.NakWithDelay(setAsideDelay); err != nil {
+				in.log.Warn("nak of a message set aside failed; it is redelivered after the ack wait", "err", err)
+			}
+			continue
+		}
+		dead++
+	}
+	if len(aside) == 0 {
+		in.ack(b.msgs)
+	} else {
+		keep := make([]jetstream.Msg, 0, len(b.msgs)-len(aside))
+		for _, m := range b.msgs {
+			if !aside[m] {
+				keep = append(keep, m)
+			}
+		}
+		in.ack(keep)
+	}
 	in.stored.Add(uint64(len(b.msgs) - len(b.dead)))
-	in.deadLettered.Add(uint64(len(b.dead)))
+	in.deadLettered.Add(uint64(dead))
+	in.setAside.Add(uint64(len(aside)))
 	in.batches.Add(1)
 	in.log.Debug("batch committed", "events", len(b.msgs), "dead", len(b.dead), "store", t1.Sub(t0), "ack", time.Since(t1))
 }
@@ -488,35 +537,27 @@ func (in *Ingester[T]) commit(ctx context.Context, b *batch[T]) error {
 	if err := in.writePending(ctx, b); err != nil {
 		return err
 	}
-	if b.sent < len(b.dead) {
-		if err := in.publishDead(ctx, b.dead[b.sent:]); err != nil {
-			return err
-		}
-		b.sent = len(b.dead)
-	}
-	return nil
+	return in.publishDead(ctx, b.dead)
 }
 
-// unclassedRefusals is how many times in a row a single event may fail to
-// be written with an error the store does not classify, while the store
-// answers, before it is dead-lettered.
-const unclassedRefusals = 3
-
-// writePending writes the pending spans of b. When the store answers but
-// refuses a span, the span is split in halves until each event it refuses
-// is alone; that event is dead-lettered and the others are stored. It
-// returns an error when the store is down or busy (or an unclassified
-// refusal should be tried again), b keeping what is still to write.
+// writePending writes the pending spans of b. A write refused because of
+// the rows themselves (auditstore.ErrRefused: what each store knows to be a
+// property of a row, an allow-list) splits the span in halves until each
+// refused event is alone; that event is dead-lettered and the others are
+// stored. Every other failure — the store down, busy, out of disk, an I/O or
+// network error, anything unclassified — is an outage: the batch waits and
+// is written again (an error is returned, b keeping what is still to write),
+// so that no valid event is dead-lettered because the store was unwell.
 func (in *Ingester[T]) writePending(ctx context.Context, b *batch[T]) error {
 	for len(b.pending) > 0 {
 		s := b.pending[0]
 		err := in.write(ctx, b.good[s.lo:s.hi])
 		if err == nil {
 			b.pending = b.pending[1:]
-			b.unclassed = 0
 			continue
 		}
-		if ctx.Err() != nil || !in.refusal(ctx, err) {
+		if ctx.Err() != nil || !errors.Is(err, auditstore.ErrRefused) {
+			in.outage(ctx, err)
 			return fmt.Errorf("write batch: %w", err)
 		}
 		if s.hi-s.lo > 1 {
@@ -525,36 +566,26 @@ func (in *Ingester[T]) writePending(ctx context.Context, b *batch[T]) error {
 			b.pending = append([]span{{s.lo, mid}, {mid, s.hi}}, b.pending[1:]...)
 			continue
 		}
-		if !errors.Is(err, auditstore.ErrRefused) {
-			if b.unclassed++; b.unclassed < unclassedRefusals {
-				return fmt.Errorf("write event: %w", err)
-			}
-		}
-		b.unclassed = 0
 		b.pending = b.pending[1:]
 		in.refused.Add(1)
-		b.dead = append(b.dead, deadLetter{msg: b.goodMsgs[s.lo], reason: "store refused the event: " + err.Error()})
+		b.dead = append(b.dead, &deadLetter{msg: b.goodMsgs[s.lo], reason: "store refused the event: " + err.Error()})
 	}
 	return nil
 }
 
-// refusal reports whether a failed write was refused by a store that
-// answers (split the batch) rather than an outage or an overload (back off
-// and write it again).
-func (in *Ingester[T]) refusal(ctx context.Context, err error) bool {
-	switch {
-	case errors.Is(err, auditstore.ErrRefused):
-		return true
-	case errors.Is(err, auditstore.ErrBusy):
-		return false
+// outage says in the log whether a store that failed a write still answers
+// (a full disk, an I/O error) or not at all; either way the batch waits.
+func (in *Ingester[T]) outage(ctx context.Context, err error) {
+	if errors.Is(err, auditstore.ErrBusy) || ctx.Err() != nil {
+		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if perr := in.ping(pctx); perr != nil {
-		in.log.Warn("the store does not answer", "err", perr)
-		return false
+		in.log.Warn("the store does not answer; the batch waits", "err", perr)
+		return
 	}
-	return true
+	in.log.Warn("the store answers but failed the write (not a refusal of the rows: disk, I/O, network); the batch waits", "err", err)
 }
 
 // reasonReplacer keeps a reason on one header line.
@@ -563,42 +594,88 @@ var reasonReplacer = strings.NewReplacer("\r", " ", "\n", " ")
 // maxReason bounds the length of a dead-letter reason.
 const maxReason = 1024
 
-func (in *Ingester[T]) publishDead(ctx context.Context, dead []deadLetter) error {
-	futures := make([]jetstream.PubAckFuture, 0, len(dead))
+func (in *Ingester[T]) publishDead(ctx context.Context, dead []*deadLetter) error {
+	type pending struct {
+		d *deadLetter
+		f jetstream.PubAckFuture
+	}
+	futures := make([]pending, 0, len(dead))
+	var failed error
+	fail := func(d *deadLetter, err error) {
+		d.tries++
+		if d.tries >= deadLetterTries {
+			d.setAside = true
+			in.log.Error("a dead letter cannot be published; its message is left in the stream and delivered again later",
+				"subject", d.msg.Subject(), "tries", d.tries, "redelivery_in", setAsideDelay, "reason", d.reason, "err", err)
+			return
+		}
+		if failed == nil {
+			failed = fmt.Errorf("publish dead letter: %w", err)
+		}
+	}
 	for _, d := range dead {
-		meta, err := d.msg.Metadata()
+		if d.sent || d.setAside {
+			continue
+		}
+		out, err := in.deadLetterMsg(d)
 		if err != nil {
-			return fmt.Errorf("dead letter metadata: %w", err)
+			fail(d, err)
+			continue
 		}
-		out := nats.NewMsg(schemas.DLQSubject(d.msg.Subject()))
-		out.Data = d.msg.Data()
-		for k, v := range d.msg.Headers() {
-			out.Header[k] = v
-		}
-		reason := reasonReplacer.Replace(d.reason)
-		if len(reason) > maxReason {
-			reason = reason[:maxReason]
-		}
-		seq := strconv.FormatUint(meta.Sequence.Stream, 10)
-		out.Header.Set(schemas.HeaderMsgID, "dlq-"+meta.Stream+"-"+seq)
-		out.Header.Set(schemas.HeaderDLQReason, reason)
-		out.Header.Set(schemas.HeaderDLQSubject, d.msg.Subject())
-		out.Header.Set(schemas.HeaderDLQStreamSeq, seq)
-		in.log.Warn("dead-lettering event", "subject", d.msg.Subject(), "stream_seq", seq, "reason", reason)
+		in.log.Warn("dead-lettering event", "subject", d.msg.Subject(), "stream_seq", out.Header.Get(schemas.HeaderDLQStreamSeq), "reason", out.Header.Get(schemas.HeaderDLQReason))
 		f, err := in.js.PublishMsgAsync(out)
 		if err != nil {
-			return fmt.Errorf("publish dead letter: %w", err)
+			fail(d, err)
+			continue
 		}
-		futures = append(futures, f)
+		futures = append(futures, pending{d, f})
 	}
-	for _, f := range futures {
+	for _, p := range futures {
 		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return fmt.Errorf("publish dead letter: %w", err)
+		case <-p.f.Ok():
+			p.d.sent = true
+		case err := <-p.f.Err():
+			fail(p.d, err)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	return nil
+	return failed
+}
+
+// deadLetterMsg is the dead letter of d: its payload, the allow-listed
+// headers of its message, and why.
+func (in *Ingester[T]) deadLetterMsg(d *deadLetter) (*nats.Msg, error) {
+	meta, err := d.msg.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("dead letter metadata: %w", err)
+	}
+	out := nats.NewMsg(schemas.DLQSubject(d.msg.Subject()))
+	out.Data = d.msg.Data()
+	h := d.msg.Headers()
+	for _, k := range dlqHeaders {
+		if v := h.Get(k); v != "" {
+			out.Header.Set(k, clip(reasonReplacer.Replace(v), maxDLQHeader))
+		}
+	}
+	if v := h.Get(schemas.HeaderMsgID); v != "" {
+		out.Header.Set(schemas.HeaderDLQMsgID, clip(reasonReplacer.Replace(v), maxDLQHeader))
+	}
+	seq := strconv.FormatUint(meta.Sequence.Stream, 10)
+	out.Header.Set(schemas.HeaderMsgID, "dlq-"+meta.Stream+"-"+seq)
+	out.Header.Set(schemas.HeaderDLQReason, clip(reasonReplacer.Replace(d.reason), maxReason))
+	out.Header.Set(schemas.HeaderDLQSubject, d.msg.Subject())
+	out.Header.Set(schemas.HeaderDLQStreamSeq, seq)
+	return out, nil
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -27,6 +27,9 @@ const (
 	HeaderDLQReason    = "Auditrail-Dlq-Reason"
 	HeaderDLQSubject   = "Auditrail-Dlq-Subject"
 	HeaderDLQStreamSeq = "Auditrail-Dlq-Stream-Seq"
+	// HeaderDLQMsgID is the dead message's own Nats-Msg-Id (its event id),
+	// kept for a replay; the dead letter's Nats-Msg-Id is its own.
+	HeaderDLQMsgID = "Auditrail-Dlq-Msg-Id"
 )
 
 // EventSubject is auditrail.events.<org_id>.<kind>.
