@@ -64,7 +64,7 @@ type Ingester[T any] struct {
 	write func(ctx context.Context, batch []T) error
 	ping  func(ctx context.Context) error
 
-	ready                                                     atomic.Bool
+	ready                                                               atomic.Bool
 	received, stored, deadLettered, refused, batches, retries, setAside atomic.Uint64
 }
 
@@ -324,8 +324,8 @@ type batch[T any] struct {
 	dead     []*deadLetter   // the messages to dead-letter
 	bytes    int             // payload bytes of msgs
 
-	pending   []span // good events not yet stored
-	started   bool   // pending was set
+	pending []span // good events not yet stored
+	started bool   // pending was set
 
 	stopKeepAlive func()
 }
