@@ -26,6 +26,7 @@ bench: build
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz:
 	$(GO) test ./schemas -run '^$$' -fuzz FuzzUnmarshalAuditEvent -fuzztime $(FUZZTIME)
+	$(GO) test ./schemas -run '^$$' -fuzz FuzzUnmarshalExecutionEvent -fuzztime $(FUZZTIME)
 	$(GO) test ./query -run '^$$' -fuzz FuzzCursorDecode -fuzztime $(FUZZTIME)
 	$(GO) test ./query -run '^$$' -fuzz FuzzParseList -fuzztime $(FUZZTIME)
 	$(GO) test ./hookproxy -run '^$$' -fuzz FuzzDecodeResponses -fuzztime $(FUZZTIME)

@@ -109,12 +109,15 @@ func (e *ExecutionEvent) Validate() error {
 }
 
 // UnmarshalExecutionEvent decodes and validates an execution/v1 payload.
+// Errors wrap ErrDecode or ErrInvalidEvent; trailing bytes are an error.
 func UnmarshalExecutionEvent(b []byte) (ExecutionEvent, error) {
 	var e ExecutionEvent
-	dec := msgpack.NewDecoder(bytes.NewReader(b))
-	dec.SetCustomStructTag("msgpack")
-	if err := dec.Decode(&e); err != nil {
-		return ExecutionEvent{}, fmt.Errorf("%w: %v", ErrDecode, err)
+	r := mpReader{b: b}
+	if err := e.decode(&r); err != nil {
+		return ExecutionEvent{}, err
+	}
+	if r.remaining() != 0 {
+		return ExecutionEvent{}, fmt.Errorf("%w: %d trailing bytes", ErrDecode, r.remaining())
 	}
 	if err := e.Validate(); err != nil {
 		return ExecutionEvent{}, err
