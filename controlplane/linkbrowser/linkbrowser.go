@@ -158,19 +158,34 @@ func (b *Browser) Continue(ctx context.Context, startURL, credential string) (st
 
 // Connect runs the whole flow against a provider that approves at once
 // (the emulator with AutoApprove, or a user already consenting): Continue,
-// the provider's redirect to the callback, and the callback; it answers the
-// callback's page.
+// the provider's redirects until one leads back to the platform (the
+// callback), and the callback; it answers the callback's page.
 func (b *Browser) Connect(ctx context.Context, startURL, credential string) (Page, error) {
-	authURL, err := b.Continue(ctx, startURL, credential)
+	next, err := b.Continue(ctx, startURL, credential)
 	if err != nil {
 		return Page{}, err
 	}
-	p, err := b.Get(ctx, authURL)
-	if err != nil {
-		return p, err
+	platform := OriginOf(startURL)
+	for range 10 {
+		p, err := b.Get(ctx, next)
+		if err != nil {
+			return p, err
+		}
+		if p.Status != http.StatusFound && p.Status != http.StatusSeeOther {
+			return p, fmt.Errorf("%w: the provider answered %d, not a redirect", ErrUnexpected, p.Status)
+		}
+		u, err := url.Parse(next)
+		if err != nil {
+			return p, err
+		}
+		loc, err := u.Parse(p.Location)
+		if err != nil {
+			return p, err
+		}
+		if OriginOf(loc.String()) == platform {
+			return b.Get(ctx, loc.String())
+		}
+		next = loc.String()
 	}
-	if p.Status != http.StatusFound && p.Status != http.StatusSeeOther {
-		return p, fmt.Errorf("%w: the provider answered %d, not a redirect", ErrUnexpected, p.Status)
-	}
-	return b.Get(ctx, p.Location)
+	return Page{}, fmt.Errorf("%w: the provider redirected more than 10 times", ErrUnexpected)
 }
