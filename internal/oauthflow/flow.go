@@ -76,7 +76,10 @@ type Config struct {
 	// StateTTL is how long a started flow may be completed (default 10m).
 	StateTTL time.Duration
 	// HTTPClient makes the token, revoke and userinfo calls; the caller
-	// passes an egress-guarded one.
+	// passes an egress-guarded one. Its Transport and Timeout are used;
+	// whatever its CheckRedirect, the flow follows no redirect of a token
+	// endpoint, those of the revoke and userinfo endpoints on their own
+	// host only, and caps every answer at 1 MiB (provhttp).
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
