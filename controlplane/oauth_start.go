@@ -215,7 +215,7 @@ type startView struct {
 }
 
 // originPattern is an origin fit for a Content-Security-Policy source.
-var originPattern = regexp.MustCompile(`^https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?$`)
+var originPattern = regexp.MustCompile(`^https?://([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$`)
 
 // writeStartPage answers the start page: no cache, no framing, no script,
 // forms only to this platform and (after the redirect) the provider; the

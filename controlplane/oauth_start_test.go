@@ -427,3 +427,32 @@ func FuzzOpenSession(f *testing.F) {
 		}
 	})
 }
+
+// Where the pages live, from the redirect URI: the origin the forms must
+// come from, the links' base, the cookies' path and Secure.
+func TestOAuthSite(t *testing.T) {
+	tests := []struct {
+		redirect                 string
+		origin, base, cookiePath string
+		secure                   bool
+	}{
+		{"http://127.0.0.1:8080/api/v1/oauth/callback", "http://127.0.0.1:8080", "http://127.0.0.1:8080/api/v1/oauth", "/api/v1/oauth/", false},
+		{"https://Auditrail.Example.com:443/api/v1/oauth/callback", "https://auditrail.example.com", "https://Auditrail.Example.com:443/api/v1/oauth", "/api/v1/oauth/", true},
+		{"http://example.com:80/api/v1/oauth/callback", "http://example.com", "http://example.com:80/api/v1/oauth", "/api/v1/oauth/", false},
+		{"https://example.com/tenant/api/v1/oauth/callback", "https://example.com", "https://example.com/tenant/api/v1/oauth", "/tenant/api/v1/oauth/", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.redirect, func(t *testing.T) {
+			s := siteOf(tc.redirect)
+			if s.origin != tc.origin || s.base != tc.base || s.cookiePath != tc.cookiePath || s.secure != tc.secure {
+				t.Fatalf("%+v", s)
+			}
+		})
+	}
+	for origin, ok := range map[string]bool{"https://idp.example.com": true, "http://127.0.0.1:9000": true, "http://[::1]:9000": true,
+		"https://a.example; script-src *": false, "javascript:alert(1)": false, "https://a.example/path": false, "": false} {
+		if originPattern.MatchString(origin) != ok {
+			t.Errorf("%q: %v", origin, !ok)
+		}
+	}
+}

@@ -154,6 +154,10 @@ func newHookProxy(admin *controlplane.Service, guard *egress.Guard, log *slog.Lo
 	return proxy
 }
 
+// The control plane makes application links for service-key executions
+// (whose end users have no platform session to sign in with).
+var _ toolrunner.AppLinks = (*controlplane.Service)(nil)
+
 // newToolRunner wires the runner: the registered toolkits, the hook proxy,
 // the control plane's hooks, secrets and connections, the event publisher.
 func newToolRunner(reg *toolrunner.Registry, admin *controlplane.Service, pub toolrunner.EventPublisher, guard *egress.Guard, log *slog.Logger) (*toolrunner.Runner, *hookproxy.Proxy) {
