@@ -41,6 +41,8 @@ fuzz:
 	$(GO) test ./internal/emulators/oauth -run '^$$' -fuzz FuzzTokenForm -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/oauth -run '^$$' -fuzz FuzzAuthorizeQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/oauthflow -run '^$$' -fuzz FuzzOpenState -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/oauthflow -run '^$$' -fuzz FuzzOpenTicket -fuzztime $(FUZZTIME)
+	$(GO) test ./controlplane -run '^$$' -fuzz FuzzOpenSession -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/docs/docmd -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/docs -run '^$$' -fuzz FuzzValidateRequests -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/docs -run '^$$' -fuzz FuzzPageToken -fuzztime $(FUZZTIME)

@@ -23,11 +23,14 @@ import (
 // The OAuth callback: GET /api/v1/oauth/callback, opened by the user's
 // browser when the provider redirects back. No bearer: the sealed state
 // says who started the flow (organization, project, user, provider,
-// scopes), and works once — its nonce is created in the states bucket, an
-// existing nonce is a replay. The code is exchanged with the state's PKCE
-// verifier, so that a code obtained in another user's flow is refused by
-// the provider. Nothing is stored on any failure; the pages echo neither
-// code, state nor tokens.
+// scopes), and completes only in the browser that clicked the start page
+// (the SHA-256 of its bind cookie is in the state: a link or callback URL
+// carried to another browser connects nothing), and works once — its
+// nonce is created in the states bucket, an existing nonce is a replay.
+// The code is exchanged with the state's PKCE verifier, so that a code
+// obtained in another user's flow is refused by the provider. Nothing is
+// stored on any failure; the pages echo neither code, state nor tokens,
+// and say which provider account was linked to which platform user.
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -72,6 +75,10 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 		return failPage(c, fiber.StatusServiceUnavailable, "OAuth is not configured", "This platform runs without a public URL for the OAuth callback.")
 	}
 	ctx := c.UserContext()
+	site := s.site()
+	binding := c.Cookies(bindCookie)
+	// One flow per bind cookie: whatever happens, it is spent.
+	c.Cookie(site.cookie(bindCookie, "", site.cookiePath, fiber.CookieSameSiteLaxMode, 0))
 	st, err := s.flow.OpenState(c.Query("state"))
 	switch {
 	case errors.Is(err, oauthflow.ErrStateExpired):
@@ -79,6 +86,13 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 	case err != nil:
 		s.log.Warn("OAuth callback with an invalid state", "client_ip", c.IP())
 		return failPage(c, fiber.StatusBadRequest, "Invalid authorization request", "This authorization request was not issued by this platform, or was altered.")
+	}
+	if !st.BoundTo(binding) {
+		s.log.Warn("OAuth callback from another browser than the one that started the flow refused",
+			"provider", st.Provider, "user", st.User, "org", st.Org, "bind_cookie", binding != "", "client_ip", c.IP())
+		return writePage(c, fiber.StatusBadRequest, page{Title: "Started in another browser",
+			Message: "This authorization was started in another browser (or this browser no longer holds its cookie). Nothing was connected.",
+			Hint:    "Open the link again in the browser where you started it."})
 	}
 	fresh, err := s.state.claimState(ctx, st.Nonce)
 	if err != nil {
@@ -135,8 +149,25 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 		s.log.Error("OAuth callback: connection not stored", "provider", st.Provider, "user", st.User, "err", err)
 		return failPage(c, fiber.StatusServiceUnavailable, "Try again", "The platform could not store the connection.")
 	}
-	return writePage(c, fiber.StatusOK, page{OK: true, Title: "Connected",
-		Message: fmt.Sprintf("Connected to %s. You can close this window.", st.Provider)})
+	msg := fmt.Sprintf("Connected to %s for platform user %s. You can close this window.", st.Provider, st.User)
+	if account != nil {
+		msg = fmt.Sprintf("Connected to %s as %s, for platform user %s. You can close this window.", st.Provider, account.label(), st.User)
+	}
+	return writePage(c, fiber.StatusOK, page{OK: true, Title: "Connected", Message: msg})
+}
+
+// label names a provider account for a person: "Name <email>", or what
+// there is of it.
+func (a *ConnectionAccount) label() string {
+	switch {
+	case a.Name != "" && a.Email != "":
+		return a.Name + " <" + a.Email + ">"
+	case a.Email != "":
+		return a.Email
+	case a.Name != "":
+		return a.Name
+	}
+	return a.Subject
 }
 
 // storeConnection stores the tokens of a completed flow, its scopes merged
@@ -254,9 +285,11 @@ func (s *Service) mayActOnConnections(p auth.Principal, org, project uuid.UUID, 
 	return err == nil && pm.Role == RoleAdmin
 }
 
-// authorizeConnection starts the flow for a user and answers the URL.
+// authorizeConnection answers the link that starts the flow for a user:
+// the platform's start page of a sealed ticket (oauth_start.go), bound to
+// the user's browser session unless a service key asked.
 func (s *Service) authorizeConnection(c *fiber.Ctx) error {
-	_, org, p, user, err := s.connScope(c, connAuthorize)
+	cl, org, p, user, err := s.connScope(c, connAuthorize)
 	if err != nil {
 		return err
 	}
@@ -275,7 +308,7 @@ func (s *Service) authorizeConnection(c *fiber.Ctx) error {
 	if len(body.Scopes) > 100 {
 		return httpError(invalid("scopes", "at most 100"))
 	}
-	url, st, err := s.startFlow(org.ID, p.ID, user, provider, body.Scopes)
+	url, st, err := s.newTicket(org.ID, p.ID, user, provider, body.Scopes, byApp(cl.p))
 	switch {
 	case errors.Is(err, ErrOAuthNotConfigured):
 		return fiber.NewError(fiber.StatusServiceUnavailable, err.Error())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/retry"
 )
@@ -310,42 +311,64 @@ func (s *Service) ConnectionStatus(org, project, user, provider string) (connect
 	return usable(u, t, s.now()), slices.Clone(u.Scopes)
 }
 
-// AuthorizationURL starts the flow for the user: the URL to open and when
-// its state expires. The scopes asked are the provider's defaults, scopes,
-// and those the user already granted (incremental). The error wraps
-// oauthflow.ErrNoProvider when the organization has no such provider.
+// AuthorizationURL makes the link that starts the flow for the user, who
+// completes it in a browser signed in as themself (a user asked: their
+// API key or JWT, or an admin for them): the URL of the platform's start
+// page and when its ticket expires. The scopes asked are the provider's
+// defaults, scopes, and those the user already granted (incremental). The
+// error wraps oauthflow.ErrNoProvider when the organization has no such
+// provider.
 func (s *Service) AuthorizationURL(ctx context.Context, org, project, user, provider string, scopes []string) (string, time.Time, error) {
+	return s.authorizationURL(org, project, user, provider, scopes, false)
+}
+
+// AppAuthorizationURL is AuthorizationURL for an application acting for its
+// end users (a project's service key): the link needs no platform session,
+// and the application answers for who opens it.
+func (s *Service) AppAuthorizationURL(ctx context.Context, org, project, user, provider string, scopes []string) (string, time.Time, error) {
+	return s.authorizationURL(org, project, user, provider, scopes, true)
+}
+
+func (s *Service) authorizationURL(org, project, user, provider string, scopes []string, app bool) (string, time.Time, error) {
 	orgID, err1 := uuid.Parse(org)
 	projectID, err2 := uuid.Parse(project)
 	if err1 != nil || err2 != nil {
 		return "", time.Time{}, fmt.Errorf("%w: organization or project is not a UUID", ErrInvalid)
 	}
-	u, st, err := s.startFlow(orgID, projectID, user, provider, scopes)
-	return u, st.ExpiresAt, err
+	u, t, err := s.newTicket(orgID, projectID, user, provider, scopes, app)
+	return u, t.ExpiresAt, err
 }
 
-// startFlow is AuthorizationURL with the state it carries.
-func (s *Service) startFlow(org, project uuid.UUID, user, provider string, scopes []string) (string, oauthflow.State, error) {
+// byApp reports whether a principal's links are an application's: a
+// project's service key, or the platform itself (the demo set-up).
+func byApp(p auth.Principal) bool { return p.IsServiceKey() || p.Type == auth.TypeSystem }
+
+// newTicket is AuthorizationURL with the ticket its link carries.
+func (s *Service) newTicket(org, project uuid.UUID, user, provider string, scopes []string, app bool) (string, oauthflow.Ticket, error) {
 	if s.flow == nil {
-		return "", oauthflow.State{}, ErrOAuthNotConfigured
+		return "", oauthflow.Ticket{}, ErrOAuthNotConfigured
 	}
 	for _, sc := range scopes {
 		if err := validScope(sc); err != nil {
-			return "", oauthflow.State{}, invalid("scopes", "%v", err)
+			return "", oauthflow.Ticket{}, invalid("scopes", "%v", err)
 		}
 	}
 	if user == "" {
-		return "", oauthflow.State{}, invalid("user_id", "required")
+		return "", oauthflow.Ticket{}, invalid("user_id", "required")
 	}
 	p, err := s.Provider(org, provider)
 	if err != nil {
-		return "", oauthflow.State{}, err
+		return "", oauthflow.Ticket{}, err
 	}
 	var granted UserConnection
 	if _, err := s.state.get(connKey(org.String(), project.String(), user, provider), &granted); err == nil && !granted.Broken() {
 		scopes = oauthflow.MergeScopes(granted.Scopes, scopes)
 	}
-	return s.flow.Start(p, org, project, user, scopes)
+	sealed, t, err := s.flow.NewTicket(p, org, project, user, scopes, app)
+	if err != nil {
+		return "", oauthflow.Ticket{}, err
+	}
+	return s.startURL(sealed), t, nil
 }
 
 // Token returns a user's access token and granted scopes for a provider

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/auditrail/auditrail/controlplane/linkbrowser"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
@@ -48,6 +48,12 @@ type oauthEnv struct {
 	// secrets seen during the test, which no event nor log line may hold.
 	seenMu  sync.Mutex
 	secrets []string
+	// carol's API key; keys of every user, by user id.
+	carol string
+	keys  map[string]string
+	// web is the users' browser (one cookie jar): it signs in as the user
+	// a link was made for.
+	web *linkbrowser.Browser
 }
 
 func newOAuthEnv(t *testing.T, natsURL string) *oauthEnv {
@@ -89,6 +95,11 @@ func newOAuthEnv(t *testing.T, natsURL string) *oauthEnv {
 		"revoke_url": e.emuURL + "/revoke", "userinfo_url": e.emuURL + "/userinfo", "api_base_url": e.emuURL + "/api",
 		"scopes_default": []string{"openid", "email"}})
 	e.seen(emuClientSecret)
+	e.carol = e.must(201, "POST", "/api/v1/orgs/"+e.org+"/api_keys", bootKey, map[string]any{"name": "c", "user_id": "carol"}).field("key")
+	e.keys = map[string]string{"alice": e.alice, "bob": e.bob, "carol": e.carol}
+	e.seen(e.alice, e.bob, e.carol)
+	e.web = linkbrowser.New(nil)
+	t.Cleanup(e.web.HTTP.CloseIdleConnections)
 	return e
 }
 
@@ -102,8 +113,9 @@ func (e *oauthEnv) seen(s ...string) {
 	}
 }
 
-// authorize asks for the user's authorization URL with key.
-func (e *oauthEnv) authorize(user, key string, scopes ...string) (authURL string, asked []string) {
+// authorize asks for the link that starts the user's flow, with key: the
+// platform's start page.
+func (e *oauthEnv) authorize(user, key string, scopes ...string) (startURL string, asked []string) {
 	e.t.Helper()
 	r := e.must(200, "POST", e.connPath(user)+"/corp/authorize", key, map[string]any{"scopes": scopes})
 	var d struct {
@@ -115,18 +127,52 @@ func (e *oauthEnv) authorize(user, key string, scopes ...string) (authURL string
 	if err := json.Unmarshal(r.Data, &d); err != nil || d.Provider != "corp" || d.StateExpiresAt.Before(time.Now().Add(9*time.Minute)) {
 		e.t.Fatalf("authorize: %s %v", r.Data, err)
 	}
+	if !strings.HasPrefix(d.URL, e.base+"/api/v1/oauth/start/") {
+		e.t.Fatalf("the link %s is not the platform's start page", d.URL)
+	}
+	e.seen(d.URL)
 	return d.URL, d.Scopes
+}
+
+// ticketOf opens the ticket of a start link.
+func (e *oauthEnv) ticketOf(startURL string) oauthflow.Ticket {
+	e.t.Helper()
+	t, err := e.svc.flow.OpenTicket(startURL[strings.LastIndex(startURL, "/")+1:])
+	if err != nil {
+		e.t.Fatalf("ticket of %s: %v", startURL, err)
+	}
+	return t
+}
+
+// begin opens a start link in the users' browser, signed in as the user
+// it was made for, and clicks Continue: the provider's authorization URL.
+func (e *oauthEnv) begin(startURL string) string {
+	e.t.Helper()
+	authURL, err := e.web.Continue(context.Background(), startURL, e.keys[e.ticketOf(startURL).User])
+	if err != nil {
+		e.t.Fatalf("start page: %v", err)
+	}
+	if strings.HasPrefix(authURL, e.base) || !strings.Contains(authURL, "/authorize?") {
+		e.t.Fatalf("authorization URL %s is not the provider's", authURL)
+	}
+	u, _ := url.Parse(authURL)
+	e.seen(u.Query().Get("state"))
+	return authURL
 }
 
 var noRedirect = &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-// consent opens the authorization URL at the emulator (which approves at
-// once) and returns where it sends the browser back: the callback URL.
-func (e *oauthEnv) consent(authURL string) string {
+// consent goes through the start link and the emulator (which approves at
+// once) and returns where the provider sends the browser back: the
+// callback URL.
+func (e *oauthEnv) consent(startURL string) string {
 	e.t.Helper()
-	if !strings.HasPrefix(authURL, e.emuURL+"/authorize?") {
-		e.t.Fatalf("authorization URL %s is not the provider's", authURL)
-	}
+	return e.approve(e.begin(startURL))
+}
+
+// approve opens the provider's authorization URL; it returns the callback URL.
+func (e *oauthEnv) approve(authURL string) string {
+	e.t.Helper()
 	resp, err := noRedirect.Get(authURL)
 	if err != nil {
 		e.t.Fatal(err)
@@ -141,28 +187,43 @@ func (e *oauthEnv) consent(authURL string) string {
 	return loc
 }
 
-// browse opens a page of the platform as the user's browser.
+// browse opens a page of the platform in the users' browser.
 func (e *oauthEnv) browse(u string) (int, string, http.Header) {
 	e.t.Helper()
-	resp, err := noRedirect.Get(u)
+	p, err := e.web.Get(context.Background(), u)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header
+	return p.Status, p.Body, p.Header
 }
 
 // connect runs the whole flow for user, started with key.
 func (e *oauthEnv) connect(user, key string, scopes ...string) string {
 	e.t.Helper()
-	authURL, _ := e.authorize(user, key, scopes...)
-	cb := e.consent(authURL)
-	if st, body, _ := e.browse(cb); st != 200 || !strings.Contains(body, "Connected to corp. You can close this window.") {
+	startURL, _ := e.authorize(user, key, scopes...)
+	cb := e.consent(startURL)
+	if st, body, _ := e.browse(cb); st != 200 || !strings.Contains(body, "for platform user "+user+". You can close this window.") {
 		e.t.Fatalf("callback: %d %s", st, body)
 	}
 	e.remember(user)
 	return cb
+}
+
+// cookie is the value of a cookie the users' browser sends to the
+// callback ("" when none).
+func (e *oauthEnv) cookie(name string) string {
+	u, _ := url.Parse(e.base + "/api/v1/oauth/callback")
+	for _, c := range e.web.HTTP.Jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+func (e *oauthEnv) setCookie(name, value string) {
+	u, _ := url.Parse(e.base + "/api/v1/oauth/")
+	e.web.HTTP.Jar.SetCookies(u, []*http.Cookie{{Name: name, Value: value, Path: "/api/v1/oauth/"}})
 }
 
 // remember adds the user's stored tokens to the secrets to look for.
@@ -251,13 +312,15 @@ func TestOAuthFlowConnectsAndMergesScopes(t *testing.T) {
 	}
 
 	// bob starts the flow for himself.
-	authURL, asked := e.authorize("bob", e.bob, "docs.read")
+	startURL, asked := e.authorize("bob", e.bob, "docs.read")
+	authURL := e.begin(startURL)
 	if !slices.Equal(asked, []string{"docs.read", "email", "openid"}) || !strings.Contains(authURL, "code_challenge_method=S256") {
 		t.Fatalf("asked %v at %s", asked, authURL)
 	}
-	cb := e.consent(authURL)
+	cb := e.approve(authURL)
+	binding := e.cookie(bindCookie)
 	st, body, h := e.browse(cb)
-	if st != 200 || !strings.Contains(body, "Connected to corp. You can close this window.") {
+	if st != 200 || !strings.Contains(body, "Connected to corp as Some One &lt;someone@corp.example&gt;, for platform user bob. You can close this window.") {
 		t.Fatalf("callback: %d %s", st, body)
 	}
 	if h.Get("Content-Type") != "text/html; charset=utf-8" || h.Get("Cache-Control") != "no-store" || h.Get("Referrer-Policy") != "no-referrer" {
@@ -285,11 +348,11 @@ func TestOAuthFlowConnectsAndMergesScopes(t *testing.T) {
 	}
 
 	// Incremental: asking for more merges with what bob granted.
-	authURL, asked = e.authorize("bob", e.bob, "drive.file")
+	startURL, asked = e.authorize("bob", e.bob, "drive.file")
 	if !slices.Equal(asked, []string{"docs.read", "drive.file", "email", "openid"}) {
 		t.Fatalf("incremental ask: %v", asked)
 	}
-	if st, body, _ := e.browse(e.consent(authURL)); st != 200 {
+	if st, body, _ := e.browse(e.consent(startURL)); st != 200 {
 		t.Fatalf("second callback: %d %s", st, body)
 	}
 	e.remember("bob")
@@ -297,7 +360,15 @@ func TestOAuthFlowConnectsAndMergesScopes(t *testing.T) {
 		t.Fatalf("merged scopes: %+v", items)
 	}
 
-	// A replayed callback stores nothing.
+	// A replayed callback stores nothing: the callback spent the bind
+	// cookie, and with it put back the state's nonce is spent.
+	if e.cookie(bindCookie) != "" || binding == "" {
+		t.Fatal("the callback left the bind cookie")
+	}
+	if st, body, _ := e.browse(cb); st != 400 || !strings.Contains(body, "Nothing was connected") {
+		t.Fatalf("replay without the cookie: %d %s", st, body)
+	}
+	e.setCookie(bindCookie, binding)
 	if st, body, _ := e.browse(cb); st != 400 || !strings.Contains(body, "already used") {
 		t.Fatalf("replay: %d %s", st, body)
 	}
@@ -355,18 +426,15 @@ func TestOAuthCallbackRefusals(t *testing.T) {
 			return callback + url.Values{"code": {codeOf(bobCB)}, "state": {stateOf(carolCB)}}.Encode()
 		}, 400, "refused this authorization code"},
 		{"access denied", func() string {
-			authURL, _ := e.authorize("bob", e.bob)
-			u, _ := url.Parse(authURL)
+			u, _ := url.Parse(e.begin(must(e.authorize("bob", e.bob))))
 			return callback + url.Values{"error": {"access_denied"}, "state": {u.Query().Get("state")}}.Encode()
 		}, 400, "denied"},
 		{"provider error with markup", func() string {
-			authURL, _ := e.authorize("bob", e.bob)
-			u, _ := url.Parse(authURL)
+			u, _ := url.Parse(e.begin(must(e.authorize("bob", e.bob))))
 			return callback + url.Values{"error": {"<script>alert(1)</script>"}, "state": {u.Query().Get("state")}}.Encode()
 		}, 400, "did not grant access (error)"},
 		{"no code", func() string {
-			authURL, _ := e.authorize("bob", e.bob)
-			u, _ := url.Parse(authURL)
+			u, _ := url.Parse(e.begin(must(e.authorize("bob", e.bob))))
 			return callback + url.Values{"state": {u.Query().Get("state")}}.Encode()
 		}, 400, "no code"},
 	}

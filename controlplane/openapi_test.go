@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -95,6 +97,9 @@ func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
+		for _, c := range e.web.HTTP.Jar.Cookies(req.URL) { // the users' browser's
+			req.AddCookie(c)
+		}
 		if key != "" {
 			req.Header.Set("Authorization", "Bearer "+key)
 		}
@@ -117,7 +122,27 @@ func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
 		} `json:"data"`
 	}
 	_ = json.Unmarshal(raw, &auth)
-	cb := e.consent(auth.Data.URL)
+	startURL := auth.Data.URL
+	do("GET", startURL, "", nil, 200)
+	cb := e.consent(startURL)
+	// The start page's forms, as the users' browser (signed in as bob) sends them.
+	form := func(u string, v url.Values, origin string, want int) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", u, strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		for _, c := range e.web.HTTP.Jar.Cookies(req.URL) {
+			req.AddCookie(c)
+		}
+		api.do(t, req, want)
+	}
+	csrf := e.cookie(csrfCookie)
+	form(startURL, url.Values{"csrf": {csrf}}, e.base, 303)
+	form(startURL, url.Values{"csrf": {csrf}}, "https://evil.example", 403)
+	form(startURL+"/sign_in", url.Values{"csrf": {csrf}, "credential": {e.bob}}, e.base, 303)
+	form(startURL+"/sign_in", url.Values{"csrf": {csrf}, "credential": {"ak_not-a-key"}}, e.base, 401)
+	form(startURL+"/sign_in", url.Values{"csrf": {csrf}, "credential": {e.alice}}, e.base, 403)
+	do("GET", e.base+"/api/v1/oauth/start/not-a-ticket", "", nil, 400)
 	do("GET", cb, "", nil, 200)
 	do("GET", cb, "", nil, 400) // replayed
 	e.remember("bob")
@@ -126,7 +151,8 @@ func TestOAuthRoutesMatchOpenAPI(t *testing.T) {
 	e.seen("raw-token-1")
 	do("DELETE", conns+"/corp", e.bob, nil, 200)
 	for _, op := range []string{"createAuthProvider", "listAuthProviders", "getAuthProvider", "patchAuthProvider", "deleteAuthProvider",
-		"authorizeConnection", "oauthCallback", "listConnections", "putConnection", "deleteConnection"} {
+		"authorizeConnection", "oauthCallback", "listConnections", "putConnection", "deleteConnection",
+		"oauthStartPage", "oauthStartContinue", "oauthStartSignIn"} {
 		if !api.checked[op] {
 			t.Errorf("%s not checked", op)
 		}

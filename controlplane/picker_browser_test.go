@@ -106,7 +106,7 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 		URL string `json:"url"`
 	}
 	_ = json.Unmarshal(r.Data, &authz)
-	resp, err := noRedirect.Get(authz.URL + "&login_hint=ann%40corp.example")
+	resp, err := noRedirect.Get(e.begin(authz.URL) + "&login_hint=ann%40corp.example")
 	if err != nil {
 		t.Fatal(err)
 	}

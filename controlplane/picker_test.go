@@ -261,8 +261,7 @@ func TestPickerURLAndPage(t *testing.T) {
 	raw, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(fresh, e.base+pickerPath))
 	raw[len(raw)/2] ^= 1
 	tampered := e.base + pickerPath + base64.RawURLEncoding.EncodeToString(raw)
-	authURL, _ := e.authorize("bob", e.bob)
-	au, _ := url.Parse(authURL)
+	au, _ := url.Parse(e.begin(must(e.authorize("bob", e.bob))))
 	oauthState := e.base + pickerPath + au.Query().Get("state")
 	refusals := []struct{ name, url, want string }{
 		{"expired", expired, "Link expired"},

@@ -121,6 +121,11 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 	// The OAuth redirect: no bearer (the sealed state says who), behind the
 	// same rate limit.
 	v.Get("/oauth/callback", s.oauthCallback)
+	// The start page of the links handed out (oauth_start.go): the sealed
+	// ticket says who; a user's ticket needs that user's browser session.
+	v.Get("/oauth/start/:ticket", s.oauthStartPage)
+	v.Post("/oauth/start/:ticket", s.oauthStartContinue)
+	v.Post("/oauth/start/:ticket/sign_in", s.oauthStartSignIn)
 	v.Get("/picker/:state", s.pickerPage) // the file picker: the sealed state says who (picker_page.go)
 	v.Post("/picker/:state/claim", s.pickerClaim)
 	v.Post("/picker/:state/picked", s.pickerPicked)

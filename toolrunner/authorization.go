@@ -9,12 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
 )
 
 // AuthorizationRequest tells the caller how the user grants what a tool
-// needs: open URL (the provider's consent page), then run the tool again.
+// needs: open URL (the platform's start page of the flow, which leads to
+// the provider's consent page), then run the tool again.
 type AuthorizationRequest struct {
 	// Provider is the auth provider's id in the organization (e.g. google).
 	Provider string `json:"provider"`
@@ -22,9 +24,10 @@ type AuthorizationRequest struct {
 	// (all of the tool's when the user is not connected). The URL asks for
 	// them merged with those already granted.
 	Scopes []string `json:"scopes"`
-	// URL carries a single-use state bound to the organization, project,
-	// user and provider: whoever opens it attaches their account to this
-	// user, so it goes to the caller only.
+	// URL carries a sealed ticket bound to the organization, project, user
+	// and provider; it completes in the browser that continues it, signed
+	// in as the user unless a service key asked (then whoever completes it
+	// attaches their account to this user), so it goes to the caller only.
 	URL            string    `json:"url"`
 	StateExpiresAt time.Time `json:"state_expires_at"`
 }
@@ -125,7 +128,7 @@ func (r *Runner) authorize(ctx context.Context, sc Scope, def Definition, grants
 		if e := r.authorizationError(sc, def, g.provider, g.err); e != nil {
 			return e, nil
 		}
-		url, expires, err := r.conns.AuthorizationURL(ctx, org, project, sc.UserID, g.provider, g.scopes)
+		url, expires, err := r.authorizationURL(sc)(ctx, org, project, sc.UserID, g.provider, g.scopes)
 		if err != nil {
 			return r.authorizationError(sc, def, g.provider, err), nil
 		}
@@ -140,6 +143,18 @@ func (r *Runner) authorize(ctx context.Context, sc Scope, def Definition, grants
 			&AuthorizationRequest{Provider: g.provider, Scopes: missing, URL: url, StateExpiresAt: expires.UTC()}
 	}
 	return nil, nil
+}
+
+// authorizationURL is how the link for sc is made: an application's link
+// when a service key asked (or the platform itself) and the source makes
+// them, else the user's own.
+func (r *Runner) authorizationURL(sc Scope) func(ctx context.Context, org, project, user, provider string, scopes []string) (string, time.Time, error) {
+	if t := sc.Actor.PrincipalType; t == auth.TypeServiceKey || t == auth.TypeSystem {
+		if a, ok := r.conns.(AppLinks); ok {
+			return a.AppAuthorizationURL
+		}
+	}
+	return r.conns.AuthorizationURL
 }
 
 // authorizationError classifies an error of the connection source: nil for

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/toolrunner"
 )
@@ -206,6 +207,43 @@ func TestAuthorization(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "connection unusable") {
 		t.Fatalf("the unreachable provider was not logged: %s", e.logs.String())
+	}
+}
+
+// TestAuthorizationLinkByPrincipal: the link of an AUTHORIZATION_REQUIRED
+// answer is the user's own (it needs the user's platform session) unless a
+// service key asked (an application acting for its end users) or the
+// platform itself.
+func TestAuthorizationLinkByPrincipal(t *testing.T) {
+	e := newEnv(t, nil)
+	tests := []struct {
+		principalType string
+		app           bool
+	}{
+		{auth.TypeAPIKey, false},
+		{auth.TypeAccount, false},
+		{auth.TypePlatformAdmin, false},
+		{auth.TypeServiceKey, true},
+		{auth.TypeSystem, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.principalType, func(t *testing.T) {
+			e.src.mu.Lock()
+			e.src.issued = nil
+			e.src.mu.Unlock()
+			sc := e.sc
+			sc.UserID = "u-none"
+			sc.Actor = toolrunner.Actor{PrincipalID: "p", PrincipalType: tc.principalType}
+			res, err := e.runner.Execute(context.Background(), sc, "TestKit.NeedsAuth", nil)
+			if err != nil || res.Authorization == nil {
+				t.Fatalf("%+v %v", res, err)
+			}
+			e.src.mu.Lock()
+			defer e.src.mu.Unlock()
+			if len(e.src.issued) != 1 || e.src.issued[0].app != tc.app || e.src.issued[0].url != res.Authorization.URL {
+				t.Fatalf("issued %+v, want app %v", e.src.issued, tc.app)
+			}
+		})
 	}
 }
 

@@ -49,12 +49,22 @@ type ConnectionSource interface {
 	// ConnectionStatus reports the stored connection without refreshing it;
 	// it never fails.
 	ConnectionStatus(org, project, user, provider string) (connected bool, scopes []string)
-	// AuthorizationURL starts the authorization-code flow for the user,
-	// asking for scopes merged with what the user already granted; an error
-	// wrapping oauthflow.ErrNoProvider when the organization has no such
-	// provider. Whoever holds the URL can attach their account to the user:
-	// it is handed to the caller only, never logged nor recorded.
+	// AuthorizationURL makes the link that starts the authorization-code
+	// flow for the user, asking for scopes merged with what the user
+	// already granted; an error wrapping oauthflow.ErrNoProvider when the
+	// organization has no such provider. The link is for the user
+	// themself (the control plane's needs a browser signed in as the
+	// user); it is handed to the caller only, never logged nor recorded.
 	AuthorizationURL(ctx context.Context, org, project, user, provider string, scopes []string) (url string, stateExpiresAt time.Time, err error)
+}
+
+// AppLinks is a ConnectionSource that makes links for an application
+// acting for its end users (a project's service key), who have no platform
+// credentials: AppAuthorizationURL is AuthorizationURL without the need of
+// the user's platform session; the application answers for who opens the
+// link. The runner uses it for executions asked by a service key.
+type AppLinks interface {
+	AppAuthorizationURL(ctx context.Context, org, project, user, provider string, scopes []string) (url string, stateExpiresAt time.Time, err error)
 }
 
 // EventPublisher stores an event in the stream.

@@ -111,6 +111,8 @@ type issued struct {
 	user, provider, url, nonce string
 	scopes                     []string
 	expires                    time.Time
+	// app: made by AppAuthorizationURL (an application's link).
+	app bool
 }
 
 func newSources() *sources {
@@ -158,7 +160,15 @@ func (s *sources) ConnectionStatus(_, _, user, provider string) (bool, []string)
 	return false, slices.Clone(s.broken[user+"/"+provider])
 }
 
-func (s *sources) AuthorizationURL(_ context.Context, _, _, user, provider string, scopes []string) (string, time.Time, error) {
+func (s *sources) AuthorizationURL(ctx context.Context, org, project, user, provider string, scopes []string) (string, time.Time, error) {
+	return s.link(user, provider, scopes, false)
+}
+
+func (s *sources) AppAuthorizationURL(ctx context.Context, org, project, user, provider string, scopes []string) (string, time.Time, error) {
+	return s.link(user, provider, scopes, true)
+}
+
+func (s *sources) link(user, provider string, scopes []string, app bool) (string, time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.urlErr != nil {
@@ -168,7 +178,7 @@ func (s *sources) AuthorizationURL(_ context.Context, _, _, user, provider strin
 		return "", time.Time{}, fmt.Errorf("%s: %w", provider, oauthflow.ErrNoProvider)
 	}
 	asked := oauthflow.MergeScopes(s.conns[user+"/"+provider].Scopes, scopes)
-	is := issued{user: user, provider: provider, nonce: uuid.NewString(), scopes: slices.Clone(scopes), expires: time.Now().Add(10 * time.Minute)}
+	is := issued{user: user, provider: provider, nonce: uuid.NewString(), scopes: slices.Clone(scopes), expires: time.Now().Add(10 * time.Minute), app: app}
 	is.url = "https://idp.test/authorize?client_id=cid&scope=" + strings.Join(asked, "+") + "&state=" + is.nonce
 	s.issued = append(s.issued, is)
 	return is.url, is.expires, nil

@@ -261,7 +261,7 @@ func adminUsage(w io.Writer) {
 	fmt.Fprintln(w, "  logs ORG [--project P] [--action A] [--source S] [--resource-type R] [--limit N] [--all] [--format table|json]")
 	fmt.Fprintln(w, "\nprovider create|patch read the AuthProvider JSON from --file (- for standard input):")
 	fmt.Fprintln(w, `  {"id": "google", "type": "google", "client_id": "…", "client_secret": "…", "api_base_url": "…"}`)
-	fmt.Fprintln(w, "connection authorize prints the URL that the user opens to connect (valid 10 minutes, once).")
+	fmt.Fprintln(w, "connection authorize prints the link that the user opens in their browser to connect (valid 10 minutes; a link asked for a user continues only in a browser signed in as that user).")
 	fmt.Fprintln(w, "\nRequests carry X-Auditrail-Source: CLI, so the audit log shows where a change came from.")
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/linkbrowser"
 	"github.com/auditrail/auditrail/internal/ferret"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 )
@@ -337,9 +338,10 @@ func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demo
 }
 
 // demoConnect runs the authorization-code flow for the demo user, asking
-// for scopes (merged with the provider's defaults): the
-// authorize route's URL, the emulator's redirect, and the callback, which
-// the platform answers in process (it does not listen yet).
+// for scopes (merged with the provider's defaults) as a browser does: the
+// authorize route's link (the platform's start page; asked as the platform
+// itself, it needs no sign-in), Continue, the emulator's redirect, and the
+// callback. The platform answers in process (it does not listen yet).
 func demoConnect(ctx context.Context, app *fiber.App, call demoCall, authorizePath string, scopes []string, publicURL string) error {
 	body := map[string]any{}
 	if len(scopes) > 0 {
@@ -353,32 +355,38 @@ func demoConnect(ctx context.Context, app *fiber.App, call demoCall, authorizePa
 	if start == "" {
 		return errors.New("no authorization URL")
 	}
-	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if strings.HasPrefix(req.URL.String(), publicURL) {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
-	req, err := http.NewRequestWithContext(ctx, "GET", start, nil)
+	pub, err := url.Parse(publicURL)
 	if err != nil {
 		return err
 	}
-	resp, err := client.Do(req)
+	b := linkbrowser.New(inProcess{app: app, host: pub.Host, next: http.DefaultTransport})
+	defer b.HTTP.CloseIdleConnections()
+	done, err := b.Connect(ctx, start, "")
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
-	cb, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || resp.StatusCode != http.StatusFound || !strings.HasPrefix(cb.String(), publicURL) {
-		return fmt.Errorf("the provider answered %d, not a redirect to the callback", resp.StatusCode)
-	}
-	done, err := app.Test(httptest.NewRequest("GET", cb.RequestURI(), nil), 30_000)
-	if err != nil {
-		return err
-	}
-	done.Body.Close()
-	if done.StatusCode != http.StatusOK {
-		return fmt.Errorf("the callback answered %d", done.StatusCode)
+	if done.Status != http.StatusOK {
+		return fmt.Errorf("the callback answered %d", done.Status)
 	}
 	return nil
+}
+
+// inProcess sends the requests for the platform's own host to app, the
+// others on to next.
+type inProcess struct {
+	app  *fiber.App
+	host string
+	next http.RoundTripper
+}
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != t.host {
+		return t.next.RoundTrip(req)
+	}
+	resp, err := t.app.Test(req, 30_000)
+	if err != nil {
+		return nil, err
+	}
+	resp.Request = req
+	return resp, nil
 }

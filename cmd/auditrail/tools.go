@@ -15,6 +15,7 @@ import (
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/oauthflow"
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -60,9 +61,12 @@ func useOAuth(admin *controlplane.Service, publicURL string, guard *egress.Guard
 	}
 	cfg := oauthflow.DefaultConfig()
 	cfg.RedirectURL = redirect
-	cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	// Whatever client it is given, the flow follows no redirect of a token
+	// endpoint and those of the others on their own host only, and caps
+	// every answer (provhttp).
+	cfg.HTTPClient = provhttp.Client(&http.Transport{
 		DialContext: guard.Dialer(net.Dialer{Timeout: 10 * time.Second}).DialContext, Proxy: nil,
-		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 20 * time.Second, MaxIdleConnsPerHost: 4}}
+		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 20 * time.Second, MaxIdleConnsPerHost: 4}, 30*time.Second, 1<<20)
 	return admin.ConfigureOAuth(cfg)
 }
 
@@ -150,6 +154,10 @@ func newHookProxy(admin *controlplane.Service, guard *egress.Guard, log *slog.Lo
 	admin.UseHookMonitor(hookMonitor{proxy})
 	return proxy
 }
+
+// The control plane makes application links for service-key executions
+// (whose end users have no platform session to sign in with).
+var _ toolrunner.AppLinks = (*controlplane.Service)(nil)
 
 // newToolRunner wires the runner: the registered toolkits, the hook proxy,
 // the control plane's hooks, secrets and connections, the event publisher.

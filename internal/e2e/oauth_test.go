@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/linkbrowser"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -93,7 +93,9 @@ type platform struct {
 	toolToken      sync.Map // access tokens the tools received
 	secretsMu      sync.Mutex
 	secrets        map[string]string // value → what it is
-	browser        *http.Client      // no redirects, a cookie jar
+	browser        *http.Client      // web's: no redirects, a cookie jar
+	web            *linkbrowser.Browser
+	keys           map[string]string // API keys by user
 	svcConnections *controlplane.Service
 }
 
@@ -251,9 +253,9 @@ func newPlatform(t *testing.T) *platform {
 	toolrunner.NewServer(runner, access, httpx.TrustedProxies{}).Register(trApp)
 	p.trURL = serve(t, trApp)
 
-	jar, _ := cookiejar.New(nil)
-	p.browser = &http.Client{Timeout: 10 * time.Second, Jar: jar,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	p.web = linkbrowser.New(nil)
+	p.browser = p.web.HTTP
+	t.Cleanup(p.browser.CloseIdleConnections)
 
 	// The organization, its users and its provider, through the admin API.
 	p.org = p.must(201, "POST", "/api/v1/orgs", bootKey, map[string]any{"name": "acme"})["id"].(string)
@@ -268,6 +270,7 @@ func newPlatform(t *testing.T) *platform {
 		return k
 	}
 	p.alice, p.bob, p.carol = keyOf("alice"), keyOf("bob"), keyOf("carol")
+	p.keys = map[string]string{"alice": p.alice, "bob": p.bob, "carol": p.carol}
 	p.must(201, "POST", "/api/v1/orgs/"+p.org+"/auth_providers", p.alice, map[string]any{"id": "google", "type": "google",
 		"client_id": clientID, "client_secret": clientSecret, "authorize_url": p.emuURL + "/authorize", "token_url": p.emuURL + "/token",
 		"revoke_url": p.emuURL + "/revoke", "userinfo_url": p.emuURL + "/userinfo", "scopes_default": []string{"openid", "email"}})
@@ -361,30 +364,50 @@ func (p *platform) execute(t *testing.T, name string) result {
 }
 
 // authorizationRequired checks the answer asks for scopes of google and
-// returns its URL (a state is in it).
+// returns its URL: the platform's start page (a ticket is in it).
 func (p *platform) authorizationRequired(t *testing.T, r result, scopes ...string) string {
 	t.Helper()
 	if r.Success || r.Error == nil || r.Error.Kind != toolrunner.KindAuthorization || !r.Error.CanRetry || r.Authorization == nil {
 		t.Fatalf("want AUTHORIZATION_REQUIRED, got %+v", r)
 	}
 	a := r.Authorization
-	if a.Provider != "google" || !slices.Equal(a.Scopes, scopes) || !strings.HasPrefix(a.URL, p.emuURL+"/authorize?") ||
+	if a.Provider != "google" || !slices.Equal(a.Scopes, scopes) || !strings.HasPrefix(a.URL, p.cpURL+"/api/v1/oauth/start/") ||
 		a.StateExpiresAt.Before(time.Now().Add(9*time.Minute)) || a.StateExpiresAt.After(time.Now().Add(11*time.Minute)) {
 		t.Fatalf("authorization %+v, want google %v", a, scopes)
 	}
-	u, _ := url.Parse(a.URL)
-	p.seen("a state", u.Query().Get("state"))
 	p.seen("an authorization URL", a.URL)
 	return a.URL
 }
 
+// begin opens a start link in the browser, signed in with key when the
+// page asks, and clicks Continue: the provider's authorization URL.
+func (p *platform) begin(t *testing.T, startURL, key string) string {
+	t.Helper()
+	authURL, err := p.web.Continue(context.Background(), startURL, key)
+	if err != nil || !strings.HasPrefix(authURL, p.emuURL+"/authorize?") {
+		t.Fatalf("start page: %q %v", authURL, err)
+	}
+	u, _ := url.Parse(authURL)
+	p.seen("a state", u.Query().Get("state"))
+	p.seen("an authorization URL", authURL)
+	return authURL
+}
+
 var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// consent opens the authorization URL in the browser, chooses the account
-// and allows; it returns where the provider sends the browser back.
-func (p *platform) consent(t *testing.T, authURL, account string) string {
+// consent goes through the start link in the browser (signed in as the
+// user of key), chooses the account at the provider and allows; it returns
+// where the provider sends the browser back.
+func (p *platform) consent(t *testing.T, startURL, key, account string) string {
 	t.Helper()
-	resp, err := p.browser.Get(authURL)
+	return p.consentAt(t, p.browser, p.begin(t, startURL, key), account)
+}
+
+// consentAt is a browser at the provider's authorization URL, allowing as
+// account.
+func (p *platform) consentAt(t *testing.T, browser *http.Client, authURL, account string) string {
+	t.Helper()
+	resp, err := browser.Get(authURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +417,7 @@ func (p *platform) consent(t *testing.T, authURL, account string) string {
 	if resp.StatusCode != 200 || m == nil || !strings.Contains(string(page), "Allow") {
 		t.Fatalf("consent page: %d %s", resp.StatusCode, page)
 	}
-	resp, err = p.browser.PostForm(authURL, url.Values{"csrf": {string(m[1])}, "user": {account}, "decision": {"allow"}})
+	resp, err = browser.PostForm(authURL, url.Values{"csrf": {string(m[1])}, "user": {account}, "decision": {"allow"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,13 +509,49 @@ func TestE2EOAuth(t *testing.T) {
 	p := newPlatform(t)
 	var firstCallback, bobCallback string
 
+	step(t, "a link carried to another browser connects nothing", func(t *testing.T) {
+		// bob's tool call asks him to connect; the link reaches carol.
+		link := p.authorizationRequired(t, p.execute(t, "E2E.WhoAmI"), scopeRead)
+		ctx := context.Background()
+		carol := linkbrowser.New(nil)
+		defer carol.HTTP.CloseIdleConnections()
+		page, err := carol.Get(ctx, link)
+		if err != nil || page.Status != 200 || page.Continue != "" || !strings.Contains(page.Body, "This link was made for user bob") {
+			t.Fatalf("start page in carol's browser: %d %v", page.Status, err)
+		}
+		if page, err = carol.SignIn(ctx, link, p.carol); !errors.Is(err, linkbrowser.ErrUnexpected) || page.Status != 403 {
+			t.Fatalf("carol signs in on bob's link: %d %v", page.Status, err)
+		}
+		if _, err := carol.Continue(ctx, link, ""); !errors.Is(err, linkbrowser.ErrUnexpected) {
+			t.Fatalf("carol continues bob's link: %v", err)
+		}
+		// bob continues, and the provider's page is carried to carol, who
+		// consents with her account: the callback in her browser is refused.
+		authURL := p.begin(t, link, p.bob)
+		cb := p.consentAt(t, carol.HTTP, authURL, "u-carol")
+		page, err = carol.Get(ctx, cb)
+		if err != nil || page.Status != 400 || !strings.Contains(page.Body, "started in another browser") || !strings.Contains(page.Body, "Nothing was connected") {
+			t.Fatalf("callback in carol's browser: %d %v %s", page.Status, err, page.Body)
+		}
+		if items, _ := p.connections(t, "bob", p.bob); len(items) != 0 {
+			t.Fatalf("bob is connected: %+v", items)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if n := len(p.connectionEvents(t)); n != 0 || p.emu.Stats().CodeGrants != 0 {
+			t.Fatalf("%d connection events, %d codes exchanged", n, p.emu.Stats().CodeGrants)
+		}
+		if r := p.execute(t, "E2E.WhoAmI"); r.Success {
+			t.Fatalf("bob's tool ran with carol's account: %+v", r)
+		}
+	})
+
 	step(t, "a full flow", func(t *testing.T) {
 		authURL := p.authorizationRequired(t, p.execute(t, "E2E.WhoAmI"), scopeRead)
 		if items, _ := p.connections(t, "bob", p.bob); len(items) != 0 {
 			t.Fatalf("connected before consenting: %+v", items)
 		}
-		firstCallback = p.consent(t, authURL, "u-bob")
-		if st, body := p.open(t, firstCallback); st != 200 || !strings.Contains(body, "Connected to google. You can close this window.") {
+		firstCallback = p.consent(t, authURL, p.bob, "u-bob")
+		if st, body := p.open(t, firstCallback); st != 200 || !strings.Contains(body, "Connected to google as Bob &lt;bob@corp.example&gt;, for platform user bob. You can close this window.") {
 			t.Fatalf("callback: %d %s", st, body)
 		}
 		r := p.execute(t, "E2E.WhoAmI")
@@ -502,12 +561,13 @@ func TestE2EOAuth(t *testing.T) {
 	})
 
 	step(t, "a missing scope asks incrementally", func(t *testing.T) {
-		authURL := p.authorizationRequired(t, p.execute(t, "E2E.WhoAmIWrite"), scopeWrite)
+		link := p.authorizationRequired(t, p.execute(t, "E2E.WhoAmIWrite"), scopeWrite)
+		authURL := p.begin(t, link, p.bob)
 		u, _ := url.Parse(authURL)
 		if asked := strings.Fields(u.Query().Get("scope")); !slices.Contains(asked, scopeRead) || !slices.Contains(asked, scopeWrite) {
 			t.Fatalf("the URL asks for %v, want what was granted and %s", asked, scopeWrite)
 		}
-		bobCallback = p.consent(t, authURL, "u-bob")
+		bobCallback = p.consentAt(t, p.browser, authURL, "u-bob")
 		if st, body := p.open(t, bobCallback); st != 200 || !strings.Contains(body, "Connected to google") {
 			t.Fatalf("callback: %d %s", st, body)
 		}
@@ -561,9 +621,7 @@ func TestE2EOAuth(t *testing.T) {
 		authorize := func(user, key string) string {
 			u := p.must(200, "POST", "/api/v1/orgs/"+p.org+"/projects/"+p.project+"/users/"+user+"/connections/google/authorize", key,
 				map[string]any{"scopes": []string{scopeRead}})["url"].(string)
-			q, _ := url.Parse(u)
 			p.seen("an authorization URL", u)
-			p.seen("a state", q.Query().Get("state"))
 			return u
 		}
 		carolAuth := authorize("carol", p.carol)
@@ -572,12 +630,14 @@ func TestE2EOAuth(t *testing.T) {
 			url  func(t *testing.T) string
 			says string
 		}{
-			{"replayed", func(*testing.T) string { return bobCallback }, "already used"},
+			// The callback spent the browser's bind cookie (the state's
+			// nonce is spent too: controlplane's tests replay with the cookie).
+			{"replayed", func(*testing.T) string { return bobCallback }, "Nothing was connected"},
 			{"forged", func(*testing.T) string {
 				return callback + url.Values{"code": {codeOf(firstCallback)}, "state": {base64.RawURLEncoding.EncodeToString(forged)}}.Encode()
 			}, "Invalid authorization request"},
 			{"expired", func(t *testing.T) string {
-				cb := p.consent(t, authorize("bob", p.bob), "u-bob")
+				cb := p.consent(t, authorize("bob", p.bob), p.bob, "u-bob")
 				t.Cleanup(p.clock.Reset)
 				p.clock.Advance(11 * time.Minute)
 				return cb
@@ -585,8 +645,8 @@ func TestE2EOAuth(t *testing.T) {
 			{"cross-user", func(t *testing.T) string {
 				// bob's code with carol's state: carol's PKCE verifier does
 				// not fit the challenge of bob's flow.
-				bobCB := p.consent(t, authorize("bob", p.bob), "u-bob")
-				carolCB := p.consent(t, carolAuth, "u-carol")
+				bobCB := p.consent(t, authorize("bob", p.bob), p.bob, "u-bob")
+				carolCB := p.consent(t, carolAuth, p.carol, "u-carol")
 				return callback + url.Values{"code": {codeOf(bobCB)}, "state": {stateOf(carolCB)}}.Encode()
 			}, "refused this authorization code"},
 		}

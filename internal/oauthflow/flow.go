@@ -1,8 +1,11 @@
 package oauthflow
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +22,8 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/oauth2"
+
+	"github.com/auditrail/auditrail/internal/provhttp"
 )
 
 var (
@@ -38,12 +44,24 @@ var (
 	ErrInvalidConfig = errors.New("invalid oauthflow config")
 )
 
-// stateKey is the sealer key (additional data) of states: a sealed
-// connection or secret cannot pass for a state.
-const stateKey = "oauth-state"
+// stateKey and ticketKey are the sealer keys (additional data) of states
+// and start tickets: a sealed connection, secret or session cannot pass
+// for either, nor one for the other.
+const (
+	stateKey  = "oauth-state"
+	ticketKey = "oauth-start-ticket"
+)
 
-// maxState bounds the state accepted by OpenState.
+// maxState bounds the state and the ticket accepted by OpenState and
+// OpenTicket.
 const maxState = 4096
+
+// maxAnswer caps a token, revoke or userinfo answer: the largest real ones
+// are a few KiB (an id_token included).
+const maxAnswer = 1 << 20
+
+// bindLen is the length of a browser binding before encoding.
+const bindLen = 32
 
 // Sealer is controlplane.Sealer (AES-256-GCM; key = additional data).
 type Sealer interface {
@@ -58,16 +76,22 @@ type Config struct {
 	// StateTTL is how long a started flow may be completed (default 10m).
 	StateTTL time.Duration
 	// HTTPClient makes the token, revoke and userinfo calls; the caller
-	// passes an egress-guarded one.
+	// passes an egress-guarded one. Its Transport and Timeout are used;
+	// whatever its CheckRedirect, the flow follows no redirect of a token
+	// endpoint, those of the revoke and userinfo endpoints on their own
+	// host only, and caps every answer at 1 MiB (provhttp).
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
 // DefaultConfig has a 10-minute state, a client with a 15 s timeout and
-// time.Now; RedirectURL must still be set.
+// time.Now; RedirectURL must still be set. Whatever client is configured,
+// the flow never follows a redirect of the token endpoint, follows those
+// of the revoke and userinfo endpoints only on their own host, and caps
+// every answer (see New).
 func DefaultConfig() Config {
-	return Config{StateTTL: 10 * time.Minute, HTTPClient: &http.Client{Timeout: 15 * time.Second}, Now: time.Now}
+	return Config{StateTTL: 10 * time.Minute, HTTPClient: provhttp.Client(nil, 15*time.Second, maxAnswer), Now: time.Now}
 }
 
 // Validate reports the first problem of the config.
@@ -128,6 +152,25 @@ func (p Provider) validate() error {
 	return nil
 }
 
+// Ticket is what a start link carries (sealed, in the URL of the
+// platform's start page): whose connection to which provider, with which
+// scopes, until when, and who asked for it. It starts nothing by itself:
+// Start turns it into a state, once per click of the start page, so it is
+// not single use (the state's nonce is).
+type Ticket struct {
+	Nonce    string    `json:"n"`
+	Org      uuid.UUID `json:"o"`
+	Project  uuid.UUID `json:"p"`
+	User     string    `json:"u"`
+	Provider string    `json:"pr"`
+	Scopes   []string  `json:"s"`
+	// ByApp: an application asked for it (a project's service key, or the
+	// platform itself), acting for an end user who has no platform
+	// credentials: no platform session of User can be required.
+	ByApp     bool      `json:"a,omitempty"`
+	ExpiresAt time.Time `json:"e"`
+}
+
 // State is what the sealed state parameter carries through the provider.
 type State struct {
 	Nonce     string    `json:"n"`
@@ -138,6 +181,38 @@ type State struct {
 	Scopes    []string  `json:"s"`
 	Verifier  string    `json:"v"`
 	ExpiresAt time.Time `json:"e"`
+	// Bind is SHA-256 of the browser binding that Start was given (the
+	// value of a cookie of the browser that clicked the start page):
+	// the callback completes the flow only in that browser (BoundTo).
+	Bind []byte `json:"b"`
+}
+
+// NewBinding returns a fresh browser binding: 32 random bytes, base64url,
+// for a cookie of the browser that starts a flow.
+func NewBinding() string {
+	b := make([]byte, bindLen)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// bindHash is SHA-256 of a binding's bytes; false when it is not one.
+func bindHash(binding string) ([]byte, bool) {
+	if len(binding) != base64.RawURLEncoding.EncodedLen(bindLen) {
+		return nil, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(binding)
+	if err != nil || len(b) != bindLen {
+		return nil, false
+	}
+	sum := sha256.Sum256(b)
+	return sum[:], true
+}
+
+// BoundTo reports, in constant time, whether binding is the one the flow
+// was started with; false for an empty or malformed binding.
+func (st State) BoundTo(binding string) bool {
+	h, ok := bindHash(binding)
+	return ok && len(st.Bind) == sha256.Size && subtle.ConstantTimeCompare(h, st.Bind) == 1
 }
 
 // Token is a provider's token answer.
@@ -163,6 +238,11 @@ type Flow struct {
 	cfg    Config
 	sealer Sealer
 
+	// token makes the token endpoint's calls (no redirect followed, the
+	// answer read whole within maxAnswer); api the revoke and userinfo
+	// calls (redirects on the same host only, answers capped).
+	token, api *http.Client
+
 	mu      sync.Mutex
 	configs map[configKey]*oauth2.Config // keeps x/oauth2's auth-style cache per provider
 }
@@ -180,7 +260,46 @@ func New(cfg Config, sealer Sealer) (*Flow, error) {
 	if sealer == nil {
 		return nil, fmt.Errorf("%w: a sealer is required", ErrInvalidConfig)
 	}
-	return &Flow{cfg: cfg, sealer: sealer, configs: map[configKey]*oauth2.Config{}}, nil
+	base := cfg.HTTPClient.Transport
+	token := &http.Client{Transport: &readWhole{provhttp.LimitBody(base, maxAnswer)}, Timeout: cfg.HTTPClient.Timeout,
+		CheckRedirect: refuseRedirects}
+	api := &http.Client{Transport: provhttp.LimitBody(base, maxAnswer), Timeout: cfg.HTTPClient.Timeout,
+		CheckRedirect: provhttp.CheckRedirect}
+	return &Flow{cfg: cfg, sealer: sealer, token: token, api: api, configs: map[configKey]*oauth2.Config{}}, nil
+}
+
+// refuseRedirects is the token client's CheckRedirect: a token request
+// carries the client secret, a code and its verifier or a refresh token in
+// its body, which a 307 or 308 would send on; a token endpoint has no
+// reason to redirect.
+func refuseRedirects(req *http.Request, via []*http.Request) error {
+	return fmt.Errorf("%w: the token endpoint %s answered a redirect (to %s://%s), which is never followed",
+		provhttp.ErrRedirect, via[0].URL.Host, req.URL.Scheme, req.URL.Host)
+}
+
+// readWhole reads a token answer whole in the round trip, so that one
+// longer than the cap fails the call with provhttp.ErrBodyTooLarge
+// (x/oauth2 would read a prefix and report it unparsable).
+type readWhole struct{ base http.RoundTripper }
+
+func (t *readWhole) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}
+
+func (t *readWhole) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 // oauthConfig is the x/oauth2 config of a provider, reused across calls so
@@ -206,38 +325,114 @@ func (f *Flow) oauthConfig(p Provider) *oauth2.Config {
 }
 
 func (f *Flow) ctx(ctx context.Context) context.Context {
-	return context.WithValue(ctx, oauth2.HTTPClient, f.cfg.HTTPClient)
+	return context.WithValue(ctx, oauth2.HTTPClient, f.token)
 }
 
-// Start begins a flow for the user: the scopes asked are the provider's
-// defaults merged with scopes; the state is sealed and expires after
-// StateTTL; PKCE S256; offline access (and, for Google, incremental
+func newNonce() string {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(nonce)
+}
+
+// NewTicket makes the start ticket of a flow for the user: the scopes
+// asked are the provider's defaults merged with scopes; it is sealed and
+// expires after StateTTL. byApp says an application asked (Ticket.ByApp).
+// It returns the sealed ticket (base64url, for a URL path) and the ticket.
+func (f *Flow) NewTicket(p Provider, org, project uuid.UUID, user string, scopes []string, byApp bool) (string, Ticket, error) {
+	p = p.WithDefaults()
+	if err := p.validate(); err != nil {
+		return "", Ticket{}, err
+	}
+	t := Ticket{Nonce: newNonce(), Org: org, Project: project, User: user, Provider: p.ID,
+		Scopes: MergeScopes(p.ScopesDefault, scopes), ByApp: byApp,
+		ExpiresAt: f.cfg.Now().Add(f.cfg.StateTTL).UTC().Truncate(time.Second)}
+	sealed, err := f.seal(ticketKey, t)
+	if err != nil {
+		return "", Ticket{}, err
+	}
+	return sealed, t, nil
+}
+
+// OpenTicket opens a start ticket: ErrStateInvalid unless this platform
+// sealed it as a ticket, ErrStateExpired after its time.
+func (f *Flow) OpenTicket(ticket string) (Ticket, error) {
+	var t Ticket
+	if err := f.open(ticketKey, ticket, &t); err != nil {
+		return Ticket{}, err
+	}
+	if t.Nonce == "" || t.Provider == "" || t.User == "" || t.ExpiresAt.IsZero() {
+		return Ticket{}, ErrStateInvalid
+	}
+	if !f.cfg.Now().Before(t.ExpiresAt) {
+		return Ticket{}, ErrStateExpired
+	}
+	return t, nil
+}
+
+func (f *Flow) seal(key string, v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("oauthflow: encode %s: %w", key, err)
+	}
+	sealed, err := f.sealer.Seal(key, b)
+	if err != nil {
+		return "", fmt.Errorf("oauthflow: seal %s: %w", key, err)
+	}
+	return base64.RawURLEncoding.EncodeToString(sealed), nil
+}
+
+// open opens what seal made under key into v; ErrStateInvalid for
+// anything else.
+func (f *Flow) open(key, s string, v any) error {
+	if s == "" || len(s) > maxState {
+		return ErrStateInvalid
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return ErrStateInvalid
+	}
+	b, err := f.sealer.Open(key, sealed)
+	if err != nil {
+		return ErrStateInvalid
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return ErrStateInvalid
+	}
+	return nil
+}
+
+// Start begins the flow of a ticket in the browser that holds binding
+// (NewBinding; the caller sets it as a cookie of that browser): a fresh
+// single-use state, sealed, expiring with the ticket, carrying the
+// binding's hash; PKCE S256; offline access (and, for Google, incremental
 // authorization with a consent prompt so that a refresh token comes back).
 // It returns the provider's authorization URL and the state it carries.
-func (f *Flow) Start(p Provider, org, project uuid.UUID, user string, scopes []string) (string, State, error) {
+func (f *Flow) Start(p Provider, t Ticket, binding string) (string, State, error) {
 	p = p.WithDefaults()
 	if err := p.validate(); err != nil {
 		return "", State{}, err
 	}
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24+)
+	if t.Provider != p.ID {
+		return "", State{}, fmt.Errorf("%w: ticket is for provider %q, not %q", ErrStateInvalid, t.Provider, p.ID)
+	}
+	bind, ok := bindHash(binding)
+	if !ok {
+		return "", State{}, fmt.Errorf("%w: malformed browser binding", ErrStateInvalid)
+	}
 	st := State{
-		Nonce:     base64.RawURLEncoding.EncodeToString(nonce),
-		Org:       org,
-		Project:   project,
-		User:      user,
+		Nonce:     newNonce(),
+		Org:       t.Org,
+		Project:   t.Project,
+		User:      t.User,
 		Provider:  p.ID,
-		Scopes:    MergeScopes(p.ScopesDefault, scopes),
+		Scopes:    slices.Clone(t.Scopes),
 		Verifier:  oauth2.GenerateVerifier(),
-		ExpiresAt: f.cfg.Now().Add(f.cfg.StateTTL).UTC().Truncate(time.Second),
+		ExpiresAt: t.ExpiresAt,
+		Bind:      bind,
 	}
-	b, err := json.Marshal(st)
+	sealed, err := f.seal(stateKey, st)
 	if err != nil {
-		return "", State{}, fmt.Errorf("oauthflow: encode state: %w", err)
-	}
-	sealed, err := f.sealer.Seal(stateKey, b)
-	if err != nil {
-		return "", State{}, fmt.Errorf("oauthflow: seal state: %w", err)
+		return "", State{}, err
 	}
 	c := oauth2.Config{ClientID: p.ClientID, Endpoint: oauth2.Endpoint{AuthURL: p.AuthorizeURL},
 		RedirectURL: f.cfg.RedirectURL, Scopes: st.Scopes}
@@ -245,7 +440,7 @@ func (f *Flow) Start(p Provider, org, project uuid.UUID, user string, scopes []s
 	if p.Type == TypeGoogle {
 		opts = append(opts, oauth2.SetAuthURLParam("include_granted_scopes", "true"), oauth2.SetAuthURLParam("prompt", "consent"))
 	}
-	return c.AuthCodeURL(base64.RawURLEncoding.EncodeToString(sealed), opts...), st, nil
+	return c.AuthCodeURL(sealed, opts...), st, nil
 }
 
 // RedirectURL is the flow's redirect URI (<public URL>/api/v1/oauth/callback).
@@ -254,22 +449,11 @@ func (f *Flow) RedirectURL() string { return f.cfg.RedirectURL }
 // OpenState opens a state from the callback: ErrStateInvalid unless it was
 // sealed by this platform's key as a state, ErrStateExpired after its time.
 func (f *Flow) OpenState(state string) (State, error) {
-	if state == "" || len(state) > maxState {
-		return State{}, ErrStateInvalid
-	}
-	sealed, err := base64.RawURLEncoding.DecodeString(state)
-	if err != nil {
-		return State{}, ErrStateInvalid
-	}
-	b, err := f.sealer.Open(stateKey, sealed)
-	if err != nil {
-		return State{}, ErrStateInvalid
-	}
 	var st State
-	if err := json.Unmarshal(b, &st); err != nil {
-		return State{}, ErrStateInvalid
+	if err := f.open(stateKey, state, &st); err != nil {
+		return State{}, err
 	}
-	if st.Nonce == "" || st.Verifier == "" || st.Provider == "" || st.User == "" || st.ExpiresAt.IsZero() {
+	if st.Nonce == "" || st.Verifier == "" || st.Provider == "" || st.User == "" || st.ExpiresAt.IsZero() || len(st.Bind) != sha256.Size {
 		return State{}, ErrStateInvalid
 	}
 	if !f.cfg.Now().Before(st.ExpiresAt) {
@@ -333,7 +517,7 @@ func (f *Flow) Revoke(ctx context.Context, p Provider, token string) error {
 	if p.ClientID != "" {
 		req.SetBasicAuth(url.QueryEscape(p.ClientID), url.QueryEscape(p.ClientSecret))
 	}
-	resp, err := f.cfg.HTTPClient.Do(req)
+	resp, err := f.api.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: revoke: %w", ErrProvider, err)
 	}
@@ -358,7 +542,7 @@ func (f *Flow) Userinfo(ctx context.Context, p Provider, accessToken string) (Ac
 	}
 	req.Header.Set("Authorization", "Bearer "+accessToken)
 	req.Header.Set("Accept", "application/json")
-	resp, err := f.cfg.HTTPClient.Do(req)
+	resp, err := f.api.Do(req)
 	if err != nil {
 		return Account{}, fmt.Errorf("%w: userinfo: %w", ErrProvider, err)
 	}
@@ -368,7 +552,9 @@ func (f *Flow) Userinfo(ctx context.Context, p Provider, accessToken string) (Ac
 		return Account{}, fmt.Errorf("%w: userinfo: status %d", ErrProvider, resp.StatusCode)
 	}
 	var a Account
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&a); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(&a); errors.Is(err, provhttp.ErrBodyTooLarge) {
+		return Account{}, fmt.Errorf("%w: userinfo: %w", ErrProvider, err)
+	} else if err != nil {
 		return Account{}, fmt.Errorf("%w: userinfo: undecodable answer", ErrProvider)
 	}
 	return a, nil

@@ -14,8 +14,10 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 
 	emu "github.com/auditrail/auditrail/internal/emulators/oauth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
@@ -130,11 +133,21 @@ func newEnv(t *testing.T, mod func(*emu.Config)) *env {
 	return e
 }
 
+// start is what the platform's start page does on a click: a ticket for
+// the user, turned into a flow bound to a fresh browser binding.
+func start(flow *oauthflow.Flow, p oauthflow.Provider, org, project uuid.UUID, user string, scopes []string) (string, oauthflow.State, error) {
+	_, t, err := flow.NewTicket(p, org, project, user, scopes, false)
+	if err != nil {
+		return "", oauthflow.State{}, err
+	}
+	return flow.Start(p, t, oauthflow.NewBinding())
+}
+
 // authorize starts a flow and follows the authorization URL (AutoApprove)
 // to the callback; it returns the state and the code.
 func (e *env) authorize(t *testing.T, user string, scopes ...string) (oauthflow.State, string) {
 	t.Helper()
-	u, st, err := e.flow.Start(e.provider, uuid.New(), uuid.New(), user, scopes)
+	u, st, err := start(e.flow, e.provider, uuid.New(), uuid.New(), user, scopes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +173,7 @@ func (e *env) authorize(t *testing.T, user string, scopes ...string) (oauthflow.
 func TestFullCodeFlow(t *testing.T) {
 	e := newEnv(t, nil)
 	org, project := uuid.New(), uuid.New()
-	authURL, st, err := e.flow.Start(e.provider, org, project, "user-1", []string{"docs.write"})
+	authURL, st, err := start(e.flow, e.provider, org, project, "user-1", []string{"docs.write"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +248,7 @@ func TestConsentPage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, func(c *emu.Config) { c.AutoApprove = false })
-			authURL, st, err := e.flow.Start(e.provider, uuid.New(), uuid.New(), "user-1", []string{"mail.read"})
+			authURL, st, err := start(e.flow, e.provider, uuid.New(), uuid.New(), "user-1", []string{"mail.read"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -452,7 +465,7 @@ func TestProviderUnreachable(t *testing.T) {
 
 func TestOpenStateRefuses(t *testing.T) {
 	e := newEnv(t, nil)
-	authURL, _, err := e.flow.Start(e.provider, uuid.New(), uuid.New(), "u", nil)
+	authURL, _, err := start(e.flow, e.provider, uuid.New(), uuid.New(), "u", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +539,7 @@ func TestStartURL(t *testing.T) {
 			e := newEnv(t, nil)
 			p := e.provider
 			p.Type = tt.typ
-			authURL, st, err := e.flow.Start(p, uuid.New(), uuid.New(), "u", []string{"extra", "email"})
+			authURL, st, err := start(e.flow, p, uuid.New(), uuid.New(), "u", []string{"extra", "email"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -556,7 +569,7 @@ func TestStartNonceUnique(t *testing.T) {
 	e := newEnv(t, nil)
 	seen := map[string]bool{}
 	for range 100 {
-		_, st, err := e.flow.Start(e.provider, uuid.New(), uuid.New(), "u", nil)
+		_, st, err := start(e.flow, e.provider, uuid.New(), uuid.New(), "u", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -623,7 +636,7 @@ func FuzzOpenState(f *testing.F) {
 	}
 	p := oauthflow.Provider{ID: "p", Type: oauthflow.TypeOAuth2, ClientID: "c",
 		Endpoints: oauthflow.Endpoints{AuthorizeURL: "https://a.example/auth", TokenURL: "https://a.example/token"}}
-	authURL, _, err := flow.Start(p, uuid.New(), uuid.New(), "u", []string{"x"})
+	authURL, _, err := start(flow, p, uuid.New(), uuid.New(), "u", []string{"x"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -699,4 +712,268 @@ func TestTokenAnswers(t *testing.T) {
 			tt.check(t, tok, e.clock.Now())
 		})
 	}
+}
+
+// A start ticket opens as what it was made of and as nothing else; the
+// state Start makes of it is bound to the browser binding it was given.
+func TestTicketAndBinding(t *testing.T) {
+	e := newEnv(t, nil)
+	org, project := uuid.New(), uuid.New()
+	sealed, tk, err := e.flow.NewTicket(e.provider, org, project, "user-1", []string{"docs.write"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.flow.OpenTicket(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Org != org || got.Project != project || got.User != "user-1" || got.Provider != "emu" || !got.ByApp ||
+		!slices.Equal(got.Scopes, []string{"docs.write", "email", "openid"}) || !got.ExpiresAt.Equal(e.clock.Now().Add(10*time.Minute)) {
+		t.Fatalf("ticket %+v", got)
+	}
+	if strings.Contains(sealed, tk.Nonce) || strings.Contains(sealed, "user-1") {
+		t.Fatal("the ticket is readable")
+	}
+	binding := oauthflow.NewBinding()
+	authURL, st, err := e.flow.Start(e.provider, got, binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(authURL)
+	state := u.Query().Get("state")
+	if strings.Contains(authURL, binding) || strings.Contains(authURL, sealed) {
+		t.Fatal("the authorization URL carries the binding or the ticket")
+	}
+	if st.Nonce == tk.Nonce || !st.ExpiresAt.Equal(tk.ExpiresAt) || !slices.Equal(st.Scopes, tk.Scopes) {
+		t.Fatalf("state %+v of ticket %+v", st, tk)
+	}
+	// Neither passes for the other.
+	if _, err := e.flow.OpenState(sealed); !errors.Is(err, oauthflow.ErrStateInvalid) {
+		t.Fatalf("a ticket opened as a state: %v", err)
+	}
+	if _, err := e.flow.OpenTicket(state); !errors.Is(err, oauthflow.ErrStateInvalid) {
+		t.Fatalf("a state opened as a ticket: %v", err)
+	}
+	opened, err := e.flow.OpenState(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := oauthflow.NewBinding()
+	tests := []struct {
+		name    string
+		binding string
+		want    bool
+	}{
+		{"the browser that started", binding, true},
+		{"another browser", other, false},
+		{"no cookie", "", false},
+		{"not base64", strings.Repeat("*", len(binding)), false},
+		{"short", binding[:20], false},
+		{"the hash itself", base64.RawURLEncoding.EncodeToString(opened.Bind), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := opened.BoundTo(tt.binding); got != tt.want {
+				t.Fatalf("BoundTo = %v", got)
+			}
+		})
+	}
+	if (oauthflow.State{}).BoundTo(binding) {
+		t.Fatal("a state without a binding accepts a browser")
+	}
+	// Start refuses another provider's ticket and a malformed binding.
+	p := e.provider
+	p.ID = "other"
+	if _, _, err := e.flow.Start(p, got, binding); !errors.Is(err, oauthflow.ErrStateInvalid) {
+		t.Fatalf("another provider's ticket: %v", err)
+	}
+	if _, _, err := e.flow.Start(e.provider, got, "x"); !errors.Is(err, oauthflow.ErrStateInvalid) {
+		t.Fatalf("malformed binding: %v", err)
+	}
+	// A state sealed without a binding (as before browser binding) is refused.
+	unbound, _ := e.sealer.Seal("oauth-state", []byte(`{"n":"x","u":"u","pr":"emu","v":"v","e":"2030-01-01T00:00:00Z"}`))
+	if _, err := e.flow.OpenState(base64.RawURLEncoding.EncodeToString(unbound)); !errors.Is(err, oauthflow.ErrStateInvalid) {
+		t.Fatalf("unbound state: %v", err)
+	}
+	e.clock.Add(10*time.Minute + time.Second)
+	if _, err := e.flow.OpenTicket(sealed); !errors.Is(err, oauthflow.ErrStateExpired) {
+		t.Fatalf("expired ticket: %v", err)
+	}
+}
+
+// receiver is another host: it records whatever reaches it.
+type receiver struct {
+	mu   sync.Mutex
+	got  []string
+	srv  *httptest.Server
+	hits int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.hits++
+		r.got = append(r.got, string(b)+" "+req.Header.Get("Authorization"))
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token":"stolen","token_type":"Bearer","sub":"x"}`)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) requests() (int, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hits, slices.Clone(r.got)
+}
+
+// Issue 18 point 6: the token endpoint's redirects are never followed (a
+// 307/308 would carry the client secret, the code and verifier or the
+// refresh token to wherever it points); the revoke and userinfo endpoints'
+// are followed on their own host only.
+func TestProviderRedirectsRefused(t *testing.T) {
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			e := newEnv(t, nil)
+			elsewhere := newReceiver(t)
+			var sameHost atomic.Int64
+			redir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/here" {
+					sameHost.Add(1)
+					w.WriteHeader(http.StatusOK)
+					return
+				}
+				target := elsewhere.srv.URL + r.URL.Path
+				if r.URL.Path == "/token-same" {
+					target = "/here"
+				}
+				http.Redirect(w, r, target, status)
+			}))
+			defer redir.Close()
+			st, code := e.authorize(t, "u")
+			tok, err := e.flow.Exchange(context.Background(), e.provider, st, code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := e.provider
+			p.TokenURL, p.RevokeURL, p.UserinfoURL = redir.URL+"/token", redir.URL+"/revoke", redir.URL+"/userinfo"
+			ctx := context.Background()
+			if _, err := e.flow.Refresh(ctx, p, tok.RefreshToken); !errors.Is(err, provhttp.ErrRedirect) || !errors.Is(err, oauthflow.ErrProvider) {
+				t.Fatalf("refresh through a redirect: %v", err)
+			}
+			st2, code2 := e.authorize(t, "u")
+			if _, err := e.flow.Exchange(ctx, p, st2, code2); !errors.Is(err, provhttp.ErrRedirect) {
+				t.Fatalf("exchange through a redirect: %v", err)
+			}
+			same := p
+			same.TokenURL = redir.URL + "/token-same"
+			if _, err := e.flow.Refresh(ctx, same, tok.RefreshToken); !errors.Is(err, provhttp.ErrRedirect) || sameHost.Load() != 0 {
+				t.Fatalf("refresh through a same-host redirect: %v (%d followed)", err, sameHost.Load())
+			}
+			if err := e.flow.Revoke(ctx, p, tok.RefreshToken); !errors.Is(err, provhttp.ErrRedirect) {
+				t.Fatalf("revoke through a redirect: %v", err)
+			}
+			if _, err := e.flow.Userinfo(ctx, p, tok.AccessToken); !errors.Is(err, provhttp.ErrRedirect) {
+				t.Fatalf("userinfo through a redirect: %v", err)
+			}
+			if n, got := elsewhere.requests(); n != 0 {
+				t.Fatalf("another host received %d requests: %q", n, got)
+			}
+		})
+	}
+}
+
+// bigBody answers n bytes of a JSON string, streamed (no Content-Length)
+// or declared; it counts what it could write.
+func bigBody(n int64, declare bool, written *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if declare {
+			w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		}
+		chunk := []byte(strings.Repeat(" ", 64<<10))
+		for sent := int64(0); sent < n; sent += int64(len(chunk)) {
+			k, err := w.Write(chunk)
+			written.Add(int64(k))
+			if err != nil {
+				return
+			}
+		}
+	})
+}
+
+// Issue 18 point 6: an endpoint answering 100 MiB fails the call with
+// provhttp.ErrBodyTooLarge once the cap is passed, instead of reading it.
+func TestProviderAnswersCapped(t *testing.T) {
+	const huge = 100 << 20
+	for _, declare := range []bool{false, true} {
+		t.Run(map[bool]string{false: "streamed", true: "declared"}[declare], func(t *testing.T) {
+			e := newEnv(t, nil)
+			var written atomic.Int64
+			srv := httptest.NewServer(bigBody(huge, declare, &written))
+			defer srv.Close()
+			st, code := e.authorize(t, "u")
+			p := e.provider
+			p.TokenURL, p.UserinfoURL = srv.URL+"/token", srv.URL+"/userinfo"
+			ctx := context.Background()
+			if _, err := e.flow.Exchange(ctx, p, st, code); !errors.Is(err, provhttp.ErrBodyTooLarge) || !errors.Is(err, oauthflow.ErrProvider) {
+				t.Fatalf("exchange of a huge answer: %v", err)
+			}
+			if _, err := e.flow.Refresh(ctx, p, "rt"); !errors.Is(err, provhttp.ErrBodyTooLarge) {
+				t.Fatalf("refresh of a huge answer: %v", err)
+			}
+			if _, err := e.flow.Userinfo(ctx, p, "at"); !errors.Is(err, provhttp.ErrBodyTooLarge) {
+				t.Fatalf("userinfo of a huge answer: %v", err)
+			}
+			srv.CloseClientConnections()
+			if w := written.Load(); w >= 3*huge/2 {
+				t.Fatalf("the server wrote %d bytes for three calls: the answers were read", w)
+			}
+		})
+	}
+}
+
+func FuzzOpenTicket(f *testing.F) {
+	s := newSealer(f)
+	cfg := oauthflow.DefaultConfig()
+	cfg.RedirectURL = "https://a.example/cb"
+	flow, err := oauthflow.New(cfg, s)
+	if err != nil {
+		f.Fatal(err)
+	}
+	p := oauthflow.Provider{ID: "p", Type: oauthflow.TypeOAuth2, ClientID: "c",
+		Endpoints: oauthflow.Endpoints{AuthorizeURL: "https://a.example/auth", TokenURL: "https://a.example/token"}}
+	ticket, _, err := flow.NewTicket(p, uuid.New(), uuid.New(), "u", []string{"x"}, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ticket, oauthflow.NewBinding())
+	f.Add("", "")
+	f.Add("AAAA", "AAAA")
+	f.Fuzz(func(t *testing.T, ticket, binding string) {
+		tk, err := flow.OpenTicket(ticket)
+		if err != nil {
+			if !errors.Is(err, oauthflow.ErrStateInvalid) && !errors.Is(err, oauthflow.ErrStateExpired) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		if tk.Nonce == "" || tk.User == "" || tk.Provider != "p" {
+			t.Fatalf("opened an incomplete ticket %+v", tk)
+		}
+		// Any binding the fuzzer finds either starts a bound flow or is refused.
+		_, st, err := flow.Start(p, tk, binding)
+		if err != nil {
+			if !errors.Is(err, oauthflow.ErrStateInvalid) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		if !st.BoundTo(binding) || st.BoundTo(oauthflow.NewBinding()) {
+			t.Fatalf("binding %q not bound", binding)
+		}
+	})
 }
