@@ -160,10 +160,49 @@ func columnExists(stmt string, err error) bool {
 	return strings.Contains(strings.ToUpper(stmt), "ADD COLUMN")
 }
 
-// WriteAudit implements auditstore.Store with one columnar batch insert.
-// ClickHouse has no unique keys: duplicates are folded by the
-// ReplacingMergeTree and hidden at read time by LIMIT 1 BY event_id.
+// WriteAudit implements auditstore.Store: one event_id, one row. Events
+// already stored (event_index) are not written again, whatever their
+// timestamp; the others go in columnar batch inserts of at most
+// maxPartitionsPerInsert-1 months each (a month in UTC may straddle two of
+// the server's time zone), then their ids into event_index. Copies written
+// concurrently with one timestamp are folded by the ReplacingMergeTree and
+// hidden at read time by LIMIT 1 BY event_id.
 func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	rows := make([]indexed, len(events))
+	for i := range events {
+		rows[i] = indexed{org: events[i].OrganizationID.String(), id: events[i].EventID.String(), ts: events[i].Timestamp.UnixMilli()}
+	}
+	stored, err := s.storedIDs(ctx, kindAudit, rows)
+	if err != nil {
+		return err
+	}
+	fresh, freshRows := make([]schemas.AuditEvent, 0, len(events)), make([]indexed, 0, len(events))
+	for i := range events {
+		if k := rows[i].key(); !stored[k] { // a copy later in the batch is not written either
+			stored[k] = true
+			fresh, freshRows = append(fresh, events[i]), append(freshRows, rows[i])
+		}
+	}
+	for _, g := range byPartition(len(fresh), func(i int) int64 { return freshRows[i].ts }, maxPartitionsPerInsert-1) {
+		part := fresh
+		if len(g) != len(fresh) {
+			part = make([]schemas.AuditEvent, len(g))
+			for j, i := range g {
+				part[j] = fresh[i]
+			}
+		}
+		if err := s.writeAuditRows(ctx, part); err != nil {
+			return err
+		}
+	}
+	return s.index(ctx, kindAudit, freshRows)
+}
+
+// writeAuditRows writes events in one columnar batch insert.
+func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent) error {
 	if len(events) == 0 {
 		return nil
 	}

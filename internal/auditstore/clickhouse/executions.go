@@ -56,6 +56,38 @@ func (s *Store) WriteExecutions(ctx context.Context, events []schemas.ExecutionE
 	if len(events) == 0 {
 		return nil
 	}
+	rows := make([]indexed, len(events))
+	for i := range events {
+		rows[i] = indexed{org: events[i].OrganizationID, id: events[i].EventID, ts: events[i].StartedAt.UnixMilli()}
+	}
+	stored, err := s.storedIDs(ctx, kindExecution, rows)
+	if err != nil {
+		return err
+	}
+	fresh, freshRows := make([]schemas.ExecutionEvent, 0, len(events)), make([]indexed, 0, len(events))
+	for i := range events {
+		if k := rows[i].key(); !stored[k] { // a copy later in the batch is not written either
+			stored[k] = true
+			fresh, freshRows = append(fresh, events[i]), append(freshRows, rows[i])
+		}
+	}
+	for _, g := range byPartition(len(fresh), func(i int) int64 { return freshRows[i].ts }, maxPartitionsPerInsert-1) {
+		part := make([]schemas.ExecutionEvent, len(g))
+		for j, i := range g {
+			part[j] = fresh[i]
+		}
+		if err := s.writeExecutionRows(ctx, part); err != nil {
+			return err
+		}
+	}
+	return s.index(ctx, kindExecution, freshRows)
+}
+
+// writeExecutionRows writes events in one batch insert.
+func (s *Store) writeExecutionRows(ctx context.Context, events []schemas.ExecutionEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
 	created := s.now().UnixMilli()
 	batch, err := s.conn.PrepareBatch(ctx, insertExecutionSQL)
 	if err != nil {
@@ -72,7 +104,7 @@ func (s *Store) WriteExecutions(ctx context.Context, events []schemas.ExecutionE
 		}
 	}
 	if err := batch.Send(); err != nil {
-		return fmt.Errorf("clickhouse insert %d executions: %w", len(events), err)
+		return fmt.Errorf("clickhouse insert %d executions: %w", len(events), classify(err))
 	}
 	return nil
 }

@@ -47,6 +47,8 @@ func Run(t *testing.T, factory Factory) {
 		{"Executions", testExecutions},
 		{"ExecutionsSparseAcrossMonths", testExecutionsSparse},
 		{"EventLookup", testLookup},
+		{"ResentWithAnotherTimeStoredOnce", testResentWithAnotherTime},
+		{"BatchAcrossManyMonths", testManyMonths},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -686,3 +688,71 @@ func newestFirst(evs []schemas.ExecutionEvent, keep func(e schemas.ExecutionEven
 	}
 	return out
 }
+
+// testResentWithAnotherTime: one event_id, one row, on every store. An
+// event re-sent with another timestamp (after the stream's dedup window,
+// by a producer that re-stamped it) keeps its first write: it is listed
+// once, at its first time; the same for executions.
+func testResentWithAnotherTime(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	t0 := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+	ev := Event(org, t0)
+	write(t, s, []schemas.AuditEvent{ev})
+	again := ev
+	again.Timestamp = t0.Add(30 * time.Minute)
+	other := Event(org, t0.Add(time.Minute))
+	write(t, s, []schemas.AuditEvent{again, other})
+	later := ev
+	later.Timestamp = t0.Add(-40 * 24 * time.Hour) // another month
+	write(t, s, []schemas.AuditEvent{later})
+	got := all(t, s, auditstore.Query{OrgID: org, Limit: 1})
+	if len(got) != 2 {
+		t.Fatalf("listed %d entries, want 2 (the re-sent event once)", len(got))
+	}
+	for _, e := range got {
+		if e.EventID == ev.EventID && !e.Timestamp.Equal(t0) {
+			t.Fatalf("re-sent event listed at %s, want its first time %s", e.Timestamp, t0)
+		}
+	}
+
+	es, ok := s.(auditstore.ExecutionStore)
+	if !ok {
+		return
+	}
+	x := execEvent(org, uuid.New(), t0, true)
+	if err := es.WriteExecutions(ctx(t), []schemas.ExecutionEvent{x}); err != nil {
+		t.Fatal(err)
+	}
+	x2 := x
+	x2.StartedAt, x2.EndedAt = x.StartedAt.Add(time.Hour), x.EndedAt.Add(time.Hour)
+	if err := es.WriteExecutions(ctx(t), []schemas.ExecutionEvent{x2, x2}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := es.ListExecutions(ctx(t), auditstore.ExecQuery{OrgID: org, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 1 || !page.Items[0].StartedAt.Equal(x.StartedAt) {
+		t.Fatalf("executions: %d listed (want 1, at its first time)", len(page.Items))
+	}
+}
+
+// testManyMonths: a batch whose events span more months than a ClickHouse
+// insert may touch (max_partitions_per_insert_block, 100 by default in
+// current releases) is stored whole, every event once.
+func testManyMonths(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	org := uuid.New()
+	var evs []schemas.AuditEvent
+	start := time.Date(2005, 1, 15, 12, 0, 0, 0, time.UTC)
+	for m := 0; m < 150; m++ {
+		evs = append(evs, Event(org, start.AddDate(0, m, 0)), Event(org, start.AddDate(0, m, 3)))
+	}
+	write(t, s, evs)
+	got := all(t, s, auditstore.Query{OrgID: org, Limit: 100})
+	if !slices.Equal(ids(got), sorted(evs)) {
+		t.Fatalf("listed %d of %d events across 150 months", len(got), len(evs))
+	}
+}
+

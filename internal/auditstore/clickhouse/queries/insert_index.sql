@@ -1,0 +1,1 @@
+INSERT INTO event_index (organization_id, kind, event_id, ts_ms)

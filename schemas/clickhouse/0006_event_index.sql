@@ -1,0 +1,27 @@
+-- One event_id, one row (issue 19): the event ids stored in audit_logs
+-- (kind 0) and tool_executions (kind 1), sorted by id so that ingest can
+-- look a batch's ids up by the primary key before writing. A re-sent event
+-- that is already stored is not written again, whatever its timestamp (the
+-- sort keys of the tables start with the time, so ReplacingMergeTree alone
+-- folds only copies with the same time): the first write wins, as the
+-- SQLite store's unique key does. Ingest writes here after the rows, so a
+-- crash between the two leaves an id to write again, never a row missing.
+CREATE TABLE IF NOT EXISTS event_index (
+    organization_id String,
+    kind            UInt8,
+    event_id        String,
+    ts_ms           Int64
+) ENGINE = ReplacingMergeTree
+ORDER BY (organization_id, kind, event_id);
+
+-- Rows stored before this migration (run again after an interruption, it
+-- only adds copies that the engine folds).
+INSERT INTO event_index (organization_id, kind, event_id, ts_ms)
+SELECT organization_id, 0 AS kind, event_id, min(ts_ms) AS ts_ms
+FROM audit_logs
+GROUP BY organization_id, event_id;
+
+INSERT INTO event_index (organization_id, kind, event_id, ts_ms)
+SELECT organization_id, 1 AS kind, event_id, min(started_ms) AS ts_ms
+FROM tool_executions
+GROUP BY organization_id, event_id;
