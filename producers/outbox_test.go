@@ -1,7 +1,6 @@
 package producers
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/retry"
@@ -129,7 +127,8 @@ func TestOutboxKeepsEventsWhileNATSIsDown(t *testing.T) {
 }
 
 // A process that dies with events in its outbox leaves them for the next
-// one, which publishes them once; a torn last record is dropped.
+// one, which publishes them once; torn records and garbage, at the end of a
+// segment or amid its records, are skipped.
 func TestOutboxSurvivesRestartAndTornTail(t *testing.T) {
 	_, nc, js := testenv.NATS(t)
 	dir := t.TempDir()
@@ -163,6 +162,25 @@ func TestOutboxSurvivesRestartAndTornTail(t *testing.T) {
 	if len(segs) != 3 {
 		t.Fatalf("segments %v, want 3 of at most 7 events", segs)
 	}
+	// Torn and garbage bytes amid the records (issue 19, point 6: the
+	// reader stopped at the first), and a torn last record.
+	splice := func(path string, at int, insert []byte) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := decodeSegment(b).offsets[at]
+		if err := os.WriteFile(path, cat(b[:off], insert, b[off:]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte("\x00\x00\x01\x00 not a record \xa7ob")
+	splice(segs[0], 3, garbage)
+	splice(segs[1], 5, first[:40]) // a record cut short
 	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +189,7 @@ func TestOutboxSurvivesRestartAndTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	tornBytes := uint64(len(garbage) + 40 + 6)
 
 	ob2, err := OpenOutbox(cfg, pub, nil)
 	if err != nil {
@@ -192,8 +211,8 @@ func TestOutboxSurvivesRestartAndTornTail(t *testing.T) {
 	if fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Fatalf("stored %v\nwant   %v (in order, once each)", ids, want)
 	}
-	if st := ob2.Stats(); st.Pending != 0 || st.Drained != 20 {
-		t.Fatalf("after draining: %+v", st)
+	if st := ob2.Stats(); st.Pending != 0 || st.Drained != 20 || st.TornBytes != tornBytes {
+		t.Fatalf("after draining: %+v, want 20 drained, %d torn bytes", st, tornBytes)
 	}
 }
 
@@ -212,24 +231,130 @@ func TestOutboxConfigValidate(t *testing.T) {
 	}
 }
 
-func FuzzDecodeRecords(f *testing.F) {
-	m := nats.NewMsg("auditrail.events.o.execution")
-	m.Header.Set(schemas.HeaderMsgID, "id")
-	m.Header.Set(schemas.HeaderSchema, schemas.SchemaExecutionV1)
-	m.Data = []byte{0x80}
-	rec := encodeRecord(m)
-	f.Add(rec)
-	f.Add(append(append([]byte{}, rec...), rec[:5]...))
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		msgs, _ := decodeRecords(bytes.NewReader(b))
-		var again []byte
-		for _, m := range msgs {
-			again = append(again, encodeRecord(m)...)
-		}
-		// What decodes re-encodes to a prefix of the input.
-		if !bytes.HasPrefix(b, again) {
-			t.Fatalf("decoded records do not re-encode to the input")
-		}
-	})
+// faultyFile is a segment file whose append number failWrite writes only
+// partial bytes and fails, whose append number failSync fails its sync, and
+// whose truncation fails when failTruncate.
+type faultyFile struct {
+	segmentFile
+	f *faults
+}
+
+type faults struct {
+	failWrite, partial, failSync int
+	failTruncate                 bool
+	writes, syncs                int
+}
+
+func (f *faultyFile) Write(b []byte) (int, error) {
+	f.f.writes++
+	if f.f.writes == f.f.failWrite {
+		n, _ := f.segmentFile.Write(b[:f.f.partial])
+		return n, errors.New("injected: no space left on device")
+	}
+	return f.segmentFile.Write(b)
+}
+
+func (f *faultyFile) Sync() error {
+	f.f.syncs++
+	if f.f.syncs == f.f.failSync {
+		return errors.New("injected: sync failed")
+	}
+	return f.segmentFile.Sync()
+}
+
+func (f *faultyFile) Truncate(size int64) error {
+	if f.f.failTruncate {
+		return errors.New("injected: truncate failed")
+	}
+	return f.segmentFile.Truncate(size)
+}
+
+// An append that fails mid-write hides no other record: every record
+// appended successfully, before and after it, is published by the next
+// process (issue 19, point 6: the torn record stopped the reader, and later
+// appends went after it).
+func TestOutboxFailedAppendHidesNothing(t *testing.T) {
+	const n, bad = 14, 3 // append number bad (1-based) fails
+	tests := []struct {
+		name      string
+		faults    faults
+		tornBytes uint64
+	}{
+		{"short write, truncated", faults{failWrite: bad, partial: 30}, 0},
+		{"short write, truncation fails: new segment", faults{failWrite: bad, partial: 30, failTruncate: true}, 30},
+		{"nothing written", faults{failWrite: bad, partial: 0}, 0},
+		{"sync fails: truncated, new segment", faults{failSync: bad}, 0},
+		// The record stays on disk: the caller heard it was not kept, but it
+		// is published all the same (it was not counted as pending).
+		{"sync and truncation fail: new segment", faults{failSync: bad, failTruncate: true}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, nc, js := testenv.NATS(t)
+			pub, err := New(nc, DefaultConfig(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			cfg := testOutboxConfig(dir)
+			cfg.SegmentRecords = 100 // one segment unless a failure starts another
+			ob, err := OpenOutbox(cfg, pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := tc.faults
+			ob.create = func(path string) (segmentFile, error) {
+				f, err := createSegment(path)
+				if err != nil {
+					return nil, err
+				}
+				return &faultyFile{segmentFile: f, f: &fl}, nil
+			}
+			org := uuid.NewString()
+			var want []string
+			for i := 1; i <= n; i++ {
+				ev := execEvent(org, i)
+				m, err := Message(ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = ob.keep(m)
+				switch {
+				case i == bad && !errors.Is(err, ErrOutbox):
+					t.Fatalf("append %d: %v, want ErrOutbox", i, err)
+				case i == bad && tc.faults.failSync != 0 && tc.faults.failTruncate:
+					want = append(want, ev.EventID)
+				case i == bad:
+				case err != nil:
+					t.Fatalf("append %d: %v", i, err)
+				default:
+					want = append(want, ev.EventID)
+				}
+			}
+			if st := ob.Stats(); st.Kept != n-1 || st.Pending != n-1 {
+				t.Fatalf("%+v, want %d kept and pending", st, n-1)
+			}
+			ob.Close() // "crash": nothing drained
+
+			ob2, err := OpenOutbox(cfg, pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ob2.Close()
+			if st := ob2.Stats(); st.Pending != int64(len(want)) {
+				t.Fatalf("reopened outbox counts %d pending, want %d", st.Pending, len(want))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := ob2.drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ids := storedIDs(t, js, org); fmt.Sprint(ids) != fmt.Sprint(want) {
+				t.Fatalf("stored %v\nwant   %v (in order, once each)", ids, want)
+			}
+			if st := ob2.Stats(); st.Pending != 0 || st.Drained != uint64(len(want)) || st.TornBytes != tc.tornBytes {
+				t.Fatalf("after draining: %+v, want %d drained, %d torn bytes", st, len(want), tc.tornBytes)
+			}
+		})
+	}
 }
