@@ -1,6 +1,7 @@
 package producers
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -71,11 +72,17 @@ func (c OutboxConfig) Validate() error {
 // at once: the event is appended to a segment file under Dir and fsynced
 // before Publish returns, and a drainer (Run) publishes the segments in
 // order, with their event ids as Nats-Msg-Id, deleting each segment only
-// once the stream has stored all of it. Events
+// once the stream has stored every record of it that it accepts. Events
 // left by a crash are published when the next process opens the outbox. A
 // segment published twice (a crash after publishing, before deleting) is
 // stored once: the stream deduplicates by Nats-Msg-Id and the audit store by
 // event_id.
+//
+// A record that the stream refuses permanently (ErrRejected: too large for
+// the stream, say) is set aside on its own: logged with its event id, and
+// written to <segment>.seg.rejected in the segment's format for the
+// operator; every other record of its segment is still published. A
+// transient failure is retried until the stream takes the record.
 //
 // The record format (segment.go) carries a marker and checksums, so that a
 // reader skips a torn or corrupt record and resynchronises on the next
@@ -102,6 +109,7 @@ type Outbox struct {
 	pending   atomic.Int64 // events in segments not yet published
 	kept      atomic.Uint64
 	drained   atomic.Uint64
+	rejected  atomic.Uint64
 	tornBytes atomic.Uint64
 	wake      chan struct{}
 }
@@ -145,11 +153,12 @@ func openOutbox(cfg OutboxConfig, pub MsgPublisher, log *slog.Logger) (*Outbox, 
 	}
 	o := &Outbox{cfg: cfg, pub: pub, log: log, lock: lock, create: createSegment,
 		counted: map[uint64]int64{}, wake: make(chan struct{}, 1)}
-	segs, err := o.segments()
+	segs, next, err := o.scan()
 	if err != nil {
 		o.Close()
 		return nil, err
 	}
+	o.nextSeq = next
 	for _, seq := range segs {
 		seg, err := o.read(seq)
 		if err != nil {
@@ -158,7 +167,6 @@ func openOutbox(cfg OutboxConfig, pub MsgPublisher, log *slog.Logger) (*Outbox, 
 		}
 		o.counted[seq] = int64(len(seg.msgs))
 		o.pending.Add(int64(len(seg.msgs)))
-		o.nextSeq = seq + 1
 	}
 	if n := o.pending.Load(); n > 0 {
 		log.Warn("outbox: events left by an earlier process will be published", "events", n, "dir", cfg.Dir)
@@ -328,56 +336,104 @@ func (o *Outbox) drain(ctx context.Context) error {
 	return nil
 }
 
-// publishSegment publishes every intact record of segment seq and removes
-// the segment.
+// publishSegment publishes every intact record of segment seq, sets aside
+// those the stream refuses, and removes the segment.
 func (o *Outbox) publishSegment(ctx context.Context, seq uint64) error {
 	seg, err := o.read(seq)
 	if err != nil {
 		return err
 	}
-	msgs := seg.msgs
-	if len(msgs) > 0 {
-		err = retry.Do(ctx, o.cfg.Retry, func(ctx context.Context) error {
-			pctx, cancel := context.WithTimeout(ctx, o.cfg.DirectTimeout+time.Duration(len(msgs))*time.Millisecond)
-			defer cancel()
-			err := o.pub.PublishMsgs(pctx, msgs)
-			if errors.Is(err, ErrRejected) {
-				return retry.Permanent(err)
-			}
+	var rejected []*nats.Msg
+	if len(seg.msgs) > 0 {
+		if rejected, err = o.publishAll(ctx, seq, seg.msgs); err != nil {
 			return err
-		}, func(err error, wait time.Duration) {
-			o.log.Warn("outbox: stream unreachable; retrying", "segment", seq, "events", len(msgs), "wait", wait, "err", err)
-		})
-		if errors.Is(err, ErrRejected) {
-			// Kept aside for the operator rather than blocking the rest.
-			dst := o.path(seq) + ".rejected"
-			o.log.Error("outbox: the stream refuses an event of this segment; set aside", "segment", dst, "err", err)
-			if rerr := os.Rename(o.path(seq), dst); rerr != nil {
-				return fmt.Errorf("%w: set aside: %w", ErrOutbox, rerr)
-			}
-			o.forget(seq)
-			return syncDir(o.cfg.Dir)
 		}
-		if err != nil {
+	}
+	if len(rejected) > 0 {
+		if err := o.setAside(seq, rejected); err != nil {
 			return err
 		}
 	}
 	if err := os.Remove(o.path(seq)); err != nil {
 		return fmt.Errorf("%w: remove segment: %w", ErrOutbox, err)
 	}
-	o.forget(seq)
-	o.drained.Add(uint64(len(msgs)))
-	o.tornBytes.Add(uint64(seg.skipped))
-	return syncDir(o.cfg.Dir)
-}
-
-// forget takes the events of segment seq off pending.
-func (o *Outbox) forget(seq uint64) {
 	o.mu.Lock()
 	counted := o.counted[seq]
 	delete(o.counted, seq)
 	o.mu.Unlock()
 	o.pending.Add(-counted)
+	o.drained.Add(uint64(len(seg.msgs) - len(rejected)))
+	o.rejected.Add(uint64(len(rejected)))
+	o.tornBytes.Add(uint64(seg.skipped))
+	return syncDir(o.cfg.Dir)
+}
+
+// publishAll publishes msgs in order, retrying transient failures until ctx
+// ends, and returns the messages that the stream refuses permanently: a
+// batch that holds one is halved until each refused message stands alone
+// (the stream deduplicates what a retried half publishes again).
+func (o *Outbox) publishAll(ctx context.Context, seq uint64, msgs []*nats.Msg) (rejected []*nats.Msg, err error) {
+	err = retry.Do(ctx, o.cfg.Retry, func(ctx context.Context) error {
+		pctx, cancel := context.WithTimeout(ctx, o.cfg.DirectTimeout+time.Duration(len(msgs))*time.Millisecond)
+		defer cancel()
+		err := o.pub.PublishMsgs(pctx, msgs)
+		if errors.Is(err, ErrRejected) {
+			return retry.Permanent(err)
+		}
+		return err
+	}, func(err error, wait time.Duration) {
+		o.log.Warn("outbox: stream unreachable; retrying", "segment", o.path(seq), "events", len(msgs), "wait", wait, "err", err)
+	})
+	if !errors.Is(err, ErrRejected) {
+		return nil, err
+	}
+	if len(msgs) == 1 {
+		o.log.Error("outbox: the stream refuses this event; set aside, the rest of its segment is published",
+			"event_id", msgs[0].Header.Get(schemas.HeaderMsgID), "subject", msgs[0].Subject,
+			"set_aside_in", o.path(seq)+rejectedSuffix, "err", err)
+		return msgs, nil
+	}
+	half := len(msgs) / 2
+	for _, part := range [][]*nats.Msg{msgs[:half], msgs[half:]} {
+		r, err := o.publishAll(ctx, seq, part)
+		if err != nil {
+			return nil, err
+		}
+		rejected = append(rejected, r...)
+	}
+	return rejected, nil
+}
+
+// setAside writes the refused records of segment seq to its .rejected file,
+// in the segment format, replacing what an interrupted earlier attempt left.
+func (o *Outbox) setAside(seq uint64, msgs []*nats.Msg) error {
+	dst := o.path(seq) + rejectedSuffix
+	tmp := dst + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("%w: set aside: %w", ErrOutbox, err)
+	}
+	w := bufio.NewWriter(f)
+	for _, m := range msgs {
+		if _, err = w.Write(encodeRecord(m)); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%w: set aside: %w", ErrOutbox, err)
+	}
+	return syncDir(o.cfg.Dir)
 }
 
 // OutboxStats are the outbox's counters.
@@ -388,6 +444,9 @@ type OutboxStats struct {
 	// published from it.
 	Kept    uint64 `json:"kept"`
 	Drained uint64 `json:"drained"`
+	// Rejected events were refused by the stream and set aside in
+	// <segment>.seg.rejected files.
+	Rejected uint64 `json:"rejected"`
 	// TornBytes were skipped in drained segments: torn or corrupt records.
 	TornBytes uint64 `json:"torn_bytes"`
 }
@@ -395,7 +454,7 @@ type OutboxStats struct {
 // Stats returns the counters.
 func (o *Outbox) Stats() OutboxStats {
 	return OutboxStats{Pending: o.pending.Load(), Kept: o.kept.Load(), Drained: o.drained.Load(),
-		TornBytes: o.tornBytes.Load()}
+		Rejected: o.rejected.Load(), TornBytes: o.tornBytes.Load()}
 }
 
 // Close closes the current segment and releases the directory; events not
@@ -415,32 +474,42 @@ func (o *Outbox) Close() error {
 	return err
 }
 
-const segSuffix = ".seg"
+const (
+	segSuffix      = ".seg"
+	rejectedSuffix = ".rejected"
+)
 
 func (o *Outbox) path(seq uint64) string {
 	return filepath.Join(o.cfg.Dir, fmt.Sprintf("%020d%s", seq, segSuffix))
 }
 
-// segments lists the sequence numbers of the segments, oldest first.
-func (o *Outbox) segments() ([]uint64, error) {
+// scan lists the sequence numbers of the segments, oldest first, and the
+// number after every one in use (set-aside files included, so that a new
+// segment never shares its number with one).
+func (o *Outbox) scan() (segs []uint64, next uint64, err error) {
 	entries, err := os.ReadDir(o.cfg.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOutbox, err)
+		return nil, 0, fmt.Errorf("%w: %w", ErrOutbox, err)
 	}
-	var seqs []uint64
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), segSuffix)
-		if !ok {
-			continue
-		}
+		name, _, _ := strings.Cut(e.Name(), ".")
 		seq, err := strconv.ParseUint(name, 10, 64)
-		if err != nil {
+		if err != nil || len(name) != 20 {
 			continue
 		}
-		seqs = append(seqs, seq)
+		next = max(next, seq+1)
+		if e.Name() == name+segSuffix {
+			segs = append(segs, seq)
+		}
 	}
-	slices.Sort(seqs)
-	return seqs, nil
+	slices.Sort(segs)
+	return segs, next, nil
+}
+
+// segments lists the sequence numbers of the segments, oldest first.
+func (o *Outbox) segments() ([]uint64, error) {
+	segs, _, err := o.scan()
+	return segs, err
 }
 
 // read decodes a segment: every intact record, past torn or corrupt ones.

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/retry"
@@ -228,6 +232,132 @@ func TestOutboxConfigValidate(t *testing.T) {
 		if err := cfg.Validate(); !errors.Is(err, ErrInvalidOption) {
 			t.Fatalf("%+v: %v", cfg, err)
 		}
+	}
+}
+
+// flakyPublisher fails every other call transiently before handing it to
+// the real publisher: a drain must wait and retry, never drop.
+type flakyPublisher struct {
+	MsgPublisher
+	calls atomic.Int64
+}
+
+func (p *flakyPublisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
+	if p.calls.Add(1)%2 == 1 {
+		return errors.New("injected transient failure")
+	}
+	return p.MsgPublisher.PublishMsgs(ctx, msgs)
+}
+
+// A record that the stream refuses costs that record only: every other
+// record of its segment is stored once, in order, and the refused one is set
+// aside in the segment's .rejected file (issue 19, point 5: the whole
+// segment was set aside).
+func TestOutboxSetsAsideOnlyRejectedRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flaky bool
+	}{{"stream up", false}, {"transient failures", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, nc, js := testenv.NATS(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			// The server refuses messages over 16 KiB with a permanent API error.
+			st, err := js.Stream(ctx, schemas.StreamEvents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scfg := st.CachedInfo().Config
+			scfg.MaxMsgSize = 16 << 10
+			if _, err := js.UpdateStream(ctx, scfg); err != nil {
+				t.Fatal(err)
+			}
+			real, err := New(nc, DefaultConfig(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pub MsgPublisher = real
+			if tc.flaky {
+				pub = &flakyPublisher{MsgPublisher: real}
+			}
+			dir := t.TempDir()
+			cfg := testOutboxConfig(dir) // 7 records a segment
+			org := uuid.NewString()
+			var want []string
+			rejected := map[string]bool{}
+			keepAll := func(ob *Outbox, n int, big ...int) {
+				for i := 0; i < n; i++ {
+					ev := execEvent(org, i)
+					if slices.Contains(big, i) {
+						ev.ExecutionError = strings.Repeat("x", 32<<10)
+						rejected[ev.EventID] = true
+					} else {
+						want = append(want, ev.EventID)
+					}
+					m, err := Message(ev)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := ob.keep(m); err != nil { // as when the direct publish failed
+						t.Fatal(err)
+					}
+				}
+			}
+			ob, err := openOutbox(cfg, pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keepAll(ob, 14, 2, 3, 10) // segment 0: records 2 and 3 refused; segment 1: record 3
+			if err := ob.drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if st := ob.Stats(); st.Pending != 0 || st.Drained != 11 || st.Rejected != 3 {
+				t.Fatalf("after draining: %+v, want 11 drained and 3 rejected", st)
+			}
+			ob.Close()
+
+			// A later process sets aside into a file of its own.
+			ob2, err := openOutbox(cfg, pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ob2.Close()
+			keepAll(ob2, 3, 1)
+			if err := ob2.drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ids := storedIDs(t, js, org); fmt.Sprint(ids) != fmt.Sprint(want) {
+				t.Fatalf("stored %v\nwant   %v (in order, once each)", ids, want)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*"))
+			var aside []string
+			for _, f := range files {
+				switch {
+				case strings.HasSuffix(f, segSuffix+rejectedSuffix):
+					b, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s := decodeSegment(b)
+					if s.skipped != 0 || s.legacy {
+						t.Fatalf("%s: %+v", f, s)
+					}
+					for _, m := range s.msgs {
+						aside = append(aside, m.Header.Get(schemas.HeaderMsgID))
+					}
+				case filepath.Base(f) != "LOCK":
+					t.Fatalf("left behind: %s", f)
+				}
+			}
+			if len(aside) != len(rejected) {
+				t.Fatalf("set aside %v, want the %d refused events", aside, len(rejected))
+			}
+			for _, id := range aside {
+				if !rejected[id] {
+					t.Fatalf("set aside %s, which the stream accepts", id)
+				}
+			}
+		})
 	}
 }
 
