@@ -44,6 +44,18 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// Why bytes are not a record (sentinels: a scan meets many).
+var (
+	errHeaderCut  = errors.New("record header cut short")
+	errNoMarker   = errors.New("no record marker")
+	errHeaderCRC  = errors.New("record header checksum mismatch")
+	errTooLarge   = errors.New("record larger than the maximum")
+	errBodyCut    = errors.New("record body cut short")
+	errBodyCRC    = errors.New("record checksum mismatch")
+	errFieldRange = errors.New("record field out of bounds")
+	errBodyForm   = errors.New("record body not in canonical form")
+)
+
 // recordBody is the body of m's record.
 func recordBody(m *nats.Msg) []byte {
 	fields := [4][]byte{[]byte(m.Subject), []byte(m.Header.Get(schemas.HeaderMsgID)), []byte(m.Header.Get(schemas.HeaderSchema)), m.Data}
@@ -124,24 +136,24 @@ func scanRecords(b []byte) (s segmentContents) {
 // recordAt decodes the record at the start of b and returns its length.
 func recordAt(b []byte) (*nats.Msg, int, error) {
 	if len(b) < recordHeader {
-		return nil, 0, errors.New("record header cut short")
+		return nil, 0, errHeaderCut
 	}
 	if !bytes.Equal(b[:4], recordMagic[:]) {
-		return nil, 0, errors.New("no record marker")
+		return nil, 0, errNoMarker
 	}
 	if crc32.Checksum(b[:12], castagnoli) != binary.BigEndian.Uint32(b[12:16]) {
-		return nil, 0, errors.New("record header checksum mismatch")
+		return nil, 0, errHeaderCRC
 	}
 	n := binary.BigEndian.Uint32(b[4:8])
 	if n > maxRecord {
-		return nil, 0, fmt.Errorf("record of %d bytes", n)
+		return nil, 0, errTooLarge
 	}
 	if uint64(len(b)-recordHeader) < uint64(n) {
-		return nil, 0, fmt.Errorf("record of %d bytes cut short at %d", n, len(b)-recordHeader)
+		return nil, 0, errBodyCut
 	}
 	body := b[recordHeader : recordHeader+int(n)]
 	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[8:12]) {
-		return nil, 0, errors.New("record checksum mismatch")
+		return nil, 0, errBodyCRC
 	}
 	m, err := parseBody(body)
 	if err != nil {
@@ -159,13 +171,13 @@ func parseBody(body []byte) (*nats.Msg, error) {
 	for i := range fields {
 		l, k := binary.Uvarint(rest)
 		if k <= 0 || l > uint64(len(rest)-k) {
-			return nil, errors.New("record field out of bounds")
+			return nil, errFieldRange
 		}
 		fields[i], rest = rest[k:k+int(l)], rest[k+int(l):]
 		size += uvarintLen(l) + int(l)
 	}
 	if len(rest) != 0 || size != len(body) {
-		return nil, errors.New("record body not in canonical form")
+		return nil, errBodyForm
 	}
 	m := nats.NewMsg(string(fields[0]))
 	m.Header.Set(schemas.HeaderMsgID, string(fields[1]))
@@ -183,17 +195,17 @@ func decodeLegacy(b []byte) (s segmentContents) {
 	for p < len(b) {
 		rest := b[p:]
 		if len(rest) < 8 {
-			s.why = fmt.Errorf("offset %d: record header cut short", p)
+			s.why = fmt.Errorf("offset %d: %w", p, errHeaderCut)
 			break
 		}
 		n := binary.BigEndian.Uint32(rest[0:4])
 		if n > maxRecord || uint64(n) > uint64(len(rest)-8) {
-			s.why = fmt.Errorf("offset %d: record of %d bytes cut short or too large", p, n)
+			s.why = fmt.Errorf("offset %d: record of %d bytes: %w", p, n, errBodyCut)
 			break
 		}
 		body := rest[8 : 8+int(n)]
 		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(rest[4:8]) {
-			s.why = fmt.Errorf("offset %d: record checksum mismatch", p)
+			s.why = fmt.Errorf("offset %d: %w", p, errBodyCRC)
 			break
 		}
 		m, err := parseBody(body)

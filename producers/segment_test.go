@@ -161,3 +161,34 @@ func FuzzDecodeRecords(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeSegment reads a full segment (4096 records of 1 KiB), and
+// one megabyte of garbage with a false marker every 97 bytes.
+func BenchmarkDecodeSegment(b *testing.B) {
+	var full []byte
+	for i := range 4096 {
+		full = append(full, encodeRecord(testMsg(fmt.Sprint(i), bytes.Repeat([]byte{1}, 1024)))...)
+	}
+	garbage := make([]byte, 1<<20)
+	for i := range garbage {
+		garbage[i] = byte(i * 7919 >> 3)
+	}
+	for i := 0; i+4 <= len(garbage); i += 97 {
+		copy(garbage[i:], recordMagic[:])
+	}
+	for _, bc := range []struct {
+		name string
+		seg  []byte
+		msgs int
+	}{{"intact", full, 4096}, {"garbage", garbage, 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.seg)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if s := decodeSegment(bc.seg); len(s.msgs) != bc.msgs {
+					b.Fatalf("%d records, want %d", len(s.msgs), bc.msgs)
+				}
+			}
+		})
+	}
+}
