@@ -3,10 +3,8 @@ package producers
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -74,37 +72,68 @@ func (c OutboxConfig) Validate() error {
 // at once: the event is appended to a segment file under Dir and fsynced
 // before Publish returns, and a drainer (Run) publishes the segments in
 // order, with their event ids as Nats-Msg-Id, deleting each segment only
-// once the stream has stored all of it. Events left by a crash are
-// published when the next process opens the outbox. A segment published
-// twice (a crash after publishing, before deleting) is stored once: the
-// stream deduplicates by Nats-Msg-Id and the audit store by event_id.
+// once the stream has stored every record of it that it accepts. Events
+// left by a crash are published when the next process opens the outbox. A
+// segment published twice (a crash after publishing, before deleting) is
+// stored once: the stream deduplicates by Nats-Msg-Id and the audit store by
+// event_id.
 //
-// On disk, a segment is a sequence of records: a 4-byte big-endian length n,
-// a 4-byte CRC-32C of the n bytes that follow, and n bytes holding the
-// subject, the event id, the schema and the payload, each prefixed by its
-// uvarint length. A torn last record (a crash while appending; its Publish
-// never returned) is dropped when the segment is read.
+// A record that the stream refuses permanently (ErrRejected: too large for
+// the stream, say) is set aside on its own: logged with its event id, and
+// written to <segment>.seg.rejected in the segment's format for the
+// operator; every other record of its segment is still published. A
+// transient failure is retried until the stream takes the record.
+//
+// The record format (segment.go) carries a marker and checksums, so that a
+// reader skips a torn or corrupt record and resynchronises on the next
+// intact one. A failed append is truncated back to the last intact record;
+// when that fails too (or the segment's sync failed), later appends go to a
+// new segment.
 type Outbox struct {
 	cfg  OutboxConfig
-	pub  *Publisher
+	pub  MsgPublisher
 	log  *slog.Logger
 	lock *os.File
+	// create makes a new segment file (a seam for tests).
+	create func(path string) (segmentFile, error)
 
 	mu      sync.Mutex
-	cur     *os.File // segment being appended to, nil when none
+	cur     segmentFile // segment being appended to, nil when none
 	curSeq  uint64
 	curRecs int
+	curSize int64 // bytes of intact records in cur
 	nextSeq uint64
+	// counted is how many events each segment added to pending.
+	counted map[uint64]int64
 
-	pending atomic.Int64 // events in segments not yet published
-	kept    atomic.Uint64
-	drained atomic.Uint64
-	wake    chan struct{}
+	pending   atomic.Int64 // events in segments not yet published
+	kept      atomic.Uint64
+	drained   atomic.Uint64
+	rejected  atomic.Uint64
+	tornBytes atomic.Uint64
+	wake      chan struct{}
+}
+
+// segmentFile is what the outbox needs of the segment it appends to.
+type segmentFile interface {
+	io.Writer
+	Sync() error
+	Truncate(size int64) error
+	Close() error
+}
+
+// createSegment creates a segment file for appending.
+func createSegment(path string) (segmentFile, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
 // OpenOutbox opens (or creates) the outbox in cfg.Dir, locked for this
 // process, and counts the events that an earlier process left in it.
 func OpenOutbox(cfg OutboxConfig, pub *Publisher, log *slog.Logger) (*Outbox, error) {
+	return openOutbox(cfg, pub, log)
+}
+
+func openOutbox(cfg OutboxConfig, pub MsgPublisher, log *slog.Logger) (*Outbox, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -122,20 +151,22 @@ func OpenOutbox(cfg OutboxConfig, pub *Publisher, log *slog.Logger) (*Outbox, er
 		lock.Close()
 		return nil, fmt.Errorf("%w: %s is used by another process: %w", ErrOutbox, cfg.Dir, err)
 	}
-	o := &Outbox{cfg: cfg, pub: pub, log: log, lock: lock, wake: make(chan struct{}, 1)}
-	segs, err := o.segments()
+	o := &Outbox{cfg: cfg, pub: pub, log: log, lock: lock, create: createSegment,
+		counted: map[uint64]int64{}, wake: make(chan struct{}, 1)}
+	segs, next, err := o.scan()
 	if err != nil {
 		o.Close()
 		return nil, err
 	}
+	o.nextSeq = next
 	for _, seq := range segs {
-		msgs, err := o.read(seq)
+		seg, err := o.read(seq)
 		if err != nil {
 			o.Close()
 			return nil, err
 		}
-		o.pending.Add(int64(len(msgs)))
-		o.nextSeq = seq + 1
+		o.counted[seq] = int64(len(seg.msgs))
+		o.pending.Add(int64(len(seg.msgs)))
 	}
 	if n := o.pending.Load(); n > 0 {
 		log.Warn("outbox: events left by an earlier process will be published", "events", n, "dir", cfg.Dir)
@@ -147,7 +178,8 @@ func OpenOutbox(cfg OutboxConfig, pub *Publisher, log *slog.Logger) (*Outbox, er
 // take it within DirectTimeout (or while older events still wait there).
 // nil means the event is stored in the stream or on local disk; ErrRejected
 // and ErrEncode come back as they are (retrying cannot fix them); an error
-// wrapping ErrOutbox means the event is lost.
+// wrapping ErrOutbox means the event is not kept (should its bytes have
+// reached the disk all the same, it is published later).
 func (o *Outbox) Publish(ctx context.Context, ev Event) error {
 	m, err := Message(ev)
 	if err != nil {
@@ -165,9 +197,13 @@ func (o *Outbox) Publish(ctx context.Context, ev Event) error {
 	return o.keep(m)
 }
 
-// keep appends m to the current segment and syncs it.
+// keep appends m to the current segment and syncs it. When the append
+// fails, nothing of it stays in front of later appends (undoLocked).
 func (o *Outbox) keep(m *nats.Msg) error {
 	rec := encodeRecord(m)
+	if len(rec)-recordHeader > maxRecord {
+		return fmt.Errorf("%w: %s: %d bytes is more than a NATS message holds", ErrRejected, m.Subject, len(rec))
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cur == nil || o.curRecs >= o.cfg.SegmentRecords {
@@ -175,13 +211,21 @@ func (o *Outbox) keep(m *nats.Msg) error {
 			return err
 		}
 	}
-	if _, err := o.cur.Write(rec); err != nil {
+	n, err := o.cur.Write(rec)
+	if err == nil && n < len(rec) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		o.undoLocked(m, n, false, err)
 		return fmt.Errorf("%w: append: %w", ErrOutbox, err)
 	}
 	if err := o.cur.Sync(); err != nil {
+		o.undoLocked(m, n, true, err)
 		return fmt.Errorf("%w: sync: %w", ErrOutbox, err)
 	}
 	o.curRecs++
+	o.curSize += int64(len(rec))
+	o.counted[o.curSeq]++
 	o.pending.Add(1)
 	o.kept.Add(1)
 	select {
@@ -189,6 +233,31 @@ func (o *Outbox) keep(m *nats.Msg) error {
 	default:
 	}
 	return nil
+}
+
+// undoLocked takes back an append that failed after writing n bytes: the
+// segment is truncated to its last intact record, so that later appends
+// follow that record, not a torn one. When the truncation fails, or the sync
+// did (what the segment holds on disk is then unknown), the segment is closed
+// and later appends go to a new one; the reader skips whatever torn bytes
+// stay behind.
+func (o *Outbox) undoLocked(m *nats.Msg, n int, syncFailed bool, cause error) {
+	path := o.path(o.curSeq)
+	terr := o.cur.Truncate(o.curSize)
+	if terr == nil {
+		terr = o.cur.Sync()
+	}
+	if terr == nil && !syncFailed {
+		o.log.Warn("outbox: append failed; the segment is truncated to its last intact record",
+			"event_id", m.Header.Get(schemas.HeaderMsgID), "segment", path, "written", n, "err", cause)
+		return
+	}
+	o.log.Error("outbox: append failed; later events go to a new segment",
+		"event_id", m.Header.Get(schemas.HeaderMsgID), "segment", path, "written", n, "err", cause, "truncate_err", terr)
+	if err := o.cur.Close(); err != nil {
+		o.log.Warn("outbox: close segment", "segment", path, "err", err)
+	}
+	o.cur = nil
 }
 
 // rotateLocked closes the current segment and starts the next one.
@@ -199,16 +268,20 @@ func (o *Outbox) rotateLocked() error {
 		}
 		o.cur = nil
 	}
+	// A number is never tried twice: a segment that could not be set up
+	// must not make every later attempt fail on its name.
 	seq := o.nextSeq
-	f, err := os.OpenFile(o.path(seq), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	o.nextSeq++
+	f, err := o.create(o.path(seq))
 	if err != nil {
 		return fmt.Errorf("%w: new segment: %w", ErrOutbox, err)
 	}
 	if err := syncDir(o.cfg.Dir); err != nil {
 		f.Close()
+		os.Remove(o.path(seq))
 		return err
 	}
-	o.cur, o.curSeq, o.curRecs, o.nextSeq = f, seq, 0, seq+1
+	o.cur, o.curSeq, o.curRecs, o.curSize = f, seq, 0, 0
 	return nil
 }
 
@@ -263,55 +336,125 @@ func (o *Outbox) drain(ctx context.Context) error {
 	return nil
 }
 
+// publishSegment publishes every intact record of segment seq, sets aside
+// those the stream refuses, and removes the segment.
 func (o *Outbox) publishSegment(ctx context.Context, seq uint64) error {
-	msgs, err := o.read(seq)
+	seg, err := o.read(seq)
 	if err != nil {
 		return err
 	}
-	if len(msgs) > 0 {
-		err = retry.Do(ctx, o.cfg.Retry, func(ctx context.Context) error {
-			pctx, cancel := context.WithTimeout(ctx, o.cfg.DirectTimeout+time.Duration(len(msgs))*time.Millisecond)
-			defer cancel()
-			err := o.pub.PublishMsgs(pctx, msgs)
-			if errors.Is(err, ErrRejected) {
-				return retry.Permanent(err)
-			}
+	var rejected []*nats.Msg
+	if len(seg.msgs) > 0 {
+		if rejected, err = o.publishAll(ctx, seq, seg.msgs); err != nil {
 			return err
-		}, func(err error, wait time.Duration) {
-			o.log.Warn("outbox: stream unreachable; retrying", "segment", seq, "events", len(msgs), "wait", wait, "err", err)
-		})
-		if errors.Is(err, ErrRejected) {
-			// Kept aside for the operator rather than blocking the rest.
-			dst := o.path(seq) + ".rejected"
-			o.log.Error("outbox: the stream refuses an event of this segment; set aside", "segment", dst, "err", err)
-			if rerr := os.Rename(o.path(seq), dst); rerr != nil {
-				return fmt.Errorf("%w: set aside: %w", ErrOutbox, rerr)
-			}
-			o.pending.Add(-int64(len(msgs)))
-			return syncDir(o.cfg.Dir)
 		}
-		if err != nil {
+	}
+	if len(rejected) > 0 {
+		if err := o.setAside(seq, rejected); err != nil {
 			return err
 		}
 	}
 	if err := os.Remove(o.path(seq)); err != nil {
 		return fmt.Errorf("%w: remove segment: %w", ErrOutbox, err)
 	}
-	o.pending.Add(-int64(len(msgs)))
-	o.drained.Add(uint64(len(msgs)))
+	o.mu.Lock()
+	counted := o.counted[seq]
+	delete(o.counted, seq)
+	o.mu.Unlock()
+	o.pending.Add(-counted)
+	o.drained.Add(uint64(len(seg.msgs) - len(rejected)))
+	o.rejected.Add(uint64(len(rejected)))
+	o.tornBytes.Add(uint64(seg.skipped))
+	return syncDir(o.cfg.Dir)
+}
+
+// publishAll publishes msgs in order, retrying transient failures until ctx
+// ends, and returns the messages that the stream refuses permanently: a
+// batch that holds one is halved until each refused message stands alone
+// (the stream deduplicates what a retried half publishes again).
+func (o *Outbox) publishAll(ctx context.Context, seq uint64, msgs []*nats.Msg) (rejected []*nats.Msg, err error) {
+	err = retry.Do(ctx, o.cfg.Retry, func(ctx context.Context) error {
+		pctx, cancel := context.WithTimeout(ctx, o.cfg.DirectTimeout+time.Duration(len(msgs))*time.Millisecond)
+		defer cancel()
+		err := o.pub.PublishMsgs(pctx, msgs)
+		if errors.Is(err, ErrRejected) {
+			return retry.Permanent(err)
+		}
+		return err
+	}, func(err error, wait time.Duration) {
+		o.log.Warn("outbox: stream unreachable; retrying", "segment", o.path(seq), "events", len(msgs), "wait", wait, "err", err)
+	})
+	if !errors.Is(err, ErrRejected) {
+		return nil, err
+	}
+	if len(msgs) == 1 {
+		o.log.Error("outbox: the stream refuses this event; set aside, the rest of its segment is published",
+			"event_id", msgs[0].Header.Get(schemas.HeaderMsgID), "subject", msgs[0].Subject,
+			"set_aside_in", o.path(seq)+rejectedSuffix, "err", err)
+		return msgs, nil
+	}
+	half := len(msgs) / 2
+	for _, part := range [][]*nats.Msg{msgs[:half], msgs[half:]} {
+		r, err := o.publishAll(ctx, seq, part)
+		if err != nil {
+			return nil, err
+		}
+		rejected = append(rejected, r...)
+	}
+	return rejected, nil
+}
+
+// setAside writes the refused records of segment seq to its .rejected file,
+// in the segment format, replacing what an interrupted earlier attempt left.
+func (o *Outbox) setAside(seq uint64, msgs []*nats.Msg) error {
+	dst := o.path(seq) + rejectedSuffix
+	tmp := dst + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("%w: set aside: %w", ErrOutbox, err)
+	}
+	w := bufio.NewWriter(f)
+	for _, m := range msgs {
+		if _, err = w.Write(encodeRecord(m)); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%w: set aside: %w", ErrOutbox, err)
+	}
 	return syncDir(o.cfg.Dir)
 }
 
 // OutboxStats are the outbox's counters.
 type OutboxStats struct {
-	Pending int64  `json:"pending"`
+	// Pending events wait in segments.
+	Pending int64 `json:"pending"`
+	// Kept events were appended to a segment; Drained ones were then
+	// published from it.
 	Kept    uint64 `json:"kept"`
 	Drained uint64 `json:"drained"`
+	// Rejected events were refused by the stream and set aside in
+	// <segment>.seg.rejected files.
+	Rejected uint64 `json:"rejected"`
+	// TornBytes were skipped in drained segments: torn or corrupt records.
+	TornBytes uint64 `json:"torn_bytes"`
 }
 
 // Stats returns the counters.
 func (o *Outbox) Stats() OutboxStats {
-	return OutboxStats{Pending: o.pending.Load(), Kept: o.kept.Load(), Drained: o.drained.Load()}
+	return OutboxStats{Pending: o.pending.Load(), Kept: o.kept.Load(), Drained: o.drained.Load(),
+		Rejected: o.rejected.Load(), TornBytes: o.tornBytes.Load()}
 }
 
 // Close closes the current segment and releases the directory; events not
@@ -331,103 +474,59 @@ func (o *Outbox) Close() error {
 	return err
 }
 
-const segSuffix = ".seg"
+const (
+	segSuffix      = ".seg"
+	rejectedSuffix = ".rejected"
+)
 
 func (o *Outbox) path(seq uint64) string {
 	return filepath.Join(o.cfg.Dir, fmt.Sprintf("%020d%s", seq, segSuffix))
 }
 
-// segments lists the sequence numbers of the segments, oldest first.
-func (o *Outbox) segments() ([]uint64, error) {
+// scan lists the sequence numbers of the segments, oldest first, and the
+// number after every one in use (set-aside files included, so that a new
+// segment never shares its number with one).
+func (o *Outbox) scan() (segs []uint64, next uint64, err error) {
 	entries, err := os.ReadDir(o.cfg.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOutbox, err)
+		return nil, 0, fmt.Errorf("%w: %w", ErrOutbox, err)
 	}
-	var seqs []uint64
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), segSuffix)
-		if !ok {
-			continue
-		}
+		name, _, _ := strings.Cut(e.Name(), ".")
 		seq, err := strconv.ParseUint(name, 10, 64)
-		if err != nil {
+		if err != nil || len(name) != 20 {
 			continue
 		}
-		seqs = append(seqs, seq)
+		next = max(next, seq+1)
+		if e.Name() == name+segSuffix {
+			segs = append(segs, seq)
+		}
 	}
-	slices.Sort(seqs)
-	return seqs, nil
+	slices.Sort(segs)
+	return segs, next, nil
 }
 
-// read decodes a segment; a torn or corrupt tail ends it.
-func (o *Outbox) read(seq uint64) ([]*nats.Msg, error) {
-	f, err := os.Open(o.path(seq))
+// segments lists the sequence numbers of the segments, oldest first.
+func (o *Outbox) segments() ([]uint64, error) {
+	segs, _, err := o.scan()
+	return segs, err
+}
+
+// read decodes a segment: every intact record, past torn or corrupt ones.
+func (o *Outbox) read(seq uint64) (segmentContents, error) {
+	b, err := os.ReadFile(o.path(seq))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrOutbox, err)
+		return segmentContents{}, fmt.Errorf("%w: %w", ErrOutbox, err)
 	}
-	defer f.Close()
-	msgs, torn := decodeRecords(bufio.NewReader(f))
-	if torn != nil {
-		o.log.Warn("outbox: segment ends in a torn record (a crash while appending); the rest is kept", "segment", o.path(seq), "events", len(msgs), "why", torn)
+	seg := decodeSegment(b)
+	if seg.skipped > 0 {
+		o.log.Warn("outbox: segment holds torn or corrupt bytes (a failed append, a crash while appending, a bad disk); they are skipped, every intact record is kept",
+			"segment", o.path(seq), "events", len(seg.msgs), "skipped_bytes", seg.skipped, "why", seg.why)
 	}
-	return msgs, nil
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// encodeRecord frames m as one outbox record.
-func encodeRecord(m *nats.Msg) []byte {
-	var body []byte
-	for _, f := range [][]byte{[]byte(m.Subject), []byte(m.Header.Get(schemas.HeaderMsgID)), []byte(m.Header.Get(schemas.HeaderSchema)), m.Data} {
-		body = binary.AppendUvarint(body, uint64(len(f)))
-		body = append(body, f...)
+	if seg.legacy {
+		o.log.Info("outbox: segment in the previous record format", "segment", o.path(seq), "events", len(seg.msgs))
 	}
-	rec := make([]byte, 8, 8+len(body))
-	binary.BigEndian.PutUint32(rec[0:4], uint32(len(body)))
-	binary.BigEndian.PutUint32(rec[4:8], crc32.Checksum(body, castagnoli))
-	return append(rec, body...)
-}
-
-// maxRecord bounds one record (a NATS message is at most a few MiB).
-const maxRecord = 64 << 20
-
-// decodeRecords reads records until the end; torn says why it stopped early.
-func decodeRecords(r io.Reader) (msgs []*nats.Msg, torn error) {
-	var hdr [8]byte
-	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			if err == io.EOF {
-				return msgs, nil
-			}
-			return msgs, fmt.Errorf("record header: %w", err)
-		}
-		n := binary.BigEndian.Uint32(hdr[0:4])
-		if n > maxRecord {
-			return msgs, fmt.Errorf("record of %d bytes", n)
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return msgs, fmt.Errorf("record body: %w", err)
-		}
-		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(hdr[4:8]) {
-			return msgs, errors.New("record checksum mismatch")
-		}
-		var fields [4][]byte
-		rest := body
-		for i := range fields {
-			l, k := binary.Uvarint(rest)
-			if k <= 0 || l > uint64(len(rest)-k) {
-				return msgs, errors.New("record field out of bounds")
-			}
-			fields[i], rest = rest[k:k+int(l)], rest[k+int(l):]
-		}
-		m := nats.NewMsg(string(fields[0]))
-		m.Header.Set(schemas.HeaderMsgID, string(fields[1]))
-		m.Header.Set(schemas.HeaderContentType, schemas.ContentMsgpack)
-		m.Header.Set(schemas.HeaderSchema, string(fields[2]))
-		m.Data = fields[3]
-		msgs = append(msgs, m)
-	}
+	return seg, nil
 }
 
 // syncDir makes a file's creation, rename or removal in dir durable.

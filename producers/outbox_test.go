@@ -1,12 +1,14 @@
 package producers
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,7 +131,8 @@ func TestOutboxKeepsEventsWhileNATSIsDown(t *testing.T) {
 }
 
 // A process that dies with events in its outbox leaves them for the next
-// one, which publishes them once; a torn last record is dropped.
+// one, which publishes them once; torn records and garbage, at the end of a
+// segment or amid its records, are skipped.
 func TestOutboxSurvivesRestartAndTornTail(t *testing.T) {
 	_, nc, js := testenv.NATS(t)
 	dir := t.TempDir()
@@ -163,6 +166,25 @@ func TestOutboxSurvivesRestartAndTornTail(t *testing.T) {
 	if len(segs) != 3 {
 		t.Fatalf("segments %v, want 3 of at most 7 events", segs)
 	}
+	// Torn and garbage bytes amid the records (issue 19, point 6: the
+	// reader stopped at the first), and a torn last record.
+	splice := func(path string, at int, insert []byte) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := decodeSegment(b).offsets[at]
+		if err := os.WriteFile(path, cat(b[:off], insert, b[off:]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := []byte("\x00\x00\x01\x00 not a record \xa7ob")
+	splice(segs[0], 3, garbage)
+	splice(segs[1], 5, first[:40]) // a record cut short
 	f, err := os.OpenFile(segs[len(segs)-1], os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +193,7 @@ func TestOutboxSurvivesRestartAndTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
+	tornBytes := uint64(len(garbage) + 40 + 6)
 
 	ob2, err := OpenOutbox(cfg, pub, nil)
 	if err != nil {
@@ -192,8 +215,8 @@ func TestOutboxSurvivesRestartAndTornTail(t *testing.T) {
 	if fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Fatalf("stored %v\nwant   %v (in order, once each)", ids, want)
 	}
-	if st := ob2.Stats(); st.Pending != 0 || st.Drained != 20 {
-		t.Fatalf("after draining: %+v", st)
+	if st := ob2.Stats(); st.Pending != 0 || st.Drained != 20 || st.TornBytes != tornBytes {
+		t.Fatalf("after draining: %+v, want 20 drained, %d torn bytes", st, tornBytes)
 	}
 }
 
@@ -212,24 +235,256 @@ func TestOutboxConfigValidate(t *testing.T) {
 	}
 }
 
-func FuzzDecodeRecords(f *testing.F) {
-	m := nats.NewMsg("auditrail.events.o.execution")
-	m.Header.Set(schemas.HeaderMsgID, "id")
-	m.Header.Set(schemas.HeaderSchema, schemas.SchemaExecutionV1)
-	m.Data = []byte{0x80}
-	rec := encodeRecord(m)
-	f.Add(rec)
-	f.Add(append(append([]byte{}, rec...), rec[:5]...))
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		msgs, _ := decodeRecords(bytes.NewReader(b))
-		var again []byte
-		for _, m := range msgs {
-			again = append(again, encodeRecord(m)...)
-		}
-		// What decodes re-encodes to a prefix of the input.
-		if !bytes.HasPrefix(b, again) {
-			t.Fatalf("decoded records do not re-encode to the input")
-		}
-	})
+// flakyPublisher fails every other call transiently before handing it to
+// the real publisher: a drain must wait and retry, never drop.
+type flakyPublisher struct {
+	MsgPublisher
+	calls atomic.Int64
+}
+
+func (p *flakyPublisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
+	if p.calls.Add(1)%2 == 1 {
+		return errors.New("injected transient failure")
+	}
+	return p.MsgPublisher.PublishMsgs(ctx, msgs)
+}
+
+// A record that the stream refuses costs that record only: every other
+// record of its segment is stored once, in order, and the refused one is set
+// aside in the segment's .rejected file (issue 19, point 5: the whole
+// segment was set aside).
+func TestOutboxSetsAsideOnlyRejectedRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flaky bool
+	}{{"stream up", false}, {"transient failures", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, nc, js := testenv.NATS(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			// The server refuses messages over 16 KiB with a permanent API error.
+			st, err := js.Stream(ctx, schemas.StreamEvents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scfg := st.CachedInfo().Config
+			scfg.MaxMsgSize = 16 << 10
+			if _, err := js.UpdateStream(ctx, scfg); err != nil {
+				t.Fatal(err)
+			}
+			real, err := New(nc, DefaultConfig(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pub MsgPublisher = real
+			if tc.flaky {
+				pub = &flakyPublisher{MsgPublisher: real}
+			}
+			dir := t.TempDir()
+			cfg := testOutboxConfig(dir) // 7 records a segment
+			org := uuid.NewString()
+			var want []string
+			rejected := map[string]bool{}
+			keepAll := func(ob *Outbox, n int, big ...int) {
+				for i := 0; i < n; i++ {
+					ev := execEvent(org, i)
+					if slices.Contains(big, i) {
+						ev.ExecutionError = strings.Repeat("x", 32<<10)
+						rejected[ev.EventID] = true
+					} else {
+						want = append(want, ev.EventID)
+					}
+					m, err := Message(ev)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := ob.keep(m); err != nil { // as when the direct publish failed
+						t.Fatal(err)
+					}
+				}
+			}
+			ob, err := openOutbox(cfg, pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keepAll(ob, 14, 2, 3, 10) // segment 0: records 2 and 3 refused; segment 1: record 3
+			if err := ob.drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if st := ob.Stats(); st.Pending != 0 || st.Drained != 11 || st.Rejected != 3 {
+				t.Fatalf("after draining: %+v, want 11 drained and 3 rejected", st)
+			}
+			ob.Close()
+
+			// A later process sets aside into a file of its own.
+			ob2, err := openOutbox(cfg, pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ob2.Close()
+			keepAll(ob2, 3, 1)
+			if err := ob2.drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ids := storedIDs(t, js, org); fmt.Sprint(ids) != fmt.Sprint(want) {
+				t.Fatalf("stored %v\nwant   %v (in order, once each)", ids, want)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*"))
+			var aside []string
+			for _, f := range files {
+				switch {
+				case strings.HasSuffix(f, segSuffix+rejectedSuffix):
+					b, err := os.ReadFile(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s := decodeSegment(b)
+					if s.skipped != 0 || s.legacy {
+						t.Fatalf("%s: %+v", f, s)
+					}
+					for _, m := range s.msgs {
+						aside = append(aside, m.Header.Get(schemas.HeaderMsgID))
+					}
+				case filepath.Base(f) != "LOCK":
+					t.Fatalf("left behind: %s", f)
+				}
+			}
+			if len(aside) != len(rejected) {
+				t.Fatalf("set aside %v, want the %d refused events", aside, len(rejected))
+			}
+			for _, id := range aside {
+				if !rejected[id] {
+					t.Fatalf("set aside %s, which the stream accepts", id)
+				}
+			}
+		})
+	}
+}
+
+// faultyFile is a segment file whose append number failWrite writes only
+// partial bytes and fails, whose append number failSync fails its sync, and
+// whose truncation fails when failTruncate.
+type faultyFile struct {
+	segmentFile
+	f *faults
+}
+
+type faults struct {
+	failWrite, partial, failSync int
+	failTruncate                 bool
+	writes, syncs                int
+}
+
+func (f *faultyFile) Write(b []byte) (int, error) {
+	f.f.writes++
+	if f.f.writes == f.f.failWrite {
+		n, _ := f.segmentFile.Write(b[:f.f.partial])
+		return n, errors.New("injected: no space left on device")
+	}
+	return f.segmentFile.Write(b)
+}
+
+func (f *faultyFile) Sync() error {
+	f.f.syncs++
+	if f.f.syncs == f.f.failSync {
+		return errors.New("injected: sync failed")
+	}
+	return f.segmentFile.Sync()
+}
+
+func (f *faultyFile) Truncate(size int64) error {
+	if f.f.failTruncate {
+		return errors.New("injected: truncate failed")
+	}
+	return f.segmentFile.Truncate(size)
+}
+
+// An append that fails mid-write hides no other record: every record
+// appended successfully, before and after it, is published by the next
+// process (issue 19, point 6: the torn record stopped the reader, and later
+// appends went after it).
+func TestOutboxFailedAppendHidesNothing(t *testing.T) {
+	const n, bad = 14, 3 // append number bad (1-based) fails
+	tests := []struct {
+		name      string
+		faults    faults
+		tornBytes uint64
+	}{
+		{"short write, truncated", faults{failWrite: bad, partial: 30}, 0},
+		{"short write, truncation fails: new segment", faults{failWrite: bad, partial: 30, failTruncate: true}, 30},
+		{"nothing written", faults{failWrite: bad, partial: 0}, 0},
+		{"sync fails: truncated, new segment", faults{failSync: bad}, 0},
+		// The record stays on disk: the caller heard it was not kept, but it
+		// is published all the same (it was not counted as pending).
+		{"sync and truncation fail: new segment", faults{failSync: bad, failTruncate: true}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, nc, js := testenv.NATS(t)
+			pub, err := New(nc, DefaultConfig(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			cfg := testOutboxConfig(dir)
+			cfg.SegmentRecords = 100 // one segment unless a failure starts another
+			ob, err := OpenOutbox(cfg, pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := tc.faults
+			ob.create = func(path string) (segmentFile, error) {
+				f, err := createSegment(path)
+				if err != nil {
+					return nil, err
+				}
+				return &faultyFile{segmentFile: f, f: &fl}, nil
+			}
+			org := uuid.NewString()
+			var want []string
+			for i := 1; i <= n; i++ {
+				ev := execEvent(org, i)
+				m, err := Message(ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = ob.keep(m)
+				switch {
+				case i == bad && !errors.Is(err, ErrOutbox):
+					t.Fatalf("append %d: %v, want ErrOutbox", i, err)
+				case i == bad && tc.faults.failSync != 0 && tc.faults.failTruncate:
+					want = append(want, ev.EventID)
+				case i == bad:
+				case err != nil:
+					t.Fatalf("append %d: %v", i, err)
+				default:
+					want = append(want, ev.EventID)
+				}
+			}
+			if st := ob.Stats(); st.Kept != n-1 || st.Pending != n-1 {
+				t.Fatalf("%+v, want %d kept and pending", st, n-1)
+			}
+			ob.Close() // "crash": nothing drained
+
+			ob2, err := OpenOutbox(cfg, pub, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ob2.Close()
+			if st := ob2.Stats(); st.Pending != int64(len(want)) {
+				t.Fatalf("reopened outbox counts %d pending, want %d", st.Pending, len(want))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := ob2.drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ids := storedIDs(t, js, org); fmt.Sprint(ids) != fmt.Sprint(want) {
+				t.Fatalf("stored %v\nwant   %v (in order, once each)", ids, want)
+			}
+			if st := ob2.Stats(); st.Pending != 0 || st.Drained != uint64(len(want)) || st.TornBytes != tc.tornBytes {
+				t.Fatalf("after draining: %+v, want %d drained, %d torn bytes", st, len(want), tc.tornBytes)
+			}
+		})
+	}
 }
