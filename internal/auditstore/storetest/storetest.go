@@ -755,4 +755,3 @@ func testManyMonths(t *testing.T, open Opener) {
 		t.Fatalf("listed %d of %d events across 150 months", len(got), len(evs))
 	}
 }
-
