@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -63,25 +64,25 @@ func ParseList(path, query Getter, withProject bool) (ListParams, error) {
 		return p, err
 	}
 	if v := query("action"); v != "" {
-		a, err := schemas.ParseAuditAction(v)
+		a, err := schemas.ParseAuditActionFilter(v)
 		if err != nil {
-			return p, badParam("action", "unknown value %q; one of %v", v, schemas.AuditActionNames())
+			return p, badParam("action", "%s", filterMsg(err))
 		}
-		p.Action, p.action = &a, v
+		p.Action, p.action = &a, a.String()
 	}
 	if v := query("source"); v != "" {
-		s, err := schemas.ParseAuditSource(v)
+		s, err := schemas.ParseAuditSourceFilter(v)
 		if err != nil {
-			return p, badParam("source", "unknown value %q; one of %v", v, schemas.AuditSourceNames())
+			return p, badParam("source", "%s", filterMsg(err))
 		}
-		p.Source, p.source = &s, v
+		p.Source, p.source = &s, s.String()
 	}
 	if v := query("resource_type"); v != "" {
-		r, err := schemas.ParseResourceType(v)
+		r, err := schemas.ParseResourceTypeFilter(v)
 		if err != nil {
-			return p, badParam("resource_type", "unknown value %q; one of %v", v, schemas.ResourceTypeNames())
+			return p, badParam("resource_type", "%s", filterMsg(err))
 		}
-		p.ResourceType, p.resourceType = &r, v
+		p.ResourceType, p.resourceType = &r, r.String()
 	}
 	if p.Limit, err = parseLimit(query("limit")); err != nil {
 		return p, err
@@ -199,3 +200,13 @@ var (
 	AuditParams     = []string{"action", "source", "resource_type", "cursor", "limit", "wait_for"}
 	ExecutionParams = []string{"success", "user_id", "cursor", "limit", "wait_for"}
 )
+
+// filterMsg is the message of a filter parse error without its sentinel's
+// prefix (the parameter is named by badParam).
+func filterMsg(err error) string {
+	msg := err.Error()
+	for _, sentinel := range []error{schemas.ErrUnknownEnum, schemas.ErrUnspecifiedFilter} {
+		msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
+	}
+	return msg
+}

@@ -250,7 +250,7 @@ func TestWaitFor(t *testing.T) {
 				if got := r.header.Get(query.HeaderWaitFor); got != query.WaitTimeout {
 					t.Fatalf("%s: %q, want %q", query.HeaderWaitFor, got, query.WaitTimeout)
 				}
-				if r.elapsed < waitBound || r.elapsed > waitBound+time.Second {
+				if r.elapsed < waitBound || r.elapsed > waitBound+5*time.Second { // slack for a loaded machine
 					t.Fatalf("answered after %s, want about the bound %s", r.elapsed, waitBound)
 				}
 				for _, got := range ids {
