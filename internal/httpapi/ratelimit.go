@@ -26,7 +26,7 @@ type Limiter interface {
 func RateLimit(l Limiter, proxies httpx.TrustedProxies, log *slog.Logger) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-		client := proxies.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor)).String()
+		client := proxies.ClientIP(peer, c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)).String()
 		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 		d, err := l.Allow(ctx, client)
 		cancel()
