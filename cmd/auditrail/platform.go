@@ -115,8 +115,9 @@ func (f limitFamily) add(fs *flags) *string {
 	return fs.String(f.flag, "", f.def, f.what+" requests per window per client IP, shared by all instances")
 }
 
-// rateLimiter builds the shared limiter of one API family.
-func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string) (*ratelimit.Limiter, error) {
+// rateLimiter builds the shared limiter of one API family; log gets its
+// outages (while its bucket fails it counts in the process).
+func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string, log *slog.Logger) (*ratelimit.Limiter, error) {
 	s, err := ratelimit.ParseSpec(spec)
 	if err != nil {
 		return nil, usageErrorf("--%s: %v", f.flag, err)
@@ -125,7 +126,7 @@ func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string)
 	if err != nil {
 		return nil, err
 	}
-	l, err := ratelimit.New(ctx, js, f.bucket, s)
+	l, err := ratelimit.New(ctx, js, f.bucket, s, ratelimit.WithLogger(log.With("limit", f.flag)))
 	if err != nil {
 		return nil, fmt.Errorf("rate limiter of the %s: %w", f.what, err)
 	}
