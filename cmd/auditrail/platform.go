@@ -20,6 +20,7 @@ import (
 // accessFlags are the flags of every role that authenticates callers.
 type accessFlags struct {
 	bootKey, jwks, jwtIssuer, jwtAudience, trusted *string
+	jwksReload                                     *time.Duration
 }
 
 func addAccessFlags(fs *flags) accessFlags {
@@ -28,7 +29,8 @@ func addAccessFlags(fs *flags) accessFlags {
 		jwks:        fs.String("jwks", "", "", "JWKS file of the keys that sign bearer JWTs (HS256 oct, RS256 RSA, EdDSA OKP); JWTs are refused without it"),
 		jwtIssuer:   fs.String("jwt-issuer", "", "", "required iss of JWTs"),
 		jwtAudience: fs.String("jwt-audience", "", "", "required aud of JWTs"),
-		trusted:     fs.String("trusted-proxies", "", "", "comma-separated IPs/CIDRs whose X-Forwarded-For is believed"),
+		jwksReload:  fs.Duration("jwks-reload", "", auth.DefaultJWKSReload, "how often the --jwks file is read again: a key removed from it stops verifying; a file that cannot be used keeps the keys in use"),
+		trusted:     fs.String("trusted-proxies", "", "", "comma-separated IPs/CIDRs whose X-Forwarded-For is believed (every X-Forwarded-For line is read, from the right)"),
 	}
 }
 
@@ -56,9 +58,10 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	}
 	var verifier *auth.JWTVerifier
 	if *f.jwks != "" {
-		if verifier, err = auth.LoadJWKSFile(*f.jwks, auth.JWTConfig{Issuer: *f.jwtIssuer, Audience: *f.jwtAudience, Leeway: 30 * time.Second}); err != nil {
+		if verifier, err = auth.LoadJWKSFile(*f.jwks, auth.JWTConfig{Issuer: *f.jwtIssuer, Audience: *f.jwtAudience, Leeway: 30 * time.Second, Reload: *f.jwksReload}); err != nil {
 			return nil, usageError{err}
 		}
+		go func() { _ = verifier.Run(ctx, log) }() // reads the file again until ctx ends
 	}
 	if *f.bootKey == "" && dataDir == "" {
 		return nil, usageErrorf("--bootstrap-key is required")
