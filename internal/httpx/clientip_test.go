@@ -138,3 +138,14 @@ func FuzzClientIP(f *testing.F) {
 		_ = LimitKey(got)
 	})
 }
+
+// Every request of every API reads its client address and limit key.
+func BenchmarkClientIP(b *testing.B) {
+	tp, _ := ParseTrustedProxies("10.0.0.0/8, 192.0.2.0/24, 2001:db8:ffff::/48")
+	peer := netip.MustParseAddr("10.0.0.2")
+	xff := lines("6.6.6.6, 7.7.7.7|2001:db8:1:2::42, 192.0.2.7|10.0.0.9")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = LimitKey(tp.ClientIP(peer, xff))
+	}
+}

@@ -69,8 +69,9 @@ type Decision struct {
 // Defaults of the options.
 const (
 	DefaultStoreRetry = 5 * time.Second
-	// DefaultLocalClients bounds the clients counted apart in memory per
-	// window while the bucket is down; further clients share one count.
+	// DefaultLocalClients bounds the clients whose counts are kept in
+	// memory per window (a copy of the bucket's counts, used while it is
+	// down: some 10 MB at most); further clients share one count.
 	DefaultLocalClients = 100_000
 )
 
@@ -150,7 +151,7 @@ func WithStoreRetry(d time.Duration) Option {
 }
 
 // WithLocalClients bounds the clients counted apart in memory per window
-// while the bucket is down (default DefaultLocalClients).
+// (default DefaultLocalClients).
 func WithLocalClients(n int) Option {
 	return func(l *Limiter) error {
 		if n < 1 {
