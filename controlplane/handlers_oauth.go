@@ -177,7 +177,7 @@ func (s *Service) storeConnection(c *fiber.Ctx, st oauthflow.State, tok oauthflo
 	org, project := st.Org.String(), st.Project.String()
 	key := connKey(org, project, st.User, st.Provider)
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	cl := &call{c: c, source: schemas.AuditSourceAPI, ip: s.proxies.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor)).String(),
+	cl := &call{c: c, source: schemas.AuditSourceAPI, ip: s.proxies.ClientIP(peer, c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)).String(),
 		p: auth.Principal{ID: st.User, Type: auth.TypeAccount, UserID: st.User, DisplayName: st.User}}
 	projectID := st.Project
 	var err error

@@ -382,7 +382,7 @@ func (s *Service) pickerPicked(c *fiber.Ctx) error {
 		return fiber.NewError(fiber.StatusBadRequest, "picker state: the connection no longer exists")
 	}
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	cl := &call{c: c, source: schemas.AuditSourceAPI, ip: s.proxies.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor)).String(),
+	cl := &call{c: c, source: schemas.AuditSourceAPI, ip: s.proxies.ClientIP(peer, c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)).String(),
 		p: auth.Principal{ID: st.User, Type: auth.TypeAccount, UserID: st.User, DisplayName: st.User}}
 	before := s.connView(u)
 	after := s.connView(u)

@@ -179,7 +179,7 @@ func (s *Service) begin(c *fiber.Ctx) (*call, error) {
 		}
 	}
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	ip := s.proxies.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor))
+	ip := s.proxies.ClientIP(peer, c.Request().Header.PeekAll(fiber.HeaderXForwardedFor))
 	return &call{c: c, p: p, source: src, ip: ip.String()}, nil
 }
 

@@ -78,7 +78,7 @@ func (s *Server) scope(c *fiber.Ctx, userID string) (Scope, error) {
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
 	return Scope{Org: org, Project: project, UserID: userID, Actor: Actor{
 		PrincipalID: p.ID, PrincipalType: p.Type, DisplayName: s.access.DisplayName(p, org),
-		ClientIP: s.proxies.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor)).String(),
+		ClientIP: s.proxies.ClientIP(peer, c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)).String(),
 	}}, nil
 }
 

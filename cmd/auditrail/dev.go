@@ -254,15 +254,15 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer stopOutbox()
 	runner, proxy := newToolRunner(reg, admin, outbox, guard, log)
-	limiter, err := rateLimiter(bg, conns[natsx.RoleQuery], auditLimit, *rate)
+	limiter, err := rateLimiter(bg, conns[natsx.RoleQuery], auditLimit, *rate, log)
 	if err != nil {
 		return err
 	}
-	adminLimiter, err := rateLimiter(bg, conns[natsx.RoleControlPlane], adminLimit, *adminRate)
+	adminLimiter, err := rateLimiter(bg, conns[natsx.RoleControlPlane], adminLimit, *adminRate, log)
 	if err != nil {
 		return err
 	}
-	toolLimiter, err := rateLimiter(bg, conns[natsx.RoleToolRunner], toolLimit, *toolRate)
+	toolLimiter, err := rateLimiter(bg, conns[natsx.RoleToolRunner], toolLimit, *toolRate, log)
 	if err != nil {
 		return err
 	}

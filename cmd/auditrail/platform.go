@@ -20,6 +20,7 @@ import (
 // accessFlags are the flags of every role that authenticates callers.
 type accessFlags struct {
 	bootKey, jwks, jwtIssuer, jwtAudience, trusted *string
+	jwksReload                                     *time.Duration
 }
 
 func addAccessFlags(fs *flags) accessFlags {
@@ -28,7 +29,8 @@ func addAccessFlags(fs *flags) accessFlags {
 		jwks:        fs.String("jwks", "", "", "JWKS file of the keys that sign bearer JWTs (HS256 oct, RS256 RSA, EdDSA OKP); JWTs are refused without it"),
 		jwtIssuer:   fs.String("jwt-issuer", "", "", "required iss of JWTs"),
 		jwtAudience: fs.String("jwt-audience", "", "", "required aud of JWTs"),
-		trusted:     fs.String("trusted-proxies", "", "", "comma-separated IPs/CIDRs whose X-Forwarded-For is believed"),
+		jwksReload:  fs.Duration("jwks-reload", "", auth.DefaultJWKSReload, "how often the --jwks file is read again: a key removed from it stops verifying; a file that cannot be used keeps the keys in use"),
+		trusted:     fs.String("trusted-proxies", "", "", "comma-separated IPs/CIDRs whose X-Forwarded-For is believed (every X-Forwarded-For line is read, from the right)"),
 	}
 }
 
@@ -56,9 +58,10 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	}
 	var verifier *auth.JWTVerifier
 	if *f.jwks != "" {
-		if verifier, err = auth.LoadJWKSFile(*f.jwks, auth.JWTConfig{Issuer: *f.jwtIssuer, Audience: *f.jwtAudience, Leeway: 30 * time.Second}); err != nil {
+		if verifier, err = auth.LoadJWKSFile(*f.jwks, auth.JWTConfig{Issuer: *f.jwtIssuer, Audience: *f.jwtAudience, Leeway: 30 * time.Second, Reload: *f.jwksReload}); err != nil {
 			return nil, usageError{err}
 		}
+		go func() { _ = verifier.Run(ctx, log) }() // reads the file again until ctx ends
 	}
 	if *f.bootKey == "" && dataDir == "" {
 		return nil, usageErrorf("--bootstrap-key is required")
@@ -115,8 +118,9 @@ func (f limitFamily) add(fs *flags) *string {
 	return fs.String(f.flag, "", f.def, f.what+" requests per window per client IP, shared by all instances")
 }
 
-// rateLimiter builds the shared limiter of one API family.
-func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string) (*ratelimit.Limiter, error) {
+// rateLimiter builds the shared limiter of one API family; log gets its
+// outages (while its bucket fails it counts in the process).
+func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string, log *slog.Logger) (*ratelimit.Limiter, error) {
 	s, err := ratelimit.ParseSpec(spec)
 	if err != nil {
 		return nil, usageErrorf("--%s: %v", f.flag, err)
@@ -125,7 +129,7 @@ func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string)
 	if err != nil {
 		return nil, err
 	}
-	l, err := ratelimit.New(ctx, js, f.bucket, s)
+	l, err := ratelimit.New(ctx, js, f.bucket, s, ratelimit.WithLogger(log.With("limit", f.flag)))
 	if err != nil {
 		return nil, fmt.Errorf("rate limiter of the %s: %w", f.what, err)
 	}

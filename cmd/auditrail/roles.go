@@ -146,7 +146,7 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	limiter, err := rateLimiter(bg, nc, auditLimit, *rate)
+	limiter, err := rateLimiter(bg, nc, auditLimit, *rate, log)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	if r.admin, err = r.cp.adminService(r.pub, *secKeys, "", log); err != nil {
 		return fail(err)
 	}
-	limiter, err := rateLimiter(bg, nc, limit, *rate)
+	limiter, err := rateLimiter(bg, nc, limit, *rate, log)
 	if err != nil {
 		return fail(err)
 	}

@@ -3,6 +3,9 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,5 +110,145 @@ func TestWindows(t *testing.T) {
 		if d.Allowed != step.allowed || d.Remaining != step.remaining || !d.Reset.Equal(step.reset) {
 			t.Fatalf("at %s: %+v, want allowed %v remaining %d reset %s", step.at.Format(time.TimeOnly), d, step.allowed, step.remaining, step.reset.Format(time.TimeOnly))
 		}
+	}
+}
+
+// When the bucket cannot be reached or refuses writes, requests are
+// counted in the process with the same limit: never let through unlimited.
+// One line is logged when the outage starts and one when it ends, not one
+// per request. A bucket that is gone (deleted, or lost with a restarted
+// server's memory) is created again.
+func TestStoreDownStillLimits(t *testing.T) {
+	const bucket = "rl_down"
+	tests := []struct {
+		name string
+		// before counts requests in the bucket before the outage; a local
+		// count carries over the count it read.
+		before, allowedAfter int
+		local                bool
+		outage               func(t *testing.T, r *testenv.RestartableNATS, js jetstream.JetStream)
+		restart              bool
+	}{
+		{"server stopped", 0, 10, true, func(t *testing.T, r *testenv.RestartableNATS, _ jetstream.JetStream) { r.Stop() }, false},
+		{"bucket refuses writes", 4, 6, true, func(t *testing.T, _ *testenv.RestartableNATS, js jetstream.JetStream) {
+			ctx := context.Background()
+			s, err := js.Stream(ctx, "KV_"+bucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := s.CachedInfo().Config
+			cfg.Sealed = true // reads answer, writes are refused
+			if _, err := js.UpdateStream(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"bucket deleted: created again", 4, 10, false, func(t *testing.T, _ *testenv.RestartableNATS, js jetstream.JetStream) {
+			if err := js.DeleteKeyValue(context.Background(), bucket); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"server restarted", 0, 10, true, func(t *testing.T, r *testenv.RestartableNATS, _ jetstream.JetStream) { r.Stop() }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, nc, js := testenv.NewRestartableNATS(t)
+			var logs testenv.SyncBuffer
+			clock := testenv.NewManualClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+			ctx := context.Background()
+			l, err := ratelimit.New(ctx, js, bucket, ratelimit.Spec{Limit: 10, Window: time.Hour},
+				ratelimit.WithClock(clock.Now), ratelimit.WithStoreTimeout(300*time.Millisecond), ratelimit.WithStoreRetry(time.Second),
+				ratelimit.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < tc.before; i++ {
+				if d, err := l.Allow(ctx, "203.0.113.5"); err != nil || !d.Allowed || d.Local {
+					t.Fatalf("before the outage: %+v %v", d, err)
+				}
+			}
+			tc.outage(t, r, js)
+			allowed := 0
+			for i := 0; i < 15; i++ {
+				d, err := l.Allow(ctx, "203.0.113.5")
+				if err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				if d.Allowed {
+					allowed++
+				}
+				if d.Local != tc.local || d.Limit != 10 {
+					t.Fatalf("request %d: %+v, want local %v", i, d, tc.local)
+				}
+				clock.Add(100 * time.Millisecond) // also walks past the retry: the bucket is tried again
+			}
+			if allowed != tc.allowedAfter {
+				t.Fatalf("%d requests allowed during the outage, want %d", allowed, tc.allowedAfter)
+			}
+			if n := strings.Count(logs.String(), "rate-limit bucket unavailable"); tc.local && n != 1 || !tc.local && n != 0 {
+				t.Fatalf("outage logged %d times:\n%s", n, logs.String())
+			}
+			if !tc.restart {
+				return
+			}
+			r.Start()
+			for deadline := time.Now().Add(10 * time.Second); !nc.IsConnected() && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			var d ratelimit.Decision
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+				clock.Add(time.Second)
+				if d, _ = l.Allow(ctx, "198.51.100.9"); !d.Local {
+					break
+				}
+			}
+			if d.Local || !d.Allowed || d.Remaining != 9 {
+				t.Fatalf("the server is back but the count is local: %+v", d)
+			}
+			if strings.Count(logs.String(), "answers again") != 1 || strings.Count(logs.String(), "unavailable") != 1 {
+				t.Fatalf("want one line for the outage and one for the recovery:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// Local counts keep a bounded memory: past the bound, new clients share
+// one count, still limited.
+func TestLocalClientsBounded(t *testing.T) {
+	r, _, js := testenv.NewRestartableNATS(t)
+	ctx := context.Background()
+	now := func() time.Time { return time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC) }
+	l, err := ratelimit.New(ctx, js, "rl_bounded", ratelimit.Spec{Limit: 3, Window: time.Minute},
+		ratelimit.WithClock(now), ratelimit.WithStoreTimeout(200*time.Millisecond), ratelimit.WithLocalClients(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	allowed := 0
+	for i := 0; i < 20; i++ {
+		if d, _ := l.Allow(ctx, "client-"+strconv.Itoa(i)); d.Allowed {
+			allowed++
+		}
+	}
+	if allowed != 2+3 { // two clients counted apart, the others share 3
+		t.Fatalf("%d allowed, want 5", allowed)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	_, _, js := testenv.NATS(t)
+	spec := ratelimit.Spec{Limit: 1, Window: time.Second}
+	for name, o := range map[string]ratelimit.Option{
+		"nil clock":        ratelimit.WithClock(nil),
+		"nil logger":       ratelimit.WithLogger(nil),
+		"zero timeout":     ratelimit.WithStoreTimeout(0),
+		"negative retry":   ratelimit.WithStoreRetry(-time.Second),
+		"no local clients": ratelimit.WithLocalClients(0),
+	} {
+		if _, err := ratelimit.New(context.Background(), js, "rl_opts", spec, o); !errors.Is(err, ratelimit.ErrInvalidOption) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := ratelimit.New(context.Background(), js, "rl_opts", ratelimit.Spec{}); !errors.Is(err, ratelimit.ErrInvalidSpec) {
+		t.Errorf("zero spec: %v", err)
 	}
 }
