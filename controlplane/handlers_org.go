@@ -63,6 +63,35 @@ func (s *Service) createOrg(c *fiber.Ctx) error {
 	return httpapi.Reply(c, fiber.StatusCreated, org)
 }
 
+// orgWithRole is an organization with the caller's role in it.
+type orgWithRole struct {
+	Org
+	Role Role `json:"role,omitempty"`
+}
+
+// listOrgs answers the organizations the caller may read: every one for the
+// platform admin; for anyone else those they are a member of, with their
+// role (a service key, member of none, sees none).
+func (s *Service) listOrgs(c *fiber.Ctx) error {
+	cl, err := s.begin(c)
+	if err != nil {
+		return err
+	}
+	orgs, err := listAs[Org](s.state, "org.")
+	if err != nil {
+		return err
+	}
+	items := make([]any, 0, len(orgs))
+	for _, o := range orgs {
+		if cl.p.PlatformAdmin {
+			items = append(items, orgWithRole{Org: o})
+		} else if role, ok := s.access.Role(cl.p, o.ID); ok {
+			items = append(items, orgWithRole{Org: o, Role: role})
+		}
+	}
+	return httpapi.Reply(c, fiber.StatusOK, map[string]any{"items": items})
+}
+
 func (s *Service) getOrg(c *fiber.Ctx) error {
 	_, org, _, err := s.scope(c, false, false)
 	if err != nil {

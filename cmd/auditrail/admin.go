@@ -19,6 +19,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/retry"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 // adminCommand is one `auditrail admin NOUN VERB` command.
@@ -134,6 +135,9 @@ func adminCommands() []adminCommand {
 	return []adminCommand{
 		{noun: "org", verb: "create", args: []string{"NAME"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
 			return "POST", "/api/v1/orgs", map[string]string{"name": a["NAME"]}, nil
+		})},
+		{noun: "org", verb: "list", args: nil, flags: noFlags(func(a map[string]string) (string, string, any, error) {
+			return "GET", "/api/v1/orgs", nil, nil
 		})},
 		{noun: "org", verb: "get", args: []string{"ORG"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
 			return "GET", "/api/v1/orgs/" + esc(a["ORG"]), nil, nil
@@ -259,6 +263,8 @@ func adminUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %s %s %s\n", c.noun, c.verb, strings.Join(c.args, " "))
 	}
 	fmt.Fprintln(w, "  logs ORG [--project P] [--action A] [--source S] [--resource-type R] [--limit N] [--all] [--format table|json]")
+	fmt.Fprintln(w, "  executions ORG [PROJECT] [--user U] [--success true|false] [--limit N] [--all] [--format table|json]")
+	fmt.Fprintln(w, "\nFilters take the names the tables print (CREATED, CLI, HOOK) or the enum names (AUDIT_ACTION_CREATED).")
 	fmt.Fprintln(w, "\nprovider create|patch read the AuthProvider JSON from --file (- for standard input):")
 	fmt.Fprintln(w, `  {"id": "google", "type": "google", "client_id": "…", "client_secret": "…", "api_base_url": "…"}`)
 	fmt.Fprintln(w, "connection authorize prints the link that the user opens in their browser to connect (valid 10 minutes; a link asked for a user continues only in a browser signed in as that user).")
@@ -285,6 +291,9 @@ func runAdmin(ctx context.Context, args []string) error {
 	}
 	if len(rest) >= 1 && rest[0] == "logs" {
 		return adminLogs(ctx, *base, *key, rest[1:])
+	}
+	if len(rest) >= 1 && rest[0] == "executions" {
+		return adminExecutions(ctx, *base, *key, rest[1:])
 	}
 	if len(rest) < 2 {
 		adminUsage(os.Stderr)
@@ -410,9 +419,9 @@ func printJSON(w io.Writer, data json.RawMessage) error {
 func adminLogs(ctx context.Context, base, key string, args []string) error {
 	fs := newFlags("admin logs")
 	project := fs.FlagSet.String("project", "", "project id")
-	action := fs.FlagSet.String("action", "", "AuditAction name")
-	source := fs.FlagSet.String("source", "", "AuditSource name")
-	rtype := fs.FlagSet.String("resource-type", "", "ResourceType name")
+	action := fs.FlagSet.String("action", "", "action: CREATED, UPDATED, DELETED, DISABLED (or AUDIT_ACTION_…)")
+	source := fs.FlagSet.String("source", "", "source: API, DASHBOARD, CLI, SDK, SYSTEM (or AUDIT_SOURCE_…)")
+	rtype := fs.FlagSet.String("resource-type", "", "resource type: HOOK, API_KEY, … (or RESOURCE_TYPE_…)")
 	limit := fs.FlagSet.Int("limit", 50, "entries per page (1-100)")
 	all := fs.FlagSet.Bool("all", false, "follow next_cursor to the last page")
 	format := fs.FlagSet.String("format", "table", "table or json (one entry per line)")
@@ -426,25 +435,105 @@ func adminLogs(ctx context.Context, base, key string, args []string) error {
 	if *format != "table" && *format != "json" {
 		return usageErrorf("--format: table or json")
 	}
-	path := projectBase(map[string]string{"ORG": positional[0]}, *project) + "/audit_logs"
 	q := url.Values{}
-	for k, v := range map[string]string{"action": *action, "source": *source, "resource_type": *rtype} {
-		if v != "" {
-			q.Set(k, v)
+	for _, f := range []struct {
+		flag, param, value string
+		parse              func(string) (string, error)
+	}{
+		{"--action", "action", *action, func(v string) (string, error) { a, err := schemas.ParseAuditActionFilter(v); return a.String(), err }},
+		{"--source", "source", *source, func(v string) (string, error) { s, err := schemas.ParseAuditSourceFilter(v); return s.String(), err }},
+		{"--resource-type", "resource_type", *rtype, func(v string) (string, error) { r, err := schemas.ParseResourceTypeFilter(v); return r.String(), err }},
+	} {
+		if f.value == "" {
+			continue
 		}
+		name, err := f.parse(strings.ToUpper(strings.TrimSpace(f.value)))
+		if err != nil {
+			return usageErrorf("%s: %s", f.flag, strings.TrimPrefix(strings.TrimPrefix(err.Error(), schemas.ErrUnknownEnum.Error()+": "), schemas.ErrUnspecifiedFilter.Error()+": "))
+		}
+		q.Set(f.param, name)
 	}
-	q.Set("limit", fmt.Sprint(*limit))
+	path := projectBase(map[string]string{"ORG": positional[0]}, *project) + "/audit_logs"
+	cols := []string{"TIMESTAMP", "ACTION", "RESOURCE", "DISPLAY", "BY", "SOURCE"}
+	row := func(it map[string]any) []any {
+		return []any{it["timestamp"], strings.TrimPrefix(fmt.Sprint(it["action"]), "AUDIT_ACTION_"),
+			strings.TrimPrefix(fmt.Sprint(it["resource_type"]), "RESOURCE_TYPE_"), it["resource_display"], it["display_name"],
+			strings.TrimPrefix(fmt.Sprint(it["source"]), "AUDIT_SOURCE_")}
+	}
+	return walkListing(ctx, base, key, "admin logs", path, q, *limit, *all, *format, cols, row)
+}
+
+// adminExecutions lists tool executions as a table, one page or (--all) every page.
+func adminExecutions(ctx context.Context, base, key string, args []string) error {
+	fs := newFlags("admin executions")
+	user := fs.FlagSet.String("user", "", "only the executions for this user")
+	success := fs.FlagSet.String("success", "", "true or false")
+	limit := fs.FlagSet.Int("limit", 50, "entries per page (1-100)")
+	all := fs.FlagSet.Bool("all", false, "follow next_cursor to the last page")
+	format := fs.FlagSet.String("format", "table", "table or json (one execution per line)")
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) < 1 || len(positional) > 2 {
+		return usageErrorf("usage: auditrail admin executions ORG [PROJECT] [flags]")
+	}
+	if *format != "table" && *format != "json" {
+		return usageErrorf("--format: table or json")
+	}
+	if *success != "" && *success != "true" && *success != "false" {
+		return usageErrorf("--success: true or false")
+	}
+	project := ""
+	if len(positional) == 2 {
+		project = positional[1]
+	}
+	q := url.Values{}
+	if *user != "" {
+		q.Set("user_id", *user)
+	}
+	if *success != "" {
+		q.Set("success", *success)
+	}
+	path := projectBase(map[string]string{"ORG": positional[0]}, project) + "/tool_executions"
+	cols := []string{"STARTED", "TOOL", "USER", "SUCCESS", "ERROR", "MS", "HOOKS"}
+	row := func(it map[string]any) []any {
+		tool := it["tool_name"]
+		if tk, ok := it["tool"].(map[string]any); ok {
+			tool = fmt.Sprintf("%v.%v", tk["toolkit"], tk["name"])
+		}
+		hooks, _ := it["hooks"].([]any)
+		decisions := make([]string, 0, len(hooks))
+		for _, h := range hooks {
+			if hm, ok := h.(map[string]any); ok {
+				decisions = append(decisions, fmt.Sprintf("%v:%v", hm["point"], hm["decision"]))
+			}
+		}
+		errKind := any("-")
+		if e, ok := it["error"].(map[string]any); ok {
+			errKind = e["kind"]
+		}
+		return []any{it["started_at"], tool, it["user_id"], it["success"], errKind, it["duration_ms"], strings.Join(decisions, ",")}
+	}
+	return walkListing(ctx, base, key, "admin executions", path, q, *limit, *all, *format, cols, row)
+}
+
+// walkListing prints one page of a listing, or (all) every page, as a
+// table or JSON lines; without all, a last line says that more entries
+// follow and how to get them.
+func walkListing(ctx context.Context, base, key, cmd, path string, q url.Values, limit int, all bool, format string, cols []string, row func(map[string]any) []any) error {
+	q.Set("limit", fmt.Sprint(limit))
 	tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
-	if *format == "table" {
-		fmt.Fprintln(tw, "TIMESTAMP\tACTION\tRESOURCE\tDISPLAY\tBY\tSOURCE")
+	if format == "table" {
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	rows := 0
 	for {
 		data, err := adminCall(ctx, base, key, "GET", path+"?"+q.Encode(), nil)
-		if ae, ok := errors.AsType[*apiError](err); ok && ae.status == http.StatusTooManyRequests && *all {
+		if ae, ok := errors.AsType[*apiError](err); ok && ae.status == http.StatusTooManyRequests && all {
 			// Walking a long log runs into the rate limit: wait it out.
 			wait := max(ae.retryAfter, time.Second)
-			fmt.Fprintf(os.Stderr, "auditrail admin logs: %d rows so far; rate limited, continuing in %s\n", rows, wait)
+			fmt.Fprintf(os.Stderr, "auditrail %s: %d rows so far; rate limited, continuing in %s\n", cmd, rows, wait)
 			if !retry.Sleep(ctx, wait) {
 				return ctx.Err()
 			}
@@ -463,17 +552,30 @@ func adminLogs(ctx context.Context, base, key string, args []string) error {
 		}
 		rows += len(page.Items)
 		for _, it := range page.Items {
-			if *format == "json" {
+			if format == "json" {
 				b, _ := json.Marshal(it)
 				fmt.Println(string(b))
 				continue
 			}
-			fmt.Fprintf(tw, "%v\t%v\t%v\t%v\t%v\t%v\n", it["timestamp"], strings.TrimPrefix(fmt.Sprint(it["action"]), "AUDIT_ACTION_"),
-				strings.TrimPrefix(fmt.Sprint(it["resource_type"]), "RESOURCE_TYPE_"), it["resource_display"], it["display_name"],
-				strings.TrimPrefix(fmt.Sprint(it["source"]), "AUDIT_SOURCE_"))
+			vals := row(it)
+			parts := make([]string, len(vals))
+			for i, v := range vals {
+				if v == nil {
+					v = "-"
+				}
+				parts[i] = fmt.Sprint(v)
+			}
+			fmt.Fprintln(tw, strings.Join(parts, "\t"))
 		}
-		if !page.HasMore || !*all {
+		if !page.HasMore {
 			break
+		}
+		if !all {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "auditrail %s: %d shown; more entries follow: pass --all for every page (or --limit up to 100 per page)\n", cmd, rows)
+			return nil
 		}
 		q.Set("cursor", page.NextCursor)
 	}

@@ -109,6 +109,60 @@ func TestAdminCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "TIMESTAMP") || !strings.Contains(out, "SECRET") {
 		t.Fatalf("logs table: %d %s", code, out)
 	}
+	// The names the table prints are filters, in any case; UNSPECIFIED is none.
+	for _, f := range [][]string{{"--action", "CREATED"}, {"--action", "created"}, {"--source", "CLI"}, {"--resource-type", "AUTH_PROVIDER"},
+		{"--resource-type", "RESOURCE_TYPE_AUTH_PROVIDER"}} {
+		out, code := run("", "logs", org, f[0], f[1], "--format", "json", "--all")
+		if code != 0 || strings.TrimSpace(out) == "" {
+			t.Fatalf("logs %s %s: %d %s", f[0], f[1], code, out)
+		}
+	}
+	if out, code := run("", "logs", org, "--resource-type", "AUTH_PROVIDER", "--action", "DELETED", "--format", "json"); code != 0 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("logs of deleted providers: %d %s", code, out)
+	}
+	if out, code := run("", "logs", org, "--action", "UNSPECIFIED"); code != 2 || !strings.Contains(out, "no action filter") {
+		t.Fatalf("logs --action UNSPECIFIED: %d %s", code, out)
+	}
+	if out, code := run("", "logs", org, "--action", "EXPLODED"); code != 2 || !strings.Contains(out, "CREATED, UPDATED, DELETED, DISABLED") {
+		t.Fatalf("logs --action EXPLODED: %d %s", code, out)
+	}
+	// Without --all, more pages are announced with the way to get them.
+	if out, code := run("", "logs", org, "--limit", "3"); code != 0 || !strings.Contains(out, "3 shown; more entries follow: pass --all") {
+		t.Fatalf("logs with more pages: %d %s", code, out)
+	}
+	if out, code := run("", "org", "list"); code != 0 || !strings.Contains(out, org) || !strings.Contains(out, "Acme Corp") {
+		t.Fatalf("org list: %d %s", code, out)
+	}
+	if out, code := run("", "executions", org, project); code != 0 || !strings.Contains(out, "STARTED") || !strings.Contains(out, "TOOL") {
+		t.Fatalf("executions: %d %s", code, out)
+	}
+	if out, code := run("", "executions", org, "--success", "maybe"); code != 2 {
+		t.Fatalf("executions --success maybe: %d %s", code, out)
+	}
+}
+
+// The API takes the short names as filters too, and refuses *_UNSPECIFIED
+// with a message that says what to do.
+func TestFilterNamesInTheAPI(t *testing.T) {
+	p, boot := devWithKey(t)
+	org := "00000000-0000-4000-8000-0000000000aa"
+	for _, tc := range []struct {
+		query string
+		code  int
+		msg   string
+	}{
+		{"action=CREATED", 200, ""},
+		{"action=AUDIT_ACTION_CREATED", 200, ""},
+		{"source=CLI&resource_type=HOOK", 200, ""},
+		{"action=AUDIT_ACTION_UNSPECIFIED", 400, "action: AUDIT_ACTION_UNSPECIFIED is no action filter (omit action to list every entry)"},
+		{"resource_type=UNSPECIFIED", 400, "omit resource_type"},
+		{"source=FAX", 400, "API, DASHBOARD, CLI, SDK, SYSTEM"},
+	} {
+		code, lr, _ := get(t, p.http, "/api/v1/orgs/"+org+"/audit_logs?"+tc.query, boot)
+		if code != tc.code || !strings.Contains(lr.Msg, tc.msg) {
+			t.Errorf("%s: %d %q", tc.query, code, lr.Msg)
+		}
+	}
 }
 
 // `admin logs --all` waits out the rate limit (Retry-After) with a progress

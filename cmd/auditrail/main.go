@@ -60,6 +60,9 @@ func main() {
 		usage(os.Stdout)
 		return
 	}
+	if os.Args[1] == "--version" || os.Args[1] == "-version" {
+		os.Args[1] = "version"
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for _, c := range commands() {

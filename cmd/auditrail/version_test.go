@@ -14,7 +14,12 @@ func TestVersionAndHelp(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`^auditrail \S+ commit \S+( \(modified\))? go1\.\d+`).Match(out) {
 		t.Fatalf("version: %v %q", err, out)
 	}
+	alias, err := exec.Command(binary(t), "--version").Output()
+	if err != nil || string(alias) != string(out) {
+		t.Fatalf("--version: %v %q, want what version prints", err, alias)
+	}
 	for _, args := range [][]string{
+		{"dlq", "list", "--help"}, {"dlq", "replay", "--help"}, {"admin", "executions", "--help"},
 		{"--help"}, {"dev", "--help"}, {"admin", "--help"}, {"admin", "org", "--help"}, {"admin", "key", "create", "--help"},
 		{"admin", "logs", "--help"}, {"version", "--help"}, {"nats-setup", "--help"},
 	} {
