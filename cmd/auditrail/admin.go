@@ -280,6 +280,9 @@ func runAdmin(ctx context.Context, args []string) error {
 	if err := fs.parseKeepArgs(args); err != nil {
 		return err
 	}
+	if err := checkBaseURL(*base); err != nil {
+		return err
+	}
 	rest := fs.Args()
 	if slices.ContainsFunc(rest, isHelp) && (len(rest) < 2 || !slices.ContainsFunc(rest[2:], isHelp)) {
 		// `admin --help`, `admin org --help`, `admin org create --help`.
@@ -328,6 +331,20 @@ func runAdmin(ctx context.Context, args []string) error {
 	}
 	adminUsage(os.Stderr)
 	return usageErrorf("unknown command %q", strings.Join(rest[:2], " "))
+}
+
+// checkBaseURL refuses a --url that is not an absolute http(s) URL, naming
+// it (without any password it holds) and what it should look like.
+func checkBaseURL(base string) error {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		hint := "like http://127.0.0.1:8080"
+		if !strings.Contains(base, "://") {
+			hint = "did you mean http://" + redact.URL(base) + "?"
+		}
+		return usageErrorf("--url %q is not an absolute http(s) URL (%s)", redact.URL(base), hint)
+	}
+	return nil
 }
 
 // parseInterleaved parses flags that may stand before, between or after the

@@ -35,6 +35,9 @@ func runTail(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *orgFlag == "" {
+		return usageErrorf("--org is required: the organization whose events to follow (auditrail admin org list shows them)")
+	}
 	org, err := uuid.Parse(*orgFlag)
 	if err != nil {
 		return usageErrorf("--org %q is not a UUID", *orgFlag)

@@ -103,6 +103,12 @@ func New(cfg Config, log *slog.Logger) (*fiber.App, error) {
 					}
 				case fiber.StatusMethodNotAllowed: // Fiber's own, with the Allow header set
 					msg = fmt.Sprintf("method %s not allowed on %s; allowed: %s", c.Method(), c.Path(), string(c.Response().Header.Peek(fiber.HeaderAllow)))
+				case fiber.StatusUnauthorized: // RFC 6750 3: say which scheme
+					challenge := `Bearer realm="auditrail"`
+					if msg == msgInvalidCredentials {
+						challenge += `, error="invalid_token"`
+					}
+					c.Set(fiber.HeaderWWWAuthenticate, challenge)
 				}
 			default:
 				log.Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
@@ -120,6 +126,9 @@ func Reply(c *fiber.Ctx, status int, data any) error {
 	}
 	return c.Status(status).JSON(Envelope{Code: status, Msg: msg, Data: data})
 }
+
+// msgInvalidCredentials answers credentials that do not authenticate.
+const msgInvalidCredentials = "invalid credentials"
 
 // Authenticator resolves bearer credentials.
 type Authenticator interface {
@@ -149,7 +158,7 @@ func Authenticate(c *fiber.Ctx, a Authenticator) (auth.Principal, error) {
 	p, err := a.Authenticate(c.UserContext(), token)
 	if err != nil {
 		if errors.Is(err, auth.ErrUnauthenticated) {
-			return auth.Principal{}, fiber.NewError(fiber.StatusUnauthorized, "invalid credentials")
+			return auth.Principal{}, fiber.NewError(fiber.StatusUnauthorized, msgInvalidCredentials)
 		}
 		return auth.Principal{}, err
 	}

@@ -94,6 +94,11 @@ func TestAppEnvelopeLimitsAndAuth(t *testing.T) {
 			if resp.StatusCode != tt.want || env.Code != tt.want || !strings.Contains(env.Msg, tt.msg) {
 				t.Fatalf("got %d %s, want %d with %q", resp.StatusCode, b, tt.want, tt.msg)
 			}
+			// A 401 names its scheme (RFC 6750); a wrong token says so.
+			want := map[string]string{"no credentials": `Bearer realm="auditrail"`, "wrong key": `Bearer realm="auditrail", error="invalid_token"`}[tt.name]
+			if got := resp.Header.Get("WWW-Authenticate"); got != want {
+				t.Fatalf("WWW-Authenticate %q, want %q", got, want)
+			}
 		})
 	}
 }

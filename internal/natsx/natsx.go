@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -135,7 +136,15 @@ func Connect(url, name, creds string, log *slog.Logger) (*nats.Conn, error) {
 		}),
 	)...)
 	if err != nil {
-		return nil, redact.Error(fmt.Errorf("connect nats %s: %w", redact.URL(url), err), url)
+		err = fmt.Errorf("connect nats %s: %w", redact.URL(url), err)
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(err.Error(), "Authorization Violation") {
+			if creds == "" {
+				err = fmt.Errorf("%w (no credentials given: pass --nats-creds FILE or AUDITRAIL_NATS_CREDS; `auditrail dev` writes one file per role in DATA/nats/ and prints the admin one's path, which emit, tail and dlq use)", err)
+			} else {
+				err = fmt.Errorf("%w (the credentials in %s are refused: written for another NATS server or revoked? `auditrail dev` rewrites its own in DATA/nats/ at every start)", err, creds)
+			}
+		}
+		return nil, redact.Error(err, url)
 	}
 	return nc, nil
 }

@@ -10,6 +10,7 @@
 package redact
 
 import (
+	"net"
 	"regexp"
 	"strings"
 )
@@ -95,8 +96,8 @@ func Error(err error, secrets ...string) error {
 	for _, sec := range secrets {
 		if sec != "" {
 			red = strings.ReplaceAll(red, sec, URL(sec))
-			if u := URL(sec); u == sec && len(sec) >= 4 {
-				// Not a URL: a raw secret value, hidden whole.
+			if u := URL(sec); u == sec && len(sec) >= 4 && !isAddress(sec) {
+				// Not a URL or an address: a raw secret value, hidden whole.
 				red = strings.ReplaceAll(red, sec, Mask)
 			}
 		}
@@ -106,6 +107,17 @@ func Error(err error, secrets ...string) error {
 		return err
 	}
 	return &redacted{msg: red, err: err}
+}
+
+// isAddress reports whether s is a URL (scheme://…) or a host:port, which
+// URL has already stripped of any credential: shown, so that an error
+// names what it could not reach.
+func isAddress(s string) bool {
+	if strings.Contains(s, "://") {
+		return true
+	}
+	_, port, err := net.SplitHostPort(s)
+	return err == nil && port != ""
 }
 
 type redacted struct {

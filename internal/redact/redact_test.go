@@ -56,6 +56,16 @@ func TestError(t *testing.T) {
 	if got := redact.Error(raw, "rawsecretvalue").Error(); strings.Contains(got, "rawsecretvalue") {
 		t.Fatal(got)
 	}
+	// Redaction hides only secrets: an address or a URL without
+	// credentials stays readable.
+	for _, addr := range []string{"127.0.0.1:8080", "nats://127.0.0.1:4222", "http://localhost:8080/api"} {
+		if got := redact.Error(fmt.Errorf("parse %q/api/v1/orgs: boom", addr), addr).Error(); !strings.Contains(got, addr) {
+			t.Errorf("%s hidden: %s", addr, got)
+		}
+	}
+	if got := redact.Error(fmt.Errorf("connect %s: refused", "nats://tok3n1234@h:4222"), "nats://tok3n1234@h:4222").Error(); strings.Contains(got, "tok3n1234") || !strings.Contains(got, "h:4222") {
+		t.Errorf("token URL: %s", got)
+	}
 	if redact.Error(nil, dsn) != nil {
 		t.Fatal("nil")
 	}
