@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/auditrail/auditrail/internal/testenv"
 )
@@ -45,4 +46,26 @@ func TestErrorsThatHelp(t *testing.T) {
 		t.Errorf("tail without credentials: %d %s", code, out)
 	}
 	_ = testenv.FreePort
+}
+
+// hooks-example binds before it says it listens: on a busy port it exits
+// non-zero at once, without claiming to listen.
+func TestHooksExampleBusyPort(t *testing.T) {
+	l, _ := testenv.CountingListener(t)
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() {
+		out, err = exec.Command(binary(t), "hooks-example", "--listen", l.Addr().String()).CombinedOutput()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("hooks-example on a busy port did not exit within 10 s")
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "address already in use") || strings.Contains(string(out), "listening on") {
+		t.Fatalf("hooks-example on a busy port: %v %s", err, out)
+	}
 }

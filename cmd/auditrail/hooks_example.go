@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -54,15 +55,21 @@ func runHooksExample(ctx context.Context, args []string) error {
 		}
 		srv.TLSConfig = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
 	}
+	// Bind first: "listening" is printed only once it is true, and a busy
+	// port fails at once.
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", *listen, err)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if *cert != "" {
-			errc <- srv.ListenAndServeTLS(*cert, *key)
+			errc <- srv.ServeTLS(ln, *cert, *key)
 			return
 		}
-		errc <- srv.ListenAndServe()
+		errc <- srv.Serve(ln)
 	}()
-	fmt.Fprintf(os.Stdout, "hooks-example: listening on %s (contract 1.0: POST /access /pre /post, GET /health)\n", *listen)
+	fmt.Fprintf(os.Stdout, "hooks-example: listening on %s (contract 1.0: POST /access /pre /post, GET /health)\n", ln.Addr())
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
