@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -394,12 +395,28 @@ func hasPrePost(hooks []hookproxy.Hook) bool {
 
 // runSafely runs the tool, turning a panic into a runtime error.
 func runSafely(ctx context.Context, tool Tool, call Call) (out any, err error) {
+	err = Safely(func() error {
+		var runErr error
+		out, runErr = tool.Run(ctx, call)
+		return runErr
+	})
+	return out, err
+}
+
+// Safely runs f and turns a panic in it into a runtime error (KindRuntime)
+// of the tool call; the panic and its stack go to the log only. The runner
+// runs every tool through it, and every goroutine a tool starts must run
+// its work through it too: a panic in a goroutine cannot be recovered by
+// anyone else and ends the process, so that a hostile provider answer
+// would cost every call in flight instead of one.
+func Safely(f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			slog.Default().Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			err = Errorf(KindRuntime, false, "the tool failed unexpectedly: %v", p)
 		}
 	}()
-	return tool.Run(ctx, call)
+	return f()
 }
 
 // hookContext is the context object of pre and post requests: secret names
