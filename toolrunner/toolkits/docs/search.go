@@ -177,6 +177,10 @@ func (t *Toolkit) search(ctx context.Context, c *clients, call toolrunner.Call) 
 	if err != nil {
 		return nil, q, apiError(err, "the document search")
 	}
+	// At most the page asked for, no empty entries: the number of files is
+	// the provider's, and each may cost a documents.get.
+	fl.Files = slices.DeleteFunc(fl.Files, func(f *drive.File) bool { return f == nil })
+	fl.Files = fl.Files[:min(int64(len(fl.Files)), limit)]
 	return fl, q, nil
 }
 
@@ -214,25 +218,28 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 	}
 	// The documents are read a few at a time, each answer in its place; a
 	// document that cannot be read carries its error, the others still
-	// answer.
+	// answer. Each goroutine runs through toolrunner.Safely: a panic there
+	// would end the process, not this call.
 	docs := make([]map[string]any, len(fl.Files))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(retrieveParallel)
 	for i, f := range fl.Files {
 		g.Go(func() error {
-			m := fileMeta(f)
-			docs[i] = m
-			d, err := getDocument(gctx, c, f.Id)
-			if err != nil {
-				te := toolrunner.AsError(err)
-				m["error"] = map[string]any{"kind": te.Kind, "message": te.Message}
-				return nil
-			}
-			m["revision_id"] = d.RevisionId
-			m["tabs"] = tabsMeta(d.Tabs)
-			m["return_format"] = format
-			m["content"], err = content(mainDocument(d), format)
-			return err
+			return toolrunner.Safely(func() error {
+				m := fileMeta(f)
+				docs[i] = m
+				d, err := getDocument(gctx, c, f.Id)
+				if err != nil {
+					te := toolrunner.AsError(err)
+					m["error"] = map[string]any{"kind": te.Kind, "message": te.Message}
+					return nil
+				}
+				m["revision_id"] = d.RevisionId
+				m["tabs"] = tabsMeta(d.Tabs)
+				m["return_format"] = format
+				m["content"], err = content(mainDocument(d), format)
+				return err
+			})
 		})
 	}
 	if err := g.Wait(); err != nil {
