@@ -209,14 +209,14 @@ var (
 // quoteStart answers where the quoted original begins in a draft's body,
 // or -1.
 func quoteStart(b *graphapi.ItemBody) int {
-	lower := strings.ToLower(b.Content)
+	lower := asciiLower(b.Content)
 	best := -1
 	markers := textQuoteMarkers
 	if strings.EqualFold(b.ContentType, graphapi.ContentHTML) {
 		markers = htmlQuoteMarkers
 	}
 	for _, m := range markers {
-		i := strings.Index(lower, strings.ToLower(m))
+		i := strings.Index(lower, asciiLower(m))
 		if i < 0 {
 			continue
 		}
@@ -228,6 +228,22 @@ func quoteStart(b *graphapi.ItemBody) int {
 		}
 	}
 	return best
+}
+
+// asciiLower lowercases ASCII letters only: its indices are the indices of
+// s. strings.ToLower changes the length of some runes (K, the Kelvin sign,
+// is 3 bytes, k one; İ grows), and an index found in its answer would cut
+// the body at the wrong place or beyond its end (a panic) — and the body is
+// the provider's.
+// (strings.Map would also turn each invalid byte into a 3-byte U+FFFD).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // replaceAboveQuote writes text as the new body of a draft in the draft's
@@ -249,7 +265,7 @@ func replaceAboveQuote(existing *graphapi.ItemBody, text string) graphapi.ItemBo
 		return graphapi.ItemBody{ContentType: graphapi.ContentHTML, Content: "<html><body>" + textToHTML(text) + "</body></html>"}
 	}
 	// Keep <html><head>…<body …> before the new text.
-	lower := strings.ToLower(c[:i])
+	lower := asciiLower(c[:i])
 	start := 0
 	if b := strings.Index(lower, "<body"); b >= 0 {
 		if e := strings.Index(lower[b:], ">"); e >= 0 {

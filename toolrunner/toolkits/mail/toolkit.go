@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/mail/graphapi"
@@ -55,12 +56,18 @@ type Config struct {
 	MaxRetryAfter time.Duration
 	// Log receives what callers are not told (nil: slog.Default()).
 	Log *slog.Logger
+	// MaxResponseBytes caps every answer of the provider: the API base is
+	// chosen by a tenant, and a longer answer fails the call
+	// (provhttp.ErrBodyTooLarge), never the process.
+	MaxResponseBytes int64
 }
 
-// DefaultConfig: 30 s per API call, strict egress, graphapi's retries.
+// DefaultConfig: 30 s per API call, strict egress, graphapi's retries,
+// answers up to provhttp.DefaultMaxBody (64 MiB).
 func DefaultConfig() Config {
 	g := graphapi.DefaultConfig()
-	return Config{Timeout: 30 * time.Second, Egress: egress.Strict(), Retry: g.Retry, MaxRetryAfter: g.MaxRetryAfter}
+	return Config{Timeout: 30 * time.Second, Egress: egress.Strict(), Retry: g.Retry, MaxRetryAfter: g.MaxRetryAfter,
+		MaxResponseBytes: provhttp.DefaultMaxBody}
 }
 
 // Validate reports the first problem of the config.
@@ -72,6 +79,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Retry.MaxAttempts must be at least 1", ErrInvalidConfig)
 	case c.MaxRetryAfter < 0:
 		return fmt.Errorf("%w: MaxRetryAfter is negative", ErrInvalidConfig)
+	case c.MaxResponseBytes < 1<<10:
+		return fmt.Errorf("%w: MaxResponseBytes must be at least 1 KiB", ErrInvalidConfig)
 	}
 	if err := c.Retry.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -83,6 +92,8 @@ func (c Config) Validate() error {
 type Toolkit struct {
 	cfg  Config
 	base http.RoundTripper
+	// limited is base with the provider's answers capped.
+	limited http.RoundTripper
 }
 
 // New returns the toolkit.
@@ -102,6 +113,7 @@ func New(cfg Config) (*Toolkit, error) {
 	} else {
 		t.base = cfg.Egress.Transport(10 * time.Second)
 	}
+	t.limited = provhttp.LimitBody(t.base, cfg.MaxResponseBytes)
 	return t, nil
 }
 
@@ -124,7 +136,8 @@ func (t *Toolkit) clientFor(call toolrunner.Call) (*graphapi.Client, error) {
 		cfg.BaseURL = conn.APIBaseURL
 	}
 	cfg.Token = conn.AccessToken
-	cfg.HTTPClient = &http.Client{Timeout: t.cfg.Timeout, Transport: t.base,
+	cfg.MaxResponse = t.cfg.MaxResponseBytes
+	cfg.HTTPClient = &http.Client{Timeout: t.cfg.Timeout, Transport: t.limited,
 		// Graph's answers are never redirects the client should follow
 		// with the user's token.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

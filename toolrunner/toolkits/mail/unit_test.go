@@ -73,6 +73,12 @@ func TestReplaceAboveQuote(t *testing.T) {
 			graphapi.ItemBody{ContentType: "text", Content: "new\n\n________________________________\nFrom: A\noriginal"}},
 		{"text draft", &graphapi.ItemBody{ContentType: "text", Content: "old"}, "new", graphapi.ItemBody{ContentType: "text", Content: "new"}},
 		{"no body", nil, "new", graphapi.ItemBody{ContentType: "text", Content: "new"}},
+		// Runs whose lowercase has another length (the Kelvin sign, İ, an
+		// invalid byte) before the quote do not move the cut.
+		{"html with resized runes", &graphapi.ItemBody{ContentType: "html", Content: "<body>\u212a\u212a\u212a\u0130\xff<p>x</p><blockquote>q</blockquote></body>"}, "y",
+			graphapi.ItemBody{ContentType: "html", Content: `<body><div>y</div><blockquote>q</blockquote></body>`}},
+		{"text with resized runes", &graphapi.ItemBody{ContentType: "text", Content: strings.Repeat("\u212a", 40) + "\n-----Original Message-----\nq"}, "y",
+			graphapi.ItemBody{ContentType: "text", Content: "y\n\n-----Original Message-----\nq"}},
 	}
 	for _, tc := range tests {
 		if got := replaceAboveQuote(tc.existing, tc.text); got != tc.want {
