@@ -2,9 +2,6 @@ package docs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -16,6 +13,7 @@ import (
 	"google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
 
+	"github.com/auditrail/auditrail/internal/pagetoken"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
 )
@@ -86,43 +84,41 @@ func buildQuery(in map[string]any) (driveQuery, error) {
 	return dq, nil
 }
 
-// binding is what a pagination token is bound to: the user and the query.
-func (q driveQuery) binding(user string) string {
-	b, _ := json.Marshal(q)
-	sum := sha256.Sum256(append([]byte(user+"\x00"), b...))
-	return hex.EncodeToString(sum[:16])
+// tokenPurpose starts the search tools' pagination tokens (version 2:
+// signed, internal/pagetoken).
+const tokenPurpose = "dtk2"
+
+// binding is what a pagination token is bound to: the user, the API base
+// and the query.
+func (q driveQuery) binding(user, base string) []byte {
+	b, _ := json.Marshal([]any{user, base, q})
+	return b
 }
 
-const tokenPrefix = "dtk1."
-
-type pageToken struct {
-	Binding string `json:"b"`
-	Drive   string `json:"p"`
-}
-
-// wrapToken makes Drive's nextPageToken an opaque token bound to the query.
-func wrapToken(q driveQuery, user, next string) string {
-	if next == "" {
-		return ""
+// wrapToken makes Drive's nextPageToken a token signed with the toolkit's
+// key and bound to the query; "" on the last page.
+func (t *Toolkit) wrapToken(q driveQuery, user, base, next string) (string, error) {
+	tok, err := t.tokens.Seal(q.binding(user, base), []byte(next))
+	if err != nil {
+		return "", &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, false, "Google answered a next page token too long to hand on"), err}
 	}
-	b, _ := json.Marshal(pageToken{Binding: q.binding(user), Drive: next})
-	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return tok, nil
 }
 
-// unwrapToken answers Drive's page token, refusing a token of another query.
-func unwrapToken(q driveQuery, user, tok string) (string, error) {
+// unwrapToken answers Drive's page token of a token the toolkit signed for
+// this query, refusing any other.
+func (t *Toolkit) unwrapToken(q driveQuery, user, base, tok string) (string, error) {
 	if tok == "" {
 		return "", nil
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, tokenPrefix))
-	var pt pageToken
-	if !strings.HasPrefix(tok, tokenPrefix) || err != nil || json.Unmarshal(raw, &pt) != nil || pt.Drive == "" {
+	p, err := t.tokens.Open(tok, q.binding(user, base))
+	switch {
+	case errors.Is(err, pagetoken.ErrBinding):
+		return "", invalid("pagination_token: it continues a search with other filters, order or drives; repeat that search's parameters exactly, or leave pagination_token out to start again")
+	case err != nil:
 		return "", invalid("pagination_token: not a token of this search; use the pagination_token of the previous answer as is")
 	}
-	if pt.Binding != q.binding(user) {
-		return "", invalid("pagination_token: it continues a search with other filters, order or drives; repeat that search's parameters exactly, or leave pagination_token out to start again")
-	}
-	return pt.Drive, nil
+	return string(p), nil
 }
 
 const fileFields = "id,name,createdTime,modifiedTime,driveId,owners(displayName,emailAddress),lastModifyingUser(displayName,emailAddress)"
@@ -149,7 +145,7 @@ func (t *Toolkit) search(ctx context.Context, c *clients, call toolrunner.Call) 
 	if err != nil {
 		return nil, q, err
 	}
-	page, err := unwrapToken(q, call.UserID, str(call.Inputs, "pagination_token"))
+	page, err := t.unwrapToken(q, call.UserID, c.docsEndpoint, str(call.Inputs, "pagination_token"))
 	if err != nil {
 		return nil, q, err
 	}
@@ -193,18 +189,22 @@ func (t *Toolkit) searchDocuments(ctx context.Context, c *clients, call toolrunn
 	for _, f := range fl.Files {
 		docs = append(docs, fileMeta(f))
 	}
-	return searchAnswer(docs, q, call.UserID, fl), nil
+	return t.searchAnswer(docs, q, call.UserID, c.docsEndpoint, fl)
 }
 
 // searchAnswer is the answer of both search tools; incomplete_search says
 // that Drive did not search every drive asked for (allDrives corpora).
-func searchAnswer(docs []map[string]any, q driveQuery, user string, fl *drive.FileList) map[string]any {
+func (t *Toolkit) searchAnswer(docs []map[string]any, q driveQuery, user, base string, fl *drive.FileList) (map[string]any, error) {
+	tok, err := t.wrapToken(q, user, base, fl.NextPageToken)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]any{"documents_count": len(docs), "documents": docs,
-		"pagination_token": wrapToken(q, user, fl.NextPageToken), "has_more": fl.NextPageToken != ""}
+		"pagination_token": tok, "has_more": fl.NextPageToken != ""}
 	if fl.IncompleteSearch {
 		out["incomplete_search"] = true
 	}
-	return out
+	return out, nil
 }
 
 func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolrunner.Call) (any, error) {
@@ -245,7 +245,7 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return searchAnswer(docs, q, call.UserID, fl), nil
+	return t.searchAnswer(docs, q, call.UserID, c.docsEndpoint, fl)
 }
 
 // mainDocument answers the document reduced to its main body: the first
