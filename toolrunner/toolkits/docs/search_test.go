@@ -1,8 +1,8 @@
 package docs
 
 import (
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"sort"
