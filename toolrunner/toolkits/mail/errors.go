@@ -25,6 +25,11 @@ type upstreamError struct {
 func (e *upstreamError) Error() string { return e.te.Error() }
 func (e *upstreamError) Unwrap() error { return e.te }
 
+// invalidAnswer is an upstream error about what Graph answered.
+func invalidAnswer(msg string) *toolrunner.Error {
+	return toolrunner.Errorf(toolrunner.KindUpstream, false, "%s", msg)
+}
+
 func invalid(format string, args ...any) *toolrunner.Error {
 	return toolrunner.Errorf(toolrunner.KindInputInvalid, false, format, args...)
 }

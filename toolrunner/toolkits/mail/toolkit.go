@@ -8,12 +8,14 @@
 package mail
 
 import (
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/pagetoken"
 	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -60,14 +62,29 @@ type Config struct {
 	// chosen by a tenant, and a longer answer fails the call
 	// (provhttp.ErrBodyTooLarge), never the process.
 	MaxResponseBytes int64
+	// PageTokenKeys sign the listings' pagination tokens
+	// (internal/pagetoken): the first signs, every one verifies, each at
+	// least 16 bytes. Every instance that may receive a token back must
+	// hold the key that signed it.
+	PageTokenKeys [][]byte
 }
 
 // DefaultConfig: 30 s per API call, strict egress, graphapi's retries,
-// answers up to provhttp.DefaultMaxBody (64 MiB).
+// answers up to provhttp.DefaultMaxBody (64 MiB), and a random page token
+// key of this process only (tokens do not survive a restart nor reach
+// another instance: deployments set PageTokenKeys).
 func DefaultConfig() Config {
 	g := graphapi.DefaultConfig()
 	return Config{Timeout: 30 * time.Second, Egress: egress.Strict(), Retry: g.Retry, MaxRetryAfter: g.MaxRetryAfter,
-		MaxResponseBytes: provhttp.DefaultMaxBody}
+		MaxResponseBytes: provhttp.DefaultMaxBody, PageTokenKeys: [][]byte{randomKey()}}
+}
+
+func randomKey() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand does not fail
+	}
+	return k
 }
 
 // Validate reports the first problem of the config.
@@ -85,6 +102,9 @@ func (c Config) Validate() error {
 	if err := c.Retry.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if err := pagetoken.ValidateKeys(c.PageTokenKeys); err != nil {
+		return fmt.Errorf("%w: PageTokenKeys: %w", ErrInvalidConfig, err)
+	}
 	return nil
 }
 
@@ -94,6 +114,7 @@ type Toolkit struct {
 	base http.RoundTripper
 	// limited is base with the provider's answers capped.
 	limited http.RoundTripper
+	tokens  *pagetoken.Sealer
 }
 
 // New returns the toolkit.
@@ -114,6 +135,10 @@ func New(cfg Config) (*Toolkit, error) {
 		t.base = cfg.Egress.Transport(10 * time.Second)
 	}
 	t.limited = provhttp.LimitBody(t.base, cfg.MaxResponseBytes)
+	var err error
+	if t.tokens, err = pagetoken.New(tokenPurpose, cfg.PageTokenKeys); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	return t, nil
 }
 

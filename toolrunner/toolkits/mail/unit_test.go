@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/mail/graphapi"
 )
 
@@ -117,6 +118,10 @@ func TestSearchKQL(t *testing.T) {
 }
 
 func TestTokenRoundTrip(t *testing.T) {
+	tk, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	in := map[string]any{"limit": int64(5), "sort_by": "subject", "pagination_token": "ignored"}
 	b := binding("u1", "https://graph.example/v1.0", "ListEmails", in)
 	if b2 := binding("u1", "https://graph.example/v1.0", "ListEmails", map[string]any{"sort_by": "subject", "limit": int64(5)}); b2 != b {
@@ -128,41 +133,92 @@ func TestTokenRoundTrip(t *testing.T) {
 			t.Fatal("binding collision")
 		}
 	}
-	tok := encodeToken(b, "/me/messages?$skip=5")
-	if rel, err := decodeToken(tok, b, "/me/messages"); err != nil || rel != "/me/messages?$skip=5" {
+	messages := listing{collection: "/me/messages", query: graphapi.Query{Top: 5}}
+	tok, err := tk.encodeToken(b, "/me/messages?$top=5&$skip=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel, err := tk.decodeToken(tok, b, messages); err != nil || rel != "/me/messages?$top=5&$skip=5" {
 		t.Fatalf("decode %q %v", rel, err)
 	}
-	if _, err := decodeToken(tok, b, "/me/mailFolders"); err == nil {
+	if _, err := tk.decodeToken(tok, b, listing{collection: "/me/mailFolders", query: graphapi.Query{Top: 5}}); err == nil {
 		t.Fatal("a messages token continued a folder listing")
 	}
-	if encodeToken(b, "") != "" {
-		t.Fatal("a token without a next link")
+	if tok, err := tk.encodeToken(b, ""); tok != "" || err != nil {
+		t.Fatal("a last page has a token")
+	}
+}
+
+// TestFollowable: a next link is followed only when it is the listing's
+// own collection (Graph's name('id') spelling allowed) with the listing's
+// own query and Graph's paging parameters.
+func TestFollowable(t *testing.T) {
+	q := graphapi.Query{Filter: "isRead eq false", OrderBy: []graphapi.OrderBy{{Property: "receivedDateTime", Desc: true}}, Top: 10, Select: []string{"id", "subject"}}
+	inbox := listing{collection: graphapi.MessagesPath("inbox"), query: q}
+	own := graphapi.WithQuery(inbox.collection, q)
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{own, true},
+		{own + "&$skip=10", true},
+		{own + "&%24skiptoken=abc", true},
+		{"/me/mailFolders('inbox')/messages?$top=10&$skip=10", true},
+		{"/me/mailFolders/inbox/messages", true},
+		{"/users/other/mailFolders/inbox/messages?$skip=10", false},
+		{"/me/mailFolders/sentitems/messages?$skip=10", false},
+		{"/me/messages?$skip=10", false},
+		{own + "&$filter=true", false},
+		{"/me/mailFolders/inbox/messages?$filter=subject%20eq%20'x'&$skip=10", false},
+		{"/me/mailFolders/inbox/messages?$top=1000", false},
+		{"/me/mailFolders/inbox/messages?$expand=attachments", false},
+		{"/me/mailFolders/inbox/messages?$skip=-1", false},
+		{"/me/mailFolders/inbox/messages?$skip=1&$skip=2", false},
+		{"/me/mailFolders/inbox/messages?%zz", false},
+		{"/me/mailFolders/in%zzbox/messages", false},
+	}
+	for _, tc := range tests {
+		if got := inbox.followable(tc.rel); got != tc.want {
+			t.Errorf("followable(%q) = %v", tc.rel, got)
+		}
 	}
 }
 
 // FuzzPageToken: the decoder never panics, and whatever it accepts is a
-// path under /me or /users/ of the kind of collection asked for.
+// token the toolkit signed of a link of the listing's own shape.
 func FuzzPageToken(f *testing.F) {
+	tk, err := New(DefaultConfig())
+	if err != nil {
+		f.Fatal(err)
+	}
 	b := binding("u1", "https://graph.example/v1.0", "ListEmails", map[string]any{})
-	f.Add(encodeToken(b, "/me/messages?$skip=10"))
-	f.Add(encodeToken(b, "https://evil.example/me/messages"))
-	f.Add("mtk1.e30")
-	f.Add("mtk1.")
+	l := listing{collection: "/me/messages", query: graphapi.Query{Top: 10}}
+	for _, next := range []string{"/me/messages?$top=10&$skip=10", "https://evil.example/me/messages", "/users/other/messages?$filter=x"} {
+		tok, _ := tk.encodeToken(b, next)
+		f.Add(tok)
+	}
+	f.Add("mtk1.eyJiIjoieCIsIm4iOiIvbWUvbWVzc2FnZXMifQ")
+	f.Add(tokenPurpose + ".")
 	f.Add(strings.Repeat("A", 100))
 	f.Fuzz(func(t *testing.T, tok string) {
-		rel, err := decodeToken(tok, b, "/me/messages")
+		rel, err := tk.decodeToken(tok, b, l)
 		if err != nil {
+			if te := toolrunner.AsError(err); te.Kind != toolrunner.KindInputInvalid {
+				t.Fatalf("%+v", te)
+			}
 			return
 		}
-		p, _, _ := strings.Cut(rel, "?")
-		if !strings.HasSuffix(p, "/messages") {
+		if !l.followable(rel) {
 			t.Fatalf("accepted %q", rel)
+		}
+		if again, err := tk.encodeToken(b, rel); err != nil || again != tok {
+			t.Fatalf("accepted %q, which the toolkit did not sign", tok)
 		}
 		c, cerr := graphapi.New(graphapi.Config{BaseURL: "https://graph.example/v1.0", Token: "t", Retry: graphapi.DefaultConfig().Retry})
 		if cerr != nil {
 			t.Fatal(cerr)
 		}
-		if abs, err := c.Resolve(rel); err == nil && !strings.HasPrefix(abs, "https://graph.example/v1.0/") {
+		if abs, err := c.Resolve(rel); err == nil && !strings.HasPrefix(abs, "https://graph.example/v1.0/me/messages") {
 			t.Fatalf("%q resolves to %q", rel, abs)
 		}
 	})
