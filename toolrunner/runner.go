@@ -351,7 +351,7 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 
 	// The tool, under its deadline.
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.ToolTimeout)
-	output, runErr := runSafely(tctx, tool, call)
+	output, runErr := runSafely(tctx, tool, call, r.log)
 	cancel()
 	success := runErr == nil
 	var toolErr *Error
@@ -394,8 +394,8 @@ func hasPrePost(hooks []hookproxy.Hook) bool {
 }
 
 // runSafely runs the tool, turning a panic into a runtime error.
-func runSafely(ctx context.Context, tool Tool, call Call) (out any, err error) {
-	err = Safely(func() error {
+func runSafely(ctx context.Context, tool Tool, call Call, log *slog.Logger) (out any, err error) {
+	err = Safely(log, func() error {
 		var runErr error
 		out, runErr = tool.Run(ctx, call)
 		return runErr
@@ -404,15 +404,19 @@ func runSafely(ctx context.Context, tool Tool, call Call) (out any, err error) {
 }
 
 // Safely runs f and turns a panic in it into a runtime error (KindRuntime)
-// of the tool call; the panic and its stack go to the log only. The runner
+// of the tool call; the panic and its stack go to log only (nil:
+// slog.Default()). The runner
 // runs every tool through it, and every goroutine a tool starts must run
 // its work through it too: a panic in a goroutine cannot be recovered by
 // anyone else and ends the process, so that a hostile provider answer
 // would cost every call in flight instead of one.
-func Safely(f func() error) (err error) {
+func Safely(log *slog.Logger, f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			slog.Default().Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			err = Errorf(KindRuntime, false, "the tool failed unexpectedly: %v", p)
 		}
 	}()

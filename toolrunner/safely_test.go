@@ -1,7 +1,10 @@
 package toolrunner_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
@@ -16,24 +19,24 @@ func TestSafely(t *testing.T) {
 	plain := errors.New("plain")
 	tests := []struct {
 		name string
-		f    func() error
+		f    func(log *slog.Logger) error
 		kind string // "" : want the error f returns
 		want error
 	}{
-		{"nil", func() error { return nil }, "", nil},
-		{"error", func() error { return plain }, "", plain},
-		{"panic", func() error { panic("boom") }, toolrunner.KindRuntime, nil},
-		{"runtime panic", func() error {
+		{"nil", func(*slog.Logger) error { return nil }, "", nil},
+		{"error", func(*slog.Logger) error { return plain }, "", plain},
+		{"panic", func(*slog.Logger) error { panic("boom") }, toolrunner.KindRuntime, nil},
+		{"runtime panic", func(*slog.Logger) error {
 			var s []int
 			i := -500
 			_ = s[i:]
 			return nil
 		}, toolrunner.KindRuntime, nil},
-		{"panic in a goroutine", func() error {
+		{"panic in a goroutine", func(log *slog.Logger) error {
 			var g errgroup.Group
 			for i := range 4 {
 				g.Go(func() error {
-					return toolrunner.Safely(func() error {
+					return toolrunner.Safely(log, func() error {
 						if i == 2 {
 							panic("boom in goroutine")
 						}
@@ -46,7 +49,12 @@ func TestSafely(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := toolrunner.Safely(tc.f)
+			var logged bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logged, nil))
+			err := toolrunner.Safely(log, func() error { return tc.f(log) })
+			if panicked := strings.Contains(logged.String(), "tool panicked"); panicked != (tc.kind != "") {
+				t.Errorf("logged %q", logged.String())
+			}
 			if tc.kind == "" {
 				if err != tc.want {
 					t.Fatalf("err = %v, want %v", err, tc.want)

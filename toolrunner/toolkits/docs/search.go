@@ -225,7 +225,7 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 	g.SetLimit(retrieveParallel)
 	for i, f := range fl.Files {
 		g.Go(func() error {
-			return toolrunner.Safely(func() error {
+			return toolrunner.Safely(t.cfg.Log, func() error {
 				m := fileMeta(f)
 				docs[i] = m
 				d, err := getDocument(gctx, c, f.Id)
