@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	docs "google.golang.org/api/docs/v1"
+
+	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd/docmdtest"
 )
 
 // hostileSeeds are documents.get answers no Google document has, as a
@@ -21,8 +23,9 @@ var hostileSeeds = []string{
 }
 
 // FuzzExportMarkdown and FuzzExportHTML: documents come from a
-// tenant-chosen endpoint. Whatever JSON it sends, the exporters never
-// panic and answer in proportion to the document, never to a number in it.
+// tenant-chosen endpoint. Whatever it sends — the input as JSON, or else as
+// the bytes of a docmdtest.Hostile document — the exporters never panic
+// and answer in proportion to the document, never to a number in it.
 func FuzzExportMarkdown(f *testing.F) { fuzzExport(f, Markdown) }
 
 func FuzzExportHTML(f *testing.F) { fuzzExport(f, HTML) }
@@ -38,14 +41,20 @@ func fuzzExport(f *testing.F, export func(*docs.Document) string) {
 	for _, s := range hostileSeeds {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte{0, 3, 0, 0, 0, 5, 4, 2, 1, 3, 7, 2, 9, 9, 9, 1})
+	f.Add([]byte{0, 1, 1, 1, 2, 1, 3, 200, 201, 202, 203, 4, 4, 1, 2, 3, 2, 1, 0, 3, 165, 170})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var d docs.Document
-		if json.Unmarshal(raw, &d) != nil {
-			return
+		d := &docs.Document{}
+		if json.Unmarshal(raw, d) != nil {
+			d = docmdtest.Hostile(raw)
 		}
-		out := export(&d)
-		if limit := 64*len(raw) + 4096; len(out) > limit {
-			t.Fatalf("%d bytes of JSON exported as %d bytes", len(raw), len(out))
+		size, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := export(d)
+		if limit := 64*len(size) + 4096; len(out) > limit {
+			t.Fatalf("%d bytes of JSON exported as %d bytes", len(size), len(out))
 		}
 	})
 }

@@ -9,7 +9,17 @@ import (
 	"testing"
 
 	docs "google.golang.org/api/docs/v1"
+
+	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd/docmdtest"
 )
+
+// hostileSeeds are generator inputs (not JSON) for docmdtest.Hostile.
+var hostileSeeds = [][]byte{
+	{0, 3, 0, 0, 0, 5, 4, 2, 1, 3, 7, 2, 9, 9, 9, 1},
+	{0, 1, 1, 1, 2, 1, 3, 200, 201, 202, 203, 4, 4, 1, 2, 3, 2, 1, 0, 3, 165, 170},
+	{1, 2, 3, 2, 5, 1, 1, 4, 4, 4, 2, 0, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+	{0, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+}
 
 // hostileDocs are documents.get answers no Google document has, as a
 // tenant-chosen endpoint may send them: each must be refused by Check and
@@ -91,9 +101,10 @@ func TestCheckAcceptsRealDocuments(t *testing.T) {
 }
 
 // FuzzRenderDocMD: documents.get answers come from a tenant-chosen
-// endpoint. Whatever JSON it sends, Render never panics, refuses what Check
-// refuses, and writes an answer proportional to the document, never to a
-// number in it.
+// endpoint. Whatever it sends — the input as JSON, or else as the bytes of
+// a docmdtest.Hostile document (edge indices, sizes, spans, levels, depths)
+// — Render never panics, refuses what Check refuses, and writes an answer
+// proportional to the document, never to a number in it.
 func FuzzRenderDocMD(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
 	for _, p := range files {
@@ -105,13 +116,20 @@ func FuzzRenderDocMD(f *testing.F) {
 		f.Add([]byte(raw))
 	}
 	f.Add([]byte(`{"tabs":[{"tabProperties":{"tabId":"a"},"documentTab":{"body":{"content":[{"startIndex":0,"endIndex":1,"sectionBreak":{}},{"startIndex":1,"endIndex":2,"paragraph":{"elements":[{"startIndex":1,"endIndex":2,"textRun":{"content":"\n"}}]}}]}}}]}`))
+	for _, seed := range hostileSeeds {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var d docs.Document
-		if json.Unmarshal(raw, &d) != nil {
-			return
+		d := &docs.Document{}
+		if json.Unmarshal(raw, d) != nil {
+			d = docmdtest.Hostile(raw)
 		}
-		out, err := Render(&d, Options{})
-		if cerr := Check(&d); (cerr == nil) != (err == nil) {
+		size, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := Render(d, Options{})
+		if cerr := Check(d); (cerr == nil) != (err == nil) {
 			t.Fatalf("Check: %v, Render: %v", cerr, err)
 		}
 		if err != nil {
@@ -120,8 +138,8 @@ func FuzzRenderDocMD(f *testing.F) {
 			}
 			return
 		}
-		if limit := 64*len(raw) + 4096; len(out) > limit {
-			t.Fatalf("%d bytes of JSON rendered as %d bytes", len(raw), len(out))
+		if limit := 64*len(size) + 4096; len(out) > limit {
+			t.Fatalf("%d bytes of JSON rendered as %d bytes", len(size), len(out))
 		}
 	})
 }
