@@ -121,8 +121,15 @@ func (s *Sealer) Open(tok string, binding []byte) ([]byte, error) {
 	if len(tok) > MaxTokenLen || !strings.HasPrefix(tok, s.prefix) {
 		return nil, ErrMalformed
 	}
-	// Strict: one token per payload, no variants in the unused bits.
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(tok[len(s.prefix):])
+	// One token per payload: only the alphabet (the decoder skips \r and
+	// \n), and Strict rejects variants in the unused bits.
+	enc := tok[len(s.prefix):]
+	for i := 0; i < len(enc); i++ {
+		if c := enc[i]; !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return nil, ErrMalformed
+		}
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(enc)
 	if err != nil || len(raw) <= 1+bindLen+macLen || raw[0] != version {
 		return nil, ErrMalformed
 	}

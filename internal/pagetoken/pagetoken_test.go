@@ -45,6 +45,7 @@ func TestSealOpen(t *testing.T) {
 		{"truncated", old, tok[:10], bind, ErrMalformed},
 		{"no prefix", old, tok[5:], bind, ErrMalformed},
 		{"not base64", old, "ptk1.!!!", bind, ErrMalformed},
+		{"line breaks inside", old, tok[:12] + "\r\n" + tok[12:], bind, ErrMalformed},
 		{"too long", old, "ptk1." + strings.Repeat("A", MaxTokenLen), bind, ErrMalformed},
 	}
 	for _, tc := range tests {
