@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/auditrail/auditrail/internal/oauthflow"
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
 )
@@ -37,8 +38,11 @@ func newHostileGoogle(t *testing.T) *hostileGoogle {
 		h.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch {
+		case strings.HasSuffix(r.URL.Path, "/comments"):
+			// Page after page of one big comment, forever.
+			io.WriteString(w, `{"nextPageToken":"more","comments":[{"id":"c","content":"`+strings.Repeat("x", 30000)+`"}]}`)
 		case strings.HasPrefix(r.URL.Path, "/drive/v3/files"):
-			io.WriteString(w, `{"files":[{"id":"evil","name":"Evil"},null]}`)
+			io.WriteString(w, `{"files":[{"id":"evil","name":"Evil"},null,{"id":"evil2","name":"Evil 2"}]}`)
 		case !strings.HasPrefix(r.URL.Path, "/v1/documents/"):
 			http.NotFound(w, r)
 		case redirect != "":
@@ -113,8 +117,11 @@ func TestHostileGoogleAnswers(t *testing.T) {
 		deep.WriteString(`]}]}]}}`)
 	}
 	deep.WriteString(`]}}`)
-	// big: reading the 64 MiB the cap lets through takes seconds (under
-	// -race): one tool of each path is enough.
+	// big: a streamed body past the cap. Reading the 64 MiB the default
+	// cap lets through takes tens of seconds under -race on a loaded
+	// machine, so this case caps the toolkit's transport at 4 MiB: the
+	// same LimitBody; the default's value is TestMaxResponseBytes', and a
+	// declared length past it fails at once (the "declared" case).
 	tests := []struct {
 		name string
 		set  func(h *hostileGoogle)
@@ -139,6 +146,11 @@ func TestHostileGoogleAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h.set(tc.set)
 			big := tc.big
+			if big {
+				limited := e.tk.limited
+				e.tk.limited = provhttp.LimitBody(e.tk.base, 4<<20)
+				defer func() { e.tk.limited = limited }()
+			}
 			for _, tc := range []struct {
 				tool string
 				in   map[string]any
@@ -149,25 +161,21 @@ func TestHostileGoogleAnswers(t *testing.T) {
 				{"InsertTextAtEndOfDocument", map[string]any{"document_id": "evil", "text_content": "x"}},
 			} {
 				tool := tc.tool
-				if big && tool != "GetDocumentAsDocmd" {
-					continue
-				}
 				te := e.fails(t, tool, tc.in, toolrunner.KindUpstream)
 				if te.CanRetry {
 					t.Errorf("%s: %+v (a hostile answer is not worth retrying)", tool, te)
 				}
 			}
 			for _, format := range []string{FormatDocMD, FormatMarkdown, FormatHTML, FormatJSON} {
-				if big && format != FormatDocMD {
-					continue
-				}
 				out := obj(t, e.ok(t, "SearchAndRetrieveDocuments", map[string]any{"return_format": format}))
 				docs := out["documents"].([]map[string]any)
-				if len(docs) != 1 {
-					t.Fatalf("%s: %d documents, want 1 (the null one dropped)", format, len(docs))
+				if len(docs) != 2 {
+					t.Fatalf("%s: %d documents, want 2 (the null one dropped)", format, len(docs))
 				}
-				if e, _ := docs[0]["error"].(map[string]any); e["kind"] != toolrunner.KindUpstream || docs[0]["content"] != nil {
-					t.Errorf("%s: %v", format, docs[0])
+				for _, d := range docs {
+					if e, _ := d["error"].(map[string]any); e["kind"] != toolrunner.KindUpstream || d["content"] != nil {
+						t.Errorf("%s: %v", format, d)
+					}
 				}
 			}
 		})
@@ -214,4 +222,35 @@ func TestMaxResponseBytes(t *testing.T) {
 	}
 	b, _ := json.Marshal(cfg)
 	_ = b
+}
+
+// TestAnswersStayBounded: what a tool gathers over several provider
+// answers weighs at most what one answer may (Config.MaxResponseBytes):
+// comments over endless pages stop, truncated; documents retrieved
+// together past the budget carry an error instead of their content.
+func TestAnswersStayBounded(t *testing.T) {
+	e := newEnv(t)
+	h := newHostileGoogle(t)
+	e.conns.Update("u1", func(c *oauthflow.Connection) { c.APIBaseURL = h.srv.URL })
+	e.tk.cfg.MaxResponseBytes = 100_000
+	out := obj(t, e.ok(t, "ListDocumentComments", map[string]any{"document_id": "evil"}))
+	if out["truncated"] != true || out["comments_count"] != 3 {
+		t.Errorf("comments: truncated %v, %v comments", out["truncated"], out["comments_count"])
+	}
+	h.set(func(h *hostileGoogle) {
+		h.doc = `{"documentId":"evil","title":"Big","body":{"content":[{"startIndex":1,"endIndex":60002,"paragraph":{"elements":[` +
+			`{"startIndex":1,"endIndex":60002,"textRun":{"content":"` + strings.Repeat("y", 60000) + `\n"}}]}}]}}`
+	})
+	docs := obj(t, e.ok(t, "SearchAndRetrieveDocuments", map[string]any{"return_format": FormatMarkdown}))["documents"].([]map[string]any)
+	var full, refused int
+	for _, d := range docs {
+		if d["content"] != nil {
+			full++
+		} else if e, _ := d["error"].(map[string]any); e["kind"] == toolrunner.KindUpstream && strings.Contains(e["message"].(string), "too large") {
+			refused++
+		}
+	}
+	if full != 1 || refused != 1 {
+		t.Errorf("%d with content, %d refused: %v", full, refused, docs)
+	}
 }

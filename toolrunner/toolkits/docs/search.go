@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	gdocs "google.golang.org/api/docs/v1"
@@ -221,6 +222,10 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 	// answer. Each goroutine runs through toolrunner.Safely: a panic there
 	// would end the process, not this call.
 	docs := make([]map[string]any, len(fl.Files))
+	// The contents answered weigh at most what one provider answer may:
+	// a document past the budget carries an error instead of its content.
+	var budget atomic.Int64
+	budget.Store(t.cfg.MaxResponseBytes)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(retrieveParallel)
 	for i, f := range fl.Files {
@@ -237,8 +242,17 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 				m["revision_id"] = d.RevisionId
 				m["tabs"] = tabsMeta(d.Tabs)
 				m["return_format"] = format
-				m["content"], err = content(mainDocument(d), format)
-				return err
+				body, err := content(mainDocument(d), format)
+				if err != nil {
+					return err
+				}
+				if budget.Add(-contentSize(body)) < 0 {
+					m["error"] = map[string]any{"kind": toolrunner.KindUpstream,
+						"message": "the documents found are too large to answer together; read this one alone (GetDocumentAsDocmd) or ask for fewer (limit)"}
+					return nil
+				}
+				m["content"] = body
+				return nil
 			})
 		})
 	}
@@ -246,6 +260,15 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 		return nil, err
 	}
 	return t.searchAnswer(docs, q, call.UserID, c.docsEndpoint, fl)
+}
+
+// contentSize is about what a rendered content holds in memory.
+func contentSize(c any) int64 {
+	if s, ok := c.(string); ok {
+		return int64(len(s))
+	}
+	b, _ := json.Marshal(c)
+	return int64(len(b))
 }
 
 // mainDocument answers the document reduced to its main body: the first

@@ -330,12 +330,21 @@ func (t *Toolkit) listDocumentComments(ctx context.Context, c *clients, call too
 	}
 	comments := []*drive.Comment{}
 	truncated, pages := false, 0
+	// The comments kept, over every page, weigh at most what one answer
+	// may: a provider answering page after page of huge comments fills no
+	// more memory than one huge page.
+	budget := t.cfg.MaxResponseBytes
 	err = c.drive.Comments.List(id).IncludeDeleted(boolean(call.Inputs, "include_deleted")).PageSize(100).
 		Fields("nextPageToken,comments("+commentFields+")").Pages(ctx, func(l *drive.CommentList) error {
 		for _, cm := range l.Comments {
-			if cm != nil {
-				comments = append(comments, cm)
+			if cm == nil {
+				continue
 			}
+			if budget -= commentSize(cm); budget < 0 {
+				truncated = true
+				return errStop
+			}
+			comments = append(comments, cm)
 		}
 		pages++
 		switch {
@@ -363,6 +372,20 @@ func (t *Toolkit) listDocumentComments(ctx context.Context, c *clients, call too
 }
 
 var errStop = errors.New("enough")
+
+// commentSize is about what a comment holds in memory: its texts.
+func commentSize(cm *drive.Comment) int64 {
+	n := int64(len(cm.Content) + len(cm.HtmlContent) + 64)
+	if q := cm.QuotedFileContent; q != nil {
+		n += int64(len(q.Value))
+	}
+	for _, r := range cm.Replies {
+		if r != nil {
+			n += int64(len(r.Content)+len(r.HtmlContent)) + 64
+		}
+	}
+	return n
+}
 
 func (t *Toolkit) whoAmI(ctx context.Context, c *clients, call toolrunner.Call) (any, error) {
 	p, err := c.people.People.Get("people/me").PersonFields("names,emailAddresses,photos,locales").Context(ctx).Do()
