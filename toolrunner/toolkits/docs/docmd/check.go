@@ -8,10 +8,12 @@ import (
 
 // Limits of a document Check accepts. Google Docs nests tabs three levels
 // deep, lists nine and tables a few; a deeper document is not one Google
-// answers.
+// answers. The table depth also bounds the work of re-encoding a document
+// (GetDocumentById, provider_api_json): encoding/json compacts the output
+// of each nested marshaler again, once per level.
 const (
 	// MaxTableDepth bounds tables nested in table cells.
-	MaxTableDepth = 32
+	MaxTableDepth = 16
 	// MaxTabDepth bounds child tabs.
 	MaxTabDepth = 16
 	// MaxListLevels is the number of nesting levels of a list (0 to 8).

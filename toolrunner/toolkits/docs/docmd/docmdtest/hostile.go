@@ -32,6 +32,78 @@ func Hostile(b []byte) *docs.Document {
 	return d
 }
 
+// Size is about the size of d as JSON (its texts, and a few dozen bytes per
+// element and style), without encoding it: encoding/json re-compacts the
+// output of every nested marshaler of the API types, which makes encoding a
+// deep document slow.
+func Size(d *docs.Document) int {
+	n := 64 + len(d.Title) + len(d.DocumentId) + len(d.RevisionId)
+	var content func([]*docs.StructuralElement)
+	content = func(els []*docs.StructuralElement) {
+		for _, se := range els {
+			n += 48
+			switch {
+			case se == nil:
+			case se.Paragraph != nil:
+				for _, e := range se.Paragraph.Elements {
+					n += 48
+					if e != nil && e.TextRun != nil {
+						n += len(e.TextRun.Content) + 48
+					}
+				}
+			case se.Table != nil:
+				for _, r := range se.Table.TableRows {
+					n += 32
+					if r != nil {
+						for _, c := range r.TableCells {
+							n += 32
+							if c != nil {
+								content(c.Content)
+							}
+						}
+					}
+				}
+			case se.TableOfContents != nil:
+				content(se.TableOfContents.Content)
+			}
+		}
+	}
+	segments := func(b *docs.Body, h map[string]docs.Header, f map[string]docs.Footer, fn map[string]docs.Footnote, l map[string]docs.List) {
+		if b != nil {
+			content(b.Content)
+		}
+		for _, x := range h {
+			content(x.Content)
+		}
+		for _, x := range f {
+			content(x.Content)
+		}
+		for _, x := range fn {
+			content(x.Content)
+		}
+		for _, x := range l {
+			if x.ListProperties != nil {
+				n += 32 * len(x.ListProperties.NestingLevels)
+			}
+		}
+	}
+	segments(d.Body, d.Headers, d.Footers, d.Footnotes, d.Lists)
+	var tabs func([]*docs.Tab)
+	tabs = func(ts []*docs.Tab) {
+		for _, t := range ts {
+			n += 64
+			if t != nil {
+				if dt := t.DocumentTab; dt != nil {
+					segments(dt.Body, dt.Headers, dt.Footers, dt.Footnotes, dt.Lists)
+				}
+				tabs(t.ChildTabs)
+			}
+		}
+	}
+	tabs(d.Tabs)
+	return n
+}
+
 // edgeValues are the numbers a hostile answer chooses from.
 var edgeValues = []int64{0, 1, 2, 3, 5, 8, 9, 10, 20, -1, -500, 1 << 36, 68719476736 * 2, math.MaxInt64, math.MinInt64, math.MaxInt32}
 
@@ -111,9 +183,9 @@ func (g *gen) content(depth int) []*docs.StructuralElement {
 		switch k := g.next() % 10; {
 		case k == 0:
 			se.SectionBreak = &docs.SectionBreak{}
-		case k == 1 && depth < 40:
+		case k == 1 && depth < 20:
 			se.Table = g.table(depth)
-		case k == 2 && depth < 40:
+		case k == 2 && depth < 20:
 			se.TableOfContents = &docs.TableOfContents{Content: g.content(depth + 1)}
 		case k == 3:
 			out = append(out, nil)
