@@ -15,7 +15,14 @@ import (
 // styles, heads and comments dropped; block elements and <br> become line
 // breaks; list items start with "- "; links keep their target when it
 // differs from their text; runs of spaces collapse as a browser does.
+//
+// A body longer than maxTreeHTML is converted by the tokenizer alone
+// (streamText): a parsed tree weighs some forty times its markup (one node
+// of about 130 bytes per "<p>"), and the body is the provider's.
 func htmlToText(src string) string {
+	if len(src) > maxTreeHTML {
+		return streamText(src)
+	}
 	doc, err := xhtml.Parse(strings.NewReader(src))
 	if err != nil { // x/net/html recovers from any input; keep the text
 		return src
@@ -151,6 +158,54 @@ func (w *textWriter) node(n *xhtml.Node) {
 	}
 	if n.Type == xhtml.ElementNode && nl > 0 {
 		w.brk(nl)
+	}
+}
+
+// maxTreeHTML bounds the HTML htmlToText parses into a tree.
+const maxTreeHTML = 4 << 20
+
+// skipped are the elements whose content is not text.
+var skipped = map[atom.Atom]bool{atom.Script: true, atom.Style: true, atom.Head: true, atom.Noscript: true,
+	atom.Template: true, atom.Iframe: true, atom.Object: true, atom.Svg: true}
+
+// streamText renders HTML as plain text token by token, in memory
+// proportional to the text: what htmlToText does without a tree — skipped
+// elements dropped, blocks and <br> as line breaks, runs of spaces
+// collapsed — but without list markers, cell tabs, image alts or link
+// targets.
+func streamText(src string) string {
+	z := xhtml.NewTokenizer(strings.NewReader(src))
+	var w textWriter
+	skip := 0
+	for {
+		tt := z.Next()
+		switch tt {
+		case xhtml.ErrorToken:
+			return w.finish()
+		case xhtml.TextToken:
+			if skip == 0 {
+				w.text(string(z.Text()))
+			}
+		case xhtml.StartTagToken, xhtml.SelfClosingTagToken, xhtml.EndTagToken:
+			name, _ := z.TagName()
+			a := atom.Lookup(name)
+			switch {
+			case skipped[a]:
+				if tt == xhtml.StartTagToken {
+					skip++
+				} else if tt == xhtml.EndTagToken && skip > 0 {
+					skip--
+				}
+			case skip > 0:
+			case a == atom.Br:
+				w.pendingSpace = false
+				if w.b.Len() > 0 {
+					w.breaks++
+				}
+			case blocks[a] > 0:
+				w.brk(blocks[a])
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package mail
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -231,12 +232,38 @@ func FuzzHTMLToText(f *testing.F) {
 	f.Add(`<ul><li>x<li>y</ul><pre> z </pre>`)
 	f.Add("<a href='https://x'>https://x</a><td>1<td>2")
 	f.Fuzz(func(t *testing.T, s string) {
-		out := htmlToText(s)
-		if utf8.ValidString(s) && !utf8.ValidString(out) {
-			t.Fatalf("invalid UTF-8 from %q", s)
-		}
-		if strings.Contains(s, "<script>SECRET</script>") && strings.Contains(out, "SECRET") && strings.Count(s, "SECRET") == 1 {
-			t.Fatalf("script text kept: %q", out)
+		// The tree's conversion, and the tokenizer's of bodies too long
+		// for a tree.
+		for _, out := range []string{htmlToText(s), streamText(s)} {
+			if utf8.ValidString(s) && !utf8.ValidString(out) {
+				t.Fatalf("invalid UTF-8 from %q", s)
+			}
+			if strings.Contains(s, "<script>SECRET</script>") && strings.Contains(out, "SECRET") && strings.Count(s, "SECRET") == 1 {
+				t.Fatalf("script text kept: %q", out)
+			}
 		}
 	})
+}
+
+// TestHTMLToTextOfAHugeBody: a provider's HTML body past maxTreeHTML is
+// converted token by token: the text is the same as the tree's for plain
+// markup, and memory stays about the size of the body (a tree of its
+// 5.6 million paragraphs would weigh gigabytes).
+func TestHTMLToTextOfAHugeBody(t *testing.T) {
+	small := `<html><head><style>p{}</style><title>t</title></head><body><p>Hello <b>you</b>,</p><div>line&amp;one<br>two</div><script>evil()</script>end</body></html>`
+	if got, want := streamText(small), htmlToText(small); got != want {
+		t.Errorf("streamText %q, the tree %q", got, want)
+	}
+	huge := strings.Repeat("<p>x", 17<<20/4)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out := htmlToText(huge)
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
+		t.Errorf("converting %d bytes allocated %d MiB", len(huge), alloc>>20)
+	}
+	if !strings.HasPrefix(out, "x\n\nx\n\nx") || strings.Count(out, "x") != 17<<20/4 {
+		t.Errorf("%.40q… (%d x)", out, strings.Count(out, "x"))
+	}
 }
