@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -360,7 +361,7 @@ func (r *Runner) Execute(ctx context.Context, sc Scope, toolName string, input m
 
 	// The tool, under its deadline.
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.ToolTimeout)
-	output, runErr := runSafely(tctx, tool, call)
+	output, runErr := runSafely(tctx, tool, call, r.log)
 	cancel()
 	success := runErr == nil
 	var toolErr *Error
@@ -403,13 +404,33 @@ func hasPrePost(hooks []hookproxy.Hook) bool {
 }
 
 // runSafely runs the tool, turning a panic into a runtime error.
-func runSafely(ctx context.Context, tool Tool, call Call) (out any, err error) {
+func runSafely(ctx context.Context, tool Tool, call Call, log *slog.Logger) (out any, err error) {
+	err = Safely(log, func() error {
+		var runErr error
+		out, runErr = tool.Run(ctx, call)
+		return runErr
+	})
+	return out, err
+}
+
+// Safely runs f and turns a panic in it into a runtime error (KindRuntime)
+// of the tool call; the panic and its stack go to log only (nil:
+// slog.Default()). The runner
+// runs every tool through it, and every goroutine a tool starts must run
+// its work through it too: a panic in a goroutine cannot be recovered by
+// anyone else and ends the process, so that a hostile provider answer
+// would cost every call in flight instead of one.
+func Safely(log *slog.Logger, f func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if log == nil {
+				log = slog.Default()
+			}
+			log.Error("tool panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			err = Errorf(KindRuntime, false, "the tool failed unexpectedly: %v", p)
 		}
 	}()
-	return tool.Run(ctx, call)
+	return f()
 }
 
 // hookContext is the context object of pre and post requests: secret names

@@ -112,6 +112,7 @@ func runDev(ctx context.Context, args []string) error {
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite")
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (default: generated and kept in DATA)")
+	pageKeys := fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs (default: generated and kept in DATA)")
 	secKeys := fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
 	rate, adminRate, toolRate := auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
 	inf := addIngestFlags(fs)
@@ -216,6 +217,10 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	pageTokenKeys, err := keyList("page-token-keys", *pageKeys, *data, pageTokenKeyFile, 0)
+	if err != nil {
+		return err
+	}
 	// The control-plane mirror and the limiter live until the process drains.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
@@ -242,7 +247,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, closeToolkits := toolkits(guard, admin, log)
+	reg, closeToolkits := toolkits(guard, admin, pageTokenKeys, log)
 	defer closeToolkits()
 	execPub, err := producers.New(conns[natsx.RoleToolRunner], producers.DefaultConfig(), log)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -128,7 +129,15 @@ func TestControlPlaneAndToolRunnerRoles(t *testing.T) {
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	common := []string{"--bootstrap-key", boot, "--secrets-keys", secrets}
 	cp := newAPIClient(t, startRole(t, "controlplane", append(dev.natsArgs(natsx.RoleControlPlane), common...)...))
-	tr := newAPIClient(t, startRole(t, "toolrunner", append(dev.natsArgs(natsx.RoleToolRunner), append(common, "--outbox", t.TempDir())...)...))
+	trArgs := append(dev.natsArgs(natsx.RoleToolRunner), append(common, "--outbox", t.TempDir())...)
+	// The tool runner signs pagination tokens with keys every instance
+	// shares: it does not start without them.
+	out, err := exec.Command(binary(t), append([]string{"toolrunner", "--http", "127.0.0.1:0"}, trArgs...)...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--page-token-keys is required") {
+		t.Fatalf("toolrunner without --page-token-keys: %v\n%s", err, out)
+	}
+	pageKeys := base64.StdEncoding.EncodeToString([]byte("page-token-key-shared-by-runners"))
+	tr := newAPIClient(t, startRole(t, "toolrunner", append(trArgs, "--page-token-keys", pageKeys)...))
 	org := cp.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Roles"})
 	if org.status != 201 {
 		t.Fatalf("create org on the controlplane role: %d %s", org.status, org.raw)

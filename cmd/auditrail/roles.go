@@ -277,20 +277,25 @@ func runControlPlane(ctx context.Context, args []string) error {
 // runToolRunner is the production tool runner role: the tool runner API,
 // hooks from the control-plane state, execution events to the stream.
 func runToolRunner(ctx context.Context, args []string) error {
-	var outboxDir *string
+	var outboxDir, pageKeys *string
 	r, addr, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", toolLimit, args, func(fs *flags) {
 		outboxDir = fs.String("outbox", "", "./outbox", "directory of the durable outbox of execution events (one process each; events kept while NATS is unreachable are published from it)")
+		pageKeys = fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs, all verify (required; give every instance the same keys)")
 	})
 	if err != nil {
 		return err
 	}
 	defer r.stop()
+	pageTokenKeys, err := keyList("page-token-keys", *pageKeys, "", "", 0)
+	if err != nil {
+		return err
+	}
 	outbox, stopOutbox, err := executionOutbox(*outboxDir, r.pub, r.log)
 	if err != nil {
 		return err
 	}
 	defer stopOutbox()
-	reg, closeToolkits := toolkits(r.guard, r.admin, r.log)
+	reg, closeToolkits := toolkits(r.guard, r.admin, pageTokenKeys, r.log)
 	defer closeToolkits()
 	runner, proxy := newToolRunner(reg, r.admin, outbox, r.guard, r.log)
 	app := httpapi.NewApp(r.log)

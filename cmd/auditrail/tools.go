@@ -210,23 +210,24 @@ func providerScopes(reg *toolrunner.Registry) map[string][]string {
 // a function that releases their connections. Database connections and
 // Google and Microsoft Graph API calls (to the provider's api_base_url)
 // pass the egress guard; picker issues DocsToolkit's file picker URLs (the
-// control plane).
-func toolkits(guard *egress.Guard, picker docs.PickerLinks, log *slog.Logger) (*toolrunner.Registry, func()) {
+// control plane); pageKeys sign both toolkits' pagination tokens (the
+// first signs, all verify).
+func toolkits(guard *egress.Guard, picker docs.PickerLinks, pageKeys [][]byte, log *slog.Logger) (*toolrunner.Registry, func()) {
 	reg := toolrunner.NewRegistry()
 	cfg := documentdb.DefaultConfig()
 	cfg.Egress, cfg.Log = guard, log
 	docdb := documentdb.New(cfg)
 	dcfg := docs.DefaultConfig()
-	dcfg.Egress, dcfg.Picker, dcfg.Log = guard, picker, log
+	dcfg.Egress, dcfg.Picker, dcfg.Log, dcfg.PageTokenKeys = guard, picker, log, pageKeys
 	gdocs, err := docs.New(dcfg)
 	if err != nil {
-		panic(err) // the default config is valid
+		panic(err) // the default config is valid, the keys checked by keyList
 	}
 	mcfg := mail.DefaultConfig()
-	mcfg.Egress, mcfg.Log = guard, log
+	mcfg.Egress, mcfg.Log, mcfg.PageTokenKeys = guard, log, pageKeys
 	outlook, err := mail.New(mcfg)
 	if err != nil {
-		panic(err) // the default config is valid
+		panic(err) // the default config is valid, the keys checked by keyList
 	}
 	if err := reg.Register(append(append(docdb.Tools(), gdocs.Tools()...), outlook.Tools()...)...); err != nil {
 		panic(err) // the built-in definitions are checked by tests

@@ -57,6 +57,7 @@ func openStore(ctx context.Context, dsn, dataDir string, log *slog.Logger) (stor
 const (
 	bootstrapHashFile = "bootstrap_key.sha256"
 	cursorKeyFile     = "cursor.key"
+	pageTokenKeyFile  = "page_token.key"
 	secretsKeyFile    = "secrets.key"
 )
 

@@ -10,7 +10,9 @@ import (
 	"google.golang.org/api/googleapi"
 
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
 )
 
 // ErrInvalidConfig is wrapped by Config.Validate's errors.
@@ -63,6 +65,13 @@ func apiError(err error, what string) error {
 		return toolrunner.Errorf(toolrunner.KindUpstream, false, "Google answered %d: %s", ge.Code, msg)
 	}
 	switch {
+	case errors.Is(err, provhttp.ErrBodyTooLarge):
+		return &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, false, "Google's answer about %s is larger than this platform accepts", what), err}
+	case errors.Is(err, provhttp.ErrRedirect):
+		return &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, false, "Google answered a redirect to another host, which is not followed"), err}
+	case errors.Is(err, docmd.ErrInvalidDocument):
+		return &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, false, "Google answered %s with a document that is not valid (%s)", what,
+			strings.TrimPrefix(err.Error(), docmd.ErrInvalidDocument.Error()+": ")), err}
 	case errors.Is(err, egress.ErrRefused):
 		return &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, false, "the Google API base URL is not reachable from this platform (refused by the egress policy)"), err}
 	case errors.Is(err, context.DeadlineExceeded):

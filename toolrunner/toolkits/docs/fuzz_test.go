@@ -54,21 +54,27 @@ func FuzzValidateRequests(f *testing.F) {
 
 // FuzzPageToken: pagination tokens come back from callers. Decoding never
 // panics, and a token is only accepted for the query and user it was made
-// for.
+// for, when it is what the toolkit signs of its page.
 func FuzzPageToken(f *testing.F) {
+	tk, err := New(DefaultConfig())
+	if err != nil {
+		f.Fatal(err)
+	}
+	const base = "https://docs.example/"
 	q, _ := buildQuery(map[string]any{})
-	f.Add(wrapToken(q, "u1", "drive-page-2"), "u1")
-	f.Add(tokenPrefix+"e30", "u1")
-	f.Add("dtk1.!!!", "u2")
+	tok, _ := tk.wrapToken(q, "u1", base, "drive-page-2")
+	f.Add(tok, "u1")
+	f.Add(tokenPurpose+".e30", "u1")
+	f.Add("dtk1.eyJiIjoieCIsInAiOiJ5In0", "u2")
 	f.Fuzz(func(t *testing.T, tok, user string) {
-		p, err := unwrapToken(q, user, tok)
+		p, err := tk.unwrapToken(q, user, base, tok)
 		if err != nil {
 			if te := toolrunner.AsError(err); te.Kind != toolrunner.KindInputInvalid {
 				t.Fatalf("%+v", te)
 			}
 			return
 		}
-		if tok != "" && (p == "" || wrapToken(q, user, p) == "") {
+		if again, err := tk.wrapToken(q, user, base, p); tok != "" && (p == "" || again != tok || err != nil) {
 			t.Fatalf("accepted %q for %q as %q", tok, user, p)
 		}
 	})

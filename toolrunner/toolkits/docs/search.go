@@ -2,20 +2,19 @@ package docs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	gdocs "google.golang.org/api/docs/v1"
 	"google.golang.org/api/drive/v3"
 	"google.golang.org/api/googleapi"
 
+	"github.com/auditrail/auditrail/internal/pagetoken"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
 )
@@ -86,43 +85,41 @@ func buildQuery(in map[string]any) (driveQuery, error) {
 	return dq, nil
 }
 
-// binding is what a pagination token is bound to: the user and the query.
-func (q driveQuery) binding(user string) string {
-	b, _ := json.Marshal(q)
-	sum := sha256.Sum256(append([]byte(user+"\x00"), b...))
-	return hex.EncodeToString(sum[:16])
+// tokenPurpose starts the search tools' pagination tokens (version 2:
+// signed, internal/pagetoken).
+const tokenPurpose = "dtk2"
+
+// binding is what a pagination token is bound to: the user, the API base
+// and the query.
+func (q driveQuery) binding(user, base string) []byte {
+	b, _ := json.Marshal([]any{user, base, q})
+	return b
 }
 
-const tokenPrefix = "dtk1."
-
-type pageToken struct {
-	Binding string `json:"b"`
-	Drive   string `json:"p"`
-}
-
-// wrapToken makes Drive's nextPageToken an opaque token bound to the query.
-func wrapToken(q driveQuery, user, next string) string {
-	if next == "" {
-		return ""
+// wrapToken makes Drive's nextPageToken a token signed with the toolkit's
+// key and bound to the query; "" on the last page.
+func (t *Toolkit) wrapToken(q driveQuery, user, base, next string) (string, error) {
+	tok, err := t.tokens.Seal(q.binding(user, base), []byte(next))
+	if err != nil {
+		return "", &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, false, "Google answered a next page token too long to hand on"), err}
 	}
-	b, _ := json.Marshal(pageToken{Binding: q.binding(user), Drive: next})
-	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	return tok, nil
 }
 
-// unwrapToken answers Drive's page token, refusing a token of another query.
-func unwrapToken(q driveQuery, user, tok string) (string, error) {
+// unwrapToken answers Drive's page token of a token the toolkit signed for
+// this query, refusing any other.
+func (t *Toolkit) unwrapToken(q driveQuery, user, base, tok string) (string, error) {
 	if tok == "" {
 		return "", nil
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, tokenPrefix))
-	var pt pageToken
-	if !strings.HasPrefix(tok, tokenPrefix) || err != nil || json.Unmarshal(raw, &pt) != nil || pt.Drive == "" {
+	p, err := t.tokens.Open(tok, q.binding(user, base))
+	switch {
+	case errors.Is(err, pagetoken.ErrBinding):
+		return "", invalid("pagination_token: it continues a search with other filters, order or drives; repeat that search's parameters exactly, or leave pagination_token out to start again")
+	case err != nil:
 		return "", invalid("pagination_token: not a token of this search; use the pagination_token of the previous answer as is")
 	}
-	if pt.Binding != q.binding(user) {
-		return "", invalid("pagination_token: it continues a search with other filters, order or drives; repeat that search's parameters exactly, or leave pagination_token out to start again")
-	}
-	return pt.Drive, nil
+	return string(p), nil
 }
 
 const fileFields = "id,name,createdTime,modifiedTime,driveId,owners(displayName,emailAddress),lastModifyingUser(displayName,emailAddress)"
@@ -149,7 +146,7 @@ func (t *Toolkit) search(ctx context.Context, c *clients, call toolrunner.Call) 
 	if err != nil {
 		return nil, q, err
 	}
-	page, err := unwrapToken(q, call.UserID, str(call.Inputs, "pagination_token"))
+	page, err := t.unwrapToken(q, call.UserID, c.docsEndpoint, str(call.Inputs, "pagination_token"))
 	if err != nil {
 		return nil, q, err
 	}
@@ -177,6 +174,10 @@ func (t *Toolkit) search(ctx context.Context, c *clients, call toolrunner.Call) 
 	if err != nil {
 		return nil, q, apiError(err, "the document search")
 	}
+	// At most the page asked for, no empty entries: the number of files is
+	// the provider's, and each may cost a documents.get.
+	fl.Files = slices.DeleteFunc(fl.Files, func(f *drive.File) bool { return f == nil })
+	fl.Files = fl.Files[:min(int64(len(fl.Files)), limit)]
 	return fl, q, nil
 }
 
@@ -189,18 +190,22 @@ func (t *Toolkit) searchDocuments(ctx context.Context, c *clients, call toolrunn
 	for _, f := range fl.Files {
 		docs = append(docs, fileMeta(f))
 	}
-	return searchAnswer(docs, q, call.UserID, fl), nil
+	return t.searchAnswer(docs, q, call.UserID, c.docsEndpoint, fl)
 }
 
 // searchAnswer is the answer of both search tools; incomplete_search says
 // that Drive did not search every drive asked for (allDrives corpora).
-func searchAnswer(docs []map[string]any, q driveQuery, user string, fl *drive.FileList) map[string]any {
+func (t *Toolkit) searchAnswer(docs []map[string]any, q driveQuery, user, base string, fl *drive.FileList) (map[string]any, error) {
+	tok, err := t.wrapToken(q, user, base, fl.NextPageToken)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]any{"documents_count": len(docs), "documents": docs,
-		"pagination_token": wrapToken(q, user, fl.NextPageToken), "has_more": fl.NextPageToken != ""}
+		"pagination_token": tok, "has_more": fl.NextPageToken != ""}
 	if fl.IncompleteSearch {
 		out["incomplete_search"] = true
 	}
-	return out
+	return out, nil
 }
 
 func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolrunner.Call) (any, error) {
@@ -214,31 +219,56 @@ func (t *Toolkit) searchAndRetrieve(ctx context.Context, c *clients, call toolru
 	}
 	// The documents are read a few at a time, each answer in its place; a
 	// document that cannot be read carries its error, the others still
-	// answer.
+	// answer. Each goroutine runs through toolrunner.Safely: a panic there
+	// would end the process, not this call.
 	docs := make([]map[string]any, len(fl.Files))
+	// The contents answered weigh at most what one provider answer may:
+	// a document past the budget carries an error instead of its content.
+	var budget atomic.Int64
+	budget.Store(t.cfg.MaxResponseBytes)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(retrieveParallel)
 	for i, f := range fl.Files {
 		g.Go(func() error {
-			m := fileMeta(f)
-			docs[i] = m
-			d, err := getDocument(gctx, c, f.Id)
-			if err != nil {
-				te := toolrunner.AsError(err)
-				m["error"] = map[string]any{"kind": te.Kind, "message": te.Message}
+			return toolrunner.Safely(t.cfg.Log, func() error {
+				m := fileMeta(f)
+				docs[i] = m
+				d, err := getDocument(gctx, c, f.Id)
+				if err != nil {
+					te := toolrunner.AsError(err)
+					m["error"] = map[string]any{"kind": te.Kind, "message": te.Message}
+					return nil
+				}
+				m["revision_id"] = d.RevisionId
+				m["tabs"] = tabsMeta(d.Tabs)
+				m["return_format"] = format
+				body, err := content(mainDocument(d), format)
+				if err != nil {
+					return err
+				}
+				if budget.Add(-contentSize(body)) < 0 {
+					m["error"] = map[string]any{"kind": toolrunner.KindUpstream,
+						"message": "the documents found are too large to answer together; read this one alone (GetDocumentAsDocmd) or ask for fewer (limit)"}
+					return nil
+				}
+				m["content"] = body
 				return nil
-			}
-			m["revision_id"] = d.RevisionId
-			m["tabs"] = tabsMeta(d.Tabs)
-			m["return_format"] = format
-			m["content"], err = content(mainDocument(d), format)
-			return err
+			})
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return searchAnswer(docs, q, call.UserID, fl), nil
+	return t.searchAnswer(docs, q, call.UserID, c.docsEndpoint, fl)
+}
+
+// contentSize is about what a rendered content holds in memory.
+func contentSize(c any) int64 {
+	if s, ok := c.(string); ok {
+		return int64(len(s))
+	}
+	b, _ := json.Marshal(c)
+	return int64(len(b))
 }
 
 // mainDocument answers the document reduced to its main body: the first

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"sort"
@@ -53,27 +54,63 @@ func TestBuildQuery(t *testing.T) {
 	}
 }
 
+// TestPageTokenBinding: a token is signed with the toolkit's key and bound
+// to the user, the API base and the query; any other token, an unkeyed one
+// a caller made (as version 1 was) included, is an input error. Keys
+// rotate: [new, old] still opens what old signed.
 func TestPageTokenBinding(t *testing.T) {
+	oldKey, newKey := []byte("0123456789abcdef-old"), []byte("0123456789abcdef-new")
+	kit := func(keys ...[]byte) *Toolkit {
+		cfg := DefaultConfig()
+		cfg.PageTokenKeys = keys
+		tk, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	old, rotated, other := kit(oldKey), kit(newKey, oldKey), kit([]byte("another key of 16+ bytes"))
+	const base = "https://docs.example/"
 	q1, _ := buildQuery(map[string]any{})
 	q2, _ := buildQuery(map[string]any{"document_contains": []string{"x"}})
-	tok := wrapToken(q1, "u1", "drive-token")
-	if !strings.HasPrefix(tok, tokenPrefix) || strings.Contains(tok, "drive-token") {
-		t.Fatalf("token not opaque: %s", tok)
+	tok, err := old.wrapToken(q1, "u1", base, "drive-token")
+	if err != nil || !strings.HasPrefix(tok, tokenPurpose+".") || strings.Contains(tok, "drive-token") {
+		t.Fatalf("token not opaque: %s %v", tok, err)
 	}
-	if p, err := unwrapToken(q1, "u1", tok); err != nil || p != "drive-token" {
-		t.Fatalf("same query: %q %v", p, err)
-	}
-	for _, tc := range []struct {
-		q    driveQuery
-		user string
-		tok  string
-	}{{q2, "u1", tok}, {q1, "u2", tok}, {q1, "u1", "drive-token"}, {q1, "u1", tokenPrefix + "!!"}, {q1, "u1", tok[:len(tok)-3]}} {
-		if _, err := unwrapToken(tc.q, tc.user, tc.tok); toolrunner.AsError(err).Kind != toolrunner.KindInputInvalid {
-			t.Errorf("%+v %s %s: %v", tc.q, tc.user, tc.tok, err)
+	for _, tk := range []*Toolkit{old, rotated} {
+		if p, err := tk.unwrapToken(q1, "u1", base, tok); err != nil || p != "drive-token" {
+			t.Fatalf("same query: %q %v", p, err)
 		}
 	}
-	if wrapToken(q1, "u1", "") != "" {
+	// What version 1 was: an unkeyed hash of what the caller knows.
+	forged := "dtk1." + base64.RawURLEncoding.EncodeToString([]byte(`{"b":"x","p":"forged-page"}`))
+	for _, tc := range []struct {
+		name string
+		tk   *Toolkit
+		q    driveQuery
+		user string
+		base string
+		tok  string
+	}{
+		{"other query", old, q2, "u1", base, tok}, {"other user", old, q1, "u2", base, tok}, {"other base", old, q1, "u1", "https://evil.example/", tok},
+		{"other key", other, q1, "u1", base, tok}, {"drive's own token", old, q1, "u1", base, "drive-token"}, {"garbage", old, q1, "u1", base, tokenPurpose + ".!!"},
+		{"truncated", old, q1, "u1", base, tok[:len(tok)-3]}, {"forged v1", old, q1, "u1", base, forged},
+	} {
+		if _, err := tc.tk.unwrapToken(tc.q, tc.user, tc.base, tc.tok); toolrunner.AsError(err).Kind != toolrunner.KindInputInvalid {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	if tok, err := old.wrapToken(q1, "u1", base, ""); tok != "" || err != nil {
 		t.Error("a last page has a token")
+	}
+	cfg := DefaultConfig()
+	cfg.PageTokenKeys = [][]byte{[]byte("short")}
+	if _, err := New(cfg); err == nil {
+		t.Error("a short key accepted")
+	}
+	cfg.PageTokenKeys = nil
+	if _, err := New(cfg); err == nil {
+		t.Error("no key accepted")
 	}
 }
 

@@ -9,6 +9,7 @@ package docs
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -23,6 +24,8 @@ import (
 	"google.golang.org/api/people/v1"
 
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/pagetoken"
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
@@ -71,17 +74,44 @@ type Config struct {
 	Picker PickerLinks
 	// Log receives what callers are not told (nil: slog.Default()).
 	Log *slog.Logger
+	// MaxResponseBytes caps every answer of the provider: the API base is
+	// chosen by a tenant, and a longer answer fails the call
+	// (provhttp.ErrBodyTooLarge), never the process.
+	MaxResponseBytes int64
+	// PageTokenKeys sign the search tools' pagination tokens
+	// (internal/pagetoken): the first signs, every one verifies, each at
+	// least 16 bytes. Every instance that may receive a token back must
+	// hold the key that signed it.
+	PageTokenKeys [][]byte
 }
 
-// DefaultConfig: 30 s per API call, strict egress.
+// DefaultConfig: 30 s per API call, strict egress, answers up to
+// provhttp.DefaultMaxBody (64 MiB), and a random page token key of this
+// process only (tokens do not survive a restart nor reach another
+// instance: deployments set PageTokenKeys).
 func DefaultConfig() Config {
-	return Config{Timeout: 30 * time.Second, Egress: egress.Strict()}
+	return Config{Timeout: 30 * time.Second, Egress: egress.Strict(), MaxResponseBytes: provhttp.DefaultMaxBody,
+		PageTokenKeys: [][]byte{randomKey()}}
+}
+
+func randomKey() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand does not fail
+	}
+	return k
 }
 
 // Validate reports the first problem of the config.
 func (c Config) Validate() error {
-	if c.Timeout <= 0 {
+	switch {
+	case c.Timeout <= 0:
 		return fmt.Errorf("%w: Timeout must be positive", ErrInvalidConfig)
+	case c.MaxResponseBytes < 1<<10:
+		return fmt.Errorf("%w: MaxResponseBytes must be at least 1 KiB", ErrInvalidConfig)
+	}
+	if err := pagetoken.ValidateKeys(c.PageTokenKeys); err != nil {
+		return fmt.Errorf("%w: PageTokenKeys: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -90,6 +120,9 @@ func (c Config) Validate() error {
 type Toolkit struct {
 	cfg  Config
 	base http.RoundTripper
+	// limited is base with the provider's answers capped.
+	limited http.RoundTripper
+	tokens  *pagetoken.Sealer
 }
 
 // New returns the toolkit.
@@ -108,6 +141,11 @@ func New(cfg Config) (*Toolkit, error) {
 		t.base = cfg.HTTPClient.Transport
 	} else {
 		t.base = cfg.Egress.Transport(10 * time.Second)
+	}
+	t.limited = provhttp.LimitBody(t.base, cfg.MaxResponseBytes)
+	var err error
+	if t.tokens, err = pagetoken.New(tokenPurpose, cfg.PageTokenKeys); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return t, nil
 }
@@ -136,8 +174,11 @@ func (t *Toolkit) clientsFor(ctx context.Context, call toolrunner.Call) (*client
 	if !ok || conn.AccessToken == "" {
 		return nil, toolrunner.Errorf(toolrunner.KindAuthorization, true, "the user has no Google connection")
 	}
-	hc := &http.Client{Timeout: t.cfg.Timeout, Transport: &oauth2.Transport{
-		Source: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: conn.AccessToken, TokenType: "Bearer"}), Base: t.base}}
+	// oauth2.Transport sets Authorization on every request, redirects
+	// included: provhttp.CheckRedirect follows none to another host, so
+	// the token stays with the provider's API base.
+	hc := &http.Client{Timeout: t.cfg.Timeout, CheckRedirect: provhttp.CheckRedirect, Transport: &oauth2.Transport{
+		Source: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: conn.AccessToken, TokenType: "Bearer"}), Base: t.limited}}
 	c := &clients{http: hc, docsEndpoint: "https://docs.googleapis.com/"}
 	docsOpts := []option.ClientOption{option.WithHTTPClient(hc)}
 	driveOpts := []option.ClientOption{option.WithHTTPClient(hc)}

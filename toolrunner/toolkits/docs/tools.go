@@ -91,9 +91,15 @@ func docID(in map[string]any) (string, error) {
 
 func docWhat(id string) string { return fmt.Sprintf("document %q", id) }
 
-// getDocument reads a document with every tab's content.
+// getDocument reads a document with every tab's content. The answer comes
+// from a tenant-chosen endpoint: one whose indices, sizes or nesting no
+// Google document has (docmd.Check) is refused before any tool sizes,
+// slices or loops over them.
 func getDocument(ctx context.Context, c *clients, id string) (*gdocs.Document, error) {
 	d, err := c.docs.Documents.Get(id).IncludeTabsContent(true).Context(ctx).Do()
+	if err == nil {
+		err = docmd.Check(d)
+	}
 	if err != nil {
 		return nil, apiError(err, docWhat(id))
 	}
@@ -164,7 +170,7 @@ func (t *Toolkit) getDocumentAsDocmd(ctx context.Context, c *clients, call toolr
 		return nil, toolrunner.Errorf(toolrunner.KindNotFound, false, "document %q has no tab %q; GetDocumentMetadata lists its tabs", id, str(call.Inputs, "tab_id"))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("render DocMD: %w", err)
+		return nil, apiError(fmt.Errorf("render DocMD: %w", err), docWhat(id))
 	}
 	return out, nil
 }
@@ -309,8 +315,13 @@ func (t *Toolkit) commentOnDocument(ctx context.Context, c *clients, call toolru
 		"created_time": cm.CreatedTime}, nil
 }
 
-// maxComments bounds what ListDocumentComments gathers over pages.
-const maxComments = 1000
+// maxComments bounds what ListDocumentComments gathers over pages, and
+// maxCommentPages the pages it asks for (a provider answering empty pages
+// with a next page token forever).
+const (
+	maxComments     = 1000
+	maxCommentPages = 50
+)
 
 func (t *Toolkit) listDocumentComments(ctx context.Context, c *clients, call toolrunner.Call) (any, error) {
 	id, err := docID(call.Inputs)
@@ -318,12 +329,30 @@ func (t *Toolkit) listDocumentComments(ctx context.Context, c *clients, call too
 		return nil, err
 	}
 	comments := []*drive.Comment{}
-	truncated := false
+	truncated, pages := false, 0
+	// The comments kept, over every page, weigh at most what one answer
+	// may: a provider answering page after page of huge comments fills no
+	// more memory than one huge page.
+	budget := t.cfg.MaxResponseBytes
 	err = c.drive.Comments.List(id).IncludeDeleted(boolean(call.Inputs, "include_deleted")).PageSize(100).
 		Fields("nextPageToken,comments("+commentFields+")").Pages(ctx, func(l *drive.CommentList) error {
-		comments = append(comments, l.Comments...)
-		if len(comments) >= maxComments {
+		for _, cm := range l.Comments {
+			if cm == nil {
+				continue
+			}
+			if budget -= commentSize(cm); budget < 0 {
+				truncated = true
+				return errStop
+			}
+			comments = append(comments, cm)
+		}
+		pages++
+		switch {
+		case len(comments) >= maxComments:
 			comments, truncated = comments[:maxComments], true
+			return errStop
+		case pages >= maxCommentPages:
+			truncated = l.NextPageToken != ""
 			return errStop
 		}
 		return nil
@@ -343,6 +372,20 @@ func (t *Toolkit) listDocumentComments(ctx context.Context, c *clients, call too
 }
 
 var errStop = errors.New("enough")
+
+// commentSize is about what a comment holds in memory: its texts.
+func commentSize(cm *drive.Comment) int64 {
+	n := int64(len(cm.Content) + len(cm.HtmlContent) + 64)
+	if q := cm.QuotedFileContent; q != nil {
+		n += int64(len(q.Value))
+	}
+	for _, r := range cm.Replies {
+		if r != nil {
+			n += int64(len(r.Content)+len(r.HtmlContent)) + 64
+		}
+	}
+	return n
+}
 
 func (t *Toolkit) whoAmI(ctx context.Context, c *clients, call toolrunner.Call) (any, error) {
 	p, err := c.people.People.Get("people/me").PersonFields("names,emailAddresses,photos,locales").Context(ctx).Do()

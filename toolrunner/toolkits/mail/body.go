@@ -15,7 +15,14 @@ import (
 // styles, heads and comments dropped; block elements and <br> become line
 // breaks; list items start with "- "; links keep their target when it
 // differs from their text; runs of spaces collapse as a browser does.
+//
+// A body longer than maxTreeHTML is converted by the tokenizer alone
+// (streamText): a parsed tree weighs some forty times its markup (one node
+// of about 130 bytes per "<p>"), and the body is the provider's.
 func htmlToText(src string) string {
+	if len(src) > maxTreeHTML {
+		return streamText(src)
+	}
 	doc, err := xhtml.Parse(strings.NewReader(src))
 	if err != nil { // x/net/html recovers from any input; keep the text
 		return src
@@ -154,6 +161,54 @@ func (w *textWriter) node(n *xhtml.Node) {
 	}
 }
 
+// maxTreeHTML bounds the HTML htmlToText parses into a tree.
+const maxTreeHTML = 4 << 20
+
+// skipped are the elements whose content is not text.
+var skipped = map[atom.Atom]bool{atom.Script: true, atom.Style: true, atom.Head: true, atom.Noscript: true,
+	atom.Template: true, atom.Iframe: true, atom.Object: true, atom.Svg: true}
+
+// streamText renders HTML as plain text token by token, in memory
+// proportional to the text: what htmlToText does without a tree — skipped
+// elements dropped, blocks and <br> as line breaks, runs of spaces
+// collapsed — but without list markers, cell tabs, image alts or link
+// targets.
+func streamText(src string) string {
+	z := xhtml.NewTokenizer(strings.NewReader(src))
+	var w textWriter
+	skip := 0
+	for {
+		tt := z.Next()
+		switch tt {
+		case xhtml.ErrorToken:
+			return w.finish()
+		case xhtml.TextToken:
+			if skip == 0 {
+				w.text(string(z.Text()))
+			}
+		case xhtml.StartTagToken, xhtml.SelfClosingTagToken, xhtml.EndTagToken:
+			name, _ := z.TagName()
+			a := atom.Lookup(name)
+			switch {
+			case skipped[a]:
+				if tt == xhtml.StartTagToken {
+					skip++
+				} else if tt == xhtml.EndTagToken && skip > 0 {
+					skip--
+				}
+			case skip > 0:
+			case a == atom.Br:
+				w.pendingSpace = false
+				if w.b.Len() > 0 {
+					w.breaks++
+				}
+			case blocks[a] > 0:
+				w.brk(blocks[a])
+			}
+		}
+	}
+}
+
 func attr(n *xhtml.Node, key string) string {
 	for _, a := range n.Attr {
 		if a.Key == key {
@@ -209,14 +264,14 @@ var (
 // quoteStart answers where the quoted original begins in a draft's body,
 // or -1.
 func quoteStart(b *graphapi.ItemBody) int {
-	lower := strings.ToLower(b.Content)
+	lower := asciiLower(b.Content)
 	best := -1
 	markers := textQuoteMarkers
 	if strings.EqualFold(b.ContentType, graphapi.ContentHTML) {
 		markers = htmlQuoteMarkers
 	}
 	for _, m := range markers {
-		i := strings.Index(lower, strings.ToLower(m))
+		i := strings.Index(lower, asciiLower(m))
 		if i < 0 {
 			continue
 		}
@@ -228,6 +283,22 @@ func quoteStart(b *graphapi.ItemBody) int {
 		}
 	}
 	return best
+}
+
+// asciiLower lowercases ASCII letters only: its indices are the indices of
+// s. strings.ToLower changes the length of some runes (K, the Kelvin sign,
+// is 3 bytes, k one; İ grows), and an index found in its answer would cut
+// the body at the wrong place or beyond its end (a panic) — and the body is
+// the provider's.
+// (strings.Map would also turn each invalid byte into a 3-byte U+FFFD).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+	return string(b)
 }
 
 // replaceAboveQuote writes text as the new body of a draft in the draft's
@@ -249,7 +320,7 @@ func replaceAboveQuote(existing *graphapi.ItemBody, text string) graphapi.ItemBo
 		return graphapi.ItemBody{ContentType: graphapi.ContentHTML, Content: "<html><body>" + textToHTML(text) + "</body></html>"}
 	}
 	// Keep <html><head>…<body …> before the new text.
-	lower := strings.ToLower(c[:i])
+	lower := asciiLower(c[:i])
 	start := 0
 	if b := strings.Index(lower, "<body"); b >= 0 {
 		if e := strings.Index(lower[b:], ">"); e >= 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/mail/graphapi"
 )
@@ -23,6 +24,11 @@ type upstreamError struct {
 
 func (e *upstreamError) Error() string { return e.te.Error() }
 func (e *upstreamError) Unwrap() error { return e.te }
+
+// invalidAnswer is an upstream error about what Graph answered.
+func invalidAnswer(msg string) *toolrunner.Error {
+	return toolrunner.Errorf(toolrunner.KindUpstream, false, "%s", msg)
+}
 
 func invalid(format string, args ...any) *toolrunner.Error {
 	return toolrunner.Errorf(toolrunner.KindInputInvalid, false, format, args...)
@@ -60,6 +66,12 @@ func apiError(err error, what string) error {
 		return toolrunner.Errorf(toolrunner.KindUpstream, false, "Microsoft Graph answered %d %s: %s", ge.Status, code, msg)
 	}
 	switch {
+	case errors.Is(err, provhttp.ErrBodyTooLarge):
+		return &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, false,
+			"Microsoft Graph's answer about %s is larger than this platform accepts", what), err}
+	case errors.Is(err, graphapi.ErrInvalidAnswer):
+		return &upstreamError{toolrunner.Errorf(toolrunner.KindUpstream, false,
+			"Microsoft Graph answered %s with values no mailbox has", what), err}
 	case errors.Is(err, graphapi.ErrInvalidQuery):
 		return invalid("%s", strings.TrimPrefix(err.Error(), graphapi.ErrInvalidQuery.Error()+": "))
 	case errors.Is(err, graphapi.ErrForeignLink):

@@ -52,10 +52,10 @@ type listing struct {
 
 // rel answers the request of the page asked for: the first, or the one a
 // pagination token continues.
-func (l listing) rel(c *graphapi.Client, call toolrunner.Call) (rel, bind string, err error) {
+func (l listing) rel(t *Toolkit, c *graphapi.Client, call toolrunner.Call) (rel, bind string, err error) {
 	bind = binding(call.UserID, c.Base(), l.tool, call.Inputs)
 	if tok := str(call.Inputs, "pagination_token"); tok != "" {
-		if rel, err = decodeToken(tok, bind, l.collection); err != nil {
+		if rel, err = t.decodeToken(tok, bind, l); err != nil {
 			return "", "", err
 		}
 		// Only a path under the connection's API base is ever requested.
@@ -68,7 +68,7 @@ func (l listing) rel(c *graphapi.Client, call toolrunner.Call) (rel, bind string
 }
 
 func (t *Toolkit) listMessages(ctx context.Context, c *graphapi.Client, call toolrunner.Call, l listing, prefer ...string) (map[string]any, error) {
-	rel, bind, err := l.rel(c, call)
+	rel, bind, err := l.rel(t, c, call)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (t *Toolkit) listMessages(ctx context.Context, c *graphapi.Client, call too
 		}
 		return nil, apiError(err, l.what)
 	}
-	next, err := nextToken(c, bind, p.NextLink)
+	next, err := t.nextToken(c, l, bind, p.NextLink)
 	if err != nil {
 		return nil, apiError(err, l.what)
 	}
@@ -167,7 +167,7 @@ func (t *Toolkit) listMailFolders(ctx context.Context, c *graphapi.Client, call 
 	if b, _ := call.Inputs["include_hidden"].(bool); b {
 		l.query.Extra = [][2]string{{"includeHiddenFolders", "true"}}
 	}
-	rel, bind, err := l.rel(c, call)
+	rel, bind, err := l.rel(t, c, call)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (t *Toolkit) listMailFolders(ctx context.Context, c *graphapi.Client, call 
 	if err != nil {
 		return nil, apiError(err, l.what)
 	}
-	next, err := nextToken(c, bind, p.NextLink)
+	next, err := t.nextToken(c, l, bind, p.NextLink)
 	if err != nil {
 		return nil, apiError(err, l.what)
 	}
@@ -195,7 +195,7 @@ func (t *Toolkit) listEmailAttachments(ctx context.Context, c *graphapi.Client, 
 	}
 	l := listing{tool: "ListEmailAttachments", collection: graphapi.AttachmentsPath(mid), what: messageWhat(mid),
 		query: graphapi.Query{Top: integer(call.Inputs, "limit"), Select: attachmentSelect}}
-	rel, bind, err := l.rel(c, call)
+	rel, bind, err := l.rel(t, c, call)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (t *Toolkit) listEmailAttachments(ctx context.Context, c *graphapi.Client, 
 	if err != nil {
 		return nil, apiError(err, l.what)
 	}
-	next, err := nextToken(c, bind, p.NextLink)
+	next, err := t.nextToken(c, l, bind, p.NextLink)
 	if err != nil {
 		return nil, apiError(err, l.what)
 	}

@@ -94,7 +94,7 @@ func (t *Toolkit) searchEmails(ctx context.Context, c *graphapi.Client, call too
 		q.OrderBy = []graphapi.OrderBy{{Property: "sentDateTime", Desc: true}}
 	}
 	l := listing{tool: "SearchEmails", collection: graphapi.MessagesPath(""), query: q, what: "the mailbox"}
-	rel, bind, err := l.rel(c, call)
+	rel, bind, err := l.rel(t, c, call)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (t *Toolkit) searchEmails(ctx context.Context, c *graphapi.Client, call too
 	if err != nil {
 		return nil, apiError(err, l.what)
 	}
-	next, err := nextToken(c, bind, p.NextLink)
+	next, err := t.nextToken(c, l, bind, p.NextLink)
 	if err != nil {
 		return nil, apiError(err, l.what)
 	}

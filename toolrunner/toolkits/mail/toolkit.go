@@ -8,12 +8,15 @@
 package mail
 
 import (
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/pagetoken"
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/mail/graphapi"
@@ -55,12 +58,33 @@ type Config struct {
 	MaxRetryAfter time.Duration
 	// Log receives what callers are not told (nil: slog.Default()).
 	Log *slog.Logger
+	// MaxResponseBytes caps every answer of the provider: the API base is
+	// chosen by a tenant, and a longer answer fails the call
+	// (provhttp.ErrBodyTooLarge), never the process.
+	MaxResponseBytes int64
+	// PageTokenKeys sign the listings' pagination tokens
+	// (internal/pagetoken): the first signs, every one verifies, each at
+	// least 16 bytes. Every instance that may receive a token back must
+	// hold the key that signed it.
+	PageTokenKeys [][]byte
 }
 
-// DefaultConfig: 30 s per API call, strict egress, graphapi's retries.
+// DefaultConfig: 30 s per API call, strict egress, graphapi's retries,
+// answers up to provhttp.DefaultMaxBody (64 MiB), and a random page token
+// key of this process only (tokens do not survive a restart nor reach
+// another instance: deployments set PageTokenKeys).
 func DefaultConfig() Config {
 	g := graphapi.DefaultConfig()
-	return Config{Timeout: 30 * time.Second, Egress: egress.Strict(), Retry: g.Retry, MaxRetryAfter: g.MaxRetryAfter}
+	return Config{Timeout: 30 * time.Second, Egress: egress.Strict(), Retry: g.Retry, MaxRetryAfter: g.MaxRetryAfter,
+		MaxResponseBytes: provhttp.DefaultMaxBody, PageTokenKeys: [][]byte{randomKey()}}
+}
+
+func randomKey() []byte {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand does not fail
+	}
+	return k
 }
 
 // Validate reports the first problem of the config.
@@ -72,9 +96,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Retry.MaxAttempts must be at least 1", ErrInvalidConfig)
 	case c.MaxRetryAfter < 0:
 		return fmt.Errorf("%w: MaxRetryAfter is negative", ErrInvalidConfig)
+	case c.MaxResponseBytes < 1<<10:
+		return fmt.Errorf("%w: MaxResponseBytes must be at least 1 KiB", ErrInvalidConfig)
 	}
 	if err := c.Retry.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if err := pagetoken.ValidateKeys(c.PageTokenKeys); err != nil {
+		return fmt.Errorf("%w: PageTokenKeys: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -83,6 +112,9 @@ func (c Config) Validate() error {
 type Toolkit struct {
 	cfg  Config
 	base http.RoundTripper
+	// limited is base with the provider's answers capped.
+	limited http.RoundTripper
+	tokens  *pagetoken.Sealer
 }
 
 // New returns the toolkit.
@@ -101,6 +133,11 @@ func New(cfg Config) (*Toolkit, error) {
 		t.base = cfg.HTTPClient.Transport
 	} else {
 		t.base = cfg.Egress.Transport(10 * time.Second)
+	}
+	t.limited = provhttp.LimitBody(t.base, cfg.MaxResponseBytes)
+	var err error
+	if t.tokens, err = pagetoken.New(tokenPurpose, cfg.PageTokenKeys); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return t, nil
 }
@@ -124,7 +161,8 @@ func (t *Toolkit) clientFor(call toolrunner.Call) (*graphapi.Client, error) {
 		cfg.BaseURL = conn.APIBaseURL
 	}
 	cfg.Token = conn.AccessToken
-	cfg.HTTPClient = &http.Client{Timeout: t.cfg.Timeout, Transport: t.base,
+	cfg.MaxResponse = t.cfg.MaxResponseBytes
+	cfg.HTTPClient = &http.Client{Timeout: t.cfg.Timeout, Transport: t.limited,
 		// Graph's answers are never redirects the client should follow
 		// with the user's token.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

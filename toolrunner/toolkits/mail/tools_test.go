@@ -112,7 +112,7 @@ func TestPaginationTokenBinding(t *testing.T) {
 	if res.Success || res.Error.Kind != "TOOL_INPUT_INVALID" {
 		t.Fatalf("another user's token: %+v", res)
 	}
-	for _, bad := range []string{"x", "mtk1.", "mtk1.!!!", tok + "A", strings.Replace(tok, "mtk1.", "mtk2.", 1)} {
+	for _, bad := range []string{"x", "mtk1.", "mtk1.!!!", tok + "A", strings.Replace(tok, tokenPurpose+".", "mtk1.", 1)} {
 		e.fails(t, "ListEmails", map[string]any{"limit": 5, "pagination_token": bad}, "TOOL_INPUT_INVALID")
 	}
 	// The same query continues.
@@ -170,7 +170,11 @@ func TestForeignNextLink(t *testing.T) {
 	bind := binding("u1", e.api, "ListEmails", map[string]any{"limit": int64(3), "sort_by": "receivedDateTime", "sort_order": "descending"})
 	for _, next := range []string{evil.URL + "/me/messages", "//" + strings.TrimPrefix(evil.URL, "http://") + "/me/messages", "@" + strings.TrimPrefix(evil.URL, "http://") + "/me/messages",
 		"/me/messages/../../../x/messages"} {
-		e.fails(t, "ListEmails", map[string]any{"limit": 3, "pagination_token": encodeToken(bind, next)}, "TOOL_INPUT_INVALID")
+		tok, err := e.tk.encodeToken(bind, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.fails(t, "ListEmails", map[string]any{"limit": 3, "pagination_token": tok}, "TOOL_INPUT_INVALID")
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,10 +1,12 @@
 package mail
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/mail/graphapi"
 )
 
@@ -73,6 +75,12 @@ func TestReplaceAboveQuote(t *testing.T) {
 			graphapi.ItemBody{ContentType: "text", Content: "new\n\n________________________________\nFrom: A\noriginal"}},
 		{"text draft", &graphapi.ItemBody{ContentType: "text", Content: "old"}, "new", graphapi.ItemBody{ContentType: "text", Content: "new"}},
 		{"no body", nil, "new", graphapi.ItemBody{ContentType: "text", Content: "new"}},
+		// Runs whose lowercase has another length (the Kelvin sign, İ, an
+		// invalid byte) before the quote do not move the cut.
+		{"html with resized runes", &graphapi.ItemBody{ContentType: "html", Content: "<body>\u212a\u212a\u212a\u0130\xff<p>x</p><blockquote>q</blockquote></body>"}, "y",
+			graphapi.ItemBody{ContentType: "html", Content: `<body><div>y</div><blockquote>q</blockquote></body>`}},
+		{"text with resized runes", &graphapi.ItemBody{ContentType: "text", Content: strings.Repeat("\u212a", 40) + "\n-----Original Message-----\nq"}, "y",
+			graphapi.ItemBody{ContentType: "text", Content: "y\n\n-----Original Message-----\nq"}},
 	}
 	for _, tc := range tests {
 		if got := replaceAboveQuote(tc.existing, tc.text); got != tc.want {
@@ -111,6 +119,10 @@ func TestSearchKQL(t *testing.T) {
 }
 
 func TestTokenRoundTrip(t *testing.T) {
+	tk, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	in := map[string]any{"limit": int64(5), "sort_by": "subject", "pagination_token": "ignored"}
 	b := binding("u1", "https://graph.example/v1.0", "ListEmails", in)
 	if b2 := binding("u1", "https://graph.example/v1.0", "ListEmails", map[string]any{"sort_by": "subject", "limit": int64(5)}); b2 != b {
@@ -122,41 +134,92 @@ func TestTokenRoundTrip(t *testing.T) {
 			t.Fatal("binding collision")
 		}
 	}
-	tok := encodeToken(b, "/me/messages?$skip=5")
-	if rel, err := decodeToken(tok, b, "/me/messages"); err != nil || rel != "/me/messages?$skip=5" {
+	messages := listing{collection: "/me/messages", query: graphapi.Query{Top: 5}}
+	tok, err := tk.encodeToken(b, "/me/messages?$top=5&$skip=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel, err := tk.decodeToken(tok, b, messages); err != nil || rel != "/me/messages?$top=5&$skip=5" {
 		t.Fatalf("decode %q %v", rel, err)
 	}
-	if _, err := decodeToken(tok, b, "/me/mailFolders"); err == nil {
+	if _, err := tk.decodeToken(tok, b, listing{collection: "/me/mailFolders", query: graphapi.Query{Top: 5}}); err == nil {
 		t.Fatal("a messages token continued a folder listing")
 	}
-	if encodeToken(b, "") != "" {
-		t.Fatal("a token without a next link")
+	if tok, err := tk.encodeToken(b, ""); tok != "" || err != nil {
+		t.Fatal("a last page has a token")
+	}
+}
+
+// TestFollowable: a next link is followed only when it is the listing's
+// own collection (Graph's name('id') spelling allowed) with the listing's
+// own query and Graph's paging parameters.
+func TestFollowable(t *testing.T) {
+	q := graphapi.Query{Filter: "isRead eq false", OrderBy: []graphapi.OrderBy{{Property: "receivedDateTime", Desc: true}}, Top: 10, Select: []string{"id", "subject"}}
+	inbox := listing{collection: graphapi.MessagesPath("inbox"), query: q}
+	own := graphapi.WithQuery(inbox.collection, q)
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{own, true},
+		{own + "&$skip=10", true},
+		{own + "&%24skiptoken=abc", true},
+		{"/me/mailFolders('inbox')/messages?$top=10&$skip=10", true},
+		{"/me/mailFolders/inbox/messages", true},
+		{"/users/other/mailFolders/inbox/messages?$skip=10", false},
+		{"/me/mailFolders/sentitems/messages?$skip=10", false},
+		{"/me/messages?$skip=10", false},
+		{own + "&$filter=true", false},
+		{"/me/mailFolders/inbox/messages?$filter=subject%20eq%20'x'&$skip=10", false},
+		{"/me/mailFolders/inbox/messages?$top=1000", false},
+		{"/me/mailFolders/inbox/messages?$expand=attachments", false},
+		{"/me/mailFolders/inbox/messages?$skip=-1", false},
+		{"/me/mailFolders/inbox/messages?$skip=1&$skip=2", false},
+		{"/me/mailFolders/inbox/messages?%zz", false},
+		{"/me/mailFolders/in%zzbox/messages", false},
+	}
+	for _, tc := range tests {
+		if got := inbox.followable(tc.rel); got != tc.want {
+			t.Errorf("followable(%q) = %v", tc.rel, got)
+		}
 	}
 }
 
 // FuzzPageToken: the decoder never panics, and whatever it accepts is a
-// path under /me or /users/ of the kind of collection asked for.
+// token the toolkit signed of a link of the listing's own shape.
 func FuzzPageToken(f *testing.F) {
+	tk, err := New(DefaultConfig())
+	if err != nil {
+		f.Fatal(err)
+	}
 	b := binding("u1", "https://graph.example/v1.0", "ListEmails", map[string]any{})
-	f.Add(encodeToken(b, "/me/messages?$skip=10"))
-	f.Add(encodeToken(b, "https://evil.example/me/messages"))
-	f.Add("mtk1.e30")
-	f.Add("mtk1.")
+	l := listing{collection: "/me/messages", query: graphapi.Query{Top: 10}}
+	for _, next := range []string{"/me/messages?$top=10&$skip=10", "https://evil.example/me/messages", "/users/other/messages?$filter=x"} {
+		tok, _ := tk.encodeToken(b, next)
+		f.Add(tok)
+	}
+	f.Add("mtk1.eyJiIjoieCIsIm4iOiIvbWUvbWVzc2FnZXMifQ")
+	f.Add(tokenPurpose + ".")
 	f.Add(strings.Repeat("A", 100))
 	f.Fuzz(func(t *testing.T, tok string) {
-		rel, err := decodeToken(tok, b, "/me/messages")
+		rel, err := tk.decodeToken(tok, b, l)
 		if err != nil {
+			if te := toolrunner.AsError(err); te.Kind != toolrunner.KindInputInvalid {
+				t.Fatalf("%+v", te)
+			}
 			return
 		}
-		p, _, _ := strings.Cut(rel, "?")
-		if !strings.HasSuffix(p, "/messages") {
+		if !l.followable(rel) {
 			t.Fatalf("accepted %q", rel)
+		}
+		if again, err := tk.encodeToken(b, rel); err != nil || again != tok {
+			t.Fatalf("accepted %q, which the toolkit did not sign", tok)
 		}
 		c, cerr := graphapi.New(graphapi.Config{BaseURL: "https://graph.example/v1.0", Token: "t", Retry: graphapi.DefaultConfig().Retry})
 		if cerr != nil {
 			t.Fatal(cerr)
 		}
-		if abs, err := c.Resolve(rel); err == nil && !strings.HasPrefix(abs, "https://graph.example/v1.0/") {
+		if abs, err := c.Resolve(rel); err == nil && !strings.HasPrefix(abs, "https://graph.example/v1.0/me/messages") {
 			t.Fatalf("%q resolves to %q", rel, abs)
 		}
 	})
@@ -169,12 +232,38 @@ func FuzzHTMLToText(f *testing.F) {
 	f.Add(`<ul><li>x<li>y</ul><pre> z </pre>`)
 	f.Add("<a href='https://x'>https://x</a><td>1<td>2")
 	f.Fuzz(func(t *testing.T, s string) {
-		out := htmlToText(s)
-		if utf8.ValidString(s) && !utf8.ValidString(out) {
-			t.Fatalf("invalid UTF-8 from %q", s)
-		}
-		if strings.Contains(s, "<script>SECRET</script>") && strings.Contains(out, "SECRET") && strings.Count(s, "SECRET") == 1 {
-			t.Fatalf("script text kept: %q", out)
+		// The tree's conversion, and the tokenizer's of bodies too long
+		// for a tree.
+		for _, out := range []string{htmlToText(s), streamText(s)} {
+			if utf8.ValidString(s) && !utf8.ValidString(out) {
+				t.Fatalf("invalid UTF-8 from %q", s)
+			}
+			if strings.Contains(s, "<script>SECRET</script>") && strings.Contains(out, "SECRET") && strings.Count(s, "SECRET") == 1 {
+				t.Fatalf("script text kept: %q", out)
+			}
 		}
 	})
+}
+
+// TestHTMLToTextOfAHugeBody: a provider's HTML body past maxTreeHTML is
+// converted token by token: the text is the same as the tree's for plain
+// markup, and memory stays about the size of the body (a tree of its
+// 5.6 million paragraphs would weigh gigabytes).
+func TestHTMLToTextOfAHugeBody(t *testing.T) {
+	small := `<html><head><style>p{}</style><title>t</title></head><body><p>Hello <b>you</b>,</p><div>line&amp;one<br>two</div><script>evil()</script>end</body></html>`
+	if got, want := streamText(small), htmlToText(small); got != want {
+		t.Errorf("streamText %q, the tree %q", got, want)
+	}
+	huge := strings.Repeat("<p>x", 17<<20/4)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out := htmlToText(huge)
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
+		t.Errorf("converting %d bytes allocated %d MiB", len(huge), alloc>>20)
+	}
+	if !strings.HasPrefix(out, "x\n\nx\n\nx") || strings.Count(out, "x") != 17<<20/4 {
+		t.Errorf("%.40q… (%d x)", out, strings.Count(out, "x"))
+	}
 }

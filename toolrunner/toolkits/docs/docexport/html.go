@@ -184,11 +184,13 @@ func (w *htmlWriter) table(t *docs.Table) {
 			}
 			w.b.WriteString("<td")
 			if st := c.TableCellStyle; st != nil {
+				// Spans are clipped to what HTML allows (colspan 1000,
+				// rowspan 65534).
 				if st.ColumnSpan > 1 {
-					w.b.WriteString(` colspan="` + strconv.FormatInt(st.ColumnSpan, 10) + `"`)
+					w.b.WriteString(` colspan="` + strconv.FormatInt(min(st.ColumnSpan, 1000), 10) + `"`)
 				}
 				if st.RowSpan > 1 {
-					w.b.WriteString(` rowspan="` + strconv.FormatInt(st.RowSpan, 10) + `"`)
+					w.b.WriteString(` rowspan="` + strconv.FormatInt(min(st.RowSpan, 65534), 10) + `"`)
 				}
 			}
 			w.b.WriteString(">\n")

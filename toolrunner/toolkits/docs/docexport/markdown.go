@@ -213,7 +213,9 @@ func (w *mdWriter) listItem(p *docs.Paragraph, runs []run) {
 }
 
 func (w *mdWriter) table(t *docs.Table) {
-	cols := int(t.Columns)
+	// The columns are the cells the rows hold: the declared count is the
+	// provider's number and would size the output unchecked.
+	cols := 0
 	for _, row := range t.TableRows {
 		if row != nil {
 			cols = max(cols, len(row.TableCells))
@@ -228,7 +230,17 @@ func (w *mdWriter) table(t *docs.Table) {
 			w.b.WriteByte('\n')
 		}
 		w.b.WriteByte('|')
-		for ci := range cols {
+		// The header row has every column; GFM pads a shorter row itself,
+		// so another row writes only its own cells (padding them all would
+		// be quadratic in a ragged table).
+		n := cols
+		if ri > 0 {
+			n = 1
+			if row != nil {
+				n = max(len(row.TableCells), 1)
+			}
+		}
+		for ci := range n {
 			w.b.WriteByte(' ')
 			if row != nil && ci < len(row.TableCells) && row.TableCells[ci] != nil {
 				w.cell(row.TableCells[ci].Content)

@@ -120,16 +120,34 @@ func textStyle(ts *docs.TextStyle) style {
 // the same style.
 func (s *source) runs(p *docs.Paragraph) []run {
 	var out []run
+	// merged gathers the text of the last run while neighbours join it:
+	// appending to the run's string instead would copy it once per
+	// neighbour, quadratic in a paragraph of many tiny runs.
+	var merged strings.Builder
+	merging := false
+	flush := func() {
+		if merging {
+			out[len(out)-1].text = merged.String()
+			merged.Reset()
+			merging = false
+		}
+	}
 	add := func(r run) {
 		if r.kind == runText {
 			if r.text == "" {
 				return
 			}
-			if n := len(out); n > 0 && out[n-1].kind == runText && out[n-1].st == r.st {
-				out[n-1].text += r.text
+			if n := len(out); merging && out[n-1].st == r.st {
+				merged.WriteString(r.text)
 				return
 			}
+			flush()
+			out = append(out, r)
+			merged.WriteString(r.text)
+			merging = true
+			return
 		}
+		flush()
 		out = append(out, r)
 	}
 	for i, e := range p.Elements {
@@ -193,6 +211,7 @@ func (s *source) runs(p *docs.Paragraph) []run {
 		}
 		// Column breaks, equations and auto text have no text in either format.
 	}
+	flush()
 	return out
 }
 

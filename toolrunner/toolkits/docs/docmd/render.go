@@ -17,7 +17,8 @@ import (
 // ErrTabNotFound is returned by Render when Options.TabID names no tab of the document.
 var ErrTabNotFound = errors.New("docmd: tab not found")
 
-// ErrInvalidDocument is returned by Render for a nil document.
+// ErrInvalidDocument is returned by Check and Render for a nil document or
+// one whose indices, sizes or nesting no Google document has.
 var ErrInvalidDocument = errors.New("docmd: invalid document")
 
 // Options select what Render emits.
@@ -28,8 +29,8 @@ type Options struct {
 
 // Render writes doc as DocMD.
 func Render(doc *docs.Document, opts Options) (string, error) {
-	if doc == nil {
-		return "", ErrInvalidDocument
+	if err := Check(doc); err != nil {
+		return "", err
 	}
 	r := &renderer{}
 	r.sb.Grow(estimate(doc))
@@ -89,13 +90,21 @@ func walkTabs(tabs []*docs.Tab, fn func(*docs.Tab)) {
 	}
 }
 
-// estimate sizes the output buffer: DocMD is about the text plus annotations.
+// maxEstimate caps what estimate reserves up front; a longer document
+// grows the buffer as it is written.
+const maxEstimate = 16 << 20
+
+// estimate sizes the output buffer: DocMD is about the text plus
+// annotations. The end index is the provider's number: it is clamped, never
+// trusted with an allocation.
 func estimate(doc *docs.Document) int {
-	n := 256
+	n := int64(256)
 	if doc.Body != nil && len(doc.Body.Content) > 0 {
-		n += int(doc.Body.Content[len(doc.Body.Content)-1].EndIndex) * 2
+		if last := doc.Body.Content[len(doc.Body.Content)-1]; last != nil {
+			n += min(max(last.EndIndex, 0), maxEstimate) * 2
+		}
 	}
-	return n
+	return int(min(n, maxEstimate))
 }
 
 type renderer struct {
@@ -105,6 +114,8 @@ type renderer struct {
 	seg   string
 	seen  map[uint64]int
 	tmp   []byte
+	// lastSpan is the index in spans of the last span of each style.
+	lastSpan map[string]int
 }
 
 func (r *renderer) directive(name, v string) {
@@ -174,24 +185,25 @@ func (r *renderer) elements(content []*docs.StructuralElement) {
 		case se.Table != nil:
 			r.table(se)
 		case se.TableOfContents != nil:
-			r.annotation(r.id('o', "TOC", tocKey(se.TableOfContents)), se.StartIndex, se.EndIndex, "TOC", "", "")
+			h := r.idHash("TOC")
+			h.toc(se.TableOfContents)
+			r.annotation(r.idOf('o', h), se.StartIndex, se.EndIndex, "TOC", "", "")
 			r.elements(se.TableOfContents.Content)
 		}
 	}
 }
 
-func tocKey(t *docs.TableOfContents) string {
-	var b strings.Builder
+// toc hashes a table of contents' content key: its paragraphs' text.
+func (h *fnv64) toc(t *docs.TableOfContents) {
 	for _, se := range t.Content {
 		if se != nil && se.Paragraph != nil {
 			for _, e := range se.Paragraph.Elements {
 				if e != nil && e.TextRun != nil {
-					b.WriteString(e.TextRun.Content)
+					h.str(e.TextRun.Content)
 				}
 			}
 		}
 	}
-	return b.String()
 }
 
 // fnv64 is FNV-1a (hash/fnv's 64-bit variant), fed strings and integers
@@ -276,8 +288,9 @@ func (r *renderer) table(se *docs.StructuralElement) {
 	t := se.Table
 	ts := se.StartIndex
 	tstr := strconv.FormatInt(ts, 10)
-	key := tableKey(t)
-	r.annotation(r.id('t', "TABLE", key), ts, se.EndIndex, "TABLE",
+	th := r.idHash("TABLE")
+	th.table(t)
+	r.annotation(r.idOf('t', th), ts, se.EndIndex, "TABLE",
 		" rows="+strconv.FormatInt(t.Rows, 10)+" cols="+strconv.FormatInt(t.Columns, 10), "")
 	covered := coveredCells(t)
 	for ri, row := range t.TableRows {
@@ -289,13 +302,19 @@ func (r *renderer) table(se *docs.StructuralElement) {
 		if row.TableRowStyle != nil && row.TableRowStyle.TableHeader {
 			rattrs += " header=true"
 		}
-		r.annotation(r.id('r', "ROW", rowKey(row)), row.StartIndex, row.EndIndex, "ROW", rattrs, "")
+		rh := r.idHash("ROW")
+		rh.row(row)
+		r.annotation(r.idOf('r', rh), row.StartIndex, row.EndIndex, "ROW", rattrs, "")
 		for ci, cell := range row.TableCells {
 			if cell == nil {
 				continue
 			}
 			cs := strconv.Itoa(ci)
-			r.annotation(r.id('c', "CELL", cs+"\x00"+cellKey(cell)), cell.StartIndex+1, cell.EndIndex, "CELL",
+			ch := r.idHash("CELL")
+			ch.str(cs)
+			ch.byte(0)
+			ch.cell(cell)
+			r.annotation(r.idOf('c', ch), cell.StartIndex+1, cell.EndIndex, "CELL",
 				" table="+tstr+" row="+rs+" col="+cs+spanAttrs(cell.TableCellStyle, covered[[2]int{ri, ci}]), "")
 			r.elements(cell.Content)
 		}
@@ -303,9 +322,17 @@ func (r *renderer) table(se *docs.StructuralElement) {
 }
 
 // coveredCells answers the cells a merged head cell covers (the head
-// excluded), from the heads' own spans.
+// excluded), from the heads' own spans, clipped to the table: no more
+// cells are marked than the table holds, whatever the spans say.
 func coveredCells(t *docs.Table) map[[2]int]bool {
 	var m map[[2]int]bool
+	rows, cols := len(t.TableRows), 0
+	for _, row := range t.TableRows {
+		if row != nil {
+			cols = max(cols, len(row.TableCells))
+		}
+	}
+	budget := rows * cols
 	for ri, row := range t.TableRows {
 		if row == nil {
 			continue
@@ -321,8 +348,11 @@ func coveredCells(t *docs.Table) map[[2]int]bool {
 			if m == nil {
 				m = map[[2]int]bool{}
 			}
-			for r := ri; r < ri+int(max(st.RowSpan, 1)); r++ {
-				for c := ci; c < ci+int(max(st.ColumnSpan, 1)); c++ {
+			rEnd := ri + int(min(max(st.RowSpan, 1), int64(rows-ri)))
+			cEnd := ci + int(min(max(st.ColumnSpan, 1), int64(cols-ci)))
+			for r := ri; r < rEnd && budget > 0; r++ {
+				for c := ci; c < cEnd && budget > 0; c++ {
+					budget--
 					if r != ri || c != ci {
 						m[[2]int{r, c}] = true
 					}
@@ -347,42 +377,40 @@ func spanAttrs(st *docs.TableCellStyle, covered bool) string {
 	return ""
 }
 
-func tableKey(t *docs.Table) string {
-	var b strings.Builder
+// table, row and cell hash the content keys of ids as they are read,
+// without building them: a key holds every nested table's text, which
+// copied once per level would cost memory in the depth times the text.
+
+func (h *fnv64) table(t *docs.Table) {
 	for _, row := range t.TableRows {
 		if row != nil {
-			b.WriteString(rowKey(row))
-			b.WriteByte(0x1e)
+			h.row(row)
+			h.byte(0x1e)
 		}
 	}
-	return b.String()
 }
 
-func rowKey(row *docs.TableRow) string {
-	var b strings.Builder
+func (h *fnv64) row(row *docs.TableRow) {
 	for _, c := range row.TableCells {
 		if c != nil {
-			b.WriteString(cellKey(c))
-			b.WriteByte(0x1f)
+			h.cell(c)
+			h.byte(0x1f)
 		}
 	}
-	return b.String()
 }
 
-func cellKey(c *docs.TableCell) string {
-	var b strings.Builder
+func (h *fnv64) cell(c *docs.TableCell) {
 	for _, se := range c.Content {
 		if se != nil && se.Paragraph != nil {
 			for _, e := range se.Paragraph.Elements {
 				if e != nil && e.TextRun != nil {
-					b.WriteString(e.TextRun.Content)
+					h.str(e.TextRun.Content)
 				}
 			}
 		} else if se != nil && se.Table != nil {
-			b.WriteString(tableKey(se.Table))
+			h.table(se.Table)
 		}
 	}
-	return b.String()
 }
 
 // paragraphType maps the named style and list glyph of a paragraph to a DocMD block type and its
@@ -452,6 +480,10 @@ func (r *renderer) paragraph(se *docs.StructuralElement) {
 	typ, attrs := r.paragraphType(p)
 	h := r.idHash(typ + attrs)
 	r.spans = r.spans[:0]
+	if r.lastSpan == nil {
+		r.lastSpan = map[string]int{}
+	}
+	clear(r.lastSpan)
 	for _, e := range p.Elements {
 		if e == nil {
 			continue
@@ -467,7 +499,7 @@ func (r *renderer) paragraph(se *docs.StructuralElement) {
 			h.str(typName)
 			h.byte('}')
 		}
-		r.spans = appendSpans(r.spans, ts, e.StartIndex, e.EndIndex)
+		r.spans = appendSpans(r.spans, r.lastSpan, ts, e.StartIndex, e.EndIndex)
 	}
 	for _, s := range r.spans {
 		h.byte(0)
@@ -578,18 +610,20 @@ func element(e *docs.ParagraphElement) (string, string, *docs.TextStyle) {
 	return "UNKNOWN", "", nil
 }
 
-// appendSpans adds the styles of ts over [start,end), merging with a span that ends at start.
-func appendSpans(spans []span, ts *docs.TextStyle, start, end int64) []span {
+// appendSpans adds the styles of ts over [start,end), merging with the last
+// span of the style when it ends at start; last indexes those spans (a
+// search of every span instead would be quadratic in a paragraph of many
+// elements).
+func appendSpans(spans []span, last map[string]int, ts *docs.TextStyle, start, end int64) []span {
 	if ts == nil || start >= end {
 		return spans
 	}
 	add := func(style string) {
-		for i := len(spans) - 1; i >= 0; i-- {
-			if spans[i].style == style && spans[i].end == start {
-				spans[i].end = end
-				return
-			}
+		if i, ok := last[style]; ok && spans[i].end == start {
+			spans[i].end = end
+			return
 		}
+		last[style] = len(spans)
 		spans = append(spans, span{style: style, start: start, end: end})
 	}
 	if ts.Bold {

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/internal/retry"
 )
 
@@ -36,13 +37,13 @@ var (
 	// ErrInvalidQuery wraps the errors of the query builders (an
 	// unknown property, operator or a value of the wrong type).
 	ErrInvalidQuery = errors.New("graphapi: invalid query")
+	// ErrInvalidAnswer: an answer holds numbers no Graph answer has (a
+	// negative size or count, a count beyond MaxCount).
+	ErrInvalidAnswer = errors.New("graphapi: invalid answer")
 )
 
 // DefaultBaseURL is Graph v1.0.
 const DefaultBaseURL = "https://graph.microsoft.com/v1.0"
-
-// maxResponse bounds a response body read into memory.
-const maxResponse = 32 << 20
 
 // Config of a client.
 type Config struct {
@@ -60,6 +61,9 @@ type Config struct {
 	// MaxRetryAfter: a Retry-After longer than this is not waited for,
 	// the error is returned at once.
 	MaxRetryAfter time.Duration
+	// MaxResponse bounds an answer read into memory; a longer one fails
+	// with provhttp.ErrBodyTooLarge. 0: provhttp.DefaultMaxBody.
+	MaxResponse int64
 }
 
 // DefaultConfig: Graph, 4 attempts from 500 ms, Retry-After up to 10 s.
@@ -81,6 +85,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Retry.MaxAttempts must be at least 1", ErrInvalidConfig)
 	case c.MaxRetryAfter < 0:
 		return fmt.Errorf("%w: MaxRetryAfter is negative", ErrInvalidConfig)
+	case c.MaxResponse < 0:
+		return fmt.Errorf("%w: MaxResponse is negative", ErrInvalidConfig)
 	}
 	if err := c.Retry.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -99,6 +105,9 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.MaxResponse == 0 {
+		cfg.MaxResponse = provhttp.DefaultMaxBody
 	}
 	base, _ := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	hc := cfg.HTTPClient
@@ -216,13 +225,20 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 		var wait time.Duration
 		switch {
 		case err != nil:
-			if !r.idempotent() || ctx.Err() != nil {
+			// An answer too large is no accident of the network: asking
+			// again reads it again.
+			if !r.idempotent() || ctx.Err() != nil || errors.Is(err, provhttp.ErrBodyTooLarge) {
 				return 0, err
 			}
 		case status >= 200 && status < 300:
 			if out != nil && len(body) > 0 && status != http.StatusNoContent {
 				if err := json.Unmarshal(body, out); err != nil {
 					return status, fmt.Errorf("graph: decode %s %s: %w", r.method, r.rel, err)
+				}
+				if c, ok := out.(checker); ok {
+					if err := c.check(); err != nil {
+						return status, fmt.Errorf("graph: %s %s: %w", r.method, r.rel, err)
+					}
 				}
 			}
 			return status, nil
@@ -269,12 +285,16 @@ func (c *Client) once(ctx context.Context, r request, target string, payload []b
 		return 0, nil, nil, fmt.Errorf("graph: %s %s: %w", r.method, r.rel, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	max := c.cfg.MaxResponse
+	if resp.ContentLength > max {
+		return 0, nil, nil, fmt.Errorf("graph: %s %s: %w: %d bytes declared (at most %d)", r.method, r.rel, provhttp.ErrBodyTooLarge, resp.ContentLength, max)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("graph: %s %s: read: %w", r.method, r.rel, err)
 	}
-	if len(body) > maxResponse {
-		return 0, nil, nil, fmt.Errorf("graph: %s %s: answer larger than %d bytes", r.method, r.rel, maxResponse)
+	if int64(len(body)) > max {
+		return 0, nil, nil, fmt.Errorf("graph: %s %s: %w: more than %d bytes", r.method, r.rel, provhttp.ErrBodyTooLarge, max)
 	}
 	return resp.StatusCode, body, resp, nil
 }

@@ -1,5 +1,7 @@
 package graphapi
 
+import "fmt"
+
 // The resources of Microsoft Graph v1.0 the mail toolkit uses, with Graph's
 // JSON field names (message, recipient, itemBody, followupFlag, mailFolder,
 // attachment, user, mailboxSettings resource types).
@@ -154,8 +156,47 @@ type MailboxSettings struct {
 	AutomaticRepliesSetting *AutomaticRepliesSetting `json:"automaticRepliesSetting,omitempty"`
 }
 
-// Page is one page of a Graph collection.
+// Page is one page of a Graph collection; Count is @odata.count, which
+// Graph sends when $count=true was asked for.
 type Page[T any] struct {
 	Value    []T    `json:"value"`
 	NextLink string `json:"@odata.nextLink,omitempty"`
+	Count    *int64 `json:"@odata.count,omitempty"`
+}
+
+// MaxCount bounds the counts an answer may hold (@odata.count, a folder's
+// item counts): far above any mailbox, far below what could size anything.
+const MaxCount = 1 << 31
+
+// checker is an answer that verifies the numbers it took from Graph.
+type checker interface{ check() error }
+
+func (p *Page[T]) check() error {
+	if p.Count != nil && (*p.Count < int64(len(p.Value)) || *p.Count > MaxCount) {
+		return fmt.Errorf("%w: @odata.count %d for %d items", ErrInvalidAnswer, *p.Count, len(p.Value))
+	}
+	for i := range p.Value {
+		if c, ok := any(&p.Value[i]).(checker); ok {
+			if err := c.check(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (f *MailFolder) check() error {
+	for _, n := range []int{f.ChildFolderCount, f.UnreadItemCount, f.TotalItemCount} {
+		if n < 0 || n > MaxCount {
+			return fmt.Errorf("%w: folder %q has the count %d", ErrInvalidAnswer, f.ID, n)
+		}
+	}
+	return nil
+}
+
+func (a *Attachment) check() error {
+	if a.Size < 0 {
+		return fmt.Errorf("%w: attachment %q has the size %d", ErrInvalidAnswer, a.ID, a.Size)
+	}
+	return nil
 }
