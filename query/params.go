@@ -64,21 +64,21 @@ func ParseList(path, query Getter, withProject bool) (ListParams, error) {
 		return p, err
 	}
 	if v := query("action"); v != "" {
-		a, err := schemas.ParseAuditActionFilter(v)
+		a, err := schemas.ParseAuditActionName(v)
 		if err != nil {
 			return p, badParam("action", "%s", filterMsg(err))
 		}
 		p.Action, p.action = &a, a.String()
 	}
 	if v := query("source"); v != "" {
-		s, err := schemas.ParseAuditSourceFilter(v)
+		s, err := schemas.ParseAuditSourceName(v)
 		if err != nil {
 			return p, badParam("source", "%s", filterMsg(err))
 		}
 		p.Source, p.source = &s, s.String()
 	}
 	if v := query("resource_type"); v != "" {
-		r, err := schemas.ParseResourceTypeFilter(v)
+		r, err := schemas.ParseResourceTypeName(v)
 		if err != nil {
 			return p, badParam("resource_type", "%s", filterMsg(err))
 		}

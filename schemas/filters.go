@@ -10,11 +10,45 @@ import (
 // an action and a source; "no resource type" is not that value either).
 var ErrUnspecifiedFilter = errors.New("an UNSPECIFIED value is not a filter")
 
-// Filter names: what a person types in a filter (the API's action, source
-// and resource_type, the CLI's flags, the search language) is an enum name
+// Filter names: what a person types in a filter (the CLI's flags, the
+// search language) is an enum name
 // (AUDIT_ACTION_CREATED) or its short name (CREATED), in upper case as they
 // are printed (the CLI upper-cases what a person types); the *_UNSPECIFIED
 // values are refused.
+
+// The API's action, source and resource_type parameters take the enum
+// names only, as the seed defines them (a short name there is an unknown
+// name: 400); *_UNSPECIFIED is refused all the same.
+
+// ParseAuditActionName parses an action filter of the API: AUDIT_ACTION_CREATED.
+func ParseAuditActionName(s string) (AuditAction, error) {
+	v, err := nameParse(auditActionNames, s, "action")
+	return AuditAction(v), err
+}
+
+// ParseAuditSourceName parses a source filter of the API: AUDIT_SOURCE_CLI.
+func ParseAuditSourceName(s string) (AuditSource, error) {
+	v, err := nameParse(auditSourceNames, s, "source")
+	return AuditSource(v), err
+}
+
+// ParseResourceTypeName parses a resource type filter of the API: RESOURCE_TYPE_HOOK.
+func ParseResourceTypeName(s string) (ResourceType, error) {
+	v, err := nameParse(resourceTypeNames, s, "resource_type")
+	return ResourceType(v), err
+}
+
+func nameParse(names []string, s, kind string) (uint8, error) {
+	for i, n := range names {
+		if n == s {
+			if i == 0 {
+				return 0, fmt.Errorf("%w: %s is no %s filter (omit %s to list every entry)", ErrUnspecifiedFilter, n, kind, kind)
+			}
+			return uint8(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %s %q; one of %s", ErrUnknownEnum, kind, s, strings.Join(names[1:], ", "))
+}
 
 // ParseAuditActionFilter parses an action filter: AUDIT_ACTION_CREATED or CREATED.
 func ParseAuditActionFilter(s string) (AuditAction, error) {

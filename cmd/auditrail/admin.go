@@ -338,11 +338,15 @@ func runAdmin(ctx context.Context, args []string) error {
 func checkBaseURL(base string) error {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		shown := redact.URL(base)
+		if i := strings.LastIndex(shown, "@"); i >= 0 && !strings.Contains(shown, "://") {
+			shown = redact.Mask + shown[i:] // user or token@host without a scheme
+		}
 		hint := "like http://127.0.0.1:8080"
 		if !strings.Contains(base, "://") {
-			hint = "did you mean http://" + redact.URL(base) + "?"
+			hint = "did you mean http://" + shown + "?"
 		}
-		return usageErrorf("--url %q is not an absolute http(s) URL (%s)", redact.URL(base), hint)
+		return usageErrorf("--url %q is not an absolute http(s) URL (%s)", shown, hint)
 	}
 	return nil
 }

@@ -141,8 +141,8 @@ func TestAdminCLI(t *testing.T) {
 	}
 }
 
-// The API takes the short names as filters too, and refuses *_UNSPECIFIED
-// with a message that says what to do.
+// The API takes the enum names (the seed's), refuses a short name as an
+// unknown name, and refuses *_UNSPECIFIED with a message that says what to do.
 func TestFilterNamesInTheAPI(t *testing.T) {
 	p, boot := devWithKey(t)
 	org := "00000000-0000-4000-8000-0000000000aa"
@@ -151,12 +151,12 @@ func TestFilterNamesInTheAPI(t *testing.T) {
 		code  int
 		msg   string
 	}{
-		{"action=CREATED", 200, ""},
 		{"action=AUDIT_ACTION_CREATED", 200, ""},
-		{"source=CLI&resource_type=HOOK", 200, ""},
+		{"source=AUDIT_SOURCE_CLI&resource_type=RESOURCE_TYPE_HOOK", 200, ""},
+		{"action=CREATED", 400, "action"},
 		{"action=AUDIT_ACTION_UNSPECIFIED", 400, "action: AUDIT_ACTION_UNSPECIFIED is no action filter (omit action to list every entry)"},
-		{"resource_type=UNSPECIFIED", 400, "omit resource_type"},
-		{"source=FAX", 400, "API, DASHBOARD, CLI, SDK, SYSTEM"},
+		{"resource_type=RESOURCE_TYPE_UNSPECIFIED", 400, "omit resource_type"},
+		{"source=FAX", 400, "AUDIT_SOURCE_API, AUDIT_SOURCE_DASHBOARD"},
 	} {
 		code, lr, _ := get(t, p.http, "/api/v1/orgs/"+org+"/audit_logs?"+tc.query, boot)
 		if code != tc.code || !strings.Contains(lr.Msg, tc.msg) {

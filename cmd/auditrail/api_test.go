@@ -214,8 +214,11 @@ func adminAndAudit(t *testing.T, extra ...string) {
 		t.Fatalf("update secret: %d", r.status)
 	}
 	mutations++
-	if r := c.call("GET", projPath+"/secrets", keys["carol"], nil); r.status != 200 || strings.Contains(string(r.raw), secretValue) {
+	if r := c.call("GET", projPath+"/secrets", keys["bob"], nil); r.status != 200 || strings.Contains(string(r.raw), secretValue) {
 		t.Fatalf("list secrets: %d %s", r.status, r.raw)
+	}
+	if r := c.call("GET", projPath+"/secrets", keys["carol"], nil); r.status != 403 { // an org member outside the project
+		t.Fatalf("list secrets outside the project: %d %s", r.status, r.raw)
 	}
 	// Hooks: created, patched, disabled, deleted; the token never shown.
 	const hookToken = "hook-token-never-shown"

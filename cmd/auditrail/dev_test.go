@@ -345,11 +345,12 @@ func devEndToEnd(t *testing.T, extra ...string) {
 		{path + "?limit=101", key, 400, "limit"},
 		{path + "?limit=ten", key, 400, "limit"},
 		{path + "?action=CREATED", key, 400, "action"},
+		{path + "?action=AUDIT_ACTION_UNSPECIFIED", key, 400, "omit action"},
 		{path + "?source=AUDIT_SOURCE_X", key, 400, "source"},
 		{path + "?resource_type=nope", key, 400, "resource_type"},
 		{path + "?cursor=garbage", key, 400, "cursor"},
 		{"/api/v1/nothing", key, 404, "no route"},
-		{"/api/v1/orgs", key, 405, "method GET not allowed on /api/v1/orgs; allowed: POST"},
+		{"/api/v1/orgs/" + uuid.NewString() + "/api_keys/x/disable", key, 405, "allowed: POST"},
 	} {
 		code, lr, _ := get(t, p.http, c.path, c.key)
 		if code != c.code || !strings.Contains(lr.Msg, c.msg) || lr.Data != nil {
