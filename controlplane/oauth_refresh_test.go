@@ -102,6 +102,31 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 		t.Fatalf("after the refresh: %v %+v", err, c)
 	}
 
+	// A request whose reply subject is not an inbox gets no answer: the
+	// control plane's credentials may answer any requester's reply subject
+	// once, and may publish to the bucket (a JSON answer to a purge request
+	// would purge it all).
+	orgBefore, err := kv.Get(ctx, orgKey(e.org))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := json.Marshal(connRefreshRequest{Org: e.org, Project: e.project, User: "bob", Provider: "corp"})
+	for _, reply := range []string{"$JS.API.STREAM.PURGE.KV_" + natsx.ControlPlaneBucket, "$KV." + natsx.ControlPlaneBucket + "." + orgKey(e.org),
+		"$JS.API.STREAM.DELETE.KV_" + natsx.ControlPlaneBucket} {
+		if err := tr.nc.PublishMsg(&nats.Msg{Subject: ConnRefreshSubject, Reply: reply, Data: req}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tr.nc.Request(ConnRefreshSubject, req, 10*time.Second); err != nil { // answered after those
+		t.Fatal(err)
+	}
+	if after, err := kv.Get(ctx, orgKey(e.org)); err != nil || after.Revision() != orgBefore.Revision() {
+		t.Fatalf("the control plane answered into the bucket: %v", err)
+	}
+	if _, err := kv.Get(ctx, key); err != nil {
+		t.Fatalf("the connection after forged reply subjects: %v", err)
+	}
+
 	// A refused refresh breaks the connection, for the tool runner too.
 	e.remember("bob")
 	e.expireSoon("bob")
@@ -169,14 +194,15 @@ func TestConnRefreshRequests(t *testing.T) {
 	}
 	// A reply subject that is not an inbox gets nothing: the control plane
 	// would otherwise write its answer to the bucket.
-	target := "$KV.cp_test." + orgKey(e.org)
 	before, err := e.state.kv.Get(ctx, orgKey(e.org))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(connRefreshRequest{Org: e.org, Project: e.project, User: "bob", Provider: "corp"})
-	if err := nc.PublishMsg(&nats.Msg{Subject: ConnRefreshSubject, Reply: target, Data: b}); err != nil {
-		t.Fatal(err)
+	for _, target := range []string{"$KV.cp_test." + orgKey(e.org), "$JS.API.STREAM.PURGE.KV_cp_test", "_INBOX_x.*", ""} {
+		if err := nc.PublishMsg(&nats.Msg{Subject: ConnRefreshSubject, Reply: target, Data: b}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_ = ask(connRefreshRequest{Org: e.org, Project: "x"}) // served after the one above
 	if after, err := e.state.kv.Get(ctx, orgKey(e.org)); err != nil || after.Revision() != before.Revision() {
