@@ -205,13 +205,9 @@ func (s *Service) refreshByControlPlane(ctx context.Context, org, project, user,
 	if err != nil {
 		return oauthflow.Connection{}, err
 	}
-	m, err := s.state.nc.RequestWithContext(ctx, ConnRefreshSubject, b)
+	r, err := s.askControlPlane(ctx, b)
 	if err != nil {
 		return oauthflow.Connection{}, fmt.Errorf("refresh the %s token: the control plane did not answer: %w", provider, err)
-	}
-	var r connRefreshReply
-	if err := json.Unmarshal(m.Data, &r); err != nil {
-		return oauthflow.Connection{}, fmt.Errorf("refresh the %s token: undecodable answer of the control plane: %w", provider, err)
 	}
 	if r.Code != "" {
 		e := &remoteError{msg: r.Error}
@@ -231,4 +227,33 @@ func (s *Service) refreshByControlPlane(ctx context.Context, org, project, user,
 		return oauthflow.Connection{}, fmt.Errorf("refresh the %s token: the control plane's answer: %w", provider, err)
 	}
 	return oauthflow.Connection{AccessToken: c.AccessToken, Scopes: c.Scopes, ExpiresAt: c.ExpiresAt}, nil
+}
+
+// askControlPlane sends a refresh request and waits for the control plane's
+// answer. Another answer on the inbox — the acknowledgement of a stream
+// that captures the subject — is not the control plane's: it is skipped.
+func (s *Service) askControlPlane(ctx context.Context, req []byte) (connRefreshReply, error) {
+	nc := s.state.nc
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return connRefreshReply{}, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.PublishRequest(ConnRefreshSubject, inbox, req); err != nil {
+		return connRefreshReply{}, err
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return connRefreshReply{}, err
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") == "503" { // no responders
+			return connRefreshReply{}, nats.ErrNoResponders
+		}
+		var r connRefreshReply
+		if json.Unmarshal(m.Data, &r) == nil && (r.Code != "" || len(r.Sealed) > 0) {
+			return r, nil
+		}
+	}
 }

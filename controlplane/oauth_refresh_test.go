@@ -215,3 +215,43 @@ func TestConnRefreshRequests(t *testing.T) {
 	}
 	e.clean()
 }
+
+// A stream that captures the refresh subject acknowledges each request on
+// the requester's inbox: the tool runner waits for the control plane's
+// answer all the same. With no control plane, the refresh fails at once
+// and is not ErrNotConnected (AUTHORIZATION_FAILED, retry).
+func TestConnRefreshAnswerOfTheControlPlaneOnly(t *testing.T) {
+	srv, _, js := testenv.NATS(t)
+	e := newOAuthEnv(t, srv.ClientURL())
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CAPTURE", Subjects: []string{ConnRefreshSubject}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	ro := newNode(t, srv.ClientURL(), nodeOpts{state: func(c *StateConfig) { c.ReadOnly = true }})
+	ro.svc.log = e.svc.log
+	e.connect("bob", e.bob)
+	old := e.remember("bob")
+	key := connKey(e.org, e.project, "bob", "corp")
+	e.expireSoon("bob")
+	eventually(t, "the reader sees the expiry", func() bool {
+		var u UserConnection
+		_, err := ro.state.get(key, &u)
+		return err == nil && dueForRefresh(u, time.Now())
+	})
+	c, err := ro.svc.Connection(ctx, e.org, e.project, "bob", "corp")
+	if err != nil || c.AccessToken == old.AccessToken {
+		t.Fatalf("refresh with a capturing stream: %v", err)
+	}
+	e.seen(c.AccessToken)
+
+	// No control plane at all (the bucket's creator is not running).
+	srv2, _, _ := testenv.NATS(t)
+	newNode(t, srv2.ClientURL(), nodeOpts{})
+	lone := newNode(t, srv2.ClientURL(), nodeOpts{state: func(c *StateConfig) { c.ReadOnly = true }})
+	start := time.Now()
+	_, err = lone.svc.refreshByControlPlane(ctx, e.org, e.project, "bob", "corp")
+	if err == nil || errors.Is(err, ErrNotConnected) || !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > 5*time.Second {
+		t.Fatalf("without a control plane: %v after %s", err, time.Since(start))
+	}
+	e.clean()
+}
