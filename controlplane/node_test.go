@@ -43,11 +43,12 @@ type nodeOpts struct {
 	state   func(*StateConfig)
 	service func(*ServiceConfig)
 	timeout time.Duration // recorder timeout
+	nats    []nats.Option // more connect options (a role's credentials)
 }
 
 func newNode(t *testing.T, url string, o nodeOpts) *node {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := nats.Connect(url, append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, o.nats...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

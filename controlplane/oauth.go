@@ -22,7 +22,9 @@ import (
 // it calls the provider only to refresh an access token that expires within
 // RefreshBefore, once per connection at a time (single flight), and stores
 // the new tokens with a compare-and-set on the key's revision so that every
-// instance uses them.
+// instance uses them. A read-only state (the tool runner's, whose NATS
+// credentials may not write the bucket) does not refresh itself: it asks
+// the control plane over NATS (ConnRefreshSubject, oauth_refresh.go).
 
 // RefreshBefore is how long before its expiry an access token is refreshed.
 const RefreshBefore = 60 * time.Second
@@ -168,6 +170,13 @@ func (s *Service) connection(ctx context.Context, org, project, user, provider s
 		return oauthflow.Connection{}, fmt.Errorf("%w: organization %q", ErrNotConnected, org)
 	}
 	ch := s.refreshes.DoChan(key, func() (any, error) {
+		if s.state.cfg.ReadOnly {
+			// The tool runner may not write the bucket: the control plane
+			// refreshes and stores the tokens for it.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout+refreshReplyMargin)
+			defer cancel()
+			return s.refreshByControlPlane(rctx, org, project, user, provider)
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
 		defer cancel()
 		return s.refresh(rctx, key, orgID, provider)

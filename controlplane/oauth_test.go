@@ -56,9 +56,9 @@ type oauthEnv struct {
 	web *linkbrowser.Browser
 }
 
-func newOAuthEnv(t *testing.T, natsURL string) *oauthEnv {
+func newOAuthEnv(t *testing.T, natsURL string, opts ...nodeOpts) *oauthEnv {
 	t.Helper()
-	e := &oauthEnv{t: t, cpEnv: newCPEnv(t, natsURL, egress.AllowLoopback()), clock: &testenv.OffsetClock{}, logs: &testenv.SyncBuffer{}}
+	e := &oauthEnv{t: t, cpEnv: newCPEnv(t, natsURL, egress.AllowLoopback(), opts...), clock: &testenv.OffsetClock{}, logs: &testenv.SyncBuffer{}}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.svc.log, e.state.log = log, log
 	emu, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: "corp-client", Secret: emuClientSecret}},
@@ -548,7 +548,8 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 	if b, err := ro.svc.Connection(ctx, e.org, e.project, "bob", "corp"); err != nil || b.AccessToken != a.AccessToken {
 		t.Fatalf("reader: %v", err)
 	}
-	// The read-only instance refreshes and persists too (connection keys only).
+	// The read-only instance (the tool runner) gets a refresh too: the
+	// control plane performs and stores it, the reader writes nothing.
 	e.expireSoon("bob")
 	eventually(t, "the reader sees the expiry", func() bool {
 		var u UserConnection
@@ -573,9 +574,12 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 	if s := e.emu.Stats(); s.RefreshGrants != 2 || e.refreshCalls.Load() != 2 {
 		t.Fatalf("%d refresh grants (%d requests), want 2", s.RefreshGrants, e.refreshCalls.Load())
 	}
-	// A read-only state writes no other key.
+	// A read-only state writes no key, not even a connection's.
 	if _, err := ro.state.updateConn(ctx, orgKey(e.org), Org{}, 1); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("read-only write of an org key: %v", err)
+	}
+	if _, err := ro.state.updateConn(ctx, key, UserConnection{}, 1); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only write of a connection key: %v", err)
 	}
 	e.remember("bob")
 	e.clean()

@@ -137,12 +137,21 @@ func (s *Service) PendingEvents() int { return s.state.pendingCount() }
 
 // Run republishes the events left in the outbox: at once (those of a
 // process that stopped between a write and its publish), then every
-// SweepInterval, backing off after a failed sweep. It returns when ctx
-// ends; a read-only state has no outbox to sweep.
+// SweepInterval, backing off after a failed sweep; meanwhile it serves the
+// tool runners' connection refreshes (ServeConnRefresh). It returns when
+// ctx ends; a read-only state has no outbox to sweep.
 func (s *Service) Run(ctx context.Context) error {
 	if s.state.cfg.ReadOnly {
 		return nil
 	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := s.ServeConnRefresh(ctx); err != nil {
+			s.log.Warn("the tool runners' connection refreshes are not served", "err", err)
+		}
+	}()
+	defer func() { <-served }()
 	bo := retry.Policy{Initial: min(200*time.Millisecond, s.cfg.SweepInterval), Max: s.cfg.SweepInterval}.Backoff()
 	for {
 		wait := s.cfg.SweepInterval

@@ -95,9 +95,13 @@ type cpEnv struct {
 	alice, bob   string
 }
 
-func newCPEnv(t *testing.T, url string, guard *egress.Guard) *cpEnv {
+func newCPEnv(t *testing.T, url string, guard *egress.Guard, opts ...nodeOpts) *cpEnv {
 	t.Helper()
-	n := newNode(t, url, nodeOpts{})
+	var o nodeOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	n := newNode(t, url, o)
 	n.run()
 	if guard != nil {
 		n.svc.UseEgress(guard)

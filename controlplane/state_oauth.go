@@ -81,16 +81,21 @@ func (s *State) stateClaim(ctx context.Context, nonce string) ([]byte, error) {
 	return e.Value(), nil
 }
 
-// connPrefix is the prefix of the users' connections: the only keys that a
-// read-only state (the tool runner) may write, to persist refreshed tokens.
+// connPrefix is the prefix of the users' connections.
 const connPrefix = "conn."
 
 // updateConn writes a connection key if it is still at rev (compare-and-set
 // on the key's revision, ErrConflict otherwise) and applies it to the
 // mirror at once. It is the narrow write path of the token refresh: one
-// key, no outbox event (a refresh is not an administrative change), allowed
-// to read-only states too.
+// key, no outbox event (a refresh is not an administrative change). A
+// read-only state writes nothing: the tool runner's credentials may not
+// publish to the bucket at all (a KV stream takes rollups, and one message
+// with Nats-Rollup: all would erase every key), so its refreshes go through
+// the control plane (ServeConnRefresh).
 func (s *State) updateConn(ctx context.Context, key string, v any, rev uint64) (uint64, error) {
+	if s.cfg.ReadOnly {
+		return 0, fmt.Errorf("%w: %s", ErrReadOnly, key)
+	}
 	if !strings.HasPrefix(key, connPrefix) {
 		return 0, fmt.Errorf("%w: %s is not a connection key", ErrReadOnly, key)
 	}

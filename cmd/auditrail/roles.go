@@ -247,7 +247,9 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 		return fail(err)
 	}
 	// Both roles need the flow: the control plane finishes it (callback,
-	// authorize route), the tool runner starts it and refreshes tokens.
+	// authorize route) and refreshes tokens (for the tool runners too, over
+	// NATS: their credentials may not write the bucket), the tool runner
+	// starts it (connection links).
 	if *publicURL == "" {
 		*publicURL = clientURL(*httpAddr)
 		log.Warn("--public-url not set: OAuth redirect URIs use the listener address, which providers outside this host cannot reach", "public_url", *publicURL)

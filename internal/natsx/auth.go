@@ -27,7 +27,7 @@ const (
 	RoleProducer     = "producer"     // publishes events, nothing else
 	RoleIngest       = "ingest"       // consumes the event stream, writes the DLQ
 	RoleControlPlane = "controlplane" // the only writer of the control-plane bucket
-	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, writes connection keys
+	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, asks the control plane for token refreshes
 	RoleQuery        = "query"        // reads the bucket
 )
 
@@ -41,10 +41,17 @@ const ControlPlaneBucket = "auditrail_controlplane"
 // the control plane creates a key per callback, so that a state works once.
 const OAuthStatesBucket = "auditrail_oauth_states"
 
-// ConnectionKeys are the subjects of the users' connections in the
-// control-plane bucket (conn.<org>.<project>.<user>.<provider>): the tool
-// runner persists refreshed tokens there, and may write no other key.
-const ConnectionKeys = "$KV." + ControlPlaneBucket + ".conn.>"
+// ConnRefreshSubject is the control plane's service of token refreshes
+// (controlplane.ConnRefreshSubject): the tool runner asks there, the control
+// plane refreshes a user's connection and stores it. No role but the control
+// plane publishes to the bucket: a KV stream takes rollups (the control
+// plane's outbox purges need them), and one message with Nats-Rollup: all on
+// any key would erase every key of the bucket.
+const ConnRefreshSubject = "auditrail.cp.conn.refresh"
+
+// ResponseTTL is how long a role that serves requests (the control plane)
+// may answer one, on the requester's reply subject.
+const ResponseTTL = time.Minute
 
 // RateLimitBuckets are the KV buckets of the shared rate limits; every role
 // that serves HTTP reads and writes them.
@@ -289,6 +296,8 @@ func rateLimits() []string {
 // Replies reach a role on its own inbox prefix only.
 func Permissions(role string) (jwt.Permissions, error) {
 	var pubs []string
+	var subs []string
+	var resp *jwt.ResponsePermission
 	switch role {
 	case RoleAdmin:
 		return jwt.Permissions{Pub: jwt.Permission{Allow: []string{">"}}, Sub: jwt.Permission{Allow: []string{">"}}}, nil
@@ -311,10 +320,14 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, kvWrite(ControlPlaneBucket)...)
 		pubs = append(pubs, kvWrite(OAuthStatesBucket)...)
 		pubs = append(pubs, rateLimits()...)
+		// It serves the tool runners' token refreshes, answering each
+		// once on its reply subject.
+		subs = append(subs, ConnRefreshSubject)
+		resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: ResponseTTL}
 	case RoleToolRunner:
 		pubs = append(pubs, schemas.EventSubject("*", schemas.KindExecution), jsAPI+"STREAM.INFO."+schemas.StreamEvents)
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
-		pubs = append(pubs, ConnectionKeys) // refreshed tokens, compare-and-set
+		pubs = append(pubs, ConnRefreshSubject) // refreshed tokens: the control plane stores them
 		pubs = append(pubs, rateLimits()...)
 	case RoleQuery:
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
@@ -324,8 +337,9 @@ func Permissions(role string) (jwt.Permissions, error) {
 	}
 	pubs = append(pubs, jsAPI+"INFO")
 	return jwt.Permissions{
-		Pub: jwt.Permission{Allow: pubs},
-		Sub: jwt.Permission{Allow: []string{InboxPrefix(role) + ".>"}},
+		Pub:  jwt.Permission{Allow: pubs},
+		Sub:  jwt.Permission{Allow: append([]string{InboxPrefix(role) + ".>"}, subs...)},
+		Resp: resp,
 	}, nil
 }
 

@@ -114,15 +114,18 @@ func TestRolePermissions(t *testing.T) {
 			t.Fatal("toolrunner wrote the control-plane bucket")
 		}
 		denied(t, errs, "$KV."+natsx.ControlPlaneBucket+".org.1")
-		// It persists refreshed tokens: a connection key, compare-and-set,
-		// and nothing else (not a key that merely starts with conn).
+		// Not even a connection key: the control plane stores refreshed
+		// tokens (a rollup on any key would erase the bucket).
 		rev, err := cpKV.Put(ctx, "conn.o.p.u.google", []byte("v1"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := kv.Update(ctx, "conn.o.p.u.google", []byte("refreshed"), rev); err != nil {
-			t.Fatalf("toolrunner updates a connection key: %v", err)
+		uctx0, uc0 := short()
+		if _, err := kv.Update(uctx0, "conn.o.p.u.google", []byte("refreshed"), rev); err == nil {
+			t.Fatal("toolrunner updated a connection key")
 		}
+		uc0()
+		denied(t, errs, "$KV."+natsx.ControlPlaneBucket+".conn.o.p.u.google")
 		for _, key := range []string{"connx.o", "apikey.o.1", "provider.o.google", "outbox.1"} {
 			sctx, c := short()
 			if _, err := kv.Put(sctx, key, []byte("forged")); err == nil {
