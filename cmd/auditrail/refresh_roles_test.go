@@ -52,7 +52,7 @@ func TestToolRunnerRoleRefreshesThroughControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, closeToolkits := toolkits(guard, nil, slog.Default())
+	reg, closeToolkits := toolkits(guard, nil, [][]byte{[]byte("page-token-key-of-this-test!")}, slog.Default())
 	scopes := providerScopes(reg)["google"]
 	closeToolkits()
 	must(cp, 201, "PUT", projPath+"/users/bob/connections/google", map[string]any{"access_token": "ya29.old", "refresh_token": "r-1",
