@@ -34,7 +34,8 @@ func TestToolRunnerRoleRefreshesThroughControlPlane(t *testing.T) {
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	common := []string{"--bootstrap-key", boot, "--secrets-keys", secrets, "--allow-private-egress"}
 	cp := newAPIClient(t, startRole(t, "controlplane", append(dev.natsArgs(natsx.RoleControlPlane), common...)...))
-	tr := newAPIClient(t, startRole(t, "toolrunner", append(dev.natsArgs(natsx.RoleToolRunner), append(common, "--outbox", t.TempDir())...)...))
+	pageKeys := base64.StdEncoding.EncodeToString([]byte("page-token-key-of-this-test!"))
+	tr := newAPIClient(t, startRole(t, "toolrunner", append(dev.natsArgs(natsx.RoleToolRunner), append(common, "--outbox", t.TempDir(), "--page-token-keys", pageKeys)...)...))
 	must := func(c *apiClient, status int, method, path string, body any) map[string]any {
 		t.Helper()
 		r := c.call(method, path, boot, body)
