@@ -34,8 +34,11 @@ type demoIDs struct {
 	// MongoURI is where the embedded server listened (and what the
 	// project's DB_CONNECTION_STRING holds); a restart listens there again.
 	MongoURI string `json:"mongo_uri,omitempty"`
-	// KeyID is the demo user's API key, printed once at its creation.
+	// KeyID and Key are the demo user's API key. A demo is not a
+	// production tenant: its key is kept here (the file is 0600) and
+	// printed at every start, so that a new shell can follow the README.
 	KeyID string `json:"key_id,omitempty"`
+	Key   string `json:"key,omitempty"`
 	// Emulators is where the provider emulators listened; Clients are the
 	// OAuth clients registered there for the google and microsoft providers.
 	Emulators string                `json:"emulators,omitempty"`
@@ -142,19 +145,29 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 			return fail(err)
 		}
 	}
-	k := ""
-	if newKey || !demoKeyValid(call, ids) {
+	k := ids.Key
+	if newKey || k == "" || !demoKeyValid(call, ids) {
 		key, _, err := call("POST", "/api/v1/orgs/"+ids.Org+"/api_keys", map[string]any{"name": "demo " + time.Now().UTC().Format(time.RFC3339), "user_id": ids.User})
 		if err != nil {
 			return fail(err)
 		}
+		old := ids.KeyID
 		k, _ = key["key"].(string)
 		ids.KeyID, _ = key["id"].(string)
+		ids.Key = k
 		if k == "" || ids.KeyID == "" {
 			return fail(errors.New("demo set-up: no API key returned"))
 		}
 		if err := save(); err != nil {
 			return fail(err)
+		}
+		// --new-key replaces the key: the old one stops working.
+		if old != "" {
+			if _, status, err := call("DELETE", "/api/v1/orgs/"+ids.Org+"/api_keys/"+old, nil); err != nil {
+				return fail(err)
+			} else if status != 200 && status != 404 {
+				return fail(fmt.Errorf("demo set-up: deleting the old demo key: %d", status))
+			}
 		}
 	}
 	emu, err := demoEmulators(ctx, app, call, &ids, dataDir, env, save, log)
@@ -163,11 +176,7 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 	}
 	stop := func() { emu.Stop(); srv.Stop() }
 	fmt.Fprintf(out, "demo: organization %s, project %s, user %s\n", ids.Org, ids.Project, ids.User)
-	if k != "" {
-		fmt.Fprintf(out, "demo: API key of %s (shown once): %s\n", ids.User, k)
-	} else {
-		fmt.Fprintf(out, "demo: API key of %s: the one printed when it was made (id %s); `auditrail dev --demo --new-key` prints a new one\n", ids.User, ids.KeyID)
-	}
+	fmt.Fprintf(out, "demo: API key of %s (kept in %s; --new-key replaces it): %s\n", ids.User, path, k)
 	fmt.Fprintf(out, "demo: MongoDB-wire server with the sample database \"shop\" at %s\n", srv.URI)
 	fmt.Fprintf(out, "demo: provider emulators at %s (OAuth for google and microsoft; Google Docs and Drive with %d sample documents; an Outlook mailbox on Microsoft Graph; %s is connected to both)\n",
 		emu.Base, len(emu.Samples), ids.User)

@@ -8,7 +8,8 @@ import (
 )
 
 var (
-	demoKeyRe = regexp.MustCompile(`API key of demo-user \(shown once\): (ak_[A-Za-z0-9_-]+)`)
+	demoKeyRe = regexp.MustCompile(`API key of demo-user \(kept in [^)]*; --new-key replaces it\): (ak_[A-Za-z0-9_-]+)`)
+	exportRe  = regexp.MustCompile(`(?m)^export ORG=\S+ PROJECT=\S+ KEY=(ak_\S+)\nexport AUDITRAIL_URL=\S+ AUDITRAIL_KEY=(ark_\S+) `)
 	demoIDsRe = regexp.MustCompile(`demo: organization ([0-9a-f-]{36}), project ([0-9a-f-]{36})`)
 )
 
@@ -18,23 +19,34 @@ func TestDemo(t *testing.T) {
 	data := t.TempDir()
 	p := startDev(t, data, "--demo")
 	boot := keyRe.FindString(p.stdout.String())
-	var key []string
+	var key, previous []string
 	for round := 0; round < 3; round++ {
 		out := p.stdout.String()
-		printed := demoKeyRe.FindStringSubmatch(out)
-		if round == 1 {
-			// A plain restart reuses the key: none is printed, the first works.
-			if printed != nil {
-				t.Fatalf("a restart printed another key:\n%s", out)
-			}
-		} else {
-			key = printed
-		}
+		previous, key = key, demoKeyRe.FindStringSubmatch(out)
 		ids := demoIDsRe.FindStringSubmatch(out)
 		if key == nil || ids == nil {
 			t.Fatalf("demo not printed:\n%s", out)
 		}
+		// Every start prints both export lines in full (a new shell after
+		// a restart can follow the README), with the keys that work.
+		exports := exportRe.FindStringSubmatch(out)
+		if exports == nil || exports[1] != key[1] || exports[2] != boot {
+			t.Fatalf("round %d: export lines without the demo key and the bootstrap key:\n%s", round, out)
+		}
 		c := newAPIClient(t, p.http)
+		switch round {
+		case 1: // a plain restart keeps the key
+			if key[1] != previous[1] {
+				t.Fatalf("a restart replaced the demo key")
+			}
+		case 2: // --new-key replaced it: the old one stops working
+			if key[1] == previous[1] {
+				t.Fatal("--new-key printed the same key")
+			}
+			if r := c.call("GET", "/api/v1/orgs/"+ids[1]+"/audit_logs", previous[1], nil); r.status != 401 {
+				t.Fatalf("the replaced demo key still works: %d", r.status)
+			}
+		}
 		base := "/api/v1/orgs/" + ids[1] + "/projects/" + ids[2]
 		r := c.call("POST", base+"/tools/execute", key[1], map[string]any{"tool_name": "DocumentDbToolkit.DiscoverCollections", "input": map[string]any{"database_name": "shop"}})
 		if r.status != 200 || r.data()["success"] != true || strings.Join(toStrings(r.data()["output"]), ",") != "customers,orders,products" {

@@ -25,7 +25,7 @@ type accessFlags struct {
 
 func addAccessFlags(fs *flags) accessFlags {
 	return accessFlags{
-		bootKey:     fs.String("bootstrap-key", "", "", "platform-admin API key (dev default: generated, printed once, kept as a hash in DATA)"),
+		bootKey:     fs.String("bootstrap-key", "", "", "platform-admin API key (dev default: generated, printed, kept in DATA)"),
 		jwks:        fs.String("jwks", "", "", "JWKS file of the keys that sign bearer JWTs (HS256 oct, RS256 RSA, EdDSA OKP); JWTs are refused without it"),
 		jwtIssuer:   fs.String("jwt-issuer", "", "", "required iss of JWTs"),
 		jwtAudience: fs.String("jwt-audience", "", "", "required aud of JWTs"),
@@ -42,8 +42,8 @@ type controlPlane struct {
 	// bg is the life of the process's background work (the mirror, the
 	// admin service's outbox).
 	bg context.Context
-	// freshBootKey is the bootstrap key generated (and printed) at this
-	// start, or "" (given, or kept from an earlier start).
+	// freshBootKey is the bootstrap key when dev keeps it in DATA (made at
+	// this start or an earlier one), or "" (given, or kept as a hash only).
 	freshBootKey string
 }
 

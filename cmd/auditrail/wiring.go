@@ -56,15 +56,19 @@ func openStore(ctx context.Context, dsn, dataDir string, log *slog.Logger) (stor
 
 const (
 	bootstrapHashFile = "bootstrap_key.sha256"
+	bootstrapKeyFile  = "bootstrap.key"
 	cursorKeyFile     = "cursor.key"
 	pageTokenKeyFile  = "page_token.key"
 	secretsKeyFile    = "secrets.key"
 )
 
 // bootstrapKey returns the hash of the platform-admin key: the given key, or
-// the one kept in dataDir, or a new one that is printed once to out and kept
-// (as its hash only) in dataDir — then also returned as fresh.
-func bootstrapKey(given, dataDir string, out io.Writer) (hash, fresh string, err error) {
+// the one kept in dataDir (dev), or a new one that is printed to out and
+// kept in dataDir. A dev data directory is not a production tenant: the key
+// is kept there in the clear too (bootstrap.key, 0600), so that `dev --demo`
+// prints it in full at every start; known is that key (or "" when only its
+// hash is kept, by a data directory of an earlier release).
+func bootstrapKey(given, dataDir string, out io.Writer) (hash, known string, err error) {
 	if given != "" {
 		if len(given) < 16 {
 			return "", "", usageErrorf("--bootstrap-key must be at least 16 characters")
@@ -72,10 +76,18 @@ func bootstrapKey(given, dataDir string, out io.Writer) (hash, fresh string, err
 		return auth.HashKey(given), "", nil
 	}
 	path := filepath.Join(dataDir, bootstrapHashFile)
+	plainPath := filepath.Join(dataDir, bootstrapKeyFile)
 	if b, err := os.ReadFile(path); err == nil {
 		h := strings.TrimSpace(string(b))
 		if raw, err := hex.DecodeString(h); err != nil || len(raw) != 32 {
 			return "", "", fmt.Errorf("%s is corrupt; delete it to generate a new bootstrap key", path)
+		}
+		if p, err := os.ReadFile(plainPath); err == nil {
+			if key := strings.TrimSpace(string(p)); auth.HashKey(key) == h {
+				fmt.Fprintf(out, "bootstrap key: kept in %s (platform admin; delete %s and it to get a new one)\n", plainPath, bootstrapHashFile)
+				return h, key, nil
+			}
+			return "", "", fmt.Errorf("%s does not match %s; delete both to generate a new bootstrap key", plainPath, path)
 		}
 		fmt.Fprintf(out, "bootstrap key: kept as a hash in %s (it was printed at the first start; delete that file to get a new one)\n", path)
 		return h, "", nil
@@ -84,10 +96,13 @@ func bootstrapKey(given, dataDir string, out io.Writer) (hash, fresh string, err
 	}
 	key := "ark_" + randomToken(32)
 	h := auth.HashKey(key)
+	if err := writeFileAtomic(plainPath, []byte(key+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
 	if err := writeFileAtomic(path, []byte(h+"\n"), 0o600); err != nil {
 		return "", "", err
 	}
-	fmt.Fprintf(out, "bootstrap key (platform admin, shown once): %s\n", key)
+	fmt.Fprintf(out, "bootstrap key (platform admin, kept in %s): %s\n", plainPath, key)
 	return h, key, nil
 }
 
