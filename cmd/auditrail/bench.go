@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/auditrail/auditrail/internal/bench"
+	"github.com/auditrail/auditrail/bench"
 )
 
 func runBench(ctx context.Context, args []string) error {
