@@ -3,11 +3,15 @@ package clickhouse
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
 )
 
 var (
@@ -33,58 +37,51 @@ type indexed struct {
 // organization (two organizations may hold the same one).
 func (r indexed) key() string { return r.org + "/" + r.id }
 
-// storedIDs answers which of the events (by key) are already stored.
+// storedIDs answers which of the events (by key) are already stored, in
+// one round trip whatever their number: the batch's keys travel as
+// external data (a temporary table of the query), matched on the whole
+// sort key of event_index.
 func (s *Store) storedIDs(ctx context.Context, kind uint8, rows []indexed) (map[string]bool, error) {
 	out := map[string]bool{}
-	for len(rows) > 0 {
-		n := min(len(rows), maxLookup)
-		if err := s.lookup(ctx, kind, rows[:n], out); err != nil {
-			return nil, err
-		}
-		rows = rows[n:]
+	if len(rows) == 0 {
+		return out, nil
 	}
-	return out, nil
-}
-
-// maxLookup bounds the ids of one lookup query, which stays far below the
-// server's max_query_size (256 KiB by default): ~40 bytes an id.
-const maxLookup = 2000
-
-func (s *Store) lookup(ctx context.Context, kind uint8, rows []indexed, out map[string]bool) error {
-	orgSet, ids := map[string]bool{}, make([]string, 0, len(rows))
-	for _, r := range rows {
-		orgSet[r.org] = true
-		ids = append(ids, r.id)
-	}
-	orgs := make([]string, 0, len(orgSet))
-	for o := range orgSet {
-		orgs = append(orgs, o)
-	}
-	res, err := s.conn.Query(ctx, storedIDsSQL, groupSet(orgs), kind, groupSet(ids))
+	tbl, err := ext.NewTable("batch_ids",
+		ext.Column("organization_id", "String"), ext.Column("kind", "UInt8"), ext.Column("event_id", "String"))
 	if err != nil {
-		return fmt.Errorf("clickhouse stored ids: %w", classify(err))
+		return nil, fmt.Errorf("clickhouse stored ids: %w", err)
+	}
+	for _, r := range rows {
+		if err := tbl.Append(r.org, kind, r.id); err != nil {
+			return nil, fmt.Errorf("clickhouse stored ids: %w", err)
+		}
+	}
+	res, err := s.conn.Query(ch.Context(ctx, ch.WithExternalTable(tbl)), storedIDsSQL)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse stored ids: %w", busyOnly(err))
 	}
 	defer res.Close()
 	for res.Next() {
 		var r indexed
 		if err := res.Scan(&r.org, &r.id); err != nil {
-			return fmt.Errorf("clickhouse stored ids: %w", err)
+			return nil, fmt.Errorf("clickhouse stored ids: %w", err)
 		}
 		out[r.key()] = true
 	}
 	if err := res.Err(); err != nil {
-		return fmt.Errorf("clickhouse stored ids: %w", classify(err))
+		return nil, fmt.Errorf("clickhouse stored ids: %w", busyOnly(err))
 	}
-	return nil
+	return out, nil
 }
 
-// groupSet binds strings as the tuple an IN takes: ('a', 'b').
-func groupSet(v []string) ch.GroupSet {
-	out := make([]any, len(v))
-	for i, s := range v {
-		out[i] = s
+// busyOnly classifies an error of the lookup or of the index: busy, or an
+// outage — never a refusal of the rows (ErrRefused would make ingest split
+// the batch and dead-letter valid events because of the index's own trouble).
+func busyOnly(err error) error {
+	if c := classify(err); errors.Is(c, auditstore.ErrBusy) {
+		return c
 	}
-	return ch.GroupSet{Value: out}
+	return err
 }
 
 // index records the ids of rows just written.
@@ -103,7 +100,7 @@ func (s *Store) index(ctx context.Context, kind uint8, rows []indexed) error {
 		}
 	}
 	if err := batch.Send(); err != nil {
-		return fmt.Errorf("clickhouse index %d ids: %w", len(rows), classify(err))
+		return fmt.Errorf("clickhouse index %d ids: %w", len(rows), busyOnly(err))
 	}
 	return nil
 }

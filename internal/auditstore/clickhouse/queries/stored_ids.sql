@@ -1,3 +1,3 @@
 SELECT DISTINCT organization_id, event_id
 FROM event_index
-WHERE organization_id IN ? AND kind = ? AND event_id IN ?
+WHERE (organization_id, kind, event_id) IN (SELECT organization_id, kind, event_id FROM batch_ids)
