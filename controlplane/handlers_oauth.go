@@ -77,9 +77,12 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	site := s.site()
 	binding := c.Cookies(bindCookie)
-	// One flow per bind cookie: whatever happens, it is spent.
-	c.Cookie(site.cookie(bindCookie, "", site.cookiePath, fiber.CookieSameSiteLaxMode, 0))
 	st, err := s.flow.OpenState(c.Query("state"))
+	if err == nil {
+		// One flow per bind cookie: once a state of ours came back, it is
+		// spent whatever happens (a forged callback spends nothing).
+		c.Cookie(site.cookie(bindCookie, "", site.cookiePath, fiber.CookieSameSiteLaxMode, 0))
+	}
 	switch {
 	case errors.Is(err, oauthflow.ErrStateExpired):
 		return failPage(c, fiber.StatusBadRequest, "Authorization expired", "This authorization request is older than its time limit.")
@@ -118,6 +121,19 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 	code := c.Query("code")
 	if code == "" {
 		return failPage(c, fiber.StatusBadRequest, "Invalid authorization request", "The provider's answer has no code.")
+	}
+	// The link is spent by the first flow of it that comes back with a code:
+	// whoever holds it cannot replace the connection afterwards.
+	if st.Ticket != "" {
+		fresh, err := s.state.claimState(ctx, "ticket."+st.Ticket)
+		if err != nil {
+			s.log.Error("OAuth callback: cannot mark the link used", "err", err)
+			return failPage(c, fiber.StatusServiceUnavailable, "Try again", "The platform cannot complete authorizations right now.")
+		}
+		if !fresh {
+			s.log.Warn("OAuth callback: a second flow of a link already used refused", "provider", st.Provider, "user", st.User, "org", st.Org, "client_ip", c.IP())
+			return failPage(c, fiber.StatusBadRequest, "Link already used", "This connection link has been used already; each works once. Ask for a new one.")
+		}
 	}
 	p, err := s.Provider(st.Org, st.Provider)
 	if err != nil {

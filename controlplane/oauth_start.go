@@ -67,6 +67,18 @@ type browserSession struct {
 	ExpiresAt time.Time  `json:"e"`
 }
 
+// sessionFits reports whether a browser session may continue a ticket made
+// for a user: the session is that user's, of the ticket's organization (a
+// JWT session: the user must be a member of it; an API key's: the key's
+// organization).
+func (s *Service) sessionFits(b browserSession, t oauthflow.Ticket) bool {
+	if !b.fits(t) {
+		return false
+	}
+	_, err := s.state.get(memberKey(t.Org.String(), b.User), &Member{})
+	return err == nil
+}
+
 // fits reports whether the session may continue a ticket made for a user.
 func (b browserSession) fits(t oauthflow.Ticket) bool {
 	return b.User == t.User && (b.Org == nil || *b.Org == t.Org)
@@ -277,7 +289,7 @@ func (s *Service) renderStart(c *fiber.Ctx, status int, t oauthflow.Ticket, noti
 		Notice: notice, CSRF: csrf, Action: st.base + "/start/" + c.Params("ticket"), SignInAction: st.base + "/start/" + c.Params("ticket") + "/sign_in"}
 	if sess, ok := s.openSession(c.Cookies(sessionCookie)); ok {
 		v.SignedIn = sess.User
-		v.NeedSignIn = !t.ByApp && !sess.fits(t)
+		v.NeedSignIn = !t.ByApp && !s.sessionFits(sess, t)
 	} else {
 		v.NeedSignIn = !t.ByApp
 	}
@@ -387,7 +399,7 @@ func (s *Service) oauthStartContinue(c *fiber.Ctx) error {
 	}
 	if !t.ByApp {
 		sess, ok := s.openSession(c.Cookies(sessionCookie))
-		if !ok || !sess.fits(t) {
+		if !ok || !s.sessionFits(sess, t) {
 			s.log.Warn("OAuth start page: continue without a session of the link's user refused", "user", t.User, "client_ip", c.IP())
 			return s.renderStart(c, fiber.StatusForbidden, t, "This link was made for user "+t.User+": sign in as "+t.User+" in this browser first. Nothing was started.")
 		}
@@ -397,13 +409,13 @@ func (s *Service) oauthStartContinue(c *fiber.Ctx) error {
 		return failPage(c, fiber.StatusBadRequest, "Provider not configured", fmt.Sprintf("The organization no longer has the auth provider %s.", t.Provider))
 	}
 	binding := oauthflow.NewBinding()
-	authURL, _, err := s.flow.Start(p, t, binding)
+	authURL, state, err := s.flow.Start(p, t, binding)
 	if err != nil {
 		s.log.Warn("OAuth start page: flow not started", "provider", t.Provider, "user", t.User, "err", err)
 		return failPage(c, fiber.StatusBadRequest, "Provider not usable", fmt.Sprintf("The auth provider %s cannot start an authorization.", t.Provider))
 	}
 	st := s.site()
-	c.Cookie(st.cookie(bindCookie, binding, st.cookiePath, fiber.CookieSameSiteLaxMode, s.ticketLife(t)))
+	c.Cookie(st.cookie(bindCookie, binding, st.cookiePath, fiber.CookieSameSiteLaxMode, max(state.ExpiresAt.Sub(s.now()), time.Minute)))
 	s.log.Info("OAuth flow started in a browser", "provider", t.Provider, "user", t.User, "org", t.Org, "by_app", t.ByApp, "client_ip", c.IP())
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("Referrer-Policy", "no-referrer")

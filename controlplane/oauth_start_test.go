@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -288,6 +289,23 @@ func TestOAuthLinkOfServiceKey(t *testing.T) {
 	if items := e.list("end-user-7", e.alice); len(items) != 1 || !items[0].Connected {
 		t.Fatalf("listing %+v", items)
 	}
+	// Once used, the link is spent: someone else who holds it (it was
+	// posted in a shared channel) cannot replace the connection with an
+	// account of theirs, even through the whole flow in their own browser.
+	before := len(e.connEvents())
+	thief := e.another()
+	authURL, err = thief.Continue(ctx, link, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ = thief.Get(ctx, authURL)
+	if p, _ := thief.Get(ctx, p.Location); p.Status != 400 || !strings.Contains(p.Body, "Link already used") {
+		t.Fatalf("second flow of a used link: %d\n%s", p.Status, p.Body)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if after := len(e.connEvents()); after != before {
+		t.Fatalf("the used link changed the connection: %d events, was %d", after, before)
+	}
 	e.clean()
 }
 
@@ -454,5 +472,38 @@ func TestOAuthSite(t *testing.T) {
 		if originPattern.MatchString(origin) != ok {
 			t.Errorf("%q: %v", origin, !ok)
 		}
+	}
+}
+
+// A session signed in with a JWT (valid in every organization) continues a
+// user's link only in an organization the user is a member of; and a
+// callback whose state is not ours does not spend the browser's binding
+// (a page could otherwise break a flow in progress).
+func TestSessionOfAMemberAndForgedCallbacks(t *testing.T) {
+	srv, _, _ := testenv.NATS(t)
+	e := newOAuthEnv(t, srv.ClientURL())
+	link, _ := e.authorize("bob", e.bob, "docs.read")
+	tk := e.ticketOf(link)
+	if !e.svc.sessionFits(browserSession{User: "bob"}, tk) {
+		t.Fatal("a JWT session of bob, a member, does not fit bob's link")
+	}
+	tk.User = "mallory" // not a member of the organization
+	if (browserSession{User: "mallory"}).fits(tk) != true || e.svc.sessionFits(browserSession{User: "mallory"}, tk) {
+		t.Fatal("a JWT session of a non-member fits a link of the organization")
+	}
+	req := httptest.NewRequest("GET", "/api/v1/oauth/callback?state=forged&code=x", nil)
+	req.Header.Set("Cookie", bindCookie+"=keep-me")
+	resp, err := e.app.Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == bindCookie {
+			t.Fatalf("a forged callback touched the binding cookie: %v", c)
+		}
+	}
+	if resp.StatusCode != 400 {
+		t.Fatalf("forged callback: %d", resp.StatusCode)
 	}
 }

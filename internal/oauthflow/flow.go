@@ -185,6 +185,10 @@ type State struct {
 	// value of a cookie of the browser that clicked the start page):
 	// the callback completes the flow only in that browser (BoundTo).
 	Bind []byte `json:"b"`
+	// Ticket is the nonce of the start link the flow came from: the
+	// platform spends the link once a flow of it completes, so that nobody
+	// holding it can replace the connection afterwards.
+	Ticket string `json:"t,omitempty"`
 }
 
 // NewBinding returns a fresh browser binding: 32 random bytes, base64url,
@@ -426,9 +430,12 @@ func (f *Flow) Start(p Provider, t Ticket, binding string) (string, State, error
 		User:      t.User,
 		Provider:  p.ID,
 		Scopes:    slices.Clone(t.Scopes),
-		Verifier:  oauth2.GenerateVerifier(),
-		ExpiresAt: t.ExpiresAt,
+		Verifier: oauth2.GenerateVerifier(),
+		// The provider step gets the whole StateTTL, whenever in the life
+		// of the link it starts.
+		ExpiresAt: f.cfg.Now().Add(f.cfg.StateTTL),
 		Bind:      bind,
+		Ticket:    t.Nonce,
 	}
 	sealed, err := f.seal(stateKey, st)
 	if err != nil {

@@ -758,6 +758,16 @@ func TestTicketAndBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opened.Ticket != tk.Nonce {
+		t.Fatalf("the state names ticket %q, want %q", opened.Ticket, tk.Nonce)
+	}
+	// A flow started in the last seconds of its link still gets the whole
+	// state time for the provider step.
+	e.clock.Add(9*time.Minute + 50*time.Second)
+	if _, late, err := e.flow.Start(e.provider, got, binding); err != nil || !late.ExpiresAt.Equal(e.clock.Now().Add(10*time.Minute)) {
+		t.Fatalf("a late start: %v, state until %s (link until %s)", err, late.ExpiresAt, tk.ExpiresAt)
+	}
+	e.clock.Add(-(9*time.Minute + 50*time.Second))
 	other := oauthflow.NewBinding()
 	tests := []struct {
 		name    string
