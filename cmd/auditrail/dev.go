@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/ingest"
-	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/redact"
@@ -302,8 +301,9 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(conns, store, in, inExec), func() map[string]any {
-		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats(), "execution_outbox": outbox.Stats(), "audit_outbox": map[string]int{"pending": admin.PendingEvents()}}
+	cs := ingestConsumers(in, inExec)
+	app.Get("/healthz", healthHandler(roleChecks(conns, store, cs), func() map[string]any {
+		return cs.counters(map[string]any{healthHooks: proxy.Stats(), healthExecutionOutbox: outbox.Stats(), healthAuditOutbox: map[string]int{"pending": admin.PendingEvents()}})
 	}))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	admin.Register(app, httpapi.RateLimit(adminLimiter, cp.proxies, log))
@@ -358,39 +358,6 @@ func runDev(ctx context.Context, args []string) error {
 	for _, c := range conns {
 		_ = c.Drain()
 	}
-	log.Info("auditrail dev stopped", "ingest", in.Stats(), "ingest_executions", inExec.Stats())
+	log.Info("auditrail dev stopped", healthIngestAudit, in.Stats(), healthIngestExecutions, inExec.Stats())
 	return nil
-}
-
-// natsCheck fails while a connection (by role) is not up.
-func natsCheck(conns map[string]*nats.Conn) check {
-	return check{"nats", func(context.Context) error {
-		for role, nc := range conns {
-			if !nc.IsConnected() {
-				return fmt.Errorf("nats (%s) %s", role, nc.Status())
-			}
-		}
-		return nil
-	}}
-}
-
-// roleChecks are the readiness checks of a process that ingests and serves.
-func roleChecks(conns map[string]*nats.Conn, store auditstore.Store, ingesters ...interface{ Ready() bool }) []check {
-	checks := []check{
-		natsCheck(conns),
-		{"store", store.Ping},
-	}
-	for i, in := range ingesters {
-		name := "ingest"
-		if i > 0 {
-			name = fmt.Sprintf("ingest_%d", i+1)
-		}
-		checks = append(checks, check{name, func(context.Context) error {
-			if !in.Ready() {
-				return errors.New("consumer not running")
-			}
-			return nil
-		}})
-	}
-	return checks
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,7 +66,13 @@ func TestDevShutdown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var health map[string]json.RawMessage
+			err = json.NewDecoder(resp.Body).Decode(&health)
 			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDevHealthKeys(t, health)
 			if tt.events == 0 {
 				time.Sleep(time.Second) // idle: the watches and consumers are waiting
 			}
@@ -94,5 +103,33 @@ func TestDevShutdown(t *testing.T) {
 			}
 			p.stop(t)
 		})
+	}
+}
+
+// checkDevHealthKeys: dev's /healthz names its checks and counters in one
+// scheme, a consumer's counters under the name of its check.
+func checkDevHealthKeys(t *testing.T, health map[string]json.RawMessage) {
+	t.Helper()
+	var checks map[string]string
+	if err := json.Unmarshal(health["checks"], &checks); err != nil {
+		t.Fatalf("/healthz checks: %v", err)
+	}
+	var names []string
+	for name := range checks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if want := []string{"ingest_audit", "ingest_executions", "nats", "store"}; !slices.Equal(names, want) {
+		t.Errorf("/healthz checks %v, want %v", names, want)
+	}
+	for _, key := range []string{"ingest_audit", "ingest_executions", "hooks", "execution_outbox", "audit_outbox"} {
+		if _, ok := health[key]; !ok {
+			t.Errorf("/healthz lacks %q", key)
+		}
+	}
+	for key := range health {
+		if !healthKey.MatchString(key) {
+			t.Errorf("/healthz key %q does not follow the scheme", key)
+		}
 	}
 }
