@@ -49,6 +49,9 @@ func (s *State) run(ctx context.Context, w jetstream.KeyWatcher) {
 			}
 			var err error
 			if w, err = s.openWatch(ctx); err != nil {
+				if s.closing(ctx) {
+					return
+				}
 				s.log.Warn("control-plane watch: cannot re-create it", "err", err)
 				w = nil
 				continue
@@ -62,7 +65,7 @@ func (s *State) run(ctx context.Context, w jetstream.KeyWatcher) {
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
-				if ctx.Err() != nil {
+				if s.closing(ctx) {
 					return
 				}
 				s.log.Warn("control-plane watch stopped; re-creating it")
@@ -101,6 +104,13 @@ func (s *State) run(ctx context.Context, w jetstream.KeyWatcher) {
 			}
 		}
 	}
+}
+
+// closing reports whether the watch ends because its owner is closing it:
+// ctx ended, or the connection is draining or closed (a process stopping
+// drains its connections). Such an end is no news and is not re-created.
+func (s *State) closing(ctx context.Context) bool {
+	return ctx.Err() != nil || s.nc.IsDraining() || s.nc.IsClosed()
 }
 
 // stopWatch stops w and drains what it still delivers, so that its

@@ -10,17 +10,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
-	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
@@ -103,60 +107,158 @@ func (f ingestFlags) config() ingest.Config {
 	return cfg
 }
 
+// runDev runs every role in one process: embedded NATS (unless
+// --nats-url) and SQLite (unless --clickhouse), the control plane, the
+// tool runner, ingest and the query API on one listener, until ctx ends;
+// then it drains them in order.
 func runDev(ctx context.Context, args []string) error {
-	fs := newFlags("dev")
-	httpAddr := fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API")
-	natsListen := fs.String("nats-listen", "", "127.0.0.1:4222", "client port of the embedded NATS server")
-	nf := addNATSFlags(fs, "", true)
-	data := fs.String("data", "", "./data", "JetStream store and embedded audit store")
-	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite")
-	af := addAccessFlags(fs)
-	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (default: generated and kept in DATA)")
-	pageKeys := fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs (default: generated and kept in DATA)")
-	secKeys := fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
-	rate, adminRate, toolRate := auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
-	inf := addIngestFlags(fs)
-	demo := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
-	publicURL := addPublicURLFlag(fs, "")
-	newKey := fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
-	allowPrivate := addEgressFlag(fs)
-	mkLog := fs.logFlags("text")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	log, err := mkLog(os.Stderr)
+	f, err := parseDevFlags(args)
 	if err != nil {
 		return err
 	}
-	icfg := inf.config()
-	if err := icfg.Validate(); err != nil {
-		return usageError{err}
+	d := &devProcess{f: f}
+	defer d.close()
+	steps := []func(context.Context) error{
+		d.prepare,
+		d.startNATS,
+		d.openStore,
+		d.startControlPlane,
+		d.startToolRunner,
+		d.startIngest,
+		d.buildAPI,
+		d.startDemo,
 	}
-	if err := os.MkdirAll(*data, 0o755); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	unlock, err := lockDataDir(*data)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if err := checkFree("--http", *httpAddr); err != nil {
-		return err
-	}
-	if *nf.url == "" {
-		if err := checkFree("--nats-listen", *natsListen); err != nil {
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
 			return err
 		}
 	}
+	return d.serve(ctx)
+}
 
-	// NATS: embedded unless --nats-url, in operator mode; each in-process
-	// role connects with its own credentials (DATA/nats/<role>.creds), so
-	// that every role runs with the permissions it has in production.
-	url := *nf.url
-	var ns *server.Server
-	credsOf := func(string) string { return *nf.creds }
-	if url == "" {
-		keysDir := filepath.Join(*data, "nats")
+// devFlags are the flags of `auditrail dev`.
+type devFlags struct {
+	http, natsListen, data, clickhouse     *string
+	nats                                   natsFlags
+	access                                 accessFlags
+	cursorKeys, pageTokenKeys, secretsKeys *string
+	rate, adminRate, toolRate              *string
+	ingest                                 ingest.Config
+	demo, newKey, allowPrivate             *bool
+	publicURL                              *string
+	log                                    *slog.Logger
+}
+
+// parseDevFlags parses the command line of dev and makes its logger.
+func parseDevFlags(args []string) (devFlags, error) {
+	fs := newFlags("dev")
+	f := devFlags{
+		http:       fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API"),
+		natsListen: fs.String("nats-listen", "", "127.0.0.1:4222", "client port of the embedded NATS server"),
+		nats:       addNATSFlags(fs, "", true),
+		data:       fs.String("data", "", "./data", "JetStream store and embedded audit store"),
+		clickhouse: fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite"),
+		access:     addAccessFlags(fs),
+	}
+	f.cursorKeys = fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (default: generated and kept in DATA)")
+	f.pageTokenKeys = fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs (default: generated and kept in DATA)")
+	f.secretsKeys = fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
+	f.rate, f.adminRate, f.toolRate = auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
+	inf := addIngestFlags(fs)
+	f.demo = fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
+	f.publicURL = addPublicURLFlag(fs, "")
+	f.newKey = fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
+	f.allowPrivate = addEgressFlag(fs)
+	mkLog := fs.logFlags("text")
+	if err := fs.parse(args); err != nil {
+		return f, err
+	}
+	var err error
+	if f.log, err = mkLog(os.Stderr); err != nil {
+		return f, err
+	}
+	f.ingest = inf.config()
+	if err := f.ingest.Validate(); err != nil {
+		return f, usageError{err}
+	}
+	if *f.publicURL == "" {
+		*f.publicURL = clientURL(*f.http)
+	}
+	return f, nil
+}
+
+// devProcess is what runDev has started; close stops it in reverse order.
+type devProcess struct {
+	f       devFlags
+	closers []func()
+
+	ns      *server.Server
+	url     string              // of NATS
+	credsOf func(string) string // NATS credentials file by role
+	conns   map[string]*nats.Conn
+
+	store    *pendingStore
+	storeErr chan error // the store could not be opened (ClickHouse)
+
+	// bg is the life of the control-plane mirror and the limiters, which
+	// last until the process drains.
+	bg            context.Context
+	stopBG        context.CancelFunc
+	cp            *controlPlane
+	admin         *controlplane.Service
+	guard         *egress.Guard
+	reg           *toolrunner.Registry
+	outbox        *producers.Outbox
+	runner        *toolrunner.Runner
+	proxy         *hookproxy.Proxy
+	pageTokenKeys [][]byte
+
+	in         *ingest.Ingester[schemas.AuditEvent]
+	inExec     *ingest.Ingester[schemas.ExecutionEvent]
+	stopIngest context.CancelFunc
+	ingestDone chan error // one value per consumer
+
+	app *fiber.App
+}
+
+// later adds fn to what close runs, last first.
+func (d *devProcess) later(fn func()) { d.closers = append(d.closers, fn) }
+
+// close runs the closers, last added first.
+func (d *devProcess) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+}
+
+// prepare makes and locks the data directory and checks the listeners.
+func (d *devProcess) prepare(context.Context) error {
+	if err := os.MkdirAll(*d.f.data, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	unlock, err := lockDataDir(*d.f.data)
+	if err != nil {
+		return err
+	}
+	d.later(unlock)
+	if err := checkFree("--http", *d.f.http); err != nil {
+		return err
+	}
+	if *d.f.nats.url == "" {
+		return checkFree("--nats-listen", *d.f.natsListen)
+	}
+	return nil
+}
+
+// startNATS starts the embedded NATS server unless --nats-url, in operator
+// mode, and connects each in-process role with its own credentials
+// (DATA/nats/<role>.creds), so that every role runs with the permissions
+// it has in production; then it creates the streams.
+func (d *devProcess) startNATS(ctx context.Context) error {
+	d.url = *d.f.nats.url
+	d.credsOf = func(string) string { return *d.f.nats.creds }
+	if d.url == "" {
+		keysDir := filepath.Join(*d.f.data, "nats")
 		auth, err := natsx.LoadOrCreateAuth(keysDir)
 		if err != nil {
 			return err
@@ -164,233 +266,233 @@ func runDev(ctx context.Context, args []string) error {
 		if err := auth.WriteCreds(keysDir); err != nil {
 			return err
 		}
-		credsOf = func(role string) string { return natsx.CredsFile(keysDir, role) }
+		d.credsOf = func(role string) string { return natsx.CredsFile(keysDir, role) }
 		scfg := natsx.DefaultServerConfig()
-		scfg.Listen = *natsListen
-		scfg.StoreDir = filepath.Join(*data, "jetstream")
+		scfg.Listen = *d.f.natsListen
+		scfg.StoreDir = filepath.Join(*d.f.data, "jetstream")
 		scfg.Auth = auth
-		if ns, err = natsx.StartServer(scfg); err != nil {
+		ns, err := natsx.StartServer(scfg)
+		if err != nil {
 			return err
 		}
-		defer func() {
+		d.ns = ns
+		d.later(func() {
 			ns.Shutdown()
 			ns.WaitForShutdown()
-		}()
-		url = ns.ClientURL()
-		fmt.Fprintf(os.Stdout, "nats credentials (admin: emit, tail, the nats CLI): %s\n", credsOf(natsx.RoleAdmin))
+		})
+		d.url = ns.ClientURL()
+		fmt.Fprintf(os.Stdout, "nats credentials (admin: emit, tail, the nats CLI): %s\n", d.credsOf(natsx.RoleAdmin))
 	}
-	conns := map[string]*nats.Conn{}
+	d.conns = map[string]*nats.Conn{}
 	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery} {
-		c, err := natsx.Connect(url, "auditrail-dev-"+role, credsOf(role), log.With("nats_role", role))
+		c, err := natsx.Connect(d.url, "auditrail-dev-"+role, d.credsOf(role), d.f.log.With("nats_role", role))
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		conns[role] = c
+		d.later(c.Close)
+		d.conns[role] = c
 	}
-	nc := conns[natsx.RoleControlPlane]
-	if err := ensureStreams(ctx, nc, *nf.maxAge); err != nil {
-		return err
-	}
+	return ensureStreams(ctx, d.conns[natsx.RoleControlPlane], *d.f.nats.maxAge)
+}
 
-	// The store: SQLite opens at once (its errors are not transient);
-	// ClickHouse is retried in the background until it answers, while
-	// HTTP serves and /healthz says 503.
-	store := newPendingStore()
-	defer store.Close()
-	storeErr := make(chan error, 1)
-	if *chDSN == "" {
-		s, err := openStore(ctx, "", *data, log)
+// openStore opens the audit store: SQLite at once (its errors are not
+// transient); ClickHouse is retried in the background until it answers,
+// while HTTP serves and /healthz says 503.
+func (d *devProcess) openStore(ctx context.Context) error {
+	d.store = newPendingStore()
+	d.later(func() { _ = d.store.Close() })
+	d.storeErr = make(chan error, 1)
+	if *d.f.clickhouse == "" {
+		s, err := openStore(ctx, "", *d.f.data, d.f.log)
 		if err != nil {
 			return err
 		}
-		store.set(s)
-	} else {
-		go func() {
-			if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil && ctx.Err() == nil {
-				storeErr <- err
-			}
-		}()
+		d.store.set(s)
+		return nil
 	}
+	go func() {
+		if err := d.store.openWithRetry(ctx, *d.f.clickhouse, "", d.f.log); err != nil && ctx.Err() == nil {
+			d.storeErr <- err
+		}
+	}()
+	return nil
+}
 
-	keys, err := keyList("cursor-keys", *curKeys, *data, cursorKeyFile, 0)
-	if err != nil {
-		return err
-	}
-	pageTokenKeys, err := keyList("page-token-keys", *pageKeys, *data, pageTokenKeyFile, 0)
-	if err != nil {
-		return err
-	}
-	// The control-plane mirror and the limiter live until the process drains.
+// startControlPlane opens the control-plane mirror and the admin service
+// with its OAuth flows.
+func (d *devProcess) startControlPlane(ctx context.Context) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
-	cp, err := openControlPlane(bg, nc, af, *data, false, log)
+	d.bg, d.stopBG = bg, stopBG
+	d.later(stopBG)
+	nc := d.conns[natsx.RoleControlPlane]
+	var err error
+	if d.cp, err = openControlPlane(bg, nc, d.f.access, *d.f.data, false, d.f.log); err != nil {
+		return err
+	}
+	pub, err := producers.New(nc, producers.DefaultConfig(), d.f.log)
 	if err != nil {
 		return err
 	}
-	pub, err := producers.New(nc, producers.DefaultConfig(), log)
-	if err != nil {
+	if d.admin, err = d.cp.adminService(pub, *d.f.secretsKeys, *d.f.data, d.f.log); err != nil {
 		return err
 	}
-	admin, err := cp.adminService(pub, *secKeys, *data, log)
-	if err != nil {
+	if d.guard, err = newEgress(*d.f.allowPrivate, true, d.f.log); err != nil {
 		return err
 	}
-	guard, err := newEgress(*allowPrivate, true, log)
-	if err != nil {
-		return err
-	}
-	if *publicURL == "" {
-		*publicURL = clientURL(*httpAddr)
-	}
-	err = useOAuth(admin, *publicURL, guard)
-	if err != nil {
-		return err
-	}
-	reg, closeToolkits := toolkits(guard, admin, pageTokenKeys, log)
-	defer closeToolkits()
-	execPub, err := producers.New(conns[natsx.RoleToolRunner], producers.DefaultConfig(), log)
-	if err != nil {
-		return err
-	}
-	outbox, stopOutbox, err := executionOutbox(filepath.Join(*data, "outbox", "execution"), execPub, log)
-	if err != nil {
-		return err
-	}
-	defer stopOutbox()
-	runner, proxy := newToolRunner(reg, admin, outbox, guard, log)
-	limiter, err := rateLimiter(bg, conns[natsx.RoleQuery], auditLimit, *rate, log)
-	if err != nil {
-		return err
-	}
-	adminLimiter, err := rateLimiter(bg, conns[natsx.RoleControlPlane], adminLimit, *adminRate, log)
-	if err != nil {
-		return err
-	}
-	toolLimiter, err := rateLimiter(bg, conns[natsx.RoleToolRunner], toolLimit, *toolRate, log)
-	if err != nil {
-		return err
-	}
+	return useOAuth(d.admin, *d.f.publicURL, d.guard)
+}
 
-	in, err := ingest.NewAudit(conns[natsx.RoleIngest], store, icfg, log)
+// startToolRunner builds the toolkits, the durable outbox of execution
+// events and the tool runner with its hooks.
+func (d *devProcess) startToolRunner(context.Context) error {
+	var err error
+	if d.pageTokenKeys, err = keyList("page-token-keys", *d.f.pageTokenKeys, *d.f.data, pageTokenKeyFile, 0); err != nil {
+		return err
+	}
+	reg, closeToolkits := toolkits(d.guard, d.admin, d.pageTokenKeys, d.f.log)
+	d.reg = reg
+	d.later(closeToolkits)
+	execPub, err := producers.New(d.conns[natsx.RoleToolRunner], producers.DefaultConfig(), d.f.log)
 	if err != nil {
 		return err
 	}
-	ecfg := icfg
-	ecfg.Durable = ingest.ExecutionDurable
-	inExec, err := ingest.NewExecution(conns[natsx.RoleIngest], store, ecfg, log)
+	outbox, stopOutbox, err := executionOutbox(filepath.Join(*d.f.data, "outbox", "execution"), execPub, d.f.log)
 	if err != nil {
+		return err
+	}
+	d.outbox = outbox
+	d.later(stopOutbox)
+	d.runner, d.proxy = newToolRunner(reg, d.admin, outbox, d.guard, d.f.log)
+	return nil
+}
+
+// startIngest starts the audit and execution consumers once the store is
+// ready; each sends its end on ingestDone.
+func (d *devProcess) startIngest(ctx context.Context) error {
+	nc := d.conns[natsx.RoleIngest]
+	var err error
+	if d.in, err = ingest.NewAudit(nc, d.store, d.f.ingest, d.f.log); err != nil {
+		return err
+	}
+	ecfg := d.f.ingest
+	ecfg.Durable = ingest.ExecutionDurable
+	if d.inExec, err = ingest.NewExecution(nc, d.store, ecfg, d.f.log); err != nil {
 		return err
 	}
 	ictx, stopIngest := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopIngest()
-	ingestDone := make(chan error, 2)
+	d.stopIngest = stopIngest
+	d.later(stopIngest)
+	d.ingestDone = make(chan error, 2)
 	go func() {
 		select {
-		case <-store.Ready():
+		case <-d.store.Ready():
 		case <-ictx.Done():
-			ingestDone <- nil
-			ingestDone <- nil
+			d.ingestDone <- nil
+			d.ingestDone <- nil
 			return
 		}
-		go func() { ingestDone <- in.Run(ictx) }()
-		ingestDone <- inExec.Run(ictx)
+		go func() { d.ingestDone <- d.in.Run(ictx) }()
+		d.ingestDone <- d.inExec.Run(ictx)
 	}()
+	return nil
+}
 
-	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
+// buildAPI puts /healthz and the query, admin and tool runner APIs, each
+// with its rate limit, on one app.
+func (d *devProcess) buildAPI(context.Context) error {
+	keys, err := keyList("cursor-keys", *d.f.cursorKeys, *d.f.data, cursorKeyFile, 0)
 	if err != nil {
 		return err
 	}
-	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(conns, store, in, inExec), func() map[string]any {
-		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats(), "execution_outbox": outbox.Stats(), "audit_outbox": map[string]int{"pending": admin.PendingEvents()}}
+	limiter, err := rateLimiter(d.bg, d.conns[natsx.RoleQuery], auditLimit, *d.f.rate, d.f.log)
+	if err != nil {
+		return err
+	}
+	adminLimiter, err := rateLimiter(d.bg, d.conns[natsx.RoleControlPlane], adminLimit, *d.f.adminRate, d.f.log)
+	if err != nil {
+		return err
+	}
+	toolLimiter, err := rateLimiter(d.bg, d.conns[natsx.RoleToolRunner], toolLimit, *d.f.toolRate, d.f.log)
+	if err != nil {
+		return err
+	}
+	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, d.store, d.cp.access, d.f.log)
+	if err != nil {
+		return err
+	}
+	log, proxies := d.f.log, d.cp.proxies
+	d.app = httpapi.NewApp(log)
+	cs := ingestConsumers(d.in, d.inExec)
+	d.app.Get("/healthz", healthHandler(roleChecks(d.conns, d.store, cs), func() map[string]any {
+		return cs.counters(map[string]any{healthHooks: d.proxy.Stats(), healthExecutionOutbox: d.outbox.Stats(), healthAuditOutbox: map[string]int{"pending": d.admin.PendingEvents()}})
 	}))
-	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
-	admin.Register(app, httpapi.RateLimit(adminLimiter, cp.proxies, log))
-	toolrunner.NewServer(runner, cp.access, cp.proxies).Register(app, httpapi.RateLimit(toolLimiter, cp.proxies, log))
+	qs.Register(d.app, httpapi.RateLimit(limiter, proxies, log))
+	d.admin.Register(d.app, httpapi.RateLimit(adminLimiter, proxies, log))
+	toolrunner.NewServer(d.runner, d.cp.access, proxies).Register(d.app, httpapi.RateLimit(toolLimiter, proxies, log))
+	return nil
+}
 
-	if *demo {
-		env := demoEnv{API: strings.TrimSuffix(*publicURL, "/"), BootKey: cp.freshBootKey, Scopes: providerScopes(reg)}
-		if ns != nil {
-			env.NATS = ns.ClientURL()
-			if env.AdminCreds, err = filepath.Abs(credsOf(natsx.RoleAdmin)); err != nil {
-				return err
-			}
-		}
-		stopDemo, err := startDemo(ctx, app, cp.access, *data, *newKey, env, os.Stdout, log)
-		if err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-		defer stopDemo()
+// startDemo, with --demo, starts the emulators and the demo organization.
+func (d *devProcess) startDemo(ctx context.Context) error {
+	if !*d.f.demo {
+		return nil
 	}
-
-	storeName := "sqlite " + filepath.Join(*data, "audit.db")
-	if *chDSN != "" {
-		storeName = "clickhouse " + redact.URL(*chDSN)
+	env := demoEnv{API: strings.TrimSuffix(*d.f.publicURL, "/"), BootKey: d.cp.freshBootKey, Scopes: providerScopes(d.reg)}
+	if d.ns != nil {
+		env.NATS = d.ns.ClientURL()
+		var err error
+		if env.AdminCreds, err = filepath.Abs(d.credsOf(natsx.RoleAdmin)); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", *httpAddr, redact.URL(url), storeName)
+	stopDemo, err := startDemo(ctx, d.app, d.cp.access, *d.f.data, *d.f.newKey, env, os.Stdout, d.f.log)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	d.later(stopDemo)
+	return nil
+}
 
+// serve serves HTTP until ctx ends (or the store or ingest fails), then
+// drains in order: HTTP is done; ingest commits the batch in hand; the
+// control-plane watches and limiters end; then the connections drain, and
+// the store, NATS and the embedded server close (close).
+func (d *devProcess) serve(ctx context.Context) error {
+	storeName := "sqlite " + filepath.Join(*d.f.data, "audit.db")
+	if *d.f.clickhouse != "" {
+		storeName = "clickhouse " + redact.URL(*d.f.clickhouse)
+	}
+	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", *d.f.http, redact.URL(d.url), storeName)
+
+	log := d.f.log
 	errc := make(chan error, 1)
-	go func() { errc <- serve(ctx, app, *httpAddr, log) }()
+	go func() { errc <- serve(ctx, d.app, *d.f.http, log) }()
+	var err error
 	select {
 	case err = <-errc: // HTTP ended: a signal drained it, or it failed to listen
-	case err = <-storeErr:
-		_ = app.ShutdownWithTimeout(5 * time.Second)
+	case err = <-d.storeErr:
+		_ = d.app.ShutdownWithTimeout(5 * time.Second)
 		return err
-	case err = <-ingestDone:
+	case err = <-d.ingestDone:
 		if err == nil {
 			err = errors.New("ingest stopped")
 		}
-		_ = app.ShutdownWithTimeout(5 * time.Second)
+		_ = d.app.ShutdownWithTimeout(5 * time.Second)
 		return fmt.Errorf("ingest: %w", err)
 	}
-	// Drain in order: HTTP is done; ingest commits the batch in hand; then
-	// the store, NATS and the embedded server close (deferred).
-	stopIngest()
-	for i := 0; i < 2; i++ {
-		if ierr := <-ingestDone; ierr != nil {
+	d.stopIngest()
+	for range 2 {
+		if ierr := <-d.ingestDone; ierr != nil {
 			log.Warn("ingest", "err", ierr)
 		}
 	}
 	if err != nil {
 		return err
 	}
-	for _, c := range conns {
+	d.stopBG()
+	for _, c := range d.conns {
 		_ = c.Drain()
 	}
-	log.Info("auditrail dev stopped", "ingest", in.Stats(), "ingest_executions", inExec.Stats())
+	log.Info("auditrail dev stopped", healthIngestAudit, d.in.Stats(), healthIngestExecutions, d.inExec.Stats())
 	return nil
-}
-
-// natsCheck fails while a connection (by role) is not up.
-func natsCheck(conns map[string]*nats.Conn) check {
-	return check{"nats", func(context.Context) error {
-		for role, nc := range conns {
-			if !nc.IsConnected() {
-				return fmt.Errorf("nats (%s) %s", role, nc.Status())
-			}
-		}
-		return nil
-	}}
-}
-
-// roleChecks are the readiness checks of a process that ingests and serves.
-func roleChecks(conns map[string]*nats.Conn, store auditstore.Store, ingesters ...interface{ Ready() bool }) []check {
-	checks := []check{
-		natsCheck(conns),
-		{"store", store.Ping},
-	}
-	for i, in := range ingesters {
-		name := "ingest"
-		if i > 0 {
-			name = fmt.Sprintf("ingest_%d", i+1)
-		}
-		checks = append(checks, check{name, func(context.Context) error {
-			if !in.Ready() {
-				return errors.New("consumer not running")
-			}
-			return nil
-		}})
-	}
-	return checks
 }

@@ -2,12 +2,55 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/auditrail/auditrail/internal/natsx"
 )
+
+// The environment twins of nats-setup's flags. They used to be the
+// default AUDITRAIL_OUT and AUDITRAIL_KEYS, and the latter read like a typo
+// of AUDITRAIL_KEY, the API key of the admin CLI; the old names still work
+// for one release, with a warning.
+const (
+	envNATSSetupOut  = "AUDITRAIL_NATS_SETUP_OUT_DIR"
+	envNATSSetupKeys = "AUDITRAIL_NATS_SETUP_KEYS_DIR"
+)
+
+// natsSetupDeprecatedEnv maps each deprecated variable to its flag and the
+// variable that replaces it.
+var natsSetupDeprecatedEnv = []deprecatedEnv{
+	{old: "AUDITRAIL_OUT", flag: "out", env: envNATSSetupOut},
+	{old: "AUDITRAIL_KEYS", flag: "keys", env: envNATSSetupKeys},
+}
+
+// deprecatedEnv is a former environment twin of flag, replaced by env.
+type deprecatedEnv struct{ old, flag, env string }
+
+// applyDeprecatedEnv sets each flag given neither on the command line nor
+// by its current variable from its deprecated variable, and warns on w.
+func (f *flags) applyDeprecatedEnv(w io.Writer, deps []deprecatedEnv) error {
+	given := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	for _, d := range deps {
+		v, ok := os.LookupEnv(d.old)
+		if !ok {
+			continue
+		}
+		if _, cur := os.LookupEnv(d.env); cur || given[d.flag] {
+			fmt.Fprintf(w, "warning: %s is deprecated and ignored here (--%s or %s is set)\n", d.old, d.flag, d.env)
+			continue
+		}
+		fmt.Fprintf(w, "warning: %s is deprecated, use %s (or --%s); it stops working in the next release\n", d.old, d.env, d.flag)
+		if err := f.Set(d.flag, v); err != nil {
+			return usageErrorf("%s: %w", d.old, err)
+		}
+	}
+	return nil
+}
 
 // runNATSSetup writes what a nats-server needs to serve auditrail with
 // authentication (operator mode, memory resolver), and the credentials
@@ -15,9 +58,12 @@ import (
 // re-issues credentials without invalidating the server configuration.
 func runNATSSetup(_ context.Context, args []string) error {
 	fs := newFlags("nats-setup")
-	out := fs.String("out", "", "", "directory of the server include (auth.conf) and the credentials <role>.creds (required)")
-	keys := fs.String("keys", "", "", "directory of the operator and account seeds (default OUT/keys; keep it away from the roles)")
+	out := fs.String("out", envNATSSetupOut, "", "directory of the server include (auth.conf) and the credentials <role>.creds (required)")
+	keys := fs.String("keys", envNATSSetupKeys, "", "directory of the operator and account seeds (default OUT/keys; keep it away from the roles)")
 	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := fs.applyDeprecatedEnv(os.Stderr, natsSetupDeprecatedEnv); err != nil {
 		return err
 	}
 	if *out == "" {

@@ -80,8 +80,9 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleIngest: nc}, store, in, inExec), func() map[string]any {
-		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats()}
+	cs := ingestConsumers(in, inExec)
+	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleIngest: nc}, store, cs), func() map[string]any {
+		return cs.counters(map[string]any{})
 	}))
 	go func() {
 		if err := serve(ctx, app, *httpAddr, log); err != nil {
@@ -164,7 +165,7 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	app := httpapi.NewApp(log)
-	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store), nil))
+	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store, nil), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, app, *httpAddr, log) }()
@@ -269,7 +270,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 	defer r.stop()
 	app := httpapi.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
-		return map[string]any{"audit_outbox": map[string]int{"pending": r.admin.PendingEvents()}}
+		return map[string]any{healthAuditOutbox: map[string]int{"pending": r.admin.PendingEvents()}}
 	}))
 	newHookProxy(r.admin, r.guard, r.log) // endpoint checks and /health on create and enable
 	r.admin.Register(app, r.limit)
@@ -302,7 +303,7 @@ func runToolRunner(ctx context.Context, args []string) error {
 	runner, proxy := newToolRunner(reg, r.admin, outbox, r.guard, r.log)
 	app := httpapi.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
-		return map[string]any{"hooks": proxy.Stats(), "execution_outbox": outbox.Stats()}
+		return map[string]any{healthHooks: proxy.Stats(), healthExecutionOutbox: outbox.Stats()}
 	}))
 	toolrunner.NewServer(runner, r.cp.access, r.cp.proxies).Register(app, r.limit)
 	return serve(ctx, app, addr, r.log)
