@@ -424,12 +424,12 @@ func (f *Flow) Start(p Provider, t Ticket, binding string) (string, State, error
 		return "", State{}, fmt.Errorf("%w: malformed browser binding", ErrStateInvalid)
 	}
 	st := State{
-		Nonce:     newNonce(),
-		Org:       t.Org,
-		Project:   t.Project,
-		User:      t.User,
-		Provider:  p.ID,
-		Scopes:    slices.Clone(t.Scopes),
+		Nonce:    newNonce(),
+		Org:      t.Org,
+		Project:  t.Project,
+		User:     t.User,
+		Provider: p.ID,
+		Scopes:   slices.Clone(t.Scopes),
 		Verifier: oauth2.GenerateVerifier(),
 		// The provider step gets the whole StateTTL, whenever in the life
 		// of the link it starts.
