@@ -155,19 +155,44 @@ func (s *Service) openPickerState(state string, now time.Time) (pickerState, err
 // googlePickerScript is the real Google Picker loader.
 const googlePickerScript = "https://apis.google.com/js/api.js"
 
-// pickerScript is the URL of the picker script for a provider: its
-// api_base_url + /js/api.js when it has one (an emulator), else Google's;
-// and that URL's origin (for the page's CSP).
-func pickerScript(p oauthflow.Provider) (script, origin string, err error) {
+// pickerScript is the URL of the picker script for a provider, and that
+// URL's origin (for the page's CSP): Google's, unless the provider's
+// api_base_url is an origin the operator trusts to serve pages' scripts
+// (an emulator: TrustPickerScripts) — an organization's admin chooses
+// api_base_url, and a script of theirs would run on the platform's origin.
+func pickerScript(p oauthflow.Provider, trusted func(origin string) bool) (script, origin string, err error) {
 	script = googlePickerScript
 	if p.APIBaseURL != "" {
-		script = strings.TrimSuffix(p.APIBaseURL, "/") + "/js/api.js"
+		u, err := url.Parse(p.APIBaseURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			return "", "", fmt.Errorf("%w: the provider's api_base_url is not an absolute http(s) URL", ErrInvalid)
+		}
+		if trusted(u.Scheme + "://" + u.Host) {
+			script = strings.TrimSuffix(p.APIBaseURL, "/") + "/js/api.js"
+		}
 	}
-	u, err := url.Parse(script)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-		return "", "", fmt.Errorf("%w: the provider's api_base_url is not an absolute http(s) URL", ErrInvalid)
-	}
+	u, _ := url.Parse(script)
 	return script, u.Scheme + "://" + u.Host, nil
+}
+
+// TrustPickerScripts lets the file picker page load its script from these
+// origins when a provider's api_base_url is there (the demo's emulator);
+// every other provider gets Google's script.
+func (s *Service) TrustPickerScripts(origins ...string) {
+	s.pickerMu.Lock()
+	defer s.pickerMu.Unlock()
+	if s.pickerOrigins == nil {
+		s.pickerOrigins = map[string]bool{}
+	}
+	for _, o := range origins {
+		s.pickerOrigins[strings.TrimSuffix(o, "/")] = true
+	}
+}
+
+func (s *Service) pickerScriptTrusted(origin string) bool {
+	s.pickerMu.Lock()
+	defer s.pickerMu.Unlock()
+	return s.pickerOrigins[origin]
 }
 
 // projectNumber is the leading number of a Google OAuth client id

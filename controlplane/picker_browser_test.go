@@ -94,6 +94,7 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	ge := newGoogleEnv(t)
 	ctx := context.Background()
 	base := ge.url + "/google"
+	e.svc.TrustPickerScripts(ge.url) // the operator's emulator, as dev --demo trusts its own
 
 	e.must(201, "POST", e.providers(), e.alice, map[string]any{"id": "gdocs", "type": "google", "client_id": "docs-app",
 		"client_secret": docsAppSecret, "authorize_url": ge.url + "/oauth/authorize", "token_url": ge.url + "/oauth/token",

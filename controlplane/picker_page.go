@@ -200,7 +200,7 @@ func (s *Service) pickerPage(c *fiber.Ctx) error {
 	if err != nil {
 		return s.pickerFail(c, fiber.StatusBadRequest, "Provider not configured", fmt.Sprintf("The organization no longer has the auth provider %s.", st.Provider))
 	}
-	script, origin, err := pickerScript(p)
+	script, origin, err := pickerScript(p, s.pickerScriptTrusted)
 	if err != nil {
 		return s.pickerFail(c, fiber.StatusBadRequest, "Provider misconfigured", fmt.Sprintf("The auth provider %s has no usable API base URL.", st.Provider))
 	}

@@ -157,6 +157,7 @@ func TestPickerURLAndPage(t *testing.T) {
 	tokens := e.remember("bob")
 	e.must(200, "PATCH", e.providers()+"/corp", e.alice, map[string]any{"picker_api_key": "AIzaPickerKey_1-x"})
 
+	e.svc.TrustPickerScripts(e.emuURL) // the operator's emulator serves the picker script
 	u, exp, err := e.svc.PickerURL(ctx, e.org, e.project, "bob", "corp")
 	if err != nil || !strings.HasPrefix(u, e.base+"/api/v1/picker/") || exp.Before(time.Now().Add(9*time.Minute)) || exp.After(time.Now().Add(11*time.Minute)) {
 		t.Fatalf("PickerURL: %q %v %v", u, exp, err)
@@ -603,12 +604,16 @@ func TestPickerAppIDAndScript(t *testing.T) {
 		err                  bool
 	}{
 		{"", googlePickerScript, "https://apis.google.com", false},
+		// The operator trusts the emulator's origin: its script.
 		{"http://127.0.0.1:8080/google/", "http://127.0.0.1:8080/google/js/api.js", "http://127.0.0.1:8080", false},
+		// An org admin's host: Google's script, never theirs on our origin.
+		{"https://collector.example.net/api", googlePickerScript, "https://apis.google.com", false},
 		{"javascript:alert(1)", "", "", true},
 		{"https://user:pw@example.com", "", "", true},
 	}
+	trusted := func(o string) bool { return o == "http://127.0.0.1:8080" }
 	for _, tc := range scripts {
-		script, origin, err := pickerScript(oauthflow.Provider{Endpoints: oauthflow.Endpoints{APIBaseURL: tc.base}})
+		script, origin, err := pickerScript(oauthflow.Provider{Endpoints: oauthflow.Endpoints{APIBaseURL: tc.base}}, trusted)
 		if (err != nil) != tc.err || script != tc.script || origin != tc.origin {
 			t.Errorf("pickerScript(%q) = %q %q %v", tc.base, script, origin, err)
 		}

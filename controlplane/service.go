@@ -64,8 +64,12 @@ type Service struct {
 	monitor HookMonitor
 	// flow runs the OAuth flow of the users' connections (UseOAuth);
 	// refreshes lets one refresh per connection run at a time.
-	flow      *oauthflow.Flow
-	refreshes singleflight.Group
+	flow *oauthflow.Flow
+	// pickerOrigins are the origins trusted to serve the picker's script
+	// (TrustPickerScripts).
+	pickerMu      sync.Mutex
+	pickerOrigins map[string]bool
+	refreshes     singleflight.Group
 }
 
 // NewService returns the admin API.

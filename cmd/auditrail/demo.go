@@ -197,6 +197,9 @@ type demoEnv struct {
 	// Scopes the registered tools need, by auth provider id: the demo
 	// user grants them all.
 	Scopes map[string][]string
+	// TrustPickerScripts lets the file picker load its script from the
+	// emulators (the admin service's TrustPickerScripts; nil: none).
+	TrustPickerScripts func(origins ...string)
 }
 
 // demoExports are the shell lines the README's examples use verbatim:
@@ -291,6 +294,9 @@ func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demo
 		return nil, err
 	}
 	ids.Emulators = strings.TrimPrefix(emu.Base, "http://")
+	if env.TrustPickerScripts != nil {
+		env.TrustPickerScripts(emu.Base)
+	}
 	if err := save(); err != nil {
 		emu.Stop()
 		return nil, err

@@ -437,7 +437,8 @@ func (d *devProcess) startDemo(ctx context.Context) error {
 	if !*d.f.demo {
 		return nil
 	}
-	env := demoEnv{API: strings.TrimSuffix(*d.f.publicURL, "/"), BootKey: d.cp.freshBootKey, Scopes: providerScopes(d.reg)}
+	env := demoEnv{API: strings.TrimSuffix(*d.f.publicURL, "/"), BootKey: d.cp.freshBootKey, Scopes: providerScopes(d.reg),
+		TrustPickerScripts: d.admin.TrustPickerScripts}
 	if d.ns != nil {
 		env.NATS = d.ns.ClientURL()
 		var err error
