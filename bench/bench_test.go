@@ -27,7 +27,7 @@ func TestIngestBenchmarkRuns(t *testing.T) {
 	defer cancel()
 	// The benchmark measures the ingest role of the auditrail binary.
 	exe := filepath.Join(t.TempDir(), "auditrail")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", exe, "../../cmd/auditrail").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", exe, "../cmd/auditrail").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v: %s", err, out)
 	}
 	t.Setenv("AUDITRAIL_BENCH_INGEST_EXE", exe)
