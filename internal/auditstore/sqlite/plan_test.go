@@ -44,13 +44,13 @@ func TestListQueryPlans(t *testing.T) {
 		{"audit lookup in a project", hasAuditSQL, lookupArgs(org, &project, after.EventID), "SEARCH audit_logs USING PRIMARY KEY (organization_id=? AND event_id=?)"},
 		{"execution lookup in a project", hasExecutionSQL, lookupArgs(org, &project, after.EventID), "SEARCH tool_executions USING PRIMARY KEY (organization_id=? AND event_id=?)"},
 	}
-	tests[0].query, tests[0].args = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50})
-	tests[1].query, tests[1].args = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50, After: after})
-	tests[2].query, tests[2].args = listAuditQuery(auditstore.Query{OrgID: org, ProjectID: &project, Limit: 50})
-	tests[3].query, tests[3].args = listAuditQuery(auditstore.Query{OrgID: org, ProjectID: &project, Limit: 50, After: after})
-	tests[4].query, tests[4].args = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, Limit: 50, UserID: &user})
-	tests[5].query, tests[5].args = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, Limit: 50, After: after, Success: &ok, UserID: &user})
-	tests[6].query, tests[6].args = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, ProjectID: &project, Limit: 50, After: after})
+	tests[0].query, tests[0].args, _ = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50})
+	tests[1].query, tests[1].args, _ = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50, After: after})
+	tests[2].query, tests[2].args, _ = listAuditQuery(auditstore.Query{OrgID: org, ProjectID: &project, Limit: 50})
+	tests[3].query, tests[3].args, _ = listAuditQuery(auditstore.Query{OrgID: org, ProjectID: &project, Limit: 50, After: after})
+	tests[4].query, tests[4].args, _ = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, Limit: 50, UserID: &user})
+	tests[5].query, tests[5].args, _ = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, Limit: 50, After: after, Success: &ok, UserID: &user})
+	tests[6].query, tests[6].args, _ = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, ProjectID: &project, Limit: 50, After: after})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := explain(t, s, tc.query, tc.args)
