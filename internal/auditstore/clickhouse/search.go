@@ -25,7 +25,7 @@ type chTerm struct {
 	Key   string
 	Not   bool
 	Names []string // one "?" per value
-	Pairs [][2]int // ip: one range per value
+	Pairs []bool   // ip: one range per value, true for an IPv6 one (which holds no IPv4 address)
 }
 
 // List is the placeholder list of the values.
@@ -68,7 +68,7 @@ func searchTerms(terms []search.Term, text string) ([]chTerm, []any) {
 		case search.KeyIP:
 			for _, p := range t.Prefixes {
 				lo, hi := search.Range16(p)
-				ct.Pairs = append(ct.Pairs, [2]int{})
+				ct.Pairs = append(ct.Pairs, p.Addr().Is6())
 				args = append(args, lo, hi)
 			}
 		case search.KeyHookDecision:

@@ -318,12 +318,18 @@ func typed(t *Term) error {
 }
 
 // parsePrefix parses an address (its single-address prefix) or a CIDR, in
-// canonical (masked) form. An IPv4-mapped IPv6 address is its IPv4 address.
+// canonical (masked) form. An IPv4-mapped IPv6 address (or a prefix inside
+// ::ffff:0:0/96) is its IPv4 address (prefix). IPv4 addresses are in IPv4
+// prefixes only, as netip.Prefix.Contains says: ::/0 holds every IPv6
+// address but no IPv4 one (see Mapped).
 func parsePrefix(v string) (netip.Prefix, error) {
 	if strings.Contains(v, "/") {
 		p, err := netip.ParsePrefix(v)
 		if err != nil || p.Addr().Zone() != "" {
 			return netip.Prefix{}, fmt.Errorf("ip %q is not an address or a CIDR", v)
+		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 		}
 		return p.Masked(), nil
 	}
@@ -351,6 +357,10 @@ func Range16(p netip.Prefix) (lo, hi string) {
 	}
 	return fmt.Sprintf("%X", b[:]), fmt.Sprintf("%X", last[:])
 }
+
+// Mapped is the first 24 hex digits of every IPv4 address in the form of
+// Hex16 (::ffff:0:0/96): the stores exclude them from an IPv6 prefix's range.
+const Mapped = "00000000000000000000FFFF"
 
 // Hex16 is the 16-byte form of a stored address as Range16 writes it, or
 // "" when s is not an address.

@@ -32,6 +32,7 @@ func TestParse(t *testing.T) {
 		{"quoted list", Audit, `resource_id:"a b",c,"d,e"`, []Term{{Key: "resource_id", Values: []string{"a b", "c", "d,e"}}}},
 		{"ip and cidr", Audit, "ip:10.0.0.7,10.1.0.0/16,2001:db8::/32,::ffff:1.2.3.4", []Term{{Key: "ip", Values: []string{"10.0.0.7", "10.1.0.0/16", "2001:db8::/32", "::ffff:1.2.3.4"},
 			Prefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.7/32"), netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("1.2.3.4/32")}}}},
+		{"mapped cidr", Audit, "ip:::ffff:10.1.0.0/112,::/0", []Term{{Key: "ip", Values: []string{"::ffff:10.1.0.0/112", "::/0"}, Prefixes: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("::/0")}}}},
 		{"cidr masked", Audit, "ip:10.1.2.3/8", []Term{{Key: "ip", Values: []string{"10.1.2.3/8"}, Prefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}}},
 		{"uuids", Audit, "event_id:0193a0b0-0000-7000-8000-000000000001 project:0193a0b0-0000-7000-8000-000000000002", []Term{
 			{Key: "event_id", Values: []string{"0193a0b0-0000-7000-8000-000000000001"}},

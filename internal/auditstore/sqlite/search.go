@@ -62,8 +62,15 @@ type listData struct {
 type sqlTerm struct {
 	Key   string
 	Not   bool
-	Names []string    // the named arguments of the values
-	Pairs [][2]string // ip: the named arguments of each range
+	Names []string  // the named arguments of the values
+	Pairs []ipRange // ip: the named arguments of each range
+}
+
+// ipRange is the range of an ip term's prefix; V6: an IPv6 prefix, which
+// holds no IPv4 address (search.Mapped).
+type ipRange struct {
+	Lo, Hi string
+	V6     bool
 }
 
 // List is the comma-separated list of the value arguments.
@@ -97,7 +104,7 @@ func render(tmpl *template.Template, project *uuid.UUID, after *auditstore.Key, 
 				st.Names = append(st.Names, arg(j, "", int64(t.Nums[j])))
 			case search.KeyIP:
 				lo, hi := search.Range16(t.Prefixes[j])
-				st.Pairs = append(st.Pairs, [2]string{arg(j, "lo", lo), arg(j, "hi", hi)})
+				st.Pairs = append(st.Pairs, ipRange{arg(j, "lo", lo), arg(j, "hi", hi), t.Prefixes[j].Addr().Is6()})
 			case search.KeySuccess:
 				ok := int64(0)
 				if v == "true" {

@@ -24,7 +24,7 @@ func searchEvents(org uuid.UUID, projects []uuid.UUID, base time.Time) []schemas
 	sources := []schemas.AuditSource{schemas.AuditSourceAPI, schemas.AuditSourceCLI, schemas.AuditSourceDashboard}
 	types := []schemas.ResourceType{schemas.ResourceTypeProject, schemas.ResourceTypeAPIKey, schemas.ResourceTypeHook}
 	names := []string{"Ada Lovelace", "ÉMILE Zola", "svc 100%_done", "bob"}
-	ips := []string{"10.1.2.3", "10.2.0.1", "2001:db8::7", "2001:db9::1", "::ffff:10.1.9.9", ""}
+	ips := []string{"10.1.2.3", "10.2.0.1", "2001:db8::7", "2001:db9::1", "::ffff:10.1.9.9", "", "unknown", "1.2.3", "2001:DB8::A"}
 	var evs []schemas.AuditEvent
 	for i := 0; i < 150; i++ {
 		e := Event(org, base.Add(-time.Duration(i)*47*time.Minute))
@@ -125,6 +125,10 @@ func testSearch(t *testing.T, open Opener) {
 		{name: "ipv6 cidr", q: "ip:2001:db8::/32"},
 		{name: "ipv6 address", q: "ip:2001:db9::1"},
 		{name: "not ip", q: "-ip:10.0.0.0/8"},
+		{name: "every ipv4 (no malformed address)", q: "ip:0.0.0.0/0"},
+		{name: "every ipv6 holds no ipv4", q: "ip:::/0"},
+		{name: "mapped cidr", q: "ip:::ffff:10.1.0.0/112"},
+		{name: "no address", q: "-ip:0.0.0.0/0,::/0"},
 		{name: "free text case-insensitive", q: "ada"},
 		{name: "free text unicode", q: "émile"},
 		{name: "free text resource_display", q: "hook"},

@@ -6,8 +6,15 @@
      (.Pairs), a hook_decision term one text per value. A negated term
      holds when its condition does not (a NULL column: the condition is
      false). Addresses compare as the 32 hex digits of their 16-byte form
-     (IPv4 as ::ffff:a.b.c.d); a missing address matches no range. */ -}}
+     (IPv4 as ::ffff:a.b.c.d); an IPv6 range holds no IPv4 address (whose
+     form starts with search.Mapped); a missing or malformed address (one
+     that does not read back: 18.16 has no toIPv4OrNull) matches no range. */ -}}
 {{define "term"}}{{if .Not}}NOT ifNull(({{template "cond" .}}), 0){{else}}ifNull(({{template "cond" .}}), 0){{end}}{{end}}
+
+{{define "ip16" -}}
+hex(if(position(ifNull(client_ip, ''), ':') > 0,
+       IPv6StringToNum(ifNull(client_ip, '')), IPv4ToIPv6(IPv4StringToNum(ifNull(client_ip, '')))))
+{{- end}}
 
 {{define "cond" -}}
 {{- if eq .Key "action"}}action IN ({{.List}})
@@ -18,8 +25,12 @@
 {{- else if eq .Key "principal_type"}}principal_type IN ({{.List}})
 {{- else if eq .Key "project"}}project_id IN ({{.List}})
 {{- else if eq .Key "event_id"}}event_id IN ({{.List}})
-{{- else if eq .Key "ip"}}ifNull(client_ip, '') != '' AND ({{range $i, $r := .Pairs}}{{if $i}} OR {{end}}hex(if(position(ifNull(client_ip, ''), ':') > 0,
-         IPv6StringToNum(ifNull(client_ip, '')), IPv4ToIPv6(IPv4StringToNum(ifNull(client_ip, ''))))) BETWEEN ? AND ?{{end}})
+{{- else if eq .Key "ip"}}ifNull(client_ip, '') != ''
+       AND if(position(ifNull(client_ip, ''), ':') > 0,
+              hex(IPv6StringToNum(ifNull(client_ip, ''))) != '00000000000000000000000000000000' OR client_ip = '::',
+              IPv4NumToString(IPv4StringToNum(ifNull(client_ip, ''))) = client_ip)
+       AND ({{range $i, $v6 := .Pairs}}{{if $i}} OR {{end}}({{template "ip16"}} BETWEEN ? AND ?
+         {{- if $v6}} AND substring({{template "ip16"}}, 1, 24) != '00000000000000000000FFFF'{{end}}){{end}})
 {{- else if eq .Key "text"}}positionCaseInsensitiveUTF8(display_name, {{.List}}) > 0
        OR positionCaseInsensitiveUTF8(ifNull(resource_display, ''), {{.List}}) > 0
        OR positionCaseInsensitiveUTF8(ifNull(resource_id, ''), {{.List}}) > 0

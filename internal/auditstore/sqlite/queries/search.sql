@@ -1,6 +1,7 @@
 {{/* The conditions of a search (the q parameter), one per term, joined by
      AND in the list queries. Every value is a named argument (.List: the
-     term's values, .Pairs: an ip term's [lo, hi] ranges); nothing typed by
+     term's values, .Pairs: an ip term's ranges; an IPv6 range holds no
+     IPv4 address, whose 16-byte form starts with search.Mapped); nothing typed by
      a caller is ever part of the text. A negated term holds when its
      condition does not (a NULL column: the condition is false).
      auditrail_fold (Unicode lower case) and auditrail_ip16 (an address as
@@ -17,7 +18,8 @@
 {{- else if eq .Key "principal_type"}}principal_type IN ({{.List}})
 {{- else if eq .Key "project"}}project_id IN ({{.List}})
 {{- else if eq .Key "event_id"}}event_id IN ({{.List}})
-{{- else if eq .Key "ip"}}{{range $i, $r := .Pairs}}{{if $i}} OR {{end}}auditrail_ip16(client_ip) BETWEEN {{index $r 0}} AND {{index $r 1}}{{end}}
+{{- else if eq .Key "ip"}}{{range $i, $r := .Pairs}}{{if $i}} OR {{end}}(auditrail_ip16(client_ip) BETWEEN {{$r.Lo}} AND {{$r.Hi}}
+         {{- if $r.V6}} AND substr(auditrail_ip16(client_ip), 1, 24) != '00000000000000000000FFFF'{{end}}){{end}}
 {{- else if eq .Key "text"}}instr(auditrail_fold(display_name), {{.List}}) > 0
        OR instr(auditrail_fold(resource_display), {{.List}}) > 0
        OR instr(auditrail_fold(resource_id), {{.List}}) > 0
