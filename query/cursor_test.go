@@ -169,10 +169,10 @@ func TestParseExecListUser(t *testing.T) {
 }
 
 func FuzzParseList(f *testing.F) {
-	f.Add(uuid.NewString(), "AUDIT_ACTION_CREATED", "AUDIT_SOURCE_API", "RESOURCE_TYPE_HOOK", "10")
-	f.Add("", "", "", "", "")
-	f.Fuzz(func(t *testing.T, org, action, source, rt, limit string) {
-		q := map[string]string{"action": action, "source": source, "resource_type": rt, "limit": limit}
+	f.Add(uuid.NewString(), "AUDIT_ACTION_CREATED", "AUDIT_SOURCE_API", "RESOURCE_TYPE_HOOK", "10", "2026-01-02T00:00:00Z", "2026-01-03T00:00:00+01:00", `action:CREATED -ip:10.0.0.0/8 "a b"`)
+	f.Add("", "", "", "", "", "", "", "")
+	f.Fuzz(func(t *testing.T, org, action, source, rt, limit, since, until, search string) {
+		q := map[string]string{"action": action, "source": source, "resource_type": rt, "limit": limit, "since": since, "until": until, "q": search}
 		p, err := ParseList(func(string) string { return org }, func(k string) string { return q[k] }, false)
 		if err != nil {
 			if !errors.Is(err, ErrBadParam) {
@@ -182,6 +182,9 @@ func FuzzParseList(f *testing.F) {
 		}
 		if p.Limit < 1 || p.Limit > MaxLimit {
 			t.Fatalf("limit %d accepted", p.Limit)
+		}
+		if p.Since != nil && p.Until != nil && !p.Since.Before(*p.Until) {
+			t.Fatalf("since %v not before until %v accepted", p.Since, p.Until)
 		}
 	})
 }
@@ -199,6 +202,8 @@ func TestCheckParams(t *testing.T) {
 		{"user_id=u", "user_id"}, // an execution filter on the audit listing
 		{"wait_for=" + uuid.NewString() + "&limit=1", ""},
 		{"wait_for=", "wait_for"},
+		{"q=ada&since=2026-01-02T00:00:00Z&until=2026-01-03T00:00:00Z", ""},
+		{"q=a&q=b", "q"},
 		{"wait_for=" + uuid.NewString() + "&wait_for=" + uuid.NewString(), "wait_for"},
 	}
 	for _, tc := range tests {

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -33,6 +35,53 @@ type ListParams struct {
 	WaitFor *uuid.UUID
 	// raw filter values, part of the cursor scope
 	action, source, resourceType string
+	search                       searchScope
+}
+
+// searchScope is what since, until and q add to a cursor scope: the times
+// in a canonical form (one instant, one scope), q as given.
+type searchScope struct{ since, until, q string }
+
+// parts returns the scope parts; none when the listing has no search, so
+// that the cursors of listings without one keep their scope.
+func (s searchScope) parts() []string {
+	if s == (searchScope{}) {
+		return nil
+	}
+	return []string{"since:" + s.since, "until:" + s.until, "q:" + s.q}
+}
+
+// parseSearch parses since, until and q (a search of kind) into w and sq.
+func parseSearch(query Getter, kind search.Kind, w *auditstore.Window, sq *search.Query) (searchScope, error) {
+	var sc searchScope
+	var err error
+	if w.Since, sc.since, err = parseTime("since", query("since")); err != nil {
+		return sc, err
+	}
+	if w.Until, sc.until, err = parseTime("until", query("until")); err != nil {
+		return sc, err
+	}
+	if w.Since != nil && w.Until != nil && !w.Since.Before(*w.Until) {
+		return sc, badParam("until", "%s is not after since %s", sc.until, sc.since)
+	}
+	sc.q = query("q")
+	if *sq, err = search.Parse(kind, sc.q); err != nil {
+		return sc, badParam("q", "%s", strings.TrimPrefix(err.Error(), search.ErrSyntax.Error()+": "))
+	}
+	return sc, nil
+}
+
+// parseTime parses an RFC 3339 time with an offset; "" is no time.
+func parseTime(name, v string) (*time.Time, string, error) {
+	if v == "" {
+		return nil, "", nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, "", badParam(name, "%q is not an RFC 3339 time with an offset, such as 2026-01-02T15:04:05Z", v)
+	}
+	t = t.UTC()
+	return &t, t.Format(time.RFC3339Nano), nil
 }
 
 // Getter returns a query or path parameter ("" when absent).
@@ -56,7 +105,7 @@ func parseScope(path Getter, withProject bool) (uuid.UUID, *uuid.UUID, error) {
 }
 
 // ParseList parses the path and query parameters of a listing: action,
-// source, resource_type, limit, cursor and wait_for.
+// source, resource_type, since, until, q, limit, cursor and wait_for.
 func ParseList(path, query Getter, withProject bool) (ListParams, error) {
 	var p ListParams
 	var err error
@@ -83,6 +132,9 @@ func ParseList(path, query Getter, withProject bool) (ListParams, error) {
 			return p, badParam("resource_type", "%s", filterMsg(err))
 		}
 		p.ResourceType, p.resourceType = &r, r.String()
+	}
+	if p.search, err = parseSearch(query, search.Audit, &p.Window, &p.Search); err != nil {
+		return p, err
 	}
 	if p.Limit, err = parseLimit(query("limit")); err != nil {
 		return p, err
@@ -125,15 +177,19 @@ type ExecParams struct {
 	Success   *bool
 	// UserID keeps only the executions run for this end user.
 	UserID *string
+	// Window (since, until) bounds started_at; Search is the parsed q.
+	auditstore.Window
+	Search search.Query
 	Limit  int
 	Cursor string
 	// WaitFor is as in ListParams (not part of the cursor scope).
 	WaitFor *uuid.UUID
 	success string
+	search  searchScope
 }
 
 // ParseExecList parses the parameters of a tool execution listing: limit,
-// cursor, success (true or false), user_id and wait_for.
+// cursor, success (true or false), user_id, since, until, q and wait_for.
 func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
 	var p ExecParams
 	var err error
@@ -154,6 +210,9 @@ func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
 		}
 		p.UserID = &v
 	}
+	if p.search, err = parseSearch(query, search.Executions, &p.Window, &p.Search); err != nil {
+		return p, err
+	}
 	if p.Limit, err = parseLimit(query("limit")); err != nil {
 		return p, err
 	}
@@ -172,7 +231,7 @@ func (p ExecParams) Scope(kind string) [scopeLen]byte {
 	if p.UserID != nil {
 		user = "user:" + *p.UserID
 	}
-	return Scope(kind, p.OrgID.String(), project, p.success, user)
+	return Scope(append([]string{kind, p.OrgID.String(), project, p.success, user}, p.search.parts()...)...)
 }
 
 func parseUUID(name, v string) (uuid.UUID, error) {
@@ -192,13 +251,13 @@ func (p ListParams) Scope(kind string) [scopeLen]byte {
 	if p.ProjectID != nil {
 		project = p.ProjectID.String()
 	}
-	return Scope(kind, p.OrgID.String(), project, p.action, p.source, p.resourceType)
+	return Scope(append([]string{kind, p.OrgID.String(), project, p.action, p.source, p.resourceType}, p.search.parts()...)...)
 }
 
 // Query parameters each listing takes; any other is refused.
 var (
-	AuditParams     = []string{"action", "source", "resource_type", "cursor", "limit", "wait_for"}
-	ExecutionParams = []string{"success", "user_id", "cursor", "limit", "wait_for"}
+	AuditParams     = []string{"action", "source", "resource_type", "since", "until", "q", "cursor", "limit", "wait_for"}
+	ExecutionParams = []string{"success", "user_id", "since", "until", "q", "cursor", "limit", "wait_for"}
 )
 
 // filterMsg is the message of a filter parse error without its sentinel's

@@ -175,7 +175,8 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 			}
 		}
 		return s.page(c, p.Cursor, p.Scope(kind), wait, func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
-			page, err := store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, UserID: p.UserID, Limit: p.Limit, After: after})
+			page, err := store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, UserID: p.UserID,
+				Window: p.Window, Search: p.Search, Limit: p.Limit, After: after})
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list tool executions: %w", err)
 			}

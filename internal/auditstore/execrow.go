@@ -95,3 +95,17 @@ func ReadExecPage(rows Rows, limit int) (ExecPage, error) {
 	}
 	return page, nil
 }
+
+// HookDecisionJSON is the text that the stored hooks (JSON) of an
+// execution contain when one of its hook calls has the decision d of a
+// hook_decision search: "decision":"allow" or "deny", or
+// "failure_mode_applied":"fail_open" or "fail_closed". Hooks are stored as
+// encoding/json writes them (no spaces; a quote inside a string is escaped),
+// so the text occurs only as that field.
+func HookDecisionJSON(d string) string {
+	switch d {
+	case "fail_open", "fail_closed":
+		return `"failure_mode_applied":"` + d + `"`
+	}
+	return `"decision":"` + d + `"`
+}

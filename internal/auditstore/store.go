@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -42,6 +44,47 @@ type Filter struct {
 	Action       *schemas.AuditAction
 	Source       *schemas.AuditSource
 	ResourceType *schemas.ResourceType
+	Window
+	// Search keeps the entries every term of a parsed q holds for (a
+	// search.Audit query).
+	Search search.Query
+}
+
+// Window bounds a listing in time: Since (inclusive) and Until
+// (exclusive), on the listing's time (timestamp, started_at); nil: open.
+type Window struct {
+	Since, Until *time.Time
+}
+
+// validate checks that the window is not empty.
+func (w Window) validate() error {
+	if w.Since != nil && w.Until != nil && !w.Since.Before(*w.Until) {
+		return fmt.Errorf("%w: since %s is not before until %s", ErrInvalidQuery, w.Since.Format(time.RFC3339Nano), w.Until.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// Bounds returns the window in stored milliseconds, [lo, hi), the open
+// ends as math.MinInt64 and math.MaxInt64. A bound between two
+// milliseconds rounds up: a stored time t is in the window exactly when
+// since <= t < until.
+func (w Window) Bounds() (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if w.Since != nil {
+		lo = ceilMilli(*w.Since)
+	}
+	if w.Until != nil {
+		hi = ceilMilli(*w.Until)
+	}
+	return lo, hi
+}
+
+func ceilMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	return ms
 }
 
 // Key is a position in the newest-first order of an organization's entries.
@@ -70,7 +113,7 @@ func (q Query) Validate() error {
 	if q.Limit < 1 || q.Limit > MaxLimit {
 		return fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalidQuery, q.Limit, MaxLimit)
 	}
-	return nil
+	return q.Window.validate()
 }
 
 // Page is one page of a listing.
@@ -109,13 +152,18 @@ type ExecQuery struct {
 	Success *bool
 	// UserID, when set, keeps only the executions run for this end user.
 	UserID *string
+	// Window bounds started_at.
+	Window
+	// Search keeps the executions every term of a parsed q holds for (a
+	// search.Executions query).
+	Search search.Query
 	After  *Key
 	Limit  int
 }
 
 // Validate checks the query.
 func (q ExecQuery) Validate() error {
-	return Query{OrgID: q.OrgID, Limit: q.Limit}.Validate()
+	return Query{OrgID: q.OrgID, Limit: q.Limit, Filter: Filter{Window: q.Window}}.Validate()
 }
 
 // Execution is a stored execution.

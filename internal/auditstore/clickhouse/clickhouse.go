@@ -10,7 +10,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"text/template"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -27,8 +26,7 @@ var (
 	insertAuditSQL string
 	//go:embed queries/list_audit.sql
 	listAuditTemplate string
-	// listAuditSQL holds every rendering of the list query, by predicate set.
-	listAuditSQL = renderListQueries()
+	listAuditSQL      = listTemplate("list_audit.sql", listAuditTemplate)
 	//go:embed queries/audit_hours.sql
 	auditHoursSQL string
 )
@@ -339,7 +337,7 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	if err != nil {
 		return auditstore.Page{}, err
 	}
-	items, more, err := pageByHours(hours, q.After, q.Limit, func(lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
+	items, more, err := pageByHours(hours, q.After, q.Window, q.Limit, func(lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
 		return s.listWindow(ctx, q, project, lo, hi, limit)
 	})
 	return auditstore.Page{Items: items, HasMore: more}, err
@@ -353,21 +351,26 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 // rest of the page needs (with a margin), and at least four times the
 // events scanned so far, until the page is full or the history is
 // exhausted. The newest bound is open (or the cursor), so stale counts cost
-// at most an extra round, never an item.
-func pageByHours[T any](hours []hourCount, after *auditstore.Key, limit int, window func(lo, hi int64, limit int) ([]T, error)) ([]T, bool, error) {
-	upper := upperBound(after)
+// at most an extra round, never an item. The window w (since, until)
+// narrows the scanned hours: no window starts before since or ends after
+// until, and the scan stops at since.
+func pageByHours[T any](hours []hourCount, after *auditstore.Key, w auditstore.Window, limit int, window func(lo, hi int64, limit int) ([]T, error)) ([]T, bool, error) {
+	floor, until := w.Bounds()
+	upper := min(upperBound(after), until)
 	idx := firstHourBelow(hours, upper)
 	need := limit + 1
 	var items []T
 	var scanned uint64 // events in the windows read so far, by the counts
 	for hi, target := upper, uint64(need); ; {
 		lo, j, n := nextWindow(hours, idx, target)
+		last := lo <= floor // the window reaches since (or the beginning)
+		lo = max(lo, floor)
 		page, err := window(lo, hi, need-len(items))
 		if err != nil {
 			return nil, false, err
 		}
 		items = append(items, page...)
-		if len(items) >= need || lo == math.MinInt64 {
+		if len(items) >= need || last {
 			break
 		}
 		hi, idx, scanned = lo, j, scanned+n
@@ -446,36 +449,18 @@ func nextWindow(hours []hourCount, idx int, target uint64) (int64, int, uint64) 
 	return math.MinInt64, j, cum
 }
 
-// listPredicates says which optional predicates a listing uses.
-type listPredicates struct{ Project, Action, Source, ResourceType, After bool }
-
-func (p listPredicates) index() int {
-	i := 0
-	for bit, on := range []bool{p.Project, p.Action, p.Source, p.ResourceType, p.After} {
-		if on {
-			i |= 1 << bit
-		}
-	}
-	return i
-}
-
-func renderListQueries() []string {
-	tmpl := template.Must(template.New("list_audit.sql").Parse(listAuditTemplate))
-	out := make([]string, 32)
-	for i := range out {
-		p := listPredicates{Project: i&1 != 0, Action: i&2 != 0, Source: i&4 != 0, ResourceType: i&8 != 0, After: i&16 != 0}
-		var b strings.Builder
-		if err := tmpl.Execute(&b, p); err != nil {
-			panic(err)
-		}
-		out[p.index()] = b.String()
-	}
-	return out
+// listPredicates says which optional predicates a listing uses, and the
+// terms of its search.
+type listPredicates struct {
+	Project, Action, Source, ResourceType, After bool
+	Terms                                        []chTerm
 }
 
 // listWindow reads up to limit entries of q with lo <= ts_ms < hi.
 func (s *Store) listWindow(ctx context.Context, q auditstore.Query, project string, lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
 	p := listPredicates{Project: project != "", Action: q.Action != nil, Source: q.Source != nil, ResourceType: q.ResourceType != nil, After: q.After != nil}
+	var termArgs []any
+	p.Terms, termArgs = searchTerms(q.Search.Terms, "text")
 	args := []any{q.OrgID.String(), lo, hi, q.OrgID.String(), lo, hi}
 	if p.Project {
 		args = append(args, project)
@@ -489,12 +474,17 @@ func (s *Store) listWindow(ctx context.Context, q auditstore.Query, project stri
 	if p.ResourceType {
 		args = append(args, uint8(*q.ResourceType))
 	}
+	args = append(args, termArgs...)
 	if p.After {
 		ts := q.After.Timestamp.UnixMilli()
 		args = append(args, ts, ts, q.After.EventID.String())
 	}
 	args = append(args, limit, limit)
-	rows, err := s.conn.Query(ctx, listAuditSQL[p.index()], args...)
+	query, err := render(listAuditSQL, p, len(args))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse list: %w", err)
 	}

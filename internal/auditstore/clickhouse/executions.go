@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
-	"strings"
-	"text/template"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/schemas"
@@ -17,38 +15,18 @@ var (
 	insertExecutionSQL string
 	//go:embed queries/list_executions.sql
 	listExecutionsTemplate string
-	// listExecutionsSQL holds every rendering of the list query, by predicate set.
-	listExecutionsSQL = renderExecQueries()
+	listExecutionsSQL      = listTemplate("list_executions.sql", listExecutionsTemplate)
 	//go:embed queries/execution_hours.sql
 	executionHoursSQL string
 )
 
 var _ auditstore.ExecutionStore = (*Store)(nil)
 
-type execPredicates struct{ Project, Success, User, After bool }
-
-func (p execPredicates) index() int {
-	i := 0
-	for bit, on := range []bool{p.Project, p.Success, p.User, p.After} {
-		if on {
-			i |= 1 << bit
-		}
-	}
-	return i
-}
-
-func renderExecQueries() []string {
-	tmpl := template.Must(template.New("list_executions.sql").Parse(listExecutionsTemplate))
-	out := make([]string, 16)
-	for i := range out {
-		p := execPredicates{Project: i&1 != 0, Success: i&2 != 0, User: i&4 != 0, After: i&8 != 0}
-		var b strings.Builder
-		if err := tmpl.Execute(&b, p); err != nil {
-			panic(err)
-		}
-		out[p.index()] = b.String()
-	}
-	return out
+// execPredicates says which optional predicates a listing uses, and the
+// terms of its search.
+type execPredicates struct {
+	Project, Success, User, After bool
+	Terms                         []chTerm
 }
 
 // WriteExecutions implements auditstore.ExecutionStore with one batch insert.
@@ -120,7 +98,7 @@ func (s *Store) ListExecutions(ctx context.Context, q auditstore.ExecQuery) (aud
 	if err != nil {
 		return auditstore.ExecPage{}, err
 	}
-	items, more, err := pageByHours(hours, q.After, q.Limit, func(lo, hi int64, limit int) ([]auditstore.Execution, error) {
+	items, more, err := pageByHours(hours, q.After, q.Window, q.Limit, func(lo, hi int64, limit int) ([]auditstore.Execution, error) {
 		return s.listExecWindow(ctx, q, lo, hi, limit)
 	})
 	return auditstore.ExecPage{Items: items, HasMore: more}, err
@@ -148,6 +126,8 @@ func (s *Store) FirstExecWindow(ctx context.Context, q auditstore.ExecQuery) (lo
 // listExecWindow reads up to limit executions of q with lo <= started_ms < hi.
 func (s *Store) listExecWindow(ctx context.Context, q auditstore.ExecQuery, lo, hi int64, limit int) ([]auditstore.Execution, error) {
 	p := execPredicates{Project: q.ProjectID != nil, Success: q.Success != nil, User: q.UserID != nil, After: q.After != nil}
+	var termArgs []any
+	p.Terms, termArgs = searchTerms(q.Search.Terms, "exec_text")
 	args := []any{q.OrgID.String(), lo, hi, q.OrgID.String(), lo, hi}
 	if p.Project {
 		args = append(args, q.ProjectID.String())
@@ -162,12 +142,17 @@ func (s *Store) listExecWindow(ctx context.Context, q auditstore.ExecQuery, lo, 
 	if p.User {
 		args = append(args, *q.UserID)
 	}
+	args = append(args, termArgs...)
 	if p.After {
 		ts := q.After.Timestamp.UnixMilli()
 		args = append(args, ts, ts, q.After.EventID.String())
 	}
 	args = append(args, limit, limit)
-	rows, err := s.conn.Query(ctx, listExecutionsSQL[p.index()], args...)
+	query, err := render(listExecutionsSQL, p, len(args))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse list executions: %w", err)
 	}

@@ -57,7 +57,7 @@ func TestPageByHours(t *testing.T) {
 				}
 			}
 			rounds := 0
-			got, more, err := pageByHours(hours, after, tc.limit, func(lo, hi int64, limit int) ([]int64, error) {
+			got, more, err := pageByHours(hours, after, auditstore.Window{}, tc.limit, func(lo, hi int64, limit int) ([]int64, error) {
 				rounds++
 				var out []int64
 				for i := start; i < len(all) && len(out) < limit; i++ {
@@ -86,5 +86,43 @@ func TestPageByHours(t *testing.T) {
 				t.Fatalf("%d rounds, want at most %d", rounds, tc.maxRounds)
 			}
 		})
+	}
+}
+
+// since and until narrow the scanned hours: no window reaches outside
+// them, and a window that leaves the page short at since ends the scan.
+func TestPageByHoursWindow(t *testing.T) {
+	const hour = int64(3_600_000)
+	var hours []hourCount
+	var all []int64 // timestamps, newest first: one event per minute
+	for h := int64(99); h >= 0; h-- {
+		hours = append(hours, hourCount{hour: h * hour, n: 60})
+		for m := int64(59); m >= 0; m-- {
+			all = append(all, h*hour+m*60_000)
+		}
+	}
+	since, until := time.UnixMilli(40*hour+30*60_000), time.UnixMilli(41*hour)
+	rounds := 0
+	got, more, err := pageByHours(hours, nil, auditstore.Window{Since: &since, Until: &until}, 100, func(lo, hi int64, limit int) ([]int64, error) {
+		rounds++
+		if lo < since.UnixMilli() || hi > until.UnixMilli() {
+			t.Fatalf("window [%d, %d) outside [%d, %d)", lo, hi, since.UnixMilli(), until.UnixMilli())
+		}
+		var out []int64
+		for _, ts := range all {
+			if ts >= lo && ts < hi && len(out) < limit {
+				out = append(out, ts)
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 30 || more || got[0] != 40*hour+59*60_000 || got[29] != since.UnixMilli() {
+		t.Fatalf("got %d items (more %v), want the 30 minutes of [since, until)", len(got), more)
+	}
+	if rounds != 1 {
+		t.Fatalf("%d rounds, want 1", rounds)
 	}
 }

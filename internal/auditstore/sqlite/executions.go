@@ -15,8 +15,7 @@ var (
 	insertExecutionSQL string
 	//go:embed queries/list_executions.sql
 	listExecutionsTemplate string
-	// listExecutionsSQL holds the renderings of list_executions.sql, by variant.
-	listExecutionsSQL = renderVariants("list_executions.sql", listExecutionsTemplate)
+	listExecutionsSQL      = listTemplate("list_executions.sql", listExecutionsTemplate)
 )
 
 var _ auditstore.ExecutionStore = (*Store)(nil)
@@ -38,7 +37,10 @@ func (s *Store) ListExecutions(ctx context.Context, q auditstore.ExecQuery) (aud
 	if err := q.Validate(); err != nil {
 		return auditstore.ExecPage{}, err
 	}
-	query, args := listExecutionsQuery(q)
+	query, args, err := listExecutionsQuery(q)
+	if err != nil {
+		return auditstore.ExecPage{}, err
+	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return auditstore.ExecPage{}, fmt.Errorf("sqlite list executions: %w", err)
@@ -52,8 +54,8 @@ func (s *Store) ListExecutions(ctx context.Context, q auditstore.ExecQuery) (aud
 }
 
 // listExecutionsQuery returns the statement and arguments of q.
-func listExecutionsQuery(q auditstore.ExecQuery) (string, []any) {
-	v, args := pageArgs(q.ProjectID, q.After)
+func listExecutionsQuery(q auditstore.ExecQuery) (string, []any, error) {
+	query, args, err := render(listExecutionsSQL, q.ProjectID, q.After, q.Window, q.Search.Terms, "exec_text")
 	var success, user any
 	if q.Success != nil {
 		success = 0
@@ -66,5 +68,5 @@ func listExecutionsQuery(q auditstore.ExecQuery) (string, []any) {
 	}
 	args = append(args, sql.Named("org", q.OrgID.String()), sql.Named("success", success), sql.Named("user", user),
 		sql.Named("limit", q.Limit+1))
-	return listExecutionsSQL[v.index()], args
+	return query, args, err
 }

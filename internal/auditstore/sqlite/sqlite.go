@@ -9,8 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
-	"text/template"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,38 +24,12 @@ var (
 	insertAuditSQL string
 	//go:embed queries/list_audit.sql
 	listAuditTemplate string
-	// listAuditSQL holds the renderings of list_audit.sql, by variant.
-	listAuditSQL = renderVariants("list_audit.sql", listAuditTemplate)
+	listAuditSQL      = listTemplate("list_audit.sql", listAuditTemplate)
 )
 
-// variant selects a rendering of a list query: a project listing or not,
-// the first page or a page after a cursor.
+// variant says which of the page predicates a list query has: a project
+// listing or not, the first page or a page after a cursor.
 type variant struct{ Project, After bool }
-
-func (v variant) index() int {
-	i := 0
-	if v.Project {
-		i |= 1
-	}
-	if v.After {
-		i |= 2
-	}
-	return i
-}
-
-func renderVariants(name, text string) [4]string {
-	tmpl := template.Must(template.New(name).Parse(text))
-	var out [4]string
-	for i := range out {
-		v := variant{Project: i&1 != 0, After: i&2 != 0}
-		var b strings.Builder
-		if err := tmpl.Execute(&b, v); err != nil {
-			panic(err)
-		}
-		out[v.index()] = b.String()
-	}
-	return out
-}
 
 // pageArgs returns the variant and the named arguments that q's project and
 // cursor add to a list query.
@@ -230,7 +202,10 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	if err := q.Validate(); err != nil {
 		return auditstore.Page{}, err
 	}
-	query, args := listAuditQuery(q)
+	query, args, err := listAuditQuery(q)
+	if err != nil {
+		return auditstore.Page{}, err
+	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return auditstore.Page{}, fmt.Errorf("sqlite list: %w", err)
@@ -244,8 +219,8 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 }
 
 // listAuditQuery returns the statement and arguments of q.
-func listAuditQuery(q auditstore.Query) (string, []any) {
-	v, args := pageArgs(q.ProjectID, q.After)
+func listAuditQuery(q auditstore.Query) (string, []any, error) {
+	query, args, err := render(listAuditSQL, q.ProjectID, q.After, q.Window, q.Search.Terms, "text")
 	args = append(args,
 		sql.Named("org", q.OrgID.String()),
 		sql.Named("action", enumArg(q.Action)),
@@ -253,7 +228,7 @@ func listAuditQuery(q auditstore.Query) (string, []any) {
 		sql.Named("resource_type", enumArg(q.ResourceType)),
 		sql.Named("limit", q.Limit+1),
 	)
-	return listAuditSQL[v.index()], args
+	return query, args, err
 }
 
 func enumArg[T ~uint8](p *T) any {

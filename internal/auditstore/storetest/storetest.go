@@ -49,6 +49,8 @@ func Run(t *testing.T, factory Factory) {
 		{"EventLookup", testLookup},
 		{"ResentWithAnotherTimeStoredOnce", testResentWithAnotherTime},
 		{"BatchAcrossManyMonths", testManyMonths},
+		{"Search", testSearch},
+		{"ExecutionsSearch", testExecutionsSearch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,8 @@
      one reads the wide columns (data, names) of those rows only.
      LIMIT 1 BY event_id hides redelivered copies that no merge has folded yet;
      the outer one keeps the first write (smallest created_ms).
-     Arguments: org, lo, hi, org, lo, hi, the filters, limit, limit. */ -}}
+     Arguments: org, lo, hi, org, lo, hi, the filters, the arguments of the search
+     terms (search.sql), the cursor, limit, limit. */ -}}
 SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
        organization_id, project_id, principal_id, user_id, principal_type,
        resource_type, resource_id, resource_display, data, created_ms
@@ -29,6 +30,9 @@ WHERE organization_id = ?
 {{- end}}
 {{- if .ResourceType}}
       AND resource_type = ?
+{{- end}}
+{{- range .Terms}}
+      AND {{template "term" .}}
 {{- end}}
 {{- if .After}}
       AND (ts_ms < ? OR (ts_ms = ? AND event_id < ?))

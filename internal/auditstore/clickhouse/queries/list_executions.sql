@@ -5,7 +5,8 @@
      wide columns (hooks, errors) of those rows only — half the time of
      sorting whole rows. LIMIT 1 BY event_id hides redelivered copies that
      no merge has folded yet; the outer one keeps the first write.
-     Arguments: org, lo, hi, org, lo, hi, the filters, limit, limit. */ -}}
+     Arguments: org, lo, hi, org, lo, hi, the filters, the arguments of the search
+     terms (search.sql), the cursor, limit, limit. */ -}}
 SELECT organization_id, event_id, execution_id, project_id, user_id,
        principal_id, principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
        started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms
@@ -25,6 +26,9 @@ WHERE organization_id = ?
 {{- end}}
 {{- if .User}}
       AND user_id = ?
+{{- end}}
+{{- range .Terms}}
+      AND {{template "term" .}}
 {{- end}}
 {{- if .After}}
       AND (started_ms < ? OR (started_ms = ? AND event_id < ?))

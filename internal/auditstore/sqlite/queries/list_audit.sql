@@ -5,7 +5,8 @@
      DESC, event_id DESC), so SQLite seeks to it: a deep page costs what the
      first one does. (An "(:after_ts IS NULL OR …)" condition would keep the
      planner to the organization_id prefix and make deep pages linear.)
-     Filters are residual: they narrow rows read in index order. */ -}}
+     Filters are residual: they narrow rows read in index order; since and
+     until bound the range; the terms of a search are in search.sql. */ -}}
 SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
        organization_id, project_id, principal_id, user_id, principal_type,
        resource_type, resource_id, resource_display, data, created_ms
@@ -16,6 +17,15 @@ WHERE organization_id = :org
 {{- end}}
 {{- if .After}}
   AND (ts_ms, event_id) < (:after_ts, :after_id)
+{{- end}}
+{{- if .Since}}
+  AND ts_ms >= :since
+{{- end}}
+{{- if .Until}}
+  AND ts_ms < :until
+{{- end}}
+{{- range .Terms}}
+  AND {{template "term" .}}
 {{- end}}
   AND (:action IS NULL OR action = :action)
   AND (:source IS NULL OR source = :source)

@@ -13,6 +13,15 @@ WHERE organization_id = :org
 {{- if .After}}
   AND (started_ms, event_id) < (:after_ts, :after_id)
 {{- end}}
+{{- if .Since}}
+  AND started_ms >= :since
+{{- end}}
+{{- if .Until}}
+  AND started_ms < :until
+{{- end}}
+{{- range .Terms}}
+  AND {{template "term" .}}
+{{- end}}
   AND (:success IS NULL OR success = :success)
   AND (:user IS NULL OR user_id = :user)
 ORDER BY started_ms DESC, event_id DESC
