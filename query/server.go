@@ -130,9 +130,13 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
 	r.Get("/api/v1/orgs/:org_id/audit_logs", httpapi.With(mw, s.listAudit(false))...)
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", httpapi.With(mw, s.listAudit(true))...)
+	r.Get("/api/v1/orgs/:org_id/audit_logs/export", httpapi.With(mw, s.exportAudit(false))...)
+	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/export", httpapi.With(mw, s.exportAudit(true))...)
 	if execs, ok := s.store.(ExecutionReader); ok {
 		r.Get("/api/v1/orgs/:org_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, false))...)
 		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, true))...)
+		r.Get("/api/v1/orgs/:org_id/tool_executions/export", httpapi.With(mw, s.exportExecutions(execs, false))...)
+		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions/export", httpapi.With(mw, s.exportExecutions(execs, true))...)
 	}
 }
 
