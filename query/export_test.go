@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -315,4 +318,80 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The export answers (200 in both formats, 400, 403) match audit.yaml.
+func TestExportMatchesOpenAPI(t *testing.T) {
+	b, err := schemas.OpenAPI.ReadFile("openapi/audit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("audit.yaml: %v", err)
+	}
+	doc.Servers = openapi3.Servers{{URL: "http://auditrail.test"}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.PlainBodyDecoder)
+	e := newWaitEnv(t)
+	_, store := e.audit(e.org, &e.project)
+	if err := store(); err != nil {
+		t.Fatal(err)
+	}
+	_, store = e.execution(e.org, &e.project)
+	if err := store(); err != nil {
+		t.Fatal(err)
+	}
+	org := "http://auditrail.test/api/v1/orgs/" + e.org.String()
+	project := org + "/projects/" + e.project.String()
+	checked := map[string]bool{}
+	for _, tc := range []struct {
+		path, key string
+		status    int
+	}{
+		{org + "/audit_logs/export?format=csv", e.boot, 200},
+		{project + "/audit_logs/export?format=jsonl&action=AUDIT_ACTION_CREATED", e.boot, 200},
+		{org + "/tool_executions/export?format=jsonl", e.boot, 200},
+		{project + "/tool_executions/export?format=csv&success=true", e.boot, 200},
+		{org + "/audit_logs/export?format=xml", e.boot, 400},
+		{org + "/tool_executions/export?format=csv", e.alice, 403},
+	} {
+		req := httptest.NewRequest("GET", tc.path, nil)
+		req.Header.Set("Authorization", "Bearer "+tc.key)
+		resp, err := e.app.Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Fatalf("%s: %d %s, want %d", tc.path, resp.StatusCode, raw, tc.status)
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("%s is not described: %v", tc.path, err)
+		}
+		in := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+			Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		}
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			t.Fatalf("%s: the answer does not match audit.yaml: %v\n%s", tc.path, err, raw)
+		}
+		checked[route.Operation.OperationID] = true
+	}
+	for _, op := range []string{"exportOrgAuditLogs", "exportProjectAuditLogs", "exportOrgToolExecutions", "exportProjectToolExecutions"} {
+		if !checked[op] {
+			t.Errorf("%s not checked", op)
+		}
+	}
 }
