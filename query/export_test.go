@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -22,23 +24,25 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 )
 
 // countingStore records the limit and size of every page an export reads.
 type countingStore struct {
-	*sqlite.Store
+	query.Reader
 	mu    sync.Mutex
 	pages [][2]int // limit, items
 }
 
 func (s *countingStore) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
-	p, err := s.Store.ListAudit(ctx, q)
+	p, err := s.Reader.ListAudit(ctx, q)
 	s.mu.Lock()
 	s.pages = append(s.pages, [2]int{q.Limit, len(p.Items)})
 	s.mu.Unlock()
@@ -119,14 +123,31 @@ func jsonlIDs(t *testing.T, body []byte) []string {
 
 // An export of 5,000 entries answers all of them, newest first, in one
 // request, read from the store in pages of at most ExportPageSize (the
-// handler holds one page at a time) and in both formats.
+// handler holds one page at a time), in both formats, on both stores.
 func TestExportAllPages(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		exportAllPages(t, st)
+	})
+	t.Run("clickhouse", func(t *testing.T) {
+		st, err := clickhouse.Open(context.Background(), testenv.ClickHouse(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		exportAllPages(t, st)
+	})
+}
+
+func exportAllPages(t *testing.T, st interface {
+	query.Reader
+	WriteAudit(ctx context.Context, events []schemas.AuditEvent) error
+}) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	org := uuid.New()
 	const n = 5000
 	base := time.Now().Add(-time.Hour)
@@ -148,7 +169,7 @@ func TestExportAllPages(t *testing.T) {
 	for _, ev := range evs {
 		want = append(want, ev.EventID.String())
 	}
-	cs := &countingStore{Store: st}
+	cs := &countingStore{Reader: st}
 	cfg := query.DefaultConfig()
 	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
 	qs, err := query.New(cfg, cs, allowAll{}, nil)
@@ -393,5 +414,57 @@ func TestExportMatchesOpenAPI(t *testing.T) {
 		if !checked[op] {
 			t.Errorf("%s not checked", op)
 		}
+	}
+}
+
+// failAfter fails every ListAudit after the first.
+type failAfter struct {
+	query.Reader
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *failAfter) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
+	s.mu.Lock()
+	s.calls++
+	n := s.calls
+	s.mu.Unlock()
+	if n > 1 {
+		return auditstore.Page{}, errors.New("store gone")
+	}
+	return s.Reader.ListAudit(ctx, q)
+}
+
+// A store failure after the first page ends the body after that page: the
+// status (200) is already sent, nothing is written twice or invented.
+func TestExportStoreFailsMidway(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	org := uuid.New()
+	var evs []schemas.AuditEvent
+	for i := range query.ExportPageSize + 10 {
+		evs = append(evs, storetest.Event(org, time.Now().Add(time.Duration(-i)*time.Millisecond)))
+	}
+	if err := st.WriteAudit(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := query.DefaultConfig()
+	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	qs, err := query.New(cfg, &failAfter{Reader: st}, allowAll{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := httpapi.NewApp(nil)
+	qs.Register(app)
+	r := doExport(t, app, "/api/v1/orgs/"+org.String()+"/audit_logs/export?format=jsonl", "k")
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if got := jsonlIDs(t, r.body); len(got) != query.ExportPageSize {
+		t.Fatalf("%d lines, want the first page (%d)", len(got), query.ExportPageSize)
 	}
 }
