@@ -13,10 +13,63 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
 )
+
+// EventRecorder publishes audit events (producers.Recorder): Prepare
+// builds the event of a mutation and its message, Send returns nil once
+// the stream stored them.
+type EventRecorder interface {
+	Prepare(m producers.Mutation) (*schemas.AuditEvent, *nats.Msg, error)
+	Send(ctx context.Context, msgs ...*nats.Msg) error
+}
+
+// RecordExportsWith makes every export record one audit event in its
+// organization's trail before its first byte is sent: action
+// AUDIT_ACTION_CREATED (an export was made), resource the organization (or
+// the project, on the project routes), and data.after.export naming the
+// route, format and filters; the principal is the exporter. An export whose
+// event cannot be stored is refused (503): no export leaves without its
+// trace. Call it before serving.
+func (s *Server) RecordExportsWith(r EventRecorder) { s.exports = r }
+
+// recordExport records the export of kind (audit_logs, tool_executions)
+// by p; see RecordExportsWith.
+func (s *Server) recordExport(c *fiber.Ctx, p auth.Principal, kind, format string, org uuid.UUID, project *uuid.UUID) error {
+	if s.exports == nil {
+		return nil
+	}
+	filters := map[string]string{}
+	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+		if string(k) != "format" {
+			filters[string(k)] = string(v)
+		}
+	})
+	m := producers.Mutation{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
+		ResourceType: schemas.ResourceTypeOrganization, ResourceID: org.String(), ResourceDisplay: kind + " export (" + format + ")",
+		OrgID: org, ProjectID: project, PrincipalID: p.ID, PrincipalType: p.Type, UserID: p.UserID, DisplayName: p.DisplayName,
+		After: map[string]any{"export": map[string]any{"route": kind, "path": c.Path(), "format": format, "filters": filters}}}
+	if project != nil {
+		m.ResourceType, m.ResourceID = schemas.ResourceTypeProject, project.String()
+	}
+	_, msg, err := s.exports.Prepare(m)
+	if err != nil {
+		return fmt.Errorf("record export: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+	defer cancel()
+	if err := s.exports.Send(ctx, msg); err != nil {
+		s.log.Error("export refused: its audit event was not stored", "org", org.String(), "err", err)
+		return fiber.NewError(fiber.StatusServiceUnavailable, "export refused: the audit log cannot record it now, try again")
+	}
+	return nil
+}
 
 // Export formats (the format parameter) and their content types.
 const (
@@ -141,7 +194,11 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 		if perr == nil {
 			p, perr = ParseList(path, query, withProject)
 		}
-		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
+			return err
+		}
+		if err := s.recordExport(c, principal, "audit_logs", format, p.OrgID, p.ProjectID); err != nil {
 			return err
 		}
 		enc := newAuditEncoder(format)
@@ -168,7 +225,11 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 		if perr == nil {
 			p, perr = ParseExecList(path, query, withProject)
 		}
-		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
+			return err
+		}
+		if err := s.recordExport(c, principal, "tool_executions", format, p.OrgID, p.ProjectID); err != nil {
 			return err
 		}
 		enc := newExecutionEncoder(format)

@@ -22,6 +22,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
@@ -30,6 +31,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -466,5 +468,95 @@ func TestExportStoreFailsMidway(t *testing.T) {
 	}
 	if got := jsonlIDs(t, r.body); len(got) != query.ExportPageSize {
 		t.Fatalf("%d lines, want the first page (%d)", len(got), query.ExportPageSize)
+	}
+}
+
+// Each export records one audit event in its organization before its first
+// byte (who, which route, format and filters), published through the real
+// producers on an embedded NATS; an export whose event cannot be stored is
+// refused (503) and sends nothing.
+func TestExportRecorded(t *testing.T) {
+	_, nc, js := testenv.NATS(t)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pub, err := producers.New(nc, producers.DefaultConfig(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := query.DefaultConfig()
+	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	cfg.StoreTimeout = 2 * time.Second
+	qs, err := query.New(cfg, st, allowAll{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs.RecordExportsWith(producers.NewRecorder(pub, 2*time.Second))
+	app := httpapi.NewApp(nil)
+	qs.Register(app)
+	org, project := uuid.New(), uuid.New()
+
+	path := "/api/v1/orgs/" + org.String() + "/projects/" + project.String() + "/tool_executions/export?format=csv&success=false&user_id=u1"
+	if r := doExport(t, app, path, "k"); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	cons, err := js.OrderedConsumer(ctx, schemas.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{schemas.EventSubject(org.String(), schemas.KindAudit)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatalf("no audit event of the export: %v", err)
+	}
+	ev, err := schemas.UnmarshalAuditEvent(msg.Data())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Action != schemas.AuditActionCreated || ev.OrganizationID != org || ev.ProjectID == nil || *ev.ProjectID != project ||
+		ev.ResourceType == nil || *ev.ResourceType != schemas.ResourceTypeProject || ev.PrincipalID != "k" || ev.PrincipalType != "API_KEY" {
+		t.Errorf("event: %+v", ev)
+	}
+	var data struct {
+		After struct {
+			Export struct {
+				Route, Path, Format string
+				Filters             map[string]string
+			}
+		}
+	}
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		t.Fatal(err)
+	}
+	x := data.After.Export
+	if x.Route != "tool_executions" || x.Format != "csv" || !strings.HasSuffix(x.Path, "/tool_executions/export") ||
+		len(x.Filters) != 2 || x.Filters["success"] != "false" || x.Filters["user_id"] != "u1" {
+		t.Errorf("data: %s", ev.Data)
+	}
+
+	// Parameter errors and refusals record nothing: the next event is
+	// the next export's.
+	if r := doExport(t, app, "/api/v1/orgs/"+org.String()+"/audit_logs/export?format=xml", "k"); r.status != 400 {
+		t.Fatalf("format=xml: %d", r.status)
+	}
+	if r := doExport(t, app, "/api/v1/orgs/"+org.String()+"/audit_logs/export?format=jsonl", "k"); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if msg, err = cons.Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if ev, err = schemas.UnmarshalAuditEvent(msg.Data()); err != nil || ev.ProjectID != nil || !strings.Contains(string(ev.Data), `"format":"jsonl"`) {
+		t.Fatalf("second event: %+v %v", ev, err)
+	}
+
+	// Without the audit stream, no export.
+	if err := js.DeleteStream(ctx, schemas.StreamEvents); err != nil {
+		t.Fatal(err)
+	}
+	r := doExport(t, app, "/api/v1/orgs/"+org.String()+"/audit_logs/export?format=csv", "k")
+	if r.status != 503 || bytes.Contains(r.body, []byte("event_id")) {
+		t.Fatalf("unrecordable export: %d %s", r.status, r.body)
 	}
 }

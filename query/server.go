@@ -105,6 +105,8 @@ type Server struct {
 	access Access
 	cursor *CursorCodec
 	log    *slog.Logger
+	// exports records each export (RecordExportsWith); nil: not recorded.
+	exports EventRecorder
 }
 
 // New returns a query server.
@@ -143,20 +145,26 @@ func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
 // authorizeList authenticates the caller (before any parameter error, so
 // that an anonymous caller learns nothing) and authorizes the read.
 func (s *Server) authorizeList(c *fiber.Ctx, org uuid.UUID, project *uuid.UUID, paramErr error) error {
+	_, err := s.authorizeAs(c, org, project, paramErr)
+	return err
+}
+
+// authorizeAs is authorizeList that answers the principal.
+func (s *Server) authorizeAs(c *fiber.Ctx, org uuid.UUID, project *uuid.UUID, paramErr error) (auth.Principal, error) {
 	principal, err := s.authenticate(c)
 	if err != nil {
-		return err
+		return principal, err
 	}
 	if paramErr != nil {
-		return fiber.NewError(fiber.StatusBadRequest, paramErr.Error())
+		return principal, fiber.NewError(fiber.StatusBadRequest, paramErr.Error())
 	}
 	if err := s.access.AuthorizeRead(c.UserContext(), principal, org, project); err != nil {
 		if errors.Is(err, auth.ErrForbidden) {
-			return fiber.NewError(fiber.StatusForbidden, err.Error())
+			return principal, fiber.NewError(fiber.StatusForbidden, err.Error())
 		}
-		return err
+		return principal, err
 	}
-	return nil
+	return principal, nil
 }
 
 func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.Handler {
