@@ -301,6 +301,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	qs.RecordExportsWith(producers.NewRecorder(pub, 5*time.Second)) // each export leaves an audit event
 	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(conns, store, in, inExec), func() map[string]any {
 		return map[string]any{"ingest": in.Stats(), "ingest_executions": inExec.Stats(), "hooks": proxy.Stats(), "execution_outbox": outbox.Stats(), "audit_outbox": map[string]int{"pending": admin.PendingEvents()}}
