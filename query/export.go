@@ -36,7 +36,8 @@ type EventRecorder interface {
 // the project, on the project routes), and data.after.export naming the
 // route, format and filters; the principal is the exporter. An export whose
 // event cannot be stored is refused (503): no export leaves without its
-// trace. Call it before serving.
+// trace. The answer names the event in Auditrail-Event-Id. Call it before
+// serving.
 func (s *Server) RecordExportsWith(r EventRecorder) { s.exports = r }
 
 // recordExport records the export of kind (audit_logs, tool_executions)
@@ -58,7 +59,7 @@ func (s *Server) recordExport(c *fiber.Ctx, p auth.Principal, kind, format strin
 	if project != nil {
 		m.ResourceType, m.ResourceID = schemas.ResourceTypeProject, project.String()
 	}
-	_, msg, err := s.exports.Prepare(m)
+	ev, msg, err := s.exports.Prepare(m)
 	if err != nil {
 		return fmt.Errorf("record export: %w", err)
 	}
@@ -68,6 +69,7 @@ func (s *Server) recordExport(c *fiber.Ctx, p auth.Principal, kind, format strin
 		s.log.Error("export refused: its audit event was not stored", "org", org.String(), "err", err)
 		return fiber.NewError(fiber.StatusServiceUnavailable, "export refused: the audit log cannot record it now, try again")
 	}
+	c.Set(httpapi.HeaderEventID, ev.EventID.String())
 	return nil
 }
 

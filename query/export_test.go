@@ -63,9 +63,9 @@ func (allowAll) AuthorizeRead(context.Context, auth.Principal, uuid.UUID, *uuid.
 }
 
 type exportReply struct {
-	status      int
-	ctype, disp string
-	body        []byte
+	status               int
+	ctype, disp, eventID string
+	body                 []byte
 }
 
 func doExport(t *testing.T, app *fiber.App, path, key string) exportReply {
@@ -83,7 +83,7 @@ func doExport(t *testing.T, app *fiber.App, path, key string) exportReply {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return exportReply{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"), body}
+	return exportReply{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Disposition"), resp.Header.Get(httpapi.HeaderEventID), body}
 }
 
 // csvIDs returns the event_id column of a CSV export, checking its header.
@@ -500,7 +500,8 @@ func TestExportRecorded(t *testing.T) {
 	org, project := uuid.New(), uuid.New()
 
 	path := "/api/v1/orgs/" + org.String() + "/projects/" + project.String() + "/tool_executions/export?format=csv&success=false&user_id=u1"
-	if r := doExport(t, app, path, "k"); r.status != 200 {
+	r := doExport(t, app, path, "k")
+	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	cons, err := js.OrderedConsumer(ctx, schemas.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{schemas.EventSubject(org.String(), schemas.KindAudit)}})
@@ -514,6 +515,9 @@ func TestExportRecorded(t *testing.T) {
 	ev, err := schemas.UnmarshalAuditEvent(msg.Data())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r.eventID != ev.EventID.String() {
+		t.Errorf("Auditrail-Event-Id %q, event %s", r.eventID, ev.EventID)
 	}
 	if ev.Action != schemas.AuditActionCreated || ev.OrganizationID != org || ev.ProjectID == nil || *ev.ProjectID != project ||
 		ev.ResourceType == nil || *ev.ResourceType != schemas.ResourceTypeProject || ev.PrincipalID != "k" || ev.PrincipalType != "API_KEY" {
@@ -555,7 +559,7 @@ func TestExportRecorded(t *testing.T) {
 	if err := js.DeleteStream(ctx, schemas.StreamEvents); err != nil {
 		t.Fatal(err)
 	}
-	r := doExport(t, app, "/api/v1/orgs/"+org.String()+"/audit_logs/export?format=csv", "k")
+	r = doExport(t, app, "/api/v1/orgs/"+org.String()+"/audit_logs/export?format=csv", "k")
 	if r.status != 503 || bytes.Contains(r.body, []byte("event_id")) {
 		t.Fatalf("unrecordable export: %d %s", r.status, r.body)
 	}
