@@ -30,6 +30,8 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/httpx"
+	"github.com/auditrail/auditrail/internal/ratelimit"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
@@ -562,5 +564,60 @@ func TestExportRecorded(t *testing.T) {
 	r = doExport(t, app, "/api/v1/orgs/"+org.String()+"/audit_logs/export?format=csv", "k")
 	if r.status != 503 || bytes.Contains(r.body, []byte("event_id")) {
 		t.Fatalf("unrecordable export: %d %s", r.status, r.body)
+	}
+}
+
+// An export is one request for the rate limit, however many pages it
+// reads: behind a real limit of 2 per minute, an export of three pages
+// leaves one request, the next none, the third is refused (429).
+func TestExportCountsOnceAgainstTheRateLimit(t *testing.T) {
+	_, _, js := testenv.NATS(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	limiter, err := ratelimit.New(ctx, js, "rl_export_test", ratelimit.Spec{Limit: 2, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	org := uuid.New()
+	var evs []schemas.AuditEvent
+	for i := range 2*query.ExportPageSize + 1 {
+		evs = append(evs, storetest.Event(org, time.Now().Add(time.Duration(-i)*time.Millisecond)))
+	}
+	if err := st.WriteAudit(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStore{Reader: st}
+	cfg := query.DefaultConfig()
+	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	qs, err := query.New(cfg, cs, allowAll{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := httpapi.NewApp(nil)
+	qs.Register(app, httpapi.RateLimit(limiter, httpx.TrustedProxies{}, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	path := "/api/v1/orgs/" + org.String() + "/audit_logs/export?format=csv"
+	for i, want := range []struct {
+		status    int
+		remaining string
+	}{{200, "1"}, {200, "0"}, {429, "0"}} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer k")
+		resp, err := app.Test(req, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want.status || resp.Header.Get("X-RateLimit-Remaining") != want.remaining {
+			t.Fatalf("export %d: %d, remaining %q; want %d, %q", i+1, resp.StatusCode, resp.Header.Get("X-RateLimit-Remaining"), want.status, want.remaining)
+		}
+	}
+	if len(cs.pages) != 6 {
+		t.Errorf("%d store reads for two exports, want 3 each", len(cs.pages))
 	}
 }
