@@ -137,10 +137,6 @@ func exportQuery(c *fiber.Ctx, allowed []string) (Getter, Getter, string, error)
 	return path, query, format, err
 }
 
-// pageWriter writes one page of an export and returns the key to read the
-// next page after, or nil at the end.
-type pageWriter func(ctx context.Context, after *auditstore.Key) (*auditstore.Key, error)
-
 // stream answers the export: the headers now, the body page by page from
 // fasthttp's stream writer (after the handler returned, so that nothing
 // there may use c). Each page is written and flushed before the next is
@@ -189,6 +185,17 @@ func (s *Server) stream(c *fiber.Ctx, kind, format string, org uuid.UUID, start 
 	})
 }
 
+// auditQuery is the store query of a listing's parameters, shared by the
+// list route and the export so that a filter applies to both.
+func auditQuery(p ListParams, limit int, after *auditstore.Key) auditstore.Query {
+	return auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: limit, After: after}
+}
+
+// execQuery is auditQuery for tool executions.
+func execQuery(p ExecParams, limit int, after *auditstore.Key) auditstore.ExecQuery {
+	return auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, UserID: p.UserID, Limit: limit, After: after}
+}
+
 func (s *Server) exportAudit(withProject bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		path, query, format, perr := exportQuery(c, AuditExportParams)
@@ -205,7 +212,7 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 		}
 		enc := newAuditEncoder(format)
 		s.stream(c, "audit_logs", format, p.OrgID, enc.start, func(ctx context.Context, w io.Writer, after *auditstore.Key) (*auditstore.Key, error) {
-			page, err := s.store.ListAudit(ctx, auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: ExportPageSize, After: after})
+			page, err := s.store.ListAudit(ctx, auditQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, fmt.Errorf("list audit logs: %w", err)
 			}
@@ -236,7 +243,7 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 		}
 		enc := newExecutionEncoder(format)
 		s.stream(c, "tool_executions", format, p.OrgID, enc.start, func(ctx context.Context, w io.Writer, after *auditstore.Key) (*auditstore.Key, error) {
-			page, err := store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, UserID: p.UserID, Limit: ExportPageSize, After: after})
+			page, err := store.ListExecutions(ctx, execQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, fmt.Errorf("list tool executions: %w", err)
 			}

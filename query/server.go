@@ -187,7 +187,7 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 			}
 		}
 		return s.page(c, p.Cursor, p.Scope(kind), wait, func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
-			page, err := store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, UserID: p.UserID, Limit: p.Limit, After: after})
+			page, err := store.ListExecutions(ctx, execQuery(p, p.Limit, after))
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list tool executions: %w", err)
 			}
@@ -292,7 +292,7 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 			}
 		}
 		return s.page(c, p.Cursor, p.Scope(kind), wait, func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
-			page, err := s.store.ListAudit(ctx, auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: p.Limit, After: after})
+			page, err := s.store.ListAudit(ctx, auditQuery(p, p.Limit, after))
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list audit logs: %w", err)
 			}
