@@ -87,6 +87,7 @@ func NewService(cfg ServiceConfig, state *State, access *Access, sealer *Sealer,
 // limit of the admin API).
 func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 	v := routes{r.Group("/api/v1"), mw}
+	v.Get("/me", s.me)
 	v.Get("/orgs", s.listOrgs)
 	v.Post("/orgs", s.createOrg)
 	v.Get("/orgs/:org_id", s.getOrg)

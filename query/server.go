@@ -105,6 +105,8 @@ type Server struct {
 	access Access
 	cursor *CursorCodec
 	log    *slog.Logger
+	// exports records each export (RecordExportsWith); nil: not recorded.
+	exports EventRecorder
 }
 
 // New returns a query server.
@@ -130,29 +132,39 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
 	r.Get("/api/v1/orgs/:org_id/audit_logs", httpapi.With(mw, s.listAudit(false))...)
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", httpapi.With(mw, s.listAudit(true))...)
+	r.Get("/api/v1/orgs/:org_id/audit_logs/export", httpapi.With(mw, s.exportAudit(false))...)
+	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/export", httpapi.With(mw, s.exportAudit(true))...)
 	if execs, ok := s.store.(ExecutionReader); ok {
 		r.Get("/api/v1/orgs/:org_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, false))...)
 		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, true))...)
+		r.Get("/api/v1/orgs/:org_id/tool_executions/export", httpapi.With(mw, s.exportExecutions(execs, false))...)
+		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions/export", httpapi.With(mw, s.exportExecutions(execs, true))...)
 	}
 }
 
 // authorizeList authenticates the caller (before any parameter error, so
 // that an anonymous caller learns nothing) and authorizes the read.
 func (s *Server) authorizeList(c *fiber.Ctx, org uuid.UUID, project *uuid.UUID, paramErr error) error {
+	_, err := s.authorizeAs(c, org, project, paramErr)
+	return err
+}
+
+// authorizeAs is authorizeList that answers the principal.
+func (s *Server) authorizeAs(c *fiber.Ctx, org uuid.UUID, project *uuid.UUID, paramErr error) (auth.Principal, error) {
 	principal, err := s.authenticate(c)
 	if err != nil {
-		return err
+		return principal, err
 	}
 	if paramErr != nil {
-		return fiber.NewError(fiber.StatusBadRequest, paramErr.Error())
+		return principal, fiber.NewError(fiber.StatusBadRequest, paramErr.Error())
 	}
 	if err := s.access.AuthorizeRead(c.UserContext(), principal, org, project); err != nil {
 		if errors.Is(err, auth.ErrForbidden) {
-			return fiber.NewError(fiber.StatusForbidden, err.Error())
+			return principal, fiber.NewError(fiber.StatusForbidden, err.Error())
 		}
-		return err
+		return principal, err
 	}
-	return nil
+	return principal, nil
 }
 
 func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.Handler {
@@ -175,8 +187,7 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 			}
 		}
 		return s.page(c, p.Cursor, p.Scope(kind), wait, func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
-			page, err := store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, UserID: p.UserID,
-				Window: p.Window, Search: p.Search, Limit: p.Limit, After: after})
+			page, err := store.ListExecutions(ctx, execQuery(p, p.Limit, after))
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list tool executions: %w", err)
 			}
@@ -281,7 +292,7 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 			}
 		}
 		return s.page(c, p.Cursor, p.Scope(kind), wait, func(ctx context.Context, after *auditstore.Key) (any, *auditstore.Key, bool, error) {
-			page, err := s.store.ListAudit(ctx, auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: p.Limit, After: after})
+			page, err := s.store.ListAudit(ctx, auditQuery(p, p.Limit, after))
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list audit logs: %w", err)
 			}

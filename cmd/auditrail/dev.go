@@ -206,6 +206,7 @@ type devProcess struct {
 	stopBG        context.CancelFunc
 	cp            *controlPlane
 	admin         *controlplane.Service
+	pub           *producers.Publisher // the control plane's: admin changes and exports
 	guard         *egress.Guard
 	reg           *toolrunner.Registry
 	outbox        *producers.Outbox
@@ -329,11 +330,10 @@ func (d *devProcess) startControlPlane(ctx context.Context) error {
 	if d.cp, err = openControlPlane(bg, nc, d.f.access, *d.f.data, false, d.f.log); err != nil {
 		return err
 	}
-	pub, err := producers.New(nc, producers.DefaultConfig(), d.f.log)
-	if err != nil {
+	if d.pub, err = producers.New(nc, producers.DefaultConfig(), d.f.log); err != nil {
 		return err
 	}
-	if d.admin, err = d.cp.adminService(pub, *d.f.secretsKeys, *d.f.data, d.f.log); err != nil {
+	if d.admin, err = d.cp.adminService(d.pub, *d.f.secretsKeys, *d.f.data, d.f.log); err != nil {
 		return err
 	}
 	if d.guard, err = newEgress(*d.f.allowPrivate, true, d.f.log); err != nil {
@@ -420,6 +420,7 @@ func (d *devProcess) buildAPI(context.Context) error {
 	if err != nil {
 		return err
 	}
+	qs.RecordExportsWith(producers.NewRecorder(d.pub, 5*time.Second)) // each export leaves an audit event
 	log, proxies := d.f.log, d.cp.proxies
 	d.app = httpapi.NewApp(log)
 	cs := ingestConsumers(d.in, d.inExec)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -106,6 +107,35 @@ func TestInstancesShareStateAndLimits(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("key not usable on the second instance: %d %s", r.status, r.raw)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// An export on the query role, with the role's own NATS credentials,
+	// is recorded in the organization's audit log.
+	req, _ := http.NewRequest("GET", "http://"+q+"/api/v1/orgs/"+org+"/audit_logs/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("X-Forwarded-For", ip())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("export on the query role: %d", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		r := a.call("GET", "/api/v1/orgs/"+org+"/audit_logs?limit=1", boot, nil, "X-Forwarded-For", ip())
+		if items, _ := r.data()["items"].([]any); len(items) == 1 {
+			it := items[0].(map[string]any)
+			if d, _ := it["data"].(map[string]any); d != nil && it["principal_id"] == keyID {
+				if after, _ := d["after"].(map[string]any); after != nil && after["export"] != nil {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the export is not in the audit log: %s", r.raw)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -164,6 +164,13 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Each export leaves an audit event: the query role publishes audit
+	// events (natsx.RoleQuery), nothing else.
+	pub, err := producers.New(nc, producers.DefaultConfig(), log)
+	if err != nil {
+		return err
+	}
+	qs.RecordExportsWith(producers.NewRecorder(pub, 5*time.Second))
 	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store, nil), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))

@@ -28,7 +28,7 @@ const (
 	RoleIngest       = "ingest"       // consumes the event stream, writes the DLQ
 	RoleControlPlane = "controlplane" // the only writer of the control-plane bucket
 	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, asks the control plane for token refreshes
-	RoleQuery        = "query"        // reads the bucket
+	RoleQuery        = "query"        // reads the bucket, records exports (audit events)
 )
 
 // Roles lists every role, admin first.
@@ -330,6 +330,8 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, ConnRefreshSubject) // refreshed tokens: the control plane stores them
 		pubs = append(pubs, rateLimits()...)
 	case RoleQuery:
+		// audit events: each export is recorded in its organization's trail
+		pubs = append(pubs, schemas.EventSubject("*", schemas.KindAudit), jsAPI+"STREAM.INFO."+schemas.StreamEvents)
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
 		pubs = append(pubs, rateLimits()...)
 	default:

@@ -243,6 +243,15 @@ func TestRolePermissions(t *testing.T) {
 			t.Fatal("query deleted a bucket entry")
 		}
 		denied(t, errs, "$KV."+natsx.ControlPlaneBucket)
+		// It records exports as audit events, and publishes nothing else.
+		if _, err := js.Publish(ctx, schemas.EventSubject("00000000-0000-0000-0000-000000000004", schemas.KindAudit), []byte("x")); err != nil {
+			t.Fatalf("query publishes audit events: %v", err)
+		}
+		subj := schemas.EventSubject("00000000-0000-0000-0000-000000000004", schemas.KindExecution)
+		if err := nc.Publish(subj, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		denied(t, errs, subj)
 	})
 
 	// Nothing forged reached the bucket.

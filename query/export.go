@@ -1,0 +1,398 @@
+package query
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// EventRecorder publishes audit events (producers.Recorder): Prepare
+// builds the event of a mutation and its message, Send returns nil once
+// the stream stored them.
+type EventRecorder interface {
+	Prepare(m producers.Mutation) (*schemas.AuditEvent, *nats.Msg, error)
+	Send(ctx context.Context, msgs ...*nats.Msg) error
+}
+
+// RecordExportsWith makes every export record one audit event in its
+// organization's trail before its first byte is sent: action
+// AUDIT_ACTION_CREATED (an export was made), resource the organization (or
+// the project, on the project routes), and data.after.export naming the
+// route, format and filters; the principal is the exporter. An export whose
+// event cannot be stored is refused (503): no export leaves without its
+// trace. The answer names the event in Auditrail-Event-Id. Call it before
+// serving.
+func (s *Server) RecordExportsWith(r EventRecorder) { s.exports = r }
+
+// recordExport records the export of kind (audit_logs, tool_executions)
+// by p; see RecordExportsWith.
+func (s *Server) recordExport(c *fiber.Ctx, p auth.Principal, kind, format string, org uuid.UUID, project *uuid.UUID) error {
+	if s.exports == nil {
+		return nil
+	}
+	filters := map[string]string{}
+	c.Context().QueryArgs().VisitAll(func(k, v []byte) {
+		if string(k) != "format" {
+			filters[string(k)] = string(v)
+		}
+	})
+	m := producers.Mutation{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
+		ResourceType: schemas.ResourceTypeOrganization, ResourceID: org.String(), ResourceDisplay: kind + " export (" + format + ")",
+		OrgID: org, ProjectID: project, PrincipalID: p.ID, PrincipalType: p.Type, UserID: p.UserID, DisplayName: p.DisplayName,
+		After: map[string]any{"export": map[string]any{"route": kind, "path": c.Path(), "format": format, "filters": filters}}}
+	if project != nil {
+		m.ResourceType, m.ResourceID = schemas.ResourceTypeProject, project.String()
+	}
+	ev, msg, err := s.exports.Prepare(m)
+	if err != nil {
+		return fmt.Errorf("record export: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+	defer cancel()
+	if err := s.exports.Send(ctx, msg); err != nil {
+		s.log.Error("export refused: its audit event was not stored", "org", org.String(), "err", err)
+		return fiber.NewError(fiber.StatusServiceUnavailable, "export refused: the audit log cannot record it now, try again")
+	}
+	c.Set(httpapi.HeaderEventID, ev.EventID.String())
+	return nil
+}
+
+// Export formats (the format parameter) and their content types.
+const (
+	FormatCSV   = "csv"
+	FormatJSONL = "jsonl"
+
+	ContentTypeCSV   = "text/csv; charset=utf-8"
+	ContentTypeJSONL = "application/x-ndjson"
+)
+
+// ExportPageSize is the page an export reads from the store at a time: an
+// export holds at most one page in memory, writes it to the response and
+// flushes before reading the next.
+const ExportPageSize = auditstore.MaxLimit
+
+// exportTimeFormat is the UTC time in an export's file name.
+const exportTimeFormat = "20060102T150405Z"
+
+// pagingParams are the listing parameters an export does not take: it
+// returns every matching entry, without waiting.
+var pagingParams = []string{"cursor", "limit", "wait_for"}
+
+// Query parameters of the exports: the filters of the matching listing
+// (whatever AuditParams and ExecutionParams hold, so that a filter added
+// there applies to the export too) and format.
+var (
+	AuditExportParams     = exportParams(AuditParams)
+	ExecutionExportParams = exportParams(ExecutionParams)
+)
+
+func exportParams(list []string) []string {
+	out := []string{"format"}
+	for _, p := range list {
+		if !slices.Contains(pagingParams, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseFormat parses the format parameter, which is required.
+func parseFormat(v string) (string, error) {
+	switch v {
+	case FormatCSV, FormatJSONL:
+		return v, nil
+	case "":
+		return "", badParam("format", "required: %s or %s", FormatCSV, FormatJSONL)
+	default:
+		return "", badParam("format", "%q is not %s or %s", v, FormatCSV, FormatJSONL)
+	}
+}
+
+// exportQuery returns the query of the export: the parameters the route
+// takes, with the listing's own parser; limit, cursor and wait_for are
+// refused by CheckParams, so the parser's defaults stand.
+func exportQuery(c *fiber.Ctx, allowed []string) (Getter, Getter, string, error) {
+	path := func(n string) string { return c.Params(n) }
+	query := func(n string) string { return c.Query(n) }
+	if err := httpapi.CheckParams(c.Context().QueryArgs().VisitAll, allowed); err != nil {
+		return path, query, "", err
+	}
+	format, err := parseFormat(c.Query("format"))
+	return path, query, format, err
+}
+
+// stream answers the export: the headers now, the body page by page from
+// fasthttp's stream writer (after the handler returned, so that nothing
+// there may use c). Each page is written and flushed before the next is
+// read. A store error after the first byte cannot change the status: it
+// is logged and ends the body early.
+func (s *Server) stream(c *fiber.Ctx, kind, format string, org uuid.UUID, start func(w io.Writer) error,
+	next func(ctx context.Context, w io.Writer, after *auditstore.Key) (*auditstore.Key, error)) {
+	name := fmt.Sprintf("%s-%s-%s.%s", kind, org, time.Now().UTC().Format(exportTimeFormat), format)
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	c.Set("X-Content-Type-Options", "nosniff")
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	if format == FormatCSV {
+		c.Set(fiber.HeaderContentType, ContentTypeCSV)
+	} else {
+		c.Set(fiber.HeaderContentType, ContentTypeJSONL)
+	}
+	c.Status(fiber.StatusOK)
+	timeout, log := s.cfg.StoreTimeout, s.log
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		fail := func(err error) {
+			log.Error("export ended early", "kind", kind, "org", org.String(), "err", err)
+		}
+		if err := start(w); err != nil {
+			fail(err)
+			return
+		}
+		var after *auditstore.Key
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			key, err := next(ctx, w, after)
+			cancel()
+			if err != nil {
+				fail(err)
+				return
+			}
+			// Flush: the page leaves memory; a gone client ends the export.
+			if err := w.Flush(); err != nil {
+				fail(fmt.Errorf("flush: %w", err))
+				return
+			}
+			if key == nil {
+				return
+			}
+			after = key
+		}
+	})
+}
+
+// auditQuery is the store query of a listing's parameters, shared by the
+// list route and the export so that a filter applies to both.
+func auditQuery(p ListParams, limit int, after *auditstore.Key) auditstore.Query {
+	return auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Filter: p.Filter, Limit: limit, After: after}
+}
+
+// execQuery is auditQuery for tool executions.
+func execQuery(p ExecParams, limit int, after *auditstore.Key) auditstore.ExecQuery {
+	return auditstore.ExecQuery{OrgID: p.OrgID, ProjectID: p.ProjectID, Success: p.Success, UserID: p.UserID,
+		Window: p.Window, Search: p.Search, Limit: limit, After: after}
+}
+
+func (s *Server) exportAudit(withProject bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		path, query, format, perr := exportQuery(c, AuditExportParams)
+		var p ListParams
+		if perr == nil {
+			p, perr = ParseList(path, query, withProject)
+		}
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
+			return err
+		}
+		if err := s.recordExport(c, principal, "audit_logs", format, p.OrgID, p.ProjectID); err != nil {
+			return err
+		}
+		enc := newAuditEncoder(format)
+		s.stream(c, "audit_logs", format, p.OrgID, enc.start, func(ctx context.Context, w io.Writer, after *auditstore.Key) (*auditstore.Key, error) {
+			page, err := s.store.ListAudit(ctx, auditQuery(p, ExportPageSize, after))
+			if err != nil {
+				return nil, fmt.Errorf("list audit logs: %w", err)
+			}
+			for i := range page.Items {
+				if err := enc.write(w, NewItem(&page.Items[i])); err != nil {
+					return nil, err
+				}
+			}
+			return page.Next(), nil
+		})
+		return nil
+	}
+}
+
+func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		path, query, format, perr := exportQuery(c, ExecutionExportParams)
+		var p ExecParams
+		if perr == nil {
+			p, perr = ParseExecList(path, query, withProject)
+		}
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
+			return err
+		}
+		if err := s.recordExport(c, principal, "tool_executions", format, p.OrgID, p.ProjectID); err != nil {
+			return err
+		}
+		enc := newExecutionEncoder(format)
+		s.stream(c, "tool_executions", format, p.OrgID, enc.start, func(ctx context.Context, w io.Writer, after *auditstore.Key) (*auditstore.Key, error) {
+			page, err := store.ListExecutions(ctx, execQuery(p, ExportPageSize, after))
+			if err != nil {
+				return nil, fmt.Errorf("list tool executions: %w", err)
+			}
+			for i := range page.Items {
+				if err := enc.write(w, NewExecutionItem(&page.Items[i])); err != nil {
+					return nil, err
+				}
+			}
+			return page.Next(), nil
+		})
+		return nil
+	}
+}
+
+// AuditCSVHeader is the header row of an audit log CSV export: the seed's
+// fields in the seed's order.
+var AuditCSVHeader = []string{"id", "event_id", "timestamp", "client_ip", "action", "source", "display_name",
+	"customer_id", "organization_id", "project_id", "principal_id", "user_id", "principal_type",
+	"resource_type", "resource_id", "resource_display", "data", "created_time"}
+
+// ExecutionCSVHeader is the header row of a tool execution CSV export: the
+// fields of the list item in its order; tool, error and hooks as JSON.
+var ExecutionCSVHeader = []string{"execution_id", "event_id", "organization_id", "project_id", "user_id",
+	"principal_id", "principal_type", "display_name", "client_ip", "tool", "tool_name", "started_at",
+	"ended_at", "duration_ms", "success", "execution_code", "error", "hooks", "created_time"}
+
+// encoder writes the items of one export in its format.
+type encoder[T any] struct {
+	header []string
+	row    func(T) ([]string, error)
+	csv    bool
+}
+
+func (e encoder[T]) start(w io.Writer) error {
+	if !e.csv {
+		return nil
+	}
+	return writeCSVRow(w, e.header)
+}
+
+// write writes one item: a CSV row, or the list item as one JSON line.
+func (e encoder[T]) write(w io.Writer, it T) error {
+	if e.csv {
+		row, err := e.row(it)
+		if err != nil {
+			return err
+		}
+		return writeCSVRow(w, row)
+	}
+	b, err := json.Marshal(it)
+	if err != nil {
+		return fmt.Errorf("encode item: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+func newAuditEncoder(format string) encoder[Item] {
+	return encoder[Item]{header: AuditCSVHeader, row: auditRow, csv: format == FormatCSV}
+}
+
+func newExecutionEncoder(format string) encoder[ExecutionItem] {
+	return encoder[ExecutionItem]{header: ExecutionCSVHeader, row: executionRow, csv: format == FormatCSV}
+}
+
+// writeCSVRow writes one RFC 4180 record (CRLF line ends), every cell
+// defused against formula injection.
+func writeCSVRow(w io.Writer, cells []string) error {
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true
+	for i, v := range cells {
+		cells[i] = CSVSafe(v)
+	}
+	if err := cw.Write(cells); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}
+
+// CSVSafe defuses a cell that a spreadsheet would read as a formula (OWASP
+// "CSV injection"): one beginning with = + - @, a tab or a carriage
+// return is prefixed with a single quote.
+func CSVSafe(v string) string {
+	if v == "" {
+		return v
+	}
+	switch v[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+		return "'" + v
+	}
+	return v
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// jsonCell is v as compact JSON, or empty for null.
+func jsonCell(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode cell: %w", err)
+	}
+	if string(b) == "null" {
+		return "", nil
+	}
+	return string(b), nil
+}
+
+func auditRow(it Item) ([]string, error) {
+	data := ""
+	if len(it.Data) > 0 {
+		var err error
+		if data, err = jsonCell(it.Data); err != nil {
+			return nil, err
+		}
+	}
+	return []string{it.ID, it.EventID, it.Timestamp, str(it.ClientIP), it.Action, it.Source, it.DisplayName,
+		str(it.CustomerID), it.OrganizationID, str(it.ProjectID), it.PrincipalID, str(it.UserID), it.PrincipalType,
+		str(it.ResourceType), str(it.ResourceID), str(it.ResourceDisplay), data, it.CreatedTime}, nil
+}
+
+func executionRow(it ExecutionItem) ([]string, error) {
+	tool, err := jsonCell(it.Tool)
+	if err != nil {
+		return nil, err
+	}
+	var errCell string
+	if it.Error != nil {
+		if errCell, err = jsonCell(it.Error); err != nil {
+			return nil, err
+		}
+	}
+	hooks, err := jsonCell(it.Hooks)
+	if err != nil {
+		return nil, err
+	}
+	return []string{it.ExecutionID, it.EventID, it.OrganizationID, str(it.ProjectID), it.UserID,
+		it.PrincipalID, it.PrincipalType, it.DisplayName, str(it.ClientIP), tool, it.ToolName, it.StartedAt,
+		it.EndedAt, strconv.FormatFloat(it.DurationMS, 'f', -1, 64), strconv.FormatBool(it.Success),
+		it.ExecutionCode, errCell, hooks, it.CreatedTime}, nil
+}

@@ -1,0 +1,146 @@
+package query
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// goldenEntries are fixed entries covering what an export must carry
+// intact: a formula in a cell, a comma, quote and newline, unicode and
+// null fields.
+func goldenEntries() []schemas.AuditEntry {
+	org := uuid.MustParse("0193a5c0-0000-7000-8000-000000000001")
+	project := uuid.MustParse("0193a5c0-0000-7000-8000-000000000002")
+	customer := uuid.MustParse("0193a5c0-0000-7000-8000-000000000003")
+	at := time.Date(2026, 11, 26, 8, 0, 0, 123e6, time.UTC)
+	rt := schemas.ResourceTypeProject
+	mk := func(n int, ev schemas.AuditEvent) schemas.AuditEntry {
+		ev.EventID = uuid.MustParse("0193a5c0-0000-7000-8000-00000000010" + string(rune('0'+n)))
+		ev.OrganizationID = org
+		ev.Timestamp = at.Add(-time.Duration(n) * time.Minute)
+		return schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: at.Add(time.Second)}
+	}
+	return []schemas.AuditEntry{
+		mk(1, schemas.AuditEvent{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
+			DisplayName: "=HYPERLINK(\"http://evil\",\"x\")", PrincipalID: "+key", PrincipalType: "API_KEY",
+			ClientIP: schemas.Ptr("@10.0.0.1"), ResourceType: &rt, ResourceID: schemas.Ptr("-1+2"),
+			ResourceDisplay: schemas.Ptr("\tcmd"), ProjectID: &project, Data: json.RawMessage(`{"cmd": "=1+1"}`)}),
+		mk(2, schemas.AuditEvent{Action: schemas.AuditActionUpdated, Source: schemas.AuditSourceDashboard,
+			DisplayName: "Doe, \"J\"\nline two", PrincipalID: "u1", PrincipalType: "ACCOUNT", UserID: schemas.Ptr("u1"),
+			CustomerID: &customer, ResourceType: &rt, ResourceDisplay: schemas.Ptr("a,b;c\r\nd"), Data: json.RawMessage(`{"k":"v, \"w\""}`)}),
+		mk(3, schemas.AuditEvent{Action: schemas.AuditActionDeleted, Source: schemas.AuditSourceAPI,
+			DisplayName: "Zoë 日本語 🚀", PrincipalID: "p", PrincipalType: "ACCOUNT", ResourceDisplay: schemas.Ptr("Ärger")}),
+		mk(4, schemas.AuditEvent{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
+			DisplayName: "nulls", PrincipalID: "p", PrincipalType: "ACCOUNT"}),
+	}
+}
+
+func goldenExecutions() []auditstore.Execution {
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	return []auditstore.Execution{
+		{ExecutionEvent: schemas.ExecutionEvent{EventID: "0193a5c0-0000-7000-8000-000000000201", ExecutionID: "0193a5c0-0000-7000-8000-000000000201",
+			OrganizationID: "0193a5c0-0000-7000-8000-000000000001", ProjectID: "0193a5c0-0000-7000-8000-000000000002", UserID: "=user",
+			PrincipalID: "k1", PrincipalType: "API_KEY", DisplayName: "Bot, \"the\"", ClientIP: "10.0.0.2",
+			Tool: schemas.ToolRef{Toolkit: "DocsToolkit", Name: "GetDocument", Version: "1.0.0"}, StartedAt: at, EndedAt: at.Add(1500 * time.Microsecond),
+			DurationMS: 1.5, Success: true, ExecutionCode: "OK",
+			Hooks: []schemas.HookCall{{HookID: "h1", HookName: "gate", Point: "access", Code: "OK", HTTPStatus: 200, Attempts: 1, LatencyMS: 3}}},
+			CreatedTime: at.Add(time.Second)},
+		{ExecutionEvent: schemas.ExecutionEvent{EventID: "0193a5c0-0000-7000-8000-000000000202", ExecutionID: "0193a5c0-0000-7000-8000-000000000202",
+			OrganizationID: "0193a5c0-0000-7000-8000-000000000001", UserID: "ünï", PrincipalID: "u", PrincipalType: "ACCOUNT", DisplayName: "U",
+			Tool: schemas.ToolRef{Toolkit: "MailToolkit", Name: "SendEmail", Version: "0.2.0"}, StartedAt: at.Add(-time.Minute), EndedAt: at.Add(-time.Minute),
+			Success: false, ExecutionCode: "TOOL_ERROR", ErrorKind: "upstream", ExecutionError: "-boom\nsecond line"},
+			CreatedTime: at},
+	}
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n got: %q\nwant: %q", name, got, want)
+	}
+}
+
+// The encoders of the exports write the golden files: CSV with the seed's
+// header, defused formulas, quoted commas, quotes and newlines, unicode
+// as is and empty cells for null; JSONL with the list items.
+func TestExportGolden(t *testing.T) {
+	entries, execs := goldenEntries(), goldenExecutions()
+	for _, tc := range []struct{ name, format string }{
+		{"export_audit.csv", FormatCSV}, {"export_audit.jsonl", FormatJSONL},
+		{"export_executions.csv", FormatCSV}, {"export_executions.jsonl", FormatJSONL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if filepath.Base(tc.name)[:len("export_audit")] == "export_audit" {
+				enc := newAuditEncoder(tc.format)
+				if err := enc.start(&buf); err != nil {
+					t.Fatal(err)
+				}
+				for i := range entries {
+					if err := enc.write(&buf, NewItem(&entries[i])); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else {
+				enc := newExecutionEncoder(tc.format)
+				if err := enc.start(&buf); err != nil {
+					t.Fatal(err)
+				}
+				for i := range execs {
+					if err := enc.write(&buf, NewExecutionItem(&execs[i])); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			checkGolden(t, tc.name, buf.Bytes())
+		})
+	}
+}
+
+func TestCSVSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "", "a": "a", "=1+1": "'=1+1", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)",
+		"\tx": "'\tx", "\rx": "'\rx", "a=b": "a=b", "'=x": "'=x", "日本": "日本",
+	} {
+		if got := CSVSafe(in); got != want {
+			t.Errorf("CSVSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{{"csv", "csv", true}, {"jsonl", "jsonl", true}, {"", "", false}, {"CSV", "", false}, {"xml", "", false}} {
+		got, err := parseFormat(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseFormat(%q) = %q, %v", tc.in, got, err)
+		}
+		if err != nil && !bytes.Contains([]byte(err.Error()), []byte("format")) {
+			t.Errorf("parseFormat(%q): %v does not name format", tc.in, err)
+		}
+	}
+}
