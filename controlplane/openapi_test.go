@@ -10,13 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
 // adminSpec checks answers of the control plane at a base URL against
@@ -28,26 +26,7 @@ type adminSpec struct {
 
 func newAdminSpec(t *testing.T, base string) *adminSpec {
 	t.Helper()
-	b, err := schemas.OpenAPI.ReadFile("openapi/admin.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("admin.yaml: %v", err)
-	}
-	doc.Servers = openapi3.Servers{{URL: base}}
-	// The callback and picker answer HTML pages (kin-openapi decodes JSON
-	// and text only).
-	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &adminSpec{router: router, checked: map[string]bool{}}
+	return &adminSpec{router: openapitest.Router(t, "admin.yaml", base), checked: map[string]bool{}}
 }
 
 // do sends req (redirects not followed), wants the status want, checks the

@@ -17,9 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,6 +34,7 @@ import (
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
 // countingStore records the limit and size of every page an export reads.
@@ -347,24 +346,7 @@ func mustJSON(t *testing.T, v any) string {
 
 // The export answers (200 in both formats, 400, 403) match audit.yaml.
 func TestExportMatchesOpenAPI(t *testing.T) {
-	b, err := schemas.OpenAPI.ReadFile("openapi/audit.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("audit.yaml: %v", err)
-	}
-	doc.Servers = openapi3.Servers{{URL: "http://auditrail.test"}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.PlainBodyDecoder)
-	openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.PlainBodyDecoder)
+	router := openapitest.Router(t, "audit.yaml", "http://auditrail.test")
 	e := newWaitEnv(t)
 	_, store := e.audit(e.org, &e.project)
 	if err := store(); err != nil {

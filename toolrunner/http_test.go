@@ -11,16 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/oauthflow"
-	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/openapitest"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
@@ -171,22 +169,7 @@ func TestHTTPAuthorization(t *testing.T) {
 	e := newEnv(t, nil)
 	app := httpapi.NewApp(nil)
 	toolrunner.NewServer(e.runner, allowAll{}, httpx.TrustedProxies{}).Register(app)
-	spec, err := schemas.OpenAPI.ReadFile("openapi/tools.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("tools.yaml: %v", err)
-	}
-	doc.Servers = openapi3.Servers{{URL: "http://example.com"}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	router := openapitest.Router(t, "tools.yaml", "http://example.com")
 	path := "/api/v1/orgs/" + e.sc.Org.String() + "/projects/" + e.sc.Project.String() + "/tools/execute"
 	execute := func(tool string) map[string]any {
 		t.Helper()

@@ -9,12 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/auditrail/auditrail/schemas/openapitest"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
-
-	"github.com/auditrail/auditrail/schemas"
 )
 
 // apiClient calls a running auditrail and validates every response of a
@@ -29,25 +26,8 @@ type apiClient struct {
 func newAPIClient(t *testing.T, base string) *apiClient {
 	t.Helper()
 	c := &apiClient{t: t, base: base}
-	for _, name := range []string{"openapi/audit.yaml", "openapi/admin.yaml", "openapi/tools.yaml"} {
-		b, err := schemas.OpenAPI.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		loader := openapi3.NewLoader()
-		doc, err := loader.LoadFromData(b)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if err := doc.Validate(context.Background()); err != nil {
-			t.Fatalf("%s is not valid OpenAPI: %v", name, err)
-		}
-		doc.Servers = openapi3.Servers{{URL: "http://" + base}}
-		r, err := gorillamux.NewRouter(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.routers = append(c.routers, r)
+	for _, name := range []string{"audit.yaml", "admin.yaml", "tools.yaml"} {
+		c.routers = append(c.routers, openapitest.Router(t, name, "http://"+base))
 	}
 	return c
 }

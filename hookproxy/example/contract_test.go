@@ -11,17 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/hookproxy/example"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/schemas/hooksapi"
+	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
 func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
@@ -29,23 +27,7 @@ func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
 // contractRouter loads hooks.yaml for a server at base.
 func contractRouter(t *testing.T, base string) routers.Router {
 	t.Helper()
-	b, err := schemas.OpenAPI.ReadFile("openapi/hooks.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("hooks.yaml: %v", err)
-	}
-	doc.Servers = openapi3.Servers{{URL: base}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return router
+	return openapitest.Router(t, "hooks.yaml", base)
 }
 
 // validating checks every request reaching next, and every answer of next,

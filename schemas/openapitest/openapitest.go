@@ -1,0 +1,49 @@
+// Package openapitest gives tests the embedded OpenAPI descriptions
+// (schemas/openapi), each validated and routed for a server at a base URL,
+// so that requests and answers can be checked against them.
+package openapitest
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/auditrail/auditrail/schemas"
+)
+
+var decoders sync.Once
+
+// Router loads schemas/openapi/<file> (audit.yaml, admin.yaml, tools.yaml,
+// hooks.yaml), fails the test unless it is valid OpenAPI, and routes it
+// for a server at base. The non-JSON answers of the APIs (HTML pages, CSV
+// and JSON Lines exports) are decoded as plain text.
+func Router(t testing.TB, file, base string) routers.Router {
+	t.Helper()
+	decoders.Do(func() {
+		for _, ct := range []string{"text/html", "text/csv", "application/x-ndjson"} {
+			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+		}
+	})
+	b, err := schemas.OpenAPI.ReadFile("openapi/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("%s is not valid OpenAPI: %v", file, err)
+	}
+	doc.Servers = openapi3.Servers{{URL: base}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return router
+}
