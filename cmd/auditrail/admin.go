@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -539,6 +540,40 @@ func adminExecutions(ctx context.Context, base, key string, args []string) error
 	return walkListing(ctx, base, key, "admin executions", path, q, *limit, *all, *format, cols, row)
 }
 
+// maxCountPages bounds the pages of 100 that countMore reads (each is one
+// request against the rate limit).
+const maxCountPages = 5
+
+// countMore says how many entries follow cursor: exactly up to
+// maxCountPages pages of 100, "more than N" past them, "more entries"
+// when the API would not say (rate limited).
+func countMore(ctx context.Context, base, key, path string, q url.Values, cursor string) string {
+	q = maps.Clone(q)
+	q.Set("limit", "100")
+	n := 0
+	for range maxCountPages {
+		q.Set("cursor", cursor)
+		data, err := adminCall(ctx, base, key, "GET", path+"?"+q.Encode(), nil)
+		if err != nil {
+			return "more entries"
+		}
+		var page struct {
+			Items      []json.RawMessage `json:"items"`
+			HasMore    bool              `json:"has_more"`
+			NextCursor string            `json:"next_cursor"`
+		}
+		if json.Unmarshal(data, &page) != nil {
+			return "more entries"
+		}
+		n += len(page.Items)
+		if !page.HasMore {
+			return fmt.Sprintf("%d more", n)
+		}
+		cursor = page.NextCursor
+	}
+	return fmt.Sprintf("more than %d more", n)
+}
+
 // walkListing prints one page of a listing, or (all) every page, as a
 // table or JSON lines; without all, a last line says that more entries
 // follow and how to get them.
@@ -595,7 +630,8 @@ func walkListing(ctx context.Context, base, key, cmd, path string, q url.Values,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "auditrail %s: %d shown; more entries follow: pass --all for every page (or --limit up to 100 per page)\n", cmd, rows)
+			fmt.Fprintf(os.Stderr, "auditrail %s: %d shown; %s follow: pass --all for every page (or --limit up to 100 per page)\n",
+				cmd, rows, countMore(ctx, base, key, path, q, page.NextCursor))
 			return nil
 		}
 		q.Set("cursor", page.NextCursor)

@@ -127,7 +127,7 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("logs --action EXPLODED: %d %s", code, out)
 	}
 	// Without --all, more pages are announced with the way to get them.
-	if out, code := run("", "logs", org, "--limit", "3"); code != 0 || !strings.Contains(out, "3 shown; more entries follow: pass --all") {
+	if out, code := run("", "logs", org, "--limit", "3"); code != 0 || !strings.Contains(out, "3 shown; 5 more follow: pass --all") {
 		t.Fatalf("logs with more pages: %d %s", code, out)
 	}
 	if out, code := run("", "org", "list"); code != 0 || !strings.Contains(out, org) || !strings.Contains(out, "Acme Corp") {
