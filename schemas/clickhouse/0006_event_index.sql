@@ -4,8 +4,8 @@
 -- that is already stored is not written again, whatever its timestamp (the
 -- sort keys of the tables start with the time, so ReplacingMergeTree alone
 -- folds only copies with the same time): the first write wins, as the
--- SQLite store's unique key does. Ingest writes here after the rows, so a
--- crash between the two leaves an id to write again, never a row missing.
+-- SQLite store's unique key does. Materialized views write here in the
+-- inserts of the rows themselves.
 CREATE TABLE IF NOT EXISTS event_index (
     organization_id String,
     kind            UInt8,
@@ -13,6 +13,16 @@ CREATE TABLE IF NOT EXISTS event_index (
     ts_ms           Int64
 ) ENGINE = ReplacingMergeTree
 ORDER BY (organization_id, kind, event_id);
+
+-- Every row written from now on is indexed by the server, in the insert
+-- that writes it (no second round trip from ingest).
+CREATE MATERIALIZED VIEW IF NOT EXISTS event_index_audit_mv TO event_index AS
+SELECT organization_id, toUInt8(0) AS kind, event_id, ts_ms
+FROM audit_logs;
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS event_index_executions_mv TO event_index AS
+SELECT organization_id, toUInt8(1) AS kind, event_id, started_ms AS ts_ms
+FROM tool_executions;
 
 -- Rows stored before this migration (run again after an interruption, it
 -- only adds copies that the engine folds).

@@ -162,7 +162,7 @@ func columnExists(stmt string, err error) bool {
 // already stored (event_index) are not written again, whatever their
 // timestamp; the others go in columnar batch inserts of at most
 // maxPartitionsPerInsert-1 months each (a month in UTC may straddle two of
-// the server's time zone), then their ids into event_index. Copies written
+// the server's time zone); a materialized view indexes them. Copies written
 // concurrently with one timestamp are folded by the ReplacingMergeTree and
 // hidden at read time by LIMIT 1 BY event_id.
 func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) error {
@@ -196,7 +196,7 @@ func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) err
 			return err
 		}
 	}
-	return s.index(ctx, kindAudit, freshRows)
+	return nil // event_index_audit_mv indexes the rows
 }
 
 // writeAuditRows writes events in one columnar batch insert.

@@ -17,8 +17,6 @@ import (
 var (
 	//go:embed queries/stored_ids.sql
 	storedIDsSQL string
-	//go:embed queries/insert_index.sql
-	insertIndexSQL string
 )
 
 // Kinds of event_index rows.
@@ -82,27 +80,6 @@ func busyOnly(err error) error {
 		return c
 	}
 	return err
-}
-
-// index records the ids of rows just written.
-func (s *Store) index(ctx context.Context, kind uint8, rows []indexed) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	batch, err := s.conn.PrepareBatch(ctx, insertIndexSQL)
-	if err != nil {
-		return fmt.Errorf("clickhouse prepare index batch: %w", err)
-	}
-	defer batch.Abort()
-	for _, r := range rows {
-		if err := batch.Append(r.org, kind, r.id, r.ts); err != nil {
-			return fmt.Errorf("clickhouse append index: %w", err)
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("clickhouse index %d ids: %w", len(rows), busyOnly(err))
-	}
-	return nil
 }
 
 // maxPartitionsPerInsert is how many monthly partitions one insert may

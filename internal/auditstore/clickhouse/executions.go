@@ -58,7 +58,7 @@ func (s *Store) WriteExecutions(ctx context.Context, events []schemas.ExecutionE
 			return err
 		}
 	}
-	return s.index(ctx, kindExecution, freshRows)
+	return nil // event_index_executions_mv indexes the rows
 }
 
 // writeExecutionRows writes events in one batch insert.

@@ -1,1 +1,0 @@
-INSERT INTO event_index (organization_id, kind, event_id, ts_ms)
