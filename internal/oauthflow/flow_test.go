@@ -626,16 +626,20 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func FuzzOpenState(f *testing.F) {
-	s := newSealer(f)
+// fuzzFlow is the flow and provider the fuzz targets seal their inputs with.
+func fuzzFlow(f *testing.F) (*oauthflow.Flow, oauthflow.Provider) {
 	cfg := oauthflow.DefaultConfig()
 	cfg.RedirectURL = "https://a.example/cb"
-	flow, err := oauthflow.New(cfg, s)
+	flow, err := oauthflow.New(cfg, newSealer(f))
 	if err != nil {
 		f.Fatal(err)
 	}
-	p := oauthflow.Provider{ID: "p", Type: oauthflow.TypeOAuth2, ClientID: "c",
+	return flow, oauthflow.Provider{ID: "p", Type: oauthflow.TypeOAuth2, ClientID: "c",
 		Endpoints: oauthflow.Endpoints{AuthorizeURL: "https://a.example/auth", TokenURL: "https://a.example/token"}}
+}
+
+func FuzzOpenState(f *testing.F) {
+	flow, p := fuzzFlow(f)
 	authURL, _, err := start(flow, p, uuid.New(), uuid.New(), "u", []string{"x"})
 	if err != nil {
 		f.Fatal(err)
@@ -947,15 +951,7 @@ func TestProviderAnswersCapped(t *testing.T) {
 }
 
 func FuzzOpenTicket(f *testing.F) {
-	s := newSealer(f)
-	cfg := oauthflow.DefaultConfig()
-	cfg.RedirectURL = "https://a.example/cb"
-	flow, err := oauthflow.New(cfg, s)
-	if err != nil {
-		f.Fatal(err)
-	}
-	p := oauthflow.Provider{ID: "p", Type: oauthflow.TypeOAuth2, ClientID: "c",
-		Endpoints: oauthflow.Endpoints{AuthorizeURL: "https://a.example/auth", TokenURL: "https://a.example/token"}}
+	flow, p := fuzzFlow(f)
 	ticket, _, err := flow.NewTicket(p, uuid.New(), uuid.New(), "u", []string{"x"}, false)
 	if err != nil {
 		f.Fatal(err)

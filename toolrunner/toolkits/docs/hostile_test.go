@@ -12,6 +12,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/provhttp"
+	"github.com/auditrail/auditrail/internal/provhttp/provhttptest"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs/docmd"
 )
@@ -48,17 +49,7 @@ func newHostileGoogle(t *testing.T) *hostileGoogle {
 		case redirect != "":
 			http.Redirect(w, r, redirect, http.StatusTemporaryRedirect)
 		case size > 0:
-			if declared {
-				w.Header().Set("Content-Length", strconv.FormatInt(size+len64(`{"title":""}`), 10))
-			}
-			io.WriteString(w, `{"title":"`)
-			chunk := []byte(strings.Repeat("x", 1<<20))
-			for left := size; left > 0; left -= int64(len(chunk)) {
-				if _, err := w.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
-					return
-				}
-			}
-			io.WriteString(w, `"}`)
+			provhttptest.WriteHuge(w, `{"title":"`, `"}`, size, declared)
 		default:
 			io.WriteString(w, doc)
 		}
@@ -66,8 +57,6 @@ func newHostileGoogle(t *testing.T) *hostileGoogle {
 	t.Cleanup(h.srv.Close)
 	return h
 }
-
-func len64(s string) int64 { return int64(len(s)) }
 
 func (h *hostileGoogle) set(f func(h *hostileGoogle)) {
 	h.mu.Lock()

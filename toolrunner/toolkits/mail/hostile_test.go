@@ -4,12 +4,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/auditrail/auditrail/internal/provhttp"
+	"github.com/auditrail/auditrail/internal/provhttp/provhttptest"
 	"github.com/auditrail/auditrail/toolrunner"
 )
 
@@ -35,17 +35,7 @@ func newHostileGraph(t *testing.T) *hostileGraph {
 		case redirect != "":
 			http.Redirect(w, r, redirect+r.URL.Path, http.StatusTemporaryRedirect)
 		case size > 0:
-			if declared {
-				w.Header().Set("Content-Length", strconv.FormatInt(size+int64(len(`{"value":[],"x":""}`)), 10))
-			}
-			io.WriteString(w, `{"value":[],"x":"`)
-			chunk := []byte(strings.Repeat("x", 1<<20))
-			for left := size; left > 0; left -= int64(len(chunk)) {
-				if _, err := w.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
-					return
-				}
-			}
-			io.WriteString(w, `"}`)
+			provhttptest.WriteHuge(w, `{"value":[],"x":"`, `"}`, size, declared)
 		default:
 			io.WriteString(w, answer)
 		}
