@@ -44,13 +44,9 @@ func (s *Service) EnabledHooks(org, project uuid.UUID) ([]ResolvedHook, error) {
 // HookIDs answers the ids of every hook that exists, enabled or not, in
 // every organization: the hook client forgets the others.
 func (s *Service) HookIDs() (map[string]bool, error) {
-	s.state.mu.RLock()
-	defer s.state.mu.RUnlock()
 	out := map[string]bool{}
-	for k := range s.state.entries {
-		if strings.HasPrefix(k, "hook.") {
-			out[k[strings.LastIndexByte(k, '.')+1:]] = true
-		}
+	for _, k := range s.state.keys("hook.") {
+		out[k[strings.LastIndexByte(k, '.')+1:]] = true
 	}
 	return out, nil
 }

@@ -250,6 +250,19 @@ func (s *State) list(prefix string) [][]byte {
 	return out
 }
 
+// keys returns the keys under prefix, in no order.
+func (s *State) keys(prefix string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for k := range s.entries {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func listAs[T any](s *State, prefix string) ([]T, error) {
 	raw := s.list(prefix)
 	out := make([]T, 0, len(raw))
