@@ -24,6 +24,7 @@ import (
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/query/dashboard"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
 )
@@ -153,7 +154,7 @@ type devFlags struct {
 func parseDevFlags(args []string) (devFlags, error) {
 	fs := newFlags("dev")
 	f := devFlags{
-		http:       fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API"),
+		http:       fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API and the dashboard (/dashboard/)"),
 		natsListen: fs.String("nats-listen", "", "127.0.0.1:4222", "client port of the embedded NATS server"),
 		nats:       addNATSFlags(fs, "", true),
 		data:       fs.String("data", "", "./data", "JetStream store and embedded audit store"),
@@ -430,6 +431,7 @@ func (d *devProcess) buildAPI(context.Context) error {
 	qs.Register(d.app, httpapi.RateLimit(limiter, proxies, log))
 	d.admin.Register(d.app, httpapi.RateLimit(adminLimiter, proxies, log))
 	toolrunner.NewServer(d.runner, d.cp.access, proxies).Register(d.app, httpapi.RateLimit(toolLimiter, proxies, log))
+	dashboard.Register(d.app)
 	return nil
 }
 
@@ -465,6 +467,7 @@ func (d *devProcess) serve(ctx context.Context) error {
 		storeName = "clickhouse " + redact.URL(*d.f.clickhouse)
 	}
 	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", *d.f.http, redact.URL(d.url), storeName)
+	fmt.Fprintf(os.Stdout, "dashboard: %s%s (sign in with an API key)\n", strings.TrimSuffix(*d.f.publicURL, "/"), dashboard.Path)
 
 	log := d.f.log
 	errc := make(chan error, 1)

@@ -17,6 +17,7 @@ import (
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/query/dashboard"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
 )
@@ -174,6 +175,10 @@ func runQuery(ctx context.Context, args []string) error {
 	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store, nil), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
+	// The dashboard: its page also calls /api/v1/me and the admin routes of
+	// the controlplane role, so a deployment that splits the roles puts one
+	// origin in front that routes by path.
+	dashboard.Register(app)
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, app, *httpAddr, log) }()
 	select {
