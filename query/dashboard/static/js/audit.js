@@ -178,9 +178,10 @@ export function render(root, ctx) {
   if (wantLive) {
     if (live) clearTimeout(live.detach);
     else {
-      live = { key, paused: false, pending: [], state: "connecting" };
+      live = { key, paused: false, pending: [], state: "connecting", hooks: { arrive, state: setLiveState } };
       const url = ctx.api.url(path + "/stream", { q });
-      live.conn = tail(ctx.api, url, { onItem: (it) => live && live.hooks.arrive(it), onState: (s, d) => live && live.hooks.state(s, d) });
+      const mine = live;
+      mine.conn = tail(ctx.api, url, { onItem: (it) => live === mine && mine.hooks.arrive(it), onState: (s, d) => live === mine && mine.hooks.state(s, d) });
     }
     live.hooks = { arrive, state: setLiveState };
     if (live.paused) { pauseBtn.textContent = live.pending.length ? `Resume (${live.pending.length} new)` : "Resume"; pauseBtn.setAttribute("aria-pressed", "true"); }

@@ -60,7 +60,7 @@ export function rowsTable(columns, items, { open, fresh, onOpen }) {
   const tbody = h("tbody", {});
   for (const it of items) tbody.append(row(columns, it, { open, fresh, onOpen }));
   return h("table", { class: "entries", id: "entries" },
-    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: c.cls || null, scope: "col" }, c.title)))),
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { class: (c.cls || "").includes("hide-narrow") ? "hide-narrow" : null, scope: "col" }, c.title)))),
     tbody);
 }
 
