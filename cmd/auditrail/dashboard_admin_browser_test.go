@@ -167,6 +167,10 @@ func dashboardAdmin(t *testing.T, extra ...string) {
 			until(card+`?.dataset.state === "enabled"`),
 			until(`document.getElementById("hooks-org-note").textContent.includes("enabled")`))
 
+		// With a project picked, its hooks are listed under the organization's.
+		d.do(t, "project hooks",
+			chromedp.Navigate(d.url("?view=hooks&org="+d.org+"&project="+d.project)),
+			until(`document.querySelector("#hooks-project .empty") && document.querySelector("#hooks-org article")`))
 		// At a phone's width nothing is wider than the screen.
 		d.do(t, "390 px", chromedp.EmulateViewport(390, 844))
 		defer d.do(t, "reset viewport", chromedp.ResetViewport())

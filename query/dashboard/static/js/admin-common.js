@@ -49,6 +49,12 @@ export function confirmDialog(message, action) {
   });
 }
 
+// closeDialogs is the admin views' cleanup: a question left open by the
+// view is answered Cancel.
+export function closeDialogs() {
+  for (const d of document.querySelectorAll("dialog.admin-confirm")) d.close();
+}
+
 // secretOnce is the panel of a new key's secret, shown once: a read-only
 // field, a copy button and a Done button that forgets it.
 export function secretOnce(name, secret) {

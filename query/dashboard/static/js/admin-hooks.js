@@ -3,7 +3,7 @@
 // of its server and the circuit breaker of each point; enable, disable,
 // delete, and a short form to add one.
 import { h, clear, time } from "./dom.js";
-import { guard, confirmDialog, state, busy } from "./admin-common.js";
+import { guard, confirmDialog, state, busy, closeDialogs } from "./admin-common.js";
 
 const points = ["access", "pre", "post"];
 
@@ -15,6 +15,7 @@ export const hooks = {
     if (ctx.project) {
       section(root, ctx, `/orgs/${ctx.org.id}/projects/${ctx.project.id}/hooks`, "project", "Hooks of project " + (ctx.project.name || ctx.project.id));
     }
+    return closeDialogs;
   },
 };
 

@@ -1,7 +1,7 @@
 // The API keys of an organization and the service keys of a project:
 // list, create (the secret shown once), disable, delete.
 import { h, clear, time, append } from "./dom.js";
-import { guard, confirmDialog, secretOnce, state, cell, busy } from "./admin-common.js";
+import { guard, confirmDialog, secretOnce, state, cell, busy, closeDialogs } from "./admin-common.js";
 
 // keys is the view of the organization's keys (user keys and the service
 // keys of its projects).
@@ -28,6 +28,7 @@ export const keys = {
       }
     }, (e) => ctx.current() && ctx.showError(e));
     load();
+    return closeDialogs;
   },
 };
 
@@ -51,6 +52,7 @@ export const serviceKeys = {
     const load = keyList(ctx, form.list, () => ctx.api.get(path), false);
     form.onCreated = load;
     load();
+    return closeDialogs;
   },
 };
 
