@@ -175,7 +175,8 @@ function drawScope(org, project) {
 
 function drawNav(active, org, project) {
   const nav = clear($("nav"));
-  const isAdmin = !org || org.role === "owner" || org.role === "admin" || org.role === "";
+  // role "" is the platform admin, but also a project service key (no member): admin.canAdmin tells them apart.
+  const isAdmin = admin.canAdmin(state.me, org);
   for (const v of views) {
     if (v.admin && !isAdmin) continue;
     if (v.needsProject && !project) continue;
