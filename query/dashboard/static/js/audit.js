@@ -7,7 +7,7 @@ import { h, clear, append, time } from "./dom.js";
 import { ApiError } from "./api.js";
 import { searchBox, addTerm } from "./search.js";
 import { picker } from "./range.js";
-import { Listing, listingKey, rowsTable, row, moreButton, emptyState, errorState, exportButtons, keyboard, panel, fields, json, focusRow, idOf } from "./list.js";
+import { Listing, listingKey, rowsTable, row, moreButton, emptyState, errorState, exportButtons, keyboard, panel, fields, json, focusRow, idOf, when } from "./list.js";
 import { histogram, bucketFor, short } from "./histogram.js";
 import { tail } from "./live.js";
 import { diffTable } from "./diff.js";
@@ -21,7 +21,7 @@ let live = null; // {key, conn, paused, pending, hooks, detach, state}
 const single = new Map(); // event_id → entry opened by link (not in the listing)
 
 const columns = [
-  { title: "Time", cell: (it) => time(it.timestamp), cls: "when" },
+  { title: "Time", cell: (it) => when(it.timestamp), cls: "when" },
   { title: "Action", cell: (it) => h("span", { class: "badge a-" + short(it.action) }, short(it.action)) },
   { title: "Actor", cell: (it) => [h("span", {}, it.display_name || it.principal_id), it.user_id && it.user_id !== it.display_name ? h("span", { class: "muted sub" }, it.user_id) : null] },
   { title: "Resource", cell: (it) => [it.resource_type ? h("span", { class: "rtype" }, short(it.resource_type)) : null, " ", h("span", { title: it.resource_id || "" }, it.resource_display || it.resource_id || "")] },

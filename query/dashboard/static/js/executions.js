@@ -5,7 +5,7 @@
 import { h, clear, append, time } from "./dom.js";
 import { searchBox } from "./search.js";
 import { picker } from "./range.js";
-import { Listing, listingKey, rowsTable, moreButton, emptyState, errorState, exportButtons, keyboard, panel, fields, json, focusRow, idOf } from "./list.js";
+import { Listing, listingKey, rowsTable, moreButton, emptyState, errorState, exportButtons, keyboard, panel, fields, json, focusRow, idOf, when } from "./list.js";
 
 let listing = null;
 const single = new Map();
@@ -41,7 +41,7 @@ function outcome(it) {
 }
 
 const columns = [
-  { title: "Started", cell: (it) => time(it.started_at), cls: "when" },
+  { title: "Started", cell: (it) => when(it.started_at), cls: "when" },
   { title: "Tool", cell: (it) => [h("span", { class: "mono" }, it.tool ? it.tool.name : it.tool_name), it.tool ? h("span", { class: "muted sub" }, it.tool.toolkit + (it.tool.version ? " " + it.tool.version : "")) : null] },
   { title: "User", cell: (it) => it.user_id || "" },
   { title: "Principal", cell: (it) => [h("span", {}, it.display_name || it.principal_id), h("span", { class: "muted sub" }, it.principal_type)], cls: "hide-narrow" },

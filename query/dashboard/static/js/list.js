@@ -2,7 +2,7 @@
 // across redraws (the URL changes on every click, the entries loaded stay),
 // pages by cursor, the table with keyboard navigation, the detail panel,
 // the export buttons and the empty and error states.
-import { h, clear } from "./dom.js";
+import { h, clear, time } from "./dom.js";
 import { ApiError } from "./api.js";
 import { resolve, rangeKey } from "./range.js";
 
@@ -186,6 +186,19 @@ export function fields(pairs) {
 // json pretty-prints a value as text.
 export function json(v) {
   return h("pre", { class: "json" }, JSON.stringify(v, null, 2));
+}
+
+// when is an instant for a table cell: dom.js time() (viewer's zone, UTC
+// on hover) in a compact form — the time alone today, no year this year.
+export function when(iso) {
+  const el = time(iso);
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime())) return el;
+  const now = new Date();
+  const hm = { hour: "2-digit", minute: "2-digit", second: "2-digit" };
+  if (d.toDateString() === now.toDateString()) el.textContent = d.toLocaleTimeString(undefined, hm);
+  else if (d.getFullYear() === now.getFullYear()) el.textContent = d.toLocaleString(undefined, { month: "short", day: "numeric", ...hm });
+  return el;
 }
 
 // focusRow focuses the row of id (after a redraw).
