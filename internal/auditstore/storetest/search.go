@@ -91,14 +91,18 @@ func RandomAuditSearches(evs []schemas.AuditEvent, seed uint64, n int) []string 
 	}
 	texts = append(texts, "ada", "LOVE", "émile", "ÜNÏ", "100%", "%", "_", "res-1", "hook", "zzz", "key")
 	values := map[string]func() string{
-		search.KeyAction:        func() string { return pick([]string{"CREATED", "UPDATED", "DELETED", "DISABLED", "AUDIT_ACTION_CREATED"}) },
+		search.KeyAction: func() string {
+			return pick([]string{"CREATED", "UPDATED", "DELETED", "DISABLED", "AUDIT_ACTION_CREATED"})
+		},
 		search.KeySource:        func() string { return pick([]string{"API", "CLI", "DASHBOARD", "SYSTEM"}) },
 		search.KeyResourceType:  func() string { return pick([]string{"PROJECT", "API_KEY", "HOOK", "ORGANIZATION"}) },
 		search.KeyResourceID:    func() string { return pick(append(resIDs, "nope")) },
 		search.KeyActor:         func() string { return pick(append(actors, "nobody")) },
 		search.KeyPrincipalType: func() string { return pick([]string{"USER", "ORG_SERVICE_KEY", "ACCOUNT"}) },
-		search.KeyProject:       func() string { return pick(append(projects, uuid.NewSHA1(uuid.Nil, []byte{byte(r.IntN(256))}).String())) },
-		search.KeyEventID:       func() string { return pick(events) },
+		search.KeyProject: func() string {
+			return pick(append(projects, uuid.NewSHA1(uuid.Nil, []byte{byte(r.IntN(256))}).String()))
+		},
+		search.KeyEventID: func() string { return pick(events) },
 		search.KeyIP: func() string {
 			return pick([]string{"10.1.2.3", "10.0.0.0/8", "10.1.0.0/16", "2001:db8::/32", "2001:db8::7", "::/0", "0.0.0.0/0",
 				"::ffff:10.1.0.0/112", "::ffff:0:0/96", "2001:db8::a", "10.2.0.1/32", "1.2.3.4", "::/1"})
