@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
 // orgKeys authenticates "key-<org>" as a reader of that org only.
@@ -605,5 +608,75 @@ func TestLiveConfigValidate(t *testing.T) {
 				t.Fatalf("Validate: %v", err)
 			}
 		})
+	}
+}
+
+// The stream's answers (200, 400, 401, 403, 503) match audit.yaml.
+func TestStreamMatchesOpenAPI(t *testing.T) {
+	e := newLiveEnv(t, false, func(c *query.LiveConfig) { c.MaxStreams = 1 })
+	router := openapitest.Router(t, "audit.yaml", e.url)
+	org, project := uuid.New(), uuid.New()
+	key := "key-" + org.String()
+	checked := map[string]bool{}
+	var open []*http.Response
+	defer func() {
+		for _, r := range open {
+			r.Body.Close()
+		}
+	}()
+	for _, tc := range []struct {
+		path, key string
+		header    []string
+		status    int
+	}{
+		{streamPath(org, &project) + "?q=actor:key_1&source=AUDIT_SOURCE_API", key, []string{query.HeaderLastEventID, uuid.NewString()}, 200},
+		{streamPath(org, nil), key, nil, 503}, // the one stream allowed is open
+		{streamPath(org, nil) + "?until=2026-01-01T00:00:00Z", key, nil, 400},
+		{streamPath(org, nil), "", nil, 401},
+		{streamPath(uuid.New(), &project), key, nil, 403},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, e.url+tc.path, nil)
+		if tc.key != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.key)
+		}
+		for i := 0; i+1 < len(tc.header); i += 2 {
+			req.Header.Set(tc.header[i], tc.header[i+1])
+		}
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw []byte
+		if resp.StatusCode == 200 {
+			open = append(open, resp) // the body does not end: validate the headers
+		} else {
+			raw, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if resp.StatusCode != tc.status {
+			t.Fatalf("%s: %d %s, want %d", tc.path, resp.StatusCode, raw, tc.status)
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("%s is not described: %v", tc.path, err)
+		}
+		in := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+			Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)),
+			Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		}
+		if err := openapi3filter.ValidateRequest(context.Background(), in.RequestValidationInput); err != nil {
+			t.Fatalf("%s: the request does not match audit.yaml: %v", tc.path, err)
+		}
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			t.Fatalf("%s: the answer does not match audit.yaml: %v\n%s", tc.path, err, raw)
+		}
+		checked[route.Operation.OperationID] = true
+	}
+	for _, op := range []string{"streamOrgAuditLogs", "streamProjectAuditLogs"} {
+		if !checked[op] {
+			t.Errorf("%s not checked", op)
+		}
 	}
 }
