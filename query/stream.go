@@ -32,7 +32,7 @@ import (
 // own created_time, set at ingest, follows it by the ingest latency).
 //
 // Resuming (Last-Event-ID, or last_event_id): the entry is looked up in the
-// store. Found, the stream starts at its timestamp minus ResumeMargin (a
+// store (a UUIDv7 id near its time: auditstore.LookupWindow). Found, the stream starts at its timestamp minus ResumeMargin (a
 // producer's clock may run ahead of the stream's), skips the messages up to
 // and including it, and delivers what follows. Not in the store (not
 // ingested yet, or unknown), it starts ResumeMargin before now and skips
@@ -240,9 +240,17 @@ func (s *Server) openStream(ctx context.Context, p ListParams, last *uuid.UUID) 
 	if last != nil {
 		now := time.Now()
 		st.start, st.bound = now.Add(-lv.cfg.ResumeMargin), now.Add(lv.cfg.ResumeMargin)
+		f := auditstore.Filter{Search: search.Query{Terms: []search.Term{{Key: search.KeyEventID, Values: []string{last.String()}}}}}
+		if last.Version() == 7 {
+			// Near the time in the id, so that a store keyed by time
+			// (ClickHouse) prunes its scan; any other id is looked for in
+			// the whole trail.
+			lo, hi := auditstore.LookupWindow(*last, now)
+			since, until := time.UnixMilli(lo).UTC(), time.UnixMilli(hi).UTC()
+			f.Window = auditstore.Window{Since: &since, Until: &until}
+		}
 		qctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
-		page, err := s.store.ListAudit(qctx, auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Limit: 1,
-			Filter: auditstore.Filter{Search: search.Query{Terms: []search.Term{{Key: search.KeyEventID, Values: []string{last.String()}}}}}})
+		page, err := s.store.ListAudit(qctx, auditstore.Query{OrgID: p.OrgID, ProjectID: p.ProjectID, Limit: 1, Filter: f})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("look up Last-Event-ID: %w", err)

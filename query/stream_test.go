@@ -247,7 +247,7 @@ func event(org uuid.UUID, mod func(e *schemas.AuditEvent)) *schemas.AuditEvent {
 	rt := schemas.ResourceTypeAPIKey
 	rid, rdisp := "key-"+uuid.NewString()[:8], "Prod key"
 	ip := "10.1.2.3"
-	e := &schemas.AuditEvent{EventID: uuid.New(), OrganizationID: org, Timestamp: time.Now().UTC().Truncate(time.Millisecond),
+	e := &schemas.AuditEvent{EventID: uuid.Must(uuid.NewV7()), OrganizationID: org, Timestamp: time.Now().UTC().Truncate(time.Millisecond),
 		Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI, DisplayName: "Ada Lovelace", PrincipalID: "key_1",
 		PrincipalType: "USER", ResourceType: &rt, ResourceID: &rid, ResourceDisplay: &rdisp, ClientIP: &ip, Data: json.RawMessage(`{"after":{"n":1}}`)}
 	if mod != nil {
@@ -396,10 +396,11 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 		name     string
 		noIngest bool
 		param    bool
+		v4       bool // event ids that are not UUIDv7 (looked up without a time window)
 	}{
-		{"stored entry, header", false, false},
-		{"stored entry, parameter", false, true},
-		{"entry not ingested yet", true, false},
+		{"stored entry, header", false, false, false},
+		{"stored entry (not a UUIDv7), parameter", false, true, true},
+		{"entry not ingested yet", true, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newLiveEnv(t, tc.noIngest, nil)
@@ -409,6 +410,11 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 			e.publish(t, event(org, nil), event(org, nil))
 			c := e.open(t, streamPath(org, nil), key)
 			evs := []*schemas.AuditEvent{event(org, nil), event(org, nil), event(org, nil)}
+			if tc.v4 {
+				for _, ev := range evs {
+					ev.EventID = uuid.New()
+				}
+			}
 			e.publish(t, evs...)
 			for _, ev := range evs {
 				if m := c.next(t); m.id != ev.EventID.String() {
