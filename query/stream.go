@@ -208,8 +208,14 @@ func (s *Server) streamAudit(withProject bool) fiber.Handler {
 		c.Set("X-Content-Type-Options", "nosniff")
 		c.Status(fiber.StatusOK)
 		conn := c.Context().Conn()
+		log := s.log
 		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 			defer release()
+			defer func() {
+				if r := recover(); r != nil {
+					log.Error("live stream panicked", "org", p.OrgID.String(), "panic", r)
+				}
+			}()
 			st.run(w, conn)
 		})
 		return nil
