@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,6 +24,8 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/httpx"
+	"github.com/auditrail/auditrail/internal/ratelimit"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
@@ -60,7 +63,8 @@ type liveEnv struct {
 	client *http.Client
 }
 
-func newLiveEnv(t *testing.T, noIngest bool, tune func(*query.LiveConfig)) *liveEnv {
+// mws are middleware built on the env's JetStream (a rate limit).
+func newLiveEnv(t *testing.T, noIngest bool, tune func(*query.LiveConfig), mws ...func(jetstream.JetStream) fiber.Handler) *liveEnv {
 	t.Helper()
 	_, nc, js := testenv.NATS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -98,7 +102,11 @@ func newLiveEnv(t *testing.T, noIngest bool, tune func(*query.LiveConfig)) *live
 		t.Fatal(err)
 	}
 	app := httpapi.NewApp(nil)
-	qs.Register(app)
+	var mw []fiber.Handler
+	for _, m := range mws {
+		mw = append(mw, m(js))
+	}
+	qs.Register(app, mw...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -684,5 +692,42 @@ func TestStreamMatchesOpenAPI(t *testing.T) {
 		if !checked[op] {
 			t.Errorf("%s not checked", op)
 		}
+	}
+}
+
+// One stream is one request for the rate limit, however long it stays
+// open and however many heartbeats and entries it sends.
+func TestStreamCountsOnceAgainstTheRateLimit(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := newLiveEnv(t, true, nil, func(js jetstream.JetStream) fiber.Handler {
+		limiter, err := ratelimit.New(ctx, js, "rl_stream_test", ratelimit.Spec{Limit: 2, Window: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return httpapi.RateLimit(limiter, httpx.TrustedProxies{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	})
+	org := uuid.New()
+	key := "key-" + org.String()
+	first := e.open(t, streamPath(org, nil), key)
+	e.publish(t, event(org, nil), event(org, nil))
+	first.next(t)
+	first.next(t)
+	for range 3 { // heartbeats
+		select {
+		case <-first.pings:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no heartbeat")
+		}
+	}
+	if first.resp.Header.Get("X-RateLimit-Remaining") != "1" {
+		t.Fatalf("first stream: remaining %q", first.resp.Header.Get("X-RateLimit-Remaining"))
+	}
+	second := e.open(t, streamPath(org, nil), key)
+	if second.resp.Header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("second stream: remaining %q", second.resp.Header.Get("X-RateLimit-Remaining"))
+	}
+	if _, status, body := e.try(t, streamPath(org, nil), key); status != 429 {
+		t.Fatalf("third stream: %d %s", status, body)
 	}
 }
