@@ -122,6 +122,7 @@ func runQuery(ctx context.Context, args []string) error {
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
 	rate := auditLimit.add(fs)
+	maxStreams := addLiveFlags(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -172,6 +173,13 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	qs.RecordExportsWith(producers.NewRecorder(pub, 5*time.Second))
+	// Live streams follow the event stream (ordered consumers, natsx.RoleQuery)
+	// until ctx ends, before HTTP drains.
+	liveCtx, stopLive := context.WithCancel(ctx)
+	defer stopLive()
+	if err := serveLive(liveCtx, qs, nc, *maxStreams); err != nil {
+		return err
+	}
 	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store, nil), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
@@ -185,6 +193,7 @@ func runQuery(ctx context.Context, args []string) error {
 	case err := <-served:
 		return err
 	case err := <-storeErr:
+		stopLive()
 		_ = app.ShutdownWithTimeout(5 * time.Second)
 		return err
 	}
