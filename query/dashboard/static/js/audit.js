@@ -89,12 +89,17 @@ export function render(root, ctx) {
   if (!stats || stats.key !== statsKey) {
     const from = L.range.from, to = L.range.to, bucket = bucketFor(from, to);
     const s = stats = { key: statsKey, from, to, bucket, loading: true };
-    ctx.api.get(path + "/stats", { q, since: L.range.since || from.toISOString(), until: L.range.until, bucket, by }).then((d) => { s.data = d; }, (e) => {
+    s.promise = ctx.api.get(path + "/stats", { q, since: L.range.since || from.toISOString(), until: L.range.until, bucket, by }).then((d) => { s.data = d; }, (e) => {
       s.error = e;
       if (!(e instanceof ApiError && e.status === 404)) ctx.showError(e);
-    }).finally(() => { s.loading = false; if (ctx.current() && stats === s) drawStats(); });
+    }).finally(() => { s.loading = false; });
   }
   drawStats();
+  if (stats.loading) {
+    // Whichever render is current when the answer comes draws it.
+    const s = stats;
+    s.promise.then(() => { if (ctx.current() && stats === s) drawStats(); });
+  }
   let width = statsBox.clientWidth;
   const ro = new ResizeObserver(() => { if (Math.abs(statsBox.clientWidth - width) > 20) { width = statsBox.clientWidth; if (stats && !stats.loading) drawStats(); } });
   ro.observe(statsBox);
@@ -128,8 +133,10 @@ export function render(root, ctx) {
   };
   drawList();
   drawDetail();
-  if (!L.loaded && !L.loading && !L.error) {
-    L.more(ctx.api).then(() => { if (ctx.current() && listing === L) { drawList(); drawDetail(); focusRow(open); } }, (e) => { ctx.showError(e); if (ctx.current()) drawList(); });
+  if (!L.loaded && !L.error) {
+    // The first page (or the one a previous render of this search asked for).
+    (L.loading || L.more(ctx.api)).then(() => { if (ctx.current() && listing === L) { drawList(); drawDetail(); focusRow(open); } },
+      (e) => { if (ctx.current()) { ctx.showError(e); drawList(); } });
   }
   focusRow(open);
 

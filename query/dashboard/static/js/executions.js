@@ -104,8 +104,10 @@ export function render(root, ctx) {
   };
   drawList();
   drawDetail();
-  if (!L.loaded && !L.loading && !L.error) {
-    L.more(ctx.api).then(() => { if (ctx.current() && listing === L) { drawList(); drawDetail(); focusRow(open); } }, (e) => { ctx.showError(e); if (ctx.current()) drawList(); });
+  if (!L.loaded && !L.error) {
+    // The first page (or the one a previous render of this search asked for).
+    (L.loading || L.more(ctx.api)).then(() => { if (ctx.current() && listing === L) { drawList(); drawDetail(); focusRow(open); } },
+      (e) => { if (ctx.current()) { ctx.showError(e); drawList(); } });
   }
   focusRow(open);
   return keyboard({ search: () => search.input, open: openEntry, close: closeEntry });
