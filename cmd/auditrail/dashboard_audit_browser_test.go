@@ -406,12 +406,29 @@ func testHistogram(t *testing.T, d *dash) {
 	if d.routeMissing(t, "stats") {
 		t.Skip("needs the stats route")
 	}
+	histogramSteps(t, d)
+}
+
+// histogramSteps draws, switches, filters from and zooms the histogram.
+func histogramSteps(t *testing.T, d *dash) {
 	d.signIn(t, d.alice, "?view=audit")
 	d.do(t, "histogram", until(`document.querySelector("#histogram svg rect.bar")`), until(`document.querySelector("#top-actors li button")`))
 	total := value(t, d, "total", chromedp.Evaluate[string](`document.getElementById("stats-total").textContent`))
 	if total == "0" {
 		t.Fatal("histogram: no entry")
 	}
+	// By source: the legend names sources; a legend key is one click from a filter.
+	d.do(t, "by source", chromedp.Click(chromedp.CSS(`.by button[data-by="source"]`)), until(param("by")+` === "source"`),
+		until(`document.querySelector("#histogram ul.legend button")`))
+	keys := value(t, d, "legend", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#histogram ul.legend button")].map(b => b.dataset.key)`))
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "AUDIT_SOURCE_") {
+			t.Fatalf("by source, legend %q", keys)
+		}
+	}
+	d.do(t, "legend filter", chromedp.Click(chromedp.CSS("#histogram ul.legend button")), until(param("q")+`.startsWith("source:")`),
+		until(`document.querySelector("#histogram ul.legend button")`), chromedp.NavigateBack(), chromedp.NavigateBack(),
+		until(param("by")+` === "" && `+param("q")+` === ""`), until(`document.querySelector("#histogram svg rect.bar")`))
 	// Drag across the middle of the chart: the range becomes since–until.
 	box := value(t, d, "svg box", chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector("#histogram svg").getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`))
 	x0, x1, y := box[0]+box[2]*0.3, box[0]+box[2]*0.7, box[1]+box[3]*0.5

@@ -57,7 +57,7 @@ export function render(root, ctx) {
     h("div", { class: "toolbar" }, picker(p, (c) => set({ ...c, open: null })),
       h("span", { class: "by", role: "group", "aria-label": "Histogram by" }, h("span", { class: "muted" }, "By"),
         Object.entries(byKeys).map(([k, t]) => h("button", { type: "button", class: k === by ? "on" : null, "aria-pressed": String(k === by), dataset: { by: k },
-          onclick: () => set({ by: k === "action" ? null : k }, { replace: true }) }, t)))));
+          onclick: () => set({ by: k === "action" ? null : k }) }, t)))));
 
   // Histogram and top lists.
   const statsBox = h("section", { class: "stats", id: "stats", "aria-label": "Histogram" });
