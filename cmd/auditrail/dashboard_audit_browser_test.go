@@ -537,6 +537,13 @@ func testExecutions(t *testing.T, d *dash, tn auditTenant) {
 	}
 	d.do(t, "refused", chromedp.Click(chromedp.CSS("#quick-refused")), until(param("q")+` === "hook_decision:deny,fail_closed"`),
 		until(rowsJS+` === `+fmt.Sprint(tn.refused)))
+	// The export is of the view: the refused executions only.
+	d.do(t, "export", until(`(window.__blobs = [], URL.createObjectURL = ((o) => (b) => (window.__blobs.push(b), o.call(URL, b)))(URL.createObjectURL), true)`),
+		chromedp.Click(chromedp.CSS("#export-jsonl")), until(`window.__blobs.length === 1`))
+	jsonl := value(t, d, "jsonl", chromedp.Evaluate[string](`window.__blobs[0].text()`, chromedp.EvalAwaitPromise))
+	if lines := strings.Split(strings.TrimSpace(jsonl), "\n"); len(lines) != tn.refused || !strings.Contains(lines[0], `"success":false`) {
+		t.Errorf("executions export: %d lines (want %d): %.300s", len(lines), tn.refused, jsonl)
+	}
 	outs := value(t, d, "outcomes", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#entries tbody tr td:nth-child(6)")].map(td => td.textContent)`))
 	for _, o := range outs {
 		if !strings.Contains(o, "HOOK_CHECK_FAILED") {
