@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
 	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 // The stats answered from the aggregates (whole hours and days) plus the
@@ -124,4 +126,104 @@ func TestStatsAggregatesAgreeWithRows(t *testing.T) {
 			t.Fatal("the raw path counts the planted aggregate rows")
 		}
 	})
+}
+
+// A database holding entries before 0007 counts them after the migration
+// (the backfill), on the aggregate path, and entries written after it once
+// (the views, no second backfill on reopening).
+func TestStatsBackfillsStoredRows(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := testenv.ClickHouse(t)
+	opts, err := ch.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ch.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ms, err := auditstore.LoadMigrations(schemas.ClickHouseDDL, "clickhouse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Exec(ctx, `CREATE TABLE schema_migrations (name String, applied_ms Int64) ENGINE = MergeTree ORDER BY name`); err != nil {
+		t.Fatal(err)
+	}
+	record, err := conn.PrepareBatch(ctx, `INSERT INTO schema_migrations (name, applied_ms)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Name >= "0007" {
+			break
+		}
+		for _, stmt := range m.Statements {
+			if err := conn.Exec(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", m.Name, err)
+			}
+		}
+		if err := record.Append(m.Name, int64(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := record.Send(); err != nil {
+		t.Fatal(err)
+	}
+	org, projects := uuid.New(), []uuid.UUID{uuid.New(), uuid.New()}
+	base := time.Now().Add(-time.Minute)
+	evs := storetest.StatsEvents(org, projects, base)
+	old, err := conn.PrepareBatch(ctx, `INSERT INTO audit_logs (organization_id, ts_ms, event_id, id, action, source, display_name,
+		project_id, principal_id, principal_type, resource_type, resource_id, created_ms, ver)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs[:100] {
+		var project *string
+		if e.ProjectID != nil {
+			p := e.ProjectID.String()
+			project = &p
+		}
+		var rt *uint8
+		if e.ResourceType != nil {
+			v := uint8(*e.ResourceType)
+			rt = &v
+		}
+		if err := old.Append(org.String(), e.Timestamp.UnixMilli(), e.EventID.String(), schemas.EntryID(e.EventID).String(),
+			uint8(e.Action), uint8(e.Source), e.DisplayName, project, e.PrincipalID, e.PrincipalType, rt, e.ResourceID,
+			e.Timestamp.UnixMilli(), uint64(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.Send(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.WriteAudit(ctx, evs[100:]); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, dsn) // reopening backfills nothing again
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	cases := storetest.StatsCases(t, org, projects, base)
+	for _, c := range cases[:4] {
+		if bs, as, rs := statsPlan(c.StatsQuery, true); !bs.agg || !as.agg {
+			t.Fatalf("%s: not the aggregate path (%v %v %v)", c.Name, bs, as, rs)
+		}
+		got, err := s2.Stats(ctx, c.StatsQuery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := storetest.EqualStats(got, storetest.WantStats(evs, c.StatsQuery)); d != "" {
+			t.Fatalf("%s: %s", c.Name, d)
+		}
+	}
 }

@@ -37,24 +37,18 @@ func (s *Store) Stats(ctx context.Context, q auditstore.StatsQuery) (auditstore.
 	if err := q.Validate(); err != nil {
 		return out, err
 	}
-	rows := func(name string, extra ...any) (*sql.Rows, error) {
-		query, args, err := render(statsSQL[q.By].Lookup(name), q.ProjectID, nil, q.Window, q.Search.Terms, "text")
+	rows := func(name string) (*sql.Rows, error) {
+		query, args, err := statsQuery(q, name)
 		if err != nil {
 			return nil, err
 		}
-		args = append(args,
-			sql.Named("org", q.OrgID.String()),
-			sql.Named("action", enumArg(q.Action)),
-			sql.Named("source", enumArg(q.Source)),
-			sql.Named("resource_type", enumArg(q.ResourceType)),
-		)
-		r, err := s.db.QueryContext(ctx, query, append(args, extra...)...)
+		r, err := s.db.QueryContext(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite stats %s: %w", name, err)
 		}
 		return r, nil
 	}
-	r, err := rows("buckets", sql.Named("bucket", q.BucketMS()))
+	r, err := rows("buckets")
 	if err != nil {
 		return out, err
 	}
@@ -63,7 +57,7 @@ func (s *Store) Stats(ctx context.Context, q auditstore.StatsQuery) (auditstore.
 	if err != nil {
 		return out, fmt.Errorf("sqlite stats: %w", err)
 	}
-	if r, err = rows("actors", sql.Named("top", q.Top)); err != nil {
+	if r, err = rows("actors"); err != nil {
 		return out, err
 	}
 	out.Actors, err = auditstore.ReadActors(r)
@@ -71,7 +65,7 @@ func (s *Store) Stats(ctx context.Context, q auditstore.StatsQuery) (auditstore.
 	if err != nil {
 		return out, fmt.Errorf("sqlite stats: %w", err)
 	}
-	if r, err = rows("resources", sql.Named("top", q.Top)); err != nil {
+	if r, err = rows("resources"); err != nil {
 		return out, err
 	}
 	out.Resources, err = auditstore.ReadResources(r)
@@ -80,4 +74,23 @@ func (s *Store) Stats(ctx context.Context, q auditstore.StatsQuery) (auditstore.
 		return out, fmt.Errorf("sqlite stats: %w", err)
 	}
 	return out, nil
+}
+
+// statsQuery returns the stats query name (buckets, actors, resources) of
+// q and its arguments.
+func statsQuery(q auditstore.StatsQuery, name string) (string, []any, error) {
+	query, args, err := render(statsSQL[q.By].Lookup(name), q.ProjectID, nil, q.Window, q.Search.Terms, "text")
+	if err != nil {
+		return "", nil, err
+	}
+	args = append(args,
+		sql.Named("org", q.OrgID.String()),
+		sql.Named("action", enumArg(q.Action)),
+		sql.Named("source", enumArg(q.Source)),
+		sql.Named("resource_type", enumArg(q.ResourceType)),
+	)
+	if name == "buckets" {
+		return query, append(args, sql.Named("bucket", q.BucketMS())), nil
+	}
+	return query, append(args, sql.Named("top", q.Top)), nil
 }
