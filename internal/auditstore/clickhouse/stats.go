@@ -58,22 +58,23 @@ func aggSpan(q auditstore.StatsQuery, step int64, usable bool) span {
 
 // statsPlan says which parts of the three stats queries come from the
 // aggregates. allowAgg false reads every part from audit_logs (tests
-// compare both). The counts' aggregate keeps action, source and resource
-// type, so it serves filters on them, but not a search or minutes; the
-// tops' aggregates keep neither, so they serve only unfiltered windows.
+// compare both). None keeps what a search tests, so a search reads
+// audit_logs; the counts' and the actors' aggregates keep action, source and
+// resource type, so they serve filters on them (the counts only for hours
+// and days, not minutes); the resources' aggregate keeps the resource type
+// only.
 func statsPlan(q auditstore.StatsQuery, allowAgg bool) (buckets, actors, resources span) {
-	plain := q.Search.Empty()
-	unfiltered := plain && q.Action == nil && q.Source == nil && q.ResourceType == nil
-	buckets = aggSpan(q, hourMS, allowAgg && plain && q.Bucket >= auditstore.BucketHour)
-	actors = aggSpan(q, hourMS, allowAgg && unfiltered)
-	resources = aggSpan(q, dayMS, allowAgg && unfiltered)
+	plain := allowAgg && q.Search.Empty()
+	buckets = aggSpan(q, hourMS, plain && q.Bucket >= auditstore.BucketHour)
+	actors = aggSpan(q, dayMS, plain)
+	resources = aggSpan(q, dayMS, plain && q.Action == nil && q.Source == nil)
 	return buckets, actors, resources
 }
 
 var _ auditstore.StatsStore = (*Store)(nil)
 
 // Stats implements auditstore.StatsStore: the whole hours (days, for the
-// top resources) of the window from the aggregates of 0007 where the
+// tops) of the window from the aggregates of 0007 where the
 // filters allow (statsPlan), the rest from audit_logs; the three queries
 // run concurrently.
 func (s *Store) Stats(ctx context.Context, q auditstore.StatsQuery) (auditstore.Stats, error) {
@@ -134,28 +135,34 @@ func (s *Store) statsQuery(ctx context.Context, q auditstore.StatsQuery, name st
 	var termArgs []any
 	d.Terms, termArgs = searchTerms(q.Search.Terms, "text")
 	org := q.OrgID.String()
-	filters := func(withEnums bool) []any {
+	enums := func(action, source, rt bool) []any {
 		var args []any
-		if d.Project {
-			args = append(args, q.ProjectID.String())
-		}
-		if withEnums && d.Action {
+		if action && d.Action {
 			args = append(args, uint8(*q.Action))
 		}
-		if withEnums && d.Source {
+		if source && d.Source {
 			args = append(args, uint8(*q.Source))
 		}
-		if withEnums && d.ResourceType {
+		if rt && d.ResourceType {
 			args = append(args, uint8(*q.ResourceType))
 		}
 		return args
 	}
 	var args []any
 	if sp.agg {
-		args = append(append(args, org, sp.lo, sp.hi), filters(name == "buckets")...)
+		scope := "" // the organization's counts
+		if q.ProjectID != nil {
+			scope = q.ProjectID.String()
+		}
+		args = append(args, org, scope, sp.lo, sp.hi)
+		args = append(args, enums(name != "resources", name != "resources", true)...)
 	}
 	since, until := q.Bounds()
-	args = append(append(args, org, since, sp.lo, sp.hi, until), filters(true)...)
+	args = append(args, org, since, sp.lo, sp.hi, until)
+	if d.Project {
+		args = append(args, q.ProjectID.String())
+	}
+	args = append(args, enums(true, true, true)...)
 	args = append(args, termArgs...)
 	if name != "buckets" {
 		args = append(args, q.Top)

@@ -1,8 +1,9 @@
 {{/* The stats of an organization's entries in [since, until): counts per
      bucket and key ("buckets"), top actors ("actors"), top resources
      ("resources"). Each query adds two parts: an aggregate of 0007
-     (.Agg: audit_stats_hours, audit_stats_actors, audit_stats_resources) for
-     the whole hours or days of the window, [agg_lo, agg_hi), and the raw rows
+     (.Agg: audit_stats_hours, audit_stats_actors, audit_stats_resources; scope
+     '' for the organization, else the project) for the whole hours (days,
+     for the tops) of the window, [agg_lo, agg_hi), and the raw rows
      of the ragged ends, [since, agg_lo) and [agg_hi, until) — the whole
      window when there is no aggregate part (a search, a minute bucket, a
      filter the aggregate does not keep, or a window within one hour or day).
@@ -10,7 +11,7 @@
      the same. Every value is a ? argument; .Bucket is a number from Go, the
      keys are column names from Go. Casts keep both sides of UNION ALL of one
      type, which 18.16 requires.
-     Arguments: [org, agg_lo, agg_hi, the aggregate's filters], org, since,
+     Arguments: [org, scope, agg_lo, agg_hi, the aggregate's filters], org, since,
      agg_lo, agg_hi, until, the filters, the search terms (search.sql), [top]. */ -}}
 {{define "raw_where" -}}
 WHERE organization_id = ?
@@ -38,10 +39,7 @@ FROM (
 {{- if .Agg}}
   SELECT toInt64(hour) AS t, toUInt8({{.AggKey}}) AS k, toUInt64(sum(n)) AS c
   FROM audit_stats_hours
-  WHERE organization_id = ? AND hour >= ? AND hour < ?
-{{- if .Project}}
-    AND project_id = ?
-{{- end}}
+  WHERE organization_id = ? AND scope = ? AND hour >= ? AND hour < ?
 {{- if .Action}}
     AND action = ?
 {{- end}}
@@ -69,9 +67,15 @@ FROM (
 {{- if .Agg}}
   SELECT principal_id, toUInt64(sum(n)) AS c
   FROM audit_stats_actors
-  WHERE organization_id = ? AND hour >= ? AND hour < ?
-{{- if .Project}}
-    AND project_id = ?
+  WHERE organization_id = ? AND scope = ? AND day >= ? AND day < ?
+{{- if .Action}}
+    AND action = ?
+{{- end}}
+{{- if .Source}}
+    AND source = ?
+{{- end}}
+{{- if .ResourceType}}
+    AND resource_type = ?
 {{- end}}
   GROUP BY principal_id
   UNION ALL
@@ -92,9 +96,9 @@ FROM (
 {{- if .Agg}}
   SELECT toUInt8(resource_type) AS rt, toString(resource_id) AS rid, toUInt64(sum(n)) AS c
   FROM audit_stats_resources
-  WHERE organization_id = ? AND day >= ? AND day < ?
-{{- if .Project}}
-    AND project_id = ?
+  WHERE organization_id = ? AND scope = ? AND day >= ? AND day < ?
+{{- if .ResourceType}}
+    AND resource_type = ?
 {{- end}}
     AND resource_id != ''
   GROUP BY rt, rid
