@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -36,10 +37,20 @@ const (
 	DefaultStatsBy     = auditstore.ByAction
 )
 
-// AuditStatsParams are the query parameters of the stats routes: the
-// filters of the listing (whatever AuditParams holds but its paging) and
-// bucket and by.
-var AuditStatsParams = append([]string{"bucket", "by"}, exportParams(AuditParams)[1:]...)
+// AuditStatsParams are the query parameters of the stats routes: bucket,
+// by and the filters of the listing (whatever AuditParams holds but its
+// paging, so that a filter added there applies here too).
+var AuditStatsParams = statsParams(AuditParams)
+
+func statsParams(list []string) []string {
+	out := []string{"bucket", "by"}
+	for _, p := range list {
+		if !slices.Contains(pagingParams, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // StatsParams are the parsed parameters of a stats route.
 type StatsParams struct {
