@@ -16,7 +16,7 @@ var statsTemplate string
 var statsSQL = listTemplate("stats.sql", statsTemplate)
 
 // statsKeys are the columns of the counts' key: in audit_logs and in
-// audit_stats_hours (where no resource type is 0).
+// audit_stats (where no resource type is 0).
 var statsKeys = map[auditstore.StatsKey][2]string{
 	auditstore.ByAction:       {"action", "action"},
 	auditstore.BySource:       {"source", "source"},

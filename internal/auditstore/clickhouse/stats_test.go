@@ -87,12 +87,12 @@ func TestStatsAggregatesAgreeWithRows(t *testing.T) {
 			stmt string
 			args []any
 		}{
-			{`INSERT INTO audit_stats_hours (organization_id, scope, hour, action, source, resource_type, n)`,
-				[]any{org.String(), "", hour, uint8(1), uint8(1), uint8(0), uint64(1000)}},
-			{`INSERT INTO audit_stats_actors (organization_id, scope, day, principal_id, action, source, resource_type, n)`,
-				[]any{org.String(), "", day, "planted", uint8(1), uint8(1), uint8(0), uint64(1000)}},
-			{`INSERT INTO audit_stats_resources (organization_id, scope, day, resource_type, resource_id, n)`,
-				[]any{org.String(), "", day, uint8(0), "planted", uint64(1000)}},
+			{`INSERT INTO audit_stats (organization_id, kind, scope, t, value, action, source, resource_type, n)`,
+				[]any{org.String(), uint8(0), "", hour, "", uint8(1), uint8(1), uint8(0), uint64(1000)}},
+			{`INSERT INTO audit_stats (organization_id, kind, scope, t, value, action, source, resource_type, n)`,
+				[]any{org.String(), uint8(1), "", day, "planted", uint8(1), uint8(1), uint8(0), uint64(1000)}},
+			{`INSERT INTO audit_stats (organization_id, kind, scope, t, value, action, source, resource_type, n)`,
+				[]any{org.String(), uint8(2), "", day, "planted", uint8(0), uint8(0), uint8(0), uint64(1000)}},
 		} {
 			b, err := s.conn.PrepareBatch(ctx, ins.stmt)
 			if err != nil {

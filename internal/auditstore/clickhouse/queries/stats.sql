@@ -1,9 +1,9 @@
 {{/* The stats of an organization's entries in [since, until): counts per
      bucket and key ("buckets"), top actors ("actors"), top resources
-     ("resources"). Each query adds two parts: an aggregate of 0007
-     (.Agg: audit_stats_hours, audit_stats_actors, audit_stats_resources; scope
-     '' for the organization, else the project) for the whole hours (days,
-     for the tops) of the window, [agg_lo, agg_hi), and the raw rows
+     ("resources"). Each query adds two parts: its kind of audit_stats
+     (0007; .Agg; scope '' for the organization, else the project) for the
+     whole hours (days, for the tops) of the window, [agg_lo, agg_hi), and the
+     raw rows
      of the ragged ends, [since, agg_lo) and [agg_hi, until) — the whole
      window when there is no aggregate part (a search, a minute bucket, a
      filter the aggregate does not keep, or a window within one hour or day).
@@ -37,9 +37,9 @@ WHERE organization_id = ?
 SELECT toInt64(intDiv(t, {{.Bucket}}) * {{.Bucket}}) AS start, k, toUInt64(sum(c)) AS n
 FROM (
 {{- if .Agg}}
-  SELECT toInt64(hour) AS t, toUInt8({{.AggKey}}) AS k, toUInt64(sum(n)) AS c
-  FROM audit_stats_hours
-  WHERE organization_id = ? AND scope = ? AND hour >= ? AND hour < ?
+  SELECT t, toUInt8({{.AggKey}}) AS k, toUInt64(sum(n)) AS c
+  FROM audit_stats
+  WHERE organization_id = ? AND kind = 0 AND scope = ? AND t >= ? AND t < ?
 {{- if .Action}}
     AND action = ?
 {{- end}}
@@ -65,9 +65,9 @@ ORDER BY start, k
 SELECT principal_id, toUInt64(sum(c)) AS n
 FROM (
 {{- if .Agg}}
-  SELECT principal_id, toUInt64(sum(n)) AS c
-  FROM audit_stats_actors
-  WHERE organization_id = ? AND scope = ? AND day >= ? AND day < ?
+  SELECT value AS principal_id, toUInt64(sum(n)) AS c
+  FROM audit_stats
+  WHERE organization_id = ? AND kind = 1 AND scope = ? AND t >= ? AND t < ?
 {{- if .Action}}
     AND action = ?
 {{- end}}
@@ -94,13 +94,13 @@ LIMIT ?
 SELECT rt, rid, toUInt64(sum(c)) AS n
 FROM (
 {{- if .Agg}}
-  SELECT toUInt8(resource_type) AS rt, toString(resource_id) AS rid, toUInt64(sum(n)) AS c
-  FROM audit_stats_resources
-  WHERE organization_id = ? AND scope = ? AND day >= ? AND day < ?
+  SELECT toUInt8(resource_type) AS rt, value AS rid, toUInt64(sum(n)) AS c
+  FROM audit_stats
+  WHERE organization_id = ? AND kind = 2 AND scope = ? AND t >= ? AND t < ?
 {{- if .ResourceType}}
     AND resource_type = ?
 {{- end}}
-    AND resource_id != ''
+    AND value != ''
   GROUP BY rt, rid
   UNION ALL
 {{- end}}
