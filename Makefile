@@ -30,6 +30,7 @@ fuzz:
 	$(GO) test ./query -run '^$$' -fuzz FuzzCursorDecode -fuzztime $(FUZZTIME)
 	$(GO) test ./query -run '^$$' -fuzz FuzzParseList -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/auditstore/search -run '^$$' -fuzz FuzzParseQuery -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/auditstore/sqlite -run '^$$' -fuzz FuzzMatchAuditAgreesWithSQL -fuzztime $(FUZZTIME)
 	$(GO) test ./hookproxy -run '^$$' -fuzz FuzzDecodeResponses -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/arcadehook -run '^$$' -fuzz FuzzServer -fuzztime $(FUZZTIME)
 	$(GO) test ./toolrunner/toolkits/documentdb -run '^$$' -fuzz FuzzDecodeJSONParam -fuzztime $(FUZZTIME)

@@ -107,6 +107,8 @@ type Server struct {
 	log    *slog.Logger
 	// exports records each export (RecordExportsWith); nil: not recorded.
 	exports EventRecorder
+	// live serves the live streams (ServeLive); nil: 503.
+	live *live
 }
 
 // New returns a query server.
@@ -138,6 +140,8 @@ func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
 		r.Get("/api/v1/orgs/:org_id/audit_logs/stats", httpapi.With(mw, s.auditStats(stats, false))...)
 		r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/stats", httpapi.With(mw, s.auditStats(stats, true))...)
 	}
+	r.Get("/api/v1/orgs/:org_id/audit_logs/stream", httpapi.With(mw, s.streamAudit(false))...)
+	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/stream", httpapi.With(mw, s.streamAudit(true))...)
 	if execs, ok := s.store.(ExecutionReader); ok {
 		r.Get("/api/v1/orgs/:org_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, false))...)
 		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, true))...)

@@ -24,6 +24,7 @@ import (
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/query/dashboard"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
 )
@@ -143,6 +144,7 @@ type devFlags struct {
 	access                                 accessFlags
 	cursorKeys, pageTokenKeys, secretsKeys *string
 	rate, adminRate, toolRate              *string
+	maxStreams                             *int
 	ingest                                 ingest.Config
 	demo, newKey, allowPrivate             *bool
 	publicURL                              *string
@@ -153,7 +155,7 @@ type devFlags struct {
 func parseDevFlags(args []string) (devFlags, error) {
 	fs := newFlags("dev")
 	f := devFlags{
-		http:       fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API"),
+		http:       fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API and the dashboard (/dashboard/)"),
 		natsListen: fs.String("nats-listen", "", "127.0.0.1:4222", "client port of the embedded NATS server"),
 		nats:       addNATSFlags(fs, "", true),
 		data:       fs.String("data", "", "./data", "JetStream store and embedded audit store"),
@@ -164,6 +166,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.pageTokenKeys = fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs (default: generated and kept in DATA)")
 	f.secretsKeys = fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
 	f.rate, f.adminRate, f.toolRate = auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
+	f.maxStreams = addLiveFlags(fs)
 	inf := addIngestFlags(fs)
 	f.demo = fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
 	f.publicURL = addPublicURLFlag(fs, "")
@@ -217,7 +220,8 @@ type devProcess struct {
 	in         *ingest.Ingester[schemas.AuditEvent]
 	inExec     *ingest.Ingester[schemas.ExecutionEvent]
 	stopIngest context.CancelFunc
-	ingestDone chan error // one value per consumer
+	ingestDone chan error         // one value per consumer
+	stopLive   context.CancelFunc // ends the live streams
 
 	app *fiber.App
 }
@@ -399,7 +403,7 @@ func (d *devProcess) startIngest(ctx context.Context) error {
 
 // buildAPI puts /healthz and the query, admin and tool runner APIs, each
 // with its rate limit, on one app.
-func (d *devProcess) buildAPI(context.Context) error {
+func (d *devProcess) buildAPI(ctx context.Context) error {
 	keys, err := keyList("cursor-keys", *d.f.cursorKeys, *d.f.data, cursorKeyFile, 0)
 	if err != nil {
 		return err
@@ -421,6 +425,14 @@ func (d *devProcess) buildAPI(context.Context) error {
 		return err
 	}
 	qs.RecordExportsWith(producers.NewRecorder(d.pub, 5*time.Second)) // each export leaves an audit event
+	// Live streams follow the event stream with the query role's
+	// credentials until ctx ends (a signal), before HTTP drains.
+	liveCtx, stopLive := context.WithCancel(ctx)
+	d.stopLive = stopLive
+	d.later(stopLive)
+	if err := serveLive(liveCtx, qs, d.conns[natsx.RoleQuery], *d.f.maxStreams); err != nil {
+		return err
+	}
 	log, proxies := d.f.log, d.cp.proxies
 	d.app = httpapi.NewApp(log)
 	cs := ingestConsumers(d.in, d.inExec)
@@ -430,6 +442,7 @@ func (d *devProcess) buildAPI(context.Context) error {
 	qs.Register(d.app, httpapi.RateLimit(limiter, proxies, log))
 	d.admin.Register(d.app, httpapi.RateLimit(adminLimiter, proxies, log))
 	toolrunner.NewServer(d.runner, d.cp.access, proxies).Register(d.app, httpapi.RateLimit(toolLimiter, proxies, log))
+	dashboard.Register(d.app)
 	return nil
 }
 
@@ -465,6 +478,7 @@ func (d *devProcess) serve(ctx context.Context) error {
 		storeName = "clickhouse " + redact.URL(*d.f.clickhouse)
 	}
 	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", *d.f.http, redact.URL(d.url), storeName)
+	fmt.Fprintf(os.Stdout, "dashboard: %s%s (sign in with an API key)\n", strings.TrimSuffix(*d.f.publicURL, "/"), dashboard.Path)
 
 	log := d.f.log
 	errc := make(chan error, 1)
@@ -473,12 +487,14 @@ func (d *devProcess) serve(ctx context.Context) error {
 	select {
 	case err = <-errc: // HTTP ended: a signal drained it, or it failed to listen
 	case err = <-d.storeErr:
+		d.stopLive()
 		_ = d.app.ShutdownWithTimeout(5 * time.Second)
 		return err
 	case err = <-d.ingestDone:
 		if err == nil {
 			err = errors.New("ingest stopped")
 		}
+		d.stopLive()
 		_ = d.app.ShutdownWithTimeout(5 * time.Second)
 		return fmt.Errorf("ingest: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/query/dashboard"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
 )
@@ -121,6 +122,7 @@ func runQuery(ctx context.Context, args []string) error {
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
 	rate := auditLimit.add(fs)
+	maxStreams := addLiveFlags(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -171,15 +173,27 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	qs.RecordExportsWith(producers.NewRecorder(pub, 5*time.Second))
+	// Live streams follow the event stream (ordered consumers, natsx.RoleQuery)
+	// until ctx ends, before HTTP drains.
+	liveCtx, stopLive := context.WithCancel(ctx)
+	defer stopLive()
+	if err := serveLive(liveCtx, qs, nc, *maxStreams); err != nil {
+		return err
+	}
 	app := httpapi.NewApp(log)
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store, nil), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
+	// The dashboard: its page also calls /api/v1/me and the admin routes of
+	// the controlplane role, so a deployment that splits the roles puts one
+	// origin in front that routes by path.
+	dashboard.Register(app)
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, app, *httpAddr, log) }()
 	select {
 	case err := <-served:
 		return err
 	case err := <-storeErr:
+		stopLive()
 		_ = app.ShutdownWithTimeout(5 * time.Second)
 		return err
 	}

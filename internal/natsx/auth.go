@@ -28,7 +28,7 @@ const (
 	RoleIngest       = "ingest"       // consumes the event stream, writes the DLQ
 	RoleControlPlane = "controlplane" // the only writer of the control-plane bucket
 	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, asks the control plane for token refreshes
-	RoleQuery        = "query"        // reads the bucket, records exports (audit events)
+	RoleQuery        = "query"        // reads the bucket, records exports (audit events), follows the event stream (live streams)
 )
 
 // Roles lists every role, admin first.
@@ -284,6 +284,42 @@ func streamAdmin(s string) []string {
 	return []string{jsAPI + "STREAM.INFO." + s, jsAPI + "STREAM.CREATE." + s, jsAPI + "STREAM.UPDATE." + s}
 }
 
+// IngestDurables are the default durable consumers of ingest
+// (ingest.DefaultConfig, ingest.ExecutionDurable) on AUDITRAIL_EVENTS.
+var IngestDurables = []string{"auditrail-ingest-audit", "auditrail-ingest-execution"}
+
+// liveStream are the subjects of the query role's live streams: ephemeral
+// (ordered) pull consumers of AUDITRAIL_EVENTS, created only with a filter
+// inside auditrail.events.*.> (the filter is part of the create subject and
+// the server refuses a request whose filter differs), their pulls, their
+// info and their deletion when the client goes away. Deliveries, heartbeats
+// and API replies reach the role on its own inbox. Acks, durable consumers
+// and every stream operation stay refused.
+func liveStream() []string {
+	ev := jsAPI + "CONSUMER."
+	s := schemas.StreamEvents
+	return []string{
+		ev + "CREATE." + s + ".*." + schemas.EventSubject("*", ">"),
+		ev + "MSG.NEXT." + s + ".*",
+		ev + "INFO." + s + ".*",
+		ev + "DELETE." + s + ".*",
+	}
+}
+
+// liveStreamDeny keeps the live-stream grants off ingest's durable
+// consumers: consumer names are one token, so the grants above cover every
+// consumer of the stream; ingest's (by their default names) may not be
+// redefined, pulled from (that would steal and delay its messages) nor
+// deleted.
+func liveStreamDeny() []string {
+	var out []string
+	for _, d := range IngestDurables {
+		s := schemas.StreamEvents + "." + d
+		out = append(out, jsAPI+"CONSUMER.CREATE."+s+".>", jsAPI+"CONSUMER.MSG.NEXT."+s, jsAPI+"CONSUMER.DELETE."+s)
+	}
+	return out
+}
+
 func rateLimits() []string {
 	var out []string
 	for _, b := range RateLimitBuckets {
@@ -298,6 +334,7 @@ func Permissions(role string) (jwt.Permissions, error) {
 	var pubs []string
 	var subs []string
 	var resp *jwt.ResponsePermission
+	var deny []string
 	switch role {
 	case RoleAdmin:
 		return jwt.Permissions{Pub: jwt.Permission{Allow: []string{">"}}, Sub: jwt.Permission{Allow: []string{">"}}}, nil
@@ -334,12 +371,14 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, schemas.EventSubject("*", schemas.KindAudit), jsAPI+"STREAM.INFO."+schemas.StreamEvents)
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
 		pubs = append(pubs, rateLimits()...)
+		pubs = append(pubs, liveStream()...)
+		deny = liveStreamDeny()
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w: unknown NATS role %q", ErrInvalidOption, role)
 	}
 	pubs = append(pubs, jsAPI+"INFO")
 	return jwt.Permissions{
-		Pub:  jwt.Permission{Allow: pubs},
+		Pub:  jwt.Permission{Allow: pubs, Deny: deny},
 		Sub:  jwt.Permission{Allow: append([]string{InboxPrefix(role) + ".>"}, subs...)},
 		Resp: resp,
 	}, nil

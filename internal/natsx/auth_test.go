@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
@@ -294,5 +296,127 @@ func TestAuthKeysKeptAcrossRestarts(t *testing.T) {
 	conf, err := a1.ServerConf()
 	if err != nil || !strings.Contains(conf, "resolver: MEMORY") || !strings.Contains(conf, a1.Account()) {
 		t.Fatalf("server conf: %v\n%s", err, conf)
+	}
+}
+
+// The query role creates an ordered consumer filtered
+// to one org's subjects, receives its deliveries and deletes it; it cannot
+// create an unfiltered or durable consumer, touch ingest's durable, publish
+// anything but audit events, nor change or delete the stream.
+func TestQueryLiveStreamPermissions(t *testing.T) {
+	a := testenv.NATSAuth(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 700*time.Millisecond) }
+	org := "00000000-0000-0000-0000-000000000005"
+	admin, _ := jetstream.New(a.Connect(t, natsx.RoleAdmin))
+	if _, err := admin.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.IngestDurables[0], AckPolicy: jetstream.AckExplicitPolicy,
+		FilterSubject: schemas.SubjectAuditAll}); err != nil {
+		t.Fatal(err)
+	}
+	nc, errs := a.ConnectErrs(t, natsx.RoleQuery)
+	js, _ := jetstream.New(nc)
+	cons, err := js.OrderedConsumer(ctx, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{schemas.EventSubject(org, schemas.KindAudit)}, DeliverPolicy: jetstream.DeliverNewPolicy})
+	if err != nil {
+		t.Fatalf("query creates a filtered ordered consumer: %v", err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Stop()
+	for _, o := range []string{"00000000-0000-0000-0000-000000000006", org} {
+		if _, err := admin.Publish(ctx, schemas.EventSubject(o, schemas.KindAudit), []byte(o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := it.Next(jetstream.NextMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatalf("query receives the consumer's deliveries: %v", err)
+	}
+	if string(m.Data()) != org || m.Subject() != schemas.EventSubject(org, schemas.KindAudit) {
+		t.Fatalf("delivered %s on %s", m.Data(), m.Subject())
+	}
+	if _, err := cons.Info(ctx); err != nil {
+		t.Fatalf("query reads its consumer's info: %v", err)
+	}
+	if err := js.DeleteConsumer(ctx, schemas.StreamEvents, cons.CachedInfo().Name); err != nil {
+		t.Fatalf("query deletes its consumer: %v", err)
+	}
+
+	refused := []struct {
+		name string
+		try  func(ctx context.Context) error
+		subj string
+	}{
+		{"an unfiltered consumer", func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Name: "q1", AckPolicy: jetstream.AckNonePolicy})
+			return err
+		}, "$JS.API.CONSUMER.CREATE." + schemas.StreamEvents + ".q1"},
+		{"a consumer filtered outside the events", func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Name: "q2", FilterSubject: "auditrail.dlq.>", AckPolicy: jetstream.AckNonePolicy})
+			return err
+		}, "$JS.API.CONSUMER.CREATE." + schemas.StreamEvents + ".q2"},
+		{"a durable consumer (the legacy create)", func(ctx context.Context) error {
+			_, err := nc.Request("$JS.API.CONSUMER.DURABLE.CREATE."+schemas.StreamEvents+".q3", []byte(`{}`), 700*time.Millisecond)
+			return err
+		}, "$JS.API.CONSUMER.DURABLE.CREATE." + schemas.StreamEvents + ".q3"},
+		{"redefining ingest's durable", func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Name: natsx.IngestDurables[0], FilterSubject: schemas.EventSubject(org, ">"), AckPolicy: jetstream.AckNonePolicy})
+			return err
+		}, "$JS.API.CONSUMER.CREATE." + schemas.StreamEvents + "." + natsx.IngestDurables[0]},
+		{"pulling from ingest's durable", func(ctx context.Context) error {
+			_, err := nc.Request("$JS.API.CONSUMER.MSG.NEXT."+schemas.StreamEvents+"."+natsx.IngestDurables[0], []byte(`{"batch":1,"no_wait":true}`), 700*time.Millisecond)
+			return err
+		}, "$JS.API.CONSUMER.MSG.NEXT." + schemas.StreamEvents + "." + natsx.IngestDurables[0]},
+		{"deleting ingest's durable", func(ctx context.Context) error {
+			return js.DeleteConsumer(ctx, schemas.StreamEvents, natsx.IngestDurables[0])
+		}, "$JS.API.CONSUMER.DELETE." + schemas.StreamEvents + "." + natsx.IngestDurables[0]},
+		{"deleting the stream", func(ctx context.Context) error {
+			return js.DeleteStream(ctx, schemas.StreamEvents)
+		}, "$JS.API.STREAM.DELETE." + schemas.StreamEvents},
+		{"purging the stream", func(ctx context.Context) error {
+			s, err := js.Stream(ctx, schemas.StreamEvents)
+			if err != nil {
+				return err
+			}
+			return s.Purge(ctx)
+		}, "$JS.API.STREAM.PURGE." + schemas.StreamEvents},
+		{"updating the stream", func(ctx context.Context) error {
+			_, err := js.UpdateStream(ctx, jetstream.StreamConfig{Name: schemas.StreamEvents, Subjects: []string{"x.>"}})
+			return err
+		}, "$JS.API.STREAM.UPDATE." + schemas.StreamEvents},
+		{"publishing an execution", func(ctx context.Context) error {
+			_, err := js.Publish(ctx, schemas.EventSubject(org, schemas.KindExecution), []byte("x"))
+			return err
+		}, schemas.EventSubject(org, schemas.KindExecution)},
+		{"publishing to the DLQ", func(ctx context.Context) error {
+			_, err := js.Publish(ctx, "auditrail.dlq.x", []byte("x"))
+			return err
+		}, "auditrail.dlq.x"},
+		{"acking", func(ctx context.Context) error {
+			return nc.Publish("$JS.ACK."+schemas.StreamEvents+".x.1.1.1.1.0", []byte("+ACK"))
+		}, "$JS.ACK." + schemas.StreamEvents},
+	}
+	for _, r := range refused {
+		sctx, c := short()
+		err := r.try(sctx)
+		c()
+		if err == nil && !strings.HasPrefix(r.subj, "$JS.ACK") {
+			t.Fatalf("query succeeded in %s", r.name)
+		}
+		denied(t, errs, r.subj)
+	}
+	// The stream and ingest's durable are still there.
+	if _, err := admin.Consumer(ctx, schemas.StreamEvents, natsx.IngestDurables[0]); err != nil {
+		t.Fatalf("ingest's durable: %v", err)
+	}
+}
+
+// The durables the query role may not touch are ingest's defaults.
+func TestIngestDurablesDenied(t *testing.T) {
+	if got, want := natsx.IngestDurables, []string{ingest.DefaultConfig().Durable, ingest.ExecutionDurable}; !slices.Equal(got, want) {
+		t.Fatalf("natsx.IngestDurables = %v, ingest's defaults are %v", got, want)
 	}
 }

@@ -21,11 +21,12 @@ var decoders sync.Once
 // Router loads schemas/openapi/<file> (audit.yaml, admin.yaml, tools.yaml,
 // hooks.yaml), fails the test unless it is valid OpenAPI, and routes it
 // for a server at base. The non-JSON answers of the APIs (HTML pages, CSV
-// and JSON Lines exports) are decoded as plain text.
+// and JSON Lines exports, the Server-Sent Events of the live streams) are
+// decoded as plain text.
 func Router(t testing.TB, file, base string) routers.Router {
 	t.Helper()
 	decoders.Do(func() {
-		for _, ct := range []string{"text/html", "text/csv", "application/x-ndjson"} {
+		for _, ct := range []string{"text/html", "text/csv", "application/x-ndjson", "text/event-stream"} {
 			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 		}
 	})

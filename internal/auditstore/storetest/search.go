@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strings"
@@ -49,6 +50,106 @@ func searchEvents(org uuid.UUID, projects []uuid.UUID, base time.Time) []schemas
 		evs = append(evs, e)
 	}
 	return evs
+}
+
+// SearchEvents are the entries of the search conformance case: 150 events of
+// org spread over days, every field a search reads varied (unicode names,
+// absent fields, IPv4, IPv6, mapped and malformed addresses); a third in
+// each of projects, the rest without one.
+func SearchEvents(org uuid.UUID, projects []uuid.UUID, base time.Time) []schemas.AuditEvent {
+	return searchEvents(org, projects, base)
+}
+
+// RandomAuditSearches returns n search expressions drawn (deterministically
+// from seed) from the keys of the audit search and values that occur in evs
+// or nearly do: negations, lists, quoted values, CIDRs and free text.
+func RandomAuditSearches(evs []schemas.AuditEvent, seed uint64, n int) []string {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	pick := func(vs []string) string { return vs[r.IntN(len(vs))] }
+	quote := func(v string) string {
+		if strings.ContainsAny(v, " ,\"") {
+			return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+		}
+		return v
+	}
+	var actors, resIDs, texts, projects, events []string
+	for _, e := range evs {
+		actors = append(actors, e.PrincipalID, e.DisplayName)
+		if e.UserID != nil {
+			actors = append(actors, *e.UserID)
+		}
+		if e.ResourceID != nil {
+			resIDs = append(resIDs, *e.ResourceID)
+		}
+		if e.ResourceDisplay != nil {
+			texts = append(texts, *e.ResourceDisplay)
+		}
+		if e.ProjectID != nil {
+			projects = append(projects, e.ProjectID.String())
+		}
+		events = append(events, e.EventID.String())
+	}
+	texts = append(texts, "ada", "LOVE", "émile", "ÜNÏ", "100%", "%", "_", "res-1", "hook", "zzz", "key")
+	values := map[string]func() string{
+		search.KeyAction: func() string {
+			return pick([]string{"CREATED", "UPDATED", "DELETED", "DISABLED", "AUDIT_ACTION_CREATED"})
+		},
+		search.KeySource:        func() string { return pick([]string{"API", "CLI", "DASHBOARD", "SYSTEM"}) },
+		search.KeyResourceType:  func() string { return pick([]string{"PROJECT", "API_KEY", "HOOK", "ORGANIZATION"}) },
+		search.KeyResourceID:    func() string { return pick(append(resIDs, "nope")) },
+		search.KeyActor:         func() string { return pick(append(actors, "nobody")) },
+		search.KeyPrincipalType: func() string { return pick([]string{"USER", "ORG_SERVICE_KEY", "ACCOUNT"}) },
+		search.KeyProject: func() string {
+			return pick(append(projects, uuid.NewSHA1(uuid.Nil, []byte{byte(r.IntN(256))}).String()))
+		},
+		search.KeyEventID: func() string { return pick(events) },
+		search.KeyIP: func() string {
+			return pick([]string{"10.1.2.3", "10.0.0.0/8", "10.1.0.0/16", "2001:db8::/32", "2001:db8::7", "::/0", "0.0.0.0/0",
+				"::ffff:10.1.0.0/112", "::ffff:0:0/96", "2001:db8::a", "10.2.0.1/32", "1.2.3.4", "::/1"})
+		},
+	}
+	keys := search.Keys(search.Audit)
+	out := make([]string, 0, n)
+	for len(out) < n {
+		var terms []string
+		for k := 1 + r.IntN(3); k > 0; k-- {
+			neg := ""
+			if r.IntN(3) == 0 {
+				neg = "-"
+			}
+			if r.IntN(4) == 0 {
+				terms = append(terms, neg+quote(pick(texts)))
+				continue
+			}
+			key := pick(keys)
+			vals := make([]string, 1+r.IntN(3))
+			for i := range vals {
+				vals[i] = quote(values[key]())
+			}
+			terms = append(terms, neg+key+":"+strings.Join(vals, ","))
+		}
+		out = append(out, strings.Join(terms, " "))
+	}
+	return out
+}
+
+// countMatches counts the events of evs in the scope (project, window) for
+// which q.MatchAudit holds.
+func countMatches(q search.Query, evs []schemas.AuditEvent, project *uuid.UUID, since, until *time.Time) int {
+	n := 0
+	for i := range evs {
+		e := &evs[i]
+		if project != nil && (e.ProjectID == nil || *e.ProjectID != *project) {
+			continue
+		}
+		if (since != nil && e.Timestamp.Before(*since)) || (until != nil && !e.Timestamp.Before(*until)) {
+			continue
+		}
+		if q.MatchAudit(e) {
+			n++
+		}
+	}
+	return n
 }
 
 // auditMatch is the reference semantics of a search term.
@@ -175,8 +276,40 @@ func testSearch(t *testing.T, open Opener) {
 			if !slices.Equal(got, sorted(want)) {
 				t.Fatalf("q %q: got %d entries, want %d", c.q, len(got), len(want))
 			}
+			// The in-memory evaluator (the live stream's filter) agrees.
+			var matched []schemas.AuditEvent
+			for i := range want {
+				if sq.MatchAudit(&want[i]) {
+					matched = append(matched, want[i])
+				}
+			}
+			if len(matched) != len(want) {
+				t.Fatalf("q %q: MatchAudit holds for %d of the %d stored matches", c.q, len(matched), len(want))
+			}
+			if n := countMatches(sq, evs, c.project, c.since, c.until); n != len(want) {
+				t.Fatalf("q %q: MatchAudit holds for %d entries, the store lists %d", c.q, n, len(want))
+			}
 		})
 	}
+	t.Run("random expressions: SQL and MatchAudit agree", func(t *testing.T) {
+		for _, expr := range RandomAuditSearches(evs, 1, 150) {
+			sq, err := search.Parse(search.Audit, expr)
+			if err != nil {
+				t.Fatalf("%q: %v", expr, err)
+			}
+			q := auditstore.Query{OrgID: org, Limit: auditstore.MaxLimit, Filter: auditstore.Filter{Search: sq}}
+			got := ids(all(t, s, q))
+			var want []schemas.AuditEvent
+			for i := range evs {
+				if sq.MatchAudit(&evs[i]) {
+					want = append(want, evs[i])
+				}
+			}
+			if !slices.Equal(got, sorted(want)) {
+				t.Fatalf("q %q: the store lists %d entries, MatchAudit holds for %d", expr, len(got), len(want))
+			}
+		}
+	})
 	t.Run("empty window refused", func(t *testing.T) {
 		_, err := s.ListAudit(ctx(t), auditstore.Query{OrgID: org, Limit: 4, Filter: auditstore.Filter{Window: auditstore.Window{Since: &until, Until: &until}}})
 		if err == nil {
@@ -307,6 +440,13 @@ func testExecutionsSearch(t *testing.T, open Opener) {
 			}
 			if !slices.Equal(execIDs(got), want) {
 				t.Fatalf("q %q: got %d executions, want %d", c.q, len(got), len(want))
+			}
+			// The in-memory evaluator agrees.
+			evaluated := newestFirst(evs, func(e schemas.ExecutionEvent) bool {
+				return (c.since == nil || !e.StartedAt.Before(*c.since)) && (c.until == nil || e.StartedAt.Before(*c.until)) && sq.MatchExecution(&e)
+			})
+			if !slices.Equal(evaluated, want) {
+				t.Fatalf("q %q: MatchExecution holds for %d executions, the store lists %d", c.q, len(evaluated), len(want))
 			}
 		})
 	}
