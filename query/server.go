@@ -136,6 +136,10 @@ func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs", httpapi.With(mw, s.listAudit(true))...)
 	r.Get("/api/v1/orgs/:org_id/audit_logs/export", httpapi.With(mw, s.exportAudit(false))...)
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/export", httpapi.With(mw, s.exportAudit(true))...)
+	if stats, ok := s.store.(StatsReader); ok {
+		r.Get("/api/v1/orgs/:org_id/audit_logs/stats", httpapi.With(mw, s.auditStats(stats, false))...)
+		r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/stats", httpapi.With(mw, s.auditStats(stats, true))...)
+	}
 	r.Get("/api/v1/orgs/:org_id/audit_logs/stream", httpapi.With(mw, s.streamAudit(false))...)
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/stream", httpapi.With(mw, s.streamAudit(true))...)
 	if execs, ok := s.store.(ExecutionReader); ok {

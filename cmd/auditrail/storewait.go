@@ -126,6 +126,14 @@ func (p *pendingStore) HasExecution(ctx context.Context, org uuid.UUID, project 
 	return s.HasExecution(ctx, org, project, id)
 }
 
+func (p *pendingStore) Stats(ctx context.Context, q auditstore.StatsQuery) (auditstore.Stats, error) {
+	s, err := p.get()
+	if err != nil {
+		return auditstore.Stats{}, err
+	}
+	return s.Stats(ctx, q)
+}
+
 func (p *pendingStore) Ping(ctx context.Context) error {
 	s, err := p.get()
 	if err != nil {

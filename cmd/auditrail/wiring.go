@@ -31,6 +31,7 @@ type store interface {
 	auditstore.ExecutionStore
 	query.Reader
 	query.ExecutionReader
+	query.StatsReader
 }
 
 // openStore opens ClickHouse when dsn is set, else the SQLite file in dataDir.

@@ -51,6 +51,7 @@ func Run(t *testing.T, factory Factory) {
 		{"BatchAcrossManyMonths", testManyMonths},
 		{"Search", testSearch},
 		{"ExecutionsSearch", testExecutionsSearch},
+		{"Stats", testStats},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,116 @@
+{{/* The stats of an organization's entries in [since, until): counts per
+     bucket and key ("buckets"), top actors ("actors"), top resources
+     ("resources"). Each query adds two parts: its kind of audit_stats
+     (0007; .Agg; scope '' for the organization, else the project) for the
+     whole hours (days, for the tops) of the window, [agg_lo, agg_hi), and the
+     raw rows
+     of the ragged ends, [since, agg_lo) and [agg_hi, until) — the whole
+     window when there is no aggregate part (a search, a minute bucket, a
+     filter the aggregate does not keep, or a window within one hour or day).
+     Both parts count rows (see 0007 on duplicates), so the two paths answer
+     the same. Every value is a ? argument; .Bucket is a number from Go, the
+     keys are column names from Go. Casts keep both sides of UNION ALL of one
+     type, which 18.16 requires.
+     Arguments: [org, scope, agg_lo, agg_hi, the aggregate's filters], org, since,
+     agg_lo, agg_hi, until, the filters, the search terms (search.sql), [top]. */ -}}
+{{define "raw_where" -}}
+WHERE organization_id = ?
+    AND ((ts_ms >= ? AND ts_ms < ?) OR (ts_ms >= ? AND ts_ms < ?))
+{{- if .Project}}
+    AND project_id = ?
+{{- end}}
+{{- if .Action}}
+    AND action = ?
+{{- end}}
+{{- if .Source}}
+    AND source = ?
+{{- end}}
+{{- if .ResourceType}}
+    AND resource_type = ?
+{{- end}}
+{{- range .Terms}}
+    AND {{template "term" .}}
+{{- end}}
+{{- end}}
+
+{{define "buckets" -}}
+SELECT toInt64(intDiv(t, {{.Bucket}}) * {{.Bucket}}) AS start, k, toUInt64(sum(c)) AS n
+FROM (
+{{- if .Agg}}
+  SELECT t, toUInt8({{.AggKey}}) AS k, toUInt64(sum(n)) AS c
+  FROM audit_stats
+  WHERE organization_id = ? AND kind = 0 AND scope = ? AND t >= ? AND t < ?
+{{- if .Action}}
+    AND action = ?
+{{- end}}
+{{- if .Source}}
+    AND source = ?
+{{- end}}
+{{- if .ResourceType}}
+    AND resource_type = ?
+{{- end}}
+  GROUP BY t, k
+  UNION ALL
+{{- end}}
+  SELECT toInt64(intDiv(ts_ms, {{.Bucket}}) * {{.Bucket}}) AS t, toUInt8({{.Key}}) AS k, toUInt64(count()) AS c
+  FROM audit_logs
+  {{template "raw_where" .}}
+  GROUP BY t, k
+)
+GROUP BY start, k
+ORDER BY start, k
+{{- end}}
+
+{{define "actors" -}}
+SELECT principal_id, toUInt64(sum(c)) AS n
+FROM (
+{{- if .Agg}}
+  SELECT value AS principal_id, toUInt64(sum(n)) AS c
+  FROM audit_stats
+  WHERE organization_id = ? AND kind = 1 AND scope = ? AND t >= ? AND t < ?
+{{- if .Action}}
+    AND action = ?
+{{- end}}
+{{- if .Source}}
+    AND source = ?
+{{- end}}
+{{- if .ResourceType}}
+    AND resource_type = ?
+{{- end}}
+  GROUP BY principal_id
+  UNION ALL
+{{- end}}
+  SELECT principal_id, toUInt64(count()) AS c
+  FROM audit_logs
+  {{template "raw_where" .}}
+  GROUP BY principal_id
+)
+GROUP BY principal_id
+ORDER BY n DESC, principal_id
+LIMIT ?
+{{- end}}
+
+{{define "resources" -}}
+SELECT rt, rid, toUInt64(sum(c)) AS n
+FROM (
+{{- if .Agg}}
+  SELECT toUInt8(resource_type) AS rt, value AS rid, toUInt64(sum(n)) AS c
+  FROM audit_stats
+  WHERE organization_id = ? AND kind = 2 AND scope = ? AND t >= ? AND t < ?
+{{- if .ResourceType}}
+    AND resource_type = ?
+{{- end}}
+    AND value != ''
+  GROUP BY rt, rid
+  UNION ALL
+{{- end}}
+  SELECT toUInt8(ifNull(resource_type, 0)) AS rt, toString(ifNull(resource_id, '')) AS rid, toUInt64(count()) AS c
+  FROM audit_logs
+  {{template "raw_where" .}}
+    AND ifNull(resource_id, '') != ''
+  GROUP BY rt, rid
+)
+GROUP BY rt, rid
+ORDER BY n DESC, rid, rt
+LIMIT ?
+{{- end}}
