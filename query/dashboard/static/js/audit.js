@@ -83,7 +83,8 @@ export function render(root, ctx) {
   const topList = (title, id, rows, key) => h("div", { class: "top", id },
     h("h2", {}, title),
     rows.length ? h("ol", {}, rows.map((r) => h("li", {},
-      h("button", { type: "button", class: "filter", title: `Search ${key}:${r.value}`, dataset: { value: r.value }, onclick: () => set({ q: addTerm(q, key, r.value), open: null }) }, String(r.value)),
+      h("button", { type: "button", class: "filter", title: `Search ${key}:${r.value}`, dataset: { value: r.value }, onclick: () => set({ q: addTerm(q, key, r.value), open: null }) },
+        r.resource_type ? h("span", { class: "rtype" }, short(r.resource_type) + " ") : null, String(r.value)),
       h("span", { class: "muted count" }, String(r.count))))) : h("p", { class: "muted" }, "None in this range."));
   const statsKey = key + "\u0000" + by;
   if (!stats || stats.key !== statsKey) {
