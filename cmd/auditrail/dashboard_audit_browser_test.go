@@ -616,9 +616,12 @@ func TestDashboardScreenshot(t *testing.T) {
 	}
 	d := openDashboard(t)
 	seedTenant(t, d, false)
+	if r := d.c.call("PUT", "/api/v1/orgs/"+d.org+"/projects/"+d.project+"/members/alice", d.boot, map[string]any{"role": "member"}); r.status/100 != 2 {
+		t.Fatalf("alice in billing: %d %s", r.status, r.raw)
+	}
 	d.do(t, "1280×800", chromedp.EmulateViewport(1280, 800))
-	d.signIn(t, d.alice, "?view=audit&open=")
-	d.do(t, "rows", until(rowsJS+` >= 50`), until(`document.querySelector("#histogram svg") || document.getElementById("stats-unavailable")`))
+	d.signIn(t, d.alice, "?view=audit&project="+d.project)
+	d.do(t, "rows", until(rowsJS+` >= 30`), until(`document.querySelector("#histogram svg") || document.getElementById("stats-unavailable")`))
 	id := value(t, d, "entry", chromedp.Evaluate[string](`[...document.querySelectorAll("#entries tbody tr")].find(tr => tr.textContent.includes("UPDATED")).dataset.id`))
 	d.do(t, "open", chromedp.Click(chromedp.CSS(`#entries tbody tr[data-id="`+id+`"]`)), until(`document.getElementById("diff")`),
 		until(`(document.activeElement.blur(), window.scrollTo(0, 0), true)`), chromedp.Sleep(700*time.Millisecond))

@@ -35,7 +35,9 @@ export function histogram({ buckets, from, to, bucket, width, onZoom, onKey }) {
     }
   }
   keys.sort((a, b) => totals.get(b) - totals.get(a));
-  const cls = new Map(keys.map((k, i) => [k, "k" + (i % 10)]));
+  // Actions keep the colours of their badges; other keys take the palette in order.
+  const fixed = { AUDIT_ACTION_UPDATED: "k0", AUDIT_ACTION_CREATED: "k1", AUDIT_ACTION_DELETED: "k2", AUDIT_ACTION_DISABLED: "k3" };
+  const cls = new Map(keys.map((k, i) => [k, fixed[k] || "k" + (i % 10)]));
   const t0 = from.getTime(), t1 = Math.max(to.getTime(), t0 + 1);
   const x = (t) => padL + ((t - t0) / (t1 - t0)) * plotW;
   const step = bucketMs[bucket] || 3600e3;
