@@ -474,6 +474,17 @@ func testLiveTail(t *testing.T, d *dash) {
 		t.Fatal("paused, yet the entry was shown")
 	}
 	d.do(t, "resume", chromedp.Click(chromedp.CSS("#pause")), until(`document.querySelector("#entries tbody tr").textContent.includes("live two")`))
+	// Off, a change, on again: the tail resumes after the last entry it saw
+	// (Last-Event-ID), so the change made meanwhile arrives.
+	d.do(t, "off", chromedp.Click(chromedp.CSS("#live")), until(`document.getElementById("live").getAttribute("aria-pressed") === "false"`))
+	if r := d.c.call("POST", base+"/api_keys", d.boot, map[string]any{"name": "while off", "user_id": "alice"}); r.status != 201 {
+		t.Fatalf("key: %d %s", r.status, r.raw)
+	}
+	d.do(t, "on again", chromedp.Sleep(300*time.Millisecond), chromedp.Click(chromedp.CSS("#live")),
+		until(`document.querySelector("#entries tbody tr").textContent.includes("while off")`))
+	if n := value(t, d, "rows", chromedp.Evaluate[int](`[...document.querySelectorAll("#entries tbody tr")].filter(tr => /live one|live two|while off/.test(tr.textContent)).length`)); n != 3 {
+		t.Errorf("after the resume, %d rows of the live keys, want 3 (none twice)", n)
+	}
 }
 
 func testExport(t *testing.T, d *dash) {

@@ -18,6 +18,7 @@ const byKeys = { action: "Action", source: "Source", resource_type: "Resource ty
 let listing = null; // the entries of the current search
 let stats = null; // {key, data, error, loading}
 let live = null; // {key, conn, paused, pending, hooks, detach, state}
+let resume = null; // {key, id}: where a stopped tail of a search was, so that turning it on again misses nothing
 const single = new Map(); // event_id → entry opened by link (not in the listing)
 
 const columns = [
@@ -189,7 +190,7 @@ export function render(root, ctx) {
       live = { key, paused: false, pending: [], state: "connecting", hooks: { arrive, state: setLiveState } };
       const url = ctx.api.url(path + "/stream", { q });
       const mine = live;
-      mine.conn = tail(ctx.api, url, { onItem: (it) => live === mine && mine.hooks.arrive(it), onState: (s, d) => live === mine && mine.hooks.state(s, d) });
+      mine.conn = tail(ctx.api, url, { lastEventId: resume && resume.key === key ? resume.id : null, onItem: (it) => live === mine && mine.hooks.arrive(it), onState: (s, d) => live === mine && mine.hooks.state(s, d) });
     }
     live.hooks = { arrive, state: setLiveState };
     if (live.paused) { pauseBtn.textContent = live.pending.length ? `Resume (${live.pending.length} new)` : "Resume"; pauseBtn.setAttribute("aria-pressed", "true"); }
@@ -211,6 +212,7 @@ function stopLive() {
   live = null;
   clearTimeout(l.detach);
   l.conn.stop();
+  if (l.conn.lastEventId) resume = { key: l.key, id: l.conn.lastEventId };
 }
 
 // The seed's fields, in its order.
