@@ -579,6 +579,13 @@ func testPhone(t *testing.T, d *dash) {
 // testErrors runs last: it spends the rate limit.
 func testErrors(t *testing.T, d *dash) {
 	base := "/api/v1/orgs/" + d.org
+	// 403: alice owns Acme but is no member of billing.
+	d.signIn(t, d.alice, "?view=audit&project="+d.project)
+	d.do(t, "403", until(`!document.getElementById("banner").hidden && document.getElementById("list-error")`))
+	if msg := value(t, d, "banner", chromedp.Text(chromedp.CSS("#banner"))); !strings.Contains(msg, "not a member") {
+		t.Errorf("after a 403: %q", msg)
+	}
+	d.do(t, "sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#credential")))
 	r := d.c.call("POST", base+"/api_keys", d.boot, map[string]any{"name": "short-lived", "user_id": "alice"})
 	if r.status != 201 {
 		t.Fatalf("key: %d %s", r.status, r.raw)
