@@ -280,30 +280,18 @@ func Query(ctx context.Context, n int, progress io.Writer) ([]QueryResult, error
 	org := uuid.New()
 	gen := synth.New(org, 5, 9)
 	now := time.Now()
-	step := 30 * 24 * time.Hour / time.Duration(n)
 	depths := map[string]int{"deep 10%": n / 10, "deep 50%": n / 2, "deep 90%": n * 9 / 10}
 	keys := map[string]auditstore.Key{}
 	say("writing %d events of one organization over 30 days", n)
-	start := time.Now()
-	const batch = 200_000
-	buf := make([]schemas.AuditEvent, 0, batch)
-	for i := 0; i < n; i++ {
-		ev := gen.Event(now.Add(-time.Duration(i) * step))
+	err = fillAudit(ctx, store, gen, n, now, say, func(i int, ev *schemas.AuditEvent) {
 		for name, d := range depths {
 			if d == i {
 				keys[name] = auditstore.Key{Timestamp: ev.Timestamp, EventID: ev.EventID}
 			}
 		}
-		buf = append(buf, ev)
-		if len(buf) == batch || i == n-1 {
-			if err := store.WriteAudit(ctx, buf); err != nil {
-				return nil, err
-			}
-			buf = buf[:0]
-			if (i+1)%(n/10+1) < batch {
-				say("  %d/%d written (%.0f/s)", i+1, n, float64(i+1)/time.Since(start).Seconds())
-			}
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	base := "/api/v1/orgs/" + org.String() + "/audit_logs?limit=50"
@@ -358,6 +346,33 @@ func Query(ctx context.Context, n int, progress io.Writer) ([]QueryResult, error
 	scenarios = append(scenarios, scenario("filtered page (action)", page{url: base + "&action=AUDIT_ACTION_DISABLED",
 		q: auditstore.Query{OrgID: org, Limit: benchPage, Filter: auditstore.Filter{Action: &dis}}, filter: " AND action = 4"}))
 	return measurePages(ctx, scenarios, say)
+}
+
+// fillAudit writes n events of gen's organization, one every 30 days / n
+// back from now, newest first, in batches of 200k; seen, when set, sees
+// each event with its index before it is written.
+func fillAudit(ctx context.Context, store *clickhouse.Store, gen *synth.Generator, n int, now time.Time, say func(string, ...any), seen func(int, *schemas.AuditEvent)) error {
+	step := 30 * 24 * time.Hour / time.Duration(n)
+	start := time.Now()
+	const batch = 200_000
+	buf := make([]schemas.AuditEvent, 0, min(batch, n))
+	for i := 0; i < n; i++ {
+		ev := gen.Event(now.Add(-time.Duration(i) * step))
+		if seen != nil {
+			seen(i, &ev)
+		}
+		buf = append(buf, ev)
+		if len(buf) == batch || i == n-1 {
+			if err := store.WriteAudit(ctx, buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+			if (i+1)%(n/10+1) < batch {
+				say("  %d/%d written (%.0f/s)", i+1, n, float64(i+1)/time.Since(start).Seconds())
+			}
+		}
+	}
+	return nil
 }
 
 // throughput runs f from workers goroutines for d and returns the

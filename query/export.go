@@ -304,6 +304,22 @@ func (e encoder[T]) write(w io.Writer, it T) error {
 	return nil
 }
 
+// EncodeAudit writes items as an export in format (FormatCSV or
+// FormatJSONL) would: the benchmark's reference, the encoder without the
+// store.
+func EncodeAudit(w io.Writer, format string, items []Item) error {
+	enc := newAuditEncoder(format)
+	if err := enc.start(w); err != nil {
+		return err
+	}
+	for _, it := range items {
+		if err := enc.write(w, it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func newAuditEncoder(format string) encoder[Item] {
 	return encoder[Item]{header: AuditCSVHeader, row: auditRow, csv: format == FormatCSV}
 }

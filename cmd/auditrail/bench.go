@@ -13,8 +13,10 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,sqlite,docmd,docsedit,odata,mail", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, sqlite")
-	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query and executions benchmarks")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,sqlite,docmd,docsedit,odata,mail", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, sqlite")
+	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
+	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
+	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	inf := addIngestFlags(fs)
@@ -104,6 +106,23 @@ func runBench(ctx context.Context, args []string) error {
 			}
 			printQueryResults(rs)
 			figures = append(figures, bench.QueryFigures("executions ", rs)...)
+		case "dashboard":
+			fmt.Printf("== dashboard: one tenant holding %d events in ClickHouse behind `auditrail dev`; search, stats, export and the page's first render\n", *queryEvents)
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg := bench.DefaultDashboardConfig(exe)
+			cfg.Events, cfg.Samples, cfg.Renders = *queryEvents, *dashSamples, *dashRenders
+			r, err := bench.Dashboard(ctx, cfg, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("dashboard benchmark: %w", err)
+			}
+			fmt.Printf("  list p50 %.2f ms p99 %.2f ms | search rare p50 %.2f p99 %.2f | broad p50 %.2f p99 %.2f | stats p50 %.2f p99 %.2f ms\n",
+				msf(r.List.P50), msf(r.List.P99), msf(r.SearchRare.P50), msf(r.SearchRare.P99), msf(r.SearchBroad.P50), msf(r.SearchBroad.P99), msf(r.Stats.P50), msf(r.Stats.P99))
+			fmt.Printf("  export %d rows in %s, dev peak RSS +%.1f MB | first render p50 %.1f ms p99 %.1f ms (list fetch p50 %.1f ms)\n",
+				r.ExportRows, r.ExportTime.Round(time.Millisecond), float64(r.RSSGrowth)/(1<<20), msf(r.Render.P50), msf(r.Render.P99), msf(r.RenderList.P50))
+			figures = append(figures, r.Figures()...)
 		case "sqlite":
 			fmt.Printf("== sqlite: one tenant holding %d events in SQLite; a page at 90%% depth against the first page\n", *sqliteEvents)
 			r, err := bench.SQLite(ctx, *sqliteEvents, os.Stdout)

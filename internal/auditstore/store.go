@@ -19,8 +19,11 @@ import (
 // ErrInvalidQuery is returned for a query that no backend can answer.
 var ErrInvalidQuery = errors.New("invalid query")
 
-// MaxLimit is the largest page a store returns.
-const MaxLimit = 1000
+// MaxLimit is the largest page a store returns: the API's pages are
+// smaller (at most 100); exports read pages this large, so that a million
+// rows cost a hundred store queries, not a thousand (each one's fixed cost
+// bounded export throughput to about 30k rows/s on ClickHouse).
+const MaxLimit = 10_000
 
 // Store keeps audit entries. Implementations are safe for concurrent use.
 type Store interface {

@@ -10,8 +10,11 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -45,10 +48,21 @@ var contentTypes = map[string]string{
 	".txt":  "text/plain; charset=utf-8",
 }
 
-// assets reads every embedded file once; a file of an unknown type is a
-// programming error.
-var assets = func() map[string]asset {
-	out := map[string]asset{}
+// The page's references to its own files: a module's relative imports and
+// index.html's links to static/… . Each gets ?v=<version>.
+var (
+	importRef = regexp.MustCompile(`(\bfrom\s*"\./[a-z0-9-]+\.js)(")`)
+	staticRef = regexp.MustCompile(`((?:href|src)="static/[a-z0-9/-]+\.(?:js|css|svg|png))(")`)
+)
+
+// version is a hash of every embedded file, and assets the files with
+// every reference to another file versioned: a file asked for with this
+// version is cached for a year (no revalidation on later loads: a first
+// render without a dozen conditional requests), and the next build with
+// any change has another version. index.html itself is revalidated on
+// every load (ETag), so it names the current version at once.
+var version, assets = func() (string, map[string]asset) {
+	raw := map[string][]byte{}
 	err := fs.WalkDir(files, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -57,24 +71,44 @@ var assets = func() map[string]asset {
 		if err != nil {
 			return err
 		}
-		ct, ok := contentTypes[path.Ext(p)]
-		if !ok {
+		if _, ok := contentTypes[path.Ext(p)]; !ok {
 			panic("dashboard: no content type for " + p)
 		}
-		sum := sha256.Sum256(b)
-		out[strings.TrimPrefix(p, "static/")] = asset{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		raw[strings.TrimPrefix(p, "static/")] = b
 		return nil
 	})
 	if err != nil {
 		panic(err)
 	}
-	return out
+	names := make([]string, 0, len(raw))
+	for name := range raw {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(h, "%s %d\n", name, len(raw[name]))
+		h.Write(raw[name])
+	}
+	v := hex.EncodeToString(h.Sum(nil)[:8])
+	out := map[string]asset{}
+	for name, b := range raw {
+		switch path.Ext(name) {
+		case ".js":
+			b = importRef.ReplaceAll(b, []byte("${1}?v="+v+"${2}"))
+		case ".html":
+			b = staticRef.ReplaceAll(b, []byte("${1}?v="+v+"${2}"))
+		}
+		sum := sha256.Sum256(b)
+		out[name] = asset{body: b, contentType: contentTypes[path.Ext(name)], etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+	}
+	return v, out
 }()
 
 // Register mounts the page: GET /dashboard redirects to /dashboard/, which
 // answers index.html whatever its query (the URL holds the view); the
-// modules and the style sheet are under /dashboard/static/. Files are
-// revalidated on every load (ETag), so that an upgrade is seen at once.
+// modules and the style sheet are under /dashboard/static/, named with the
+// build's version (see version).
 func Register(r fiber.Router) {
 	// One route for both: Fiber's routing is not strict about the final slash.
 	r.Get("/dashboard", func(c *fiber.Ctx) error {
@@ -98,7 +132,11 @@ func send(c *fiber.Ctx, name string) error {
 		return fiber.NewError(fiber.StatusNotFound, "no such file")
 	}
 	c.Set(fiber.HeaderContentType, a.contentType)
-	c.Set(fiber.HeaderCacheControl, "no-cache")
+	if name != "index.html" && c.Query("v") == version {
+		c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")
+	} else {
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+	}
 	c.Set(fiber.HeaderETag, a.etag)
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	c.Set("Referrer-Policy", "no-referrer")

@@ -1,6 +1,7 @@
 // Building the DOM without HTML strings: every value is set as text or as
 // a property, never parsed as markup, so a value taken from an event
-// (a resource name holding <img onerror=…>) shows as the text it is.
+// (a resource name holding an img tag with an error handler) shows as the
+// text it is.
 
 // h makes an element: h("a", {href, class: "x", onclick: f}, "text", child…).
 // Attributes named on* must be functions (they are added as listeners);

@@ -58,6 +58,9 @@ export function render(root, ctx) {
   const key = listingKey(ctx, path);
   if (!listing || listing.key !== key) listing = new Listing(ctx, path);
   const L = listing;
+  // The first page is the critical path of the view: ask for it before
+  // anything else (the histogram's stats, the live tail); it is drawn below.
+  if (!L.loaded && !L.error) L.more(ctx.api).catch(() => {});
   const set = (changes, opts) => ctx.setParams(changes, opts);
   const search = searchBox("executions", q, (nq) => set({ q: nq, open: null }));
   root.append(
