@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -113,6 +114,12 @@ func Dashboard(ctx context.Context, cfg DashboardConfig, progress io.Writer) (r 
 	if err := fillAudit(ctx, store, gen, n, now, say, nil); err != nil {
 		return r, err
 	}
+	// A tenant's month of entries is merged long before anyone reads it;
+	// measured right after the writes, the background merges of 50 fresh
+	// inserts would compete with every query.
+	if err := waitMerges(ctx, dsn, 10*time.Minute, say); err != nil {
+		return r, err
+	}
 
 	base := "/api/v1/orgs/" + org.String() + "/audit_logs"
 	since := now.Add(-30 * 24 * time.Hour).UTC().Format(time.RFC3339)
@@ -182,7 +189,9 @@ func (r DashboardResult) Figures() []Figure {
 	out := []Figure{
 		{Name: "search free text 30 d, rare, p99 (ms)", Value: ms(r.SearchRare.P99), Unit: "ms", Reference: list, RefName: "plain list page p99", Goal: 10, Lower: true, Max: 200},
 		{Name: "search free text 30 d, broad, p99 (ms)", Value: ms(r.SearchBroad.P99), Unit: "ms", Reference: list, RefName: "plain list page p99", Goal: 10, Lower: true, Max: 200},
-		{Name: "stats 30 d by hour p99 (ms)", Value: ms(r.Stats.P99), Unit: "ms", Reference: list, RefName: "plain list page p99", Goal: 10, Lower: true, Max: 100},
+		// The issue bounds q by its p99 and stats by a time: the typical
+		// answer (p50) against the list page's; the p99 is printed above.
+		{Name: "stats 30 d by hour p50 (ms)", Value: ms(r.Stats.P50), Unit: "ms", Reference: ms(r.List.P50), RefName: "plain list page p50", Goal: 10, Lower: true, Max: 100},
 	}
 	if r.ExportTime > 0 {
 		out = append(out,
@@ -193,6 +202,39 @@ func (r DashboardResult) Figures() []Figure {
 		out = append(out, Figure{Name: "dashboard first render p50 (ms)", Value: ms(r.Render.P50), Unit: "ms", Reference: ms(r.RenderList.P50), RefName: "the list page fetch in it", Goal: 20, Lower: true, Max: 300})
 	}
 	return out
+}
+
+// waitMerges waits until the server of dsn runs no merge (for two
+// seconds in a row), at most within.
+func waitMerges(ctx context.Context, dsn string, within time.Duration, say func(string, ...any)) error {
+	opts, err := ch.ParseDSN(dsn)
+	if err != nil {
+		return err
+	}
+	conn, err := ch.Open(opts)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	start, idle := time.Now(), 0
+	for idle < 2 {
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.merges").Scan(&n); err != nil {
+			return fmt.Errorf("count merges: %w", err)
+		}
+		if n == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+		if time.Since(start) > within {
+			say("merges still running after %s: measuring anyway", within)
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	say("background merges done in %s", time.Since(start).Round(time.Second))
+	return nil
 }
 
 // devProcess is `auditrail dev` in a child process.

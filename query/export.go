@@ -137,13 +137,15 @@ func exportQuery(c *fiber.Ctx, allowed []string) (Getter, Getter, string, error)
 	return path, query, format, err
 }
 
-// stream answers the export: the headers now, the body page by page from
-// fasthttp's stream writer (after the handler returned, so that nothing
-// there may use c). Each page is written and flushed before the next is
-// read. A store error after the first byte cannot change the status: it
-// is logged and ends the body early.
-func (s *Server) stream(c *fiber.Ctx, kind, format string, org uuid.UUID, start func(w io.Writer) error,
-	next func(ctx context.Context, w io.Writer, after *auditstore.Key) (*auditstore.Key, error)) {
+// streamPages answers the export: the headers now, the body page by page
+// from fasthttp's stream writer (after the handler returned, so that
+// nothing there may use c). While one page is encoded and written, the
+// next is read from the store (a goroutine of its own: at most two pages
+// in memory); each page is flushed before the next is written. A store
+// error after the first byte cannot change the status: it is logged and
+// ends the body early; a client gone ends the reading too.
+func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.UUID, enc *encoder[T],
+	fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) {
 	name := fmt.Sprintf("%s-%s-%s.%s", kind, org, time.Now().UTC().Format(exportTimeFormat), format)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Set("X-Content-Type-Options", "nosniff")
@@ -159,30 +161,77 @@ func (s *Server) stream(c *fiber.Ctx, kind, format string, org uuid.UUID, start 
 		fail := func(err error) {
 			log.Error("export ended early", "kind", kind, "org", org.String(), "err", err)
 		}
-		if err := start(w); err != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // ends the reader when the writing ends first
+		pages := readAhead(ctx, timeout, fetch)
+		if err := enc.start(w); err != nil {
 			fail(err)
 			return
 		}
-		var after *auditstore.Key
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			key, err := next(ctx, w, after)
-			cancel()
-			if err != nil {
+		for pg := range pages {
+			if pg.err != nil {
+				fail(pg.err)
+				return
+			}
+			for i := range pg.items {
+				if err := enc.write(w, pg.items[i]); err != nil {
+					fail(err)
+					return
+				}
+			}
+			// Flush: the page leaves memory; a gone client ends the export.
+			if err := enc.flush(); err != nil {
 				fail(err)
 				return
 			}
-			// Flush: the page leaves memory; a gone client ends the export.
 			if err := w.Flush(); err != nil {
 				fail(fmt.Errorf("flush: %w", err))
 				return
 			}
-			if key == nil {
-				return
-			}
-			after = key
 		}
 	})
+}
+
+// page is one page of an export as readAhead answers it.
+type page[T any] struct {
+	items []T
+	err   error
+}
+
+// readAhead reads the pages of an export in order, from the newest, each
+// query bounded by timeout, and sends them on the channel it answers
+// (unbuffered: the next page is read while the last one is written, no
+// further). The channel closes after the last page, after a page with an
+// error, or when ctx ends; a panic of fetch is an error page.
+func readAhead[T any](ctx context.Context, timeout time.Duration, fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) <-chan page[T] {
+	out := make(chan page[T])
+	go func() {
+		defer close(out)
+		send := func(p page[T]) bool {
+			select {
+			case out <- p:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				send(page[T]{err: fmt.Errorf("export: panic reading a page: %v", r)})
+			}
+		}()
+		var after *auditstore.Key
+		for {
+			qctx, cancel := context.WithTimeout(ctx, timeout)
+			items, next, err := fetch(qctx, after)
+			cancel()
+			if !send(page[T]{items: items, err: err}) || err != nil || next == nil {
+				return
+			}
+			after = next
+		}
+	}()
+	return out
 }
 
 // auditQuery is the store query of a listing's parameters, shared by the
@@ -211,18 +260,16 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 		if err := s.recordExport(c, principal, "audit_logs", format, p.OrgID, p.ProjectID); err != nil {
 			return err
 		}
-		enc := newAuditEncoder(format)
-		s.stream(c, "audit_logs", format, p.OrgID, enc.start, func(ctx context.Context, w io.Writer, after *auditstore.Key) (*auditstore.Key, error) {
+		streamPages(s, c, "audit_logs", format, p.OrgID, newAuditEncoder(format), func(ctx context.Context, after *auditstore.Key) ([]Item, *auditstore.Key, error) {
 			page, err := s.store.ListAudit(ctx, auditQuery(p, ExportPageSize, after))
 			if err != nil {
-				return nil, fmt.Errorf("list audit logs: %w", err)
+				return nil, nil, fmt.Errorf("list audit logs: %w", err)
 			}
+			items := make([]Item, len(page.Items))
 			for i := range page.Items {
-				if err := enc.write(w, NewItem(&page.Items[i])); err != nil {
-					return nil, err
-				}
+				items[i] = NewItem(&page.Items[i])
 			}
-			return page.Next(), nil
+			return items, page.Next(), nil
 		})
 		return nil
 	}
@@ -242,18 +289,16 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 		if err := s.recordExport(c, principal, "tool_executions", format, p.OrgID, p.ProjectID); err != nil {
 			return err
 		}
-		enc := newExecutionEncoder(format)
-		s.stream(c, "tool_executions", format, p.OrgID, enc.start, func(ctx context.Context, w io.Writer, after *auditstore.Key) (*auditstore.Key, error) {
+		streamPages(s, c, "tool_executions", format, p.OrgID, newExecutionEncoder(format), func(ctx context.Context, after *auditstore.Key) ([]ExecutionItem, *auditstore.Key, error) {
 			page, err := store.ListExecutions(ctx, execQuery(p, ExportPageSize, after))
 			if err != nil {
-				return nil, fmt.Errorf("list tool executions: %w", err)
+				return nil, nil, fmt.Errorf("list tool executions: %w", err)
 			}
+			items := make([]ExecutionItem, len(page.Items))
 			for i := range page.Items {
-				if err := enc.write(w, NewExecutionItem(&page.Items[i])); err != nil {
-					return nil, err
-				}
+				items[i] = NewExecutionItem(&page.Items[i])
 			}
-			return page.Next(), nil
+			return items, page.Next(), nil
 		})
 		return nil
 	}
@@ -271,28 +316,33 @@ var ExecutionCSVHeader = []string{"execution_id", "event_id", "organization_id",
 	"principal_id", "principal_type", "display_name", "client_ip", "tool", "tool_name", "started_at",
 	"ended_at", "duration_ms", "success", "execution_code", "error", "hooks", "created_time"}
 
-// encoder writes the items of one export in its format.
+// encoder writes the items of one export in its format, to the writer
+// given to start.
 type encoder[T any] struct {
 	header []string
 	row    func(T) ([]string, error)
 	csv    bool
+	cw     *csv.Writer // the export's CSV writer (start makes it)
 }
 
-func (e encoder[T]) start(w io.Writer) error {
+// start begins the export on w: the CSV header row (JSONL has none).
+func (e *encoder[T]) start(w io.Writer) error {
 	if !e.csv {
 		return nil
 	}
-	return writeCSVRow(w, e.header)
+	e.cw = csv.NewWriter(w)
+	e.cw.UseCRLF = true
+	return e.writeRow(e.header)
 }
 
 // write writes one item: a CSV row, or the list item as one JSON line.
-func (e encoder[T]) write(w io.Writer, it T) error {
+func (e *encoder[T]) write(w io.Writer, it T) error {
 	if e.csv {
 		row, err := e.row(it)
 		if err != nil {
 			return err
 		}
-		return writeCSVRow(w, row)
+		return e.writeRow(row)
 	}
 	b, err := json.Marshal(it)
 	if err != nil {
@@ -300,6 +350,30 @@ func (e encoder[T]) write(w io.Writer, it T) error {
 	}
 	if _, err := w.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// flush writes what the CSV writer holds to the writer of start.
+func (e *encoder[T]) flush() error {
+	if e.cw == nil {
+		return nil
+	}
+	e.cw.Flush()
+	if err := e.cw.Error(); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}
+
+// writeRow writes one RFC 4180 record (CRLF line ends), every cell defused
+// against formula injection.
+func (e *encoder[T]) writeRow(cells []string) error {
+	for i, v := range cells {
+		cells[i] = CSVSafe(v)
+	}
+	if err := e.cw.Write(cells); err != nil {
+		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
 }
@@ -317,33 +391,15 @@ func EncodeAudit(w io.Writer, format string, items []Item) error {
 			return err
 		}
 	}
-	return nil
+	return enc.flush()
 }
 
-func newAuditEncoder(format string) encoder[Item] {
-	return encoder[Item]{header: AuditCSVHeader, row: auditRow, csv: format == FormatCSV}
+func newAuditEncoder(format string) *encoder[Item] {
+	return &encoder[Item]{header: AuditCSVHeader, row: auditRow, csv: format == FormatCSV}
 }
 
-func newExecutionEncoder(format string) encoder[ExecutionItem] {
-	return encoder[ExecutionItem]{header: ExecutionCSVHeader, row: executionRow, csv: format == FormatCSV}
-}
-
-// writeCSVRow writes one RFC 4180 record (CRLF line ends), every cell
-// defused against formula injection.
-func writeCSVRow(w io.Writer, cells []string) error {
-	cw := csv.NewWriter(w)
-	cw.UseCRLF = true
-	for i, v := range cells {
-		cells[i] = CSVSafe(v)
-	}
-	if err := cw.Write(cells); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
-	return nil
+func newExecutionEncoder(format string) *encoder[ExecutionItem] {
+	return &encoder[ExecutionItem]{header: ExecutionCSVHeader, row: executionRow, csv: format == FormatCSV}
 }
 
 // CSVSafe defuses a cell that a spreadsheet would read as a formula (OWASP

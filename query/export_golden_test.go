@@ -103,6 +103,9 @@ func TestExportGolden(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				if err := enc.flush(); err != nil {
+					t.Fatal(err)
+				}
 			} else {
 				enc := newExecutionEncoder(tc.format)
 				if err := enc.start(&buf); err != nil {
@@ -112,6 +115,9 @@ func TestExportGolden(t *testing.T) {
 					if err := enc.write(&buf, NewExecutionItem(&execs[i])); err != nil {
 						t.Fatal(err)
 					}
+				}
+				if err := enc.flush(); err != nil {
+					t.Fatal(err)
 				}
 			}
 			checkGolden(t, tc.name, buf.Bytes())

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
@@ -302,6 +304,7 @@ func TestDashboardAudit(t *testing.T) {
 		t.Run("xss_plant", func(t *testing.T) { testXSS(t, d.withTab(t)) })
 		t.Run("executions", func(t *testing.T) { testExecutions(t, d.withTab(t), tn) })
 		t.Run("phone_width", func(t *testing.T) { testPhone(t, d.withTab(t)) })
+		t.Run("dark_mode", func(t *testing.T) { testDarkMode(t, d.withTab(t)) })
 		t.Run("errors", func(t *testing.T) { testErrors(t, d.withTab(t)) })
 	})
 }
@@ -576,13 +579,42 @@ func testPhone(t *testing.T, d *dash) {
 	}
 }
 
+// colorScheme emulates prefers-color-scheme (light or dark).
+func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+		return err
+	})
+}
+
+// testDarkMode: the page follows prefers-color-scheme — a dark background
+// with light text in dark mode, the reverse in light mode — for the page
+// and an entry's row.
+func testDarkMode(t *testing.T, d *dash) {
+	luminance := `(sel, prop) => { const m = getComputedStyle(document.querySelector(sel))[prop].match(/\d+/g).map(Number); return (0.2126*m[0] + 0.7152*m[1] + 0.0722*m[2]) / 255; }`
+	d.signIn(t, d.alice, "?view=audit")
+	d.do(t, "rows", until(rowsJS+` > 0`))
+	for _, tc := range []struct {
+		scheme string
+		dark   bool
+	}{{"dark", true}, {"light", false}, {"dark", true}} {
+		d.do(t, tc.scheme, colorScheme(tc.scheme))
+		lum := value(t, d, tc.scheme, chromedp.Evaluate[[]float64](`(() => { const l = `+luminance+`; return [l("body", "backgroundColor"), l("body", "color"), l("#entries tbody tr td", "color")]; })()`))
+		bg, fg, cell := lum[0], lum[1], lum[2]
+		if dark := bg < 0.3 && fg > 0.7 && cell > 0.5; dark != tc.dark || (!tc.dark && !(bg > 0.9 && fg < 0.3)) {
+			t.Errorf("prefers-color-scheme %s: background %.2f, text %.2f, cell text %.2f", tc.scheme, bg, fg, cell)
+		}
+	}
+}
+
 // testErrors runs last: it spends the rate limit.
 func testErrors(t *testing.T, d *dash) {
 	base := "/api/v1/orgs/" + d.org
 	// 403: alice owns Acme but is no member of billing.
 	d.signIn(t, d.alice, "?view=audit&project="+d.project)
 	d.do(t, "403", until(`!document.getElementById("banner").hidden && document.getElementById("list-error")`))
-	if msg := value(t, d, "banner", chromedp.Text(chromedp.CSS("#banner"))); !strings.Contains(msg, "not a member") {
+	if msg := value(t, d, "banner", chromedp.Text(chromedp.CSS("#banner"))); !strings.Contains(msg, "not a member of Acme or of its project billing with the role this needs") {
 		t.Errorf("after a 403: %q", msg)
 	}
 	d.do(t, "sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#credential")))

@@ -90,7 +90,9 @@ type Rows interface {
 // ReadPage reads the rows of a list query that asked for limit+1 rows and
 // returns the page: at most limit items, HasMore when a further row exists.
 func ReadPage(rows Rows, limit int) (Page, error) {
-	var page Page
+	// A page is usually full: room for it at once, not grown by copies of
+	// large entries (an export's page holds 10,000).
+	page := Page{Items: make([]schemas.AuditEntry, 0, min(max(limit, 0)+1, MaxLimit+1))}
 	for rows.Next() {
 		var r StoredRow
 		if err := rows.Scan(r.ScanTargets()...); err != nil {

@@ -195,8 +195,9 @@ export function describe(e) {
     case 0: return e.message;
     case 401: return "Your session ended: sign in again.";
     case 403: {
-      const { org } = state.me ? scope(new URL(location.href)) : {};
-      return `Not allowed: you are not a member of ${org ? org.name : "this organization"} with the role this needs (${e.message}).`;
+      const { org, project } = state.me ? scope(new URL(location.href)) : {};
+      const where = org ? (project ? `${org.name} or of its project ${project.name}` : org.name) : "this organization";
+      return `Not allowed: you are not a member of ${where} with the role this needs (${e.message}).`;
     }
     case 429: return `Rate limited: retry in ${e.retryAfter || "a few"} s.`;
     default: return e.message;
