@@ -2,7 +2,6 @@ package query_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
@@ -670,23 +668,8 @@ func TestStreamMatchesOpenAPI(t *testing.T) {
 		if resp.StatusCode != tc.status {
 			t.Fatalf("%s: %d %s, want %d", tc.path, resp.StatusCode, raw, tc.status)
 		}
-		route, params, err := router.FindRoute(req)
-		if err != nil {
-			t.Fatalf("%s is not described: %v", tc.path, err)
-		}
-		in := &openapi3filter.ResponseValidationInput{
-			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
-			Status: resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(raw)),
-			Options: &openapi3filter.Options{IncludeResponseStatus: true},
-		}
-		if err := openapi3filter.ValidateRequest(context.Background(), in.RequestValidationInput); err != nil {
-			t.Fatalf("%s: the request does not match audit.yaml: %v", tc.path, err)
-		}
-		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-			t.Fatalf("%s: the answer does not match audit.yaml: %v\n%s", tc.path, err, raw)
-		}
-		checked[route.Operation.OperationID] = true
+		openapitest.CheckRequest(t, router, req)
+		checked[openapitest.CheckResponse(t, router, req, resp.StatusCode, resp.Header, raw)] = true
 	}
 	for _, op := range []string{"streamOrgAuditLogs", "streamProjectAuditLogs"} {
 		if !checked[op] {

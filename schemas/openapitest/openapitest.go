@@ -4,7 +4,10 @@
 package openapitest
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -47,4 +50,39 @@ func Router(t testing.TB, file, base string) routers.Router {
 		t.Fatalf("%s: %v", file, err)
 	}
 	return router
+}
+
+// CheckResponse fails the test unless req is a route of router and the
+// answer (status, header, body) matches its description; it answers the
+// route's operation id.
+func CheckResponse(t testing.TB, router routers.Router, req *http.Request, status int, header http.Header, body []byte) string {
+	t.Helper()
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		t.Fatalf("%s is not described: %v", req.URL, err)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status: status, Header: header, Body: io.NopCloser(bytes.NewReader(body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Fatalf("%s: the answer does not match the description: %v\n%s", req.URL, err, body)
+	}
+	return route.Operation.OperationID
+}
+
+// CheckRequest fails the test unless req matches its route's description.
+func CheckRequest(t testing.TB, router routers.Router, req *http.Request) {
+	t.Helper()
+	route, params, err := router.FindRoute(req)
+	if err != nil {
+		t.Fatalf("%s is not described: %v", req.URL, err)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		t.Fatalf("%s: the request does not match the description: %v", req.URL, err)
+	}
 }
