@@ -131,3 +131,27 @@ func TestConnectionsBenchmarkRuns(t *testing.T) {
 		t.Fatalf("goal is the reference + %.1f µs", got)
 	}
 }
+
+// countRecords counts CSV records, not lines, across any split of the body.
+func TestCountRecords(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want int
+	}{
+		{"plain", "a,b\r\n1,2\r\n", 2},
+		{"quoted line break", "a,b\r\n\"x\ny\",2\r\n", 2},
+		{"doubled quotes", "a\r\n\"{\"\"k\"\":\"\"v\nw\"\"}\"\r\n3\r\n", 3},
+		{"no final break", "a\r\nb", 1},
+		{"empty", "", 0},
+	}
+	for _, tc := range tests {
+		for split := 0; split <= len(tc.body); split++ {
+			rows, inQuote := countRecords([]byte(tc.body[:split]), 0, false)
+			rows, inQuote = countRecords([]byte(tc.body[split:]), rows, inQuote)
+			if rows != tc.want || inQuote {
+				t.Fatalf("%s split at %d: %d records (in quotes %v), want %d", tc.name, split, rows, inQuote, tc.want)
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -362,27 +361,42 @@ func (d *devProcess) export(ctx context.Context, path string) (int, error) {
 		b, _ := io.ReadAll(res.Body)
 		return 0, fmt.Errorf("GET %s: %d %s", path, res.StatusCode, b)
 	}
-	// Count records, not lines: a cell may hold a line break (quoted).
+	// Count records, not lines: a cell may hold a line break (quoted). The
+	// client shares the machine with dev and ClickHouse: it counts with
+	// IndexByte and Count, not byte by byte, to take little of it.
 	rows, inQuote := 0, false
-	br := bufio.NewReaderSize(res.Body, 1<<20)
+	buf := make([]byte, 1<<20)
 	for {
-		b, err := br.ReadByte()
+		n, err := res.Body.Read(buf)
+		rows, inQuote = countRecords(buf[:n], rows, inQuote)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return 0, err
 		}
-		switch b {
-		case '"':
-			inQuote = !inQuote
-		case '\n':
-			if !inQuote {
-				rows++
-			}
-		}
 	}
 	return rows - 1, nil
+}
+
+// countRecords adds to rows the record ends (line breaks outside quotes)
+// in b, a piece of a CSV body, and answers whether b ends inside quotes. A
+// doubled quote inside a quoted cell leaves and re-enters the quotes.
+func countRecords(b []byte, rows int, inQuote bool) (int, bool) {
+	for len(b) > 0 {
+		j := bytes.IndexByte(b, '"')
+		if j < 0 {
+			if !inQuote {
+				rows += bytes.Count(b, []byte{'\n'})
+			}
+			return rows, inQuote
+		}
+		if !inQuote {
+			rows += bytes.Count(b[:j], []byte{'\n'})
+		}
+		inQuote, b = !inQuote, b[j+1:]
+	}
+	return rows, inQuote
 }
 
 // rss reads a size field (VmRSS, VmHWM) of dev's /proc status in bytes.

@@ -362,14 +362,18 @@ func pageByHours[T any](hours []hourCount, after *auditstore.Key, w auditstore.W
 	var items []T
 	var scanned uint64 // events in the windows read so far, by the counts
 	for hi, target := upper, uint64(need); ; {
-		lo, j, n := nextWindow(hours, idx, target)
+		lo, j, n := nextWindow(hours, idx, hi, target)
 		last := lo <= floor // the window reaches since (or the beginning)
 		lo = max(lo, floor)
 		page, err := window(lo, hi, need-len(items))
 		if err != nil {
 			return nil, false, err
 		}
-		items = append(items, page...)
+		if items == nil {
+			items = page // most pages come from one window: no copy
+		} else {
+			items = append(items, page...)
+		}
 		if len(items) >= need || last {
 			break
 		}
@@ -405,7 +409,7 @@ func upperBound(after *auditstore.Key) int64 {
 // firstWindow returns the time range [lo, hi) that pageByHours scans first.
 func firstWindow(hours []hourCount, after *auditstore.Key, limit int) (lo, hi int64) {
 	hi = upperBound(after)
-	lo, _, _ = nextWindow(hours, firstHourBelow(hours, hi), uint64(limit+1))
+	lo, _, _ = nextWindow(hours, firstHourBelow(hours, hi), hi, uint64(limit+1))
 	return lo, hi
 }
 
@@ -433,20 +437,37 @@ func firstHourBelow(hours []hourCount, upper int64) int {
 	return idx
 }
 
-// nextWindow returns the start of the oldest hour needed for hours[idx:] to
-// hold target events (math.MinInt64 when they hold fewer: scan to the
-// beginning), the index after that hour and the events of the window.
-func nextWindow(hours []hourCount, idx int, target uint64) (int64, int, uint64) {
+// nextWindow returns the start of the oldest hour needed for hours[idx:],
+// below upper, to hold target events (math.MinInt64 when they hold fewer:
+// scan to the beginning), the index after that hour and the events of the
+// window by the counts.
+func nextWindow(hours []hourCount, idx int, upper int64, target uint64) (int64, int, uint64) {
 	var cum uint64
 	j := idx
 	for j < len(hours) && cum < target {
-		cum += hours[j].n
+		cum += below(hours[j], upper)
 		j++
 	}
 	if j < len(hours) {
 		return hours[j-1].hour, j, cum
 	}
 	return math.MinInt64, j, cum
+}
+
+// below estimates how many of h's events lie before upper: all of them
+// when the hour ends by upper, else a share in proportion to the time (a
+// cursor inside an hour). Counting the whole hour there made a page deep
+// in an export read the rest of the cursor's hour, find it short, and then
+// read three more hours for the remainder: six rows scanned per row
+// returned; with the share it is about two.
+func below(h hourCount, upper int64) uint64 {
+	if upper >= h.hour+hourMS {
+		return h.n
+	}
+	if upper <= h.hour {
+		return 0
+	}
+	return (h.n*uint64(upper-h.hour) + uint64(hourMS) - 1) / uint64(hourMS)
 }
 
 // listPredicates says which optional predicates a listing uses, and the
