@@ -97,6 +97,7 @@ func DecodeExecution(m jetstream.Msg) (schemas.ExecutionEvent, error) {
 	if !ok || org != ev.OrganizationID {
 		return schemas.ExecutionEvent{}, fmt.Errorf("%w: organization_id %s does not match subject %s", ErrRejected, ev.OrganizationID, m.Subject())
 	}
+	ev.Stored = persisted(m)
 	return ev, nil
 }
 
@@ -141,7 +142,18 @@ func DecodeAudit(m jetstream.Msg) (schemas.AuditEvent, error) {
 	if !ok || !sameUUID(org, ev.OrganizationID) {
 		return schemas.AuditEvent{}, fmt.Errorf("%w: organization_id %s does not match subject %s", ErrRejected, ev.OrganizationID, m.Subject())
 	}
+	ev.Stored = persisted(m)
 	return ev, nil
+}
+
+// persisted is where and when the stream stored m (zero for a message
+// that does not come from a JetStream consumer).
+func persisted(m jetstream.Msg) schemas.Persisted {
+	meta, err := m.Metadata()
+	if err != nil {
+		return schemas.Persisted{}
+	}
+	return schemas.Persisted{Seq: meta.Sequence.Stream, Time: meta.Timestamp.UTC()}
 }
 
 // sameUUID compares a subject token with a UUID without allocating.

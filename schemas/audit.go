@@ -38,6 +38,19 @@ type AuditEvent struct {
 	ResourceDisplay *string
 	// Data is the structured payload as a JSON object, or nil for null.
 	Data json.RawMessage
+	// Stored is where the event stream keeps the event: set by ingest, not
+	// part of the wire format.
+	Stored Persisted `json:"-"`
+}
+
+// Persisted is an event's place in the event stream, which ingest takes
+// from the JetStream message: Seq, its stream sequence, orders the feed
+// (every org's entries in the order they were persisted) and Time, when
+// the stream stored it, is the entry's created_time. Zero: unknown (an
+// entry written by other means than ingest, or before feeds existed).
+type Persisted struct {
+	Seq  uint64
+	Time time.Time
 }
 
 // AuditEntry is a stored audit event as readers see it.

@@ -34,6 +34,8 @@ type ExecutionEvent struct {
 	ExecutionError string     `msgpack:"execution_error" json:"execution_error"`
 	ErrorKind      string     `msgpack:"error_kind" json:"error_kind"`
 	Hooks          []HookCall `msgpack:"hooks" json:"hooks"`
+	// Stored is as AuditEvent.Stored: set by ingest, not on the wire.
+	Stored Persisted `msgpack:"-" json:"-"`
 }
 
 // ToolRef names a tool.

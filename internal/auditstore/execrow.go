@@ -24,6 +24,9 @@ type ExecRow struct {
 	Success                                        uint8
 	Code, Err, Kind, Hooks                         string
 	CreatedMS                                      int64
+	// Seq is the feed's sequence: written after Values' columns, read only
+	// by the feed queries (FeedTargets).
+	Seq uint64
 }
 
 // NewExecRow converts an event for storage.
@@ -44,8 +47,12 @@ func NewExecRow(e *schemas.ExecutionEvent, createdMS int64) (ExecRow, error) {
 		PrincipalID: e.PrincipalID, PrincipalType: e.PrincipalType, DisplayName: e.DisplayName, ClientIP: e.ClientIP,
 		Toolkit: e.Tool.Toolkit, ToolName: e.Tool.Name, ToolVersion: e.Tool.Version, StartedMS: e.StartedAt.UnixMilli(),
 		EndedMS: e.EndedAt.UnixMilli(), DurationMS: e.DurationMS, Success: ok, Code: e.ExecutionCode, Err: e.ExecutionError,
-		Kind: e.ErrorKind, Hooks: string(h), CreatedMS: createdMS}, nil
+		Kind: e.ErrorKind, Hooks: string(h), CreatedMS: createdMS, Seq: e.Stored.Seq}, nil
 }
+
+// FeedTargets returns the destinations of the feed queries' columns: those
+// of ScanTargets, then seq.
+func (r *ExecRow) FeedTargets() []any { return append(r.ScanTargets(), &r.Seq) }
 
 // Values returns the columns in order.
 func (r *ExecRow) Values() []any {
@@ -108,4 +115,26 @@ func HookDecisionJSON(d string) string {
 		return `"failure_mode_applied":"` + d + `"`
 	}
 	return `"decision":"` + d + `"`
+}
+
+// ReadExecFeed reads the rows of an execution feed query (FeedTargets'
+// columns), in order.
+func ReadExecFeed(rows Rows) ([]Execution, error) {
+	var items []Execution
+	for rows.Next() {
+		var r ExecRow
+		if err := rows.Scan(r.FeedTargets()...); err != nil {
+			return nil, fmt.Errorf("scan execution row: %w", err)
+		}
+		e, err := r.Execution()
+		if err != nil {
+			return nil, err
+		}
+		e.Stored = schemas.Persisted{Seq: r.Seq, Time: e.CreatedTime}
+		items = append(items, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read execution rows: %w", err)
+	}
+	return items, nil
 }

@@ -19,6 +19,8 @@ type StoredRow struct {
 	DisplayName, PrincipalID, PrincipalType                    string
 	ClientIP, Customer, Project, User, ResID, ResDisplay, Data *string
 	ResourceType                                               *uint8
+	// Seq is the feed's sequence, read only by the feed queries (FeedTargets).
+	Seq uint64
 }
 
 // ScanTargets returns the destinations of the list queries' columns:
@@ -29,6 +31,10 @@ func (r *StoredRow) ScanTargets() []any {
 	return []any{&r.EventID, &r.ID, &r.TsMS, &r.ClientIP, &r.Action, &r.Source, &r.DisplayName, &r.Customer,
 		&r.OrgID, &r.Project, &r.PrincipalID, &r.User, &r.PrincipalType, &r.ResourceType, &r.ResID, &r.ResDisplay, &r.Data, &r.CreatedMS}
 }
+
+// FeedTargets returns the destinations of the feed queries' columns: those
+// of ScanTargets, then seq.
+func (r *StoredRow) FeedTargets() []any { return append(r.ScanTargets(), &r.Seq) }
 
 // Entry converts the row.
 func (r *StoredRow) Entry() (schemas.AuditEntry, error) {
@@ -111,4 +117,25 @@ func ReadPage(rows Rows, limit int) (Page, error) {
 		page.Items, page.HasMore = page.Items[:limit], true
 	}
 	return page, nil
+}
+
+// ReadFeed reads the rows of a feed query (FeedTargets' columns), in order.
+func ReadFeed(rows Rows) ([]schemas.AuditEntry, error) {
+	var items []schemas.AuditEntry
+	for rows.Next() {
+		var r StoredRow
+		if err := rows.Scan(r.FeedTargets()...); err != nil {
+			return nil, fmt.Errorf("scan audit row: %w", err)
+		}
+		e, err := r.Entry()
+		if err != nil {
+			return nil, err
+		}
+		e.Stored = schemas.Persisted{Seq: r.Seq, Time: e.CreatedTime}
+		items = append(items, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read audit rows: %w", err)
+	}
+	return items, nil
 }

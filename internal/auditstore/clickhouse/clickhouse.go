@@ -204,12 +204,12 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 	if len(events) == 0 {
 		return nil
 	}
-	created := s.now().UnixMilli()
+	now := s.now()
 	n := len(events)
 	var (
 		org, eventID, id, display, principal, ptype = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		ts, createdMS                               = make([]int64, n), make([]int64, n)
-		ver                                         = make([]uint64, n)
+		ver, seq                                    = make([]uint64, n), make([]uint64, n)
 		action, source                              = make([]uint8, n), make([]uint8, n)
 		clientIP, customer, project, user           = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 		resID, resDisplay, data                     = make([]*string, n), make([]*string, n), make([]*string, n)
@@ -265,15 +265,16 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 			dataVals[i] = string(e.Data)
 			data[i] = &dataVals[i]
 		}
-		createdMS[i] = created
-		ver[i] = math.MaxInt64 - uint64(created)
+		createdMS[i] = auditstore.CreatedMS(e.Stored, now)
+		ver[i] = math.MaxInt64 - uint64(createdMS[i])
+		seq[i] = e.Stored.Seq
 	}
 	batch, err := s.conn.PrepareBatch(ctx, insertAuditSQL)
 	if err != nil {
 		return fmt.Errorf("clickhouse prepare batch: %w", err)
 	}
 	defer batch.Abort()
-	cols := []any{org, ts, eventID, id, clientIP, action, source, display, customer, project, principal, user, ptype, rt, resID, resDisplay, data, createdMS, ver}
+	cols := []any{org, ts, eventID, id, clientIP, action, source, display, customer, project, principal, user, ptype, rt, resID, resDisplay, data, createdMS, ver, seq}
 	for i, col := range cols {
 		if err := batch.Column(i).Append(col); err != nil {
 			return fmt.Errorf("clickhouse append column %d: %w", i, err)

@@ -66,18 +66,19 @@ func (s *Store) writeExecutionRows(ctx context.Context, events []schemas.Executi
 	if len(events) == 0 {
 		return nil
 	}
-	created := s.now().UnixMilli()
+	now := s.now()
 	batch, err := s.conn.PrepareBatch(ctx, insertExecutionSQL)
 	if err != nil {
 		return fmt.Errorf("clickhouse prepare batch: %w", err)
 	}
 	defer batch.Abort()
 	for i := range events {
+		created := auditstore.CreatedMS(events[i].Stored, now)
 		row, err := auditstore.NewExecRow(&events[i], created)
 		if err != nil {
 			return err
 		}
-		if err := batch.Append(append(row.Values(), uint64(math.MaxInt64-created))...); err != nil {
+		if err := batch.Append(append(row.Values(), uint64(math.MaxInt64-created), row.Seq)...); err != nil {
 			return fmt.Errorf("clickhouse append execution: %w", err)
 		}
 	}

@@ -25,10 +25,10 @@ func (s *Store) WriteExecutions(ctx context.Context, events []schemas.ExecutionE
 	if len(events) == 0 {
 		return nil
 	}
-	created := s.now().UnixMilli()
+	now := s.now()
 	return s.insertAll(ctx, insertExecutionSQL, len(events), func(i int) ([]any, error) {
-		row, err := auditstore.NewExecRow(&events[i], created)
-		return row.Values(), err
+		row, err := auditstore.NewExecRow(&events[i], auditstore.CreatedMS(events[i].Stored, now))
+		return append(row.Values(), int64(row.Seq)), err
 	})
 }
 

@@ -163,7 +163,7 @@ func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) err
 	if len(events) == 0 {
 		return nil
 	}
-	created := s.now().UnixMilli()
+	now := s.now()
 	return s.insertAll(ctx, insertAuditSQL, len(events), func(i int) ([]any, error) {
 		e := &events[i]
 		var rt any
@@ -178,7 +178,7 @@ func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) err
 			e.OrganizationID.String(), e.EventID.String(), schemas.EntryID(e.EventID).String(),
 			e.Timestamp.UnixMilli(), nullStr(e.ClientIP), int64(e.Action), int64(e.Source), e.DisplayName,
 			nullUUID(e.CustomerID), nullUUID(e.ProjectID), e.PrincipalID, nullStr(e.UserID), e.PrincipalType,
-			rt, nullStr(e.ResourceID), nullStr(e.ResourceDisplay), data, created,
+			rt, nullStr(e.ResourceID), nullStr(e.ResourceDisplay), data, auditstore.CreatedMS(e.Stored, now), int64(e.Stored.Seq),
 		}, nil
 	})
 }

@@ -52,6 +52,9 @@ func Run(t *testing.T, factory Factory) {
 		{"Search", testSearch},
 		{"ExecutionsSearch", testExecutionsSearch},
 		{"Stats", testStats},
+		{"Feed", testFeed},
+		{"FeedFilters", testFeedFilters},
+		{"ExecutionsFeed", testExecutionsFeed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,26 @@
+{{/* One page of an organization's (or a project's) audit feed: entries in
+     persistence order (seq, created_ms, event_id) after the cursor, up to
+     the watermark. The cursor is a row-value range on the index
+     (organization_id[, project_id], seq, created_ms, event_id), so SQLite
+     seeks to it; the filters and the terms of a search (search.sql) are
+     residual. Seq 0 (entries stored before the feed) is below any
+     watermark. */ -}}
+SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
+       organization_id, project_id, principal_id, user_id, principal_type,
+       resource_type, resource_id, resource_display, data, created_ms, seq
+FROM audit_logs
+WHERE organization_id = :org
+{{- if .Project}}
+  AND project_id = :project
+{{- end}}
+  AND (seq, created_ms, event_id) > (:after_seq, :after_created, :after_id)
+  AND seq <= :upto
+  AND (:created_since IS NULL OR created_ms >= :created_since)
+{{- range .Terms}}
+  AND {{template "term" .}}
+{{- end}}
+  AND (:action IS NULL OR action = :action)
+  AND (:source IS NULL OR source = :source)
+  AND (:resource_type IS NULL OR resource_type = :resource_type)
+ORDER BY seq, created_ms, event_id
+LIMIT :limit

@@ -1,0 +1,20 @@
+{{/* One page of an organization's (or a project's) execution feed, as
+     feed_audit.sql. */ -}}
+SELECT organization_id, event_id, execution_id, project_id, user_id,
+       principal_id, principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
+       started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, seq
+FROM tool_executions
+WHERE organization_id = :org
+{{- if .Project}}
+  AND project_id = :project
+{{- end}}
+  AND (seq, created_ms, event_id) > (:after_seq, :after_created, :after_id)
+  AND seq <= :upto
+  AND (:created_since IS NULL OR created_ms >= :created_since)
+{{- range .Terms}}
+  AND {{template "term" .}}
+{{- end}}
+  AND (:success IS NULL OR success = :success)
+  AND (:user IS NULL OR user_id = :user)
+ORDER BY seq, created_ms, event_id
+LIMIT :limit
