@@ -96,6 +96,16 @@ func (c Config) MemoryLimit() int64 {
 // ExecutionDurable is the default durable consumer of execution events.
 const ExecutionDurable = "auditrail-ingest-execution"
 
+// ExecutionDurableFor is the durable consumer of execution events of the
+// ingest whose audit durable is audit: ExecutionDurable beside the default,
+// else audit + "-execution".
+func ExecutionDurableFor(audit string) string {
+	if audit == DefaultConfig().Durable {
+		return ExecutionDurable
+	}
+	return audit + "-execution"
+}
+
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	switch {

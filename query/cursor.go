@@ -83,14 +83,7 @@ func (c *CursorCodec) Decode(s string, scope [scopeLen]byte) (auditstore.Key, er
 		return auditstore.Key{}, ErrCursorMalformed
 	}
 	body, sig := b[:cursorLen-macLen], b[cursorLen-macLen:]
-	ok := false
-	for _, k := range c.keys {
-		if hmac.Equal(sig, c.mac(k, body)) {
-			ok = true
-			break
-		}
-	}
-	if !ok {
+	if !c.verify(body, sig) {
 		return auditstore.Key{}, ErrCursorSignature
 	}
 	if !hmac.Equal(body[25:25+scopeLen], scope[:]) {
@@ -99,6 +92,16 @@ func (c *CursorCodec) Decode(s string, scope [scopeLen]byte) (auditstore.Key, er
 	ms := int64(binary.BigEndian.Uint64(body[1:9]))
 	id, _ := uuid.FromBytes(body[9:25])
 	return auditstore.Key{Timestamp: time.UnixMilli(ms).UTC(), EventID: id}, nil
+}
+
+// verify reports whether sig is the MAC of body under one of the keys.
+func (c *CursorCodec) verify(body, sig []byte) bool {
+	for _, k := range c.keys {
+		if hmac.Equal(sig, c.mac(k, body)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *CursorCodec) mac(key, body []byte) []byte {

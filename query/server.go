@@ -109,6 +109,9 @@ type Server struct {
 	exports EventRecorder
 	// live serves the live streams (ServeLive); nil: 503.
 	live *live
+	// feeds is where the feeds' watermarks come from (ServeFeedsWith);
+	// nil: 503.
+	feeds *FeedSource
 }
 
 // New returns a query server.
@@ -142,6 +145,12 @@ func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
 	}
 	r.Get("/api/v1/orgs/:org_id/audit_logs/stream", httpapi.With(mw, s.streamAudit(false))...)
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/stream", httpapi.With(mw, s.streamAudit(true))...)
+	if feeds, ok := s.store.(FeedReader); ok {
+		r.Get("/api/v1/orgs/:org_id/audit_logs/feed", httpapi.With(mw, s.feedAudit(feeds, false))...)
+		r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/feed", httpapi.With(mw, s.feedAudit(feeds, true))...)
+		r.Get("/api/v1/orgs/:org_id/tool_executions/feed", httpapi.With(mw, s.feedExecutions(feeds, false))...)
+		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions/feed", httpapi.With(mw, s.feedExecutions(feeds, true))...)
+	}
 	if execs, ok := s.store.(ExecutionReader); ok {
 		r.Get("/api/v1/orgs/:org_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, false))...)
 		r.Get("/api/v1/orgs/:org_id/projects/:project_id/tool_executions", httpapi.With(mw, s.listExecutions(execs, true))...)

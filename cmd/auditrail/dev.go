@@ -433,6 +433,9 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	if err := serveLive(liveCtx, qs, d.conns[natsx.RoleQuery], *d.f.maxStreams); err != nil {
 		return err
 	}
+	if err := serveFeeds(qs, d.conns[natsx.RoleQuery], ingest.DefaultConfig().Durable); err != nil {
+		return err
+	}
 	log, proxies := d.f.log, d.cp.proxies
 	d.app = httpapi.NewApp(log)
 	cs := ingestConsumers(d.in, d.inExec)

@@ -72,10 +72,7 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	ecfg := icfg
-	ecfg.Durable = *durable + "-execution"
-	if *durable == ingest.DefaultConfig().Durable {
-		ecfg.Durable = ingest.ExecutionDurable
-	}
+	ecfg.Durable = ingest.ExecutionDurableFor(*durable)
 	inExec, err := ingest.NewExecution(nc, store, ecfg, log)
 	if err != nil {
 		return err
@@ -123,6 +120,7 @@ func runQuery(ctx context.Context, args []string) error {
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
 	rate := auditLimit.add(fs)
 	maxStreams := addLiveFlags(fs)
+	feedDurable := addFeedFlags(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -178,6 +176,9 @@ func runQuery(ctx context.Context, args []string) error {
 	liveCtx, stopLive := context.WithCancel(ctx)
 	defer stopLive()
 	if err := serveLive(liveCtx, qs, nc, *maxStreams); err != nil {
+		return err
+	}
+	if err := serveFeeds(qs, nc, *feedDurable); err != nil {
 		return err
 	}
 	app := httpapi.NewApp(log)

@@ -134,6 +134,22 @@ func (p *pendingStore) Stats(ctx context.Context, q auditstore.StatsQuery) (audi
 	return s.Stats(ctx, q)
 }
 
+func (p *pendingStore) FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditstore.FeedPage, error) {
+	s, err := p.get()
+	if err != nil {
+		return auditstore.FeedPage{}, err
+	}
+	return s.FeedAudit(ctx, q)
+}
+
+func (p *pendingStore) FeedExecutions(ctx context.Context, q auditstore.ExecFeedQuery) (auditstore.ExecFeedPage, error) {
+	s, err := p.get()
+	if err != nil {
+		return auditstore.ExecFeedPage{}, err
+	}
+	return s.FeedExecutions(ctx, q)
+}
+
 func (p *pendingStore) Ping(ctx context.Context) error {
 	s, err := p.get()
 	if err != nil {

@@ -32,6 +32,7 @@ type store interface {
 	query.Reader
 	query.ExecutionReader
 	query.StatsReader
+	query.FeedReader
 }
 
 // openStore opens ClickHouse when dsn is set, else the SQLite file in dataDir.
