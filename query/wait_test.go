@@ -35,6 +35,7 @@ import (
 type waitEnv struct {
 	t     *testing.T
 	app   *fiber.App
+	qs    *query.Server
 	store *sqlite.Store
 	boot  string
 	// org and project hold the events; alice is a member of another org only.
@@ -79,6 +80,7 @@ func newWaitEnv(t *testing.T) *waitEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.qs = qs
 	e.app = httpapi.NewApp(nil)
 	svc.Register(e.app)
 	qs.Register(e.app)
