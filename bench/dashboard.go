@@ -240,11 +240,16 @@ func waitMerges(ctx context.Context, dsn string, within time.Duration, say func(
 type devProcess struct {
 	cmd    *exec.Cmd
 	base   string // http://127.0.0.1:port
+	nats   string // nats://127.0.0.1:port
+	data   string // its --data directory
 	key    string
 	client *http.Client
 	out    bytes.Buffer
 }
 
+// startDev starts `auditrail dev` with its data in dir, on ClickHouse dsn
+// (or its own SQLite store when dsn is empty), and waits until it is
+// healthy.
 func startDev(ctx context.Context, exe, dir, dsn string) (*devProcess, error) {
 	httpPort, err := chserver.FreePort()
 	if err != nil {
@@ -254,11 +259,16 @@ func startDev(ctx context.Context, exe, dir, dsn string) (*devProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &devProcess{base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), key: "ark_bench_" + uuid.NewString(),
+	d := &devProcess{base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), nats: fmt.Sprintf("nats://127.0.0.1:%d", natsPort),
+		data: filepath.Join(dir, "data"), key: "ark_bench_" + uuid.NewString(),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
-	d.cmd = exec.Command(exe, "dev", "--data", filepath.Join(dir, "data"), "--http", fmt.Sprintf("127.0.0.1:%d", httpPort),
-		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", natsPort), "--clickhouse", dsn, "--bootstrap-key", d.key,
-		"--rate-limit", "1000000/60s", "--admin-rate-limit", "1000000/60s", "--log-level", "warn")
+	args := []string{"dev", "--data", d.data, "--http", fmt.Sprintf("127.0.0.1:%d", httpPort),
+		"--nats-listen", fmt.Sprintf("127.0.0.1:%d", natsPort), "--bootstrap-key", d.key,
+		"--rate-limit", "1000000/60s", "--admin-rate-limit", "1000000/60s", "--log-level", "warn"}
+	if dsn != "" { // else dev's SQLite store
+		args = append(args, "--clickhouse", dsn)
+	}
+	d.cmd = exec.Command(exe, args...)
 	d.cmd.Stdout, d.cmd.Stderr = &d.out, &d.out
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start dev: %w", err)

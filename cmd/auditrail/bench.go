@@ -13,10 +13,12 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,sqlite,docmd,docsedit,odata,mail", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, sqlite")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
 	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
+	feedEntries := fs.Int("feed-entries", "", 1_000_000, "entries of the tenant whose feed and list the feed benchmark walks")
+	feedFor := fs.Duration("feed-duration", "", 20*time.Second, "how long the feed benchmark publishes 5000 events/s to measure the time to visible")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	inf := addIngestFlags(fs)
@@ -122,6 +124,19 @@ func runBench(ctx context.Context, args []string) error {
 				msf(r.List.P50), msf(r.List.P99), msf(r.SearchRare.P50), msf(r.SearchRare.P99), msf(r.SearchBroad.P50), msf(r.SearchBroad.P99), msf(r.Stats.P50), msf(r.Stats.P99))
 			fmt.Printf("  export %d rows in %s, dev peak RSS +%.1f MB | first render p50 %.1f ms p99 %.1f ms (list fetch p50 %.1f ms)\n",
 				r.ExportRows, r.ExportTime.Round(time.Millisecond), float64(r.RSSGrowth)/(1<<20), msf(r.Render.P50), msf(r.Render.P99), msf(r.RenderList.P50))
+			figures = append(figures, r.Figures()...)
+		case "feed":
+			fmt.Printf("== feed: %d entries published through `auditrail dev` (ClickHouse), read by following the feed and by walking the list; publish to visible in dev (SQLite)\n", *feedEntries)
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg := bench.DefaultFeedConfig(exe)
+			cfg.Entries, cfg.Duration = *feedEntries, *feedFor
+			r, err := bench.Feed(ctx, cfg, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("feed benchmark: %w", err)
+			}
 			figures = append(figures, r.Figures()...)
 		case "sqlite":
 			fmt.Printf("== sqlite: one tenant holding %d events in SQLite; a page at 90%% depth against the first page\n", *sqliteEvents)
