@@ -137,14 +137,19 @@ func feedThroughput(ctx context.Context, cfg FeedConfig, dir, dsn string, say fu
 	if err != nil {
 		return err
 	}
-	say("publishing %d events of one organization (timestamps over 30 days, in random order) through dev's ingest", cfg.Entries)
+	say("publishing %d events of one organization (30 days of traffic, 1 in 100 an hour late) through dev's ingest", cfg.Entries)
 	gen := synth.New(org, 5, 23)
-	now := time.Now()
+	start := time.Now().Add(-30 * 24 * time.Hour)
+	step := 30 * 24 * time.Hour / time.Duration(cfg.Entries)
 	const batch = 5000
 	for i := 0; i < cfg.Entries; i += batch {
 		evs := make([]producers.Event, min(batch, cfg.Entries-i))
 		for j := range evs {
-			e := gen.Event(now.Add(-time.Duration((i+j)*7919%cfg.Entries) * (30 * 24 * time.Hour / time.Duration(cfg.Entries))))
+			at := start.Add(time.Duration(i+j) * step)
+			if (i+j)%100 == 99 {
+				at = at.Add(-time.Hour) // late: stored after what happened after it
+			}
+			e := gen.Event(at)
 			evs[j] = &e
 		}
 		if err := pub.PublishBatch(ctx, evs); err != nil {
