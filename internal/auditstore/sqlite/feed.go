@@ -45,15 +45,10 @@ func (s *Store) FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditsto
 	if err := q.Validate(); err != nil {
 		return auditstore.FeedPage{}, err
 	}
-	// render adds the project and the search's arguments; the feed's
-	// cursor and window are its own.
-	query, args, err := render(feedAuditSQL, q.ProjectID, nil, auditstore.Window{}, q.Search.Terms, "text")
+	query, args, err := feedAuditQuery(q)
 	if err != nil {
 		return auditstore.FeedPage{}, err
 	}
-	args = append(args, sql.Named("org", q.OrgID.String()), sql.Named("action", enumArg(q.Action)),
-		sql.Named("source", enumArg(q.Source)), sql.Named("resource_type", enumArg(q.ResourceType)))
-	args = append(args, feedArgs(q.After, q.Upto, q.CreatedSince, q.Limit)...)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return auditstore.FeedPage{}, fmt.Errorf("sqlite feed: %w", err)
@@ -78,22 +73,10 @@ func (s *Store) FeedExecutions(ctx context.Context, q auditstore.ExecFeedQuery) 
 	if err := q.Validate(); err != nil {
 		return auditstore.ExecFeedPage{}, err
 	}
-	query, args, err := render(feedExecutionsSQL, q.ProjectID, nil, auditstore.Window{}, q.Search.Terms, "exec_text")
+	query, args, err := feedExecutionsQuery(q)
 	if err != nil {
 		return auditstore.ExecFeedPage{}, err
 	}
-	var success, user any
-	if q.Success != nil {
-		success = 0
-		if *q.Success {
-			success = 1
-		}
-	}
-	if q.UserID != nil {
-		user = *q.UserID
-	}
-	args = append(args, sql.Named("org", q.OrgID.String()), sql.Named("success", success), sql.Named("user", user))
-	args = append(args, feedArgs(q.After, q.Upto, q.CreatedSince, q.Limit)...)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return auditstore.ExecFeedPage{}, fmt.Errorf("sqlite execution feed: %w", err)
@@ -111,4 +94,31 @@ func (s *Store) FeedExecutions(ctx context.Context, q auditstore.ExecFeedQuery) 
 		page.Next = auditstore.ExecFeedKey(&page.Items[n-1])
 	}
 	return page, nil
+}
+
+// feedAuditQuery returns the statement and arguments of q. render adds
+// the project and the search's arguments; the feed's cursor and window are
+// its own.
+func feedAuditQuery(q auditstore.FeedQuery) (string, []any, error) {
+	query, args, err := render(feedAuditSQL, q.ProjectID, nil, auditstore.Window{}, q.Search.Terms, "text")
+	args = append(args, sql.Named("org", q.OrgID.String()), sql.Named("action", enumArg(q.Action)),
+		sql.Named("source", enumArg(q.Source)), sql.Named("resource_type", enumArg(q.ResourceType)))
+	return query, append(args, feedArgs(q.After, q.Upto, q.CreatedSince, q.Limit)...), err
+}
+
+// feedExecutionsQuery returns the statement and arguments of q.
+func feedExecutionsQuery(q auditstore.ExecFeedQuery) (string, []any, error) {
+	query, args, err := render(feedExecutionsSQL, q.ProjectID, nil, auditstore.Window{}, q.Search.Terms, "exec_text")
+	var success, user any
+	if q.Success != nil {
+		success = 0
+		if *q.Success {
+			success = 1
+		}
+	}
+	if q.UserID != nil {
+		user = *q.UserID
+	}
+	args = append(args, sql.Named("org", q.OrgID.String()), sql.Named("success", success), sql.Named("user", user))
+	return query, append(args, feedArgs(q.After, q.Upto, q.CreatedSince, q.Limit)...), err
 }

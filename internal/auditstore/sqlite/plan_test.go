@@ -70,6 +70,40 @@ func TestListQueryPlans(t *testing.T) {
 	tests[7].query, tests[7].args, _ = listAuditQuery(auditstore.Query{OrgID: org, Limit: 50, Filter: auditstore.Filter{Window: w, Search: sq}})
 	tests[8].query, tests[8].args, _ = listAuditQuery(auditstore.Query{OrgID: org, ProjectID: &project, Limit: 50, After: after, Filter: auditstore.Filter{Window: auditstore.Window{Since: &since}, Search: sq}})
 	tests[9].query, tests[9].args, _ = listExecutionsQuery(auditstore.ExecQuery{OrgID: org, Limit: 50, Window: w, Search: esq})
+	// The feeds seek the same way, on (organization_id[, project_id], seq,
+	// created_ms, event_id), whatever the filters and since add.
+	feedAfter := auditstore.FeedKey{Seq: 42, CreatedMS: time.Now().UnixMilli(), EventID: uuid.New()}
+	for _, f := range []struct {
+		name string
+		q    auditstore.FeedQuery
+		want string
+	}{
+		{"audit org feed", auditstore.FeedQuery{OrgID: org, Limit: 100, Upto: 1 << 40, After: feedAfter},
+			"USING INDEX audit_logs_org_feed (organization_id=? AND (seq,created_ms,event_id)>(?,?,?) AND seq<?)"},
+		{"audit project feed with filters", auditstore.FeedQuery{OrgID: org, ProjectID: &project, Limit: 100, Upto: 1 << 40, CreatedSince: &since,
+			Filter: auditstore.Filter{Search: sq}}, "USING INDEX audit_logs_project_feed (organization_id=? AND project_id=? AND (seq,created_ms,event_id)>(?,?,?) AND seq<?)"},
+	} {
+		query, args, err := feedAuditQuery(f.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, struct {
+			name  string
+			query string
+			args  []any
+			want  string
+		}{f.name, query, args, f.want})
+	}
+	eq, eargs, err := feedExecutionsQuery(auditstore.ExecFeedQuery{OrgID: org, ProjectID: &project, Limit: 100, Upto: 1 << 40, After: feedAfter, Success: &ok, Search: esq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests = append(tests, struct {
+		name  string
+		query string
+		args  []any
+		want  string
+	}{"executions project feed", eq, eargs, "USING INDEX tool_executions_project_feed (organization_id=? AND project_id=? AND (seq,created_ms,event_id)>(?,?,?) AND seq<?)"})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := explain(t, s, tc.query, tc.args)

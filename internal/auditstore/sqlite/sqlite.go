@@ -65,7 +65,7 @@ var _ auditstore.Store = (*Store)(nil)
 // and a batch took 40 % longer.
 func Open(ctx context.Context, path string) (*Store, error) {
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)", "temp_store(MEMORY)", "cache_size(-32768)"} {
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)", "temp_store(MEMORY)", "cache_spill(false)"} {
 		q.Add("_pragma", p)
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())

@@ -3,7 +3,7 @@
 SELECT organization_id, event_id, execution_id, project_id, user_id,
        principal_id, principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
        started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, seq
-FROM tool_executions
+FROM tool_executions INDEXED BY {{if .Project}}tool_executions_project_feed{{else}}tool_executions_org_feed{{end}}
 WHERE organization_id = :org
 {{- if .Project}}
   AND project_id = :project
