@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
 	"text/template"
 	"time"
 
@@ -73,13 +74,14 @@ type feedSpec struct {
 	filterArg []any
 }
 
-// keyArgs are the arguments of feed_keys.sql after the cursor after.
-func (f *feedSpec) keyArgs(after auditstore.FeedKey, chunk int) []any {
+// keyArgs are the arguments of feed_keys.sql: the keys after the cursor
+// after, up to sequence hi (at most the watermark).
+func (f *feedSpec) keyArgs(after auditstore.FeedKey, hi uint64, chunk int) []any {
 	scope := ""
 	if f.project != nil {
 		scope = f.project.String()
 	}
-	args := []any{f.org.String(), f.kind, scope, after.Seq, after.Seq, after.CreatedMS, after.CreatedMS, after.EventID.String(), f.upto}
+	args := []any{f.org.String(), f.kind, scope, after.Seq, after.Seq, after.CreatedMS, after.CreatedMS, after.EventID.String(), hi}
 	if f.since != nil {
 		lo, _ := auditstore.Window{Since: f.since}.Bounds()
 		args = append(args, lo)
@@ -90,8 +92,16 @@ func (f *feedSpec) keyArgs(after auditstore.FeedKey, chunk int) []any {
 // feedChunks reads a feed page: chunks of keys after q's cursor, the rows
 // of each that the filters keep (read), until the page holds limit+1 rows,
 // the keys up to the watermark are exhausted, or the scan budget is spent.
-// It answers the rows (at most limit+1, in feed order), the key of the
-// last row scanned and whether the keys were exhausted.
+// It answers the rows (at most limit+1, in feed order), the position after
+// the last key scanned and whether the keys were exhausted.
+//
+// Each round reads a window of sequences, (cursor, cursor+span], not
+// everything up to the watermark: ClickHouse 18.16 does not stop reading
+// at a LIMIT in key order (no read-in-order), so a page deep in a long feed
+// would read every key after it. A window that holds a whole chunk is read
+// again after its last key; one that holds fewer is exhausted and the next
+// is eight times wider (an organization holds any share of the stream's
+// sequences), so a page costs a few small range reads.
 func feedChunks[T any](ctx context.Context, s *Store, f *feedSpec, after auditstore.FeedKey,
 	read func(ctx context.Context, query string, args []any) ([]T, error), key func(*T) auditstore.FeedKey) ([]T, auditstore.FeedKey, bool, error) {
 	need := f.limit + 1
@@ -99,14 +109,19 @@ func feedChunks[T any](ctx context.Context, s *Store, f *feedSpec, after auditst
 	if f.filtered {
 		chunk = max(need, 1000)
 	}
+	span := uint64(chunk) * 16
 	var items []T
 	last := after
-	for scanned := 0; ; {
+	for scanned, round := 0, 0; ; round++ {
+		hi := f.upto
+		if last.Seq < hi && hi-last.Seq > span {
+			hi = last.Seq + span
+		}
 		// The last key of the chunk: from the rows themselves when no filter
 		// drops any, else from the keys.
 		n, chunkLast := 0, last
 		if f.filtered {
-			keys, err := s.feedKeys(ctx, f, last, chunk)
+			keys, err := s.feedKeys(ctx, f, last, hi, chunk)
 			if err != nil {
 				return nil, after, false, err
 			}
@@ -117,7 +132,7 @@ func feedChunks[T any](ctx context.Context, s *Store, f *feedSpec, after auditst
 		if !f.filtered || n > 0 {
 			d := f.data
 			d.Columns = "ts_ms, event_id" // started_ms for executions
-			args := append([]any{f.org.String()}, f.keyArgs(last, chunk)...)
+			args := append([]any{f.org.String()}, f.keyArgs(last, hi, chunk)...)
 			args = append(args, f.filterArg...)
 			tmpl := feedAuditSQL
 			if f.kind == feedKindExecutions {
@@ -139,21 +154,42 @@ func feedChunks[T any](ctx context.Context, s *Store, f *feedSpec, after auditst
 			items = append(items, rows...)
 		}
 		scanned += n
-		last = chunkLast
-		exhausted := n < chunk
-		if len(items) >= need || exhausted || scanned >= feedScanBudget {
+		exhausted := false
+		switch {
+		case n == chunk: // the window may hold more
+			last = chunkLast
+		case hi >= f.upto: // nothing more up to the watermark
+			exhausted = true
+			if last.Less(endOf(hi)) { // never back (a cursor past a watermark read elsewhere)
+				last = endOf(hi)
+			}
+		default: // the window is done: the next one is wider
+			last, span = endOf(hi), span*8
+		}
+		if len(items) >= need || exhausted || scanned >= feedScanBudget || round >= feedMaxRounds {
 			if len(items) > need {
 				items = items[:need]
 			}
 			return items, last, exhausted, nil
 		}
-		chunk = min(chunk*4, feedMaxChunk, feedScanBudget-scanned)
+		if n == chunk {
+			chunk = min(chunk*4, feedMaxChunk, feedScanBudget-scanned)
+		}
 	}
 }
 
+// feedMaxRounds bounds the windows of one page (a page that ends there
+// carries its cursor on).
+const feedMaxRounds = 24
+
+// endOf is the position after every entry of sequence seq.
+func endOf(seq uint64) auditstore.FeedKey {
+	return auditstore.FeedKey{Seq: seq, CreatedMS: math.MaxInt64, EventID: uuid.Max}
+}
+
 // feedKeys reads the keys of the next chunk of f after the cursor.
-func (s *Store) feedKeys(ctx context.Context, f *feedSpec, after auditstore.FeedKey, chunk int) ([]auditstore.FeedKey, error) {
-	args := f.keyArgs(after, chunk)
+func (s *Store) feedKeys(ctx context.Context, f *feedSpec, after auditstore.FeedKey, hi uint64, chunk int) ([]auditstore.FeedKey, error) {
+	args := f.keyArgs(after, hi, chunk)
 	query, err := render(feedKeysSQL, feedData{Columns: "seq, created_ms, event_id", Since: f.since != nil}, len(args))
 	if err != nil {
 		return nil, err
