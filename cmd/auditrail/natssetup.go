@@ -96,5 +96,6 @@ func runNATSSetup(_ context.Context, args []string) error {
 	for _, r := range natsx.Roles {
 		fmt.Printf("credentials of %-12s %s\n", r+":", natsx.CredsFile(*out, r))
 	}
+	fmt.Printf("stream credentials key:     %s (controlplane --nats-stream-key; signs the organizations' stream credentials)\n", natsx.StreamKeyFile(*keys))
 	return nil
 }
