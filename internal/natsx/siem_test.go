@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -480,5 +481,79 @@ func TestAppAccountUserPublishesThroughTheServer(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("nothing reached %s: the server checks it now; stream credentials could live in the application account", subj)
 		}
+	}
+}
+
+// A revocation survives a restart of NATS: the consumer's deletion is
+// JetStream state; a credential whose consumer still exists reads again
+// after the restart (the test could fail).
+func TestStreamRevocationSurvivesNATSRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keys, store := t.TempDir(), t.TempDir()
+	auth, err := natsx.LoadOrCreateAuth(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.WriteCreds(keys); err != nil {
+		t.Fatal(err)
+	}
+	start := func() *server.Server {
+		cfg := natsx.DefaultServerConfig()
+		cfg.Listen, cfg.StoreDir, cfg.Auth = "127.0.0.1:0", store, auth
+		s, err := natsx.StartServer(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := start()
+	cpOpts, _ := natsx.CredsOptions(natsx.CredsFile(keys, natsx.RoleControlPlane))
+	cpConn, err := nats.Connect(s.ClientURL(), cpOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := jetstream.New(cpConn)
+	if err := natsx.EnsureStreams(ctx, cp, natsx.DefaultStreamConfig()); err != nil {
+		t.Fatal(err)
+	}
+	cons := natsx.StreamConsumers{JS: cp}
+	kept, revoked := streamIDA, streamIDB
+	for _, id := range []string{kept, revoked} {
+		if err := cons.Create(ctx, streamOrgA, id, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cons.Delete(ctx, revoked); err != nil {
+		t.Fatal(err)
+	}
+	cpConn.Close()
+	s.Shutdown()
+	s.WaitForShutdown()
+	s = start()
+	defer s.Shutdown()
+	read := func(id string) error {
+		creds, _, err := auth.StreamSigner().Issue(streamOrgA, id, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "c.creds")
+		if err := os.WriteFile(path, creds, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		nc, err := nats.Connect(s.ClientURL(), nats.UserCredentials(path), nats.CustomInboxPrefix(natsx.StreamInboxPrefix(id)))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, _ := jetstream.New(nc)
+		_, err = js.Consumer(ctx, schemas.StreamEvents, natsx.StreamConsumer(id))
+		return err
+	}
+	if err := read(kept); err != nil {
+		t.Fatalf("a credential with a consumer after the restart: %v", err)
+	}
+	if err := read(revoked); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("a revoked credential after the restart: %v", err)
 	}
 }
