@@ -5,7 +5,6 @@ package controlplane
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -140,7 +139,7 @@ func (s *Service) activeStreamCreds(org string) (int, error) {
 	}
 	n, now := 0, s.now()
 	for _, c := range creds {
-		if streamCredStatus(c, now) == "active" && strings.HasPrefix(c.Consumer, streamConsumerPrefix) {
+		if streamCredStatus(c, now) == "active" {
 			n++
 		}
 	}

@@ -15,16 +15,18 @@ package natsx
 // AUDITRAIL_SIEM imports three services of the application account: the
 // info of a consumer of AUDITRAIL_EVENTS, its pulls (a stream of responses)
 // and its acks (and siemNoJS). It imports nothing else: no stream, KV, DLQ
-// or system subject exists there. A credential may use them for its own consumer only, named
-// after its id, and subscribe to its own inbox prefix only.
+// or system subject exists there. A credential may use them for its own
+// consumer only, named after its id, and subscribe to its own inbox prefix
+// only.
 //
 // A credential may not create or update a consumer: the create request's
 // body is not covered by any permission, and nats-server (v2.15.2) does not
 // check a push consumer's deliver_subject against the creator's publish
 // permissions (nats-io/nats-server#8274): a push consumer created by a
 // credential would make the server publish the organization's messages on
-// any subject of the application account. An update of an existing pull consumer cannot turn it into a
-// push one, but an update may set inactive_threshold, after which the
+// any subject of the application account. An update of an existing pull
+// consumer cannot turn it into a push one, but an update may set
+// inactive_threshold, after which the
 // server deletes the consumer and the next "update" creates a push one. So
 // the control plane creates each credential's consumer (a durable pull
 // consumer filtered to the organization's subjects) and deletes it when the
