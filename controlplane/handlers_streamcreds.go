@@ -5,6 +5,7 @@ package controlplane
 // and revoke them.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -110,7 +111,7 @@ func (s *Service) createStreamCredential(c *fiber.Ctx) error {
 	orgID := org.ID.String()
 	if n, err := s.activeStreamCreds(orgID); err != nil {
 		return err
-	} else if n >= MaxStreamCredentials {
+	} else if limit := cmp.Or(s.maxCreds, MaxStreamCredentials); n >= limit {
 		return httpError(fmt.Errorf("%w: the organization holds %d active stream credentials, the most allowed; revoke one", ErrConflict, n))
 	}
 	id := uuid.New()

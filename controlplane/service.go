@@ -75,6 +75,7 @@ type Service struct {
 	// process has deleted.
 	streamCreds StreamCredentials
 	sweptCreds  sync.Map
+	maxCreds    int // MaxStreamCredentials unless set (tests)
 }
 
 // NewService returns the admin API.

@@ -314,3 +314,18 @@ func TestStreamCredentialsNotConfigured(t *testing.T) {
 	org := n.must(201, "POST", "/api/v1/orgs", bootKey, map[string]any{"name": "A"}).field("id")
 	n.must(503, "POST", "/api/v1/orgs/"+org+"/stream_credentials", bootKey, map[string]any{"name": "x", "expires_at": time.Now().Add(time.Hour)})
 }
+
+// An organization holds at most the limit of active credentials (409);
+// a revoked one frees its place, another organization has its own.
+func TestStreamCredentialsLimit(t *testing.T) {
+	e := newStreamCredsEnv(t)
+	e.n.svc.maxCreds = 2
+	base := "/api/v1/orgs/" + e.orgA + "/stream_credentials"
+	body := map[string]any{"name": "s", "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	first := e.do(t, 201, "POST", base, e.alice, body).field("id")
+	e.do(t, 201, "POST", base, e.alice, body)
+	e.do(t, 409, "POST", base, e.alice, body)
+	e.do(t, 201, "POST", "/api/v1/orgs/"+e.orgB+"/stream_credentials", bootKey, body)
+	e.do(t, 200, "DELETE", base+"/"+first, e.alice, nil)
+	e.do(t, 201, "POST", base, e.alice, body)
+}
