@@ -284,7 +284,18 @@ func TestStreamCredentialRefusals(t *testing.T) {
 	bSubj := schemas.EventSubject(e.orgB, schemas.KindAudit)
 	before := e.subjectCount(t, ctx, s, bSubj)
 	kvKey := "org." + e.orgB
-	for _, reply := range []string{"$KV." + natsx.ControlPlaneBucket + "." + kvKey, bSubj, "auditrail.dlq." + e.orgB} {
+	// The control plane's service of token refreshes, as its subscriber
+	// (the admin, in the application account) sees it.
+	watched := natsx.ConnRefreshSubject + ".siem"
+	watcher := e.a.Connect(t, natsx.RoleAdmin)
+	leaked, err := watcher.SubscribeSync(watched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, reply := range []string{"$KV." + natsx.ControlPlaneBucket + "." + kvKey, bSubj, "auditrail.dlq." + e.orgB, watched} {
 		for _, subj := range []string{"$JS.API.CONSUMER.INFO." + s + "." + own, "$JS.API.CONSUMER.MSG.NEXT." + s + "." + own} {
 			if err := nc.PublishRequest(subj, reply, []byte(`{"batch":10,"expires":200000000}`)); err != nil {
 				t.Fatal(err)
@@ -295,6 +306,9 @@ func TestStreamCredentialRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
+	if m, err := leaked.NextMsg(100 * time.Millisecond); err == nil {
+		t.Fatalf("an answer to the credential reached %s in the application account: %.80q", watched, m.Data)
+	}
 	if got := e.subjectCount(t, ctx, s, bSubj); got != before {
 		t.Fatalf("answers sent to a reply subject reached another organization's subject: %d messages, was %d", got, before)
 	}
