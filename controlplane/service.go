@@ -70,6 +70,12 @@ type Service struct {
 	pickerMu      sync.Mutex
 	pickerOrigins map[string]bool
 	refreshes     singleflight.Group
+	// streamCreds signs stream credentials (UseStreamCredentials);
+	// sweptCreds are the revoked or expired ones whose consumer this
+	// process has deleted.
+	streamCreds StreamCredentials
+	sweptCreds  sync.Map
+	maxCreds    int // MaxStreamCredentials unless set (tests)
 }
 
 // NewService returns the admin API.
@@ -137,6 +143,7 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 	v.Post("/picker/:state/picked", s.pickerPicked)
 	v.Get("/picker/static/:file", s.pickerStaticFile)
 	v.Delete("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.deleteConnection)
+	s.registerStreamCredentials(v)
 }
 
 // routes mounts each handler behind the same middleware.

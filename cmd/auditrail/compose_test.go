@@ -72,6 +72,14 @@ func TestComposeNATSAuth(t *testing.T) {
 		if svc != "nats-setup" && strings.Contains(strings.Join(s.Volumes, " "), "nats-keys") {
 			t.Errorf("%s mounts the seeds", svc)
 		}
+		// The key of the stream credentials: the control plane's only.
+		if svc != "nats-setup" && svc != "controlplane" && strings.Contains(strings.Join(s.Volumes, " "), "nats-stream") {
+			t.Errorf("%s mounts the stream credentials' key", svc)
+		}
+	}
+	if cp := doc.Services["controlplane"]; !strings.Contains(strings.Join(cp.Volumes, " "), "nats-stream:/nats-stream:ro") ||
+		cp.Environment["AUDITRAIL_NATS_STREAM_KEY_FILE"] != "/nats-stream/siem.nk" {
+		t.Errorf("controlplane lacks the stream credentials' key: %v %v", cp.Volumes, cp.Environment)
 	}
 
 	// Run the setup command with the volumes mapped to temp dirs.
@@ -79,6 +87,7 @@ func TestComposeNATSAuth(t *testing.T) {
 	args := make([]string, len(setup.Command))
 	for i, a := range setup.Command {
 		a = strings.ReplaceAll(a, "/nats-auth", filepath.Join(dir, "auth"))
+		a = strings.ReplaceAll(a, "/nats-stream", filepath.Join(dir, "stream"))
 		args[i] = strings.ReplaceAll(a, "/nats-keys", filepath.Join(dir, "keys"))
 	}
 	if out, err := exec.Command(binary(t), args...).CombinedOutput(); err != nil {
@@ -112,6 +121,29 @@ func TestComposeNATSAuth(t *testing.T) {
 			t.Fatalf("%s credentials refused: %v", role, err)
 		}
 		nc.Close()
+	}
+	// A stream credential signed with the key the control plane gets
+	// connects to the server of the include (account AUDITRAIL_SIEM).
+	signer, err := natsx.LoadStreamSigner(filepath.Join(dir, "stream", "siem.nk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "1a000000-0000-4000-8000-00000000001a"
+	creds, _, err := signer.Issue("0a000000-0000-4000-8000-00000000000a", id, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsPath := filepath.Join(dir, "siem.creds")
+	if err := os.WriteFile(credsPath, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(s.ClientURL(), nats.UserCredentials(credsPath), nats.CustomInboxPrefix(natsx.StreamInboxPrefix(id)))
+	if err != nil {
+		t.Fatalf("a stream credential is refused by the include's server: %v", err)
+	}
+	nc.Close()
+	if fi, err := os.Stat(filepath.Join(dir, "stream", "siem.nk")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("stream credentials key: %v %v", fi, err)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "keys", "operator.nk")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("operator seed: %v %v", fi, err)

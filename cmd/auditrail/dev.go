@@ -148,6 +148,7 @@ type devFlags struct {
 	ingest                                 ingest.Config
 	demo, newKey, allowPrivate             *bool
 	publicURL                              *string
+	streamKey                              *string // with --nats-url
 	log                                    *slog.Logger
 }
 
@@ -172,6 +173,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.publicURL = addPublicURLFlag(fs, "")
 	f.newKey = fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
 	f.allowPrivate = addEgressFlag(fs)
+	f.streamKey = addStreamKeyFlag(fs)
 	mkLog := fs.logFlags("text")
 	if err := fs.parse(args); err != nil {
 		return f, err
@@ -196,6 +198,7 @@ type devProcess struct {
 	closers []func()
 
 	ns      *server.Server
+	stream  *natsx.StreamSigner // signs stream credentials (embedded NATS)
 	url     string              // of NATS
 	credsOf func(string) string // NATS credentials file by role
 	conns   map[string]*nats.Conn
@@ -272,6 +275,7 @@ func (d *devProcess) startNATS(ctx context.Context) error {
 			return err
 		}
 		d.credsOf = func(role string) string { return natsx.CredsFile(keysDir, role) }
+		d.stream = auth.StreamSigner()
 		scfg := natsx.DefaultServerConfig()
 		scfg.Listen = *d.f.natsListen
 		scfg.StoreDir = filepath.Join(*d.f.data, "jetstream")
@@ -341,6 +345,14 @@ func (d *devProcess) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	if d.guard, err = newEgress(*d.f.allowPrivate, true, d.f.log); err != nil {
+		return err
+	}
+	if d.stream != nil {
+		err = useStreamCredentials(bg, d.admin, d.stream, nc)
+	} else {
+		err = loadStreamCredentials(bg, d.admin, *d.f.streamKey, nc)
+	}
+	if err != nil {
 		return err
 	}
 	return useOAuth(d.admin, *d.f.publicURL, d.guard)

@@ -60,6 +60,7 @@ func runNATSSetup(_ context.Context, args []string) error {
 	fs := newFlags("nats-setup")
 	out := fs.String("out", envNATSSetupOut, "", "directory of the server include (auth.conf) and the credentials <role>.creds (required)")
 	keys := fs.String("keys", envNATSSetupKeys, "", "directory of the operator and account seeds (default OUT/keys; keep it away from the roles)")
+	streamKey := fs.String("stream-key", "AUDITRAIL_NATS_SETUP_STREAM_KEY", "", "also copy the key that signs stream credentials (KEYS/siem.nk) to this file (0600), for the controlplane role's --nats-stream-key")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -96,5 +97,20 @@ func runNATSSetup(_ context.Context, args []string) error {
 	for _, r := range natsx.Roles {
 		fmt.Printf("credentials of %-12s %s\n", r+":", natsx.CredsFile(*out, r))
 	}
+	keyPath := natsx.StreamKeyFile(*keys)
+	if *streamKey != "" {
+		seed, err := os.ReadFile(keyPath)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(*streamKey), 0o700); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(*streamKey, seed, 0o600); err != nil {
+			return err
+		}
+		keyPath = *streamKey
+	}
+	fmt.Printf("stream credentials key:     %s (controlplane --nats-stream-key; signs the organizations' stream credentials)\n", keyPath)
 	return nil
 }

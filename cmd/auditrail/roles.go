@@ -285,11 +285,15 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 
 // runControlPlane is the production admin API role.
 func runControlPlane(ctx context.Context, args []string) error {
-	r, addr, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", adminLimit, args)
+	var streamKey *string
+	r, addr, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", adminLimit, args, func(fs *flags) { streamKey = addStreamKeyFlag(fs) })
 	if err != nil {
 		return err
 	}
 	defer r.stop()
+	if err := loadStreamCredentials(ctx, r.admin, *streamKey, r.nc); err != nil {
+		return err
+	}
 	app := httpapi.NewApp(r.log)
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
 		return map[string]any{healthAuditOutbox: map[string]int{"pending": r.admin.PendingEvents()}}

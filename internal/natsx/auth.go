@@ -81,6 +81,7 @@ func InboxPrefix(role string) string { return "_INBOX_" + role }
 // The platform signs the accounts and issues user JWTs with it.
 type Auth struct {
 	operator, system, account nkeys.KeyPair
+	siem                      nkeys.KeyPair // AUDITRAIL_SIEM, the stream credentials' (siem.go)
 }
 
 // LoadOrCreateAuth reads the keys kept in dir, creating (0600) the missing
@@ -98,6 +99,7 @@ func LoadOrCreateAuth(dir string) (*Auth, error) {
 		{operatorSeedFile, &a.operator, nkeys.CreateOperator},
 		{systemSeedFile, &a.system, nkeys.CreateAccount},
 		{accountSeedFile, &a.account, nkeys.CreateAccount},
+		{siemSeedFile, &a.siem, nkeys.CreateAccount},
 	} {
 		path := filepath.Join(dir, k.file)
 		seed, err := os.ReadFile(path)
@@ -152,16 +154,18 @@ func (a *Auth) operatorClaims() (*jwt.OperatorClaims, string, error) {
 	return oc, tok, nil
 }
 
-// accountJWTs returns the account JWTs by public key: the system account
-// and the application account with JetStream enabled.
+// accountJWTs returns the account JWTs by public key: the system account,
+// the application account with JetStream enabled, and AUDITRAIL_SIEM with
+// the services the application account exports to it (siem.go).
 func (a *Auth) accountJWTs() (map[string]string, error) {
 	sys := jwt.NewAccountClaims(pub(a.system))
 	sys.Name = "SYS"
 	app := jwt.NewAccountClaims(pub(a.account))
 	app.Name = AppAccount
 	app.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1, MaxAckPending: -1}
+	app.Exports.Add(siemServices()...)
 	out := map[string]string{}
-	for _, c := range []*jwt.AccountClaims{sys, app} {
+	for _, c := range []*jwt.AccountClaims{sys, app, siemAccountClaims(pub(a.siem), pub(a.account))} {
 		tok, err := c.Encode(a.operator)
 		if err != nil {
 			return nil, fmt.Errorf("account jwt %s: %w", c.Name, err)
@@ -357,6 +361,8 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, kvWrite(ControlPlaneBucket)...)
 		pubs = append(pubs, kvWrite(OAuthStatesBucket)...)
 		pubs = append(pubs, rateLimits()...)
+		pubs = append(pubs, streamConsumerAdmin()...) // the stream credentials' consumers (siem.go)
+		deny = liveStreamDeny()
 		// It serves the tool runners' token refreshes, answering each
 		// once on its reply subject.
 		subs = append(subs, ConnRefreshSubject)
