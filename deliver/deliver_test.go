@@ -149,13 +149,16 @@ func TestDeliverHostileReceivers(t *testing.T) {
 		}
 	}))
 	defer endless.Close()
+	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(30 * time.Second):
 		case <-r.Context().Done():
+		case <-release:
 		}
 	}))
 	defer slow.Close()
+	defer close(release)
 	var elsewhere atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
 	defer other.Close()

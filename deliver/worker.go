@@ -3,6 +3,7 @@ package deliver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,9 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"runtime/debug"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -294,7 +296,7 @@ func (w *worker) post(sp *spec, c chunk, batch []jetstream.Msg) error {
 		w.st.Failures++
 		w.st.LastError = describe(err, w.d.cfg.RequestTimeout)
 		w.setStatus(controlplane.DeliveryFailing, true)
-		w.log.Warn("deliver: attempt failed", "err", w.st.LastError, "failures", w.st.Failures, "retry_in", next)
+		w.log.Warn("deliver: attempt failed", "err", redact.Error(err, sp.Secret, sp.Token), "failures", w.st.Failures, "retry_in", next)
 		for _, m := range batch {
 			_ = m.InProgress()
 		}
@@ -359,15 +361,21 @@ func describe(err error, timeout time.Duration) string {
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return fmt.Sprintf("timeout after %s", timeout)
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
+	var dnsErr *net.DNSError
+	var tlsErr *tls.CertificateVerificationError
+	var recErr tls.RecordHeaderError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by the endpoint"
+	case errors.As(err, &dnsErr):
+		return "host name does not resolve"
+	case errors.As(err, &tlsErr), errors.As(err, &recErr):
+		return "TLS handshake failed"
 	}
-	s := err.Error()
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
+	// The detail (addresses, the URL) is in the operator log only.
+	return "endpoint not reachable"
 }
 
 // setStatus records the state and writes the status when forced or due.
