@@ -287,3 +287,20 @@ func TestDeliverSplunkHECAndOCSF(t *testing.T) {
 		t.Fatalf("body %s", body)
 	}
 }
+
+// A destination whose secret is not the receiver's: every delivery is
+// refused (401), nothing is counted, and the status says why.
+func TestDeliverWrongSecretRefused(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t, secret)
+	id := e.destination(map[string]any{"name": "siem", "type": "https", "url": rc.url(), "secret": "not-the-receivers-secret", "q": "resource_type:API_KEY"})
+	e.run(testConfig(), nil)
+	e.publish(3, time.Now(), schemas.ResourceTypeAPIKey)
+	eventually(t, 10*time.Second, "the receiver refuses the deliveries", func() bool {
+		s := e.status(id)
+		return rc.r.Counts().Rejected > 0 && s.Status == "failing" && s.LastError == "status 401"
+	})
+	if c := rc.r.Counts(); c.Events != 0 || c.Deliveries != 0 {
+		t.Fatalf("a wrongly signed delivery was taken: %+v", c)
+	}
+}
