@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,7 @@ const secret = "a-destination-secret-of-the-tests"
 
 // Events published after the destination exists but dated an hour back
 // (an execution kept in an outbox, a producer that retried) reach the
-// destination, each once after dedup, as the list route's items with
+// destination, each once after dedup and in the order they were persisted, as the list route's items with
 // created_time; what q leaves out (other resource types, the control
 // plane's own SETTING events) is not delivered; every body is signed.
 func TestDeliverLateEventsExactlyOnce(t *testing.T) {
@@ -34,8 +35,8 @@ func TestDeliverLateEventsExactlyOnce(t *testing.T) {
 	late = append(late, e.publish(10, time.Now(), schemas.ResourceTypeAPIKey)...)
 	eventually(t, 20*time.Second, "the destination receives the 50 events", func() bool { return rc.r.Counts().Unique >= 50 })
 	time.Sleep(500 * time.Millisecond)
-	if got := rc.r.EventIDs(); !sameSet(got, late) {
-		t.Fatalf("received %d distinct events, want exactly the %d published (API_KEY)", len(got), len(late))
+	if got := rc.r.EventIDs(); !slices.Equal(got, late) {
+		t.Fatalf("received %d distinct events, want exactly the %d published (API_KEY), in their order", len(got), len(late))
 	}
 	if c := rc.r.Counts(); c.Rejected != 0 {
 		t.Fatalf("the receiver refused %d deliveries", c.Rejected)
@@ -84,8 +85,8 @@ func TestDeliverReceiverDown30s(t *testing.T) {
 	}
 	rc.up()
 	eventually(t, 20*time.Second, "every event arrives once the receiver is back", func() bool { return rc.r.Counts().Unique == int64(len(want)) })
-	if got := rc.r.EventIDs(); !sameSet(got, want) {
-		t.Fatalf("received %d distinct events, want the %d published", len(got), len(want))
+	if got := rc.r.EventIDs(); !slices.Equal(got, want) {
+		t.Fatalf("received %d distinct events, want the %d published, in their order", len(got), len(want))
 	}
 	eventually(t, 5*time.Second, "the status recovers", func() bool { s := e.status(id); return s.Status == "active" && s.Failures == 0 })
 }
