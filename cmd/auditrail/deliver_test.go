@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -130,5 +133,86 @@ func TestDevDeliversToReceive(t *testing.T) {
 	resp.Body.Close()
 	if _, ok := h["deliver"]; !ok {
 		t.Fatalf("healthz without the delivery role: %v", h)
+	}
+}
+
+// `auditrail deliver` runs alone with the deliver credentials and the
+// control plane's secrets keys, beside dev's own delivery role: the two
+// share the destinations (each delivers some), every destination gets
+// every event, and its /healthz reports what it delivered.
+func TestDeliverRoleProcess(t *testing.T) {
+	const secret = "the-secret-of-the-role-destination"
+	p, boot := devWithKey(t)
+	keys, err := os.ReadFile(filepath.Join(p.data, secretsKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp, _ := testenv.FreePort()
+	health := fmt.Sprintf("127.0.0.1:%d", hp)
+	out := &testenv.SyncBuffer{}
+	cmd := exec.Command(binary(t), append([]string{"deliver", "--http", health, "--secrets-keys", strings.TrimSpace(string(keys)),
+		"--allow-private-egress"}, p.natsArgs(natsx.RoleDeliver)...)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("deliver output:\n%s", out)
+		}
+	})
+	c := newAPIClient(t, p.http)
+	org, _ := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "acme"}).data()["id"].(string)
+	const n = 8 // the two instances share them (all on one by chance: 2 in 256)
+	var addrs []string
+	for i := 0; i < n; i++ {
+		addr, _ := startReceive(t, secret)
+		addrs = append(addrs, addr)
+		r := c.call("POST", "/api/v1/orgs/"+org+"/destinations", boot, map[string]any{"name": fmt.Sprint("d", i), "type": "https",
+			"url": "http://" + addr + "/in", "secret": secret, "q": "resource_type:API_KEY"})
+		if r.status != 201 {
+			t.Fatalf("create destination: %d %s", r.status, r.raw)
+		}
+	}
+	js, err := jetstream.New(p.connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 10; i++ {
+		ev := schemas.AuditEvent{EventID: uuid.New(), Timestamp: time.Now(), Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
+			OrganizationID: uuid.MustParse(org), PrincipalID: "alice", PrincipalType: "ACCOUNT", ResourceType: schemas.Ptr(schemas.ResourceTypeAPIKey)}
+		m, _ := producers.Message(&ev)
+		if _, err := js.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, addr := range addrs {
+		for receiveCounts(t, addr)["unique"] < 10 {
+			if time.Now().After(deadline) {
+				t.Fatalf("receiver %s got %v", addr, receiveCounts(t, addr))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	resp, err := http.Get("http://" + health + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Deliver struct {
+			Destinations int     `json:"destinations"`
+			Delivered    float64 `json:"delivered"`
+		} `json:"deliver"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || h.Deliver.Destinations == 0 || h.Deliver.Delivered == 0 {
+		t.Fatalf("the deliver role's /healthz: %d %+v", resp.StatusCode, h)
 	}
 }
