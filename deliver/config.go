@@ -14,7 +14,6 @@
 package deliver
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,9 +22,6 @@ import (
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/internal/retry"
 )
-
-// ErrInvalidOption wraps every configuration error.
-var ErrInvalidOption = errors.New("invalid option")
 
 // DefaultBucket is the delivery bucket (controlplane.DeliverBucket).
 const DefaultBucket = controlplane.DeliverBucket

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	t := time.NewTicker(d.cfg.Tick)
 	defer t.Stop()
 	for {
-		d.step(ctx)
+		d.safeStep(ctx)
 		d.ready.Store(true)
 		select {
 		case <-ctx.Done():
@@ -228,6 +229,16 @@ func (d *Deliverer) step(ctx context.Context) {
 		d.cleanedAt = now
 		d.cleanup(ctx, all)
 	}
+}
+
+// safeStep is step, a panic logged (the next tick tries again).
+func (d *Deliverer) safeStep(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("deliver: step panicked", "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	d.step(ctx)
 }
 
 // heartbeat says this instance is alive, and reads which others are.

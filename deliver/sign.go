@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,13 +21,6 @@ const (
 // DefaultTolerance is how far a signature's time may be from the
 // receiver's clock.
 const DefaultTolerance = 5 * time.Minute
-
-// Errors of Verify.
-var (
-	ErrNoSignature  = errors.New("no signature")
-	ErrBadSignature = errors.New("signature does not match")
-	ErrStale        = errors.New("signature time outside the tolerance")
-)
 
 // Sign returns the Auditrail-Signature header of body sent at t.
 func Sign(secret []byte, t time.Time, body []byte) string {
