@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/internal/egress"
@@ -303,5 +304,45 @@ func TestDeliverWrongSecretRefused(t *testing.T) {
 	})
 	if c := rc.r.Counts(); c.Events != 0 || c.Deliveries != 0 {
 		t.Fatalf("a wrongly signed delivery was taken: %+v", c)
+	}
+}
+
+// An instance that dies with a batch in hand leaves it unacknowledged: the
+// instance that takes over waits for its redelivery before fetching, so
+// the receiver still gets every event in the order it was persisted.
+func TestDeliverTakeoverAfterCrashKeepsOrder(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t, secret)
+	id := e.destination(map[string]any{"name": "siem", "type": "https", "url": rc.url(), "secret": secret, "q": "resource_type:API_KEY"})
+	cfg := testConfig()
+	cfg.RequestTimeout, cfg.Retry.Max, cfg.AckWait = 400*time.Millisecond, 400*time.Millisecond, 2*time.Second
+	_, stopA := e.run(cfg, nil)
+	want := e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)
+	eventually(t, 10*time.Second, "the first events", func() bool { return rc.r.Counts().Unique == 5 })
+	stopA()
+
+	// The crashed instance: it fetched 3 events and never acknowledged them.
+	want = append(want, e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)...)
+	cons, err := e.admin.Consumer(e.ctx, schemas.StreamEvents, "deliver_"+id+"_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cons.Fetch(3, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range b.Messages() {
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("the crashed instance fetched %d", n)
+	}
+	want = append(want, e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)...)
+
+	e.run(cfg, nil)
+	eventually(t, 15*time.Second, "every event after the takeover", func() bool { return rc.r.Counts().Unique == 15 })
+	if got := rc.r.EventIDs(); !slices.Equal(got, want) {
+		t.Fatalf("the events came out of order after the takeover:\n got %v\nwant %v", got, want)
 	}
 }

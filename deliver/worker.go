@@ -94,7 +94,7 @@ func (w *worker) run() {
 		}
 	}()
 	cons := w.consumer()
-	if cons == nil {
+	if cons == nil || !w.waitInFlight(cons) {
 		return
 	}
 	bo := w.d.cfg.Retry.Backoff()
@@ -140,7 +140,9 @@ func (w *worker) consumer() jetstream.Consumer {
 		FilterSubject: schemas.EventSubject(sp.OrgID.String(), ">"),
 		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
 		OptStartTime:  &start,
-		AckPolicy:     jetstream.AckAllPolicy,
+		// Each message is acknowledged: with AckAll, acknowledging a batch
+		// would also acknowledge an earlier message a fetch lost in flight.
+		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       w.d.cfg.AckWait,
 		MaxAckPending: w.d.cfg.BatchSize,
 		MaxDeliver:    -1,
@@ -170,8 +172,39 @@ func (w *worker) consumer() jetstream.Consumer {
 	return cons
 }
 
+// waitInFlight keeps the order after a takeover from an instance that
+// died with a batch in hand (a clean stop hands its batch back): that batch
+// stays unacknowledged until its ack wait ends, and a fetch before then
+// would get the events after it first. So while the consumer has
+// messages in flight, the worker waits until the last delivery's ack wait
+// has passed (the server then redelivers them first). False when the
+// worker stops first.
+func (w *worker) waitInFlight(cons jetstream.Consumer) bool {
+	const margin = 500 * time.Millisecond
+	for w.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
+		info, err := cons.Info(ctx)
+		cancel()
+		switch {
+		case err != nil:
+			w.log.Warn("deliver: consumer info", "err", err)
+		case info.NumAckPending == 0:
+			return true
+		case info.Delivered.Last == nil || time.Since(*info.Delivered.Last) > info.Config.AckWait+margin:
+			return true
+		default:
+			wait := time.Until(info.Delivered.Last.Add(info.Config.AckWait + margin))
+			w.log.Info("deliver: a batch of a stopped instance is in flight; waiting for its redelivery", "pending_acks", info.NumAckPending, "wait", wait.Round(time.Millisecond))
+			retry.Sleep(w.ctx, wait)
+			continue
+		}
+		retry.Sleep(w.ctx, w.d.cfg.Tick)
+	}
+	return false
+}
+
 // chunk is a run of a batch's messages sent in one POST (lines may be
-// empty: none selected) and acknowledged through its last message.
+// empty: none selected) and acknowledged once it is taken.
 type chunk struct {
 	msgs  []jetstream.Msg
 	body  []byte
@@ -179,7 +212,7 @@ type chunk struct {
 }
 
 // deliver sends a batch in order, chunk after chunk, each acknowledged
-// (with everything before it) once a 2xx took it. When the worker stops,
+// once a 2xx took it. When the worker stops,
 // or the destination is paused or replayed, what is left is handed back to
 // the stream (nak: redelivered first).
 func (w *worker) deliver(msgs []jetstream.Msg) {
@@ -217,7 +250,7 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 				return
 			}
 		}
-		if !w.ack(c.msgs[len(c.msgs)-1]) {
+		if !w.ack(c.msgs) {
 			w.handBack(chunks[i:])
 			return
 		}
@@ -254,9 +287,16 @@ func (w *worker) notePending(batch []jetstream.Msg, done int) {
 	w.st.OldestPending = &t
 }
 
-// ack acknowledges m and every message before it, confirmed by the
-// server, retrying until the worker stops.
-func (w *worker) ack(m jetstream.Msg) bool {
+// ack acknowledges msgs, the last one confirmed by the server (after the
+// others, sent before it on the same connection), retrying until the
+// worker stops.
+func (w *worker) ack(msgs []jetstream.Msg) bool {
+	for _, m := range msgs[:len(msgs)-1] {
+		if err := m.Ack(); err != nil {
+			w.log.Warn("deliver: acknowledge", "err", err)
+		}
+	}
+	m := msgs[len(msgs)-1]
 	err := retry.Do(w.ctx, w.d.cfg.Retry, func(ctx context.Context) error {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()

@@ -61,7 +61,7 @@ func TestDeliverRolePermissions(t *testing.T) {
 		t.Fatalf("deliver writes its bucket: %v", err)
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: "deliver_d1_0",
-		FilterSubject: schemas.EventSubject(org, ">"), AckPolicy: jetstream.AckAllPolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
+		FilterSubject: schemas.EventSubject(org, ">"), AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		t.Fatalf("deliver creates a durable consumer filtered to one org: %v", err)
 	}
