@@ -58,6 +58,8 @@ fuzz:
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzDriveQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzFieldMask -fuzztime $(FUZZTIME)
 	$(GO) test ./controlplane -run '^$$' -fuzz FuzzPickerState -fuzztime $(FUZZTIME)
+	$(GO) test ./deliver -run '^$$' -fuzz FuzzVerify -fuzztime $(FUZZTIME)
+	$(GO) test ./deliver -run '^$$' -fuzz FuzzEventIDs -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/google -run '^$$' -fuzz FuzzApplyBatch -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseFilter -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseSearch -fuzztime $(FUZZTIME)

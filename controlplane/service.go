@@ -119,6 +119,7 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 		v.Post(base+"/:hook_id/disable", s.disableHook)
 		v.Delete(base+"/:hook_id", s.deleteHook)
 	}
+	s.registerDestinations(v)
 	v.Get("/orgs/:org_id/auth_providers", s.listProviders)
 	v.Post("/orgs/:org_id/auth_providers", s.createProvider)
 	v.Get("/orgs/:org_id/auth_providers/:provider_id", s.getProvider)

@@ -135,6 +135,10 @@ type State struct {
 	// states is the bucket of the used OAuth states, opened on first use.
 	statesMu sync.Mutex
 	states   jetstream.KeyValue
+
+	// statuses is the delivery role's bucket, read for the destinations'
+	// statuses (state_destinations.go).
+	statuses deliveryStatuses
 }
 
 type entry struct {

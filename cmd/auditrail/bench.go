@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite, deliver")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
 	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
@@ -21,6 +21,7 @@ func runBench(ctx context.Context, args []string) error {
 	feedFor := fs.Duration("feed-duration", "", 20*time.Second, "how long the feed benchmark publishes 5000 events/s to measure the time to visible")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
+	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
 	inf := addIngestFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
 	if err := fs.parse(args); err != nil {
@@ -77,6 +78,14 @@ func runBench(ctx context.Context, args []string) error {
 				return fmt.Errorf("mail benchmark: %w", err)
 			}
 			figures = append(figures, fig)
+		case "deliver":
+			fmt.Printf("== deliver: %d events pushed to one destination on a local receiver, against publishing them\n", *deliverEvents)
+			r, err := bench.Deliver(ctx, *deliverEvents, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("deliver benchmark: %w", err)
+			}
+			fmt.Printf("  publish %s, deliver %s in %d POSTs\n", r.Publish.Round(time.Millisecond), r.Deliver.Round(time.Millisecond), r.Posts)
+			figures = append(figures, r.Figures()...)
 		case "decode":
 			fmt.Println("== decode: audit/v1 payloads")
 			figures = append(figures, bench.Decode())

@@ -38,7 +38,7 @@ func TestComposeNATSAuth(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
-	want := map[string]string{"ingest": "ingest", "query": "query", "controlplane": "controlplane", "toolrunner": "toolrunner", "emit": "admin"}
+	want := map[string]string{"ingest": "ingest", "query": "query", "controlplane": "controlplane", "toolrunner": "toolrunner", "deliver": "deliver", "emit": "admin"}
 	for svc, role := range want {
 		s, ok := doc.Services[svc]
 		if !ok {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/egress"
@@ -126,6 +128,7 @@ func runDev(ctx context.Context, args []string) error {
 		d.startControlPlane,
 		d.startToolRunner,
 		d.startIngest,
+		d.startDeliver,
 		d.buildAPI,
 		d.startDemo,
 	}
@@ -146,6 +149,7 @@ type devFlags struct {
 	rate, adminRate, toolRate              *string
 	maxStreams                             *int
 	ingest                                 ingest.Config
+	deliver                                deliver.Config
 	demo, newKey, allowPrivate             *bool
 	publicURL                              *string
 	streamKey                              *string // with --nats-url
@@ -169,6 +173,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.rate, f.adminRate, f.toolRate = auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
 	f.maxStreams = addLiveFlags(fs)
 	inf := addIngestFlags(fs)
+	df := addDeliverFlags(fs)
 	f.demo = fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
 	f.publicURL = addPublicURLFlag(fs, "")
 	f.newKey = fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
@@ -185,6 +190,9 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.ingest = inf.config()
 	if err := f.ingest.Validate(); err != nil {
 		return f, usageError{err}
+	}
+	if f.deliver, err = df.config(); err != nil {
+		return f, err
 	}
 	if *f.publicURL == "" {
 		*f.publicURL = clientURL(*f.http)
@@ -225,6 +233,9 @@ type devProcess struct {
 	stopIngest context.CancelFunc
 	ingestDone chan error         // one value per consumer
 	stopLive   context.CancelFunc // ends the live streams
+
+	deliverer   *deliver.Deliverer
+	stopDeliver func() // ends the delivery and waits for it
 
 	app *fiber.App
 }
@@ -293,7 +304,7 @@ func (d *devProcess) startNATS(ctx context.Context) error {
 		fmt.Fprintf(os.Stdout, "nats credentials (admin: emit, tail, the nats CLI): %s\n", d.credsOf(natsx.RoleAdmin))
 	}
 	d.conns = map[string]*nats.Conn{}
-	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery} {
+	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery, natsx.RoleDeliver} {
 		c, err := natsx.Connect(d.url, "auditrail-dev-"+role, d.credsOf(role), d.f.log.With("nats_role", role))
 		if err != nil {
 			return err
@@ -413,6 +424,30 @@ func (d *devProcess) startIngest(ctx context.Context) error {
 	return nil
 }
 
+// startDeliver starts the delivery role (push destinations) with its own
+// NATS credentials over the control plane's mirror of the state.
+func (d *devProcess) startDeliver(ctx context.Context) error {
+	keys, err := keyList("secrets-keys", *d.f.secretsKeys, *d.f.data, secretsKeyFile, 32)
+	if err != nil {
+		return err
+	}
+	if d.deliverer, err = newDeliverer(d.conns[natsx.RoleDeliver], d.cp.state, keys, d.guard, d.f.deliver, d.f.log); err != nil {
+		return err
+	}
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := d.deliverer.Run(dctx); err != nil {
+			d.f.log.Error("deliver", "err", err)
+		}
+	}()
+	var once sync.Once
+	d.stopDeliver = func() { once.Do(func() { cancel(); <-done }) }
+	d.later(d.stopDeliver)
+	return nil
+}
+
 // buildAPI puts /healthz and the query, admin and tool runner APIs, each
 // with its rate limit, on one app.
 func (d *devProcess) buildAPI(ctx context.Context) error {
@@ -451,8 +486,9 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	log, proxies := d.f.log, d.cp.proxies
 	d.app = httpapi.NewApp(log)
 	cs := ingestConsumers(d.in, d.inExec)
-	d.app.Get("/healthz", healthHandler(roleChecks(d.conns, d.store, cs), func() map[string]any {
-		return cs.counters(map[string]any{healthHooks: d.proxy.Stats(), healthExecutionOutbox: d.outbox.Stats(), healthAuditOutbox: map[string]int{"pending": d.admin.PendingEvents()}})
+	d.app.Get("/healthz", healthHandler(append(roleChecks(d.conns, d.store, cs), deliverCheck(d.deliverer)), func() map[string]any {
+		return cs.counters(map[string]any{healthHooks: d.proxy.Stats(), healthExecutionOutbox: d.outbox.Stats(), healthAuditOutbox: map[string]int{"pending": d.admin.PendingEvents()},
+			healthDeliver: d.deliverer.Stats()})
 	}))
 	qs.Register(d.app, httpapi.RateLimit(limiter, proxies, log))
 	d.admin.Register(d.app, httpapi.RateLimit(adminLimiter, proxies, log))
@@ -519,6 +555,7 @@ func (d *devProcess) serve(ctx context.Context) error {
 			log.Warn("ingest", "err", ierr)
 		}
 	}
+	d.stopDeliver()
 	if err != nil {
 		return err
 	}

@@ -121,10 +121,10 @@ func checkDevHealthKeys(t *testing.T, health map[string]json.RawMessage) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	if want := []string{"ingest_audit", "ingest_executions", "nats", "store"}; !slices.Equal(names, want) {
+	if want := []string{"deliver", "ingest_audit", "ingest_executions", "nats", "store"}; !slices.Equal(names, want) {
 		t.Errorf("/healthz checks %v, want %v", names, want)
 	}
-	for _, key := range []string{"ingest_audit", "ingest_executions", "hooks", "execution_outbox", "audit_outbox"} {
+	for _, key := range []string{"ingest_audit", "ingest_executions", "hooks", "execution_outbox", "audit_outbox", "deliver"} {
 		if _, ok := health[key]; !ok {
 			t.Errorf("/healthz lacks %q", key)
 		}

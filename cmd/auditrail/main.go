@@ -28,6 +28,8 @@ func commands() []command {
 		{"query", "serve the audit API (production role)", runQuery},
 		{"controlplane", "serve the admin API (production role)", runControlPlane},
 		{"toolrunner", "serve the tool runner API (production role)", runToolRunner},
+		{"deliver", "push events to the organizations' destinations (production role)", runDeliver},
+		{"receive", "a receiver of push deliveries: verifies signatures, dedups by event_id, counts", runReceive},
 		{"admin", "the admin API from a terminal (source CLI)", runAdmin},
 		{"emit", "publish synthetic audit events", runEmit},
 		{"tail", "follow an organization's events (JSON lines or OCSF)", runTail},

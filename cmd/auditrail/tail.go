@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/ocsf"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -115,7 +116,7 @@ func tailRecord(subject string, data []byte, format string) (any, error) {
 			return nil, err
 		}
 		if format == "ocsf" {
-			return ocsfExecution(&ev), nil
+			return ocsf.Execution(&ev), nil
 		}
 		return query.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev}), nil
 	}
@@ -127,70 +128,7 @@ func tailRecord(subject string, data []byte, format string) (any, error) {
 	item := query.NewItem(&entry)
 	item.CreatedTime = "" // not yet stored
 	if format == "ocsf" {
-		return ocsfAudit(&ev), nil
+		return ocsf.Audit(&ev), nil
 	}
 	return item, nil
-}
-
-// OCSF 1.1 API Activity (class 6003, category 6 Application Activity).
-var ocsfActivity = map[schemas.AuditAction]struct {
-	id   int
-	name string
-}{
-	schemas.AuditActionCreated:  {1, "Create"},
-	schemas.AuditActionUpdated:  {3, "Update"},
-	schemas.AuditActionDeleted:  {4, "Delete"},
-	schemas.AuditActionDisabled: {3, "Update"},
-}
-
-func ocsfBase(activityID int, activityName string, t time.Time, eventID string) map[string]any {
-	return map[string]any{
-		"class_uid": 6003, "class_name": "API Activity", "category_uid": 6, "category_name": "Application Activity",
-		"activity_id": activityID, "activity_name": activityName, "type_uid": 600300 + activityID,
-		"severity_id": 1, "severity": "Informational", "time": t.UnixMilli(),
-		"metadata": map[string]any{"uid": eventID, "version": "1.1.0", "product": map[string]any{"name": "auditrail", "vendor_name": "auditrail"}},
-	}
-}
-
-func ocsfAudit(e *schemas.AuditEvent) map[string]any {
-	a, ok := ocsfActivity[e.Action]
-	if !ok {
-		a.id, a.name = 0, "Unknown"
-	}
-	o := ocsfBase(a.id, a.name, e.Timestamp, e.EventID.String())
-	user := map[string]any{"uid": e.PrincipalID, "name": e.DisplayName, "type": e.PrincipalType}
-	o["actor"] = map[string]any{"user": user}
-	o["api"] = map[string]any{"operation": strings.TrimPrefix(e.Action.String(), "AUDIT_ACTION_"), "service": map[string]any{"name": strings.TrimPrefix(e.Source.String(), "AUDIT_SOURCE_")}}
-	o["status_id"], o["status"] = 1, "Success"
-	if e.ClientIP != nil {
-		o["src_endpoint"] = map[string]any{"ip": *e.ClientIP}
-	}
-	res := map[string]any{}
-	if e.ResourceType != nil {
-		res["type"] = strings.TrimPrefix(e.ResourceType.String(), "RESOURCE_TYPE_")
-	}
-	if e.ResourceID != nil {
-		res["uid"] = *e.ResourceID
-	}
-	if e.ResourceDisplay != nil {
-		res["name"] = *e.ResourceDisplay
-	}
-	o["resources"] = []any{res}
-	o["unmapped"] = map[string]any{"organization_id": e.OrganizationID.String(), "project_id": e.ProjectID, "data": e.Data}
-	return o
-}
-
-func ocsfExecution(e *schemas.ExecutionEvent) map[string]any {
-	o := ocsfBase(2, "Read", e.StartedAt, e.EventID)
-	o["activity_id"], o["activity_name"], o["type_uid"] = 99, "Other", 600399
-	o["actor"] = map[string]any{"user": map[string]any{"uid": e.UserID}}
-	o["api"] = map[string]any{"operation": e.Tool.Toolkit + "." + e.Tool.Name, "version": e.Tool.Version}
-	if e.Success {
-		o["status_id"], o["status"] = 1, "Success"
-	} else {
-		o["status_id"], o["status"], o["status_detail"] = 2, "Failure", e.ErrorKind+": "+e.ExecutionError
-	}
-	o["duration"] = e.DurationMS
-	o["unmapped"] = map[string]any{"organization_id": e.OrganizationID, "project_id": e.ProjectID, "execution_id": e.ExecutionID, "hooks": e.Hooks}
-	return o
 }

@@ -29,13 +29,19 @@ const (
 	RoleControlPlane = "controlplane" // the only writer of the control-plane bucket
 	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, asks the control plane for token refreshes
 	RoleQuery        = "query"        // reads the bucket, records exports (audit events), follows the event stream (live streams)
+	RoleDeliver      = "deliver"      // reads the bucket, consumes each destination's durable consumer, writes the delivery bucket
 )
 
 // Roles lists every role, admin first.
-var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, RoleToolRunner, RoleQuery}
+var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, RoleToolRunner, RoleQuery, RoleDeliver}
 
 // ControlPlaneBucket is the control-plane KV bucket (controlplane.DefaultBucket).
 const ControlPlaneBucket = "auditrail_controlplane"
+
+// DeliverBucket is the KV bucket of the delivery role (deliver.DefaultBucket):
+// each destination's status, lease and the instances' heartbeats. Only the
+// deliver role writes it; the control plane reads the statuses.
+const DeliverBucket = "auditrail_deliver"
 
 // OAuthStatesBucket holds the used OAuth states (controlplane.DefaultStatesBucket):
 // the control plane creates a key per callback, so that a state works once.
@@ -324,6 +330,28 @@ func liveStreamDeny() []string {
 	return out
 }
 
+// deliverConsumers are the subjects of the deliver role on AUDITRAIL_EVENTS:
+// durable pull consumers created only with a filter inside
+// auditrail.events.*.> (the filter is part of the create subject), their
+// pulls, info, acks and deletion, and the listing that finds the consumers
+// of deleted destinations. Stream operations stay refused, and ingest's
+// consumers are denied (deliverDeny).
+func deliverConsumers() []string {
+	s := schemas.StreamEvents
+	return append(liveStream(), jsAPI+"STREAM.INFO."+s, jsAPI+"CONSUMER.LIST."+s, "$JS.ACK."+s+".*.>")
+}
+
+// deliverDeny keeps the deliver role off ingest's durable consumers: it
+// may not redefine, pull from, acknowledge for (that would lose ingest's
+// messages) nor delete them.
+func deliverDeny() []string {
+	out := liveStreamDeny()
+	for _, d := range IngestDurables {
+		out = append(out, "$JS.ACK."+schemas.StreamEvents+"."+d+".>")
+	}
+	return out
+}
+
 func rateLimits() []string {
 	var out []string
 	for _, b := range RateLimitBuckets {
@@ -360,6 +388,7 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, streamAdmin(schemas.StreamDLQ)...)
 		pubs = append(pubs, kvWrite(ControlPlaneBucket)...)
 		pubs = append(pubs, kvWrite(OAuthStatesBucket)...)
+		pubs = append(pubs, kvRead(DeliverBucket)...) // the destinations' statuses
 		pubs = append(pubs, rateLimits()...)
 		pubs = append(pubs, streamConsumerAdmin()...) // the stream credentials' consumers (siem.go)
 		deny = liveStreamDeny()
@@ -379,6 +408,11 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, rateLimits()...)
 		pubs = append(pubs, liveStream()...)
 		deny = liveStreamDeny()
+	case RoleDeliver:
+		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
+		pubs = append(pubs, kvWrite(DeliverBucket)...)
+		pubs = append(pubs, deliverConsumers()...)
+		deny = deliverDeny()
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w: unknown NATS role %q", ErrInvalidOption, role)
 	}

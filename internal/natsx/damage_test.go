@@ -66,10 +66,10 @@ type storedMsg struct {
 // of a subject, KV purge and delete markers, message TTLs, Nats-Expected-*
 // headers — and sends the JetStream API requests that purge, delete or
 // reconfigure streams and delete messages. Afterwards the control-plane
-// bucket holds every key it held, the OAuth states bucket too, and the event
+// bucket holds every key it held, the OAuth states and delivery buckets too, and the event
 // and dead-letter streams lost no message. The control plane writes its own
 // buckets by design (and their rollups, for its outbox purges): its
-// attempts on them are left out.
+// attempts on them are left out, as are the deliver role's on its own bucket.
 func TestRoleCredentialsCannotDamageState(t *testing.T) {
 	a := testenv.NATSAuth(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -98,6 +98,13 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The delivery role's bucket (statuses, leases), as it creates it.
+	dJS, _ := jetstream.New(a.Connect(t, natsx.RoleDeliver))
+	deliverKV, err := dJS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.DeliverBucket, History: 1, Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deliverKey, deliverValue = "status.d1", `{"state":"active"}`
 	for _, b := range natsx.RateLimitBuckets {
 		if _, err := admin.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, Storage: jetstream.MemoryStorage}); err != nil {
 			t.Fatal(err)
@@ -127,6 +134,10 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 		t.Fatal(err)
 	}
 	known = append(known, "$KV."+natsx.OAuthStatesBucket+".nonce1")
+	if _, err := deliverKV.Put(ctx, deliverKey, []byte(deliverValue)); err != nil {
+		t.Fatal(err)
+	}
+	known = append(known, "$KV."+natsx.DeliverBucket+"."+deliverKey)
 	var msgs []storedMsg
 	for i, subj := range []string{
 		schemas.EventSubject(org, schemas.KindAudit), schemas.EventSubject(org, schemas.KindExecution),
@@ -140,7 +151,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 		msgs = append(msgs, storedMsg{stream: ack.Stream, subject: subj, data: data, seq: ack.Sequence})
 		known = append(known, subj)
 	}
-	streams := []string{"KV_" + natsx.ControlPlaneBucket, "KV_" + natsx.OAuthStatesBucket, schemas.StreamEvents, schemas.StreamDLQ}
+	streams := []string{"KV_" + natsx.ControlPlaneBucket, "KV_" + natsx.OAuthStatesBucket, "KV_" + natsx.DeliverBucket, schemas.StreamEvents, schemas.StreamDLQ}
 	configs := map[string]jetstream.StreamConfig{}
 	for _, s := range streams {
 		st, err := admin.Stream(ctx, s)
@@ -167,7 +178,10 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 		{"Nats-Expected-Last-Msg-Id": {"x"}},
 	}
 	// ownBuckets are the subjects the control plane writes by design.
-	ownBuckets := []string{"$KV." + natsx.ControlPlaneBucket + ".>", "$KV." + natsx.OAuthStatesBucket + ".>"}
+	ownBuckets := map[string][]string{
+		natsx.RoleControlPlane: {"$KV." + natsx.ControlPlaneBucket + ".>", "$KV." + natsx.OAuthStatesBucket + ".>"},
+		natsx.RoleDeliver:      {"$KV." + natsx.DeliverBucket + ".>"},
+	}
 
 	for _, role := range natsx.Roles {
 		if role == natsx.RoleAdmin {
@@ -180,6 +194,11 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 					if _, err := cpKV.Put(ctx, k, []byte(v)); err != nil {
 						t.Fatal(err)
 					}
+				}
+			}
+			if e, err := deliverKV.Get(ctx, deliverKey); err != nil || string(e.Value()) != deliverValue {
+				if _, err := deliverKV.Put(ctx, deliverKey, []byte(deliverValue)); err != nil {
+					t.Fatal(err)
 				}
 			}
 			nc, _ := a.ConnectErrs(t, role) // permission violations expected (and dropped)
@@ -218,7 +237,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 			}
 			for _, pattern := range perms.Pub.Allow {
 				for _, subj := range concreteSubjects(pattern, known) {
-					if role == natsx.RoleControlPlane && slices.ContainsFunc(ownBuckets, func(b string) bool { return subjectMatches(b, subj) }) {
+					if slices.ContainsFunc(ownBuckets[role], func(b string) bool { return subjectMatches(b, subj) }) {
 						continue
 					}
 					for _, h := range headerSets {
@@ -233,7 +252,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 				send("$JS.API.STREAM.MSG.DELETE."+s, nil, []byte(`{"seq":1}`))
 				send("$JS.API.STREAM.MSG.DELETE."+s, nil, []byte(`{"seq":1,"no_erase":true}`))
 				send("$JS.API.STREAM.DELETE."+s, nil, nil)
-				if role == natsx.RoleControlPlane {
+				if role == natsx.RoleControlPlane || role == natsx.RoleDeliver && s == "KV_"+natsx.DeliverBucket {
 					continue // it configures these streams by design
 				}
 				bad := configs[s]
@@ -247,7 +266,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 			// What the server took from this connection is in the streams'
 			// queues now: a later publish to each stream, once acknowledged,
 			// comes after it. Then wait for the last answers.
-			for _, subj := range []string{"$KV." + natsx.ControlPlaneBucket + ".sync", "$KV." + natsx.OAuthStatesBucket + ".sync",
+			for _, subj := range []string{"$KV." + natsx.ControlPlaneBucket + ".sync", "$KV." + natsx.OAuthStatesBucket + ".sync", "$KV." + natsx.DeliverBucket + ".sync",
 				schemas.EventSubject(org, "sync"), "auditrail.dlq.sync"} {
 				if _, err := admin.Publish(ctx, subj, []byte("sync")); err != nil {
 					t.Fatalf("sync %s: %v", subj, err)
@@ -274,6 +293,9 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 			}
 			if e, err := statesKV.Get(ctx, "nonce1"); err != nil || string(e.Value()) != "used" {
 				t.Errorf("OAuth states bucket lost its state after the %s credentials' attempts: %v", role, err)
+			}
+			if e, err := deliverKV.Get(ctx, deliverKey); err != nil || string(e.Value()) != deliverValue {
+				t.Errorf("the delivery bucket lost %s after the %s credentials' attempts: %v", deliverKey, role, err)
 			}
 			for _, m := range msgs {
 				st, err := admin.Stream(ctx, m.stream)

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/deliver"
+	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// healthDeliver is the /healthz key of the delivery role.
+const healthDeliver = "deliver"
+
+// deliverFlags are the tuning flags of the delivery role (deliver, dev).
+type deliverFlags struct {
+	batch          *int
+	requestTimeout *time.Duration
+}
+
+func addDeliverFlags(fs *flags) deliverFlags {
+	d := deliver.DefaultConfig()
+	return deliverFlags{
+		batch:          fs.Int("deliver-batch", "", d.BatchSize, "push destinations: most events per POST (and left unacknowledged) per destination"),
+		requestTimeout: fs.Duration("deliver-timeout", "", d.RequestTimeout, "push destinations: longest POST, answer included"),
+	}
+}
+
+func (f deliverFlags) config() (deliver.Config, error) {
+	cfg := deliver.DefaultConfig()
+	cfg.BatchSize, cfg.RequestTimeout = *f.batch, *f.requestTimeout
+	if cfg.AckWait < 2*(cfg.Retry.Max+cfg.RequestTimeout) {
+		cfg.AckWait = 2 * (cfg.Retry.Max + cfg.RequestTimeout)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
+// newDeliverer builds the delivery role on nc (its credentials: natsx.RoleDeliver)
+// over the destinations of state, opened with the secrets keys.
+func newDeliverer(nc *nats.Conn, state *controlplane.State, secretsKeys [][]byte, guard *egress.Guard, cfg deliver.Config, log *slog.Logger) (*deliver.Deliverer, error) {
+	sealer, err := controlplane.NewSealer(secretsKeys...)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	return deliver.New(js, controlplane.NewDestinationReader(state, sealer), guard, cfg, log.With("role", "deliver"))
+}
+
+// deliverCheck fails until the deliverer runs.
+func deliverCheck(d *deliver.Deliverer) check {
+	return check{healthDeliver, func(context.Context) error {
+		if !d.Ready() {
+			return errors.New("not running yet")
+		}
+		return nil
+	}}
+}
+
+// runDeliver is the production delivery role: push destinations.
+func runDeliver(ctx context.Context, args []string) error {
+	fs := newFlags("deliver")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
+	httpAddr := fs.String("http", "", "127.0.0.1:8084", "listener of /healthz")
+	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they open the destinations' secrets)")
+	allowPrivate := addEgressFlag(fs)
+	df := addDeliverFlags(fs)
+	mkLog := fs.logFlags("json")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	log, err := mkLog(os.Stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := df.config()
+	if err != nil {
+		return err
+	}
+	keys, err := keyList("secrets-keys", *secKeys, "", "", 32)
+	if err != nil {
+		return err
+	}
+	guard, err := newEgress(*allowPrivate, false, log)
+	if err != nil {
+		return err
+	}
+	nc, err := nf.connect("auditrail-deliver", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if err := waitStreams(ctx, nc, log, schemas.StreamEvents); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	scfg := controlplane.DefaultStateConfig()
+	scfg.ReadOnly = true
+	state, err := controlplane.OpenState(bg, js, scfg, log)
+	if err != nil {
+		return err
+	}
+	d, err := newDeliverer(nc, state, keys, guard, cfg, log)
+	if err != nil {
+		return err
+	}
+	app := httpapi.NewApp(log)
+	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{natsx.RoleDeliver: nc}), deliverCheck(d)}, func() map[string]any {
+		return map[string]any{healthDeliver: d.Stats()}
+	}))
+	go func() {
+		if err := serve(ctx, app, *httpAddr, log); err != nil {
+			log.Error("health listener", "err", err)
+		}
+	}()
+	err = d.Run(ctx)
+	_ = nc.Drain()
+	return err
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/auditrail/auditrail/deliver"
+)
+
+// runReceive is a receiver of push deliveries: it verifies their
+// signatures, dedups their events by event_id and counts them (a line per
+// delivery on stdout; GET /counts and GET /events).
+func runReceive(ctx context.Context, args []string) error {
+	fs := newFlags("receive")
+	secret := fs.String("secret", "", "", "the destination's secret: every POST must carry a valid Auditrail-Signature (required unless --splunk-token)")
+	splunk := fs.String("splunk-token", "", "", "act as Splunk HEC: require Authorization: Splunk <token>")
+	listen := fs.String("listen", "", "127.0.0.1:9000", "listener")
+	tolerance := fs.Duration("tolerance", "", deliver.DefaultTolerance, "how far a signature's time may be from this clock")
+	maxBody := fs.Int("max-body", "", deliver.DefaultMaxReceiveBody, "largest body taken, in bytes (413 above)")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if *secret == "" && *splunk == "" {
+		return usageErrorf("--secret is required (the secret of the destination)")
+	}
+	r, err := deliver.NewReceiver(deliver.ReceiverConfig{Secret: []byte(*secret), SplunkToken: *splunk, Tolerance: *tolerance,
+		MaxBody: int64(*maxBody), Log: os.Stdout})
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", *listen, err)
+	}
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute}
+	fmt.Fprintf(os.Stdout, "auditrail receive: listening on http://%s (POST deliveries; GET /counts, GET /events)\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	c := r.Counts()
+	fmt.Fprintf(os.Stdout, "auditrail receive: deliveries=%d events=%d unique=%d duplicates=%d rejected=%d\n", c.Deliveries, c.Events, c.Unique, c.Duplicates, c.Rejected)
+	return nil
+}

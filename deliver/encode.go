@@ -1,0 +1,96 @@
+package deliver
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/search"
+	"github.com/auditrail/auditrail/internal/ocsf"
+	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// spec is a destination as a worker delivers it: its filters parsed.
+type spec struct {
+	controlplane.ResolvedDestination
+	audit, executions *search.Query
+}
+
+func newSpec(d controlplane.ResolvedDestination) (*spec, error) {
+	qa, qe, err := controlplane.DestinationFilter(d.Q)
+	if err != nil {
+		return nil, fmt.Errorf("destination %s: q: %w", d.ID, err)
+	}
+	return &spec{ResolvedDestination: d, audit: qa, executions: qe}, nil
+}
+
+// hecEvent is Splunk HTTP Event Collector's event envelope.
+type hecEvent struct {
+	Time       float64 `json:"time"`
+	Host       string  `json:"host"`
+	Source     string  `json:"source"`
+	Sourcetype string  `json:"sourcetype"`
+	Event      any     `json:"event"`
+}
+
+// encode returns the line of one event for the destination (without the
+// newline), or nil when its filter leaves it out. created is the time the
+// stream stored it (created_time). An error for an undecodable payload
+// (ingest sends it to the dead-letter stream; it is not delivered).
+func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, error) {
+	_, kind, _ := schemas.ParseEventSubject(subject)
+	var v any
+	var at time.Time
+	switch kind {
+	case schemas.KindAudit:
+		ev, err := schemas.UnmarshalAuditEvent(data)
+		if err != nil {
+			return nil, err
+		}
+		if s.audit == nil || !s.audit.MatchAudit(&ev) {
+			return nil, nil
+		}
+		at = ev.Timestamp
+		if s.Format == controlplane.FormatOCSF {
+			v = ocsf.Audit(&ev)
+		} else {
+			entry := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: created}
+			v = query.NewItem(&entry)
+		}
+	case schemas.KindExecution:
+		ev, err := schemas.UnmarshalExecutionEvent(data)
+		if err != nil {
+			return nil, err
+		}
+		if s.executions == nil || !s.executions.MatchExecution(&ev) {
+			return nil, nil
+		}
+		at = ev.StartedAt
+		if s.Format == controlplane.FormatOCSF {
+			v = ocsf.Execution(&ev)
+		} else {
+			v = query.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev, CreatedTime: created})
+		}
+	default:
+		return nil, fmt.Errorf("subject %q is not an event subject", subject)
+	}
+	if s.Type == controlplane.DestSplunkHEC {
+		st := "auditrail:" + kind
+		if s.Format == controlplane.FormatOCSF {
+			st = "ocsf:api_activity"
+		}
+		v = hecEvent{Time: float64(at.UnixMilli()) / 1000, Host: "auditrail", Source: "auditrail", Sourcetype: st, Event: v}
+	}
+	return json.Marshal(v)
+}
+
+// contentType is the Content-Type of the destination's bodies.
+func (s *spec) contentType() string {
+	if s.Type == controlplane.DestSplunkHEC {
+		return "application/json"
+	}
+	return "application/x-ndjson"
+}

@@ -1,0 +1,212 @@
+package deliver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// ReceiverConfig configures a Receiver.
+type ReceiverConfig struct {
+	// Secret verifies Auditrail-Signature (required unless SplunkToken).
+	Secret []byte
+	// SplunkToken, when set, is required as Authorization: Splunk <token>
+	// (a stand-in for Splunk HEC); a signature is then checked only when
+	// Secret is set too.
+	SplunkToken string
+	// Tolerance of the signature's time (DefaultTolerance).
+	Tolerance time.Duration
+	// MaxBody bounds a delivery's body (413 above).
+	MaxBody int64
+	// Log, when set, gets one line per delivery.
+	Log io.Writer
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// DefaultMaxReceiveBody is the largest body a Receiver takes by default.
+const DefaultMaxReceiveBody = 16 << 20
+
+// Counts are what a Receiver took.
+type Counts struct {
+	Deliveries int64 `json:"deliveries"` // accepted POSTs
+	Events     int64 `json:"events"`     // events in them
+	Unique     int64 `json:"unique"`     // distinct event_id
+	Duplicates int64 `json:"duplicates"` // events seen before (redelivered)
+	Rejected   int64 `json:"rejected"`   // POSTs refused (signature, token, body)
+}
+
+// Receiver takes signed deliveries: it verifies each body's signature
+// (constant time, time within the tolerance), dedups the events by
+// event_id and counts them. GET /counts answers the counts, GET /events
+// the distinct event ids in the order first received.
+type Receiver struct {
+	cfg    ReceiverConfig
+	mu     sync.Mutex
+	seen   map[string]struct{}
+	order  []string
+	counts Counts
+}
+
+// NewReceiver returns a receiver.
+func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
+	if len(cfg.Secret) == 0 && cfg.SplunkToken == "" {
+		return nil, fmt.Errorf("%w: a secret (or a Splunk token) is required", ErrInvalidOption)
+	}
+	if cfg.Tolerance <= 0 {
+		cfg.Tolerance = DefaultTolerance
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxReceiveBody
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Receiver{cfg: cfg, seen: map[string]struct{}{}}, nil
+}
+
+// Counts returns the counts so far.
+func (r *Receiver) Counts() Counts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts
+}
+
+// EventIDs returns the distinct event ids, in the order first received.
+func (r *Receiver) EventIDs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.order...)
+}
+
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	switch {
+	case req.Method == http.MethodGet && req.URL.Path == "/counts":
+		writeJSON(w, http.StatusOK, r.Counts())
+	case req.Method == http.MethodGet && req.URL.Path == "/events":
+		writeJSON(w, http.StatusOK, map[string]any{"event_ids": r.EventIDs()})
+	case req.Method == http.MethodPost:
+		r.receive(w, req)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "GET /counts, GET /events, or POST a delivery", http.StatusMethodNotAllowed)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (r *Receiver) reject(w http.ResponseWriter, status int, msg string) {
+	r.mu.Lock()
+	r.counts.Rejected++
+	r.mu.Unlock()
+	if r.cfg.Log != nil {
+		fmt.Fprintf(r.cfg.Log, "rejected status=%d reason=%q\n", status, msg)
+	}
+	http.Error(w, msg, status)
+}
+
+func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, r.cfg.MaxBody+1))
+	if err != nil {
+		r.reject(w, http.StatusBadRequest, "body: "+err.Error())
+		return
+	}
+	if int64(len(body)) > r.cfg.MaxBody {
+		r.reject(w, http.StatusRequestEntityTooLarge, "body too large")
+		return
+	}
+	if r.cfg.SplunkToken != "" && req.Header.Get("Authorization") != "Splunk "+r.cfg.SplunkToken {
+		r.reject(w, http.StatusUnauthorized, "missing or wrong Splunk token")
+		return
+	}
+	if len(r.cfg.Secret) > 0 {
+		if err := Verify(r.cfg.Secret, req.Header.Get(HeaderSignature), body, r.cfg.Now(), r.cfg.Tolerance); err != nil {
+			r.reject(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+	}
+	ids, err := EventIDs(body)
+	if err != nil {
+		r.reject(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	r.mu.Lock()
+	fresh := 0
+	for _, id := range ids {
+		if _, ok := r.seen[id]; ok {
+			r.counts.Duplicates++
+			continue
+		}
+		r.seen[id] = struct{}{}
+		r.order = append(r.order, id)
+		fresh++
+	}
+	r.counts.Deliveries++
+	r.counts.Events += int64(len(ids))
+	r.counts.Unique += int64(fresh)
+	c := r.counts
+	r.mu.Unlock()
+	if r.cfg.Log != nil {
+		fmt.Fprintf(r.cfg.Log, "delivery %s events=%d new=%d duplicates=%d unique_total=%d\n",
+			req.Header.Get(HeaderDeliveryID), len(ids), fresh, len(ids)-fresh, c.Unique)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"received": len(ids), "new": fresh})
+}
+
+// EventIDs returns the event id of every line of a delivery body: a JSON
+// object per line, whose id is its event_id, or (OCSF) its metadata.uid,
+// or the same inside a Splunk HEC envelope's event.
+func EventIDs(body []byte) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), len(body)+1)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var v struct {
+			EventID  string `json:"event_id"`
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+			Event *struct {
+				EventID  string `json:"event_id"`
+				Metadata struct {
+					UID string `json:"uid"`
+				} `json:"metadata"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal(line, &v); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		id := v.EventID
+		if id == "" {
+			id = v.Metadata.UID
+		}
+		if id == "" && v.Event != nil {
+			id = v.Event.EventID
+			if id == "" {
+				id = v.Event.Metadata.UID
+			}
+		}
+		if id == "" {
+			return nil, fmt.Errorf("line %d: no event_id", n)
+		}
+		out = append(out, id)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, errors.Join(errors.New("body"), err)
+	}
+	return out, nil
+}
