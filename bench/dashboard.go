@@ -157,7 +157,7 @@ func Dashboard(ctx context.Context, cfg DashboardConfig, progress io.Writer) (r 
 	t0 := time.Now()
 	rows, err := dev.export(ctx, base+"/export?format=csv&since="+from)
 	if err != nil {
-		return r, err
+		return r, fmt.Errorf("export: %w; dev's log ends:\n%s", err, tail(dev.out.String(), 3000))
 	}
 	r.ExportTime = time.Since(t0)
 	r.ExportRows = rows

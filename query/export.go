@@ -157,7 +157,11 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 		c.Set(fiber.HeaderContentType, ContentTypeJSONL)
 	}
 	c.Status(fiber.StatusOK)
-	timeout, log := s.cfg.StoreTimeout, s.log
+	timeout, writeTimeout, log := s.cfg.StoreTimeout, s.cfg.ExportWriteTimeout, s.log
+	// The server's write timeout bounds a whole response; an export of
+	// millions of rows takes longer. Each page gets the time instead: a
+	// client that reads nothing for that long is dropped.
+	conn := c.Context().Conn()
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		fail := func(err error) {
 			log.Error("export ended early", "kind", kind, "org", org.String(), "err", err)
@@ -173,6 +177,9 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 			if pg.err != nil {
 				fail(pg.err)
 				return
+			}
+			if conn != nil {
+				_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 			}
 			for i := range pg.items {
 				if err := enc.write(w, pg.items[i]); err != nil {

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -587,5 +589,77 @@ func TestExportCountsOnceAgainstTheRateLimit(t *testing.T) {
 	}
 	if len(cs.pages) != 6 {
 		t.Errorf("%d store reads for two exports, want 3 each", len(cs.pages))
+	}
+}
+
+// slowPages answers pages of at most 20 items, each after a delay: an
+// export of many slow pages.
+type slowPages struct {
+	query.Reader
+	delay time.Duration
+}
+
+func (s slowPages) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
+	time.Sleep(s.delay)
+	p, err := s.Reader.ListAudit(ctx, q)
+	if len(p.Items) > 20 {
+		p.Items, p.HasMore = p.Items[:20], true
+	}
+	return p, err
+}
+
+// An export takes as long as it needs: the server's write timeout (which
+// bounds a whole response) does not cut it; each page gets the export's
+// write timeout instead. Served over a real listener (app.Test has no
+// deadlines): 10 pages of 150 ms against a write timeout of 500 ms.
+func TestExportOutlastsTheServersWriteTimeout(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	org := uuid.New()
+	var evs []schemas.AuditEvent
+	for i := range 200 {
+		evs = append(evs, storetest.Event(org, time.Now().Add(time.Duration(-i)*time.Millisecond)))
+	}
+	if err := st.WriteAudit(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	cfg := query.DefaultConfig()
+	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	cfg.ExportWriteTimeout = 500 * time.Millisecond
+	qs, err := query.New(cfg, slowPages{Reader: st, delay: 150 * time.Millisecond}, allowAll{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcfg := httpapi.DefaultConfig()
+	hcfg.WriteTimeout = 500 * time.Millisecond
+	app, err := httpapi.New(hcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs.Register(app)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	defer func() { _ = app.Shutdown() }()
+	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/v1/orgs/"+org.String()+"/audit_logs/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer k")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("the export was cut after %s: %v", time.Since(start), err)
+	}
+	if got := jsonlIDs(t, body); len(got) != len(evs) {
+		t.Fatalf("%d lines in %s, want %d", len(got), time.Since(start), len(evs))
 	}
 }

@@ -77,7 +77,14 @@ type Config struct {
 	// WaitForMax bounds the wait of a listing with wait_for, after which it
 	// answers as usual (0: DefaultWaitForMax; at most MaxWaitForMax).
 	WaitForMax time.Duration
+	// ExportWriteTimeout bounds the writing of each page of an export (the
+	// server's write timeout would bound the whole export): a client that
+	// reads nothing for this long is dropped (0: DefaultExportWriteTimeout).
+	ExportWriteTimeout time.Duration
 }
+
+// DefaultExportWriteTimeout is Config.ExportWriteTimeout's default.
+const DefaultExportWriteTimeout = 30 * time.Second
 
 // DefaultConfig returns the defaults; CursorKeys must still be set.
 func DefaultConfig() Config {
@@ -91,6 +98,9 @@ func (c Config) Validate() error {
 	}
 	if c.StoreTimeout <= 0 {
 		return errors.New("query: store timeout must be positive")
+	}
+	if c.ExportWriteTimeout < 0 {
+		return errors.New("query: export write timeout must not be negative")
 	}
 	if c.WaitForMax < 0 || c.WaitForMax > MaxWaitForMax {
 		return fmt.Errorf("query: wait_for bound %s not in 0..%s", c.WaitForMax, MaxWaitForMax)
@@ -128,6 +138,9 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 	}
 	if cfg.WaitForMax == 0 {
 		cfg.WaitForMax = DefaultWaitForMax
+	}
+	if cfg.ExportWriteTimeout == 0 {
+		cfg.ExportWriteTimeout = DefaultExportWriteTimeout
 	}
 	return &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log}, nil
 }
