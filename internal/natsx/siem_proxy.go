@@ -201,6 +201,11 @@ func (p *StreamConsumerProxy) serve(ctx context.Context, m *nats.Msg) ([]byte, e
 	}
 	org, cname, err := p.Creds.ActiveStreamCredential(ctx, id, ci.User, false)
 	if err != nil {
+		// A credential just made by another instance may not be in this
+		// one's state yet.
+		org, cname, err = p.Creds.ActiveStreamCredential(ctx, id, ci.User, true)
+	}
+	if err != nil {
 		return nil, refused("%v", err)
 	}
 	s := schemas.StreamEvents
