@@ -12,12 +12,13 @@ package natsx
 // AUDITRAIL_SIEM a reply can only reach subjects of AUDITRAIL_SIEM: the
 // inboxes of other stream credentials, which nobody can read but their owner.
 //
-// AUDITRAIL_SIEM imports three services of the application account: the
-// info of a consumer of AUDITRAIL_EVENTS, its pulls (a stream of responses)
-// and its acks (and siemNoJS). It imports nothing else: no stream, KV, DLQ
-// or system subject exists there. A credential may use them for its own
-// consumer only, named after its id, and subscribe to its own inbox prefix
-// only.
+// AUDITRAIL_SIEM imports services of the application account: the info of
+// a consumer of AUDITRAIL_EVENTS, its pulls (a stream of responses) and its
+// acks (and siemNoJS), which JetStream answers, and a consumer's create and
+// delete, which the control plane's proxy answers (below). It imports
+// nothing else: no stream, KV, DLQ or system subject exists there. A
+// credential may use them for its own consumer only, named after its id,
+// and subscribe to its own inbox prefix only.
 //
 // A credential may create (and update) and delete its own consumer, but
 // not through JetStream directly: a create request's body is not covered by

@@ -108,7 +108,11 @@ func (p *StreamConsumerProxy) Start() (stop func(), err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sem := make(chan struct{}, p.Concurrent)
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		stopped bool
+	)
 	sub, err := p.NC.QueueSubscribe(siemProxyPrefix+".>", StreamProxyQueue, func(m *nats.Msg) {
 		select {
 		case sem <- struct{}{}:
@@ -116,7 +120,14 @@ func (p *StreamConsumerProxy) Start() (stop func(), err error) {
 			p.respond(m, jsError(responseType(m.Subject), streamBusyCode, streamBusyErrCode, "stream credential proxy busy, retry"))
 			return
 		}
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			<-sem
+			return
+		}
 		wg.Add(1)
+		mu.Unlock()
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
@@ -136,6 +147,9 @@ func (p *StreamConsumerProxy) Start() (stop func(), err error) {
 	}
 	return func() {
 		_ = sub.Unsubscribe()
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
 		cancel()
 		wg.Wait()
 	}, nil
@@ -228,8 +242,11 @@ func (p *StreamConsumerProxy) serve(ctx context.Context, m *nats.Msg) ([]byte, e
 		if err != nil {
 			return nil, fmt.Errorf("create %s: %w", name, err)
 		}
-		if bytes.Contains(r.Data, []byte(`"error"`)) {
-			return r.Data, nil
+		var resp struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(r.Data, &resp) == nil && len(resp.Error) > 0 {
+			return r.Data, nil // JetStream refused: nothing was created
 		}
 		// A revocation recorded while the consumer was being created (by
 		// another instance) deletes it before this create, or is seen now:

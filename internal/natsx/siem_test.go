@@ -302,7 +302,8 @@ func TestStreamCredentialRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, reply := range []string{"$KV." + natsx.ControlPlaneBucket + "." + kvKey, bSubj, "auditrail.dlq." + e.orgB, watched} {
-		for _, subj := range []string{"$JS.API.CONSUMER.INFO." + s + "." + own, "$JS.API.CONSUMER.MSG.NEXT." + s + "." + own} {
+		for _, subj := range []string{"$JS.API.CONSUMER.INFO." + s + "." + own, "$JS.API.CONSUMER.MSG.NEXT." + s + "." + own,
+			"$JS.API.CONSUMER.CREATE." + s + "." + own + "." + orgAll, "$JS.API.CONSUMER.CREATE." + s + "." + own} { // the proxy's answers
 			if err := nc.PublishRequest(subj, reply, []byte(`{"batch":10,"expires":200000000}`)); err != nil {
 				t.Fatal(err)
 			}
