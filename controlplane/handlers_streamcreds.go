@@ -146,9 +146,13 @@ func (s *Service) createStreamCredential(c *fiber.Ctx) error {
 	}{s.viewStreamCred(rec).(streamCredView), string(creds)})
 }
 
-// revokeStreamCredential deletes the credential's consumer, then records
-// the revocation: once answered, the credential reaches nothing. Revoking
-// a revoked credential deletes its consumer again and records nothing.
+// revokeStreamCredential deletes the credential's consumer, records the
+// revocation, and deletes the consumer again: once answered, the
+// credential reaches nothing, and the consumer proxy refuses to create it
+// again (a create that the proxy checked before the record and sends after
+// the first deletion is undone by the second, or sees the record after it:
+// natsx.StreamConsumerProxy). Revoking a revoked credential deletes its
+// consumer again and records nothing.
 func (s *Service) revokeStreamCredential(c *fiber.Ctx) error {
 	cl, org, err := s.streamCredScope(c)
 	if err != nil {
@@ -171,7 +175,7 @@ func (s *Service) revokeStreamCredential(c *fiber.Ctx) error {
 	}
 	mut := producers.Mutation{Action: schemas.AuditActionDeleted, ResourceType: schemas.ResourceTypeSetting,
 		ResourceID: id.String(), ResourceDisplay: "stream credential " + rec.Name, OrgID: org.ID}
-	return updateRecorded(s, cl, key, "stream credential "+id.String(), mut, s.viewStreamCred, func(rec StreamCredential) (StreamCredential, bool, error) {
+	err = updateRecorded(s, cl, key, "stream credential "+id.String(), mut, s.viewStreamCred, func(rec StreamCredential) (StreamCredential, bool, error) {
 		if rec.RevokedAt != nil {
 			return rec, false, nil
 		}
@@ -179,4 +183,9 @@ func (s *Service) revokeStreamCredential(c *fiber.Ctx) error {
 		rec.RevokedAt = &now
 		return rec, true, nil
 	})
+	if err := s.streamCreds.DeleteConsumer(ctx, id.String()); err != nil {
+		// The sweep deletes it (the record says revoked).
+		s.log.Warn("stream credential: delete consumer after the revocation", "err", err)
+	}
+	return err
 }

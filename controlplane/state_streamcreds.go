@@ -5,6 +5,9 @@ package controlplane
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -144,4 +147,60 @@ func (s *Service) activeStreamCreds(org string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// ActiveStreamCredential returns the organization and name of stream
+// credential id when its NATS user is user and it is active: the
+// consumer proxy (natsx.StreamConsumerProxy) asks before it creates or
+// deletes the credential's consumer. With current, it first waits until
+// the state holds every change committed before the call, a revocation
+// by another instance included.
+func (s *Service) ActiveStreamCredential(ctx context.Context, id, user string, current bool) (org, name string, err error) {
+	if current {
+		if err := s.state.waitCurrent(ctx); err != nil {
+			return "", "", fmt.Errorf("%w: state not current: %w", ErrUnavailabe, err)
+		}
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return "", "", errors.New("unknown credential")
+	}
+	var rec StreamCredential
+	found := false
+	for _, k := range s.state.keys("streamcred.") {
+		if strings.HasSuffix(k, "."+id) {
+			if _, err := s.state.get(k, &rec); err == nil {
+				found = true
+			}
+			break
+		}
+	}
+	switch {
+	case !found || rec.User != user:
+		return "", "", errors.New("unknown credential")
+	case streamCredStatus(rec, s.now()) != "active":
+		return "", "", fmt.Errorf("credential %s", streamCredStatus(rec, s.now()))
+	}
+	return rec.OrgID.String(), rec.Name, nil
+}
+
+// waitCurrent waits until the mirror has applied the bucket's last
+// message as of the call.
+func (s *State) waitCurrent(ctx context.Context) error {
+	last, err := s.lastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		s.mu.RLock()
+		w := s.watched
+		s.mu.RUnlock()
+		if w >= last {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

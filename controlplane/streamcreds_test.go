@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,7 @@ type streamCredsEnv struct {
 	issuer     natsx.StreamIssuer
 	orgA, orgB string
 	alice, bob string // alice: admin of A; bob: member of A
+	stopProxy  func() // the consumer proxy, asking the node's state
 }
 
 func newStreamCredsEnv(t *testing.T) *streamCredsEnv {
@@ -53,6 +55,12 @@ func newStreamCredsEnv(t *testing.T) *streamCredsEnv {
 	n.svc.UseStreamCredentials(iss)
 	admin, _ := jetstream.New(a.Connect(t, natsx.RoleAdmin))
 	e := &streamCredsEnv{a: a, n: n, admin: admin, issuer: iss}
+	stop, err := (&natsx.StreamConsumerProxy{NC: n.nc, Account: a.Auth.StreamSigner().Account(), Creds: n.svc}).Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.stopProxy = stop
+	t.Cleanup(stop)
 	key := func(org, user, role string) string {
 		n.must(201, "PUT", "/api/v1/orgs/"+org+"/members/"+user, bootKey, map[string]any{"role": role})
 		return n.must(201, "POST", "/api/v1/orgs/"+org+"/api_keys", bootKey, map[string]any{"name": user, "user_id": user}).field("key")
@@ -328,4 +336,148 @@ func TestStreamCredentialsLimit(t *testing.T) {
 	e.do(t, 201, "POST", "/api/v1/orgs/"+e.orgB+"/stream_credentials", bootKey, body)
 	e.do(t, 200, "DELETE", base+"/"+first, e.alice, nil)
 	e.do(t, 201, "POST", base, e.alice, body)
+}
+
+// A credential made by the route creates (the same consumer, as a client
+// that knows only its name and filter asks for it), deletes and re-creates
+// its consumer with nats.go, through the proxy asking this control plane's
+// state; a JWT for its id that the route did not issue is refused, so is
+// another organization's filter; once revoked, it can neither create nor
+// read within 5 s.
+func TestStreamCredentialManagesItsConsumer(t *testing.T) {
+	e := newStreamCredsEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := "/api/v1/orgs/" + e.orgA + "/stream_credentials"
+	if _, err := e.admin.Publish(ctx, schemas.EventSubject(e.orgA, schemas.KindExecution), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	created := e.do(t, 201, "POST", base, e.alice, map[string]any{"name": "splunk", "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	id, consumer, all := created.field("id"), created.field("consumer"), "auditrail.events."+e.orgA+".>"
+	nc, err := connectStream(t, e.a.Server.ClientURL(), created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+	s := schemas.StreamEvents
+	cons, err := js.CreateConsumer(ctx, s, jetstream.ConsumerConfig{Durable: consumer, FilterSubject: all})
+	if err != nil {
+		t.Fatalf("the credential creates its consumer: %v", err)
+	}
+	b, err := cons.Fetch(10, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range b.Messages() {
+		if !strings.HasPrefix(m.Subject(), "auditrail.events."+e.orgA+".") {
+			t.Fatalf("read %s", m.Subject())
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("read nothing")
+	}
+	if err := js.DeleteConsumer(ctx, s, consumer); err != nil {
+		t.Fatalf("the credential deletes its consumer: %v", err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, s, jetstream.ConsumerConfig{Durable: consumer, FilterSubject: schemas.EventSubject(e.orgA, schemas.KindAudit)}); err != nil {
+		t.Fatalf("the credential re-creates its consumer: %v", err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(short(), s, jetstream.ConsumerConfig{Durable: consumer, FilterSubject: "auditrail.events." + e.orgB + ".>"}); err == nil {
+		t.Fatal("the credential widened its filter to another organization")
+	}
+	// A JWT for the same id, signed with the key but not issued by the route.
+	stray, _, err := e.issuer.Issue(e.orgA, id, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	_ = json.Unmarshal(created.Data, &d)
+	d["creds"] = string(stray)
+	raw, _ := json.Marshal(d)
+	ns, err := connectStream(t, e.a.Server.ClientURL(), reply{Data: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsStray, _ := jetstream.New(ns)
+	if _, err := jsStray.CreateOrUpdateConsumer(ctx, s, jetstream.ConsumerConfig{Durable: consumer, FilterSubject: all}); !isRefused(err) {
+		t.Fatalf("a JWT the route did not issue: %v", err)
+	}
+
+	start := time.Now()
+	e.do(t, 200, "DELETE", base+"/"+id, e.alice, nil)
+	if _, err := js.CreateOrUpdateConsumer(ctx, s, jetstream.ConsumerConfig{Durable: consumer, FilterSubject: all}); !isRefused(err) || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("a revoked credential creates its consumer: %v", err)
+	}
+	if _, err := js.Consumer(ctx, s, consumer); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("a revoked credential reads: %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("refused %s after the revocation", time.Since(start))
+	}
+}
+
+// isRefused reports whether err is the proxy's refusal (a JetStream error 403).
+func isRefused(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && ae.Code == 403
+}
+
+// revokingCreds revokes the credential through the route right after the
+// proxy's first check: the revocation lands between the check and the
+// proxy's create.
+type revokingCreds struct {
+	e    *streamCredsEnv
+	path string
+	once sync.Once
+}
+
+func (r *revokingCreds) ActiveStreamCredential(ctx context.Context, id, user string, current bool) (string, string, error) {
+	org, name, err := r.e.n.svc.ActiveStreamCredential(ctx, id, user, current)
+	r.once.Do(func() {
+		req := httptest.NewRequest("DELETE", "http://127.0.0.1:8080"+r.path, nil)
+		req.Header.Set("Authorization", "Bearer "+r.e.alice)
+		if resp, err := r.e.n.app.Test(req, -1); err == nil {
+			resp.Body.Close()
+		}
+	})
+	return org, name, err
+}
+
+// A revocation recorded while the proxy creates the consumer: the proxy
+// checks again (with the state current) and deletes what it created.
+func TestStreamCredentialRevokedDuringCreate(t *testing.T) {
+	e := newStreamCredsEnv(t)
+	e.stopProxy()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := "/api/v1/orgs/" + e.orgA + "/stream_credentials"
+	created := e.do(t, 201, "POST", base, e.alice, map[string]any{"name": "racy", "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	id, consumer := created.field("id"), created.field("consumer")
+	stop, err := (&natsx.StreamConsumerProxy{NC: e.n.nc, Account: e.a.Auth.StreamSigner().Account(), Creds: &revokingCreds{e: e, path: base + "/" + id}}).Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	nc, err := connectStream(t, e.a.Server.ClientURL(), created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	_, err = js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: consumer, FilterSubject: "auditrail.events." + e.orgA + ".>"})
+	if !isRefused(err) {
+		t.Fatalf("a create that raced the revocation: %v", err)
+	}
+	if r := e.do(t, 200, "GET", base+"/"+id, e.alice, nil); r.field("status") != "revoked" {
+		t.Fatalf("not revoked: %s", r.Data)
+	}
+	if _, err := e.admin.Consumer(ctx, schemas.StreamEvents, consumer); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("the consumer of the revoked credential exists: %v", err)
+	}
 }

@@ -359,9 +359,9 @@ func (d *devProcess) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	if d.stream != nil {
-		err = useStreamCredentials(bg, d.admin, d.stream, nc)
+		err = useStreamCredentials(bg, d.admin, d.stream, nc, d.f.log)
 	} else {
-		err = loadStreamCredentials(bg, d.admin, *d.f.streamKey, nc)
+		err = loadStreamCredentials(bg, d.admin, *d.f.streamKey, nc, d.f.log)
 	}
 	if err != nil {
 		return err

@@ -291,7 +291,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 		return err
 	}
 	defer r.stop()
-	if err := loadStreamCredentials(ctx, r.admin, *streamKey, r.nc); err != nil {
+	if err := loadStreamCredentials(ctx, r.admin, *streamKey, r.nc, r.log); err != nil {
 		return err
 	}
 	app := httpapi.NewApp(r.log)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,20 +27,30 @@ const streamSweepEvery = time.Minute
 
 // useStreamCredentials enables the stream-credential routes of admin:
 // signer signs the credentials, nc (the controlplane role's connection)
-// creates and deletes their consumers; the consumers of revoked and
-// expired credentials are deleted until ctx ends.
-func useStreamCredentials(ctx context.Context, admin *controlplane.Service, signer *natsx.StreamSigner, nc *nats.Conn) error {
+// creates and deletes their consumers and serves the credentials' own
+// creates and deletes (the proxy); the consumers of revoked and expired
+// credentials are deleted until ctx ends.
+func useStreamCredentials(ctx context.Context, admin *controlplane.Service, signer *natsx.StreamSigner, nc *nats.Conn, log *slog.Logger) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
 	admin.UseStreamCredentials(natsx.StreamIssuer{Signer: signer, Consumers: natsx.StreamConsumers{JS: js}})
+	proxy := &natsx.StreamConsumerProxy{NC: nc, Account: signer.Account(), Creds: admin, Log: log}
+	stop, err := proxy.Start()
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	go admin.RunStreamCredentials(ctx, streamSweepEvery)
 	return nil
 }
 
 // loadStreamCredentials enables them from the key file path, when given.
-func loadStreamCredentials(ctx context.Context, admin *controlplane.Service, path string, nc *nats.Conn) error {
+func loadStreamCredentials(ctx context.Context, admin *controlplane.Service, path string, nc *nats.Conn, log *slog.Logger) error {
 	if path == "" {
 		return nil
 	}
@@ -47,5 +58,5 @@ func loadStreamCredentials(ctx context.Context, admin *controlplane.Service, pat
 	if err != nil {
 		return usageErrorf("--nats-stream-key: %v", err)
 	}
-	return useStreamCredentials(ctx, admin, signer, nc)
+	return useStreamCredentials(ctx, admin, signer, nc, log)
 }

@@ -80,11 +80,24 @@ func TestStreamCredentialsOnDevAndControlPlaneRole(t *testing.T) {
 		if _, err := nc.Request(schemas.EventSubject(org, schemas.KindAudit), []byte("x"), 500*time.Millisecond); err == nil {
 			t.Fatal("the credential published an event")
 		}
+		// It deletes and creates its consumer itself (the proxy of either
+		// process answers).
+		own := jetstream.ConsumerConfig{Durable: d["consumer"].(string), FilterSubject: "auditrail.events." + org + ".>"}
+		if err := js.DeleteConsumer(ctx, d["stream"].(string), own.Durable); err != nil {
+			t.Fatalf("the credential deletes its consumer: %v", err)
+		}
+		if _, err := js.CreateConsumer(ctx, d["stream"].(string), own); err != nil {
+			t.Fatalf("the credential creates its consumer: %v", err)
+		}
 		if r := c.call("DELETE", "/api/v1/orgs/"+org+"/stream_credentials/"+id, boot, nil); r.status != 200 || r.data()["status"] != "revoked" {
 			t.Fatalf("revoke: %d %s", r.status, r.raw)
 		}
 		if _, err := js.Consumer(ctx, d["stream"].(string), d["consumer"].(string)); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			t.Fatalf("after the revocation: %v", err)
+		}
+		var ae *jetstream.APIError
+		if _, err := js.CreateOrUpdateConsumer(ctx, d["stream"].(string), own); !errors.As(err, &ae) || ae.Code != 403 {
+			t.Fatalf("a revoked credential creates its consumer: %v", err)
 		}
 	}
 }

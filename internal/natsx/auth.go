@@ -169,7 +169,7 @@ func (a *Auth) accountJWTs() (map[string]string, error) {
 	app := jwt.NewAccountClaims(pub(a.account))
 	app.Name = AppAccount
 	app.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1, MaxAckPending: -1}
-	app.Exports.Add(siemServices()...)
+	app.Exports.Add(siemExports()...)
 	out := map[string]string{}
 	for _, c := range []*jwt.AccountClaims{sys, app, siemAccountClaims(pub(a.siem), pub(a.account))} {
 		tok, err := c.Encode(a.operator)
@@ -395,6 +395,7 @@ func Permissions(role string) (jwt.Permissions, error) {
 		// It serves the tool runners' token refreshes, answering each
 		// once on its reply subject.
 		subs = append(subs, ConnRefreshSubject)
+		subs = append(subs, siemProxySubjects()...) // the stream credentials' creates and deletes (siem_proxy.go)
 		resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: ResponseTTL}
 	case RoleToolRunner:
 		pubs = append(pubs, schemas.EventSubject("*", schemas.KindExecution), jsAPI+"STREAM.INFO."+schemas.StreamEvents)

@@ -12,25 +12,32 @@ package natsx
 // AUDITRAIL_SIEM a reply can only reach subjects of AUDITRAIL_SIEM: the
 // inboxes of other stream credentials, which nobody can read but their owner.
 //
-// AUDITRAIL_SIEM imports three services of the application account: the
-// info of a consumer of AUDITRAIL_EVENTS, its pulls (a stream of responses)
-// and its acks (and siemNoJS). It imports nothing else: no stream, KV, DLQ
-// or system subject exists there. A credential may use them for its own
-// consumer only, named after its id, and subscribe to its own inbox prefix
-// only.
+// AUDITRAIL_SIEM imports services of the application account: the info of
+// a consumer of AUDITRAIL_EVENTS, its pulls (a stream of responses) and its
+// acks (and siemNoJS), which JetStream answers, and a consumer's create and
+// delete, which the control plane's proxy answers (below). It imports
+// nothing else: no stream, KV, DLQ or system subject exists there. A
+// credential may use them for its own consumer only, named after its id,
+// and subscribe to its own inbox prefix only.
 //
-// A credential may not create or update a consumer: the create request's
-// body is not covered by any permission, and nats-server (v2.15.2) does not
-// check a push consumer's deliver_subject against the creator's publish
-// permissions (nats-io/nats-server#8274): a push consumer created by a
-// credential would make the server publish the organization's messages on
-// any subject of the application account. An update of an existing pull
-// consumer cannot turn it into a push one, but an update may set
-// inactive_threshold, after which the
-// server deletes the consumer and the next "update" creates a push one. So
-// the control plane creates each credential's consumer (a durable pull
-// consumer filtered to the organization's subjects) and deletes it when the
-// credential is revoked: from then on the credential reaches nothing.
+// A credential may create (and update) and delete its own consumer, but
+// not through JetStream directly: a create request's body is not covered by
+// any permission, and nats-server (v2.15.2) does not check a push
+// consumer's deliver_subject against the creator's publish permissions
+// (nats-io/nats-server#8274): a push consumer created by a credential would
+// make the server publish the organization's messages on any subject of the
+// application account; an update may set inactive_threshold, after which
+// the server deletes the consumer and the next "update" creates a push one.
+// So AUDITRAIL_SIEM imports the create and delete subjects of
+// AUDITRAIL_EVENTS from subjects of the application account that only the
+// control plane serves (siem_proxy.go): the user JWT pins the consumer's
+// name (siem-<id>) and the organization in the filter token of the subject,
+// the proxy checks the rest of the body (a durable pull consumer, explicit
+// acks, bounded sizes, the filter inside the organization's subjects) and
+// that the credential is active, and sends a sanitized create of its own.
+// The control plane also creates the consumer when the credential is made
+// and deletes it when the credential is revoked: from then on the
+// credential reaches nothing, and the proxy refuses to create it again.
 
 import (
 	"context"
@@ -77,17 +84,42 @@ func StreamSubjects(org string) []string { return []string{schemas.EventSubject(
 // JetStream).
 const siemNoJS = "auditrail.siem.nojs"
 
+// siemService is a service of the application account that AUDITRAIL_SIEM
+// imports: subject in the application account, local (when not empty) the
+// subject under which AUDITRAIL_SIEM's users request it; share sends the
+// requester's account and user (the Nats-Request-Info header) with each
+// request.
+type siemService struct {
+	name, subject, local string
+	resp                 jwt.ResponseType
+	share                bool
+}
+
 // siemServices are the services of the application account that
 // AUDITRAIL_SIEM imports: a consumer's info, its pulls and its acks (and
-// siemNoJS).
-func siemServices() []*jwt.Export {
+// siemNoJS), served by JetStream; the creation and deletion of a consumer,
+// served by the control plane's proxy (siem_proxy.go), which checks the
+// request before it sends its own to JetStream.
+func siemServices() []siemService {
 	s := schemas.StreamEvents
-	return []*jwt.Export{
-		{Name: "consumer info", Subject: jwt.Subject(jsAPI + "CONSUMER.INFO." + s + ".*"), Type: jwt.Service, ResponseType: jwt.ResponseTypeSingleton},
-		{Name: "no jetstream api", Subject: siemNoJS, Type: jwt.Service, ResponseType: jwt.ResponseTypeSingleton},
-		{Name: "consumer pulls", Subject: jwt.Subject(jsAPI + "CONSUMER.MSG.NEXT." + s + ".*"), Type: jwt.Service, ResponseType: jwt.ResponseTypeStream},
-		{Name: "consumer acks", Subject: jwt.Subject("$JS.ACK." + s + ".*.>"), Type: jwt.Service, ResponseType: jwt.ResponseTypeSingleton},
+	return []siemService{
+		{name: "consumer info", subject: jsAPI + "CONSUMER.INFO." + s + ".*", resp: jwt.ResponseTypeSingleton},
+		{name: "no jetstream api", subject: siemNoJS, local: jsAPI + "INFO", resp: jwt.ResponseTypeSingleton},
+		{name: "consumer pulls", subject: jsAPI + "CONSUMER.MSG.NEXT." + s + ".*", resp: jwt.ResponseTypeStream},
+		{name: "consumer acks", subject: "$JS.ACK." + s + ".*.>", resp: jwt.ResponseTypeSingleton},
+		{name: "consumer create", subject: siemProxyCreate + ".*", local: jsAPI + "CONSUMER.CREATE." + s + ".*", resp: jwt.ResponseTypeSingleton, share: true},
+		{name: "consumer create filtered", subject: siemProxyCreate + ".*.>", local: jsAPI + "CONSUMER.CREATE." + s + ".*.>", resp: jwt.ResponseTypeSingleton, share: true},
+		{name: "consumer delete", subject: siemProxyDelete + ".*", local: jsAPI + "CONSUMER.DELETE." + s + ".*", resp: jwt.ResponseTypeSingleton, share: true},
 	}
+}
+
+// siemExports are siemServices as the application account exports them.
+func siemExports() []*jwt.Export {
+	var out []*jwt.Export
+	for _, e := range siemServices() {
+		out = append(out, &jwt.Export{Name: e.name, Subject: jwt.Subject(e.subject), Type: jwt.Service, ResponseType: e.resp})
+	}
+	return out
 }
 
 // siemAccountClaims is AUDITRAIL_SIEM: the imports of siemServices from the
@@ -96,22 +128,28 @@ func siemAccountClaims(siem, app string) *jwt.AccountClaims {
 	c := jwt.NewAccountClaims(siem)
 	c.Name = SIEMAccount
 	for _, e := range siemServices() {
-		im := &jwt.Import{Name: e.Name, Subject: e.Subject, Account: app, Type: jwt.Service}
-		if e.Subject == siemNoJS {
-			im.LocalSubject = jwt.RenamingSubject(jsAPI + "INFO")
+		im := &jwt.Import{Name: e.name, Subject: jwt.Subject(e.subject), Account: app, Type: jwt.Service, Share: e.share}
+		if e.local != "" {
+			im.LocalSubject = jwt.RenamingSubject(e.local)
 		}
 		c.Imports.Add(im)
 	}
 	return c
 }
 
-// StreamPermissions are the permissions of stream credential id: the info
-// of its consumer, pulls and acks of its messages, its own inbox.
-func StreamPermissions(id string) jwt.Permissions {
+// StreamPermissions are the permissions of stream credential id of org:
+// the info of its consumer, its creation (filtered inside the
+// organization's subjects, or with the filter in the body, which the
+// proxy checks) and deletion, pulls and acks of its messages, its own
+// inbox.
+func StreamPermissions(org, id string) jwt.Permissions {
 	s, c := schemas.StreamEvents, StreamConsumer(id)
 	return jwt.Permissions{
 		Pub: jwt.Permission{Allow: []string{
 			jsAPI + "CONSUMER.INFO." + s + "." + c,
+			jsAPI + "CONSUMER.CREATE." + s + "." + c,
+			jsAPI + "CONSUMER.CREATE." + s + "." + c + "." + schemas.EventSubject(org, ">"),
+			jsAPI + "CONSUMER.DELETE." + s + "." + c,
 			jsAPI + "CONSUMER.MSG.NEXT." + s + "." + c,
 			"$JS.ACK." + s + "." + c + ".>",
 		}},
@@ -121,19 +159,25 @@ func StreamPermissions(id string) jwt.Permissions {
 
 // StreamConsumerConfig is the consumer of stream credential id of org: a
 // durable pull consumer of every event of the organization still in the
-// stream, acknowledged one by one.
+// stream, acknowledged one by one, with the server's defaults otherwise:
+// the one a client's own minimal create (the durable name, the filter)
+// asks for, so that its "create" of the consumer the control plane made
+// succeeds (the proxy adds the description and metadata).
 func StreamConsumerConfig(org, id, name string) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       StreamConsumer(id),
-		Description:   "stream credential " + name,
+		Description:   streamConsumerDescription(name),
 		FilterSubject: StreamSubjects(org)[0],
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxAckPending: 10000,
-		MaxDeliver:    -1,
-		Metadata:      map[string]string{"auditrail_org": org, "auditrail_stream_credential": id},
+		Metadata:      streamConsumerMetadata(org, id),
 	}
+}
+
+func streamConsumerDescription(name string) string { return "stream credential " + name }
+
+func streamConsumerMetadata(org, id string) map[string]string {
+	return map[string]string{"auditrail_org": org, "auditrail_stream_credential": id}
 }
 
 // StreamSigner signs stream credentials with the key of AUDITRAIL_SIEM;
@@ -177,7 +221,7 @@ func (s *StreamSigner) Issue(org, id string, expires time.Time) (creds []byte, u
 	uc := jwt.NewUserClaims(pub(u))
 	uc.Name = "stream credential " + id
 	uc.Expires = expires.Unix()
-	uc.Permissions = StreamPermissions(id)
+	uc.Permissions = StreamPermissions(org, id)
 	uc.Tags.Add("org:" + org)
 	tok, err := uc.Encode(s.kp)
 	if err != nil {
