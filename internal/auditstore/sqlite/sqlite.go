@@ -49,7 +49,8 @@ func pageArgs(project *uuid.UUID, after *auditstore.Key) (variant, []any) {
 
 // Store is the SQLite audit store.
 type Store struct {
-	db  *sql.DB
+	db  *sql.DB // reads
+	wdb *sql.DB // writes: one connection
 	now func() time.Time
 }
 
@@ -57,25 +58,41 @@ var _ auditstore.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database file at path and applies the
 // migrations. WAL with synchronous=FULL: a committed batch survives a crash
-// of the process or of the machine. A batch's inserts stay in memory until
-// it commits: statement journals in memory (temp_store), and a page cache
-// of up to 32 MiB a connection that holds a batch of 10,000 entries and
-// their indexes; with the defaults (journals in temporary files, a 2 MiB
-// cache spilling to the WAL mid-batch) half of a write was system calls
-// and a batch took 40 % longer.
+// of the process or of the machine.
+//
+// Writes go through one connection of their own with a 64 MiB page cache;
+// reads through a pool of four with SQLite's default cache. SQLite has one
+// writer at a time anyway; a writer that was any connection of the pool
+// found its cache dropped after each other connection's write and read the
+// random pages of the event_id key (and five indexes) back from the file,
+// and a large cache in every pooled connection cost more to drop than it
+// saved. A batch's inserts stay in memory until it commits: statement
+// journals in memory (temp_store), no spilling of dirty pages mid-batch
+// (cache_spill); with the defaults half of a write was system calls.
 func Open(ctx context.Context, path string) (*Store, error) {
-	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)", "temp_store(MEMORY)", "cache_spill(false)"} {
-		q.Add("_pragma", p)
+	dsn := func(cache string) string {
+		q := url.Values{}
+		for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)", "temp_store(MEMORY)", "cache_spill(false)", cache} {
+			q.Add("_pragma", p)
+		}
+		return "file:" + path + "?" + q.Encode()
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", dsn("cache_size(-2000)"))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	s := &Store{db: db, now: time.Now}
+	wdb, err := sql.Open("sqlite", dsn("cache_size(-65536)"))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetConnMaxIdleTime(0)
+	s := &Store{db: db, wdb: wdb, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
+		wdb.Close()
 		return nil, err
 	}
 	return s, nil
@@ -121,7 +138,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // insertAll runs the insert statement query once per row in one
 // transaction; row(i) returns the arguments of row i.
 func (s *Store) insertAll(ctx context.Context, query string, n int, row func(i int) ([]any, error)) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite begin: %w", err)
 	}
@@ -251,7 +268,7 @@ func (s *Store) Close() error {
 	if s.db == nil {
 		return errors.New("sqlite store already closed")
 	}
-	err := s.db.Close()
-	s.db = nil
+	err := errors.Join(s.db.Close(), s.wdb.Close())
+	s.db, s.wdb = nil, nil
 	return err
 }
