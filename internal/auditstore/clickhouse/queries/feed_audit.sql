@@ -9,17 +9,6 @@ SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id
 FROM audit_logs
 WHERE organization_id = ?
   AND (ts_ms, event_id) IN ({{template "feed_keys" .}})
-{{- if .Action}}
-  AND action = ?
-{{- end}}
-{{- if .Source}}
-  AND source = ?
-{{- end}}
-{{- if .ResourceType}}
-  AND resource_type = ?
-{{- end}}
-{{- range .Terms}}
-  AND {{template "term" .}}
-{{- end}}
+{{- template "audit_filters" .}}
 ORDER BY seq, created_ms, event_id
 LIMIT 1 BY event_id

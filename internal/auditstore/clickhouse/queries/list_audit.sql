@@ -22,18 +22,7 @@ WHERE organization_id = ?
 {{- if .Project}}
       AND project_id = ?
 {{- end}}
-{{- if .Action}}
-      AND action = ?
-{{- end}}
-{{- if .Source}}
-      AND source = ?
-{{- end}}
-{{- if .ResourceType}}
-      AND resource_type = ?
-{{- end}}
-{{- range .Terms}}
-      AND {{template "term" .}}
-{{- end}}
+{{- template "audit_filters" .}}
 {{- if .After}}
       AND (ts_ms < ? OR (ts_ms = ? AND event_id < ?))
 {{- end}}

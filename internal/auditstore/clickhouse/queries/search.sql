@@ -9,6 +9,24 @@
      (IPv4 as ::ffff:a.b.c.d); an IPv6 range holds no IPv4 address (whose
      form starts with search.Mapped); a missing or malformed address (one
      that does not read back: 18.16 has no toIPv4OrNull) matches no range. */ -}}
+{{/* The filters of an audit listing (action, source, resource_type, then
+     the search's terms): one "AND" condition each, in the order of their
+     arguments. Used by list_audit.sql, stats.sql and feed_audit.sql. */ -}}
+{{define "audit_filters" -}}
+{{- if .Action}}
+  AND action = ?
+{{- end}}
+{{- if .Source}}
+  AND source = ?
+{{- end}}
+{{- if .ResourceType}}
+  AND resource_type = ?
+{{- end}}
+{{- range .Terms}}
+  AND {{template "term" .}}
+{{- end}}
+{{- end}}
+
 {{define "term"}}{{if .Not}}NOT ifNull(({{template "cond" .}}), 0){{else}}ifNull(({{template "cond" .}}), 0){{end}}{{end}}
 
 {{define "ip16" -}}

@@ -19,18 +19,7 @@ WHERE organization_id = ?
 {{- if .Project}}
     AND project_id = ?
 {{- end}}
-{{- if .Action}}
-    AND action = ?
-{{- end}}
-{{- if .Source}}
-    AND source = ?
-{{- end}}
-{{- if .ResourceType}}
-    AND resource_type = ?
-{{- end}}
-{{- range .Terms}}
-    AND {{template "term" .}}
-{{- end}}
+{{- template "audit_filters" .}}
 {{- end}}
 
 {{define "buckets" -}}
