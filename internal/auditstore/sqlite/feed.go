@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"text/template"
 	"time"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -17,9 +18,20 @@ var (
 	//go:embed queries/feed_executions.sql
 	feedExecutionsTemplate string
 
-	feedAuditSQL      = listTemplate("feed_audit.sql", feedAuditTemplate)
-	feedExecutionsSQL = listTemplate("feed_executions.sql", feedExecutionsTemplate)
+	//go:embed queries/feed.sql
+	feedWhereTemplate string
+
+	feedAuditSQL      = feedTemplate("feed_audit.sql", feedAuditTemplate)
+	feedExecutionsSQL = feedTemplate("feed_executions.sql", feedExecutionsTemplate)
 )
+
+// feedTemplate parses a feed query with the search conditions and the
+// feed's common conditions (feed.sql).
+func feedTemplate(name, text string) *template.Template {
+	t := listTemplate(name, text)
+	template.Must(t.New("feed.sql").Parse(feedWhereTemplate))
+	return t
+}
 
 // feedArgs are the arguments every feed query takes: the cursor, the
 // watermark and created_since. SQLite integers are signed: a watermark

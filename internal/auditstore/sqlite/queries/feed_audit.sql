@@ -11,16 +11,7 @@ SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id
        organization_id, project_id, principal_id, user_id, principal_type,
        resource_type, resource_id, resource_display, data, created_ms, seq
 FROM audit_logs INDEXED BY {{if .Project}}audit_logs_project_feed{{else}}audit_logs_org_feed{{end}}
-WHERE organization_id = :org
-{{- if .Project}}
-  AND project_id = :project
-{{- end}}
-  AND (seq, created_ms, event_id) > (:after_seq, :after_created, :after_id)
-  AND seq <= :upto
-  AND (:created_since IS NULL OR created_ms >= :created_since)
-{{- range .Terms}}
-  AND {{template "term" .}}
-{{- end}}
+{{template "feed_where" .}}
   AND (:action IS NULL OR action = :action)
   AND (:source IS NULL OR source = :source)
   AND (:resource_type IS NULL OR resource_type = :resource_type)

@@ -4,16 +4,7 @@ SELECT organization_id, event_id, execution_id, project_id, user_id,
        principal_id, principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
        started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, seq
 FROM tool_executions INDEXED BY {{if .Project}}tool_executions_project_feed{{else}}tool_executions_org_feed{{end}}
-WHERE organization_id = :org
-{{- if .Project}}
-  AND project_id = :project
-{{- end}}
-  AND (seq, created_ms, event_id) > (:after_seq, :after_created, :after_id)
-  AND seq <= :upto
-  AND (:created_since IS NULL OR created_ms >= :created_since)
-{{- range .Terms}}
-  AND {{template "term" .}}
-{{- end}}
+{{template "feed_where" .}}
   AND (:success IS NULL OR success = :success)
   AND (:user IS NULL OR user_id = :user)
 ORDER BY seq, created_ms, event_id
