@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -115,28 +116,56 @@ func devJetStream(d *devProcess) (*nats.Conn, jetstream.JetStream, error) {
 	return nc, js, nil
 }
 
-func feedThroughput(ctx context.Context, cfg FeedConfig, dir, dsn string, say func(string, ...any), r *FeedResult) error {
+// feedDev is a dev with an organization and a publisher on its NATS.
+type feedDev struct {
+	dev *devProcess
+	org uuid.UUID
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	pub *producers.Publisher
+}
+
+// startFeedDev starts dev in dir on dsn (its SQLite store when empty),
+// creates an organization named name and connects a publisher.
+func startFeedDev(ctx context.Context, exe, dir, dsn, name string) (_ *feedDev, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	dev, err := startDev(ctx, cfg.Exe, dir, dsn)
+	e := &feedDev{}
+	if e.dev, err = startDev(ctx, exe, dir, dsn); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	if e.org, err = e.dev.createOrg(ctx, name); err != nil {
+		return nil, err
+	}
+	if e.nc, e.js, err = devJetStream(e.dev); err != nil {
+		return nil, err
+	}
+	if e.pub, err = producers.New(e.nc, producers.DefaultConfig(), nil); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *feedDev) close() {
+	if e.nc != nil {
+		e.nc.Close()
+	}
+	e.dev.stop()
+}
+
+func feedThroughput(ctx context.Context, cfg FeedConfig, dir, dsn string, say func(string, ...any), r *FeedResult) error {
+	env, err := startFeedDev(ctx, cfg.Exe, dir, dsn, "Feed bench")
 	if err != nil {
 		return err
 	}
-	defer dev.stop()
-	org, err := dev.createOrg(ctx, "Feed bench")
-	if err != nil {
-		return err
-	}
-	nc, js, err := devJetStream(dev)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
-	if err != nil {
-		return err
-	}
+	defer env.close()
+	dev, org, js, pub := env.dev, env.org, env.js, env.pub
 	say("publishing %d events of one organization (30 days of traffic, 1 in 100 an hour late) through dev's ingest", cfg.Entries)
 	gen := synth.New(org, 5, 23)
 	start := time.Now().Add(-30 * 24 * time.Hour)
@@ -216,80 +245,60 @@ type feedPage struct {
 	} `json:"data"`
 }
 
-// walkFeed follows the feed at path from its start until a page is empty
-// and answers how many entries it read.
-func walkFeed(ctx context.Context, d *devProcess, path string) (int, error) {
+// readPage reads the page of a listing or feed at path after cursor.
+func readPage(ctx context.Context, d *devProcess, path, cursor string) (feedPage, error) {
+	if cursor != "" {
+		path += "&cursor=" + url.QueryEscape(cursor)
+	}
+	var page feedPage
+	b, err := d.get(ctx, path)
+	if err != nil {
+		return page, err
+	}
+	if err := json.Unmarshal(b, &page); err != nil {
+		return page, fmt.Errorf("page of %s: %w", path, err)
+	}
+	return page, nil
+}
+
+// walk reads the listing or feed at path from its start, page after page,
+// until done says the page was the last, and answers how many entries it
+// read.
+func walk(ctx context.Context, d *devProcess, path string, done func(feedPage) bool) (int, error) {
 	n, cursor := 0, ""
 	for {
-		p := path
-		if cursor != "" {
-			p += "&cursor=" + url.QueryEscape(cursor)
-		}
-		b, err := d.get(ctx, p)
+		page, err := readPage(ctx, d, path, cursor)
 		if err != nil {
 			return n, err
 		}
-		var page feedPage
-		if err := json.Unmarshal(b, &page); err != nil {
-			return n, fmt.Errorf("feed page: %w", err)
-		}
 		n += len(page.Data.Items)
-		if len(page.Data.Items) == 0 {
+		if done(page) {
 			return n, nil
 		}
 		cursor = page.Data.NextCursor
 	}
 }
 
-// walkList walks the list at path to its end and answers its entries.
+// walkFeed follows the feed at path until a page is empty.
+func walkFeed(ctx context.Context, d *devProcess, path string) (int, error) {
+	return walk(ctx, d, path, func(p feedPage) bool { return len(p.Data.Items) == 0 })
+}
+
+// walkList walks the list at path to its end.
 func walkList(ctx context.Context, d *devProcess, path string) (int, error) {
-	n, cursor := 0, ""
-	for {
-		p := path
-		if cursor != "" {
-			p += "&cursor=" + url.QueryEscape(cursor)
-		}
-		b, err := d.get(ctx, p)
-		if err != nil {
-			return n, err
-		}
-		var page feedPage
-		if err := json.Unmarshal(b, &page); err != nil {
-			return n, fmt.Errorf("list page: %w", err)
-		}
-		n += len(page.Data.Items)
-		if !page.Data.HasMore {
-			return n, nil
-		}
-		cursor = page.Data.NextCursor
-	}
+	return walk(ctx, d, path, func(p feedPage) bool { return !p.Data.HasMore })
 }
 
 // feedLatency publishes cfg.Rate events/s for cfg.Duration into a dev on
 // its own SQLite store while a poller follows the feed, and measures when
 // each event first shows.
 func feedLatency(ctx context.Context, cfg FeedConfig, dir string, say func(string, ...any), r *FeedResult) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	dev, err := startDev(ctx, cfg.Exe, dir, "")
+	env, err := startFeedDev(ctx, cfg.Exe, dir, "", "Feed latency")
 	if err != nil {
 		return err
 	}
-	defer dev.stop()
-	org, err := dev.createOrg(ctx, "Feed latency")
-	if err != nil {
-		return err
-	}
-	nc, _, err := devJetStream(dev)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
-	if err != nil {
-		return err
-	}
+	defer env.close()
+	org, pub := env.org, env.pub
 	say("publishing %d events/s for %s into dev (SQLite) while a poller follows the feed", cfg.Rate, cfg.Duration)
 	var mu sync.Mutex
 	published := map[string]time.Time{}
@@ -297,20 +306,11 @@ func feedLatency(ctx context.Context, cfg FeedConfig, dir string, say func(strin
 	stop := make(chan struct{})
 	polled := make(chan error, 1)
 	go func() {
-		path := "/api/v1/orgs/" + org.String() + "/audit_logs/feed?limit=1000"
+		path := "/api/v1/orgs/" + env.org.String() + "/audit_logs/feed?limit=1000"
 		cursor := ""
 		for {
-			p := path
-			if cursor != "" {
-				p += "&cursor=" + url.QueryEscape(cursor)
-			}
-			b, err := dev.get(ctx, p)
+			page, err := readPage(ctx, env.dev, path, cursor)
 			if err != nil {
-				polled <- err
-				return
-			}
-			var page feedPage
-			if err := json.Unmarshal(b, &page); err != nil {
 				polled <- err
 				return
 			}
