@@ -13,15 +13,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
-	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
 )
@@ -48,25 +45,12 @@ func ConnectionFigures(ctx context.Context, progress io.Writer) ([]Figure, error
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	scfg := natsx.DefaultServerConfig()
-	scfg.Listen, scfg.StoreDir = "127.0.0.1:0", dir
-	ns, err := natsx.StartServer(scfg)
+	bn, err := startNATS(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		return nil, err
-	}
+	defer bn.close()
+	nc, js := bn.nc, bn.js
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	state, err := controlplane.OpenState(ctx, js, controlplane.DefaultStateConfig(), quiet)

@@ -12,12 +12,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/internal/egress"
-	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/producers"
 )
@@ -57,25 +55,12 @@ func Deliver(ctx context.Context, n int, progress io.Writer) (DeliverResult, err
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	scfg := natsx.DefaultServerConfig()
-	scfg.Listen, scfg.StoreDir = "127.0.0.1:0", dir
-	ns, err := natsx.StartServer(scfg)
+	bn, err := startNATS(ctx, dir)
 	if err != nil {
 		return res, err
 	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return res, err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return res, err
-	}
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		return res, err
-	}
+	defer bn.close()
+	nc, js := bn.nc, bn.js
 	org := uuid.New()
 	gen := synth.New(org, 5, 42)
 	now := time.Now()

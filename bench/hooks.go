@@ -15,13 +15,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
-	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -193,25 +190,12 @@ func executionRates(ctx context.Context, log *slog.Logger) (execRate, pubRate fl
 		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	scfg := natsx.DefaultServerConfig()
-	scfg.Listen, scfg.StoreDir = "127.0.0.1:0", dir
-	ns, err := natsx.StartServer(scfg)
+	bn, err := startNATS(ctx, dir)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return 0, 0, err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		return 0, 0, err
-	}
+	defer bn.close()
+	nc := bn.nc
 	pub, err := producers.New(nc, producers.DefaultConfig(), log)
 	if err != nil {
 		return 0, 0, err

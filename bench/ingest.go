@@ -23,7 +23,6 @@ import (
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/chserver"
-	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -190,25 +189,12 @@ func Ingest(ctx context.Context, n int, icfg ingest.Config, progress io.Writer) 
 		return res, err
 	}
 	defer ch.Stop()
-	scfg := natsx.DefaultServerConfig()
-	scfg.Listen, scfg.StoreDir = "127.0.0.1:0", filepath.Join(dir, "nats")
-	ns, err := natsx.StartServer(scfg)
+	bn, err := startNATS(ctx, filepath.Join(dir, "nats"))
 	if err != nil {
 		return res, err
 	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return res, err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return res, err
-	}
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		return res, err
-	}
+	defer bn.close()
+	ns, nc, js := bn.ns, bn.nc, bn.js
 	store, err := clickhouse.Open(ctx, ch.DSN("bench"))
 	if err != nil {
 		return res, err

@@ -14,14 +14,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/emulators/graph"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
-	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -115,25 +112,12 @@ func MailList(ctx context.Context) (Figure, error) {
 		return fail(err)
 	}
 	defer os.RemoveAll(dir)
-	scfg := natsx.DefaultServerConfig()
-	scfg.Listen, scfg.StoreDir = "127.0.0.1:0", dir
-	ns, err := natsx.StartServer(scfg)
+	bn, err := startNATS(ctx, dir)
 	if err != nil {
 		return fail(err)
 	}
-	defer ns.Shutdown()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		return fail(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fail(err)
-	}
-	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
-		return fail(err)
-	}
+	defer bn.close()
+	nc := bn.nc
 	pub, err := producers.New(nc, producers.DefaultConfig(), quiet)
 	if err != nil {
 		return fail(err)
