@@ -7,14 +7,6 @@ SELECT organization_id, event_id, execution_id, project_id, user_id,
 FROM tool_executions
 WHERE organization_id = ?
   AND (started_ms, event_id) IN ({{template "feed_keys" .}})
-{{- if .Success}}
-  AND success = ?
-{{- end}}
-{{- if .User}}
-  AND user_id = ?
-{{- end}}
-{{- range .Terms}}
-  AND {{template "term" .}}
-{{- end}}
+{{- template "execution_filters" .}}
 ORDER BY seq, created_ms, event_id
 LIMIT 1 BY event_id

@@ -21,15 +21,7 @@ WHERE organization_id = ?
 {{- if .Project}}
       AND project_id = ?
 {{- end}}
-{{- if .Success}}
-      AND success = ?
-{{- end}}
-{{- if .User}}
-      AND user_id = ?
-{{- end}}
-{{- range .Terms}}
-      AND {{template "term" .}}
-{{- end}}
+{{- template "execution_filters" .}}
 {{- if .After}}
       AND (started_ms < ? OR (started_ms = ? AND event_id < ?))
 {{- end}}

@@ -27,6 +27,21 @@
 {{- end}}
 {{- end}}
 
+{{/* The filters of an execution listing (success, user_id, then the
+     search's terms), as audit_filters. Used by list_executions.sql and
+     feed_executions.sql. */ -}}
+{{define "execution_filters" -}}
+{{- if .Success}}
+  AND success = ?
+{{- end}}
+{{- if .User}}
+  AND user_id = ?
+{{- end}}
+{{- range .Terms}}
+  AND {{template "term" .}}
+{{- end}}
+{{- end}}
+
 {{define "term"}}{{if .Not}}NOT ifNull(({{template "cond" .}}), 0){{else}}ifNull(({{template "cond" .}}), 0){{end}}{{end}}
 
 {{define "ip16" -}}
