@@ -16,6 +16,7 @@ import (
 
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -62,8 +63,8 @@ func TestDeliverLateEventsExactlyOnce(t *testing.T) {
 // failing with a generic error, and once the receiver is back every event
 // arrives, exactly once after dedup.
 func TestDeliverReceiverDown30s(t *testing.T) {
-	if testing.Short() {
-		t.Skip("30 s")
+	if testing.Short() && !testenv.RequireAll() {
+		t.Skip("30 s (-short)")
 	}
 	e := newEnv(t)
 	rc := newReceiver(t, secret)
