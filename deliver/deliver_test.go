@@ -322,7 +322,15 @@ func TestDeliverTakeoverAfterCrashKeepsOrder(t *testing.T) {
 	eventually(t, 10*time.Second, "the first events", func() bool { return rc.r.Counts().Unique == 5 })
 	stopA()
 
-	// The crashed instance: it fetched 3 events and never acknowledged them.
+	// The crashed instance: it held the lease, fetched 3 events and never
+	// acknowledged them.
+	kv, err := e.admin.KeyValue(e.ctx, deliver.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(e.ctx, "lease."+id, []byte(`{"owner":"crashed","until":"`+time.Now().Add(cfg.LeaseTTL).UTC().Format(time.RFC3339Nano)+`"}`)); err != nil {
+		t.Fatal(err)
+	}
 	want = append(want, e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)...)
 	cons, err := e.admin.Consumer(e.ctx, schemas.StreamEvents, "deliver_"+id+"_0")
 	if err != nil {
@@ -346,4 +354,43 @@ func TestDeliverTakeoverAfterCrashKeepsOrder(t *testing.T) {
 	if got := rc.r.EventIDs(); !slices.Equal(got, want) {
 		t.Fatalf("the events came out of order after the takeover:\n got %v\nwant %v", got, want)
 	}
+}
+
+// An instance that stops with a batch in hand hands it back and releases
+// the lease: the next instance delivers at once, not after the batch's ack
+// wait (a minute here), and in order.
+func TestDeliverCleanHandOverIsPrompt(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t, secret)
+	var first atomic.Bool
+	first.Store(true)
+	held := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if first.CompareAndSwap(true, false) { // the batch stays in hand until the instance stops
+			_, _ = io.Copy(io.Discard, r.Body) // then the server sees the client go
+			close(held)
+			<-r.Context().Done()
+			return
+		}
+		rc.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	e.destination(map[string]any{"name": "siem", "type": "https", "url": srv.URL + "/events", "secret": secret, "q": "resource_type:API_KEY"})
+	cfg := testConfig()
+	cfg.AckWait = time.Minute
+	_, stopA := e.run(cfg, nil)
+	want := e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first instance sent nothing")
+	}
+	stopA()
+	start := time.Now()
+	e.run(cfg, nil)
+	eventually(t, 10*time.Second, "the next instance delivers the handed-back batch", func() bool { return rc.r.Counts().Unique == 5 })
+	if got := rc.r.EventIDs(); !slices.Equal(got, want) {
+		t.Fatalf("out of order:\n got %v\nwant %v", got, want)
+	}
+	t.Logf("delivered %s after the hand-over", time.Since(start).Round(time.Millisecond))
 }

@@ -203,7 +203,7 @@ func (d *Deliverer) step(ctx context.Context) {
 			w.update(dst, d.log)
 			continue
 		}
-		until, ok := d.acquire(ctx, id)
+		l, ok := d.acquire(ctx, id)
 		if !ok {
 			if w != nil {
 				w.stop()
@@ -212,7 +212,7 @@ func (d *Deliverer) step(ctx context.Context) {
 			continue
 		}
 		if w != nil {
-			w.leaseUntil = until
+			w.leaseUntil = l.until
 			w.update(dst, d.log)
 			continue
 		}
@@ -221,7 +221,7 @@ func (d *Deliverer) step(ctx context.Context) {
 			d.log.Warn("deliver: destination skipped", "destination", id, "err", err)
 			continue
 		}
-		w = newWorker(d, sp, until)
+		w = newWorker(d, sp, l)
 		d.workers[id] = w
 		go w.run()
 	}
@@ -296,11 +296,20 @@ func (d *Deliverer) owner(id uuid.UUID) string {
 
 func leaseKey(id uuid.UUID) string { return "lease." + id.String() }
 
+// lease is a lease taken by acquire: its end, and whether it was taken
+// over from another instance whose lease ran out (that instance may have
+// died with a batch in hand) rather than found free (never taken, or
+// released by an instance that handed its batch back).
+type lease struct {
+	until    time.Time
+	takeover bool
+}
+
 // acquire takes or renews the lease of destination id: free, expired or
-// already this instance's. It returns its end.
-func (d *Deliverer) acquire(ctx context.Context, id uuid.UUID) (time.Time, bool) {
-	until := time.Now().Add(d.cfg.LeaseTTL).UTC()
-	b, _ := json.Marshal(leaseRecord{Owner: d.cfg.Instance, Until: until})
+// already this instance's.
+func (d *Deliverer) acquire(ctx context.Context, id uuid.UUID) (lease, bool) {
+	l := lease{until: time.Now().Add(d.cfg.LeaseTTL).UTC()}
+	b, _ := json.Marshal(leaseRecord{Owner: d.cfg.Instance, Until: l.until})
 	e, err := d.kv.Get(ctx, leaseKey(id))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -308,8 +317,13 @@ func (d *Deliverer) acquire(ctx context.Context, id uuid.UUID) (time.Time, bool)
 	case err != nil:
 	default:
 		var cur leaseRecord
-		if json.Unmarshal(e.Value(), &cur) == nil && cur.Owner != d.cfg.Instance && time.Now().Before(cur.Until) {
-			return time.Time{}, false // another instance's, still valid
+		if json.Unmarshal(e.Value(), &cur) != nil {
+			l.takeover = true // unreadable: assume the worst
+		} else if cur.Owner != d.cfg.Instance {
+			if time.Now().Before(cur.Until) {
+				return lease{}, false // another instance's, still valid
+			}
+			l.takeover = true
 		}
 		_, err = d.kv.Update(ctx, leaseKey(id), b, e.Revision())
 	}
@@ -317,9 +331,9 @@ func (d *Deliverer) acquire(ctx context.Context, id uuid.UUID) (time.Time, bool)
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			d.log.Warn("deliver: lease", "destination", id, "err", err)
 		}
-		return time.Time{}, false
+		return lease{}, false
 	}
-	return until, true
+	return l, true
 }
 
 // release gives up the lease of id if this instance holds it.

@@ -34,6 +34,7 @@ type worker struct {
 	gen        int
 	spec       atomic.Pointer[spec]
 	leaseUntil time.Time // the manager's (under Deliverer.mu)
+	takeover   bool      // the lease ran out on another instance
 	ctx        context.Context
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -44,9 +45,9 @@ type worker struct {
 	writtenAt time.Time
 }
 
-func newWorker(d *Deliverer, sp *spec, leaseUntil time.Time) *worker {
+func newWorker(d *Deliverer, sp *spec, l lease) *worker {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{d: d, id: sp.ID, gen: sp.Generation, leaseUntil: leaseUntil, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+	w := &worker{d: d, id: sp.ID, gen: sp.Generation, leaseUntil: l.until, takeover: l.takeover, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		log: d.log.With("destination", sp.ID, "generation", sp.Generation)}
 	w.spec.Store(sp)
 	w.st = controlplane.DeliveryStatus{State: controlplane.DeliveryActive, Generation: sp.Generation, Instance: d.cfg.Instance}
@@ -94,7 +95,7 @@ func (w *worker) run() {
 		}
 	}()
 	cons := w.consumer()
-	if cons == nil || !w.waitInFlight(cons) {
+	if cons == nil || w.takeover && !w.waitInFlight(cons) {
 		return
 	}
 	bo := w.d.cfg.Retry.Backoff()
@@ -173,12 +174,18 @@ func (w *worker) consumer() jetstream.Consumer {
 }
 
 // waitInFlight keeps the order after a takeover from an instance that
-// died with a batch in hand (a clean stop hands its batch back): that batch
-// stays unacknowledged until its ack wait ends, and a fetch before then
-// would get the events after it first. So while the consumer has
-// messages in flight, the worker waits until the last delivery's ack wait
-// has passed (the server then redelivers them first). False when the
-// worker stops first.
+// died with a batch in hand: that batch stays unacknowledged until its ack
+// wait ends, and a fetch before then would get the events after it first.
+// So while the consumer has messages in flight, the worker waits until the
+// last delivery's ack wait has passed (the server then redelivers them
+// first). False when the worker stops first.
+//
+// Only a lease that ran out calls for it: an instance that stops or gives
+// a destination up hands its batch back (nak) and deletes the lease, and
+// the server redelivers what was handed back before anything else. The
+// consumer's info cannot tell the two apart (a nak'd message stays in
+// NumAckPending until it is delivered again), so waiting after a clean
+// hand-over would delay the destination by a whole ack wait.
 func (w *worker) waitInFlight(cons jetstream.Consumer) bool {
 	const margin = 500 * time.Millisecond
 	for w.ctx.Err() == nil {

@@ -166,7 +166,9 @@ func TestDeliverRoleProcess(t *testing.T) {
 	})
 	c := newAPIClient(t, p.http)
 	org, _ := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "acme"}).data()["id"].(string)
-	const n = 8 // the two instances share them (all on one by chance: 2 in 256)
+	// The two instances share the destinations by rendezvous hashing; with
+	// 16 of them, all land on one instance with a chance of 2 in 65,536.
+	const n = 16
 	var addrs []string
 	for i := 0; i < n; i++ {
 		addr, _ := startReceive(t, secret)
@@ -176,6 +178,16 @@ func TestDeliverRoleProcess(t *testing.T) {
 		if r.status != 201 {
 			t.Fatalf("create destination: %d %s", r.status, r.raw)
 		}
+	}
+	// dev's instance may hold every lease until its next heartbeat shows it
+	// the new instance (a third of the lease): wait for the hand-over, so
+	// that the events below are delivered by both.
+	deadline := time.Now().Add(30 * time.Second)
+	for deliverHealth(t, health).Destinations == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deliver role took no destination: %+v", deliverHealth(t, health))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	js, err := jetstream.New(p.connect(t))
 	if err != nil {
@@ -191,7 +203,7 @@ func TestDeliverRoleProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for _, addr := range addrs {
 		for receiveCounts(t, addr)["unique"] < 10 {
 			if time.Now().After(deadline) {
@@ -200,19 +212,29 @@ func TestDeliverRoleProcess(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	resp, err := http.Get("http://" + health + "/healthz")
+	if h := deliverHealth(t, health); h.Destinations == 0 || h.Delivered == 0 {
+		t.Fatalf("the deliver role's /healthz: %+v", h)
+	}
+}
+
+type deliverStatus struct {
+	Destinations int     `json:"destinations"`
+	Delivered    float64 `json:"delivered"`
+}
+
+// deliverHealth reads the delivery part of a deliver role's /healthz.
+func deliverHealth(t *testing.T, addr string) deliverStatus {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	var h struct {
-		Deliver struct {
-			Destinations int     `json:"destinations"`
-			Delivered    float64 `json:"delivered"`
-		} `json:"deliver"`
+		Deliver deliverStatus `json:"deliver"`
 	}
-	_ = json.NewDecoder(resp.Body).Decode(&h)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || h.Deliver.Destinations == 0 || h.Deliver.Delivered == 0 {
-		t.Fatalf("the deliver role's /healthz: %d %+v", resp.StatusCode, h)
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the deliver role's /healthz: %d %v", resp.StatusCode, err)
 	}
+	return h.Deliver
 }
