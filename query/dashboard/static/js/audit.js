@@ -94,7 +94,11 @@ export function render(root, ctx) {
   if (!stats || stats.key !== statsKey) {
     const from = L.range.from, to = L.range.to, bucket = bucketFor(from, to);
     const s = stats = { key: statsKey, from, to, bucket, loading: true };
-    s.promise = ctx.api.get(path + "/stats", { q, since: L.range.since || from.toISOString(), until: L.range.until, bucket, by }).then((d) => { s.data = d; }, (e) => {
+    // Asked once the first page of entries is in: on a busy tenant the
+    // stats cost several list pages of server time, and asked together
+    // they would delay the entries, which a user came for.
+    const first = L.loading && !L.loaded ? L.loading.catch(() => {}) : Promise.resolve();
+    s.promise = first.then(() => ctx.api.get(path + "/stats", { q, since: L.range.since || from.toISOString(), until: L.range.until, bucket, by })).then((d) => { s.data = d; }, (e) => {
       s.error = e;
       if (!(e instanceof ApiError && e.status === 404)) ctx.showError(e);
     }).finally(() => { s.loading = false; });
