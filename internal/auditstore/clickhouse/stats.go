@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -36,24 +37,76 @@ type statsData struct {
 	Key, AggKey                           string
 	Project, Action, Source, ResourceType bool
 	Terms                                 []chTerm
+	// Signed: a raw range is subtracted; Split ends the left range, Left
+	// and Right are the signs (1 or -1) of the two ranges.
+	Signed      bool
+	Split       int64
+	Left, Right int
 }
 
-// span is the part of a window that an aggregate of granularity step
-// answers, [lo, hi); the rest of the window, [since, lo) and [hi, until),
-// is read from audit_logs. Without an aggregate part lo = hi = until.
-type span struct {
-	agg    bool
+// rng is a range [lo, hi) of ts_ms read from audit_logs, counted or
+// subtracted (neg).
+type rng struct {
 	lo, hi int64
+	neg    bool
 }
 
-// aggSpan returns the whole steps of q's window, when usable.
-func aggSpan(q auditstore.StatsQuery, step int64, usable bool) span {
+// span is how a stats query reads a window [since, until): the whole
+// steps [lo, hi) from an aggregate of granularity step (when agg), and two
+// ranges of audit_logs, left and right, that correct it at the ragged
+// ends. A ragged end is either counted from its raw rows (the part of the
+// step inside the window, added) or from the aggregate of its whole step
+// minus the raw rows of the step outside the window (subtracted): both
+// count the same rows, and the planner takes whichever reads fewer. The
+// subtraction is what makes 30 days ending now cheap: the step after now
+// holds almost nothing. Without an aggregate part the whole window is one
+// raw range.
+type span struct {
+	agg         bool
+	lo, hi      int64
+	left, right rng
+}
+
+// complement decides whether a ragged end is read as its step minus the
+// rest of the step (true) rather than its own rows, given the estimated
+// rows of each (in ms of past time).
+type complement func(part, rest int64) bool
+
+// fewer is the planner's choice: the side with less past time.
+func fewer(part, rest int64) bool { return rest < part }
+
+// rawOnly reads the whole window from audit_logs.
+func rawOnly(since, until int64) span {
+	return span{lo: until, hi: until, left: rng{lo: since, hi: until}, right: rng{lo: until, hi: until}}
+}
+
+// aggSpan plans q's window for an aggregate of granularity step, when
+// usable. now bounds the estimates: rows after it are rare (only entries
+// dated in the future).
+func aggSpan(q auditstore.StatsQuery, step int64, usable bool, now int64, comp complement) span {
 	since, until := q.Bounds()
-	lo, hi := auditstore.CeilTo(since, step), auditstore.FloorTo(until, step)
-	if !usable || lo >= hi {
-		return span{lo: until, hi: until}
+	if !usable {
+		return rawOnly(since, until)
 	}
-	return span{agg: true, lo: lo, hi: hi}
+	past := func(a, b int64) int64 { return max(0, min(b, now)-a) }
+	lo, hi := auditstore.CeilTo(since, step), auditstore.FloorTo(until, step)
+	if lo > hi { // within one step, [hi, lo)
+		if comp(past(since, until), past(hi, since)+past(until, lo)) {
+			return span{agg: true, lo: hi, hi: lo, left: rng{lo: hi, hi: since, neg: true}, right: rng{lo: until, hi: lo, neg: true}}
+		}
+		return rawOnly(since, until)
+	}
+	sp := span{agg: true, lo: lo, hi: hi, left: rng{lo: since, hi: lo}, right: rng{lo: hi, hi: until}}
+	if since < lo && comp(past(since, lo), past(lo-step, since)) {
+		sp.lo, sp.left = lo-step, rng{lo: lo - step, hi: since, neg: true}
+	}
+	if hi < until && comp(past(hi, until), past(until, hi+step)) {
+		sp.hi, sp.right = hi+step, rng{lo: until, hi: hi + step, neg: true}
+	}
+	if sp.lo == sp.hi {
+		return rawOnly(since, until)
+	}
+	return sp
 }
 
 // statsPlan says which parts of the three stats queries come from the
@@ -63,11 +116,11 @@ func aggSpan(q auditstore.StatsQuery, step int64, usable bool) span {
 // resource type, so they serve filters on them (the counts only for hours
 // and days, not minutes); the resources' aggregate keeps the resource type
 // only.
-func statsPlan(q auditstore.StatsQuery, allowAgg bool) (buckets, actors, resources span) {
+func statsPlan(q auditstore.StatsQuery, allowAgg bool, now int64, comp complement) (buckets, actors, resources span) {
 	plain := allowAgg && q.Search.Empty()
-	buckets = aggSpan(q, hourMS, plain && q.Bucket >= auditstore.BucketHour)
-	actors = aggSpan(q, dayMS, plain)
-	resources = aggSpan(q, dayMS, plain && q.Action == nil && q.Source == nil)
+	buckets = aggSpan(q, hourMS, plain && q.Bucket >= auditstore.BucketHour, now, comp)
+	actors = aggSpan(q, dayMS, plain, now, comp)
+	resources = aggSpan(q, dayMS, plain && q.Action == nil && q.Source == nil, now, comp)
 	return buckets, actors, resources
 }
 
@@ -75,18 +128,19 @@ var _ auditstore.StatsStore = (*Store)(nil)
 
 // Stats implements auditstore.StatsStore: the whole hours (days, for the
 // tops) of the window from the aggregates of 0007 where the
-// filters allow (statsPlan), the rest from audit_logs; the three queries
-// run concurrently.
+// filters allow (statsPlan), the ragged ends from audit_logs (added, or
+// subtracted from their whole step: aggSpan); the three queries run
+// concurrently.
 func (s *Store) Stats(ctx context.Context, q auditstore.StatsQuery) (auditstore.Stats, error) {
-	return s.stats(ctx, q, true)
+	return s.stats(ctx, q, true, fewer)
 }
 
-func (s *Store) stats(ctx context.Context, q auditstore.StatsQuery, allowAgg bool) (auditstore.Stats, error) {
+func (s *Store) stats(ctx context.Context, q auditstore.StatsQuery, allowAgg bool, comp complement) (auditstore.Stats, error) {
 	var out auditstore.Stats
 	if err := q.Validate(); err != nil {
 		return out, err
 	}
-	bs, as, rs := statsPlan(q, allowAgg)
+	bs, as, rs := statsPlan(q, allowAgg, time.Now().UnixMilli(), comp)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		rows, err := s.statsQuery(ctx, q, "buckets", bs)
@@ -131,7 +185,8 @@ type statsRows interface {
 func (s *Store) statsQuery(ctx context.Context, q auditstore.StatsQuery, name string, sp span) (statsRows, error) {
 	keys := statsKeys[q.By]
 	d := statsData{Agg: sp.agg, Bucket: q.BucketMS(), Key: keys[0], AggKey: keys[1],
-		Project: q.ProjectID != nil, Action: q.Action != nil, Source: q.Source != nil, ResourceType: q.ResourceType != nil}
+		Project: q.ProjectID != nil, Action: q.Action != nil, Source: q.Source != nil, ResourceType: q.ResourceType != nil,
+		Signed: sp.left.neg || sp.right.neg, Split: sp.left.hi, Left: sign(sp.left), Right: sign(sp.right)}
 	var termArgs []any
 	d.Terms, termArgs = searchTerms(q.Search.Terms, "text")
 	org := q.OrgID.String()
@@ -157,8 +212,7 @@ func (s *Store) statsQuery(ctx context.Context, q auditstore.StatsQuery, name st
 		args = append(args, org, scope, sp.lo, sp.hi)
 		args = append(args, enums(name != "resources", name != "resources", true)...)
 	}
-	since, until := q.Bounds()
-	args = append(args, org, since, sp.lo, sp.hi, until)
+	args = append(args, org, sp.left.lo, sp.left.hi, sp.right.lo, sp.right.hi)
 	if d.Project {
 		args = append(args, q.ProjectID.String())
 	}
@@ -176,4 +230,12 @@ func (s *Store) statsQuery(ctx context.Context, q auditstore.StatsQuery, name st
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return rows, nil
+}
+
+// sign is the count of a row of r: 1, or -1 when r is subtracted.
+func sign(r rng) int {
+	if r.neg {
+		return -1
+	}
+	return 1
 }

@@ -40,44 +40,52 @@ func TestStatsAggregatesAgreeWithRows(t *testing.T) {
 	if err := s.WriteAudit(ctx, evs[70:]); err != nil {
 		t.Fatal(err)
 	}
-	used := map[string]int{}
+	used, subtracted := map[string]int{}, map[string]int{}
 	cases := storetest.StatsCases(t, org, projects, base)
+	// Each ragged end read both ways: its own rows, or its whole step of
+	// the aggregate minus the rest of the step; and as the planner picks.
+	choices := map[string]complement{"planned": fewer, "rows": func(int64, int64) bool { return false }, "step minus the rest": func(int64, int64) bool { return true }}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			bs, as, rs := statsPlan(c.StatsQuery, true)
-			for name, sp := range map[string]span{"buckets": bs, "actors": as, "resources": rs} {
-				if sp.agg {
-					used[name]++
-				}
-			}
-			agg, err := s.stats(ctx, c.StatsQuery, true)
+			raw, err := s.stats(ctx, c.StatsQuery, false, fewer)
 			if err != nil {
 				t.Fatal(err)
-			}
-			raw, err := s.stats(ctx, c.StatsQuery, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := storetest.EqualStats(agg, raw); d != "" {
-				t.Fatalf("aggregate path vs raw rows: %s", d)
 			}
 			if d := storetest.EqualStats(raw, storetest.WantStats(evs, c.StatsQuery)); d != "" {
 				t.Fatalf("raw rows vs reference: %s", d)
 			}
+			for how, comp := range choices {
+				bs, as, rs := statsPlan(c.StatsQuery, true, time.Now().UnixMilli(), comp)
+				for name, sp := range map[string]span{"buckets": bs, "actors": as, "resources": rs} {
+					if sp.agg {
+						used[name]++
+					}
+					if sp.left.neg || sp.right.neg {
+						subtracted[name]++
+					}
+				}
+				agg, err := s.stats(ctx, c.StatsQuery, true, comp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := storetest.EqualStats(agg, raw); d != "" {
+					t.Fatalf("aggregate path (ragged ends: %s) vs raw rows: %s", how, d)
+				}
+			}
 		})
 	}
 	for _, part := range []string{"buckets", "actors", "resources"} {
-		if used[part] < 2 {
-			t.Errorf("%s: %d cases of %d take the aggregate path", part, used[part], len(cases))
+		if used[part] < 2 || subtracted[part] < 2 {
+			t.Errorf("%s: of %d cases, %d take the aggregate path and %d subtract a ragged end", part, len(cases)*len(choices), used[part], subtracted[part])
 		}
 	}
 
 	t.Run("the aggregate is read", func(t *testing.T) {
 		q := cases[0].StatsQuery // every day of the data, no filter
-		if bs, as, rs := statsPlan(q, true); !bs.agg || !as.agg || !rs.agg {
+		if bs, as, rs := statsPlan(q, true, time.Now().UnixMilli(), fewer); !bs.agg || !as.agg || !rs.agg {
 			t.Fatalf("%s does not take the aggregate path: %v %v %v", cases[0].Name, bs, as, rs)
 		}
-		before, err := s.stats(ctx, q, true)
+		before, err := s.stats(ctx, q, true, fewer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +113,7 @@ func TestStatsAggregatesAgreeWithRows(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		after, err := s.stats(ctx, q, true)
+		after, err := s.stats(ctx, q, true, fewer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +128,7 @@ func TestStatsAggregatesAgreeWithRows(t *testing.T) {
 			len(after.Resources) == 0 || after.Resources[0].ResourceID != "planted" {
 			t.Fatalf("a row planted in the aggregates is not counted: %d more, actors %v, resources %v", planted, after.Actors, after.Resources)
 		}
-		raw, err := s.stats(ctx, q, false)
+		raw, err := s.stats(ctx, q, false, fewer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +225,7 @@ func TestStatsBackfillsStoredRows(t *testing.T) {
 	defer s2.Close()
 	cases := storetest.StatsCases(t, org, projects, base)
 	for _, c := range cases[:4] {
-		if bs, as, rs := statsPlan(c.StatsQuery, true); !bs.agg || !as.agg {
+		if bs, as, rs := statsPlan(c.StatsQuery, true, time.Now().UnixMilli(), fewer); !bs.agg || !as.agg {
 			t.Fatalf("%s: not the aggregate path (%v %v %v)", c.Name, bs, as, rs)
 		}
 		got, err := s2.Stats(ctx, c.StatsQuery)
@@ -285,7 +293,7 @@ func TestStatsReadFewRows(t *testing.T) {
 				Filter: auditstore.Filter{Action: c.action, Window: auditstore.Window{Since: c.since, Until: c.until}}}
 			read := func(allowAgg bool) (uint64, auditstore.Stats) {
 				var rows atomic.Uint64
-				st, err := s.stats(ch.Context(ctx, ch.WithProgress(func(p *ch.Progress) { rows.Add(p.Rows) })), q, allowAgg)
+				st, err := s.stats(ch.Context(ctx, ch.WithProgress(func(p *ch.Progress) { rows.Add(p.Rows) })), q, allowAgg, fewer)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -305,3 +313,37 @@ func TestStatsReadFewRows(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The planner reads each ragged end of a window the cheaper way: its own
+// rows, or its whole step minus the rest of the step; time after now
+// counts as no rows.
+func TestStatsPlanTakesTheCheaperSide(t *testing.T) {
+	day := 24 * time.Hour
+	d0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	ms := func(t time.Time) int64 { return t.UnixMilli() }
+	now := d0.Add(15 * time.Hour)
+	raw := func(since, until time.Time) span { return rawOnly(ms(since), ms(until)) }
+	for _, c := range []struct {
+		name         string
+		since, until time.Time
+		usable       bool
+		want         span
+	}{
+		{"30 days ending now at 15:00: the first day's 9 h read, today's step minus the 9 h after now", now.Add(-30 * day), now, true,
+			span{agg: true, lo: ms(d0.Add(-29 * day)), hi: ms(d0.Add(day)),
+				left: rng{lo: ms(now.Add(-30 * day)), hi: ms(d0.Add(-29 * day))}, right: rng{lo: ms(now), hi: ms(d0.Add(day)), neg: true}}},
+		{"since 03:00: the first day's step minus its 3 h", d0.Add(-10*day + 3*time.Hour), d0, true,
+			span{agg: true, lo: ms(d0.Add(-10 * day)), hi: ms(d0), left: rng{lo: ms(d0.Add(-10 * day)), hi: ms(d0.Add(-10*day + 3*time.Hour)), neg: true}, right: rng{lo: ms(d0), hi: ms(d0)}}},
+		{"today so far from 02:00: the day minus 02:00 and after now", d0.Add(2 * time.Hour), now, true,
+			span{agg: true, lo: ms(d0), hi: ms(d0.Add(day)), left: rng{lo: ms(d0), hi: ms(d0.Add(2 * time.Hour)), neg: true}, right: rng{lo: ms(now), hi: ms(d0.Add(day)), neg: true}}},
+		{"4 h of yesterday: read", d0.Add(-14 * time.Hour), d0.Add(-10 * time.Hour), true, raw(d0.Add(-14*time.Hour), d0.Add(-10*time.Hour))},
+		{"no aggregate for this query", now.Add(-30 * day), now, false, raw(now.Add(-30*day), now)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := auditstore.StatsQuery{Filter: auditstore.Filter{Window: auditstore.Window{Since: &c.since, Until: &c.until}}}
+			if got := aggSpan(q, dayMS, c.usable, ms(now), fewer); got != c.want {
+				t.Fatalf("plan\n got %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+}

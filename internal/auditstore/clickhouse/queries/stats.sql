@@ -1,18 +1,24 @@
 {{/* The stats of an organization's entries in [since, until): counts per
      bucket and key ("buckets"), top actors ("actors"), top resources
      ("resources"). Each query adds two parts: its kind of audit_stats
-     (0007; .Agg; scope '' for the organization, else the project) for the
-     whole hours (days, for the tops) of the window, [agg_lo, agg_hi), and the
-     raw rows
-     of the ragged ends, [since, agg_lo) and [agg_hi, until) — the whole
-     window when there is no aggregate part (a search, a minute bucket, a
-     filter the aggregate does not keep, or a window within one hour or day).
-     Both parts count rows (see 0007 on duplicates), so the two paths answer
-     the same. Every value is a ? argument; .Bucket is a number from Go, the
-     keys are column names from Go. Casts keep both sides of UNION ALL of one
-     type, which 18.16 requires.
-     Arguments: [org, scope, agg_lo, agg_hi, the aggregate's filters], org, since,
-     agg_lo, agg_hi, until, the filters, the search terms (search.sql), [top]. */ -}}
+     (0007; .Agg; scope '' for the organization, else the project) for
+     whole hours (days, for the tops), [agg_lo, agg_hi), and the raw rows of
+     two ranges of audit_logs, left and right, that correct it at the
+     ragged ends: added (the part of a step inside the window) or, when
+     .Signed, possibly subtracted (the part of a whole step of the aggregate
+     that lies outside the window; see aggSpan in stats.go). Without an
+     aggregate part the left range is the whole window (a search, a minute
+     bucket, a filter the aggregate does not keep). Both parts count rows
+     (see 0007 on duplicates), so the two paths answer the same; a key
+     whose count comes to 0 is left out, as the raw path never sees it.
+     Every value is a ? argument; .Bucket, .Split, .Left and .Right are
+     numbers from Go, the keys are column names from Go. Casts keep both
+     sides of UNION ALL of one type, which 18.16 requires.
+     Arguments: [org, scope, agg_lo, agg_hi, the aggregate's filters], org,
+     left_lo, left_hi, right_lo, right_hi, the filters, the search terms
+     (search.sql), [top]. */ -}}
+{{define "raw_count"}}toInt64({{if .Signed}}sum(if(ts_ms < {{.Split}}, {{.Left}}, {{.Right}})){{else}}count(){{end}}){{end}}
+
 {{define "raw_where" -}}
 WHERE organization_id = ?
     AND ((ts_ms >= ? AND ts_ms < ?) OR (ts_ms >= ? AND ts_ms < ?))
@@ -26,7 +32,7 @@ WHERE organization_id = ?
 SELECT toInt64(intDiv(t, {{.Bucket}}) * {{.Bucket}}) AS start, k, toUInt64(sum(c)) AS n
 FROM (
 {{- if .Agg}}
-  SELECT t, toUInt8({{.AggKey}}) AS k, toUInt64(sum(n)) AS c
+  SELECT t, toUInt8({{.AggKey}}) AS k, toInt64(sum(n)) AS c
   FROM audit_stats
   WHERE organization_id = ? AND kind = 0 AND scope = ? AND t >= ? AND t < ?
 {{- if .Action}}
@@ -41,12 +47,13 @@ FROM (
   GROUP BY t, k
   UNION ALL
 {{- end}}
-  SELECT toInt64(intDiv(ts_ms, {{.Bucket}}) * {{.Bucket}}) AS t, toUInt8({{.Key}}) AS k, toUInt64(count()) AS c
+  SELECT toInt64(intDiv(ts_ms, {{.Bucket}}) * {{.Bucket}}) AS t, toUInt8({{.Key}}) AS k, {{template "raw_count" .}} AS c
   FROM audit_logs
   {{template "raw_where" .}}
   GROUP BY t, k
 )
 GROUP BY start, k
+HAVING sum(c) > 0
 ORDER BY start, k
 {{- end}}
 
@@ -54,7 +61,7 @@ ORDER BY start, k
 SELECT principal_id, toUInt64(sum(c)) AS n
 FROM (
 {{- if .Agg}}
-  SELECT value AS principal_id, toUInt64(sum(n)) AS c
+  SELECT value AS principal_id, toInt64(sum(n)) AS c
   FROM audit_stats
   WHERE organization_id = ? AND kind = 1 AND scope = ? AND t >= ? AND t < ?
 {{- if .Action}}
@@ -69,12 +76,13 @@ FROM (
   GROUP BY principal_id
   UNION ALL
 {{- end}}
-  SELECT principal_id, toUInt64(count()) AS c
+  SELECT principal_id, {{template "raw_count" .}} AS c
   FROM audit_logs
   {{template "raw_where" .}}
   GROUP BY principal_id
 )
 GROUP BY principal_id
+HAVING sum(c) > 0
 ORDER BY n DESC, principal_id
 LIMIT ?
 {{- end}}
@@ -83,7 +91,7 @@ LIMIT ?
 SELECT rt, rid, toUInt64(sum(c)) AS n
 FROM (
 {{- if .Agg}}
-  SELECT toUInt8(resource_type) AS rt, value AS rid, toUInt64(sum(n)) AS c
+  SELECT toUInt8(resource_type) AS rt, value AS rid, toInt64(sum(n)) AS c
   FROM audit_stats
   WHERE organization_id = ? AND kind = 2 AND scope = ? AND t >= ? AND t < ?
 {{- if .ResourceType}}
@@ -93,13 +101,14 @@ FROM (
   GROUP BY rt, rid
   UNION ALL
 {{- end}}
-  SELECT toUInt8(ifNull(resource_type, 0)) AS rt, toString(ifNull(resource_id, '')) AS rid, toUInt64(count()) AS c
+  SELECT toUInt8(ifNull(resource_type, 0)) AS rt, toString(ifNull(resource_id, '')) AS rid, {{template "raw_count" .}} AS c
   FROM audit_logs
   {{template "raw_where" .}}
     AND ifNull(resource_id, '') != ''
   GROUP BY rt, rid
 )
 GROUP BY rt, rid
+HAVING sum(c) > 0
 ORDER BY n DESC, rid, rt
 LIMIT ?
 {{- end}}
