@@ -34,8 +34,25 @@ import (
 // natsFlags are the NATS flags of every role.
 type natsFlags struct {
 	url, creds *string
+	credsPoll  *time.Duration
 	// maxAge is nil on the roles that do not create the streams.
 	maxAge *time.Duration
+	tls    natsTLSFlags
+}
+
+// natsTLSFlags are the PEM files of the TLS connection to NATS.
+type natsTLSFlags struct{ ca, cert, key *string }
+
+func addNATSTLSFlags(fs *flags) natsTLSFlags {
+	return natsTLSFlags{
+		ca:   fs.String("nats-tls-ca", "AUDITRAIL_NATS_TLS_CA", "", "PEM file of the CA that signed the NATS servers' certificates (turns TLS on; empty with a tls:// URL: the system's roots)"),
+		cert: fs.String("nats-tls-cert", "AUDITRAIL_NATS_TLS_CERT", "", "PEM file of this role's client certificate, for NATS servers that verify clients (with --nats-tls-key)"),
+		key:  fs.String("nats-tls-key", "AUDITRAIL_NATS_TLS_KEY", "", "PEM file of the key of --nats-tls-cert"),
+	}
+}
+
+func (f natsTLSFlags) files() natsx.TLSFiles {
+	return natsx.TLSFiles{CA: *f.ca, Cert: *f.cert, Key: *f.key}
 }
 
 // addNATSFlags adds --nats-url and --nats-creds, and --stream-max-age when
@@ -43,8 +60,10 @@ type natsFlags struct {
 func addNATSFlags(fs *flags, defURL string, createsStreams bool) natsFlags {
 	f := natsFlags{
 		url:   fs.String("nats-url", "", defURL, "NATS server URL"),
-		creds: fs.String("nats-creds", "", "", "NATS credentials file of this role (written by auditrail dev in DATA/nats, or by auditrail nats-setup)"),
+		creds: fs.String("nats-creds", "", "", "NATS credentials file of this role (written by auditrail dev in DATA/nats, or by auditrail nats-setup; read again when it changes)"),
 	}
+	f.credsPoll = fs.Duration("nats-creds-poll", "", natsx.CredsPollInterval, "how often the credentials file is looked at; a change reconnects with the new credentials (rotation without a restart)")
+	f.tls = addNATSTLSFlags(fs)
 	if createsStreams {
 		f.maxAge = fs.Duration("stream-max-age", "", 0, "retention of AUDITRAIL_EVENTS (0 keeps events until removed by hand)")
 	}
@@ -53,7 +72,19 @@ func addNATSFlags(fs *flags, defURL string, createsStreams bool) natsFlags {
 
 // connect dials NATS with the role's credentials.
 func (f natsFlags) connect(name string, log *slog.Logger) (*nats.Conn, error) {
-	return natsx.Connect(*f.url, name, *f.creds, log)
+	opts, err := f.tls.files().Options()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	f.setCredsPoll()
+	return natsx.Connect(*f.url, name, *f.creds, log, opts...)
+}
+
+// setCredsPoll applies --nats-creds-poll (one setting per process).
+func (f natsFlags) setCredsPoll() {
+	if *f.credsPoll > 0 {
+		natsx.CredsPollInterval = *f.credsPoll
+	}
 }
 
 // ensureStreams creates or updates the event and dead-letter streams: only
@@ -303,9 +334,17 @@ func (d *devProcess) startNATS(ctx context.Context) error {
 		d.url = ns.ClientURL()
 		fmt.Fprintf(os.Stdout, "nats credentials (admin: emit, tail, the nats CLI): %s\n", d.credsOf(natsx.RoleAdmin))
 	}
+	d.f.nats.setCredsPoll()
+	var opts []nats.Option
+	if d.ns == nil { // an external server: TLS as asked
+		var err error
+		if opts, err = d.f.nats.tls.files().Options(); err != nil {
+			return usageError{err}
+		}
+	}
 	d.conns = map[string]*nats.Conn{}
 	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery, natsx.RoleDeliver} {
-		c, err := natsx.Connect(d.url, "auditrail-dev-"+role, d.credsOf(role), d.f.log.With("nats_role", role))
+		c, err := natsx.Connect(d.url, "auditrail-dev-"+role, d.credsOf(role), d.f.log.With("nats_role", role), opts...)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ package natsx
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,9 @@ type ServerConfig struct {
 	// anonymous connection is refused. Nil (tests of single packages)
 	// leaves the server open.
 	Auth *Auth
+	// TLS, when set, serves clients over TLS only; a ClientAuth of
+	// tls.RequireAndVerifyClientCert verifies their certificates too.
+	TLS *tls.Config
 }
 
 // DefaultServerConfig returns the defaults of `auditrail dev`.
@@ -89,6 +93,10 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 		// permissions: more than the default 4 KiB.
 		MaxControlLine: MaxControlLine,
 	}
+	if cfg.TLS != nil {
+		opts.TLSConfig, opts.TLS, opts.TLSTimeout = cfg.TLS, true, 2
+		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+	}
 	if cfg.Auth != nil {
 		if err := cfg.Auth.configure(opts); err != nil {
 			return nil, fmt.Errorf("nats auth: %w", err)
@@ -108,14 +116,18 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 
 // Connect dials url with reconnects that never give up, logging state
 // changes. creds, when not empty, is the credentials file of the role (its
-// inbox prefix is the one its permissions allow).
-func Connect(url, name, creds string, log *slog.Logger) (*nats.Conn, error) {
-	var extra []nats.Option
+// inbox prefix is the one its permissions allow); when the file changes,
+// the connection reconnects with the new credentials (credsWatcher).
+// extra are more options (TLSFiles.Options).
+func Connect(url, name, creds string, log *slog.Logger, extra ...nats.Option) (*nats.Conn, error) {
+	var watch *credsWatcher
 	if creds != "" {
-		var err error
-		if extra, err = CredsOptions(creds); err != nil {
+		co, err := CredsOptions(creds)
+		if err != nil {
 			return nil, err
 		}
+		watch = newCredsWatcher(creds, log)
+		extra = append(append(extra, co...), nats.ClosedHandler(watch.stop))
 	}
 	nc, err := nats.Connect(url, append(extra,
 		nats.Name(name),
@@ -137,6 +149,9 @@ func Connect(url, name, creds string, log *slog.Logger) (*nats.Conn, error) {
 	)...)
 	if err != nil {
 		err = fmt.Errorf("connect nats %s: %w", redact.URL(url), err)
+		if errTLS(err) {
+			err = fmt.Errorf("%w (TLS: give the CA that signed the server's certificate with --nats-tls-ca, and a client certificate with --nats-tls-cert and --nats-tls-key if the server verifies clients)", err)
+		}
 		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(err.Error(), "Authorization Violation") {
 			if creds == "" {
 				err = fmt.Errorf("%w (no credentials given: pass --nats-creds FILE or AUDITRAIL_NATS_CREDS; `auditrail dev` writes one file per role in DATA/nats/ and prints the admin one's path, which emit, tail and dlq use)", err)
@@ -145,6 +160,9 @@ func Connect(url, name, creds string, log *slog.Logger) (*nats.Conn, error) {
 			}
 		}
 		return nil, redact.Error(err, url)
+	}
+	if watch != nil {
+		go watch.run(nc)
 	}
 	return nc, nil
 }
