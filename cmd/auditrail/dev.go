@@ -174,6 +174,7 @@ func runDev(ctx context.Context, args []string) error {
 // devFlags are the flags of `auditrail dev`.
 type devFlags struct {
 	http, natsListen, data, clickhouse     *string
+	chCreds                                chCredsFlags
 	nats                                   natsFlags
 	access                                 accessFlags
 	cursorKeys, pageTokenKeys, secretsKeys *string
@@ -196,6 +197,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 		nats:       addNATSFlags(fs, "", true),
 		data:       fs.String("data", "", "./data", "JetStream store and embedded audit store"),
 		clickhouse: fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite"),
+		chCreds:    addClickHouseCredsFlags(fs),
 		access:     addAccessFlags(fs),
 	}
 	f.cursorKeys = fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (default: generated and kept in DATA)")
@@ -216,6 +218,9 @@ func parseDevFlags(args []string) (devFlags, error) {
 	}
 	var err error
 	if f.log, err = mkLog(os.Stderr); err != nil {
+		return f, err
+	}
+	if *f.clickhouse, err = f.chCreds.withCredentials(*f.clickhouse); err != nil {
 		return f, err
 	}
 	f.ingest = inf.config()

@@ -27,6 +27,7 @@ func runIngest(ctx context.Context, args []string) error {
 	fs := newFlags("ingest")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
+	chCreds := addClickHouseCredsFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8081", "listener of /healthz")
 	durable := fs.String("durable", "", ingest.DefaultConfig().Durable, "durable consumer name shared by the ingest instances")
 	inf := addIngestFlags(fs)
@@ -42,6 +43,9 @@ func runIngest(ctx context.Context, args []string) error {
 	}
 	if *chDSN == "" {
 		return usageErrorf("--clickhouse is required")
+	}
+	if *chDSN, err = chCreds.withCredentials(*chDSN); err != nil {
+		return err
 	}
 	icfg := inf.config()
 	icfg.Durable = *durable
@@ -115,6 +119,7 @@ func runQuery(ctx context.Context, args []string) error {
 	fs := newFlags("query")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
+	chCreds := addClickHouseCredsFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
@@ -131,6 +136,9 @@ func runQuery(ctx context.Context, args []string) error {
 	}
 	if *chDSN == "" {
 		return usageErrorf("--clickhouse is required")
+	}
+	if *chDSN, err = chCreds.withCredentials(*chDSN); err != nil {
+		return err
 	}
 	keys, err := keyList("cursor-keys", *curKeys, "", "", 0)
 	if err != nil {

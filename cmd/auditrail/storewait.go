@@ -60,9 +60,9 @@ func (p *pendingStore) openWithRetry(ctx context.Context, dsn, dataDir string, l
 		return err
 	}, func(err error, wait time.Duration) {
 		p.mu.Lock()
-		p.last = err
+		p.last = redact.Error(err, dsn, dsnPassword(dsn))
 		p.mu.Unlock()
-		log.Warn("audit store not answering; retrying", "err", redact.Error(err, dsn), "retry_in", wait.Round(time.Millisecond))
+		log.Warn("audit store not answering; retrying", "err", redact.Error(err, dsn, dsnPassword(dsn)), "retry_in", wait.Round(time.Millisecond))
 	})
 	return err
 }

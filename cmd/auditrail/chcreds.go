@@ -1,0 +1,75 @@
+package main
+
+import (
+	"net/url"
+	"os"
+	"strings"
+)
+
+// envClickHousePassword is the ClickHouse password from the environment;
+// there is no flag for it, so that it never shows in a process list.
+const envClickHousePassword = "AUDITRAIL_CLICKHOUSE_PASSWORD"
+
+// chCredsFlags are the ClickHouse credentials given apart from the DSN: a
+// user, and a password from a file or the environment.
+type chCredsFlags struct{ user, passwordFile *string }
+
+func addClickHouseCredsFlags(fs *flags) chCredsFlags {
+	return chCredsFlags{
+		user:         fs.String("clickhouse-user", "", "", "ClickHouse user (default: the DSN's, else default)"),
+		passwordFile: fs.String("clickhouse-password-file", "", "", "file holding the ClickHouse password (one line); or the password itself in "+envClickHousePassword+"; never put it in the DSN on a command line"),
+	}
+}
+
+// withCredentials returns dsn with the user and password of f. A password
+// given twice (in the DSN and apart, or in a file and the environment) is
+// an error rather than a guess. Errors never hold the password.
+func (f chCredsFlags) withCredentials(dsn string) (string, error) {
+	pw, havePW := os.LookupEnv(envClickHousePassword)
+	if *f.passwordFile != "" {
+		if havePW {
+			return "", usageErrorf("the ClickHouse password is given twice: --clickhouse-password-file and %s", envClickHousePassword)
+		}
+		b, err := os.ReadFile(*f.passwordFile)
+		if err != nil {
+			return "", usageErrorf("--clickhouse-password-file: %v", err)
+		}
+		pw, havePW = strings.TrimRight(string(b), "\r\n"), true
+	}
+	if *f.user == "" && !havePW || dsn == "" {
+		return dsn, nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return "", usageErrorf("--clickhouse: not a URL (clickhouse://host:9000/db)")
+	}
+	user := "default"
+	if u.User != nil {
+		user = u.User.Username()
+		if _, set := u.User.Password(); set && havePW {
+			return "", usageErrorf("the ClickHouse password is given twice: in --clickhouse and apart")
+		}
+		if p, set := u.User.Password(); set {
+			pw, havePW = p, true
+		}
+	}
+	if *f.user != "" {
+		user = *f.user
+	}
+	if havePW {
+		u.User = url.UserPassword(user, pw)
+	} else {
+		u.User = url.User(user)
+	}
+	return u.String(), nil
+}
+
+// dsnPassword is the password in dsn, to be hidden from its errors.
+func dsnPassword(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	pw, _ := u.User.Password()
+	return pw
+}
