@@ -38,6 +38,7 @@ func commands() []command {
 		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},
 		{"nats-setup", "write the NATS server authentication include and the credentials of every role", runNATSSetup},
 		{"bench", "run the benchmarks and print figures beside their references", runBench},
+		{"healthcheck", "ask a role's /healthz once: exit 0 on 200 (container healthchecks; the image has no shell)", runHealthcheck},
 		{"version", "print the version, the commit and the Go version", runVersion},
 	}
 }
