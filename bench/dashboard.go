@@ -250,7 +250,7 @@ type devProcess struct {
 // startDev starts `auditrail dev` with its data in dir, on ClickHouse dsn
 // (or its own SQLite store when dsn is empty), and waits until it is
 // healthy.
-func startDev(ctx context.Context, exe, dir, dsn string) (*devProcess, error) {
+func startDev(ctx context.Context, exe, dir, dsn string, extra ...string) (*devProcess, error) {
 	httpPort, err := chserver.FreePort()
 	if err != nil {
 		return nil, err
@@ -268,7 +268,7 @@ func startDev(ctx context.Context, exe, dir, dsn string) (*devProcess, error) {
 	if dsn != "" { // else dev's SQLite store
 		args = append(args, "--clickhouse", dsn)
 	}
-	d.cmd = exec.Command(exe, args...)
+	d.cmd = exec.Command(exe, append(args, extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = &d.out, &d.out
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start dev: %w", err)

@@ -127,12 +127,12 @@ type feedDev struct {
 
 // startFeedDev starts dev in dir on dsn (its SQLite store when empty),
 // creates an organization named name and connects a publisher.
-func startFeedDev(ctx context.Context, exe, dir, dsn, name string) (_ *feedDev, err error) {
+func startFeedDev(ctx context.Context, exe, dir, dsn, name string, devArgs ...string) (_ *feedDev, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	e := &feedDev{}
-	if e.dev, err = startDev(ctx, exe, dir, dsn); err != nil {
+	if e.dev, err = startDev(ctx, exe, dir, dsn, devArgs...); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -293,18 +293,39 @@ func walkList(ctx context.Context, d *devProcess, path string) (int, error) {
 // its own SQLite store while a poller follows the feed, and measures when
 // each event first shows.
 func feedLatency(ctx context.Context, cfg FeedConfig, dir string, say func(string, ...any), r *FeedResult) error {
-	env, err := startFeedDev(ctx, cfg.Exe, dir, "", "Feed latency")
+	say("publishing %d events/s for %s into dev (SQLite) while a poller follows the feed", cfg.Rate, cfg.Duration)
+	lr, err := latencyUnderLoad(ctx, cfg.Exe, dir, "", nil, cfg.Rate, cfg.Duration, false, say)
 	if err != nil {
 		return err
 	}
+	r.Visible, r.Publish, r.Published = lr.visible, lr.publish, lr.published
+	return nil
+}
+
+// loadLatency is what latencyUnderLoad measured.
+type loadLatency struct {
+	published              int
+	rate                   float64 // events/s published
+	visible, publish, page Latency
+}
+
+// latencyUnderLoad publishes rate events/s for d into a dev on dsn (its
+// SQLite store when empty; devArgs are more flags) while a poller follows
+// the feed and measures when each event first shows; with pages, another
+// reads the newest page of the list over and over, timed.
+func latencyUnderLoad(ctx context.Context, exe, dir, dsn string, devArgs []string, rate int, d time.Duration, pages bool,
+	say func(string, ...any)) (lr loadLatency, err error) {
+	env, err := startFeedDev(ctx, exe, dir, dsn, "Load", devArgs...)
+	if err != nil {
+		return lr, err
+	}
 	defer env.close()
 	org, pub := env.org, env.pub
-	say("publishing %d events/s for %s into dev (SQLite) while a poller follows the feed", cfg.Rate, cfg.Duration)
 	var mu sync.Mutex
 	published := map[string]time.Time{}
 	seen := map[string]time.Time{}
 	stop := make(chan struct{})
-	polled := make(chan error, 1)
+	polled := make(chan error, 2)
 	go func() {
 		path := "/api/v1/orgs/" + env.org.String() + "/audit_logs/feed?limit=1000"
 		cursor := ""
@@ -333,12 +354,34 @@ func feedLatency(ctx context.Context, cfg FeedConfig, dir string, say func(strin
 			}
 		}
 	}()
+	var pageTimes []time.Duration
+	if pages {
+		go func() {
+			path := "/api/v1/orgs/" + env.org.String() + "/audit_logs?limit=50"
+			for {
+				t0 := time.Now()
+				if _, err := readPage(ctx, env.dev, path, ""); err != nil {
+					polled <- fmt.Errorf("newest page: %w", err)
+					return
+				}
+				mu.Lock()
+				pageTimes = append(pageTimes, time.Since(t0))
+				mu.Unlock()
+				select {
+				case <-stop:
+					polled <- nil
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}()
+	}
 	gen := synth.New(org, 3, 5)
 	const tick = 50 * time.Millisecond
-	per := max(1, cfg.Rate*int(tick/time.Millisecond)/1000)
+	per := max(1, rate*int(tick/time.Millisecond)/1000)
 	var pubTimes []time.Duration
 	start := time.Now()
-	for next := start; time.Since(start) < cfg.Duration; next = next.Add(tick) {
+	for next := start; time.Since(start) < d; next = next.Add(tick) {
 		time.Sleep(time.Until(next))
 		evs := make([]producers.Event, per)
 		ids := make([]string, per)
@@ -349,7 +392,7 @@ func feedLatency(ctx context.Context, cfg FeedConfig, dir string, say func(strin
 		t0 := time.Now()
 		if err := pub.PublishBatch(ctx, evs); err != nil {
 			close(stop)
-			return fmt.Errorf("publish: %w", err)
+			return lr, fmt.Errorf("publish: %w", err)
 		}
 		done := time.Now()
 		pubTimes = append(pubTimes, done.Sub(t0))
@@ -359,6 +402,7 @@ func feedLatency(ctx context.Context, cfg FeedConfig, dir string, say func(strin
 		}
 		mu.Unlock()
 	}
+	lr.rate = float64(len(published)) / time.Since(start).Seconds()
 	// Everything shows within a minute, or the figure says so.
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		mu.Lock()
@@ -369,18 +413,31 @@ func feedLatency(ctx context.Context, cfg FeedConfig, dir string, say func(strin
 		}
 	}
 	close(stop)
-	if err := <-polled; err != nil {
-		return fmt.Errorf("poller: %w", err)
+	for range 1 + btoi(pages) {
+		if err := <-polled; err != nil {
+			return lr, fmt.Errorf("poller: %w", err)
+		}
 	}
 	var lat []time.Duration
 	for id, at := range published {
 		s, ok := seen[id]
 		if !ok {
-			return fmt.Errorf("feed benchmark: event %s published but not in the feed after a minute", id)
+			return lr, fmt.Errorf("event %s published but not in the feed after a minute", id)
 		}
 		lat = append(lat, max(0, s.Sub(at)))
 	}
-	r.Visible, r.Publish, r.Published = summarize(lat), summarize(pubTimes), len(published)
-	say("%d events: visible p50 %s p99 %s (publish p99 %s)", r.Published, r.Visible.P50.Round(time.Millisecond), r.Visible.P99.Round(time.Millisecond), r.Publish.P99.Round(time.Millisecond))
-	return nil
+	lr.visible, lr.publish, lr.published = summarize(lat), summarize(pubTimes), len(published)
+	if pages {
+		lr.page = summarize(pageTimes)
+	}
+	say("%d events (%.0f/s): visible p50 %s p99 %s (publish p99 %s)", lr.published, lr.rate, lr.visible.P50.Round(time.Millisecond),
+		lr.visible.P99.Round(time.Millisecond), lr.publish.P99.Round(time.Millisecond))
+	return lr, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

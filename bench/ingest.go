@@ -73,7 +73,7 @@ func ingestExe() (string, error) {
 // peak RSS of the process (VmHWM from /proc/<pid>/status, read before it
 // is stopped).
 func runIngestChild(ctx context.Context, icfg ingest.Config, natsURL, dsn string, js jetstream.JetStream, n int,
-	say func(string, ...any)) (time.Duration, int64, error) {
+	say func(string, ...any), extra ...string) (time.Duration, int64, error) {
 	exe, err := ingestExe()
 	if err != nil {
 		return 0, 0, err
@@ -82,6 +82,7 @@ func runIngestChild(ctx context.Context, icfg ingest.Config, natsURL, dsn string
 		"--durable", icfg.Durable, "--batch-size", strconv.Itoa(icfg.BatchSize), "--batch-bytes", strconv.Itoa(icfg.BatchBytes),
 		"--fetch-size", strconv.Itoa(icfg.FetchSize), "--writers", strconv.Itoa(icfg.Writers), "--flush-interval", icfg.FlushInterval.String(),
 		"--ack-wait", icfg.AckWait.String(), "--log-level", "warn")
+	cmd.Args = append(cmd.Args, extra...)
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
