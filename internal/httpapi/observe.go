@@ -20,9 +20,11 @@ const RouteUnmatched = "unmatched"
 // localRateLimited marks a request that RateLimit refused.
 const localRateLimited = "auditrail.rate_limited"
 
-// methods are the methods counted by name; others count as OTHER.
-var methods = map[string]bool{fiber.MethodGet: true, fiber.MethodHead: true, fiber.MethodPost: true, fiber.MethodPut: true,
-	fiber.MethodPatch: true, fiber.MethodDelete: true, fiber.MethodOptions: true}
+// methods are the methods counted by name (others count as OTHER), as
+// constants: c.Method() is a view of fasthttp's reused buffer, which a
+// label kept beyond the request must not be.
+var methods = map[string]string{fiber.MethodGet: fiber.MethodGet, fiber.MethodHead: fiber.MethodHead, fiber.MethodPost: fiber.MethodPost,
+	fiber.MethodPut: fiber.MethodPut, fiber.MethodPatch: fiber.MethodPatch, fiber.MethodDelete: fiber.MethodDelete, fiber.MethodOptions: fiber.MethodOptions}
 
 // Observe adds a middleware to app that reports every request to o; call
 // it before registering the routes (nil o: nothing is added). The error
@@ -45,8 +47,8 @@ func Observe(app *fiber.App, o Observer) {
 		if r := c.Route(); r != mine && r != nil {
 			route = r.Path
 		}
-		method := c.Method()
-		if !methods[method] {
+		method, ok := methods[c.Method()]
+		if !ok {
 			method = "OTHER"
 		}
 		if limited, _ := c.Locals(localRateLimited).(bool); limited {
