@@ -172,6 +172,14 @@ func TestMetricsEndToEnd(t *testing.T) {
 		t.Fatalf("pre hook: %d %s", r.status, r.raw)
 	}
 
+	// A destination of the org, on `auditrail receive`.
+	const secret = "the-secret-of-the-metrics-destination"
+	raddr, _ := startReceive(t, secret)
+	if r := c.call("POST", "/api/v1/orgs/"+org+"/destinations", boot, map[string]any{"name": "siem", "type": "https",
+		"url": "http://" + raddr + "/in", "secret": secret}); r.status != 201 {
+		t.Fatalf("create destination: %d %s", r.status, r.raw)
+	}
+
 	before := settled(t, maddr)
 
 	// A tool execution: the access hook fails open, the pre hook denies.
@@ -200,9 +208,9 @@ func TestMetricsEndToEnd(t *testing.T) {
 	if r := c.call("GET", "/api/v1/orgs/"+org+"/no_such_thing", boot, nil); r.status != 404 {
 		t.Fatalf("unknown route: %d", r.status)
 	}
-	// 40 events in another org, and one message that cannot be decoded.
+	// 40 events in the org, and one message that cannot be decoded.
 	const emitted = 40
-	emit(t, p, uuid.New(), emitted)
+	emit(t, p, uuid.MustParse(org), emitted)
 	nc := p.connect(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -286,6 +294,20 @@ func TestMetricsEndToEnd(t *testing.T) {
 				}
 			}
 		}
+	}
+	// Every event the receiver took is counted once as delivered, with its lag.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		s, got := scrapeMetrics(t, maddr), receiveCounts(t, raddr)
+		delivered, lags := s.value("auditrail_delivered_events_total"), s.value("auditrail_delivery_lag_seconds")
+		if got["unique"] >= emitted && delivered == got["events"] && lags == delivered {
+			t.Logf("delivered %v events (%v unique)", delivered, got["unique"])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered %v, lag observations %v; the receiver took %v", delivered, lags, got)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	checkDeployFiles(t, after)
 }
