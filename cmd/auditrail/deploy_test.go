@@ -196,3 +196,31 @@ func checkDeployFiles(t *testing.T, s scrape) {
 	}
 	t.Logf("deploy files: %d alerts, %d dashboard queries checked against the scrape", len(alerts), exprs)
 }
+
+// checkReadmeMetrics checks that README's metric table lists exactly the
+// auditrail metrics of the scrape.
+func checkReadmeMetrics(t *testing.T, s scrape) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		if cells := strings.Split(line, "|"); len(cells) > 2 && strings.HasPrefix(strings.TrimSpace(cells[1]), "`auditrail_") {
+			for _, name := range metricRe.FindAllString(cells[1], -1) {
+				listed[name] = true
+			}
+		}
+	}
+	for name := range s {
+		if strings.HasPrefix(name, "auditrail_") && !listed[name] {
+			t.Errorf("README's metric table does not list %s", name)
+		}
+	}
+	for name := range listed {
+		if _, ok := s[name]; !ok {
+			t.Errorf("README lists %s, which the roles do not serve", name)
+		}
+	}
+}

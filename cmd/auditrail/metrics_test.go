@@ -310,6 +310,7 @@ func TestMetricsEndToEnd(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	checkDeployFiles(t, after)
+	checkReadmeMetrics(t, after)
 }
 
 // Every production role serves /metrics on --metrics and not on its API
