@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 
@@ -38,7 +39,7 @@ func startMetrics(ctx context.Context, addr string, log *slog.Logger) (*metrics.
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, usageErrorf("--metrics %s: %v", addr, err)
+		return nil, fmt.Errorf("--metrics %s: %w", addr, err)
 	}
 	m := metrics.New()
 	go func() {

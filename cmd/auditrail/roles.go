@@ -140,14 +140,14 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := startMetrics(ctx, *metricsAddr, log)
-	if err != nil {
-		return err
-	}
 	if *chDSN == "" {
 		return usageErrorf("--clickhouse is required")
 	}
 	keys, err := keyList("cursor-keys", *curKeys, "", "", 0)
+	if err != nil {
+		return err
+	}
+	m, err := startMetrics(ctx, *metricsAddr, log)
 	if err != nil {
 		return err
 	}
