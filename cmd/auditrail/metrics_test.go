@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -311,6 +312,28 @@ func TestMetricsEndToEnd(t *testing.T) {
 	}
 	checkDeployFiles(t, after)
 	checkReadmeMetrics(t, after)
+	lintScrape(t, maddr)
+}
+
+// lintScrape runs `promtool check metrics` (naming and unit conventions)
+// on a scrape, where promtool is installed.
+func lintScrape(t *testing.T, addr string) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Log("promtool not installed: the scrape is not linted")
+		return
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = resp.Body
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
 }
 
 // Every production role serves /metrics on --metrics and not on its API
