@@ -58,7 +58,23 @@ type Deliverer struct {
 	cleanedAt time.Time
 
 	delivered, failures atomic.Uint64
+	obs                 Observer // nil: none
 }
+
+// Observer measures deliveries (metrics.Registry implements it). It has
+// no destination label on purpose: destinations are made by tenants
+// without bound, so the lag is a histogram of the process (instance), per
+// event delivered.
+type Observer interface {
+	// Delivered reports a chunk taken by a destination (2xx): for each of
+	// its events, the time since the stream stored it.
+	Delivered(lags []time.Duration)
+	// DeliveryFailed reports a failed attempt.
+	DeliveryFailed()
+}
+
+// ObserveWith reports deliveries to o; call it before Run.
+func (d *Deliverer) ObserveWith(o Observer) { d.obs = o }
 
 // New returns a Deliverer; Run delivers.
 func New(js jetstream.JetStream, src Source, guard Guard, cfg Config, log *slog.Logger) (*Deliverer, error) {

@@ -268,6 +268,9 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 		}
 		w.st.Delivered += uint64(c.lines)
 		w.d.delivered.Add(uint64(c.lines))
+		if w.d.obs != nil && c.lines > 0 {
+			w.d.obs.Delivered(lags(c, now))
+		}
 		w.st.Failures, w.st.LastError = 0, ""
 	}
 	last, _ := msgs[len(msgs)-1].Metadata()
@@ -278,6 +281,18 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 		w.st.OldestPending = nil
 	}
 	w.setStatus(controlplane.DeliveryActive, w.st.Pending == 0)
+}
+
+// lags are the times since the stream stored the events of c, at now (at
+// most c.lines: the undecodable events are not delivered).
+func lags(c chunk, now time.Time) []time.Duration {
+	out := make([]time.Duration, 0, c.lines)
+	for _, m := range c.msgs {
+		if meta, err := m.Metadata(); err == nil && len(out) < c.lines {
+			out = append(out, now.Sub(meta.Timestamp))
+		}
+	}
+	return out
 }
 
 // notePending sets the status's pending events (those of the batch from
@@ -340,6 +355,9 @@ func (w *worker) post(sp *spec, c chunk, batch []jetstream.Msg) error {
 	}
 	notify := func(err error, next time.Duration) {
 		w.d.failures.Add(1)
+		if w.d.obs != nil {
+			w.d.obs.DeliveryFailed()
+		}
 		w.st.Failures++
 		w.st.LastError = describe(err, w.d.cfg.RequestTimeout)
 		w.setStatus(controlplane.DeliveryFailing, true)

@@ -105,6 +105,7 @@ func (p *Proxy) Pre(ctx context.Context, hooks []Hook, req hooksapi.PreRequest) 
 				call.Overridden = true
 			}
 		}
+		p.observe(Pre, o, call)
 		res.Calls = append(res.Calls, call)
 		if !cont {
 			return res
@@ -137,6 +138,7 @@ func (p *Proxy) Post(ctx context.Context, hooks []Hook, req hooksapi.PostRequest
 			res.Output = ans.Override.Output
 			call.Overridden = true
 		}
+		p.observe(Post, o, call)
 		res.Calls = append(res.Calls, call)
 		if !cont {
 			return res
@@ -244,6 +246,7 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 					}
 				}
 			}
+			p.observe(Access, o, call)
 			d.Calls = append(d.Calls, call)
 			continue
 		}
@@ -269,6 +272,7 @@ func (p *Proxy) Access(ctx context.Context, hooks []Hook, userID string, catalog
 				}
 			}
 		}
+		p.observe(Access, o, call)
 		d.Calls = append(d.Calls, call)
 	}
 	return d

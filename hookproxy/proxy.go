@@ -72,6 +72,23 @@ type Config struct {
 	SweepEvery time.Duration
 }
 
+// Observer counts hook calls (metrics.Registry implements it). Its labels
+// are bounded: point is access, pre or post; outcome one of the Outcome…
+// constants; breaker the state of the hook point's circuit breaker after
+// the call (closed, open, half-open).
+type Observer interface {
+	HookCall(point, outcome, breaker string)
+	HookFailOpen(point string)
+}
+
+// The outcomes of a hook call as Observer sees them.
+const (
+	OutcomeAllow        = "allow"         // the hook answered and let the request on
+	OutcomeDeny         = "deny"          // the hook answered and denied
+	OutcomeFailedOpen   = "failed_open"   // the call failed, the point fails open: allowed
+	OutcomeFailedClosed = "failed_closed" // the call failed, the point fails closed: denied
+)
+
 // DefaultSweepEvery is how often, at most, a proxy forgets deleted hooks.
 const DefaultSweepEvery = time.Minute
 
@@ -118,7 +135,12 @@ type Proxy struct {
 	swept    atomic.Int64
 
 	calls, failures, failOpen, failClosed, breakerOpen atomic.Uint64
+	obs                                                Observer // nil: none
 }
+
+// Observe reports every hook call to o (metrics); call it before the
+// proxy is used.
+func (p *Proxy) Observe(o Observer) { p.obs = o }
 
 // New returns a proxy. Zero fields of cfg take their defaults; a nil
 // Egress refuses every address that is not public.
@@ -357,6 +379,7 @@ func (e payloadError) Error() string { return e.err.Error() }
 // outcome is the result of calling one hook at one point.
 type outcome struct {
 	call       schemas.HookCall
+	breaker    string // state of the breaker after the call
 	body       []byte // the answer, when the call succeeded
 	payloadErr error  // the request could not be built
 }
@@ -372,6 +395,7 @@ func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload func() 
 		p.failures.Add(1)
 		p.log.Warn("hook not callable", "hook", h.Name, "hook_id", h.ID, "point", point, "err", err)
 		o.call.Failure = FailureConfig
+		o.breaker = gobreaker.StateClosed.String()
 		return o, false
 	}
 	_, err = st.breaker.Execute(func() (struct{}, error) {
@@ -384,6 +408,7 @@ func (p *Proxy) invoke(ctx context.Context, h Hook, point Point, payload func() 
 		return struct{}{}, err
 	})
 	end := time.Now()
+	o.breaker = st.breaker.State().String()
 	o.call.LatencyMS = float64(end.Sub(start).Microseconds()) / 1000
 	if err == nil {
 		return o, true
@@ -526,12 +551,46 @@ func (p *Proxy) applyFailure(h Hook, point Point, call *schemas.HookCall) (allow
 	call.FailureModeApplied = string(mode)
 	if mode == FailOpen {
 		p.failOpen.Add(1)
+		if p.obs != nil {
+			p.obs.HookFailOpen(string(point))
+		}
 		call.Decision = "allow"
 		return true
 	}
 	p.failClosed.Add(1)
 	call.Decision = "deny"
 	return false
+}
+
+// observe reports a finished call to the observer.
+func (p *Proxy) observe(point Point, o outcome, call schemas.HookCall) {
+	if p.obs == nil {
+		return
+	}
+	res := OutcomeAllow
+	switch {
+	case call.Failure != "" && call.Decision == "allow":
+		res = OutcomeFailedOpen
+	case call.Failure != "":
+		res = OutcomeFailedClosed
+	case call.Decision == "deny":
+		res = OutcomeDeny
+	}
+	p.obs.HookCall(string(point), res, o.breaker)
+}
+
+// OpenBreakers counts the circuit breakers not closed (open or half-open),
+// by point, among the hooks the proxy keeps state for.
+func (p *Proxy) OpenBreakers() map[Point]int {
+	out := map[Point]int{Access: 0, Pre: 0, Post: 0}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, st := range p.states {
+		if st.breaker.State() != gobreaker.StateClosed {
+			out[k.point]++
+		}
+	}
+	return out
 }
 
 // strictDecode decodes one JSON object; unknown fields are allowed (later

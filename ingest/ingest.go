@@ -64,6 +64,8 @@ type Ingester[T any] struct {
 	write func(ctx context.Context, batch []T) error
 	ping  func(ctx context.Context) error
 
+	obs Observer // nil: none
+
 	ready                                                               atomic.Bool
 	received, stored, deadLettered, refused, batches, retries, setAside atomic.Uint64
 }
@@ -161,6 +163,17 @@ func sameUUID(token string, id uuid.UUID) bool {
 	u, err := uuid.Parse(token)
 	return err == nil && u == id
 }
+
+// Observer times the commits of an ingester (metrics.Registry's ingest
+// observer implements it).
+type Observer interface {
+	// ObserveCommit reports a committed batch: the time its store write
+	// and dead letters took, and the rows it stored.
+	ObserveCommit(d time.Duration, rows int)
+}
+
+// ObserveWith reports each commit to o; call it before Run.
+func (in *Ingester[T]) ObserveWith(o Observer) { in.obs = o }
 
 // Ready reports whether the consumer exists and messages are flowing in.
 func (in *Ingester[T]) Ready() bool { return in.ready.Load() }
@@ -472,6 +485,9 @@ func (in *Ingester[T]) commitAndAck(ctx context.Context, b *batch[T]) {
 		return
 	}
 	t1 := time.Now()
+	if in.obs != nil {
+		in.obs.ObserveCommit(t1.Sub(t0), len(b.msgs)-len(b.dead))
+	}
 	aside := map[jetstream.Msg]bool{}
 	dead := 0
 	for _, d := range b.dead {

@@ -101,7 +101,17 @@ type Runner struct {
 	access  *hookproxy.AccessCache
 	log     *slog.Logger
 	now     func() time.Time
+	obs     Observer // nil: none
 }
+
+// Observer counts executions (metrics.Registry implements it): toolkit is
+// a registered toolkit, outcome OK or the error kind (bounded sets).
+type Observer interface {
+	ToolExecution(toolkit, outcome string, d time.Duration)
+}
+
+// ObserveWith reports every execution to o; call it before serving.
+func (r *Runner) ObserveWith(o Observer) { r.obs = o }
 
 // New returns a runner.
 func New(cfg Config, reg *Registry, hooks Hooks, source HookSource, secrets SecretSource, conns ConnectionSource, pub EventPublisher, log *slog.Logger) *Runner {
@@ -470,6 +480,9 @@ func (r *Runner) publish(ctx context.Context, sc Scope, def Definition, start ti
 		res.Hooks = ev.Hooks
 	}
 	res.Event = ev
+	if r.obs != nil {
+		r.obs.ToolExecution(def.Toolkit, code, ev.EndedAt.Sub(start))
+	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
 	defer cancel()
 	err := r.pub.Publish(pctx, ev)

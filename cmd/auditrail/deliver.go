@@ -79,11 +79,16 @@ func runDeliver(ctx context.Context, args []string) error {
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they open the destinations' secrets)")
 	allowPrivate := addEgressFlag(fs)
 	df := addDeliverFlags(fs)
+	metricsAddr := addMetricsFlag(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
+	if err != nil {
+		return err
+	}
+	m, err := startMetrics(ctx, *metricsAddr, log)
 	if err != nil {
 		return err
 	}
@@ -126,7 +131,9 @@ func runDeliver(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	observeDeliver(m, d)
 	app := httpapi.NewApp(log)
+	observeApp(m, app)
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{natsx.RoleDeliver: nc}), deliverCheck(d)}, func() map[string]any {
 		return map[string]any{healthDeliver: d.Stats()}
 	}))

@@ -22,6 +22,7 @@ import (
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
@@ -185,6 +186,7 @@ type devFlags struct {
 	demo, newKey, allowPrivate             *bool
 	publicURL                              *string
 	streamKey                              *string // with --nats-url
+	metrics                                *string
 	log                                    *slog.Logger
 }
 
@@ -212,6 +214,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.newKey = fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
 	f.allowPrivate = addEgressFlag(fs)
 	f.streamKey = addStreamKeyFlag(fs)
+	f.metrics = addMetricsFlag(fs)
 	mkLog := fs.logFlags("text")
 	if err := fs.parse(args); err != nil {
 		return f, err
@@ -240,6 +243,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 type devProcess struct {
 	f       devFlags
 	closers []func()
+	m       *metrics.Registry // nil without --metrics
 
 	ns      *server.Server
 	stream  *natsx.StreamSigner // signs stream credentials (embedded NATS)
@@ -287,7 +291,7 @@ func (d *devProcess) close() {
 }
 
 // prepare makes and locks the data directory and checks the listeners.
-func (d *devProcess) prepare(context.Context) error {
+func (d *devProcess) prepare(ctx context.Context) error {
 	if err := os.MkdirAll(*d.f.data, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -297,6 +301,9 @@ func (d *devProcess) prepare(context.Context) error {
 	}
 	d.later(unlock)
 	if err := checkFree("--http", *d.f.http); err != nil {
+		return err
+	}
+	if d.m, err = startMetrics(ctx, *d.f.metrics, d.f.log); err != nil {
 		return err
 	}
 	if *d.f.nats.url == "" {
@@ -434,6 +441,7 @@ func (d *devProcess) startToolRunner(context.Context) error {
 	d.outbox = outbox
 	d.later(stopOutbox)
 	d.runner, d.proxy = newToolRunner(reg, d.admin, outbox, d.guard, d.f.log)
+	observeToolRunner(d.m, d.runner, d.proxy, d.outbox)
 	return nil
 }
 
@@ -448,6 +456,9 @@ func (d *devProcess) startIngest(ctx context.Context) error {
 	ecfg := d.f.ingest
 	ecfg.Durable = ingest.ExecutionDurable
 	if d.inExec, err = ingest.NewExecution(nc, d.store, ecfg, d.f.log); err != nil {
+		return err
+	}
+	if err := observeIngest(d.m, nc, d.in, d.inExec, d.f.ingest.Durable, ecfg.Durable); err != nil {
 		return err
 	}
 	ictx, stopIngest := context.WithCancel(context.WithoutCancel(ctx))
@@ -478,6 +489,7 @@ func (d *devProcess) startDeliver(ctx context.Context) error {
 	if d.deliverer, err = newDeliverer(d.conns[natsx.RoleDeliver], d.cp.state, keys, d.guard, d.f.deliver, d.f.log); err != nil {
 		return err
 	}
+	observeDeliver(d.m, d.deliverer)
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -529,6 +541,8 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	}
 	log, proxies := d.f.log, d.cp.proxies
 	d.app = httpapi.NewApp(log)
+	observeApp(d.m, d.app)
+	observeAuditOutbox(d.m, d.admin)
 	cs := ingestConsumers(d.in, d.inExec)
 	d.app.Get("/healthz", healthHandler(append(roleChecks(d.conns, d.store, cs), deliverCheck(d.deliverer)), func() map[string]any {
 		return cs.counters(map[string]any{healthHooks: d.proxy.Stats(), healthExecutionOutbox: d.outbox.Stats(), healthAuditOutbox: map[string]int{"pending": d.admin.PendingEvents()},

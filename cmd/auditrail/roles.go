@@ -14,6 +14,7 @@ import (
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
@@ -33,6 +34,7 @@ func runIngest(ctx context.Context, args []string) error {
 	inf := addIngestFlags(fs)
 	gcPercent := fs.Int("gc-percent", "", defaultGCPercent, "GOGC of the process, unless GOGC is set")
 	memLimit := fs.Int("memory-limit", "", 0, "soft limit of the Go heap in MiB, unless GOMEMLIMIT is set (0: derived from the batch bounds)")
+	metricsAddr := addMetricsFlag(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -56,6 +58,10 @@ func runIngest(ctx context.Context, args []string) error {
 		return usageErrorf("--gc-percent must be positive and --memory-limit not negative")
 	}
 	setGC(icfg, *gcPercent, int64(*memLimit)<<20, log)
+	m, err := startMetrics(ctx, *metricsAddr, log)
+	if err != nil {
+		return err
+	}
 	// A CPU profile of the role, for `auditrail bench -run ingest`, whose
 	// child process inherits the variable.
 	stopProfile, err := startCPUProfile(os.Getenv("AUDITRAIL_INGEST_CPUPROFILE"))
@@ -81,7 +87,11 @@ func runIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := observeIngest(m, nc, in, inExec, icfg.Durable, ecfg.Durable); err != nil {
+		return err
+	}
 	app := httpapi.NewApp(log)
+	observeApp(m, app)
 	cs := ingestConsumers(in, inExec)
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleIngest: nc}, store, cs), func() map[string]any {
 		return cs.counters(map[string]any{})
@@ -126,6 +136,7 @@ func runQuery(ctx context.Context, args []string) error {
 	rate := auditLimit.add(fs)
 	maxStreams := addLiveFlags(fs)
 	feedDurable := addFeedFlags(fs)
+	metricsAddr := addMetricsFlag(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -141,6 +152,10 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	keys, err := keyList("cursor-keys", *curKeys, "", "", 0)
+	if err != nil {
+		return err
+	}
+	m, err := startMetrics(ctx, *metricsAddr, log)
 	if err != nil {
 		return err
 	}
@@ -190,6 +205,7 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	app := httpapi.NewApp(log)
+	observeApp(m, app)
 	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleQuery: nc}, store, nil), nil))
 	qs.Register(app, httpapi.RateLimit(limiter, cp.proxies, log))
 	// The dashboard: its page also calls /api/v1/me and the admin routes of
@@ -217,7 +233,8 @@ type adminRole struct {
 	admin *controlplane.Service
 	guard *egress.Guard
 	log   *slog.Logger
-	limit fiber.Handler // the rate limit of the role's API
+	limit fiber.Handler     // the rate limit of the role's API
+	m     *metrics.Registry // nil without --metrics
 	stop  func()
 }
 
@@ -235,11 +252,16 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes, the first seals (the control plane's; required)")
 	rate := limit.add(fs)
 	allowPrivate := addEgressFlag(fs)
+	metricsAddr := addMetricsFlag(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
 		return nil, "", err
 	}
 	log, err := mkLog(os.Stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := startMetrics(ctx, *metricsAddr, log)
 	if err != nil {
 		return nil, "", err
 	}
@@ -258,7 +280,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 		return nil, "", err
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	r := &adminRole{nc: nc, log: log, stop: func() { stopBG(); nc.Close() }}
+	r := &adminRole{nc: nc, log: log, m: m, stop: func() { stopBG(); nc.Close() }}
 	fail := func(err error) (*adminRole, string, error) { r.stop(); return nil, "", err }
 	if r.cp, err = openControlPlane(bg, nc, af, "", name != natsx.RoleControlPlane, log); err != nil {
 		return fail(err)
@@ -302,7 +324,9 @@ func runControlPlane(ctx context.Context, args []string) error {
 	if err := loadStreamCredentials(ctx, r.admin, *streamKey, r.nc, r.log); err != nil {
 		return err
 	}
+	observeAuditOutbox(r.m, r.admin)
 	app := httpapi.NewApp(r.log)
+	observeApp(r.m, app)
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
 		return map[string]any{healthAuditOutbox: map[string]int{"pending": r.admin.PendingEvents()}}
 	}))
@@ -335,7 +359,9 @@ func runToolRunner(ctx context.Context, args []string) error {
 	reg, closeToolkits := toolkits(r.guard, r.admin, pageTokenKeys, r.log)
 	defer closeToolkits()
 	runner, proxy := newToolRunner(reg, r.admin, outbox, r.guard, r.log)
+	observeToolRunner(r.m, runner, proxy, outbox)
 	app := httpapi.NewApp(r.log)
+	observeApp(r.m, app)
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
 		return map[string]any{healthHooks: proxy.Stats(), healthExecutionOutbox: outbox.Stats()}
 	}))

@@ -50,6 +50,7 @@ func RateLimit(l Limiter, proxies httpx.TrustedProxies, log *slog.Logger) fiber.
 		c.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, d.Remaining)))
 		c.Set("X-RateLimit-Reset", strconv.Itoa(reset))
 		if !d.Allowed {
+			c.Locals(localRateLimited, true)
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(max(1, reset)))
 			return fiber.NewError(fiber.StatusTooManyRequests, "rate limit exceeded: "+strconv.Itoa(d.Limit)+" requests per window per client IP (per /64 for IPv6); retry after "+strconv.Itoa(max(1, reset))+"s")
 		}
