@@ -74,7 +74,7 @@ func deliverCheck(d *deliver.Deliverer) check {
 // runDeliver is the production delivery role: push destinations.
 func runDeliver(ctx context.Context, args []string) error {
 	fs := newFlags("deliver")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8084", "listener of /healthz")
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they open the destinations' secrets)")
 	allowPrivate := addEgressFlag(fs)
@@ -91,6 +91,7 @@ func runDeliver(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.Replicas = nf.replicaCount()
 	keys, err := keyList("secrets-keys", *secKeys, "", "", 32)
 	if err != nil {
 		return err

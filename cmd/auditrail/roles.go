@@ -113,7 +113,7 @@ func runIngest(ctx context.Context, args []string) error {
 // authenticating against the control-plane state in NATS.
 func runQuery(ctx context.Context, args []string) error {
 	fs := newFlags("query")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
 	af := addAccessFlags(fs)
@@ -143,11 +143,11 @@ func runQuery(ctx context.Context, args []string) error {
 	defer nc.Close()
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	cp, err := openControlPlane(bg, nc, af, "", true, log)
+	cp, err := openControlPlane(bg, nc, af, "", true, 1, log)
 	if err != nil {
 		return err
 	}
-	limiter, err := rateLimiter(bg, nc, auditLimit, *rate, log)
+	limiter, err := rateLimiter(bg, nc, auditLimit, nf.replicaCount(), *rate, log)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	for _, add := range more {
 		add(fs)
 	}
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", name == natsx.RoleControlPlane)
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", name == natsx.RoleControlPlane).withReplicas(fs)
 	httpAddr := fs.String("http", "", defAddr, "listener of the API")
 	publicURL := addPublicURLFlag(fs, "")
 	af := addAccessFlags(fs)
@@ -241,7 +241,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	}
 	// The control plane creates the streams; the tool runner waits for them.
 	if nf.maxAge != nil {
-		err = ensureStreams(ctx, nc, *nf.maxAge)
+		err = ensureStreams(ctx, nc, *nf.maxAge, nf.replicaCount())
 	} else {
 		err = waitStreams(ctx, nc, log, schemas.StreamEvents)
 	}
@@ -252,7 +252,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	r := &adminRole{nc: nc, log: log, stop: func() { stopBG(); nc.Close() }}
 	fail := func(err error) (*adminRole, string, error) { r.stop(); return nil, "", err }
-	if r.cp, err = openControlPlane(bg, nc, af, "", name != natsx.RoleControlPlane, log); err != nil {
+	if r.cp, err = openControlPlane(bg, nc, af, "", name != natsx.RoleControlPlane, nf.replicaCount(), log); err != nil {
 		return fail(err)
 	}
 	if r.pub, err = producers.New(nc, producers.DefaultConfig(), log); err != nil {
@@ -261,7 +261,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	if r.admin, err = r.cp.adminService(r.pub, *secKeys, "", log); err != nil {
 		return fail(err)
 	}
-	limiter, err := rateLimiter(bg, nc, limit, *rate, log)
+	limiter, err := rateLimiter(bg, nc, limit, nf.replicaCount(), *rate, log)
 	if err != nil {
 		return fail(err)
 	}

@@ -155,8 +155,44 @@ type StreamConfig struct {
 	Duplicates time.Duration
 	// MaxAge of events in AUDITRAIL_EVENTS; 0 keeps them until limits say otherwise.
 	MaxAge time.Duration
-	// Replicas for clustered deployments.
+	// Replicas of each stream: 1 on one server, 3 (or 5) in a JetStream
+	// cluster. An existing stream is raised or lowered to it.
 	Replicas int
+}
+
+// MaxReplicas is the most replicas JetStream keeps of a stream.
+const MaxReplicas = 5
+
+// ValidateReplicas checks a replica count of --nats-replicas.
+func ValidateReplicas(n int) error {
+	if n < 1 || n > MaxReplicas {
+		return fmt.Errorf("%w: replicas %d not in 1..%d", ErrInvalidOption, n, MaxReplicas)
+	}
+	return nil
+}
+
+// EnsureReplicas sets the replica count of the existing stream name (a KV
+// bucket is the stream KV_<bucket>) to n when it differs; JetStream moves
+// the data to the new peers in the background. It returns the stream's
+// config as it is now.
+func EnsureReplicas(ctx context.Context, js jetstream.JetStream, name string, n int) (jetstream.StreamConfig, error) {
+	if err := ValidateReplicas(n); err != nil {
+		return jetstream.StreamConfig{}, err
+	}
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		return jetstream.StreamConfig{}, err
+	}
+	sc := st.CachedInfo().Config
+	if sc.Replicas == n || (sc.Replicas == 0 && n == 1) {
+		return sc, nil
+	}
+	old := sc.Replicas
+	sc.Replicas = n
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return sc, fmt.Errorf("stream %s: replicas %d to %d: %w", name, old, n, err)
+	}
+	return sc, nil
 }
 
 // DefaultStreamConfig returns a 20-minute dedup window, unlimited age, one replica.
@@ -175,10 +211,7 @@ func (c StreamConfig) Validate() error {
 	if c.MaxAge != 0 && c.MaxAge < c.Duplicates {
 		return fmt.Errorf("%w: max age %s is shorter than the duplicate window", ErrInvalidOption, c.MaxAge)
 	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return fmt.Errorf("%w: replicas %d not in 1..5", ErrInvalidOption, c.Replicas)
-	}
-	return nil
+	return ValidateReplicas(c.Replicas)
 }
 
 // EnsureStreams creates AUDITRAIL_EVENTS and AUDITRAIL_DLQ, or updates them to
