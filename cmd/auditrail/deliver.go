@@ -105,11 +105,18 @@ func runDeliver(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	if err := waitStreams(ctx, nc, log, schemas.StreamEvents); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+	// Serve at once: /healthz is 503, naming what the role waits for,
+	// until the stream and the control-plane bucket exist.
+	ctx, listenFailed := context.WithCancel(ctx)
+	defer listenFailed()
+	sw := newStartWait(log)
+	served := sw.serve(ctx, *httpAddr, listenFailed)
+	err = sw.waitStreams(ctx, nc, schemas.StreamEvents)
+	if err == nil {
+		err = sw.waitBucket(ctx, nc, controlplane.DefaultBucket, natsx.RoleControlPlane)
+	}
+	if err != nil {
+		return startFailed(ctx, served, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -131,11 +138,7 @@ func runDeliver(ctx context.Context, args []string) error {
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{natsx.RoleDeliver: nc}), deliverCheck(d)}, func() map[string]any {
 		return map[string]any{healthDeliver: d.Stats()}
 	}))
-	go func() {
-		if err := serve(ctx, app, *httpAddr, log); err != nil {
-			log.Error("health listener", "err", err)
-		}
-	}()
+	sw.open(app)
 	err = d.Run(ctx)
 	_ = nc.Drain()
 	return err

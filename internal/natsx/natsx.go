@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,22 @@ type ServerConfig struct {
 	// anonymous connection is refused. Nil (tests of single packages)
 	// leaves the server open.
 	Auth *Auth
+	// Name is the server_name ("auditrail-dev" when empty); each server of
+	// a cluster needs its own.
+	Name string
+	// Cluster, when set, makes the server one of a JetStream cluster.
+	Cluster *ClusterConfig
+}
+
+// ClusterConfig joins a server to a JetStream cluster: every server has the
+// same Name and lists the route listeners of the others.
+type ClusterConfig struct {
+	// Name of the cluster.
+	Name string
+	// Listen is host:port of this server's route listener.
+	Listen string
+	// Routes are the nats-route://host:port URLs of the other servers.
+	Routes []string
 }
 
 // DefaultServerConfig returns the defaults of `auditrail dev`.
@@ -54,6 +71,14 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.ReadyTimeout <= 0 {
 		return fmt.Errorf("%w: nats ready timeout must be positive", ErrInvalidOption)
+	}
+	if c.Cluster != nil {
+		if c.Cluster.Name == "" || c.Name == "" {
+			return fmt.Errorf("%w: a clustered nats server needs a cluster name and a server name", ErrInvalidOption)
+		}
+		if _, _, err := net.SplitHostPort(c.Cluster.Listen); err != nil {
+			return fmt.Errorf("%w: nats cluster listen %q: %v", ErrInvalidOption, c.Cluster.Listen, err)
+		}
 	}
 	return nil
 }
@@ -76,8 +101,12 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
+	name := cfg.Name
+	if name == "" {
+		name = "auditrail-dev"
+	}
 	opts := &server.Options{
-		ServerName: "auditrail-dev",
+		ServerName: name,
 		Host:       host,
 		Port:       port,
 		JetStream:  true,
@@ -88,6 +117,20 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 		// The CONNECT of a role carries its user JWT with the role's
 		// permissions: more than the default 4 KiB.
 		MaxControlLine: MaxControlLine,
+	}
+	if c := cfg.Cluster; c != nil {
+		chost, cport, _ := net.SplitHostPort(c.Listen)
+		if opts.Cluster.Port, err = strconv.Atoi(cport); err != nil {
+			return nil, fmt.Errorf("%w: nats cluster port %q", ErrInvalidOption, cport)
+		}
+		opts.Cluster.Name, opts.Cluster.Host = c.Name, chost
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("%w: nats route %q: %v", ErrInvalidOption, r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
 	}
 	if cfg.Auth != nil {
 		if err := cfg.Auth.configure(opts); err != nil {
