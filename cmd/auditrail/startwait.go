@@ -42,17 +42,22 @@ type startWait struct {
 var startPolicy = retry.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2, Jitter: 0.2}
 
 func newStartWait(log *slog.Logger) *startWait {
-	w := &startWait{log: log, waiting: "start"}
+	w := &startWait{log: log, waiting: starting}
 	w.front = httpapi.NewApp(log)
 	w.front.Use(func(c *fiber.Ctx) error {
 		if h := w.inner.Load(); h != nil {
 			(*h)(c.Context())
 			return nil
 		}
-		what := w.waitingFor()
+		w.mu.Lock()
+		what, why := w.waiting, w.reason()
+		w.mu.Unlock()
+		if what == "" { // between two waits, or done and not open yet
+			what, why = starting, "waiting for "+starting
+		}
 		if c.Path() == "/healthz" {
 			return c.Status(fiber.StatusServiceUnavailable).JSON(map[string]any{"status": "unavailable", healthWaitingFor: what,
-				"checks": map[string]string{healthStartup: w.checkErr().Error()}})
+				"checks": map[string]string{healthStartup: why}})
 		}
 		c.Set(fiber.HeaderRetryAfter, "1")
 		return c.Status(fiber.StatusServiceUnavailable).JSON(httpapi.Envelope{Code: fiber.StatusServiceUnavailable,
@@ -73,18 +78,29 @@ func (w *startWait) set(what string) {
 	w.mu.Unlock()
 }
 
-// checkErr says what the role waits for and why (the latest attempt's
-// error), or nil.
+// starting is what a role waits for between its waits.
+const starting = "the role to start"
+
+// reason says what the role waits for and why (the latest attempt's
+// error), or "" (w.mu held).
+func (w *startWait) reason() string {
+	switch {
+	case w.waiting == "":
+		return ""
+	case w.last != nil:
+		return fmt.Sprintf("waiting for %s: %v", w.waiting, w.last)
+	}
+	return "waiting for " + w.waiting
+}
+
+// checkErr is reason as an error, or nil.
 func (w *startWait) checkErr() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch {
-	case w.waiting == "":
-		return nil
-	case w.last != nil:
-		return fmt.Errorf("waiting for %s: %w", w.waiting, w.last)
+	if r := w.reason(); r != "" {
+		return errors.New(r)
 	}
-	return fmt.Errorf("waiting for %s", w.waiting)
+	return nil
 }
 
 // until calls fn until it succeeds (usage errors are not retried), saying
