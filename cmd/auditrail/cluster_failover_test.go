@@ -40,9 +40,9 @@ func clusterEvents(t *testing.T) int {
 // wrong: an answer other than 200 or 503, or a page out of order or with
 // an event twice.
 type apiWatch struct {
-	mu                sync.Mutex
+	mu                 sync.Mutex
 	calls, unavailable int
-	wrong             []string
+	wrong              []string
 }
 
 func (w *apiWatch) add(status int, what string, ok bool) {
