@@ -73,13 +73,16 @@ func TestClusterFailover(t *testing.T) {
 		t.Skip("three NATS servers and 200k events")
 	}
 	n := clusterEvents(t)
+	began := time.Now()
 	cluster := testenv.NewNATSCluster(t, 3)
+	t.Logf("cluster up in %s", time.Since(began).Round(time.Millisecond))
 	data := t.TempDir()
 	boot := "bootstrap-key-of-the-failover-test"
 	p := launchDev(t, data, "--nats-url", cluster.URL(), "--nats-creds", cluster.Creds(natsx.RoleAdmin), "--nats-replicas", "3",
 		"--bootstrap-key", boot, "--flush-interval", "100ms", "--rate-limit", "1000000/60s", "--admin-rate-limit", "1000000/60s",
 		"--tool-rate-limit", "1000000/60s")
 	p.waitHealthy(t, 60*time.Second)
+	t.Logf("dev healthy at %s", time.Since(began).Round(time.Millisecond))
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
 	project := c.call("POST", "/api/v1/orgs/"+org+"/projects", boot, map[string]any{"name": "p"}).data()["id"].(string)
