@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
@@ -213,6 +214,19 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+	// Ingest's durable consumer, created at one replica, follows its stream.
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ci, err := js.Consumer(ctx, schemas.StreamEvents, ingest.DefaultConfig().Durable)
+		cancel()
+		if err == nil && ci.CachedInfo().Cluster != nil && len(ci.CachedInfo().Cluster.Replicas) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ingest's consumer did not follow its stream to 2 replicas: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
