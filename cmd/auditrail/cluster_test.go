@@ -168,6 +168,25 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// The tool runner's API works too: an execution is answered and listed.
+	project := admin.call("POST", "/api/v1/orgs/"+org+"/projects", boot, map[string]any{"name": "p"}).data()["id"].(string)
+	r := newAPIClient(t, waiting[1].proc.addr).call("POST", "/api/v1/orgs/"+org+"/projects/"+project+"/tools/execute", boot,
+		map[string]any{"tool_name": "DocumentDbToolkit.DiscoverDatabases", "input": map[string]any{}, "user_id": "alice"})
+	execID, _ := r.data()["execution_id"].(string)
+	if r.status != 200 || execID == "" {
+		t.Fatalf("tool execution on the tool runner: %d %s", r.status, r.raw)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		l := q.call("GET", "/api/v1/orgs/"+org+"/tool_executions?limit=1", boot, nil)
+		if items, _ := l.data()["items"].([]any); len(items) == 1 && items[0].(map[string]any)["execution_id"] == execID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the execution is not listed by the query role: %d %s", l.status, l.raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	js, err := jetstream.New(cluster.Connect(t, natsx.RoleAdmin))
 	if err != nil {
 		t.Fatal(err)
