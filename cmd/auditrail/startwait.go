@@ -42,9 +42,13 @@ type startWait struct {
 var startPolicy = retry.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2, Jitter: 0.2}
 
 func newStartWait(log *slog.Logger) *startWait {
-	w := &startWait{log: log, waiting: starting}
-	w.front = httpapi.NewApp(log)
-	w.front.Use(func(c *fiber.Ctx) error {
+	return &startWait{log: log, waiting: starting}
+}
+
+// newFront is the app that serve listens with.
+func (w *startWait) newFront() *fiber.App {
+	front := httpapi.NewApp(w.log)
+	front.Use(func(c *fiber.Ctx) error {
 		if h := w.inner.Load(); h != nil {
 			(*h)(c.Context())
 			return nil
@@ -63,7 +67,7 @@ func newStartWait(log *slog.Logger) *startWait {
 		return c.Status(fiber.StatusServiceUnavailable).JSON(httpapi.Envelope{Code: fiber.StatusServiceUnavailable,
 			Msg: "starting: waiting for " + what})
 	})
-	return w
+	return front
 }
 
 func (w *startWait) waitingFor() string {
@@ -147,8 +151,10 @@ func (w *startWait) open(app *fiber.App) {
 }
 
 // serve runs the front app on addr until ctx ends; a listener that fails
-// calls failed.
+// calls failed. A role whose own app serves from the start (ingest) uses
+// check and extra instead.
 func (w *startWait) serve(ctx context.Context, addr string, failed func()) <-chan error {
+	w.front = w.newFront()
 	done := make(chan error, 1)
 	go func() {
 		err := serve(ctx, w.front, addr, w.log)
