@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
 )
 
@@ -60,13 +61,16 @@ type StateConfig struct {
 	// StatesBucket is the KV bucket of the used OAuth states
 	// (DefaultStatesBucket when empty); a writable state creates it.
 	StatesBucket string
+	// Replicas of the buckets a writable state creates (1..5): an
+	// existing bucket is raised or lowered to it.
+	Replicas int
 }
 
 // DefaultStateConfig returns the writable DefaultBucket, a 30 s staleness
 // bound and a reconnect back-off from 100 ms to 5 s.
 func DefaultStateConfig() StateConfig {
 	return StateConfig{Bucket: DefaultBucket, MaxStaleness: 30 * time.Second,
-		Reconnect: retry.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, StatesBucket: DefaultStatesBucket}
+		Reconnect: retry.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, StatesBucket: DefaultStatesBucket, Replicas: 1}
 }
 
 var bucketName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -80,6 +84,8 @@ func (c StateConfig) Validate() error {
 		return fmt.Errorf("%w: states bucket %q is not a valid KV bucket name of its own", ErrInvalidOption, c.StatesBucket)
 	case c.MaxStaleness < 100*time.Millisecond:
 		return fmt.Errorf("%w: max staleness %s below 100ms", ErrInvalidOption, c.MaxStaleness)
+	case c.Replicas < 1 || c.Replicas > natsx.MaxReplicas:
+		return fmt.Errorf("%w: replicas %d not in 1..%d", ErrInvalidOption, c.Replicas, natsx.MaxReplicas)
 	}
 	if err := c.Reconnect.Validate(); err != nil {
 		return fmt.Errorf("%w: reconnect: %w", ErrInvalidOption, err)
@@ -187,8 +193,8 @@ func OpenState(ctx context.Context, js jetstream.JetStream, cfg StateConfig, log
 }
 
 // openBucket looks the bucket up, and for a writable state creates it or
-// turns on what the outbox needs; it never rewrites an existing bucket's
-// other settings.
+// turns on what the outbox needs and sets its replicas; it never rewrites
+// an existing bucket's other settings.
 func openBucket(ctx context.Context, js jetstream.JetStream, cfg StateConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if cfg.ReadOnly || (err != nil && !errors.Is(err, jetstream.ErrBucketNotFound)) {
@@ -200,6 +206,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg StateConfig) (j
 			Description: "auditrail control-plane state",
 			History:     1,
 			Storage:     jetstream.FileStorage,
+			Replicas:    cfg.Replicas,
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, cfg.Bucket)
@@ -218,6 +225,9 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg StateConfig) (j
 		if _, err := js.UpdateStream(ctx, sc); err != nil {
 			return nil, fmt.Errorf("enable atomic batches: %w", err)
 		}
+	}
+	if _, err := natsx.EnsureReplicas(ctx, js, sc.Name, cfg.Replicas); err != nil {
+		return nil, err
 	}
 	return kv, nil
 }

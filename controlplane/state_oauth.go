@@ -34,7 +34,8 @@ func (s *State) oauthStates(ctx context.Context) (jetstream.KeyValue, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.statesBucket(),
-		Description: "auditrail: used OAuth states (single use)", History: 1, TTL: StatesMaxAge, Storage: jetstream.FileStorage})
+		Description: "auditrail: used OAuth states (single use)", History: 1, TTL: StatesMaxAge, Storage: jetstream.FileStorage,
+		Replicas: s.cfg.Replicas})
 	if err != nil {
 		return nil, fmt.Errorf("%w: OAuth states bucket %s: %w", ErrUnavailabe, s.statesBucket(), err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
 )
 
@@ -33,6 +34,9 @@ type Config struct {
 	Instance string
 	// Bucket is the delivery bucket (DefaultBucket).
 	Bucket string
+	// Replicas of the delivery bucket (1..5): an existing bucket is raised
+	// or lowered to it.
+	Replicas int
 	// BatchSize is the most events fetched, and left unacknowledged, at a
 	// time per destination.
 	BatchSize int
@@ -69,7 +73,7 @@ type Config struct {
 // 10 s requests, answers read up to 64 KiB, back-off from 1 s to 30 s,
 // 2 min ack wait, 15 s leases, a 1 s tick, statuses every 2 s.
 func DefaultConfig() Config {
-	return Config{Bucket: DefaultBucket, BatchSize: 100, MaxBodyBytes: 1 << 20, FetchWait: time.Second,
+	return Config{Bucket: DefaultBucket, Replicas: 1, BatchSize: 100, MaxBodyBytes: 1 << 20, FetchWait: time.Second,
 		RequestTimeout: 10 * time.Second, MaxResponseBytes: 64 << 10,
 		Retry:   retry.Policy{Initial: time.Second, Max: 30 * time.Second},
 		AckWait: 2 * time.Minute, LeaseTTL: 15 * time.Second, Tick: time.Second, StatusEvery: 2 * time.Second,
@@ -79,6 +83,8 @@ func DefaultConfig() Config {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	switch {
+	case c.Replicas < 1 || c.Replicas > natsx.MaxReplicas:
+		return fmt.Errorf("%w: replicas %d not in 1..%d", ErrInvalidOption, c.Replicas, natsx.MaxReplicas)
 	case c.Bucket == "":
 		return fmt.Errorf("%w: bucket is empty", ErrInvalidOption)
 	case c.BatchSize < 1 || c.BatchSize > 10_000:

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -114,7 +115,7 @@ func (d *Deliverer) Stats() map[string]any {
 // hand are handed back to the stream) and gives up its leases.
 func (d *Deliverer) Run(ctx context.Context) error {
 	err := retry.Do(ctx, retry.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, func(ctx context.Context) error {
-		kv, err := openBucket(ctx, d.js, d.cfg.Bucket)
+		kv, err := openBucket(ctx, d.js, d.cfg.Bucket, d.cfg.Replicas)
 		if err != nil {
 			return err
 		}
@@ -146,14 +147,17 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	}
 }
 
-func openBucket(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Description: "auditrail delivery: statuses, leases, instances",
-			History: 1, Storage: jetstream.FileStorage})
+			History: 1, Storage: jetstream.FileStorage, Replicas: replicas})
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, bucket)
 		}
+	}
+	if err == nil {
+		_, err = natsx.EnsureReplicas(ctx, js, "KV_"+bucket, replicas)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("delivery bucket %s: %w", bucket, err)

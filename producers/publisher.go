@@ -235,6 +235,12 @@ func (p *Publisher) round(ctx context.Context, msgs []*nats.Msg, pending []int) 
 	return failed, nil
 }
 
+// errCodeDuplicateInProcess (409) answers a publish whose Nats-Msg-Id is
+// the one of a publish the stream has not yet stored: during a leader
+// election the first attempt may still be proposed when the retry comes.
+// The retry after it is answered as a duplicate (stored once) or stores it.
+const errCodeDuplicateInProcess jetstream.ErrorCode = 10158
+
 // permanent reports whether a publish error cannot be fixed by retrying: the
 // server refused the message itself (too large, or an API error other than
 // unavailability).
@@ -246,6 +252,9 @@ func permanent(err error) bool {
 	if errors.As(err, &apiErr) {
 		switch apiErr.Code {
 		case 503, 408, 429: // unavailable, timeout, too many requests
+			return false
+		}
+		if apiErr.ErrorCode == errCodeDuplicateInProcess {
 			return false
 		}
 		return apiErr.ErrorCode != jetstream.JSErrCodeJetStreamNotEnabled &&

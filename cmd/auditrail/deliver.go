@@ -74,7 +74,7 @@ func deliverCheck(d *deliver.Deliverer) check {
 // runDeliver is the production delivery role: push destinations.
 func runDeliver(ctx context.Context, args []string) error {
 	fs := newFlags("deliver")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8084", "listener of /healthz")
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they open the destinations' secrets)")
 	allowPrivate := addEgressFlag(fs)
@@ -96,6 +96,7 @@ func runDeliver(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.Replicas = nf.replicaCount()
 	keys, err := keyList("secrets-keys", *secKeys, "", "", 32)
 	if err != nil {
 		return err
@@ -109,11 +110,18 @@ func runDeliver(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	if err := waitStreams(ctx, nc, log, schemas.StreamEvents); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+	// Serve at once: /healthz is 503, naming what the role waits for,
+	// until the stream and the control-plane bucket exist.
+	ctx, listenFailed := context.WithCancel(ctx)
+	defer listenFailed()
+	sw := newStartWait(log)
+	served := sw.serve(ctx, *httpAddr, listenFailed)
+	err = sw.waitStreams(ctx, nc, schemas.StreamEvents)
+	if err == nil {
+		err = sw.waitBucket(ctx, nc, controlplane.DefaultBucket, natsx.RoleControlPlane)
+	}
+	if err != nil {
+		return startFailed(ctx, served, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -137,11 +145,7 @@ func runDeliver(ctx context.Context, args []string) error {
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{natsx.RoleDeliver: nc}), deliverCheck(d)}, func() map[string]any {
 		return map[string]any{healthDeliver: d.Stats()}
 	}))
-	go func() {
-		if err := serve(ctx, app, *httpAddr, log); err != nil {
-			log.Error("health listener", "err", err)
-		}
-	}()
+	sw.open(app)
 	err = d.Run(ctx)
 	_ = nc.Drain()
 	return err

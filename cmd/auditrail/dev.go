@@ -39,6 +39,8 @@ type natsFlags struct {
 	// maxAge is nil on the roles that do not create the streams.
 	maxAge *time.Duration
 	tls    natsTLSFlags
+	// replicas is nil on the roles that create neither streams nor buckets.
+	replicas *int
 }
 
 // natsTLSFlags are the PEM files of the TLS connection to NATS.
@@ -71,8 +73,26 @@ func addNATSFlags(fs *flags, defURL string, createsStreams bool) natsFlags {
 	return f
 }
 
+// withReplicas adds --nats-replicas, for the roles that create streams or
+// KV buckets.
+func (f natsFlags) withReplicas(fs *flags) natsFlags {
+	f.replicas = fs.Int("nats-replicas", "", 1, "replicas of every stream and KV bucket this role creates, 1..5 (3 in a JetStream cluster); an existing one is raised or lowered to it")
+	return f
+}
+
+// replicaCount is --nats-replicas (1 where the role has no such flag).
+func (f natsFlags) replicaCount() int {
+	if f.replicas == nil {
+		return 1
+	}
+	return *f.replicas
+}
+
 // connect dials NATS with the role's credentials.
 func (f natsFlags) connect(name string, log *slog.Logger) (*nats.Conn, error) {
+	if err := natsx.ValidateReplicas(f.replicaCount()); err != nil {
+		return nil, usageErrorf("--nats-replicas: %v", err)
+	}
 	opts, err := f.tls.files().Options()
 	if err != nil {
 		return nil, usageError{err}
@@ -88,15 +108,16 @@ func (f natsFlags) setCredsPoll() {
 	}
 }
 
-// ensureStreams creates or updates the event and dead-letter streams: only
-// the roles allowed to (controlplane, dev) do.
-func ensureStreams(ctx context.Context, nc *nats.Conn, maxAge time.Duration) error {
+// ensureStreams creates or updates the event and dead-letter streams with
+// replicas each: only the roles allowed to (controlplane, dev) do.
+func ensureStreams(ctx context.Context, nc *nats.Conn, maxAge time.Duration, replicas int) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
 	cfg := natsx.DefaultStreamConfig()
 	cfg.MaxAge = maxAge
+	cfg.Replicas = replicas
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return natsx.EnsureStreams(sctx, js, cfg)
@@ -196,7 +217,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f := devFlags{
 		http:       fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API and the dashboard (/dashboard/)"),
 		natsListen: fs.String("nats-listen", "", "127.0.0.1:4222", "client port of the embedded NATS server"),
-		nats:       addNATSFlags(fs, "", true),
+		nats:       addNATSFlags(fs, "", true).withReplicas(fs),
 		data:       fs.String("data", "", "./data", "JetStream store and embedded audit store"),
 		clickhouse: fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite"),
 		chCreds:    addClickHouseCredsFlags(fs),
@@ -233,6 +254,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	if f.deliver, err = df.config(); err != nil {
 		return f, err
 	}
+	f.deliver.Replicas = f.nats.replicaCount()
 	if *f.publicURL == "" {
 		*f.publicURL = clientURL(*f.http)
 	}
@@ -363,7 +385,7 @@ func (d *devProcess) startNATS(ctx context.Context) error {
 		d.later(c.Close)
 		d.conns[role] = c
 	}
-	return ensureStreams(ctx, d.conns[natsx.RoleControlPlane], *d.f.nats.maxAge)
+	return ensureStreams(ctx, d.conns[natsx.RoleControlPlane], *d.f.nats.maxAge, d.f.nats.replicaCount())
 }
 
 // openStore opens the audit store: SQLite at once (its errors are not
@@ -397,7 +419,7 @@ func (d *devProcess) startControlPlane(ctx context.Context) error {
 	d.later(stopBG)
 	nc := d.conns[natsx.RoleControlPlane]
 	var err error
-	if d.cp, err = openControlPlane(bg, nc, d.f.access, *d.f.data, false, d.f.log); err != nil {
+	if d.cp, err = openControlPlane(bg, nc, d.f.access, *d.f.data, false, d.f.nats.replicaCount(), d.f.log); err != nil {
 		return err
 	}
 	if d.pub, err = producers.New(nc, producers.DefaultConfig(), d.f.log); err != nil {
@@ -511,15 +533,15 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	limiter, err := rateLimiter(d.bg, d.conns[natsx.RoleQuery], auditLimit, *d.f.rate, d.f.log)
+	limiter, err := rateLimiter(d.bg, d.conns[natsx.RoleQuery], auditLimit, d.f.nats.replicaCount(), *d.f.rate, d.f.log)
 	if err != nil {
 		return err
 	}
-	adminLimiter, err := rateLimiter(d.bg, d.conns[natsx.RoleControlPlane], adminLimit, *d.f.adminRate, d.f.log)
+	adminLimiter, err := rateLimiter(d.bg, d.conns[natsx.RoleControlPlane], adminLimit, d.f.nats.replicaCount(), *d.f.adminRate, d.f.log)
 	if err != nil {
 		return err
 	}
-	toolLimiter, err := rateLimiter(d.bg, d.conns[natsx.RoleToolRunner], toolLimit, *d.f.toolRate, d.f.log)
+	toolLimiter, err := rateLimiter(d.bg, d.conns[natsx.RoleToolRunner], toolLimit, d.f.nats.replicaCount(), *d.f.toolRate, d.f.log)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ type controlPlane struct {
 // authenticator. dataDir (dev) keeps a generated bootstrap key hash. Only
 // the control plane writes the state: the other roles open it readOnly
 // (their NATS credentials could not write it anyway).
-func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir string, readOnly bool, log *slog.Logger) (*controlPlane, error) {
+func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir string, readOnly bool, replicas int, log *slog.Logger) (*controlPlane, error) {
 	proxies, err := httpx.ParseTrustedProxies(*f.trusted)
 	if err != nil {
 		return nil, usageError{err}
@@ -76,6 +76,7 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	}
 	scfg := controlplane.DefaultStateConfig()
 	scfg.ReadOnly = readOnly
+	scfg.Replicas = replicas
 	state, err := controlplane.OpenState(ctx, js, scfg, log)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func (f limitFamily) add(fs *flags) *string {
 
 // rateLimiter builds the shared limiter of one API family; log gets its
 // outages (while its bucket fails it counts in the process).
-func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string, log *slog.Logger) (*ratelimit.Limiter, error) {
+func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, replicas int, spec string, log *slog.Logger) (*ratelimit.Limiter, error) {
 	s, err := ratelimit.ParseSpec(spec)
 	if err != nil {
 		return nil, usageErrorf("--%s: %v", f.flag, err)
@@ -129,7 +130,7 @@ func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, spec string,
 	if err != nil {
 		return nil, err
 	}
-	l, err := ratelimit.New(ctx, js, f.bucket, s, ratelimit.WithLogger(log.With("limit", f.flag)))
+	l, err := ratelimit.New(ctx, js, f.bucket, s, ratelimit.WithLogger(log.With("limit", f.flag)), ratelimit.WithReplicas(replicas))
 	if err != nil {
 		return nil, fmt.Errorf("rate limiter of the %s: %w", f.what, err)
 	}

@@ -93,26 +93,29 @@ func runIngest(ctx context.Context, args []string) error {
 	app := httpapi.NewApp(log)
 	observeApp(m, app)
 	cs := ingestConsumers(in, inExec)
-	app.Get("/healthz", healthHandler(roleChecks(map[string]*nats.Conn{natsx.RoleIngest: nc}, store, cs), func() map[string]any {
-		return cs.counters(map[string]any{})
+	sw := newStartWait(log)
+	app.Get("/healthz", healthHandler(append(roleChecks(map[string]*nats.Conn{natsx.RoleIngest: nc}, store, cs), sw.check()), func() map[string]any {
+		return sw.extra(cs.counters(map[string]any{}))
 	}))
 	go func() {
 		if err := serve(ctx, app, *httpAddr, log); err != nil {
 			log.Error("health listener", "err", err)
 		}
 	}()
-	if err := waitStreams(ctx, nc, log); err != nil {
+	if err := sw.waitStreams(ctx, nc); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	sw.set("the audit store")
 	if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	sw.set("")
 	done := make(chan error, 1)
 	go func() { done <- inExec.Run(ctx) }()
 	err = in.Run(ctx)
@@ -127,7 +130,7 @@ func runIngest(ctx context.Context, args []string) error {
 // authenticating against the control-plane state in NATS.
 func runQuery(ctx context.Context, args []string) error {
 	fs := newFlags("query")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	chCreds := addClickHouseCredsFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
@@ -164,17 +167,26 @@ func runQuery(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
+	// Serve at once: /healthz is 503, naming what the role waits for,
+	// until the control-plane bucket exists; then the API's, 503 until
+	// the store answers.
+	ctx, listenFailed := context.WithCancel(ctx)
+	defer listenFailed()
+	sw := newStartWait(log)
+	served := sw.serve(ctx, *httpAddr, listenFailed)
+	if err := sw.waitBucket(ctx, nc, controlplane.DefaultBucket, natsx.RoleControlPlane); err != nil {
+		return startFailed(ctx, served, err)
+	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	cp, err := openControlPlane(bg, nc, af, "", true, log)
+	cp, err := openControlPlane(bg, nc, af, "", true, 1, log)
 	if err != nil {
 		return err
 	}
-	limiter, err := rateLimiter(bg, nc, auditLimit, *rate, log)
+	limiter, err := rateLimiter(bg, nc, auditLimit, nf.replicaCount(), *rate, log)
 	if err != nil {
 		return err
 	}
-	// Serve at once; /healthz is 503 until the store answers.
 	store := newPendingStore()
 	defer store.Close()
 	storeErr := make(chan error, 1)
@@ -212,14 +224,13 @@ func runQuery(ctx context.Context, args []string) error {
 	// the controlplane role, so a deployment that splits the roles puts one
 	// origin in front that routes by path.
 	dashboard.Register(app)
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, app, *httpAddr, log) }()
+	sw.open(app)
 	select {
 	case err := <-served:
 		return err
 	case err := <-storeErr:
 		stopLive()
-		_ = app.ShutdownWithTimeout(5 * time.Second)
+		_ = sw.front.ShutdownWithTimeout(5 * time.Second)
 		return err
 	}
 }
@@ -236,6 +247,10 @@ type adminRole struct {
 	limit fiber.Handler     // the rate limit of the role's API
 	m     *metrics.Registry // nil without --metrics
 	stop  func()
+	// sw serves from the start; the role opens it with its app, then
+	// waits for served.
+	sw     *startWait
+	served <-chan error
 }
 
 // startAdminRole parses the role's flags (addr is its default listener)
@@ -245,7 +260,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	for _, add := range more {
 		add(fs)
 	}
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", name == natsx.RoleControlPlane)
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", name == natsx.RoleControlPlane).withReplicas(fs)
 	httpAddr := fs.String("http", "", defAddr, "listener of the API")
 	publicURL := addPublicURLFlag(fs, "")
 	af := addAccessFlags(fs)
@@ -269,20 +284,33 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	if err != nil {
 		return nil, "", err
 	}
-	// The control plane creates the streams; the tool runner waits for them.
-	if nf.maxAge != nil {
-		err = ensureStreams(ctx, nc, *nf.maxAge)
-	} else {
-		err = waitStreams(ctx, nc, log, schemas.StreamEvents)
-	}
-	if err != nil {
-		nc.Close()
+	// Serve at once: /healthz is 503, naming what the role waits for,
+	// until the role's app is open.
+	ctx, listenFailed := context.WithCancel(ctx)
+	sw := newStartWait(log)
+	served := sw.serve(ctx, *httpAddr, listenFailed)
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	r := &adminRole{nc: nc, log: log, m: m, sw: sw, served: served, stop: func() { stopBG(); listenFailed(); nc.Close() }}
+	fail := func(err error) (*adminRole, string, error) {
+		err = startFailed(ctx, served, err)
+		r.stop()
+		_ = sw.front.ShutdownWithTimeout(time.Second)
 		return nil, "", err
 	}
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	r := &adminRole{nc: nc, log: log, m: m, stop: func() { stopBG(); nc.Close() }}
-	fail := func(err error) (*adminRole, string, error) { r.stop(); return nil, "", err }
-	if r.cp, err = openControlPlane(bg, nc, af, "", name != natsx.RoleControlPlane, log); err != nil {
+	// The control plane creates the streams (JetStream may still be
+	// electing its leaders); the tool runner waits for them and for the
+	// control-plane bucket.
+	if nf.maxAge != nil {
+		err = sw.until(ctx, "JetStream to create the streams", func(ctx context.Context) error {
+			return ensureStreams(ctx, nc, *nf.maxAge, nf.replicaCount())
+		})
+	} else if err = sw.waitStreams(ctx, nc, schemas.StreamEvents); err == nil {
+		err = sw.waitBucket(ctx, nc, controlplane.DefaultBucket, natsx.RoleControlPlane)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if r.cp, err = openControlPlane(bg, nc, af, "", name != natsx.RoleControlPlane, nf.replicaCount(), log); err != nil {
 		return fail(err)
 	}
 	if r.pub, err = producers.New(nc, producers.DefaultConfig(), log); err != nil {
@@ -291,7 +319,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	if r.admin, err = r.cp.adminService(r.pub, *secKeys, "", log); err != nil {
 		return fail(err)
 	}
-	limiter, err := rateLimiter(bg, nc, limit, *rate, log)
+	limiter, err := rateLimiter(bg, nc, limit, nf.replicaCount(), *rate, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -316,7 +344,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 // runControlPlane is the production admin API role.
 func runControlPlane(ctx context.Context, args []string) error {
 	var streamKey *string
-	r, addr, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", adminLimit, args, func(fs *flags) { streamKey = addStreamKeyFlag(fs) })
+	r, _, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", adminLimit, args, func(fs *flags) { streamKey = addStreamKeyFlag(fs) })
 	if err != nil {
 		return err
 	}
@@ -332,14 +360,15 @@ func runControlPlane(ctx context.Context, args []string) error {
 	}))
 	newHookProxy(r.admin, r.guard, r.log) // endpoint checks and /health on create and enable
 	r.admin.Register(app, r.limit)
-	return serve(ctx, app, addr, r.log)
+	r.sw.open(app)
+	return <-r.served
 }
 
 // runToolRunner is the production tool runner role: the tool runner API,
 // hooks from the control-plane state, execution events to the stream.
 func runToolRunner(ctx context.Context, args []string) error {
 	var outboxDir, pageKeys *string
-	r, addr, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", toolLimit, args, func(fs *flags) {
+	r, _, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", toolLimit, args, func(fs *flags) {
 		outboxDir = fs.String("outbox", "", "./outbox", "directory of the durable outbox of execution events (one process each; events kept while NATS is unreachable are published from it)")
 		pageKeys = fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs, all verify (required; give every instance the same keys)")
 	})
@@ -366,7 +395,8 @@ func runToolRunner(ctx context.Context, args []string) error {
 		return map[string]any{healthHooks: proxy.Stats(), healthExecutionOutbox: outbox.Stats()}
 	}))
 	toolrunner.NewServer(runner, r.cp.access, r.cp.proxies).Register(app, r.limit)
-	return serve(ctx, app, addr, r.log)
+	r.sw.open(app)
+	return <-r.served
 }
 
 // defaultGCPercent is the GOGC of the ingest role. Its live heap is the

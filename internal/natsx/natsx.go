@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,26 @@ type ServerConfig struct {
 	// TLS, when set, serves clients over TLS only; a ClientAuth of
 	// tls.RequireAndVerifyClientCert verifies their certificates too.
 	TLS *tls.Config
+	// Name is the server_name ("auditrail-dev" when empty); each server of
+	// a cluster needs its own.
+	Name string
+	// Cluster, when set, makes the server one of a JetStream cluster.
+	Cluster *ClusterConfig
+}
+
+// ClusterConfig joins a server to a JetStream cluster: every server has the
+// same Name and lists the route listeners of the others.
+type ClusterConfig struct {
+	// Name of the cluster.
+	Name string
+	// Listen is host:port of this server's route listener.
+	Listen string
+	// Routes are the nats-route://host:port URLs of the other servers.
+	Routes []string
+	// TLS, when set, encrypts the routes between the servers and verifies
+	// each peer's certificate (it needs both the server and the client
+	// usage): RootCAs checks the servers dialled, ClientCAs those dialling.
+	TLS *tls.Config
 }
 
 // DefaultServerConfig returns the defaults of `auditrail dev`.
@@ -58,6 +79,14 @@ func (c ServerConfig) Validate() error {
 	}
 	if c.ReadyTimeout <= 0 {
 		return fmt.Errorf("%w: nats ready timeout must be positive", ErrInvalidOption)
+	}
+	if c.Cluster != nil {
+		if c.Cluster.Name == "" || c.Name == "" {
+			return fmt.Errorf("%w: a clustered nats server needs a cluster name and a server name", ErrInvalidOption)
+		}
+		if _, _, err := net.SplitHostPort(c.Cluster.Listen); err != nil {
+			return fmt.Errorf("%w: nats cluster listen %q: %v", ErrInvalidOption, c.Cluster.Listen, err)
+		}
 	}
 	return nil
 }
@@ -80,8 +109,12 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
+	name := cfg.Name
+	if name == "" {
+		name = "auditrail-dev"
+	}
 	opts := &server.Options{
-		ServerName: "auditrail-dev",
+		ServerName: name,
 		Host:       host,
 		Port:       port,
 		JetStream:  true,
@@ -96,6 +129,23 @@ func StartServer(cfg ServerConfig) (*server.Server, error) {
 	if cfg.TLS != nil {
 		opts.TLSConfig, opts.TLS, opts.TLSTimeout = cfg.TLS, true, 2
 		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+	}
+	if c := cfg.Cluster; c != nil {
+		chost, cport, _ := net.SplitHostPort(c.Listen)
+		if opts.Cluster.Port, err = strconv.Atoi(cport); err != nil {
+			return nil, fmt.Errorf("%w: nats cluster port %q", ErrInvalidOption, cport)
+		}
+		opts.Cluster.Name, opts.Cluster.Host = c.Name, chost
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("%w: nats route %q: %v", ErrInvalidOption, r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+		if c.TLS != nil {
+			opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = c.TLS, 2
+		}
 	}
 	if cfg.Auth != nil {
 		if err := cfg.Auth.configure(opts); err != nil {
@@ -173,8 +223,44 @@ type StreamConfig struct {
 	Duplicates time.Duration
 	// MaxAge of events in AUDITRAIL_EVENTS; 0 keeps them until limits say otherwise.
 	MaxAge time.Duration
-	// Replicas for clustered deployments.
+	// Replicas of each stream: 1 on one server, 3 (or 5) in a JetStream
+	// cluster. An existing stream is raised or lowered to it.
 	Replicas int
+}
+
+// MaxReplicas is the most replicas JetStream keeps of a stream.
+const MaxReplicas = 5
+
+// ValidateReplicas checks a replica count of --nats-replicas.
+func ValidateReplicas(n int) error {
+	if n < 1 || n > MaxReplicas {
+		return fmt.Errorf("%w: replicas %d not in 1..%d", ErrInvalidOption, n, MaxReplicas)
+	}
+	return nil
+}
+
+// EnsureReplicas sets the replica count of the existing stream name (a KV
+// bucket is the stream KV_<bucket>) to n when it differs; JetStream moves
+// the data to the new peers in the background. It returns the stream's
+// config as it is now.
+func EnsureReplicas(ctx context.Context, js jetstream.JetStream, name string, n int) (jetstream.StreamConfig, error) {
+	if err := ValidateReplicas(n); err != nil {
+		return jetstream.StreamConfig{}, err
+	}
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		return jetstream.StreamConfig{}, err
+	}
+	sc := st.CachedInfo().Config
+	if sc.Replicas == n || (sc.Replicas == 0 && n == 1) {
+		return sc, nil
+	}
+	old := sc.Replicas
+	sc.Replicas = n
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return sc, fmt.Errorf("stream %s: replicas %d to %d: %w", name, old, n, err)
+	}
+	return sc, nil
 }
 
 // DefaultStreamConfig returns a 20-minute dedup window, unlimited age, one replica.
@@ -193,10 +279,7 @@ func (c StreamConfig) Validate() error {
 	if c.MaxAge != 0 && c.MaxAge < c.Duplicates {
 		return fmt.Errorf("%w: max age %s is shorter than the duplicate window", ErrInvalidOption, c.MaxAge)
 	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return fmt.Errorf("%w: replicas %d not in 1..5", ErrInvalidOption, c.Replicas)
-	}
-	return nil
+	return ValidateReplicas(c.Replicas)
 }
 
 // EnsureStreams creates AUDITRAIL_EVENTS and AUDITRAIL_DLQ, or updates them to

@@ -81,6 +81,7 @@ const (
 type Limiter struct {
 	js           jetstream.JetStream
 	cfg          jetstream.KeyValueConfig
+	replicas     int
 	spec         Spec
 	now          func() time.Time
 	log          *slog.Logger
@@ -162,11 +163,23 @@ func WithLocalClients(n int) Option {
 	}
 }
 
+// WithReplicas sets the replicas of the bucket (default 1; 3 or 5 in a
+// JetStream cluster): an existing bucket is raised or lowered to it.
+func WithReplicas(n int) Option {
+	return func(l *Limiter) error {
+		if n < 1 || n > 5 {
+			return fmt.Errorf("%w: replicas %d not in 1..5", ErrInvalidOption, n)
+		}
+		l.replicas = n
+		return nil
+	}
+}
+
 // New returns a limiter on bucket (created if missing) whose counters
 // expire two windows after they start.
 func New(ctx context.Context, js jetstream.JetStream, bucket string, spec Spec, opts ...Option) (*Limiter, error) {
 	l := &Limiter{js: js, spec: spec, now: time.Now, log: slog.New(slog.DiscardHandler),
-		storeRetry: DefaultStoreRetry, local: localCounts{max: DefaultLocalClients}}
+		storeRetry: DefaultStoreRetry, local: localCounts{max: DefaultLocalClients}, replicas: 1}
 	if spec.Limit < 1 || spec.Window < time.Second {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidSpec, spec)
 	}
@@ -181,6 +194,7 @@ func New(ctx context.Context, js jetstream.JetStream, bucket string, spec Spec, 
 		History:     1,
 		TTL:         2 * spec.Window,
 		Storage:     jetstream.MemoryStorage,
+		Replicas:    l.replicas,
 	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, l.cfg)
 	if err != nil {

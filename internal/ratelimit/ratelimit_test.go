@@ -243,6 +243,8 @@ func TestOptionsValidate(t *testing.T) {
 		"zero timeout":     ratelimit.WithStoreTimeout(0),
 		"negative retry":   ratelimit.WithStoreRetry(-time.Second),
 		"no local clients": ratelimit.WithLocalClients(0),
+		"no replica":       ratelimit.WithReplicas(0),
+		"six replicas":     ratelimit.WithReplicas(6),
 	} {
 		if _, err := ratelimit.New(context.Background(), js, "rl_opts", spec, o); !errors.Is(err, ratelimit.ErrInvalidOption) {
 			t.Errorf("%s: %v", name, err)
