@@ -78,9 +78,9 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("cluster up in %s", time.Since(began).Round(time.Millisecond))
 	data := t.TempDir()
 	boot := "bootstrap-key-of-the-failover-test"
-	p := launchDev(t, data, "--nats-url", cluster.URL(), "--nats-creds", cluster.Creds(natsx.RoleAdmin), "--nats-replicas", "3",
+	p := launchDev(t, data, append([]string{"--nats-url", cluster.URL(), "--nats-creds", cluster.Creds(natsx.RoleAdmin), "--nats-replicas", "3",
 		"--bootstrap-key", boot, "--flush-interval", "100ms", "--rate-limit", "1000000/60s", "--admin-rate-limit", "1000000/60s",
-		"--tool-rate-limit", "1000000/60s")
+		"--tool-rate-limit", "1000000/60s"}, cluster.TLSArgs()...)...)
 	p.waitHealthy(t, 60*time.Second)
 	t.Logf("dev healthy at %s", time.Since(began).Round(time.Millisecond))
 	c := newAPIClient(t, p.http)

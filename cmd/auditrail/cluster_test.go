@@ -112,7 +112,7 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 	key := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	secrets, cursor, pages := key("secrets-key-of-32-bytes-for-test"), key("cursor-key-of-the-cluster-test!"), key("page-token-key-of-the-test")
 	natsArgs := func(role string, replicas int) []string {
-		a := []string{"--nats-url", cluster.URL(), "--nats-creds", cluster.Creds(role)}
+		a := append([]string{"--nats-url", cluster.URL(), "--nats-creds", cluster.Creds(role)}, cluster.TLSArgs()...)
 		if replicas > 0 {
 			a = append(a, "--nats-replicas", fmt.Sprint(replicas))
 		}

@@ -23,6 +23,9 @@ type NATSCluster struct {
 	t        testing.TB
 	Auth     *natsx.Auth
 	CredsDir string
+	// TLS is the PKI of the cluster: clients connect over TLS with a
+	// client certificate, and the routes between the servers are TLS.
+	TLS *TLSFiles
 
 	mu      sync.Mutex
 	cfgs    []natsx.ServerConfig
@@ -31,6 +34,8 @@ type NATSCluster struct {
 
 // NewNATSCluster starts n clustered servers and waits until JetStream has a
 // meta leader; it creates no stream. The servers stop when the test ends.
+// Every connection is TLS: clients present a certificate (TLSArgs gives a
+// role's flags), and the routes verify each other's.
 func NewNATSCluster(t testing.TB, n int) *NATSCluster {
 	t.Helper()
 	dir := t.TempDir()
@@ -41,7 +46,9 @@ func NewNATSCluster(t testing.TB, n int) *NATSCluster {
 	if err := auth.WriteCreds(dir); err != nil {
 		t.Fatal(err)
 	}
-	c := &NATSCluster{t: t, Auth: auth, CredsDir: dir}
+	c := &NATSCluster{t: t, Auth: auth, CredsDir: dir, TLS: NewTLSFiles(t)}
+	serverTLS, routeTLS := c.TLS.ServerConfig(t, true), c.TLS.ServerConfig(t, true)
+	routeTLS.RootCAs = routeTLS.ClientCAs
 	routes := make([]string, n)
 	clients := make([]int, n)
 	for i := range n {
@@ -58,10 +65,10 @@ func NewNATSCluster(t testing.TB, n int) *NATSCluster {
 		cfg := natsx.DefaultServerConfig()
 		cfg.Listen = fmt.Sprintf("127.0.0.1:%d", clients[i])
 		cfg.StoreDir = t.TempDir()
-		cfg.Auth = auth
+		cfg.Auth, cfg.TLS = auth, serverTLS
 		cfg.Name = fmt.Sprintf("auditrail-test-%d", i)
 		cfg.ReadyTimeout = 30 * time.Second
-		cc := &natsx.ClusterConfig{Name: "auditrail-test", Listen: routes[i]}
+		cc := &natsx.ClusterConfig{Name: "auditrail-test", Listen: routes[i], TLS: routeTLS}
 		for j, r := range routes {
 			if j != i {
 				cc.Routes = append(cc.Routes, "nats-route://"+r)
@@ -183,6 +190,15 @@ func (c *NATSCluster) WaitJetStream(t testing.TB) {
 // Creds is the credentials file of role.
 func (c *NATSCluster) Creds(role string) string { return natsx.CredsFile(c.CredsDir, role) }
 
+func (c *NATSCluster) tlsFiles() natsx.TLSFiles {
+	return natsx.TLSFiles{CA: c.TLS.CA, Cert: c.TLS.ClientCert, Key: c.TLS.ClientKey}
+}
+
+// TLSArgs are the flags of a role that connects to the cluster.
+func (c *NATSCluster) TLSArgs() []string {
+	return []string{"--nats-tls-ca", c.TLS.CA, "--nats-tls-cert", c.TLS.ClientCert, "--nats-tls-key", c.TLS.ClientKey}
+}
+
 // Connect connects to the cluster with the credentials of role, reconnecting
 // for ever; the connection closes when the test ends.
 func (c *NATSCluster) Connect(t testing.TB, role string) *nats.Conn {
@@ -191,7 +207,11 @@ func (c *NATSCluster) Connect(t testing.TB, role string) *nats.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts = append(opts, nats.Name("test-"+role), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	topts, err := c.tlsFiles().Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append(append(opts, topts...), nats.Name("test-"+role), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	nc, err := nats.Connect(c.URL(), opts...)
 	if err != nil {
 		t.Fatalf("connect nats cluster as %s: %v", role, err)

@@ -17,7 +17,8 @@ import (
 )
 
 // TLSFiles is a throwaway PKI in a temp dir: a CA, a server certificate
-// for 127.0.0.1 and localhost, and a client certificate, each as PEM files.
+// for 127.0.0.1 and localhost (also good for dialling another server), and
+// a client certificate, each as PEM files.
 type TLSFiles struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
 	pool                                             *x509.CertPool
@@ -47,11 +48,11 @@ func NewTLSFiles(t testing.TB) *TLSFiles {
 		return p
 	}
 	f.CA = write("ca.pem", "CERTIFICATE", caDER)
-	leaf := func(serial int64, name string, usage x509.ExtKeyUsage) (string, string) {
+	leaf := func(serial int64, name string, usage ...x509.ExtKeyUsage) (string, string) {
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usage,
 			DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 		if err != nil {
@@ -60,7 +61,9 @@ func NewTLSFiles(t testing.TB) *TLSFiles {
 		kder, _ := x509.MarshalECPrivateKey(key)
 		return write(name+".pem", "CERTIFICATE", der), write(name+".key", "EC PRIVATE KEY", kder)
 	}
-	f.ServerCert, f.ServerKey = leaf(2, "server", x509.ExtKeyUsageServerAuth)
+	// The server's certificate serves clients and dials other servers
+	// (routes of a cluster).
+	f.ServerCert, f.ServerKey = leaf(2, "server", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
 	f.ClientCert, f.ClientKey = leaf(3, "client", x509.ExtKeyUsageClientAuth)
 	return f
 }
