@@ -16,6 +16,7 @@ import (
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/ratelimit"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/query/dashboard"
@@ -183,9 +184,14 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	limiter, err := rateLimiter(bg, nc, auditLimit, nf.replicaCount(), *rate, log)
-	if err != nil {
+	// Several instances may create the bucket at once on a cluster still
+	// placing its replicas: the role waits for it, as for the others.
+	var limiter *ratelimit.Limiter
+	if err := sw.until(ctx, "the rate-limit bucket "+auditLimit.bucket, func(context.Context) (err error) {
+		limiter, err = rateLimiter(bg, nc, auditLimit, nf.replicaCount(), *rate, log)
 		return err
+	}); err != nil {
+		return startFailed(ctx, served, err)
 	}
 	store := newPendingStore()
 	defer store.Close()
@@ -319,8 +325,11 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	if r.admin, err = r.cp.adminService(r.pub, *secKeys, "", log); err != nil {
 		return fail(err)
 	}
-	limiter, err := rateLimiter(bg, nc, limit, nf.replicaCount(), *rate, log)
-	if err != nil {
+	var limiter *ratelimit.Limiter
+	if err := sw.until(ctx, "the rate-limit bucket "+limit.bucket, func(context.Context) (err error) {
+		limiter, err = rateLimiter(bg, nc, limit, nf.replicaCount(), *rate, log)
+		return err
+	}); err != nil {
 		return fail(err)
 	}
 	r.limit = httpapi.RateLimit(limiter, r.cp.proxies, log)
