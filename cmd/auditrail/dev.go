@@ -143,6 +143,7 @@ func runDev(ctx context.Context, args []string) error {
 // devFlags are the flags of `auditrail dev`.
 type devFlags struct {
 	http, natsListen, data, clickhouse     *string
+	chCluster                              *string
 	nats                                   natsFlags
 	access                                 accessFlags
 	cursorKeys, pageTokenKeys, secretsKeys *string
@@ -165,6 +166,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 		nats:       addNATSFlags(fs, "", true),
 		data:       fs.String("data", "", "./data", "JetStream store and embedded audit store"),
 		clickhouse: fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite"),
+		chCluster:  addClusterFlag(fs),
 		access:     addAccessFlags(fs),
 	}
 	f.cursorKeys = fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (default: generated and kept in DATA)")
@@ -323,7 +325,7 @@ func (d *devProcess) openStore(ctx context.Context) error {
 	d.later(func() { _ = d.store.Close() })
 	d.storeErr = make(chan error, 1)
 	if *d.f.clickhouse == "" {
-		s, err := openStore(ctx, "", *d.f.data, d.f.log)
+		s, err := openStore(ctx, "", "", *d.f.data, d.f.log)
 		if err != nil {
 			return err
 		}
@@ -331,7 +333,7 @@ func (d *devProcess) openStore(ctx context.Context) error {
 		return nil
 	}
 	go func() {
-		if err := d.store.openWithRetry(ctx, *d.f.clickhouse, "", d.f.log); err != nil && ctx.Err() == nil {
+		if err := d.store.openWithRetry(ctx, *d.f.clickhouse, *d.f.chCluster, "", d.f.log); err != nil && ctx.Err() == nil {
 			d.storeErr <- err
 		}
 	}()

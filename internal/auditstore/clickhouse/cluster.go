@@ -48,6 +48,7 @@ var (
 	createViewRE  = regexp.MustCompile(`(?is)^CREATE\s+MATERIALIZED\s+VIEW\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+TO\s+(\w+)\s+AS\s+(.*)$`)
 	alterAddRE    = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+(\w+)\s+(ADD\s+COLUMN\s.*)$`)
 	insertRE      = regexp.MustCompile(`(?is)^INSERT\s+INTO\s+(\w+)\s.*\bSELECT\s.*$`)
+	addColumnRE   = regexp.MustCompile(`(?is)^ADD\s+COLUMN\s+`)
 	fromRE        = regexp.MustCompile(`(?i)\bFROM\s+(\w+)\b`)
 	clusterNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 )
@@ -61,12 +62,31 @@ const shardingKey = "cityHash64(organization_id)"
 type clusterStep struct {
 	sql         string
 	distributed string
+	// table and column: sql adds column to table, and runs only when
+	// table_local does not have it.
+	table, column string
 }
 
 // clusterPlan rewrites the statements of ms for cluster on database db.
+// The columns that later migrations add (ALTER TABLE … ADD COLUMN) are
+// part of the CREATE TABLE from the start: a cluster is created by this
+// release or a later one, never by one before cluster mode. Their ALTER
+// steps still run where the column is missing (a migration added after a
+// cluster was created): ALTER ON CLUSTER of a replicated table makes the
+// DDL workers of a shard's replicas race on 18.16 (a "Node exists …
+// /executed" that stops one worker), so it is kept off a fresh cluster.
 func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep, error) {
 	q := func(name string) string { return "`" + db + "`.`" + name + "`" }
 	on := " ON CLUSTER `" + cluster + "`"
+	added := map[string][]string{} // table → column definitions, in order
+	for _, m := range ms {
+		for _, raw := range m.Statements {
+			if g := alterAddRE.FindStringSubmatch(stripLeadingComments(raw)); g != nil {
+				def := strings.TrimSpace(addColumnRE.ReplaceAllString(g[2], ""))
+				added[g[1]] = append(added[g[1]], def)
+			}
+		}
+	}
 	tables := map[string]bool{}
 	local := func(sel string) string {
 		return fromRE.ReplaceAllStringFunc(sel, func(m string) string {
@@ -88,6 +108,9 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 				if !strings.Contains(cols, "organization_id") {
 					return nil, fmt.Errorf("migration %s: table %s has no organization_id to shard by", m.Name, name)
 				}
+				if defs := added[name]; len(defs) > 0 {
+					cols = strings.TrimSuffix(strings.TrimSpace(cols), ")") + ",\n    " + strings.Join(defs, ",\n    ") + "\n)"
+				}
 				params := fmt.Sprintf("'/clickhouse/tables/{shard}/%s.%s_local', '{replica}'", db, name)
 				if args != "" {
 					params += ", " + args
@@ -107,8 +130,9 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 				if !tables[g[1]] {
 					return nil, fmt.Errorf("migration %s: ALTER of %s, not a table of the migrations", m.Name, g[1])
 				}
+				col := strings.Fields(addColumnRE.ReplaceAllString(g[2], ""))[0]
 				out[i] = append(out[i],
-					clusterStep{sql: fmt.Sprintf("ALTER TABLE %s%s %s", q(g[1]+"_local"), on, g[2])},
+					clusterStep{sql: fmt.Sprintf("ALTER TABLE %s%s %s", q(g[1]+"_local"), on, g[2]), table: g[1], column: col},
 					clusterStep{distributed: g[1]})
 			case insertRE.MatchString(stmt):
 				out[i] = append(out[i], clusterStep{sql: raw})
@@ -199,6 +223,15 @@ func (s *Store) syncDistributed(ctx context.Context, name string) error {
 	return nil
 }
 
+func hasColumn(cols []column, name string) bool {
+	for _, c := range cols {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func equalColumns(a, b []column) bool {
 	if len(a) != len(b) {
 		return false
@@ -239,6 +272,15 @@ func (s *Store) migrateCluster(ctx context.Context, ms []auditstore.Migration) e
 					return fmt.Errorf("migration %s: %w", m.Name, err)
 				}
 				continue
+			}
+			if st.column != "" {
+				cols, err := s.columns(ctx, st.table+"_local")
+				if err != nil {
+					return fmt.Errorf("migration %s: %w", m.Name, err)
+				}
+				if hasColumn(cols, st.column) {
+					continue
+				}
 			}
 			if err := s.conn.Exec(ctx, st.sql); err != nil && !columnExists(st.sql, err) {
 				return fmt.Errorf("migration %s: %w", m.Name, err)
