@@ -65,6 +65,12 @@ type clusterStep struct {
 	// table and column: sql adds column to table, and runs only when
 	// table_local does not have it.
 	table, column string
+	// target: sql is a backfill into this (Distributed) table, and runs
+	// only when it is empty. On a cluster the backfills of the current
+	// migrations copy nothing (a cluster starts empty); a node added later
+	// runs the migrations again, and a view that fed the target since its
+	// creation has counted the rows already.
+	target string
 }
 
 // clusterPlan rewrites the statements of ms for cluster on database db.
@@ -135,7 +141,11 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 					clusterStep{sql: fmt.Sprintf("ALTER TABLE %s%s %s", q(g[1]+"_local"), on, g[2]), table: g[1], column: col},
 					clusterStep{distributed: g[1]})
 			case insertRE.MatchString(stmt):
-				out[i] = append(out[i], clusterStep{sql: raw})
+				target := insertRE.FindStringSubmatch(stmt)[1]
+				if !tables[target] {
+					return nil, fmt.Errorf("migration %s: backfill of %s, not a table of the migrations", m.Name, target)
+				}
+				out[i] = append(out[i], clusterStep{sql: raw, target: target})
 			default:
 				return nil, fmt.Errorf("migration %s: statement not supported in cluster mode: %.80s", m.Name, stmt)
 			}
@@ -258,12 +268,21 @@ func (s *Store) migrateCluster(ctx context.Context, ms []auditstore.Migration) e
 	if err := s.conn.Exec(ctx, ddl); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
+	// A node added to the cluster after the migrations ran (its local
+	// tables missing) gets every table and view: the migrations are run
+	// again from the node the store is connected to — their statements are
+	// idempotent, and a backfill is skipped when its target holds rows.
+	cols, err := s.columns(ctx, "audit_logs_local")
+	if err != nil {
+		return err
+	}
+	newNode := len(cols) == 0
 	for i, m := range ms {
 		done, err := s.applied(ctx, m.Name)
 		if err != nil {
 			return err
 		}
-		if done {
+		if done && !newNode {
 			continue
 		}
 		for _, st := range plan[i] {
@@ -272,6 +291,15 @@ func (s *Store) migrateCluster(ctx context.Context, ms []auditstore.Migration) e
 					return fmt.Errorf("migration %s: %w", m.Name, err)
 				}
 				continue
+			}
+			if st.target != "" {
+				var n uint64
+				if err := s.conn.QueryRow(ctx, "SELECT count() FROM `"+st.target+"`").Scan(&n); err != nil {
+					return fmt.Errorf("migration %s: %w", m.Name, err)
+				}
+				if n > 0 {
+					continue
+				}
 			}
 			if st.column != "" {
 				cols, err := s.columns(ctx, st.table+"_local")
