@@ -77,3 +77,22 @@ func TestClusterPlanCoversMigrations(t *testing.T) {
 		}
 	}
 }
+
+// On a cluster, a query with an IN subquery reads each shard's local table
+// (the listings, the feed); other queries are sent as written.
+func TestLocalProduct(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		local bool
+	}{
+		{listAuditTemplate, true},
+		{"SELECT x FROM t WHERE (a, b) IN (\n  SELECT a, b FROM t)", true},
+		{"SELECT hour, sum(n) AS n FROM audit_hours WHERE organization_id = ?", false},
+		{"SELECT count() FROM t WHERE action IN (?, ?)", false},
+	} {
+		got := localProduct(tc.query)
+		if strings.HasSuffix(got, "SETTINGS distributed_product_mode = 'local'") != tc.local {
+			t.Errorf("localProduct(%.60q) = %.60q…", tc.query, got)
+		}
+	}
+}
