@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -279,4 +280,23 @@ func dbOf(t *testing.T, dsn string) string {
 		t.Fatal(err)
 	}
 	return u.Path[1:]
+}
+
+// --clickhouse-cluster is refused without --clickhouse, and a name that is
+// not an identifier (it is spliced into DDL) is refused before anything runs.
+func TestClickHouseClusterFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--clickhouse", "clickhouse://127.0.0.1:9000/db", "--clickhouse-cluster", "prod_2x2"}, true},
+		{[]string{"--clickhouse-cluster", "prod"}, false},
+		{[]string{"--clickhouse", "clickhouse://127.0.0.1:9000/db", "--clickhouse-cluster", "x` ON CLUSTER y"}, false},
+	} {
+		_, err := parseDevFlags(append([]string{"--data", t.TempDir()}, tc.args...))
+		var ue usageError
+		if (err == nil) != tc.ok || (err != nil && !errors.As(err, &ue)) {
+			t.Errorf("dev %v: %v", tc.args, err)
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
@@ -191,6 +192,12 @@ func parseDevFlags(args []string) (devFlags, error) {
 	}
 	f.ingest = inf.config()
 	if err := f.ingest.Validate(); err != nil {
+		return f, usageError{err}
+	}
+	if *f.chCluster != "" && *f.clickhouse == "" {
+		return f, usageErrorf("--clickhouse-cluster needs --clickhouse")
+	}
+	if err := clickhouse.ValidateCluster(*f.chCluster); err != nil {
 		return f, usageError{err}
 	}
 	if f.deliver, err = df.config(); err != nil {
