@@ -114,9 +114,10 @@ func StartCluster(dir, name string, shards, replicas int) (*Cluster, error) {
 func (s *Server) waitZooKeeper() error {
 	q := url.Values{"query": {"SELECT count() FROM system.zookeeper WHERE path = '/'"}}
 	deadline := time.Now().Add(60 * time.Second)
+	c := http.Client{Timeout: 5 * time.Second}
 	var last string
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/?%s", s.HTTPPort, q.Encode()))
+		resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/?%s", s.HTTPPort, q.Encode()))
 		if err == nil {
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
