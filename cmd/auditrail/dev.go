@@ -20,6 +20,7 @@ import (
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
@@ -197,6 +198,7 @@ func runDev(ctx context.Context, args []string) error {
 type devFlags struct {
 	http, natsListen, data, clickhouse     *string
 	chCreds                                chCredsFlags
+	chCluster                              *string
 	nats                                   natsFlags
 	access                                 accessFlags
 	cursorKeys, pageTokenKeys, secretsKeys *string
@@ -221,6 +223,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 		data:       fs.String("data", "", "./data", "JetStream store and embedded audit store"),
 		clickhouse: fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: store in ClickHouse instead of SQLite"),
 		chCreds:    addClickHouseCredsFlags(fs),
+		chCluster:  addClusterFlag(fs),
 		access:     addAccessFlags(fs),
 	}
 	f.cursorKeys = fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (default: generated and kept in DATA)")
@@ -249,6 +252,12 @@ func parseDevFlags(args []string) (devFlags, error) {
 	}
 	f.ingest = inf.config()
 	if err := f.ingest.Validate(); err != nil {
+		return f, usageError{err}
+	}
+	if *f.chCluster != "" && *f.clickhouse == "" {
+		return f, usageErrorf("--clickhouse-cluster needs --clickhouse")
+	}
+	if err := clickhouse.ValidateCluster(*f.chCluster); err != nil {
 		return f, usageError{err}
 	}
 	if f.deliver, err = df.config(); err != nil {
@@ -396,7 +405,7 @@ func (d *devProcess) openStore(ctx context.Context) error {
 	d.later(func() { _ = d.store.Close() })
 	d.storeErr = make(chan error, 1)
 	if *d.f.clickhouse == "" {
-		s, err := openStore(ctx, "", *d.f.data, d.f.log)
+		s, err := openStore(ctx, "", "", *d.f.data, d.f.log)
 		if err != nil {
 			return err
 		}
@@ -404,7 +413,7 @@ func (d *devProcess) openStore(ctx context.Context) error {
 		return nil
 	}
 	go func() {
-		if err := d.store.openWithRetry(ctx, *d.f.clickhouse, "", d.f.log); err != nil && ctx.Err() == nil {
+		if err := d.store.openWithRetry(ctx, *d.f.clickhouse, *d.f.chCluster, "", d.f.log); err != nil && ctx.Err() == nil {
 			d.storeErr <- err
 		}
 	}()

@@ -30,6 +30,7 @@ func runIngest(ctx context.Context, args []string) error {
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	chCreds := addClickHouseCredsFlags(fs)
+	chCluster := addClusterFlag(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8081", "listener of /healthz")
 	durable := fs.String("durable", "", ingest.DefaultConfig().Durable, "durable consumer name shared by the ingest instances")
 	inf := addIngestFlags(fs)
@@ -110,7 +111,7 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	sw.set("the audit store")
-	if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil {
+	if err := store.openWithRetry(ctx, *chDSN, *chCluster, "", log); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -134,6 +135,7 @@ func runQuery(ctx context.Context, args []string) error {
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
 	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
 	chCreds := addClickHouseCredsFlags(fs)
+	chCluster := addClusterFlag(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
@@ -197,7 +199,7 @@ func runQuery(ctx context.Context, args []string) error {
 	defer store.Close()
 	storeErr := make(chan error, 1)
 	go func() {
-		if err := store.openWithRetry(ctx, *chDSN, "", log); err != nil && ctx.Err() == nil {
+		if err := store.openWithRetry(ctx, *chDSN, *chCluster, "", log); err != nil && ctx.Err() == nil {
 			storeErr <- err
 		}
 	}()

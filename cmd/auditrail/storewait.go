@@ -47,10 +47,10 @@ func (p *pendingStore) get() (store, error) {
 
 // openWithRetry opens the store (openStore) until it answers, with back-off;
 // a malformed DSN is permanent. It returns nil once the store is ready.
-func (p *pendingStore) openWithRetry(ctx context.Context, dsn, dataDir string, log *slog.Logger) error {
+func (p *pendingStore) openWithRetry(ctx context.Context, dsn, cluster, dataDir string, log *slog.Logger) error {
 	policy := retry.Policy{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2, Jitter: 0.2}
 	err := retry.Do(ctx, policy, func(ctx context.Context) error {
-		s, err := openStore(ctx, dsn, dataDir, log)
+		s, err := openStore(ctx, dsn, cluster, dataDir, log)
 		if errors.Is(err, clickhouse.ErrInvalidDSN) {
 			return retry.Permanent(usageError{err})
 		}

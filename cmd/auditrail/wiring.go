@@ -35,16 +35,22 @@ type store interface {
 	query.FeedReader
 }
 
-// openStore opens ClickHouse when dsn is set, else the SQLite file in dataDir.
-func openStore(ctx context.Context, dsn, dataDir string, log *slog.Logger) (store, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+// openStore opens ClickHouse when dsn is set (on cluster when it is not
+// empty: --clickhouse-cluster), else the SQLite file in dataDir.
+func openStore(ctx context.Context, dsn, cluster, dataDir string, log *slog.Logger) (store, error) {
+	timeout := 60 * time.Second
+	if cluster != "" {
+		// ON CLUSTER DDL waits for every node (distributed_ddl_task_timeout).
+		timeout = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if dsn != "" {
-		s, err := clickhouse.Open(ctx, dsn)
+		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster})
 		if err != nil {
 			return nil, redact.Error(err, dsn)
 		}
-		log.Info("audit store: clickhouse", "dsn", redact.URL(dsn))
+		log.Info("audit store: clickhouse", "dsn", redact.URL(dsn), "cluster", cluster)
 		return s, nil
 	}
 	path := filepath.Join(dataDir, "audit.db")
@@ -211,4 +217,11 @@ func serve(ctx context.Context, app *fiber.App, addr string, log *slog.Logger) e
 		log.Warn("http shutdown", "err", err)
 	}
 	return nil
+}
+
+// addClusterFlag adds --clickhouse-cluster to a role that opens the
+// ClickHouse store.
+func addClusterFlag(fs *flags) *string {
+	return fs.String("clickhouse-cluster", "AUDITRAIL_CLICKHOUSE_CLUSTER", "",
+		"cluster of the ClickHouse servers' remote_servers: DDL ON CLUSTER, ReplicatedMergeTree tables under Distributed tables sharded by organization (empty: one server)")
 }

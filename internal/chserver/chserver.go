@@ -47,7 +47,7 @@ const configTemplate = `<?xml version="1.0"?>
   <default_database>default</default_database>
   <mark_cache_size>268435456</mark_cache_size>
   <max_concurrent_queries>100</max_concurrent_queries>
-</yandex>
+{{extra}}</yandex>
 `
 
 // ClickHouseBinary finds clickhouse-server.
@@ -63,32 +63,42 @@ func Binary() (string, error) {
 // StartClickHouse starts a server with its data under dir on two free ports
 // and waits until it answers.
 func Start(dir string) (*Server, error) {
-	bin, err := Binary()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	tcp, err := FreePort()
+	s, err := newServer(dir, ports[0], ports[1])
 	if err != nil {
 		return nil, err
 	}
-	httpPort, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{Dir: dir, TCPPort: tcp, HTTPPort: httpPort, bin: bin}
-	for _, sub := range []string{"log", "data", "tmp", "user_files", "format_schemas"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	cfg := strings.NewReplacer("{{dir}}", dir, "{{tcp}}", fmt.Sprint(tcp), "{{http}}", fmt.Sprint(httpPort)).Replace(configTemplate)
-	if err := os.WriteFile(filepath.Join(dir, "config.xml"), []byte(cfg), 0o644); err != nil {
+	if err := s.writeConfig(""); err != nil {
 		return nil, err
 	}
 	if err := s.Start(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newServer describes a server under dir on the given ports; nothing is started.
+func newServer(dir string, tcp, httpPort int) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Dir: dir, TCPPort: tcp, HTTPPort: httpPort, bin: bin}, nil
+}
+
+// writeConfig writes the server's directories and config.xml, with extra
+// (XML elements of <yandex>) added.
+func (s *Server) writeConfig(extra string) error {
+	for _, sub := range []string{"log", "data", "tmp", "user_files", "format_schemas"} {
+		if err := os.MkdirAll(filepath.Join(s.Dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	cfg := strings.NewReplacer("{{dir}}", s.Dir, "{{tcp}}", fmt.Sprint(s.TCPPort), "{{http}}", fmt.Sprint(s.HTTPPort), "{{extra}}", extra).Replace(configTemplate)
+	return os.WriteFile(filepath.Join(s.Dir, "config.xml"), []byte(cfg), 0o644)
 }
 
 // Start (re)starts the process on the same directory and ports.
@@ -195,6 +205,21 @@ func (s *Server) Stop() {
 // DSN returns the native-protocol DSN of database db.
 func (s *Server) DSN(db string) string {
 	return fmt.Sprintf("clickhouse://127.0.0.1:%d/%s", s.TCPPort, db)
+}
+
+// freePorts returns n distinct TCP ports that were free a moment ago (all
+// held at once while they are chosen, so that none is chosen twice).
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // FreePort returns a TCP port that was free a moment ago.

@@ -30,6 +30,7 @@ var shared struct {
 
 func stopShared() {
 	runStops()
+	stopCluster()
 	if shared.srv != nil {
 		shared.srv.Stop()
 		_ = os.RemoveAll(shared.dir)

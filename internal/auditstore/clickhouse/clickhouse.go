@@ -36,8 +36,10 @@ var ErrInvalidDSN = errors.New("invalid clickhouse dsn")
 
 // Store is the ClickHouse audit store.
 type Store struct {
-	conn driver.Conn
-	now  func() time.Time
+	conn    driver.Conn
+	now     func() time.Time
+	db      string
+	cluster string // --clickhouse-cluster; "" on a single server
 
 	mu    sync.Mutex
 	hours map[hoursKey]hoursEntry
@@ -63,9 +65,31 @@ const hoursTTL = 5 * time.Second
 
 var _ auditstore.Store = (*Store)(nil)
 
+// Options are the settings of Open beyond the DSN.
+type Options struct {
+	// Cluster names a cluster of the servers' remote_servers: the tables
+	// are ReplicatedMergeTree under Distributed tables sharded by
+	// organization, and every DDL runs ON CLUSTER (see cluster.go).
+	// Empty: one server.
+	Cluster string
+}
+
+// Validate checks the options.
+func (o Options) Validate() error { return ValidateCluster(o.Cluster) }
+
 // Open connects to the database of dsn (clickhouse://host:9000/db), creating
 // the database if needed, and applies the migrations.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenWith(ctx, dsn, Options{})
+}
+
+// OpenWith is Open with options. In cluster mode the DSN may name several
+// nodes (clickhouse://h1:9000,h2:9000/db): the client uses the first that
+// answers.
+func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidDSN, err)
+	}
 	opts, err := ch.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidDSN, err)
@@ -84,7 +108,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open clickhouse: %w", err)
 		}
-		err = c.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+db+"`")
+		create := "CREATE DATABASE IF NOT EXISTS `" + db + "`"
+		if o.Cluster != "" {
+			create += " ON CLUSTER `" + o.Cluster + "`"
+		}
+		err = c.Exec(ctx, create)
 		c.Close()
 		if err != nil {
 			return nil, fmt.Errorf("create database %s: %w", db, err)
@@ -93,11 +121,25 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
+	if o.Cluster != "" {
+		if opts.Settings == nil {
+			opts.Settings = ch.Settings{}
+		}
+		// An insert returns once every shard it touches has stored its rows
+		// (on one replica; replication copies them): ingest acknowledges
+		// events only then, so a crash of the node that took the insert
+		// loses nothing (asynchronous Distributed inserts would keep the
+		// rows in that node's queue, unlisted, until they are sent).
+		opts.Settings["insert_distributed_sync"] = 1
+	}
 	conn, err := ch.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
-	s := &Store{conn: conn, now: time.Now, hours: map[hoursKey]hoursEntry{}}
+	s := &Store{conn: conn, now: time.Now, db: db, cluster: o.Cluster, hours: map[hoursKey]hoursEntry{}}
+	if o.Cluster != "" {
+		s.conn = clusterConn{conn}
+	}
 	if err := s.migrate(ctx); err != nil {
 		conn.Close()
 		return nil, err
@@ -110,15 +152,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.cluster != "" {
+		return s.migrateCluster(ctx, ms)
+	}
 	if err := s.conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (name String, applied_ms Int64) ENGINE = MergeTree ORDER BY name`); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	for _, m := range ms {
-		var n uint64
-		if err := s.conn.QueryRow(ctx, `SELECT count() FROM schema_migrations WHERE name = ?`, m.Name).Scan(&n); err != nil {
-			return fmt.Errorf("read schema_migrations: %w", err)
+		done, err := s.applied(ctx, m.Name)
+		if err != nil {
+			return err
 		}
-		if n > 0 {
+		if done {
 			continue
 		}
 		// Statements are idempotent (IF NOT EXISTS, or an ADD COLUMN whose
@@ -130,18 +175,35 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 		}
-		// Inserts go through batches: 18.16 answers an INSERT with inline
-		// VALUES over the native protocol by waiting for a data block.
-		batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO schema_migrations (name, applied_ms)`)
-		if err != nil {
-			return fmt.Errorf("record migration %s: %w", m.Name, err)
+		if err := s.recordMigration(ctx, m.Name); err != nil {
+			return err
 		}
-		if err := batch.Append(m.Name, time.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("record migration %s: %w", m.Name, err)
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("record migration %s: %w", m.Name, err)
-		}
+	}
+	return nil
+}
+
+// applied reports whether migration name is recorded in schema_migrations.
+func (s *Store) applied(ctx context.Context, name string) (bool, error) {
+	var n uint64
+	if err := s.conn.QueryRow(ctx, `SELECT count() FROM schema_migrations WHERE name = ?`, name).Scan(&n); err != nil {
+		return false, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	return n > 0, nil
+}
+
+// recordMigration records migration name as applied.
+func (s *Store) recordMigration(ctx context.Context, name string) error {
+	// Inserts go through batches: 18.16 answers an INSERT with inline
+	// VALUES over the native protocol by waiting for a data block.
+	batch, err := s.conn.PrepareBatch(ctx, `INSERT INTO schema_migrations (name, applied_ms)`)
+	if err != nil {
+		return fmt.Errorf("record migration %s: %w", name, err)
+	}
+	if err := batch.Append(name, time.Now().UnixMilli()); err != nil {
+		return fmt.Errorf("record migration %s: %w", name, err)
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("record migration %s: %w", name, err)
 	}
 	return nil
 }
