@@ -119,10 +119,17 @@ func ensureStreams(ctx context.Context, nc *nats.Conn, maxAge time.Duration, rep
 	cfg := natsx.DefaultStreamConfig()
 	cfg.MaxAge = maxAge
 	cfg.Replicas = replicas
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, natsAttemptTimeout)
 	defer cancel()
 	return natsx.EnsureStreams(sctx, js, cfg)
 }
+
+// natsAttemptTimeout bounds one attempt to create or update streams and
+// buckets; the callers retry. On a JetStream cluster, two instances
+// creating the same replicated stream at once may both wait for an answer
+// that never comes although the stream is made: a bounded attempt lets the
+// next one find it.
+const natsAttemptTimeout = 10 * time.Second
 
 // waitStreams waits until the controlplane role has created the streams
 // (all when names is empty).

@@ -14,6 +14,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/ratelimit"
+	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/producers"
 )
 
@@ -77,7 +78,29 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	scfg := controlplane.DefaultStateConfig()
 	scfg.ReadOnly = readOnly
 	scfg.Replicas = replicas
-	state, err := controlplane.OpenState(ctx, js, scfg, log)
+	// Retried, each attempt bounded: on a JetStream cluster, instances
+	// creating the same replicated bucket at once may each wait for an
+	// answer that never comes, although the bucket is made (the next
+	// attempt finds it).
+	var state *controlplane.State
+	err = retry.Do(ctx, startPolicy, func(ctx context.Context) error {
+		// The state's watch lives on actx: it is cancelled only when the
+		// attempt fails or runs out of time, not when it succeeds.
+		actx, cancel := context.WithCancel(ctx)
+		timer := time.AfterFunc(natsAttemptTimeout, cancel)
+		st, err := controlplane.OpenState(actx, js, scfg, log)
+		if !timer.Stop() && err == nil {
+			err = fmt.Errorf("control-plane bucket: no answer in %s", natsAttemptTimeout)
+		}
+		if err != nil {
+			cancel()
+			return err
+		}
+		state = st
+		return nil
+	}, func(err error, next time.Duration) {
+		log.Info("waiting for the control-plane bucket", "err", err, "retry_in", next.Round(time.Millisecond))
+	})
 	if err != nil {
 		return nil, err
 	}
