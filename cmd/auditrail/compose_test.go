@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,49 +17,86 @@ import (
 	"github.com/auditrail/auditrail/internal/natsx"
 )
 
-// docker-compose.yml parses, every auditrail role connects to NATS with its
-// own credentials, and the nats service loads the include that
-// `auditrail nats-setup` (as the compose file runs it) writes: a server
-// started from that include accepts each role's credentials and refuses
-// an anonymous client. (Docker itself cannot run here.)
-func TestComposeNATSAuth(t *testing.T) {
+// composeService is what the tests read of a service of docker-compose.yml.
+type composeService struct {
+	Image       string            `yaml:"image"`
+	Build       any               `yaml:"build"`
+	Command     []string          `yaml:"command"`
+	Entrypoint  []string          `yaml:"entrypoint"`
+	Environment map[string]string `yaml:"environment"`
+	Volumes     []string          `yaml:"volumes"`
+	Ports       []string          `yaml:"ports"`
+	Restart     string            `yaml:"restart"`
+	Profiles    []string          `yaml:"profiles"`
+	DependsOn   map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
+	Healthcheck *struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+}
+
+type composeFile struct {
+	Services map[string]composeService `yaml:"services"`
+	Volumes  map[string]any            `yaml:"volumes"`
+}
+
+func readCompose(t *testing.T) composeFile {
+	t.Helper()
 	raw, err := os.ReadFile("../../docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Services map[string]struct {
-			Image       string            `yaml:"image"`
-			Command     []string          `yaml:"command"`
-			Entrypoint  []string          `yaml:"entrypoint"`
-			Environment map[string]string `yaml:"environment"`
-			Volumes     []string          `yaml:"volumes"`
-		} `yaml:"services"`
-		Volumes map[string]any `yaml:"volumes"`
-	}
+	var doc composeFile
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
-	want := map[string]string{"ingest": "ingest", "query": "query", "controlplane": "controlplane", "toolrunner": "toolrunner", "deliver": "deliver", "emit": "admin"}
-	for svc, role := range want {
-		s, ok := doc.Services[svc]
-		if !ok {
-			t.Errorf("no %s service", svc)
-			continue
-		}
-		if got := s.Environment["AUDITRAIL_NATS_CREDS"]; got != "/nats-auth/"+role+".creds" {
-			t.Errorf("%s: AUDITRAIL_NATS_CREDS %q, want the %s credentials", svc, got, role)
-		}
-		if !strings.Contains(strings.Join(s.Volumes, " "), "nats-auth:/nats-auth:ro") {
-			t.Errorf("%s does not mount nats-auth read-only: %v", svc, s.Volumes)
-		}
-		if s.Environment["AUDITRAIL_NATS_URL"] == "" {
-			t.Errorf("%s: no AUDITRAIL_NATS_URL (the env anchor was not merged)", svc)
+	return doc
+}
+
+// roleServices are the auditrail role services of doc by role: each name
+// is <role>-<n>.
+func roleServices(doc composeFile) map[string][]string {
+	out := map[string][]string{}
+	for name := range doc.Services {
+		for _, role := range []string{"ingest", "query", "controlplane", "toolrunner", "deliver"} {
+			if strings.HasPrefix(name, role+"-") {
+				out[role] = append(out[role], name)
+			}
 		}
 	}
-	ns := doc.Services["nats"]
-	if strings.Join(ns.Command[:2], " ") != "-c /nats-auth/auth.conf" {
-		t.Fatalf("nats command %v does not load the include", ns.Command)
+	return out
+}
+
+// docker-compose.yml parses, every auditrail role connects to NATS with its
+// own credentials, and the nats service loads the include that
+// `auditrail nats-setup` (as the compose file runs it) writes: a server
+// started from the cluster configuration and that include accepts each
+// role's credentials and refuses an anonymous client. (Docker itself
+// cannot run here.)
+func TestComposeNATSAuth(t *testing.T) {
+	doc := readCompose(t)
+	roles := roleServices(doc)
+	creds := map[string]string{"ingest": "ingest", "query": "query", "controlplane": "controlplane", "toolrunner": "toolrunner", "deliver": "deliver"}
+	for role, want := range creds {
+		if len(roles[role]) < 2 {
+			t.Errorf("%s runs %d times, want 2", role, len(roles[role]))
+		}
+		for _, svc := range roles[role] {
+			s := doc.Services[svc]
+			if got := s.Environment["AUDITRAIL_NATS_CREDS"]; got != "/nats-auth/"+want+".creds" {
+				t.Errorf("%s: AUDITRAIL_NATS_CREDS %q, want the %s credentials", svc, got, want)
+			}
+			if !strings.Contains(strings.Join(s.Volumes, " "), "nats-auth:/nats-auth:ro") {
+				t.Errorf("%s does not mount nats-auth read-only: %v", svc, s.Volumes)
+			}
+			if s.Environment["AUDITRAIL_NATS_URL"] == "" {
+				t.Errorf("%s: no AUDITRAIL_NATS_URL (the env anchor was not merged)", svc)
+			}
+		}
+	}
+	if got := doc.Services["emit"].Environment["AUDITRAIL_NATS_CREDS"]; got != "/nats-auth/admin.creds" {
+		t.Errorf("emit: AUDITRAIL_NATS_CREDS %q", got)
 	}
 	setup := doc.Services["nats-setup"]
 	if len(setup.Command) == 0 || setup.Command[0] != "nats-setup" {
@@ -73,13 +112,28 @@ func TestComposeNATSAuth(t *testing.T) {
 			t.Errorf("%s mounts the seeds", svc)
 		}
 		// The key of the stream credentials: the control plane's only.
-		if svc != "nats-setup" && svc != "controlplane" && strings.Contains(strings.Join(s.Volumes, " "), "nats-stream") {
+		if svc != "nats-setup" && !strings.HasPrefix(svc, "controlplane-") && strings.Contains(strings.Join(s.Volumes, " "), "nats-stream") {
 			t.Errorf("%s mounts the stream credentials' key", svc)
 		}
 	}
-	if cp := doc.Services["controlplane"]; !strings.Contains(strings.Join(cp.Volumes, " "), "nats-stream:/nats-stream:ro") ||
-		cp.Environment["AUDITRAIL_NATS_STREAM_KEY_FILE"] != "/nats-stream/siem.nk" {
-		t.Errorf("controlplane lacks the stream credentials' key: %v %v", cp.Volumes, cp.Environment)
+	for _, svc := range roles["controlplane"] {
+		if cp := doc.Services[svc]; !strings.Contains(strings.Join(cp.Volumes, " "), "nats-stream:/nats-stream:ro") ||
+			cp.Environment["AUDITRAIL_NATS_STREAM_KEY_FILE"] != "/nats-stream/siem.nk" {
+			t.Errorf("%s lacks the stream credentials' key: %v %v", svc, cp.Volumes, cp.Environment)
+		}
+	}
+	natsServers := 0
+	for svc, s := range doc.Services {
+		if strings.HasPrefix(svc, "nats-") && svc != "nats-setup" {
+			natsServers++
+			if strings.Join(s.Command, " ") != "-c /etc/nats/cluster.conf" || !strings.Contains(strings.Join(s.Volumes, " "), "nats-auth:/etc/nats/auth:ro") ||
+				s.Environment["SERVER_NAME"] != svc {
+				t.Errorf("%s: command %v, volumes %v, env %v", svc, s.Command, s.Volumes, s.Environment)
+			}
+		}
+	}
+	if natsServers != 3 {
+		t.Errorf("%d NATS servers, want a cluster of 3", natsServers)
 	}
 
 	// Run the setup command with the volumes mapped to temp dirs.
@@ -93,10 +147,25 @@ func TestComposeNATSAuth(t *testing.T) {
 	if out, err := exec.Command(binary(t), args...).CombinedOutput(); err != nil {
 		t.Fatalf("nats-setup: %v\n%s", err, out)
 	}
-	opts, err := server.ProcessConfigFile(filepath.Join(dir, "auth", natsx.ServerConfFile))
+	// The cluster configuration as the nats services load it: next to the
+	// include, in auth/.
+	conf, err := os.ReadFile("../../deploy/nats/cluster.conf")
 	if err != nil {
-		t.Fatalf("the include does not load: %v", err)
+		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "cluster.conf"), conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SERVER_NAME", "nats-2")
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "cluster.conf"))
+	if err != nil {
+		t.Fatalf("the cluster configuration with the include does not load: %v", err)
+	}
+	if opts.ServerName != "nats-2" || opts.Cluster.Name != "auditrail" || len(opts.Routes) != 3 || !opts.JetStream || len(opts.TrustedOperators) != 1 {
+		t.Fatalf("cluster configuration: name %q, cluster %q, %d routes, jetstream %v, %d operators", opts.ServerName, opts.Cluster.Name, len(opts.Routes), opts.JetStream, len(opts.TrustedOperators))
+	}
+	// Served here alone (the other servers' names do not resolve).
+	opts.Cluster, opts.Routes, opts.HTTPPort = server.ClusterOpts{}, nil, 0
 	opts.Host, opts.Port, opts.JetStream, opts.StoreDir, opts.NoSigs, opts.NoLog = "127.0.0.1", server.RANDOM_PORT, true, t.TempDir(), true, true
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -129,12 +198,12 @@ func TestComposeNATSAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	const id = "1a000000-0000-4000-8000-00000000001a"
-	creds, _, err := signer.Issue("0a000000-0000-4000-8000-00000000000a", id, time.Now().Add(time.Minute))
+	siem, _, err := signer.Issue("0a000000-0000-4000-8000-00000000000a", id, time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	credsPath := filepath.Join(dir, "siem.creds")
-	if err := os.WriteFile(credsPath, creds, 0o600); err != nil {
+	if err := os.WriteFile(credsPath, siem, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	nc, err := nats.Connect(s.ClientURL(), nats.UserCredentials(credsPath), nats.CustomInboxPrefix(natsx.StreamInboxPrefix(id)))
@@ -147,5 +216,166 @@ func TestComposeNATSAuth(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "keys", "operator.nk")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("operator seed: %v %v", fi, err)
+	}
+}
+
+// helpOf is the flags and environment variables `auditrail <cmd> -h` lists.
+func helpOf(t *testing.T, cmd string) (flags, envs map[string]bool) {
+	t.Helper()
+	out, _ := exec.Command(binary(t), cmd, "-h").CombinedOutput()
+	flags, envs = map[string]bool{}, map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
+		flags[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`\(env ([A-Z0-9_]+)\)`).FindAllStringSubmatch(string(out), -1) {
+		envs[m[1]] = true
+	}
+	if len(flags) == 0 {
+		t.Fatalf("auditrail %s -h lists no flag:\n%s", cmd, out)
+	}
+	if flags["clickhouse-password-file"] {
+		envs[envClickHousePassword] = true // read apart from the flags
+	}
+	return flags, envs
+}
+
+// docker-compose.yml is the production topology and every part of it is
+// something the binary and the images have: each auditrail command, flag
+// and AUDITRAIL_ variable exists in the binary; every long-running service
+// has a healthcheck and waits on healthy dependencies; every volume is
+// declared and every file mounted from the repository exists; two of each
+// role, each tool runner with its own outbox volume; ClickHouse with
+// Keeper, two replicas and a password; Prometheus scraping every role's
+// metrics listener; Grafana with the dashboard; one gateway publishing the
+// APIs. `docker compose config` checks it too where Docker is installed.
+func TestComposeTopology(t *testing.T) {
+	doc := readCompose(t)
+	if _, err := os.Stat("../../.dockerignore"); err != nil {
+		t.Error("no .dockerignore")
+	}
+	helps := map[string][2]map[string]bool{}
+	for name, s := range doc.Services {
+		auditrail := s.Image == "auditrail:latest"
+		if auditrail {
+			args := s.Command
+			if len(s.Entrypoint) > 1 {
+				args = append(s.Entrypoint[1:], args...)
+			}
+			if len(args) == 0 {
+				t.Errorf("%s: no auditrail command", name)
+				continue
+			}
+			cmd := args[0]
+			h, ok := helps[cmd]
+			if !ok {
+				f, e := helpOf(t, cmd)
+				h = [2]map[string]bool{f, e}
+				helps[cmd] = h
+			}
+			for _, a := range args[1:] {
+				if f, ok := strings.CutPrefix(a, "--"); ok && !h[0][f] {
+					t.Errorf("%s: auditrail %s has no flag --%s", name, cmd, f)
+				}
+			}
+			for k := range s.Environment {
+				if strings.HasPrefix(k, "AUDITRAIL_") && !h[1][k] {
+					t.Errorf("%s: auditrail %s reads no %s", name, cmd, k)
+				}
+			}
+			if hc := s.Healthcheck; hc != nil && (len(hc.Test) < 4 || hc.Test[1] != "/usr/local/bin/auditrail" || hc.Test[2] != "healthcheck") {
+				t.Errorf("%s: healthcheck %v is not `auditrail healthcheck` (the image has no shell)", name, hc.Test)
+			}
+		}
+		oneShot := s.Restart == "no"
+		if !oneShot && s.Healthcheck == nil {
+			t.Errorf("%s has no healthcheck", name)
+		}
+		for dep, c := range s.DependsOn {
+			d, ok := doc.Services[dep]
+			switch {
+			case !ok:
+				t.Errorf("%s depends on %s, which does not exist", name, dep)
+			case d.Restart == "no" && c.Condition != "service_completed_successfully":
+				t.Errorf("%s waits on the one-shot %s with %q", name, dep, c.Condition)
+			case d.Restart != "no" && c.Condition != "service_healthy":
+				t.Errorf("%s waits on %s with %q, not service_healthy", name, dep, c.Condition)
+			}
+		}
+		for _, v := range s.Volumes {
+			src := strings.SplitN(v, ":", 2)[0]
+			if strings.HasPrefix(src, "./") {
+				if _, err := os.Stat(filepath.Join("../..", src)); err != nil {
+					t.Errorf("%s mounts %s, which is not in the repository", name, src)
+				}
+			} else if _, ok := doc.Volumes[src]; !ok {
+				t.Errorf("%s mounts the undeclared volume %s", name, src)
+			}
+		}
+		if len(s.Ports) > 0 && name != "gateway" && name != "grafana" {
+			t.Errorf("%s publishes %v: only the gateway (and Grafana) should", name, s.Ports)
+		}
+	}
+	roles := roleServices(doc)
+	outboxes := map[string]bool{}
+	for _, svc := range roles["toolrunner"] {
+		s := doc.Services[svc]
+		i := slices.Index(s.Command, "--outbox")
+		if i < 0 || i+1 >= len(s.Command) {
+			t.Errorf("%s keeps its outbox on the container's disk", svc)
+			continue
+		}
+		for _, v := range s.Volumes {
+			if parts := strings.Split(v, ":"); len(parts) >= 2 && parts[1] == s.Command[i+1] {
+				if outboxes[parts[0]] {
+					t.Errorf("%s shares the outbox volume %s", svc, parts[0])
+				}
+				outboxes[parts[0]] = true
+			}
+		}
+	}
+	if len(outboxes) != len(roles["toolrunner"]) {
+		t.Errorf("outbox volumes %v for %d tool runners", outboxes, len(roles["toolrunner"]))
+	}
+	// Prometheus scrapes every role instance on its metrics listener.
+	prom, err := os.ReadFile("../../deploy/prometheus/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for role, svcs := range roles {
+		for _, svc := range svcs {
+			addr := doc.Services[svc].Environment["AUDITRAIL_METRICS"]
+			_, port, _ := strings.Cut(addr, ":")
+			if addr == "" || !strings.Contains(string(prom), svc+":"+port) {
+				t.Errorf("%s (%s): metrics on %q not scraped by prometheus.yml", svc, role, addr)
+			}
+		}
+	}
+	chReplicas := 0
+	for name, s := range doc.Services {
+		if strings.HasPrefix(name, "clickhouse-") {
+			chReplicas++
+			if s.Environment["CLICKHOUSE_PASSWORD"] == "" || s.Environment["CLICKHOUSE_USER"] == "" || s.Environment["CLICKHOUSE_REPLICA"] != name {
+				t.Errorf("%s: user, password or replica macro missing: %v", name, s.Environment)
+			}
+		}
+	}
+	if chReplicas != 2 || doc.Services["keeper"].Image == "" || doc.Services["grafana"].Image == "" || doc.Services["prometheus"].Image == "" {
+		t.Errorf("%d ClickHouse replicas, keeper %q, grafana %q, prometheus %q", chReplicas, doc.Services["keeper"].Image, doc.Services["grafana"].Image, doc.Services["prometheus"].Image)
+	}
+	gw := doc.Services["gateway"]
+	for _, role := range []string{"query", "toolrunner", "controlplane"} {
+		i := slices.Index(gw.Command, "--"+role)
+		if i < 0 || strings.Count(gw.Command[i+1], "http://") != len(roles[role]) {
+			t.Errorf("the gateway does not route to every %s instance: %v", role, gw.Command)
+		}
+	}
+	// Docker's compose plugin, where installed (the docker client here has none).
+	if docker, err := exec.LookPath("docker"); err == nil && exec.Command(docker, "compose", "version").Run() == nil {
+		cmd := exec.Command(docker, "compose", "-f", "../../docker-compose.yml", "config", "-q")
+		cmd.Env = append(os.Environ(), "AUDITRAIL_BOOTSTRAP_KEY=k", "AUDITRAIL_CURSOR_KEYS=k", "AUDITRAIL_SECRETS_KEYS=k", "AUDITRAIL_PAGE_TOKEN_KEYS=k",
+			"AUDITRAIL_CLICKHOUSE_PASSWORD=k", "GRAFANA_ADMIN_PASSWORD=k")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("docker compose config: %v\n%s", err, out)
+		}
 	}
 }
