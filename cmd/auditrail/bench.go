@@ -13,12 +13,16 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite, deliver")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
 	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
 	feedEntries := fs.Int("feed-entries", "", 1_000_000, "entries of the tenant whose feed and list the feed benchmark walks")
 	feedFor := fs.Duration("feed-duration", "", 20*time.Second, "how long the feed benchmark publishes 5000 events/s to measure the time to visible")
+	dc := bench.DefaultClusterConfig("")
+	clusterEvents := fs.Int("cluster-events", "", dc.Events, "events of the cluster benchmark's ingest into one server and into 2 shards x 2 replicas")
+	clusterRate := fs.Int("cluster-rate", "", dc.Rate, "events/s the cluster benchmark publishes into dev on the cluster")
+	clusterFor := fs.Duration("cluster-duration", "", dc.Duration, "how long the cluster benchmark publishes")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
@@ -145,6 +149,19 @@ func runBench(ctx context.Context, args []string) error {
 			r, err := bench.Feed(ctx, cfg, os.Stdout)
 			if err != nil {
 				return fmt.Errorf("feed benchmark: %w", err)
+			}
+			figures = append(figures, r.Figures()...)
+		case "cluster":
+			fmt.Printf("== cluster: ingest of %d events into ClickHouse 2 shards x 2 replicas against one server; publish -> queryable at %d events/s\n", *clusterEvents, *clusterRate)
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg := bench.DefaultClusterConfig(exe)
+			cfg.Events, cfg.Rate, cfg.Duration = *clusterEvents, *clusterRate, *clusterFor
+			r, err := bench.Cluster(ctx, cfg, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("cluster benchmark: %w", err)
 			}
 			figures = append(figures, r.Figures()...)
 		case "sqlite":
