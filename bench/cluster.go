@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -124,18 +123,8 @@ func Cluster(ctx context.Context, cfg ClusterConfig, progress io.Writer) (r Clus
 	if err != nil {
 		return r, err
 	}
-	var wg sync.WaitGroup
-	pubErr := make(chan error, 2)
-	for _, part := range [][]*nats.Msg{msgs[:n/2], msgs[n/2:]} {
-		wg.Add(1)
-		go func() { defer wg.Done(); pubErr <- pub.PublishMsgs(ctx, part) }()
-	}
-	wg.Wait()
-	close(pubErr)
-	for err := range pubErr {
-		if err != nil {
-			return r, err
-		}
+	if err := publishHalves(ctx, pub, msgs); err != nil {
+		return r, err
 	}
 	msgs = nil
 	runtime.GC()

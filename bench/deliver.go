@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,18 +77,8 @@ func Deliver(ctx context.Context, n int, progress io.Writer) (DeliverResult, err
 	}
 	say("publishing %d events of one organization", n)
 	start := time.Now()
-	var wg sync.WaitGroup
-	pubErr := make(chan error, 2)
-	for _, part := range [][]*nats.Msg{msgs[:n/2], msgs[n/2:]} {
-		wg.Add(1)
-		go func() { defer wg.Done(); pubErr <- pub.PublishMsgs(ctx, part) }()
-	}
-	wg.Wait()
-	close(pubErr)
-	for err := range pubErr {
-		if err != nil {
-			return res, err
-		}
+	if err := publishHalves(ctx, pub, msgs); err != nil {
+		return res, err
 	}
 	res.Publish = time.Since(start)
 

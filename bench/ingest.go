@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -230,18 +229,8 @@ func Ingest(ctx context.Context, n int, icfg ingest.Config, progress io.Writer) 
 		return res, err
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	pubErr := make(chan error, 2)
-	for _, part := range [][]*nats.Msg{msgs[:n/2], msgs[n/2:]} {
-		wg.Add(1)
-		go func() { defer wg.Done(); pubErr <- pub.PublishMsgs(ctx, part) }()
-	}
-	wg.Wait()
-	close(pubErr)
-	for err := range pubErr {
-		if err != nil {
-			return res, err
-		}
+	if err := publishHalves(ctx, pub, msgs); err != nil {
+		return res, err
 	}
 	res.Publish = time.Since(start)
 	// Measure ingest with the heap of an ingest process, not of this harness.

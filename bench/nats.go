@@ -2,12 +2,14 @@ package bench
 
 import (
 	"context"
+	"sync"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/producers"
 )
 
 // benchNATS is an embedded NATS server with JetStream and the event
@@ -50,4 +52,24 @@ func (b *benchNATS) close() {
 		b.nc.Close()
 	}
 	b.ns.Shutdown()
+}
+
+// publishHalves publishes msgs from two goroutines, a half each (the
+// stream's order is not what the benchmarks measure).
+func publishHalves(ctx context.Context, pub *producers.Publisher, msgs []*nats.Msg) error {
+	n := len(msgs)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, part := range [][]*nats.Msg{msgs[:n/2], msgs[n/2:]} {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- pub.PublishMsgs(ctx, part) }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -21,21 +21,7 @@ import (
 // does not start, and says why.
 func TestRoleOverTLSRotatesCredentials(t *testing.T) {
 	pki := testenv.NewTLSFiles(t)
-	dir := t.TempDir()
-	auth, err := natsx.LoadOrCreateAuth(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.WriteCreds(dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := natsx.DefaultServerConfig()
-	cfg.Listen, cfg.StoreDir, cfg.Auth, cfg.TLS = "127.0.0.1:0", t.TempDir(), auth, pki.ServerConfig(t, true)
-	ns, err := natsx.StartServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
+	ns, auth, dir := testenv.NATSAuthTLS(t, pki)
 	url := strings.Replace(ns.ClientURL(), "nats://", "tls://", 1)
 	creds := filepath.Join(t.TempDir(), "controlplane.creds")
 	b, err := os.ReadFile(natsx.CredsFile(dir, natsx.RoleControlPlane))

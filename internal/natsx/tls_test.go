@@ -15,34 +15,11 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
-// startTLS starts a server in operator mode that serves TLS only and
-// verifies client certificates; it returns the server and the role
-// credentials directory.
-func startTLS(t *testing.T, pki *testenv.TLSFiles) (*server.Server, *natsx.Auth, string) {
-	t.Helper()
-	dir := t.TempDir()
-	auth, err := natsx.LoadOrCreateAuth(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := auth.WriteCreds(dir); err != nil {
-		t.Fatal(err)
-	}
-	cfg := natsx.DefaultServerConfig()
-	cfg.Listen, cfg.StoreDir, cfg.Auth, cfg.TLS = "127.0.0.1:0", t.TempDir(), auth, pki.ServerConfig(t, true)
-	s, err := natsx.StartServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	return s, auth, dir
-}
-
 // A role reaches a TLS server that verifies clients only with the CA and
 // its client certificate; each missing piece is refused with a hint.
 func TestConnectTLS(t *testing.T) {
 	pki := testenv.NewTLSFiles(t)
-	s, _, dir := startTLS(t, pki)
+	s, _, dir := testenv.NATSAuthTLS(t, pki)
 	url := strings.Replace(s.ClientURL(), "nats://", "tls://", 1)
 	creds := natsx.CredsFile(dir, natsx.RoleAdmin)
 	log := slog.New(slog.DiscardHandler)
@@ -98,7 +75,7 @@ func TestCredentialsRotateWithoutRestart(t *testing.T) {
 	natsx.CredsPollInterval = 50 * time.Millisecond
 	t.Cleanup(func() { natsx.CredsPollInterval = old })
 	pki := testenv.NewTLSFiles(t)
-	s, auth, dir := startTLS(t, pki)
+	s, auth, dir := testenv.NATSAuthTLS(t, pki)
 	creds := filepath.Join(t.TempDir(), "admin.creds")
 	b, err := os.ReadFile(natsx.CredsFile(dir, natsx.RoleAdmin))
 	if err != nil {

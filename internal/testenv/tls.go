@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"github.com/nats-io/nats-server/v2/server"
+
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -14,6 +16,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/auditrail/auditrail/internal/natsx"
 )
 
 // TLSFiles is a throwaway PKI in a temp dir: a CA, a server certificate
@@ -81,4 +85,28 @@ func (f *TLSFiles) ServerConfig(t testing.TB, verify bool) *tls.Config {
 		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, f.pool
 	}
 	return cfg
+}
+
+// NATSAuthTLS starts an embedded JetStream server in operator mode (as
+// NATSAuth, without streams) that serves TLS only and verifies client
+// certificates signed by pki's CA; the credentials of every role are in
+// the returned directory. It stops when the test ends.
+func NATSAuthTLS(t testing.TB, pki *TLSFiles) (*server.Server, *natsx.Auth, string) {
+	t.Helper()
+	dir := t.TempDir()
+	auth, err := natsx.LoadOrCreateAuth(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := auth.WriteCreds(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := natsx.DefaultServerConfig()
+	cfg.Listen, cfg.StoreDir, cfg.Auth, cfg.TLS = "127.0.0.1:0", t.TempDir(), auth, pki.ServerConfig(t, true)
+	s, err := natsx.StartServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s, auth, dir
 }
