@@ -1,8 +1,6 @@
 package testenv
 
 import (
-	"github.com/nats-io/nats-server/v2/server"
-
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,6 +14,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/auditrail/auditrail/internal/natsx"
 )
