@@ -12,6 +12,12 @@ run: build
 ## test: the whole suite (CI: AUDITRAIL_REQUIRE_ALL=1 make test)
 test: vet
 	$(GO) test -race -count=1 -timeout 14m ./...
+	$(GO) test -count=1 -timeout 14m -run '$(CLUSTER_TESTS)' ./cmd/auditrail ./internal/auditstore/clickhouse
+
+# The cluster tests (files built with !race): a 3-server NATS cluster and
+# ClickHouse 2 shards x 2 replicas with ZooKeeper, run without the race
+# detector (see cmd/auditrail/scaleout_test.go).
+CLUSTER_TESTS = ^(TestClusterFailover|TestClickHouseClusterIngestAndList|TestClickHouseClusterFlag|TestEveryRoleTwice|TestClusterConformance|TestClusterOptionsValidate|TestClusterNodeAddedLater)$$
 
 ## build: bin/auditrail (the first build compiles every dependency: several
 ## minutes, about 5 on 2 cores; -v lists each package as it is compiled)

@@ -1,3 +1,11 @@
+//go:build !race
+
+// The cluster tests run without the race detector, in the second step of
+// `make test`: what they test runs in other processes (the roles, the
+// ClickHouse and NATS servers of the cluster) or is tested under the race
+// detector elsewhere, and the race detector would make their in-process
+// servers and harness several times slower (14 minutes were not enough).
+
 package main
 
 import (
@@ -135,6 +143,7 @@ func TestClusterFailover(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
+		c := newAPIClient(t, p.http) // a client of its own: a client counts its checks
 		for {
 			select {
 			case <-stop:
@@ -163,6 +172,7 @@ func TestClusterFailover(t *testing.T) {
 	var members, executions []string
 	go func() {
 		defer wg.Done()
+		c := newAPIClient(t, p.http)
 		for i := 0; ; i++ {
 			select {
 			case <-stop:

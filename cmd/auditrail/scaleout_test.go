@@ -1,3 +1,11 @@
+//go:build !race
+
+// The cluster tests run without the race detector, in the second step of
+// `make test`: what they test runs in other processes (the roles, the
+// ClickHouse and NATS servers of the cluster) or is tested under the race
+// detector elsewhere, and the race detector would make their in-process
+// servers and harness several times slower (14 minutes were not enough).
+
 package main
 
 import (

@@ -28,6 +28,10 @@ type Server struct {
 	HTTPPort int
 	bin      string
 
+	// usersXML, when set, is the server's users configuration (else the
+	// machine's /etc/clickhouse-server/users.xml).
+	usersXML string
+
 	mu  sync.Mutex
 	cmd *exec.Cmd
 }
@@ -42,7 +46,7 @@ const configTemplate = `<?xml version="1.0"?>
   <tmp_path>{{dir}}/tmp/</tmp_path>
   <user_files_path>{{dir}}/user_files/</user_files_path>
   <format_schema_path>{{dir}}/format_schemas/</format_schema_path>
-  <users_config>/etc/clickhouse-server/users.xml</users_config>
+  <users_config>{{users}}</users_config>
   <default_profile>default</default_profile>
   <default_database>default</default_database>
   <mark_cache_size>268435456</mark_cache_size>
@@ -97,7 +101,15 @@ func (s *Server) writeConfig(extra string) error {
 			return err
 		}
 	}
-	cfg := strings.NewReplacer("{{dir}}", s.Dir, "{{tcp}}", fmt.Sprint(s.TCPPort), "{{http}}", fmt.Sprint(s.HTTPPort), "{{extra}}", extra).Replace(configTemplate)
+	users := "/etc/clickhouse-server/users.xml"
+	if s.usersXML != "" {
+		users = filepath.Join(s.Dir, "users.xml")
+		if err := os.WriteFile(users, []byte(s.usersXML), 0o644); err != nil {
+			return err
+		}
+	}
+	cfg := strings.NewReplacer("{{dir}}", s.Dir, "{{tcp}}", fmt.Sprint(s.TCPPort), "{{http}}", fmt.Sprint(s.HTTPPort), "{{extra}}", extra,
+		"{{users}}", users).Replace(configTemplate)
 	return os.WriteFile(filepath.Join(s.Dir, "config.xml"), []byte(cfg), 0o644)
 }
 

@@ -79,6 +79,7 @@ func StartCluster(dir, name string, shards, replicas int) (*Cluster, error) {
   <interserver_http_port>%d</interserver_http_port>
   <interserver_http_host>127.0.0.1</interserver_http_host>
 %s`, zk.Port, i+1, i+1, j+1, interserver[s], remote.String())
+			s.usersXML = clusterUsers
 			if err := s.writeConfig(extra); err != nil {
 				c.Stop()
 				return nil, err
@@ -170,3 +171,27 @@ func (c *Cluster) RemoveAll() error {
 	c.Stop()
 	return os.RemoveAll(c.Dir)
 }
+
+// clusterUsers is the users configuration of a cluster's servers: the
+// default user, whose profile picks replicas in the order of
+// <remote_servers> (load_balancing in_order). A Distributed insert
+// (internal_replication) and the reads after it then go to the same
+// replica of each shard while it is healthy, so a listing sees what ingest
+// acknowledged; with the default (random), a read could reach the other
+// replica before replication copied the part. Production servers need the
+// same setting (README, "a ClickHouse cluster").
+const clusterUsers = `<?xml version="1.0"?>
+<yandex>
+  <profiles><default>
+    <max_memory_usage>10000000000</max_memory_usage>
+    <load_balancing>in_order</load_balancing>
+  </default></profiles>
+  <users><default>
+    <password></password>
+    <networks><ip>::/0</ip></networks>
+    <profile>default</profile>
+    <quota>default</quota>
+  </default></users>
+  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
+</yandex>
+`
