@@ -34,7 +34,7 @@ import (
 // replicas), behind the gateway: the admin
 // CLI works through the gateway's one base URL; an organization made on one
 // control plane is on the other; the ingest instances share the durable
-// consumer (each stores some, every event is stored once); the query
+// consumers (one per kind; every event is stored once); the query
 // instances share the rate limit; a key disabled on one control plane is
 // refused by the other roles within a second; tool executions run on both
 // tool runners are listed once each.
@@ -65,7 +65,8 @@ func TestEveryRoleTwice(t *testing.T) {
 		qs = append(qs, launch("query", append(append(append(nats(natsx.RoleQuery, true), api...), chArgs...), "--cursor-keys", cursor, "--rate-limit", "40/60s")...))
 		trs = append(trs, launch("toolrunner", append(append(nats(natsx.RoleToolRunner, true), api...), "--secrets-keys", secrets,
 			"--page-token-keys", pageKeys, "--outbox", t.TempDir())...))
-		ings = append(ings, launch("ingest", append(nats(natsx.RoleIngest, false), chArgs...)...))
+		// Small pulls, so that the two instances share the events.
+		ings = append(ings, launch("ingest", append(append(nats(natsx.RoleIngest, false), chArgs...), "--batch-size", "100", "--fetch-size", "100")...))
 	}
 	for _, p := range procs {
 		p.waitHealth(t, http.StatusOK, 90*time.Second)
@@ -135,8 +136,13 @@ func TestEveryRoleTwice(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := pub.PublishBatch(ctx, batch); err != nil {
-		t.Fatal(err)
+	// In 30 publishes over 1.5 s, so that both instances' pulls get some
+	// (one fetch could take a backlog published at once).
+	for i := 0; i < len(batch); i += 100 {
+		if err := pub.PublishBatch(ctx, batch[i:i+100]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// Each listing request from its own client address: the rate limit is
 	// tested below.
@@ -175,12 +181,24 @@ func TestEveryRoleTwice(t *testing.T) {
 	if len(seen) != events {
 		t.Fatalf("%d of %d events listed", len(seen), events)
 	}
+	// One durable consumer per kind for both instances (not one each).
+	st, err := js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var durables []string
+	for name := range st.ListConsumers(ctx).Info() {
+		if strings.HasPrefix(name.Name, "auditrail-ingest") {
+			durables = append(durables, name.Name)
+		}
+	}
+	if len(durables) != 2 {
+		t.Fatalf("ingest consumers %v, want one durable per kind shared by both instances", durables)
+	}
 	for _, p := range ings {
 		_, h := p.health()
 		stored, _ := h[healthIngestAudit].(map[string]any)["stored"].(float64)
-		if stored == 0 {
-			t.Errorf("ingest %s stored nothing (the consumer is not shared): %v", p.addr, h[healthIngestAudit])
-		}
+		t.Logf("ingest %s stored %.0f of the %d events", p.addr, stored, events)
 	}
 
 	// A key made through the gateway works on every role; disabled on one
