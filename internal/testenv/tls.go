@@ -107,6 +107,6 @@ func NATSAuthTLS(t testing.TB, pki *TLSFiles) (*server.Server, *natsx.Auth, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Shutdown)
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() }) // its goroutines gone before goleak looks
 	return s, auth, dir
 }
