@@ -103,7 +103,7 @@ func streamReplicas(t *testing.T, js jetstream.JetStream, names ...string) map[s
 // and bucket on creation, and a later control plane started with another
 // count raises, then lowers, those of an existing deployment.
 func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && !testenv.RequireAll() {
 		t.Skip("three NATS servers, ClickHouse and six processes")
 	}
 	cluster := testenv.NewNATSCluster(t, 3)
