@@ -21,7 +21,8 @@ func runBench(ctx context.Context, args []string) error {
 	feedFor := fs.Duration("feed-duration", "", 20*time.Second, "how long the feed benchmark publishes 5000 events/s to measure the time to visible")
 	dc := bench.DefaultClusterConfig("")
 	clusterEvents := fs.Int("cluster-events", "", dc.Events, "events of the cluster benchmark's ingest into one server and into 2 shards x 2 replicas")
-	clusterRate := fs.Int("cluster-rate", "", dc.Rate, "events/s the cluster benchmark publishes into dev on the cluster")
+	clusterBatch := fs.Int("cluster-batch", "", dc.LargeBatch, "the cluster benchmark's large ingest batch (events), measured beside ingest's default")
+	clusterRate := fs.Int("cluster-rate", "", dc.Rate, "events/s the cluster benchmark publishes into dev on one server, then on the cluster")
 	clusterFor := fs.Duration("cluster-duration", "", dc.Duration, "how long the cluster benchmark publishes")
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
@@ -152,13 +153,13 @@ func runBench(ctx context.Context, args []string) error {
 			}
 			figures = append(figures, r.Figures()...)
 		case "cluster":
-			fmt.Printf("== cluster: ingest of %d events into ClickHouse 2 shards x 2 replicas against one server; publish -> queryable at %d events/s\n", *clusterEvents, *clusterRate)
+			fmt.Printf("== cluster: ingest of %d events into ClickHouse 2 shards x 2 replicas against one server; publish -> queryable at %d events/s on each\n", *clusterEvents, *clusterRate)
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
 			cfg := bench.DefaultClusterConfig(exe)
-			cfg.Events, cfg.Rate, cfg.Duration = *clusterEvents, *clusterRate, *clusterFor
+			cfg.Events, cfg.LargeBatch, cfg.Rate, cfg.Duration = *clusterEvents, *clusterBatch, *clusterRate, *clusterFor
 			r, err := bench.Cluster(ctx, cfg, os.Stdout)
 			if err != nil {
 				return fmt.Errorf("cluster benchmark: %w", err)

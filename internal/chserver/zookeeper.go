@@ -45,7 +45,9 @@ func ZooKeeperInstalled() error {
 // StartZooKeeper starts a ZooKeeper with its data under dir on a free port
 // and waits until it serves (srvr names its mode: ruok answers imok before
 // the server takes sessions, and a ClickHouse 18.16 whose first session is
-// refused can crash in its DDL worker).
+// refused can crash in its DDL worker). A throwaway: it does not fsync its
+// transaction log (forceSync=no), which a production ZooKeeper or Keeper
+// must.
 func StartZooKeeper(dir string) (*ZooKeeper, error) {
 	if err := ZooKeeperInstalled(); err != nil {
 		return nil, err
@@ -58,7 +60,7 @@ func StartZooKeeper(dir string) (*ZooKeeper, error) {
 		return nil, err
 	}
 	cfg := fmt.Sprintf("tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
-		"maxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n", filepath.Join(dir, "data"), port)
+		"maxClientCnxns=0\nforceSync=no\nadmin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\n", filepath.Join(dir, "data"), port)
 	cfgPath := filepath.Join(dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
