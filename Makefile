@@ -12,12 +12,12 @@ run: build
 ## test: the whole suite (CI: AUDITRAIL_REQUIRE_ALL=1 make test)
 test: vet
 	$(GO) test -race -count=1 -timeout 14m ./...
-	$(GO) test -p 1 -count=1 -timeout 14m -run '$(CLUSTER_TESTS)' ./cmd/auditrail ./internal/auditstore/clickhouse
+	$(GO) test -count=1 -timeout 14m -run '$(CLUSTER_TESTS)' ./cmd/auditrail ./internal/auditstore/clickhouse
 
 # The cluster tests (files built with !race): a 3-server NATS cluster and
 # ClickHouse 2 shards x 2 replicas with ZooKeeper, run without the race
-# detector (see cmd/auditrail/scaleout_test.go), one package at a time (two
-# clusters starting at once took each other's free ports).
+# detector (see cmd/auditrail/scaleout_test.go); the two packages at once
+# (chserver.FreePort reserves each port it gives across processes).
 CLUSTER_TESTS = ^(TestClusterFailover|TestClickHouseClusterIngestAndList|TestClickHouseClusterFlag|TestEveryRoleTwice|TestClusterConformance|TestClusterOptionsValidate|TestClusterNodeAddedLater)$$
 
 ## build: bin/auditrail (the first build compiles every dependency: several

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -219,27 +220,79 @@ func (s *Server) DSN(db string) string {
 	return fmt.Sprintf("clickhouse://127.0.0.1:%d/%s", s.TCPPort, db)
 }
 
-// freePorts returns n distinct TCP ports that were free a moment ago (all
-// held at once while they are chosen, so that none is chosen twice).
+// freePorts returns n distinct TCP ports that were free a moment ago and
+// that no other caller of FreePort, in this process or another, has been
+// given: a port the kernel hands out is closed again before its server
+// binds it, and two test processes starting servers at once were given the
+// same one. Each port given is reserved by a lock on a file under
+// os.TempDir()/auditrail-ports, held until this process exits (the kernel
+// releases it then, even on a crash).
 func freePorts(n int) ([]int, error) {
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		p, err := reservePort()
 		if err != nil {
 			return nil, err
 		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, p)
 	}
 	return ports, nil
 }
 
-// FreePort returns a TCP port that was free a moment ago.
+// FreePort returns a TCP port that was free a moment ago and that no other
+// caller has been given (see freePorts).
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// reserved holds the lock files of the ports this process was given.
+var reserved struct {
+	sync.Mutex
+	files []*os.File
+}
+
+func reservePort() (int, error) {
+	return reserveFrom(func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") })
+}
+
+// reserveFrom takes ports from listen until one is not reserved, holding
+// the rejected listeners meanwhile so that the kernel offers other ports.
+func reserveFrom(listen func() (net.Listener, error)) (int, error) {
+	dir := filepath.Join(os.TempDir(), "auditrail-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return 0, fmt.Errorf("port reservations: %w", err)
+	}
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for range 100 {
+		l, err := listen()
+		if err != nil {
+			return 0, err
+		}
+		held = append(held, l)
+		port := l.Addr().(*net.TCPAddr).Port
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return 0, fmt.Errorf("port reservations: %w", err)
+		}
+		// Another open file description (this process or another) holds
+		// the lock: that caller was given this port; take another.
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue
+		}
+		reserved.Lock()
+		reserved.files = append(reserved.files, f)
+		reserved.Unlock()
+		return port, nil
+	}
+	return 0, errors.New("no free port that is not reserved after 100 tries")
 }
