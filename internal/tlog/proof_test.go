@@ -97,10 +97,14 @@ func TestRFC6962Vectors(t *testing.T) {
 			// Each corruption fails.
 			bad := map[string]func() error{
 				"other index": func() error { return tlog.VerifyInclusion(tc.size, root, (tc.index+1)%tc.size, leaf, tc.proof) },
-				"other leaf":  func() error { return tlog.VerifyInclusion(tc.size, root, tc.index, tlog.LeafHash([]byte("x")), tc.proof) },
-				"other root":  func() error { return tlog.VerifyInclusion(tc.size, tlog.EmptyRoot, tc.index, leaf, tc.proof) },
-				"extra hash":  func() error { return tlog.VerifyInclusion(tc.size, root, tc.index, leaf, append(clone(tc.proof), root)) },
-				"index out":   func() error { return tlog.VerifyInclusion(tc.size, root, tc.size, leaf, tc.proof) },
+				"other leaf": func() error {
+					return tlog.VerifyInclusion(tc.size, root, tc.index, tlog.LeafHash([]byte("x")), tc.proof)
+				},
+				"other root": func() error { return tlog.VerifyInclusion(tc.size, tlog.EmptyRoot, tc.index, leaf, tc.proof) },
+				"extra hash": func() error {
+					return tlog.VerifyInclusion(tc.size, root, tc.index, leaf, append(clone(tc.proof), root))
+				},
+				"index out": func() error { return tlog.VerifyInclusion(tc.size, root, tc.size, leaf, tc.proof) },
 			}
 			if len(tc.proof) > 0 {
 				bad["flipped bit"] = func() error {
