@@ -1,6 +1,7 @@
 package tlog
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,13 +28,17 @@ type canonicalizer struct {
 	depth int
 	out   []byte
 	tmp   []byte
+	plain bool // the last string read was ASCII without escapes
 	mem   []member // members of the objects being read, innermost last
 	top   []member // members of the top-level object, in output order
 }
 
 // member is one object member in out: the quoted key at [key, colon) and
 // the value at [colon+1, end).
-type member struct{ key, colon, end int }
+type member struct {
+	key, colon, end int
+	plain           bool // the name is ASCII without escapes: compare its bytes
+}
 
 // canonical appends the canonical form of src to dst.
 func (c *canonicalizer) canonical(dst, src []byte) ([]byte, error) {
@@ -167,6 +172,7 @@ func (c *canonicalizer) object() error {
 				return err
 			}
 			colon := len(c.out)
+			plain := c.plain
 			c.skipSpace()
 			if c.pos >= len(c.src) || c.src[c.pos] != ':' {
 				return c.errorf("expected : after a member name")
@@ -177,7 +183,7 @@ func (c *canonicalizer) object() error {
 			if err := c.value(); err != nil {
 				return err
 			}
-			c.mem = append(c.mem, member{key: key, colon: colon, end: len(c.out)})
+			c.mem = append(c.mem, member{key: key, colon: colon, end: len(c.out), plain: plain})
 			c.skipSpace()
 			if c.pos >= len(c.src) {
 				return c.errorf("unterminated object")
@@ -205,9 +211,15 @@ func (c *canonicalizer) object() error {
 // no separators) as the members sorted by name, comma-separated.
 func (c *canonicalizer) order(start int, ms []member) error {
 	o := c.out
-	slices.SortStableFunc(ms, func(a, b member) int { return compareNames(o[a.key:a.colon], o[b.key:b.colon]) })
+	cmp := func(a, b member) int {
+		if a.plain && b.plain {
+			return bytes.Compare(o[a.key+1:a.colon-1], o[b.key+1:b.colon-1])
+		}
+		return compareNames(o[a.key:a.colon], o[b.key:b.colon])
+	}
+	slices.SortStableFunc(ms, cmp)
 	for i := 1; i < len(ms); i++ {
-		if compareNames(o[ms[i-1].key:ms[i-1].colon], o[ms[i].key:ms[i].colon]) == 0 {
+		if cmp(ms[i-1], ms[i]) == 0 {
 			return c.errorf("duplicate member %s", o[ms[i].key:ms[i].colon])
 		}
 	}
@@ -292,6 +304,7 @@ const hexDigits = "0123456789abcdef"
 func (c *canonicalizer) str() error {
 	c.pos++
 	c.out = append(c.out, '"')
+	c.plain = true
 	src := c.src
 	for {
 		i := c.pos
@@ -315,6 +328,7 @@ func (c *canonicalizer) str() error {
 		case b < 0x20:
 			return c.errorf("control character in a string")
 		case b >= utf8.RuneSelf:
+			c.plain = false
 			r, n := utf8.DecodeRune(src[i:])
 			if r == utf8.RuneError && n <= 1 {
 				return c.errorf("invalid UTF-8")
@@ -322,6 +336,7 @@ func (c *canonicalizer) str() error {
 			c.out = append(c.out, src[i:i+n]...)
 			c.pos += n
 		default: // backslash
+			c.plain = false
 			if i+1 >= len(src) {
 				return c.errorf("unterminated escape")
 			}
