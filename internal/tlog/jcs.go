@@ -28,7 +28,7 @@ type canonicalizer struct {
 	depth int
 	out   []byte
 	tmp   []byte
-	plain bool // the last string read was ASCII without escapes
+	plain bool     // the last string read was ASCII without escapes
 	mem   []member // members of the objects being read, innermost last
 	top   []member // members of the top-level object, in output order
 }

@@ -46,13 +46,13 @@ type Config struct {
 
 // Problem kinds.
 const (
-	KindMalformed    = "malformed"     // a line that is not an entry
-	KindCheckpoint   = "checkpoint"    // a checkpoint that does not open (key, signature, format)
-	KindMissing      = "missing"       // a leaf index without an entry
-	KindDuplicate    = "duplicate"     // a leaf index claimed by several entries
-	KindRoot         = "root"          // the entries do not hash to the checkpoint's root
-	KindRolledBack   = "rolled_back"   // the kept checkpoint is larger than the log's
-	KindInconsistent = "inconsistent"  // the log does not extend the kept checkpoint
+	KindMalformed    = "malformed"      // a line that is not an entry
+	KindCheckpoint   = "checkpoint"     // a checkpoint that does not open (key, signature, format)
+	KindMissing      = "missing"        // a leaf index without an entry
+	KindDuplicate    = "duplicate"      // a leaf index claimed by several entries
+	KindRoot         = "root"           // the entries do not hash to the checkpoint's root
+	KindRolledBack   = "rolled_back"    // the kept checkpoint is larger than the log's
+	KindInconsistent = "inconsistent"   // the log does not extend the kept checkpoint
 	KindOrder        = "misplaced_line" // the checkpoint line is not the last line
 )
 

@@ -115,12 +115,12 @@ func TestExportTampers(t *testing.T) {
 		return l
 	}
 	for _, tc := range []struct {
-		name   string
-		edit   func(l [][]byte) [][]byte
-		cfg    func(cfg *verify.Config)
-		kinds  []string // the problems expected, in order; none: OK
-		says   []string
-		newer  int64
+		name  string
+		edit  func(l [][]byte) [][]byte
+		cfg   func(cfg *verify.Config)
+		kinds []string // the problems expected, in order; none: OK
+		says  []string
+		newer int64
 	}{
 		{name: "good export"},
 		{name: "lines in any order", edit: func(l [][]byte) [][]byte {
