@@ -3,6 +3,7 @@ package tlog
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -231,4 +232,32 @@ func parseBody(text string) (Checkpoint, error) {
 	}
 	cp.Time = t
 	return cp, nil
+}
+
+// NoteOf returns the signed checkpoint held in b: b itself when it is the
+// note, or the note inside a JSON object holding one (the answer of the
+// checkpoint route, {"data":{"note":…}}, or an export's last line,
+// {"checkpoint":…}). Anything else is returned as it is, for Open to
+// refuse.
+func NoteOf(b []byte) []byte {
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 || t[0] != '{' {
+		return b
+	}
+	var v struct {
+		Checkpoint *string `json:"checkpoint"`
+		Data       *struct {
+			Note *string `json:"note"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(t, &v) != nil {
+		return b
+	}
+	switch {
+	case v.Checkpoint != nil:
+		return []byte(*v.Checkpoint)
+	case v.Data != nil && v.Data.Note != nil:
+		return []byte(*v.Data.Note)
+	}
+	return b
 }

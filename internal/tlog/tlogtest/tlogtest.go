@@ -1,5 +1,7 @@
 // Package tlogtest builds exports of a log in memory, as the export route
-// writes them, for the tests and the benchmark of the verifier.
+// writes them, for the tests and the benchmark of the verifier. The items
+// themselves (query.Item JSON) come from the caller: internal/ does not
+// import the components.
 package tlogtest
 
 import (
@@ -8,31 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/query"
-	"github.com/auditrail/auditrail/schemas"
 )
-
-// AuditItems renders n synthetic audit events of org as the list route
-// returns them (query.Item JSON), one second apart from start.
-func AuditItems(org uuid.UUID, n int, seed uint64, start time.Time) [][]byte {
-	g := synth.New(org, 3, seed)
-	out := make([][]byte, n)
-	for i := range out {
-		ts := start.Add(time.Duration(i) * time.Second)
-		ev := g.Event(ts)
-		e := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: ts.Add(20 * time.Millisecond)}
-		b, err := json.Marshal(query.NewItem(&e))
-		if err != nil {
-			panic(err)
-		}
-		out[i] = b
-	}
-	return out
-}
 
 // Line is item (a JSON object) with its leaf_index appended, as an export
 // line (without the newline).

@@ -3,6 +3,7 @@ package verify_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,10 +14,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/tlogtest"
 	"github.com/auditrail/auditrail/internal/tlog/verify"
+	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
@@ -38,7 +42,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, n int) *fixture {
 	t.Helper()
-	f := &fixture{items: tlogtest.AuditItems(org, n, 7, t0.Add(-48*time.Hour))}
+	f := &fixture{items: auditItems(org, n, 7, t0.Add(-48*time.Hour))}
 	var err error
 	if f.leaves, err = tlogtest.Leaves(f.items); err != nil {
 		t.Fatal(err)
@@ -295,7 +299,7 @@ func TestExportLarge(t *testing.T) {
 func FuzzExport(f *testing.F) {
 	key, pub, _ := tlog.GenerateKey("audit.example.com", t0)
 	keys, _ := tlog.NewKeySet(pub)
-	items := tlogtest.AuditItems(org, 3, 1, t0)
+	items := auditItems(org, 3, 1, t0)
 	leaves, _ := tlogtest.Leaves(items)
 	note, _ := tlogtest.Sign(leaves, 3, origin, t0.Add(time.Hour), key)
 	var good [][]byte
@@ -315,4 +319,22 @@ func FuzzExport(f *testing.F) {
 			t.Fatalf("verified a log the key never signed: %+v", rep.Checkpoint)
 		}
 	})
+}
+
+// auditItems renders n synthetic audit events of org as the list route
+// returns them (query.Item JSON), one second apart from start.
+func auditItems(org uuid.UUID, n int, seed uint64, start time.Time) [][]byte {
+	g := synth.New(org, 3, seed)
+	out := make([][]byte, n)
+	for i := range out {
+		ts := start.Add(time.Duration(i) * time.Second)
+		ev := g.Event(ts)
+		e := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: ts.Add(20 * time.Millisecond)}
+		b, err := json.Marshal(query.NewItem(&e))
+		if err != nil {
+			panic(err)
+		}
+		out[i] = b
+	}
+	return out
 }
