@@ -144,7 +144,9 @@ func TestVerifyExport(t *testing.T) {
 		{name: "extends the kept checkpoint", flags: []string{"--since-checkpoint", kept}},
 		{name: "old key inside its window", edit: resign(n, f.t0.Add(-time.Minute), f.oldKey)},
 		{name: "old key outside its window", edit: resign(n, f.t0.Add(time.Minute), f.oldKey), says: "signed outside its key's validity"},
-		{name: "line not JSON", edit: func(l [][]byte) [][]byte { return append(l[:5:5], append([][]byte{[]byte("<html>oops</html>")}, l[5:]...)...) }, says: "line 6 is not an entry of the export"},
+		{name: "line not JSON", edit: func(l [][]byte) [][]byte {
+			return append(l[:5:5], append([][]byte{[]byte("<html>oops</html>")}, l[5:]...)...)
+		}, says: "line 6 is not an entry of the export"},
 		{name: "checkpoint apart (the checkpoint route's answer)", edit: func(l [][]byte) [][]byte { return l[:n] }, flags: []string{"--checkpoint", apart}},
 		{name: "no checkpoint at all", edit: func(l [][]byte) [][]byte { return l[:n] }, says: "does not end with a checkpoint line: give --checkpoint", usage: true},
 	} {
