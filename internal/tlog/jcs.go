@@ -2,6 +2,7 @@ package tlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -37,7 +38,8 @@ type canonicalizer struct {
 // the value at [colon+1, end).
 type member struct {
 	key, colon, end int
-	plain           bool // the name is ASCII without escapes: compare its bytes
+	plain           bool   // the name is ASCII without escapes: compare its bytes
+	prefix          uint64 // of a plain name: its first 8 bytes, big-endian, zero-padded
 }
 
 // canonical appends the canonical form of src to dst.
@@ -183,7 +185,13 @@ func (c *canonicalizer) object() error {
 			if err := c.value(); err != nil {
 				return err
 			}
-			c.mem = append(c.mem, member{key: key, colon: colon, end: len(c.out), plain: plain})
+			m := member{key: key, colon: colon, end: len(c.out), plain: plain}
+			if plain {
+				var p [8]byte
+				copy(p[:], c.out[key+1:colon-1])
+				m.prefix = binary.BigEndian.Uint64(p[:])
+			}
+			c.mem = append(c.mem, m)
 			c.skipSpace()
 			if c.pos >= len(c.src) {
 				return c.errorf("unterminated object")
@@ -213,6 +221,12 @@ func (c *canonicalizer) order(start int, ms []member) error {
 	o := c.out
 	cmp := func(a, b member) int {
 		if a.plain && b.plain {
+			if a.prefix != b.prefix {
+				if a.prefix < b.prefix {
+					return -1
+				}
+				return 1
+			}
 			return bytes.Compare(o[a.key+1:a.colon-1], o[b.key+1:b.colon-1])
 		}
 		return compareNames(o[a.key:a.colon], o[b.key:b.colon])
@@ -298,6 +312,15 @@ func nextNameRune(s []byte) (rune, int) {
 
 const hexDigits = "0123456789abcdef"
 
+// SWAR masks: a 1 and a 0x80 in every byte.
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasZero is non-zero when a byte of x is zero.
+func hasZero(x uint64) uint64 { return (x - lows) &^ x & highs }
+
 // str reads a JSON string and writes it as RFC 8785 does: only '"', '\'
 // and the control characters escaped (the five short forms, else \u00xx),
 // everything else as UTF-8. Invalid UTF-8 and lone surrogates are refused.
@@ -308,6 +331,15 @@ func (c *canonicalizer) str() error {
 	src := c.src
 	for {
 		i := c.pos
+		// Eight bytes at a time while none is special (a control
+		// character, '"', '\\' or a non-ASCII byte).
+		for i+8 <= len(src) {
+			x := binary.LittleEndian.Uint64(src[i:])
+			if (x-lows*0x20)&^x&highs|hasZero(x^(lows*'"'))|hasZero(x^(lows*'\\'))|x&highs != 0 {
+				break
+			}
+			i += 8
+		}
 		for i < len(src) {
 			b := src[i]
 			if b < 0x20 || b == '"' || b == '\\' || b >= utf8.RuneSelf {

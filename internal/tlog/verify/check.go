@@ -120,30 +120,16 @@ func describe(err error) string {
 // leaves, and checks the roots.
 func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 	size := cp.Size
-	var all []record
-	for _, rs := range v.col.records {
-		all = append(all, rs...)
-	}
-	v.col.records = nil
+	all := newRecords(v.col.records)
 	leaves := make([]tlog.Hash, size)
-	owner := make([]int32, size) // 1 + index in all, 0: no entry
+	owner := make([]int32, size) // 1 + global number of the record, 0: no entry
 	dups := map[int64][]int32{}
-	for g, r := range all {
-		if r.index >= size {
-			v.rep.Newer++
-			if v.rep.NewerFirst < 0 || r.index < v.rep.NewerFirst {
-				v.rep.NewerFirst = r.index
-			}
-			continue
+	g := -1
+	for _, chunk := range v.col.records {
+		for _, r := range chunk {
+			g++
+			v.placeOne(r, g, size, leaves, owner, dups)
 		}
-		if owner[r.index] == 0 {
-			owner[r.index], leaves[r.index] = int32(g+1), r.leaf
-			continue
-		}
-		if len(dups[r.index]) == 0 {
-			dups[r.index] = append(dups[r.index], owner[r.index]-1)
-		}
-		dups[r.index] = append(dups[r.index], int32(g))
 	}
 	missing := v.missing(owner)
 	if len(dups) == 1 && missing == 0 {
@@ -152,7 +138,7 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 		}
 	} else {
 		for idx, claim := range dups {
-			v.add(KindDuplicate, idx, all[claim[0]].line, "%d entries claim leaf %d (%s): an entry was inserted or copied; at most one of them is in the log",
+			v.add(KindDuplicate, idx, all.at(claim[0]).line, "%d entries claim leaf %d (%s): an entry was inserted or copied; at most one of them is in the log",
 				len(claim), idx, v.claimants(all, claim))
 		}
 	}
@@ -214,11 +200,11 @@ func (v *verifier) missing(owner []int32) int64 {
 // resolve reports a leaf claimed by several entries, the only problem of
 // the export: the claimant whose leaf gives the checkpoint's root is the
 // log's, the others were inserted.
-func (v *verifier) resolve(cp tlog.Checkpoint, leaves []tlog.Hash, all []record, idx int64, claim []int32) {
+func (v *verifier) resolve(cp tlog.Checkpoint, leaves []tlog.Hash, all records, idx int64, claim []int32) {
 	if len(claim) <= 4 {
 		for k, g := range claim {
 			trial := slices.Clone(leaves)
-			trial[idx] = all[g].leaf
+			trial[idx] = all.at(g).leaf
 			if tlog.ParallelRootOf(trial, v.cfg.Workers) != cp.Root {
 				continue
 			}
@@ -227,23 +213,24 @@ func (v *verifier) resolve(cp tlog.Checkpoint, leaves []tlog.Hash, all []record,
 			if len(others) == 1 {
 				verb = "was"
 			}
-			v.add(KindDuplicate, idx, all[others[0]].line, "%d entries claim leaf %d: line %d%s is the log's; %s %s inserted (or copied)",
-				len(claim), idx, all[g].line, eventSuffix(v.eventOf(all[g])), v.claimants(all, others), verb)
+			v.add(KindDuplicate, idx, all.at(others[0]).line, "%d entries claim leaf %d: line %d%s is the log's; %s %s inserted (or copied)",
+				len(claim), idx, all.at(g).line, eventSuffix(v.eventOf(all.at(g))), v.claimants(all, others), verb)
 			return
 		}
 	}
-	v.add(KindDuplicate, idx, all[claim[0]].line, "%d entries claim leaf %d (%s): an entry was inserted or copied, and none of them gives the checkpoint's root: the log's entry was altered too",
+	v.add(KindDuplicate, idx, all.at(claim[0]).line, "%d entries claim leaf %d (%s): an entry was inserted or copied, and none of them gives the checkpoint's root: the log's entry was altered too",
 		len(claim), idx, v.claimants(all, claim))
 }
 
-func (v *verifier) claimants(all []record, claim []int32) string {
+func (v *verifier) claimants(all records, claim []int32) string {
 	var parts []string
 	for i, g := range claim {
 		if i == 8 {
 			parts = append(parts, fmt.Sprintf("and %d more", len(claim)-i))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("line %d%s", all[g].line, eventSuffix(v.eventOf(all[g]))))
+		r := all.at(g)
+		parts = append(parts, fmt.Sprintf("line %d%s", r.line, eventSuffix(v.eventOf(r))))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -265,4 +252,48 @@ func (v *verifier) eventOf(r record) string {
 		return ""
 	}
 	return e.EventID()
+}
+
+// placeOne puts record r (global number g) at its leaf.
+func (v *verifier) placeOne(r record, g int, size int64, leaves []tlog.Hash, owner []int32, dups map[int64][]int32) {
+	if r.index >= size {
+		v.rep.Newer++
+		if v.rep.NewerFirst < 0 || r.index < v.rep.NewerFirst {
+			v.rep.NewerFirst = r.index
+		}
+		return
+	}
+	if owner[r.index] == 0 {
+		owner[r.index], leaves[r.index] = int32(g+1), r.leaf
+		return
+	}
+	if len(dups[r.index]) == 0 {
+		dups[r.index] = append(dups[r.index], owner[r.index]-1)
+	}
+	dups[r.index] = append(dups[r.index], int32(g))
+}
+
+// records are the workers' chunks seen as one sequence.
+type records struct {
+	chunks [][]record
+	starts []int // global number of each chunk's first record
+}
+
+func newRecords(chunks [][]record) records {
+	rs := records{chunks: chunks, starts: make([]int, len(chunks))}
+	n := 0
+	for i, c := range chunks {
+		rs.starts[i] = n
+		n += len(c)
+	}
+	return rs
+}
+
+// at is record number g.
+func (rs records) at(g int32) record {
+	i, found := slices.BinarySearch(rs.starts, int(g))
+	if !found {
+		i--
+	}
+	return rs.chunks[i][int(g)-rs.starts[i]]
 }

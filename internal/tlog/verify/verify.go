@@ -165,19 +165,15 @@ func scan(ctx context.Context, r io.Reader, workers int, col *collector) error {
 	free := make(chan []byte, workers*2+2)
 	var wg sync.WaitGroup
 	for range workers {
-		var local []record
 		wg.Go(func() {
 			var buf []byte
 			for b := range blocks {
-				buf, local = parseBlock(b, buf, local, col)
+				buf = parseBlock(b, buf, col)
 				select {
 				case free <- b.data[:0]:
 				default:
 				}
 			}
-			col.mu.Lock()
-			col.records = append(col.records, local)
-			col.mu.Unlock()
 		})
 	}
 	err := split(ctx, r, blocks, free)
@@ -233,8 +229,10 @@ func split(ctx context.Context, r io.Reader, blocks chan<- block, free chan []by
 	}
 }
 
-// parseBlock parses the lines of b, appending entries to local.
-func parseBlock(b block, buf []byte, local []record, col *collector) ([]byte, []record) {
+// parseBlock parses the lines of b, adding its entries to col as one
+// slice (sized by the block's line count: no growing of large slices).
+func parseBlock(b block, buf []byte, col *collector) []byte {
+	local := make([]record, 0, bytes.Count(b.data, []byte{'\n'})+1)
 	var lines, entries int64
 	var problems []Problem
 	var cps []checkpointLine
@@ -283,8 +281,11 @@ func parseBlock(b block, buf []byte, local []record, col *collector) ([]byte, []
 	col.problems = append(col.problems, problems...)
 	col.checkpoints = append(col.checkpoints, cps...)
 	col.lastLine = max(col.lastLine, last)
+	if len(local) > 0 {
+		col.records = append(col.records, local)
+	}
 	col.mu.Unlock()
-	return buf, local
+	return buf
 }
 
 // parseLine is tlog.ParseEntry, with a panic turned into an error (the
