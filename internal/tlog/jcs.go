@@ -234,7 +234,7 @@ func (c *canonicalizer) order(start int, ms []member) error {
 	slices.SortStableFunc(ms, cmp)
 	for i := 1; i < len(ms); i++ {
 		if cmp(ms[i-1], ms[i]) == 0 {
-			return c.errorf("duplicate member %s", o[ms[i].key:ms[i].colon])
+			return c.errorf("duplicate member %.60s", o[ms[i].key:ms[i].colon])
 		}
 	}
 	c.tmp = append(c.tmp[:0], o[start:]...)

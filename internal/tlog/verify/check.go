@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -78,6 +79,9 @@ func (v *verifier) run() error {
 				extras = append(extras, extra{name: "the kept checkpoint", cp: kcp, kept: true})
 			}
 		}
+	}
+	if v.col.entries >= math.MaxInt32 {
+		return fmt.Errorf("verify: %d entries: more than this verifier places (%d)", v.col.entries, math.MaxInt32-1)
 	}
 	if cp.Size > v.col.entries+maxMissing {
 		v.add(KindMissing, -1, 0, "the checkpoint covers %d leaves and the export has %d entries: at least %d entries are missing (deleted, or this is not the export of this log)",

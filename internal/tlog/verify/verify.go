@@ -9,6 +9,7 @@ package verify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,7 +112,12 @@ type collector struct {
 	lines       int64
 	entries     int64
 	lastLine    int64
+	dropped     int64 // problems of lines beyond maxLineProblems, counted only
 }
+
+// maxLineProblems bounds the line problems kept in memory (a file of
+// garbage has one per line).
+const maxLineProblems = 10_000
 
 // Export reads the export from r and verifies it (see the package comment).
 // It returns an error only when it cannot verify at all (reading fails,
@@ -137,13 +143,14 @@ func Export(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	slices.SortStableFunc(rep.Problems, func(a, b Problem) int {
-		if a.Leaf != b.Leaf {
-			return int(a.Leaf - b.Leaf)
+		if c := cmp.Compare(a.Leaf, b.Leaf); c != 0 {
+			return c
 		}
-		return a.Line - b.Line
+		return cmp.Compare(a.Line, b.Line)
 	})
+	rep.MoreProblems = int(col.dropped)
 	if len(rep.Problems) > cfg.MaxProblems {
-		rep.MoreProblems = len(rep.Problems) - cfg.MaxProblems
+		rep.MoreProblems += len(rep.Problems) - cfg.MaxProblems
 		rep.Problems = rep.Problems[:cfg.MaxProblems]
 	}
 	return rep, nil
@@ -278,6 +285,10 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 	col.mu.Lock()
 	col.lines += lines
 	col.entries += entries
+	if keep := max(0, maxLineProblems-len(col.problems)); len(problems) > keep {
+		col.dropped += int64(len(problems) - keep)
+		problems = problems[:keep]
+	}
 	col.problems = append(col.problems, problems...)
 	col.checkpoints = append(col.checkpoints, cps...)
 	col.lastLine = max(col.lastLine, last)
@@ -329,7 +340,7 @@ func (r *Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "FAIL: %s\n", p.Message)
 	}
 	if r.MoreProblems > 0 {
-		fmt.Fprintf(w, "FAIL: and %s more\n", plural(int64(r.MoreProblems), "problem"))
+		fmt.Fprintf(w, "FAIL: and %d more %s\n", r.MoreProblems, strings.TrimPrefix(plural(int64(r.MoreProblems), "problem"), strconv.Itoa(r.MoreProblems)+" "))
 	}
 	cp := r.Checkpoint
 	if r.Newer > 0 {

@@ -338,3 +338,21 @@ func auditItems(org uuid.UUID, n int, seed uint64, start time.Time) [][]byte {
 	}
 	return out
 }
+
+// A file of garbage reports its first problems and counts the rest: the
+// report stays small.
+func TestExportGarbageBounded(t *testing.T) {
+	f := newFixture(t, 3)
+	l := f.lines(t)
+	garbage := bytes.Repeat([]byte("not json\n"), 12_000)
+	export := append(append(garbage, join(l[:3])...), append(l[3], '\n')...)
+	rep := run(t, export, verify.Config{Keys: f.keys, MaxProblems: 20})
+	if rep.OK() || len(rep.Problems) != 20 || rep.MoreProblems != 12_000-20 {
+		t.Fatalf("%d problems listed, %d more", len(rep.Problems), rep.MoreProblems)
+	}
+	var out bytes.Buffer
+	rep.Write(&out)
+	if !strings.Contains(out.String(), "FAIL: and 11980 more problems") {
+		t.Fatal(out.String())
+	}
+}
