@@ -31,6 +31,8 @@ type canonicalizer struct {
 	tmp   []byte
 	plain bool     // the last string read was ASCII without escapes
 	mem   []member // members of the objects being read, innermost last
+	sig   []byte   // the names of an object as written, the key of perms
+	perms map[string][]int32
 	top   []member // members of the top-level object, in output order
 }
 
@@ -185,13 +187,7 @@ func (c *canonicalizer) object() error {
 			if err := c.value(); err != nil {
 				return err
 			}
-			m := member{key: key, colon: colon, end: len(c.out), plain: plain}
-			if plain {
-				var p [8]byte
-				copy(p[:], c.out[key+1:colon-1])
-				m.prefix = binary.BigEndian.Uint64(p[:])
-			}
-			c.mem = append(c.mem, m)
+			c.mem = append(c.mem, member{key: key, colon: colon, end: len(c.out), plain: plain})
 			c.skipSpace()
 			if c.pos >= len(c.src) {
 				return c.errorf("unterminated object")
@@ -219,6 +215,57 @@ func (c *canonicalizer) object() error {
 // no separators) as the members sorted by name, comma-separated.
 func (c *canonicalizer) order(start int, ms []member) error {
 	o := c.out
+	// Objects of one kind (every entry of an export) have the same names
+	// in the same order: their sorted order is remembered, keyed by the
+	// names as written.
+	sig := c.sig[:0]
+	for _, m := range ms {
+		sig = append(sig, o[m.key:m.colon]...)
+	}
+	c.sig = sig
+	perm, ok := c.perms[string(sig)]
+	if !ok || len(perm) != len(ms) {
+		sorted, err := c.sortNames(ms)
+		if err != nil {
+			return err
+		}
+		perm = sorted
+		if len(ms) <= 64 && len(sig) <= 4096 {
+			if c.perms == nil || len(c.perms) >= 64 {
+				c.perms = map[string][]int32{}
+			}
+			c.perms[string(sig)] = perm
+		}
+	}
+	c.tmp = append(c.tmp[:0], o[start:]...)
+	o = o[:start]
+	top := c.depth == 1
+	for i, p := range perm {
+		m := ms[p]
+		if i > 0 {
+			o = append(o, ',')
+		}
+		k := len(o)
+		o = append(o, c.tmp[m.key-start:m.end-start]...)
+		if top {
+			c.top = append(c.top, member{key: k, colon: k + m.colon - m.key, end: len(o)})
+		}
+	}
+	c.out = o
+	return nil
+}
+
+// sortNames returns the order of ms sorted by name (RFC 8785 §3.2.3), and
+// refuses a name given twice. ms is left as it is.
+func (c *canonicalizer) sortNames(ms []member) ([]int32, error) {
+	o := c.out
+	for i := range ms {
+		if ms[i].plain {
+			var p [8]byte
+			copy(p[:], o[ms[i].key+1:ms[i].colon-1])
+			ms[i].prefix = binary.BigEndian.Uint64(p[:])
+		}
+	}
 	cmp := func(a, b member) int {
 		if a.plain && b.plain {
 			if a.prefix != b.prefix {
@@ -231,27 +278,21 @@ func (c *canonicalizer) order(start int, ms []member) error {
 		}
 		return compareNames(o[a.key:a.colon], o[b.key:b.colon])
 	}
-	slices.SortStableFunc(ms, cmp)
-	for i := 1; i < len(ms); i++ {
-		if cmp(ms[i-1], ms[i]) == 0 {
-			return c.errorf("duplicate member %.60s", o[ms[i].key:ms[i].colon])
+	idx := make([]int, len(ms))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp(ms[a], ms[b]) })
+	for i := 1; i < len(idx); i++ {
+		if cmp(ms[idx[i-1]], ms[idx[i]]) == 0 {
+			return nil, c.errorf("duplicate member %.60s", o[ms[idx[i]].key:ms[idx[i]].colon])
 		}
 	}
-	c.tmp = append(c.tmp[:0], o[start:]...)
-	o = o[:start]
-	top := c.depth == 1
-	for i, m := range ms {
-		if i > 0 {
-			o = append(o, ',')
-		}
-		k := len(o)
-		o = append(o, c.tmp[m.key-start:m.end-start]...)
-		if top {
-			c.top = append(c.top, member{key: k, colon: k + m.colon - m.key, end: len(o)})
-		}
+	perm := make([]int32, len(idx))
+	for i, k := range idx {
+		perm[i] = int32(k)
 	}
-	c.out = o
-	return nil
+	return perm, nil
 }
 
 // compareNames orders two canonical quoted member names by the UTF-16 code

@@ -157,3 +157,31 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// The order remembered for one list of names is used only for exactly that
+// list: the same names in another order, a subset, a superset, or a
+// duplicate each sort afresh.
+func TestCanonicalRemembersOrders(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"b":1,"a":2,"c":3}`, `{"a":2,"b":1,"c":3}`},
+		{`{"b":4,"a":5,"c":6}`, `{"a":5,"b":4,"c":6}`},
+		{`{"c":1,"b":2,"a":3}`, `{"a":3,"b":2,"c":1}`},
+		{`{"b":1,"a":2}`, `{"a":2,"b":1}`},
+		{`{"b":1,"a":2,"c":3,"0":4}`, `{"0":4,"a":2,"b":1,"c":3}`},
+		{`{"b":1,"a":2,"c":{"b":1,"a":2,"c":3}}`, `{"a":2,"b":1,"c":{"a":2,"b":1,"c":3}}`},
+		{`{"b":1,"b":2,"c":3}`, ""},
+		{`{"b":1,"a":2,"c":3}`, `{"a":2,"b":1,"c":3}`},
+		{`{"b\u0022":1,"a":2}`, `{"a":2,"b\"":1}`},
+	} {
+		got, err := tlog.CanonicalJSON([]byte(tc.in))
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("%s: %s, want a refusal", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: %s %v, want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
