@@ -350,8 +350,12 @@ func (r *Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "NOT VERIFIED: %s in %s\n", plural(int64(len(r.Problems)+r.MoreProblems), "problem"), plural(r.Lines, "line"))
 		return
 	}
-	fmt.Fprintf(w, "OK: %d entries (leaves 0..%d) match the checkpoint of %s: size %d, root %s, at %s, signed by key %s (%s)\n",
-		cp.Size, cp.Size-1, cp.Origin, cp.Size, cp.Root, cp.Time.Format(tlog.TimeFormat), r.Key.KeyID, r.Key.Name)
+	what := fmt.Sprintf("%s (leaves 0..%d) match", plural(cp.Size, "entry"), cp.Size-1)
+	if cp.Size == 0 {
+		what = "the log is empty, as"
+	}
+	fmt.Fprintf(w, "OK: %s the checkpoint of %s: size %d, root %s, at %s, signed by key %s (%s)\n",
+		what, cp.Origin, cp.Size, cp.Root, cp.Time.Format(tlog.TimeFormat), r.Key.KeyID, r.Key.Name)
 	if r.Since != nil {
 		fmt.Fprintf(w, "OK: the log extends the kept checkpoint of %s (size %d)\n", r.Since.Time.Format(tlog.TimeFormat), r.Since.Size)
 	}

@@ -356,3 +356,20 @@ func TestExportGarbageBounded(t *testing.T) {
 		t.Fatal(out.String())
 	}
 }
+
+// The empty log: an export holding only its checkpoint (size 0, the root
+// of nothing) verifies; one entry beside it is newer than the checkpoint.
+func TestExportEmptyLog(t *testing.T) {
+	f := newFixture(t, 1)
+	cp := tlogtest.CheckpointLine(f.sign(t, 0, t0.Add(time.Hour), f.key))
+	rep := run(t, join([][]byte{cp}), verify.Config{Keys: f.keys})
+	var out bytes.Buffer
+	rep.Write(&out)
+	if !rep.OK() || !strings.Contains(out.String(), "OK: the log is empty, as the checkpoint") {
+		t.Fatal(out.String())
+	}
+	rep = run(t, join([][]byte{tlogtest.Line(f.items[0], 0), cp}), verify.Config{Keys: f.keys})
+	if !rep.OK() || rep.Newer != 1 {
+		t.Fatalf("%+v", rep)
+	}
+}
