@@ -135,7 +135,10 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 			v.placeOne(r, g, size, leaves, owner, dups)
 		}
 	}
-	missing := v.missing(owner)
+	missing, firstBad := v.missing(owner)
+	for idx := range dups {
+		firstBad = min(firstBad, idx)
+	}
 	if len(dups) == 1 && missing == 0 {
 		for idx, claim := range dups {
 			v.resolve(cp, leaves, all, idx, claim)
@@ -146,11 +149,11 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 				len(claim), idx, v.claimants(all, claim))
 		}
 	}
-	if missing > 0 || len(dups) > 0 {
-		return
-	}
 	keptOK := false
 	for _, x := range extras {
+		if x.cp.Size > firstBad {
+			continue // its leaves are not all there: said above
+		}
 		root := tlog.ParallelRootOf(slices.Clone(leaves[:x.cp.Size]), v.cfg.Workers)
 		switch {
 		case root == x.cp.Root:
@@ -161,6 +164,9 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 		default:
 			v.add(KindRoot, -1, 0, "the first %d entries do not hash to the root of %s", x.cp.Size, x.name)
 		}
+	}
+	if missing > 0 || len(dups) > 0 {
+		return
 	}
 	if root := tlog.ParallelRootOf(leaves, v.cfg.Workers); root != cp.Root {
 		where := ""
@@ -174,9 +180,9 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 }
 
 // missing reports the runs of leaves without an entry and returns how
-// many leaves they hold.
-func (v *verifier) missing(owner []int32) int64 {
-	var total int64
+// many leaves they hold and the first of them (len(owner) when none).
+func (v *verifier) missing(owner []int32) (total, first int64) {
+	first = int64(len(owner))
 	size := int64(len(owner))
 	for i := int64(0); i < size; i++ {
 		if owner[i] != 0 {
@@ -187,6 +193,7 @@ func (v *verifier) missing(owner []int32) int64 {
 			j++
 		}
 		total += j - i + 1
+		first = min(first, i)
 		tail := ""
 		if j == size-1 {
 			tail = " (the tail of the log was truncated)"
@@ -198,7 +205,7 @@ func (v *verifier) missing(owner []int32) int64 {
 		}
 		i = j
 	}
-	return total
+	return total, first
 }
 
 // resolve reports a leaf claimed by several entries, the only problem of

@@ -215,6 +215,14 @@ func TestExportTampers(t *testing.T) {
 			return l
 		}, cfg: func(c *verify.Config) { c.Since = f.sign(t, 25, t0, f.key) },
 			kinds: []string{verify.KindRoot}, says: []string{"the first 25 entries match the kept checkpoint, so the change is at leaf 25 or later"}},
+		{name: "truncated tail after the kept checkpoint", edit: func(l [][]byte) [][]byte { return append(l[:n-3:n-3], l[n]) },
+			cfg:   func(c *verify.Config) { c.Since = f.sign(t, 25, t0, f.key) },
+			kinds: []string{verify.KindMissing}, says: []string{"leaves 37..39 missing"}},
+		{name: "truncated tail and history rewritten before the kept checkpoint", edit: func(l [][]byte) [][]byte {
+			l[2] = bytes.Replace(l[2], []byte(`"display_name":"`), []byte(`"display_name":"X`), 1)
+			return append(l[:n-3:n-3], l[n])
+		}, cfg: func(c *verify.Config) { c.Since = f.sign(t, 25, t0, f.key) },
+			kinds: []string{verify.KindInconsistent, verify.KindMissing}, says: []string{"not consistent with the kept checkpoint", "leaves 37..39 missing"}},
 		{name: "kept checkpoint of another log", cfg: func(c *verify.Config) {
 			other, _ := tlogtest.Sign(f.leaves, 5, tlog.Origin("audit.example.com", org, tlog.KindExecutions), t0, f.key)
 			c.Since = other
