@@ -56,11 +56,20 @@ func (m *LogModel) Reader() tlog.HashReader {
 // they add (an AppendLog's arguments).
 func (m *LogModel) Add(t testing.TB, n int) ([]auditstore.LogLeaf, []auditstore.StoredHash) {
 	t.Helper()
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	return m.AddEvents(t, ids...)
+}
+
+// AddEvents adds leaves of these event ids (see Add).
+func (m *LogModel) AddEvents(t testing.TB, ids ...uuid.UUID) ([]auditstore.LogLeaf, []auditstore.StoredHash) {
+	t.Helper()
 	var leaves []auditstore.LogLeaf
 	var hashes []auditstore.StoredHash
-	for range n {
+	for _, id := range ids {
 		i := int64(len(m.Leaves))
-		id := uuid.New()
 		l := auditstore.LogLeaf{Index: i, EventID: id, Key: auditstore.FeedKey{Seq: uint64(i + 1), CreatedMS: m.base.UnixMilli() + i, EventID: id}}
 		hs, err := tlog.StoredHashes(i, id[:], m.Reader())
 		if err != nil {
@@ -74,6 +83,11 @@ func (m *LogModel) Add(t testing.TB, n int) ([]auditstore.LogLeaf, []auditstore.
 		leaves = append(leaves, l)
 	}
 	return leaves, hashes
+}
+
+// Fork returns a copy of the model.
+func (m *LogModel) Fork() *LogModel {
+	return &LogModel{Leaves: slices.Clone(m.Leaves), Hashes: slices.Clone(m.Hashes), base: m.base}
 }
 
 // Root is the tree hash of the first n leaves.
@@ -238,8 +252,7 @@ func testLogConflicts(t *testing.T, open Opener) {
 	m := NewLogModel()
 	leaves, hashes := m.Add(t, 10)
 	appendLog(t, s, org, auditstore.LogAudit, leaves, hashes)
-	next := NewLogModel() // leaves 10..14 of the model, computed ahead
-	next.Leaves, next.Hashes, next.base = slices.Clone(m.Leaves), slices.Clone(m.Hashes), m.base
+	next := m.Fork() // leaves 10..14 of the model, computed ahead
 	more, _ := next.Add(t, 5)
 	all := append(slices.Clone(leaves), more...)
 
