@@ -51,7 +51,7 @@ var _ auditstore.LogStore = (*Store)(nil)
 
 // hashesPerQuery bounds the integer literals of one ReadLogHashes query
 // (about 20 KB of text, far below max_query_size): a proof asks for about
-// 2·log2(n), under a hundred.
+// log2(n) to 2·log2(n) (inclusion, consistency), under a hundred.
 const hashesPerQuery = 1000
 
 // withdrawn is the idx of a log_leaf_ids row that withdraws a mapping.
