@@ -85,7 +85,8 @@ func BenchmarkReadLogHashes(b *testing.B) {
 	if testing.Short() {
 		n = 10_000
 	}
-	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+	path := filepath.Join(b.TempDir(), "audit.db")
+	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,8 +94,21 @@ func BenchmarkReadLogHashes(b *testing.B) {
 	org := uuid.New()
 	t0 := time.Now()
 	m := storetest.BuildLog(b, s, org, auditstore.LogAudit, n, 10_000)
-	b.Logf("%d leaves appended in %v", n, time.Since(t0).Round(time.Millisecond))
+	b.Logf("%d leaves appended in %v (the model's hashes included)", n, time.Since(t0).Round(time.Millisecond))
+	var pages, pageSize int64
+	if err := sqlDB(b, path).QueryRow(`SELECT page_count, page_size FROM pragma_page_count(), pragma_page_size()`).Scan(&pages, &pageSize); err == nil {
+		b.Logf("database: %d bytes, %d per leaf", pages*pageSize, pages*pageSize/int64(n))
+	}
 	b.Run(fmt.Sprintf("leaves=%d", n), func(b *testing.B) {
 		storetest.BenchReadLogHashes(b, s, org, auditstore.LogAudit, m)
 	})
+}
+
+func sqlDB(tb testing.TB, path string) *sql.DB {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
 }

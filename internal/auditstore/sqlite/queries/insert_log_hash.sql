@@ -1,2 +1,2 @@
-INSERT INTO log_hashes (organization_id, kind, idx, hash)
-VALUES (?, ?, ?, ?)
+INSERT INTO log_hashes (log_id, idx, hash)
+VALUES (?, ?, ?)

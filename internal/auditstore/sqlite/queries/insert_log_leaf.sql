@@ -1,2 +1,2 @@
-INSERT INTO log_leaves (organization_id, kind, idx, event_id, seq, created_ms)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO log_leaves (log_id, idx, event_id, seq, created_ms)
+VALUES (?, ?, ?, ?, ?)
