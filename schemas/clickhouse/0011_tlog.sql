@@ -12,8 +12,8 @@
 -- the copies in its merges. An append writes hashes, then leaves, then the
 -- head: a log's size (log_heads) covers only rows fully written, and
 -- rows above the size (an append that crashed) are overwritten by the next
--- append. Small granules (256 rows): proofs, list pages and the head read
--- points of the primary keys.
+-- append. Small granules (256 rows, 64 in log_leaf_ids): proofs, list
+-- pages and the head read points of the primary keys.
 
 -- log_leaves: leaf idx of a log is the entry event_id, at its feed position
 -- (seq, created_ms, event_id).
