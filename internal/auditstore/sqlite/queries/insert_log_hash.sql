@@ -1,0 +1,2 @@
+INSERT INTO log_hashes (log_id, idx, hash)
+VALUES (?, ?, ?)
