@@ -2,6 +2,7 @@ package clickhouse_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,4 +261,29 @@ func TestLookupReadsItsWindow(t *testing.T) {
 			})
 		}
 	}
+}
+
+// ReadLogHashes at 1M leaves (10k with -short): the reads of an inclusion
+// proof, p50 and p99 (make bench's 10M is bench's job).
+func BenchmarkReadLogHashes(b *testing.B) {
+	n := 1_000_000
+	if testing.Short() {
+		n = 10_000
+	}
+	s, err := clickhouse.Open(context.Background(), testenv.ClickHouse(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	org := uuid.New()
+	// Other organizations' logs around it, as in a shared table.
+	for range 3 {
+		storetest.BuildLog(b, s, uuid.New(), auditstore.LogAudit, n/10, 10_000)
+	}
+	t0 := time.Now()
+	m := storetest.BuildLog(b, s, org, auditstore.LogAudit, n, 10_000)
+	b.Logf("%d leaves appended in %v", n, time.Since(t0).Round(time.Millisecond))
+	b.Run(fmt.Sprintf("leaves=%d", n), func(b *testing.B) {
+		storetest.BenchReadLogHashes(b, s, org, auditstore.LogAudit, m)
+	})
 }

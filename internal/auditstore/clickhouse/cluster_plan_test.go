@@ -57,13 +57,14 @@ func TestClusterPlanCoversMigrations(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"audit_logs", "audit_hours", "tool_executions", "execution_hours", "event_index", "audit_stats", "feed_index"} {
+	for _, name := range []string{"audit_logs", "audit_hours", "tool_executions", "execution_hours", "event_index", "audit_stats", "feed_index",
+		"log_leaves", "log_leaf_ids", "log_hashes", "log_heads", "log_checkpoints"} {
 		if !distributed[name] {
 			t.Errorf("no Distributed table for %s", name)
 		}
 	}
-	if views != 7 {
-		t.Errorf("%d views, want 7", views)
+	if views != 8 {
+		t.Errorf("%d views, want 8", views)
 	}
 
 	for _, bad := range []string{

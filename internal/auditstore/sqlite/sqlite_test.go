@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -75,4 +76,25 @@ func TestMigratesExecutionsWithoutPrincipal(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.CheckMigratedExecutions(t, s, org, oldID)
+}
+
+// ReadLogHashes at 1M leaves (10k with -short): the reads of an inclusion
+// proof, p50 and p99 (make bench's 10M is bench's job).
+func BenchmarkReadLogHashes(b *testing.B) {
+	n := 1_000_000
+	if testing.Short() {
+		n = 10_000
+	}
+	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	org := uuid.New()
+	t0 := time.Now()
+	m := storetest.BuildLog(b, s, org, auditstore.LogAudit, n, 10_000)
+	b.Logf("%d leaves appended in %v", n, time.Since(t0).Round(time.Millisecond))
+	b.Run(fmt.Sprintf("leaves=%d", n), func(b *testing.B) {
+		storetest.BenchReadLogHashes(b, s, org, auditstore.LogAudit, m)
+	})
 }

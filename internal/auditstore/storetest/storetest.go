@@ -55,6 +55,12 @@ func Run(t *testing.T, factory Factory) {
 		{"Feed", testFeed},
 		{"FeedFilters", testFeedFilters},
 		{"ExecutionsFeed", testExecutionsFeed},
+		{"LogProofs", testLogProofs},
+		{"LogIdempotentAppend", testLogIdempotent},
+		{"LogConflicts", testLogConflicts},
+		{"LogHashesMissing", testLogHashesMissing},
+		{"LogCheckpoints", testLogCheckpoints},
+		{"LogIsolation", testLogIsolation},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

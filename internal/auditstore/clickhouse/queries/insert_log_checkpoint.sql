@@ -1,0 +1,1 @@
+INSERT INTO log_checkpoints (organization_id, kind, size, root, time_ms, key_id, note)

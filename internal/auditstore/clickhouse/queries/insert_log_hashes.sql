@@ -1,0 +1,1 @@
+INSERT INTO log_hashes (organization_id, kind, idx, hash, ver)

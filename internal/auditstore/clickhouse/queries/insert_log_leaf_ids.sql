@@ -1,0 +1,1 @@
+INSERT INTO log_leaf_ids (organization_id, kind, event_id, idx, ver)

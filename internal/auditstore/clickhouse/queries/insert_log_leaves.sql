@@ -1,0 +1,1 @@
+INSERT INTO log_leaves (organization_id, kind, idx, event_id, seq, created_ms, ver)

@@ -1,0 +1,1 @@
+SELECT DISTINCT organization_id FROM log_heads WHERE kind = ? AND size > 0

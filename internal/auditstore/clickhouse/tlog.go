@@ -1,0 +1,510 @@
+package clickhouse
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
+	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+)
+
+var (
+	//go:embed queries/log_head.sql
+	logHeadSQL string
+	//go:embed queries/log_leaves.sql
+	logLeavesSQL string
+	//go:embed queries/log_hashes.sql
+	logHashesTemplate string
+	logHashesSQL      = template.Must(template.New("log_hashes.sql").Parse(logHashesTemplate))
+	//go:embed queries/log_hashes_ver.sql
+	logHashesVerSQL string
+	//go:embed queries/log_leaf_indexes.sql
+	logLeafIndexesSQL string
+	//go:embed queries/insert_log_leaves.sql
+	insertLogLeavesSQL string
+	//go:embed queries/insert_log_leaf_ids.sql
+	insertLogLeafIDsSQL string
+	//go:embed queries/insert_log_hashes.sql
+	insertLogHashesSQL string
+	//go:embed queries/insert_log_head.sql
+	insertLogHeadSQL string
+	//go:embed queries/insert_log_checkpoint.sql
+	insertLogCheckpointSQL string
+	//go:embed queries/log_checkpoint_at.sql
+	logCheckpointAtSQL string
+	//go:embed queries/log_checkpoint_max.sql
+	logCheckpointMaxSQL string
+	//go:embed queries/log_orgs.sql
+	logOrgsSQL string
+)
+
+var _ auditstore.LogStore = (*Store)(nil)
+
+// hashesPerQuery bounds the integer literals of one ReadLogHashes query
+// (about 20 KB of text, far below max_query_size): a proof asks for about
+// log2(n) to 2·log2(n) (inclusion, consistency), under a hundred.
+const hashesPerQuery = 1000
+
+// withdrawn is the idx of a log_leaf_ids row that withdraws a mapping.
+const withdrawn = -1
+
+// AppendLog implements auditstore.LogStore. ClickHouse has no
+// transactions: the head is read, the part already stored compared with
+// the batch, and the rest written in three inserts, hashes, leaves (their
+// view indexes them by event id) and last the new head; each insert is
+// durable when it returns (on a cluster: insert_distributed_sync, one
+// shard per organization). A crash before the head leaves rows above the
+// size, which no reader trusts (LeafIndexes stops at the size; proofs ask
+// for hashes below a checkpoint's size) and which the retry writes again
+// with a newer ver. The check and the writes are not atomic: this is
+// correct because a log has one writer (the sequencer holding the
+// organization's lease), not for two concurrent ones.
+func (s *Store) AppendLog(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash) error {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return err
+	}
+	if len(leaves) == 0 && len(hashes) == 0 {
+		return nil
+	}
+	size, _, err := s.LogHead(ctx, org, kind)
+	if err != nil {
+		return err
+	}
+	plan, err := auditstore.PlanAppend(size, leaves, hashes)
+	if err != nil {
+		return err
+	}
+	if len(plan.Old) > 0 {
+		stored, _, err := s.readLeaves(ctx, org, kind, plan.Old[0].Index, size)
+		if err != nil {
+			return err
+		}
+		idx := make([]int64, len(plan.OldHashes))
+		for i, h := range plan.OldHashes {
+			idx[i] = h.Index
+		}
+		hs, err := s.ReadLogHashes(ctx, org, kind, idx)
+		if err != nil {
+			return fmt.Errorf("%w: %w", auditstore.ErrLogConflict, err)
+		}
+		if err := plan.CheckStored(stored, hs); err != nil {
+			return err
+		}
+	}
+	if len(plan.New) == 0 {
+		return nil
+	}
+	w, err := s.planWrite(ctx, org, kind, size, plan)
+	if err != nil {
+		return err
+	}
+	return s.writeLog(ctx, org, kind, plan, w, true)
+}
+
+// logWrite is what an append writes besides the plan's rows: their
+// version, and the withdrawals of leaves left above the size by an
+// append that crashed and that this one replaces with other events.
+type logWrite struct {
+	ver      uint64
+	withdraw []uuid.UUID
+}
+
+// planWrite refuses an event the log holds below its size, and chooses
+// the version of the append above every row left above the size (so
+// that it wins whatever the clocks of the writers), withdrawing the
+// event ids of the leftover leaves it replaces with other events.
+func (s *Store) planWrite(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, size int64, plan auditstore.AppendPlan) (logWrite, error) {
+	ids := make([]uuid.UUID, len(plan.New))
+	for i, l := range plan.New {
+		ids[i] = l.EventID
+	}
+	held, err := s.leafIDs(ctx, org, kind, ids)
+	if err != nil {
+		return logWrite{}, err
+	}
+	for id, i := range held {
+		if i >= 0 && i < size {
+			return logWrite{}, fmt.Errorf("%w: event %s is leaf %d already", auditstore.ErrLogConflict, id, i)
+		}
+	}
+	left, maxVer, err := s.readLeaves(ctx, org, kind, size, 1<<62)
+	if err != nil {
+		return logWrite{}, err
+	}
+	var hashVer uint64
+	if err := s.conn.QueryRow(ctx, logHashesVerSQL, org.String(), uint8(kind), tlog.StoredHashCount(size)).Scan(&hashVer); err != nil {
+		return logWrite{}, fmt.Errorf("clickhouse log versions: %w", err)
+	}
+	w := logWrite{ver: max(uint64(s.now().UnixNano()), maxVer+2, hashVer+2)}
+	if len(left) == 0 {
+		return w, nil
+	}
+	first := plan.New[0].Index
+	var replaced []uuid.UUID
+	for _, l := range left {
+		if i := l.Index - first; i >= int64(len(plan.New)) || plan.New[i].EventID != l.EventID {
+			replaced = append(replaced, l.EventID)
+		}
+	}
+	now, err := s.leafIDs(ctx, org, kind, replaced)
+	if err != nil {
+		return logWrite{}, err
+	}
+	at := make(map[uuid.UUID]int64, len(left))
+	for _, l := range left {
+		at[l.EventID] = l.Index
+	}
+	for _, id := range replaced {
+		// Only a mapping that still points at the replaced leaf: the event
+		// may have been appended again elsewhere since.
+		if i, ok := now[id]; ok && i == at[id] {
+			w.withdraw = append(w.withdraw, id)
+		}
+	}
+	return w, nil
+}
+
+// writeLog writes the plan's new hashes and leaves (and the withdrawals
+// before them), then, when head is set, the new head.
+func (s *Store) writeLog(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, plan auditstore.AppendPlan, w logWrite, head bool) error {
+	o, k := org.String(), uint8(kind)
+	if len(w.withdraw) > 0 {
+		if err := s.insertRows(ctx, insertLogLeafIDsSQL, len(w.withdraw), func(i int) []any {
+			return []any{o, k, w.withdraw[i].String(), int64(withdrawn), w.ver - 1}
+		}); err != nil {
+			return err
+		}
+	}
+	if err := s.insertRows(ctx, insertLogHashesSQL, len(plan.NewHashes), func(i int) []any {
+		h := plan.NewHashes[i]
+		return []any{o, k, h.Index, h.Hash[:], w.ver}
+	}); err != nil {
+		return err
+	}
+	if err := s.insertRows(ctx, insertLogLeavesSQL, len(plan.New), func(i int) []any {
+		l := plan.New[i]
+		return []any{o, k, l.Index, l.EventID.String(), l.Key.Seq, l.Key.CreatedMS, w.ver}
+	}); err != nil {
+		return err
+	}
+	if !head {
+		return nil
+	}
+	last := plan.New[len(plan.New)-1]
+	return s.insertRows(ctx, insertLogHeadSQL, 1, func(int) []any {
+		return []any{o, k, uint64(last.Index + 1), last.EventID.String(), last.Key.Seq, last.Key.CreatedMS}
+	})
+}
+
+// insertRows writes n rows in one batch insert.
+func (s *Store) insertRows(ctx context.Context, query string, n int, row func(i int) []any) error {
+	if n == 0 {
+		return nil
+	}
+	batch, err := s.conn.PrepareBatch(ctx, query)
+	if err != nil {
+		return fmt.Errorf("clickhouse prepare log batch: %w", err)
+	}
+	defer batch.Abort()
+	for i := 0; i < n; i++ {
+		if err := batch.Append(row(i)...); err != nil {
+			return fmt.Errorf("clickhouse append log row: %w", err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("clickhouse insert %d log rows: %w", n, busyOnly(err))
+	}
+	return nil
+}
+
+// LogHead implements auditstore.LogStore: a point of log_heads.
+func (s *Store) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return 0, auditstore.LogLeaf{}, err
+	}
+	rows, err := s.conn.Query(ctx, logHeadSQL, org.String(), uint8(kind))
+	if err != nil {
+		return 0, auditstore.LogLeaf{}, fmt.Errorf("clickhouse log head: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return 0, auditstore.LogLeaf{}, rows.Err()
+	}
+	var (
+		size, seq uint64
+		created   int64
+		id        string
+	)
+	if err := rows.Scan(&size, &id, &seq, &created); err != nil {
+		return 0, auditstore.LogLeaf{}, fmt.Errorf("clickhouse log head: %w", err)
+	}
+	eid, err := uuid.Parse(id)
+	if err != nil {
+		return 0, auditstore.LogLeaf{}, fmt.Errorf("clickhouse log head: %w", err)
+	}
+	n := int64(size)
+	return n, auditstore.LogLeaf{Index: n - 1, EventID: eid, Key: auditstore.FeedKey{Seq: seq, CreatedMS: created, EventID: eid}}, rows.Err()
+}
+
+// readLeaves returns the leaves lo <= idx < hi, in order, and the newest
+// version among them.
+func (s *Store) readLeaves(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, lo, hi int64) ([]auditstore.LogLeaf, uint64, error) {
+	rows, err := s.conn.Query(ctx, logLeavesSQL, org.String(), uint8(kind), lo, hi)
+	if err != nil {
+		return nil, 0, fmt.Errorf("clickhouse log leaves: %w", err)
+	}
+	defer rows.Close()
+	var (
+		out    []auditstore.LogLeaf
+		maxVer uint64
+	)
+	for rows.Next() {
+		var (
+			l       auditstore.LogLeaf
+			id      string
+			seq     uint64
+			created int64
+			ver     uint64
+		)
+		if err := rows.Scan(&l.Index, &id, &seq, &created, &ver); err != nil {
+			return nil, 0, fmt.Errorf("clickhouse log leaves: %w", err)
+		}
+		if l.EventID, err = uuid.Parse(id); err != nil {
+			return nil, 0, fmt.Errorf("clickhouse log leaves: %w", err)
+		}
+		l.Key = auditstore.FeedKey{Seq: seq, CreatedMS: created, EventID: l.EventID}
+		out = append(out, l)
+		maxVer = max(maxVer, ver)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("clickhouse log leaves: %w", err)
+	}
+	return out, maxVer, nil
+}
+
+// ReadLogHashes implements auditstore.LogStore: one query (per thousand
+// indexes) of points of log_hashes' primary key.
+func (s *Store) ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return nil, err
+	}
+	if len(indexes) == 0 {
+		return nil, nil
+	}
+	found := make(map[int64][32]byte, len(indexes))
+	for lo := 0; lo < len(indexes); lo += hashesPerQuery {
+		chunk := indexes[lo:min(lo+hashesPerQuery, len(indexes))]
+		var list strings.Builder
+		for i, x := range chunk {
+			if i > 0 {
+				list.WriteByte(',')
+			}
+			list.WriteString(strconv.FormatInt(x, 10))
+		}
+		var query strings.Builder
+		if err := logHashesSQL.Execute(&query, list.String()); err != nil {
+			return nil, err
+		}
+		if err := s.readHashes(ctx, query.String(), org, kind, found); err != nil {
+			return nil, err
+		}
+	}
+	return auditstore.HashesInOrder(indexes, found)
+}
+
+func (s *Store) readHashes(ctx context.Context, query string, org uuid.UUID, kind auditstore.LogKind, found map[int64][32]byte) error {
+	rows, err := s.conn.Query(ctx, query, org.String(), uint8(kind))
+	if err != nil {
+		return fmt.Errorf("clickhouse log hashes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			i int64
+			h [32]byte
+		)
+		if err := rows.Scan(&i, &h); err != nil {
+			return fmt.Errorf("clickhouse log hashes: %w", err)
+		}
+		found[i] = h
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("clickhouse log hashes: %w", err)
+	}
+	return nil
+}
+
+// LeafIndexes implements auditstore.LogStore: the ids travel as external
+// data matched on log_leaf_ids' primary key; mappings at or above the
+// head's size (left by an append that crashed) and withdrawn ones are
+// left out.
+func (s *Store) LeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return nil, err
+	}
+	if len(eventIDs) > auditstore.MaxLimit {
+		return nil, fmt.Errorf("%w: %d event ids, at most %d", auditstore.ErrInvalidQuery, len(eventIDs), auditstore.MaxLimit)
+	}
+	if len(eventIDs) == 0 {
+		return map[uuid.UUID]int64{}, nil
+	}
+	size, _, err := s.LogHead(ctx, org, kind)
+	if err != nil {
+		return nil, err
+	}
+	held, err := s.leafIDs(ctx, org, kind, eventIDs)
+	if err != nil {
+		return nil, err
+	}
+	for id, i := range held {
+		if i < 0 || i >= size {
+			delete(held, id)
+		}
+	}
+	return held, nil
+}
+
+// leafIDs returns the newest mapping of each of the event ids found in
+// log_leaf_ids, whatever the size (withdrawn ones as -1).
+func (s *Store) leafIDs(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error) {
+	out := map[uuid.UUID]int64{}
+	if len(eventIDs) == 0 {
+		return out, nil
+	}
+	tbl, err := ext.NewTable("leaf_ids",
+		ext.Column("organization_id", "String"), ext.Column("kind", "UInt8"), ext.Column("event_id", "String"))
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+	}
+	o, k := org.String(), uint8(kind)
+	for _, id := range eventIDs {
+		if err := tbl.Append(o, k, id.String()); err != nil {
+			return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+		}
+	}
+	rows, err := s.conn.Query(ch.Context(ctx, ch.WithExternalTable(tbl)), logLeafIndexesSQL)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			i  int64
+		)
+		if err := rows.Scan(&id, &i); err != nil {
+			return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+		}
+		out[u] = i
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+	}
+	return out, nil
+}
+
+// SaveCheckpoint implements auditstore.LogStore: the root is checked
+// against the stored tree (below the head's size), then the checkpoint is
+// inserted; the newest of a size wins (ReplacingMergeTree on time_ms, and
+// CheckpointAt's ORDER BY).
+func (s *Store) SaveCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, cp auditstore.Checkpoint) error {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return err
+	}
+	size, _, err := s.LogHead(ctx, org, kind)
+	if err != nil {
+		return err
+	}
+	if err := auditstore.CheckCheckpoint(cp, size, auditstore.LogHashReader(ctx, s, org, kind)); err != nil {
+		return err
+	}
+	ms := max(cp.Time.UnixMilli(), 0)
+	return s.insertRows(ctx, insertLogCheckpointSQL, 1, func(int) []any {
+		return []any{org.String(), uint8(kind), cp.Size, cp.Root[:], uint64(ms), cp.KeyID, string(cp.Note)}
+	})
+}
+
+// LatestCheckpoint implements auditstore.LogStore in two queries: the
+// largest size (one column of the log's checkpoints: 18.16 cannot read a
+// key backwards), then that checkpoint.
+func (s *Store) LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return auditstore.Checkpoint{}, false, err
+	}
+	var (
+		size int64
+		n    uint64
+	)
+	if err := s.conn.QueryRow(ctx, logCheckpointMaxSQL, org.String(), uint8(kind)).Scan(&size, &n); err != nil {
+		return auditstore.Checkpoint{}, false, fmt.Errorf("clickhouse latest checkpoint: %w", err)
+	}
+	if n == 0 {
+		return auditstore.Checkpoint{}, false, nil
+	}
+	return s.CheckpointAt(ctx, org, kind, size)
+}
+
+// CheckpointAt implements auditstore.LogStore.
+func (s *Store) CheckpointAt(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, size int64) (auditstore.Checkpoint, bool, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return auditstore.Checkpoint{}, false, err
+	}
+	rows, err := s.conn.Query(ctx, logCheckpointAtSQL, org.String(), uint8(kind), size)
+	if err != nil {
+		return auditstore.Checkpoint{}, false, fmt.Errorf("clickhouse checkpoint: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return auditstore.Checkpoint{}, false, rows.Err()
+	}
+	var (
+		cp   auditstore.Checkpoint
+		ms   uint64
+		note string
+	)
+	if err := rows.Scan(&cp.Size, &cp.Root, &ms, &cp.KeyID, &note); err != nil {
+		return auditstore.Checkpoint{}, false, fmt.Errorf("clickhouse checkpoint: %w", err)
+	}
+	cp.Time = time.UnixMilli(int64(ms)).UTC()
+	cp.Note = []byte(note)
+	return cp, true, rows.Err()
+}
+
+// LogOrgs implements auditstore.LogStore (a scan of log_heads: a row per
+// log and unmerged part).
+func (s *Store) LogOrgs(ctx context.Context, kind auditstore.LogKind) ([]uuid.UUID, error) {
+	if !kind.Valid() {
+		return nil, fmt.Errorf("%w: unknown log kind %d", auditstore.ErrInvalidQuery, uint8(kind))
+	}
+	rows, err := s.conn.Query(ctx, logOrgsSQL, uint8(kind))
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse log orgs: %w", err)
+	}
+	defer rows.Close()
+	var out []uuid.UUID
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("clickhouse log orgs: %w", err)
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse log orgs: %w", err)
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}

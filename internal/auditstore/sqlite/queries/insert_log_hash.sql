@@ -1,0 +1,2 @@
+INSERT INTO log_hashes (organization_id, kind, idx, hash)
+VALUES (?, ?, ?, ?)

@@ -1,0 +1,376 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+)
+
+var (
+	//go:embed queries/log_head.sql
+	logHeadSQL string
+	//go:embed queries/log_leaves.sql
+	logLeavesSQL string
+	//go:embed queries/log_hashes.sql
+	logHashesSQL string
+	//go:embed queries/log_leaf_indexes.sql
+	logLeafIndexesSQL string
+	//go:embed queries/insert_log_leaf.sql
+	insertLogLeafSQL string
+	//go:embed queries/insert_log_hash.sql
+	insertLogHashSQL string
+	//go:embed queries/upsert_log_head.sql
+	upsertLogHeadSQL string
+	//go:embed queries/save_log_checkpoint.sql
+	saveLogCheckpointSQL string
+	//go:embed queries/log_checkpoint_at.sql
+	logCheckpointAtSQL string
+	//go:embed queries/log_checkpoint_latest.sql
+	logCheckpointLatestSQL string
+	//go:embed queries/log_orgs.sql
+	logOrgsSQL string
+)
+
+var _ auditstore.LogStore = (*Store)(nil)
+
+// querier is what the log's reads need: the pool, or the transaction of
+// an append.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// AppendLog implements auditstore.LogStore in one transaction of the
+// writing connection: the head is read, the part already stored compared,
+// the rest and the new head written, then committed (WAL, synchronous
+// FULL: durable on return). SQLite has one writer at a time, so even two
+// sequencers could not interleave a check and a write here.
+func (s *Store) AppendLog(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash) error {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return err
+	}
+	if len(leaves) == 0 && len(hashes) == 0 {
+		return nil
+	}
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite begin: %w", err)
+	}
+	defer tx.Rollback()
+	size, _, err := logHead(ctx, tx, org, kind)
+	if err != nil {
+		return err
+	}
+	plan, err := auditstore.PlanAppend(size, leaves, hashes)
+	if err != nil {
+		return err
+	}
+	if len(plan.Old) > 0 {
+		stored, err := readLeaves(ctx, tx, org, kind, plan.Old[0].Index, size)
+		if err != nil {
+			return err
+		}
+		idx := make([]int64, len(plan.OldHashes))
+		for i, h := range plan.OldHashes {
+			idx[i] = h.Index
+		}
+		hs, err := readHashes(ctx, tx, org, kind, idx)
+		if err != nil {
+			return fmt.Errorf("%w: %w", auditstore.ErrLogConflict, err)
+		}
+		if err := plan.CheckStored(stored, hs); err != nil {
+			return err
+		}
+	}
+	if len(plan.New) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(plan.New))
+	for i, l := range plan.New {
+		ids[i] = l.EventID
+	}
+	dup, err := leafIndexes(ctx, tx, org, kind, ids)
+	if err != nil {
+		return err
+	}
+	for id, i := range dup {
+		return fmt.Errorf("%w: event %s is leaf %d already", auditstore.ErrLogConflict, id, i)
+	}
+	o, k := org.String(), int64(kind)
+	if err := execEach(ctx, tx, insertLogLeafSQL, len(plan.New), func(i int) []any {
+		l := plan.New[i]
+		return []any{o, k, l.Index, l.EventID.String(), int64(l.Key.Seq), l.Key.CreatedMS}
+	}); err != nil {
+		return err
+	}
+	if err := execEach(ctx, tx, insertLogHashSQL, len(plan.NewHashes), func(i int) []any {
+		h := plan.NewHashes[i]
+		return []any{o, k, h.Index, h.Hash[:]}
+	}); err != nil {
+		return err
+	}
+	last := plan.New[len(plan.New)-1]
+	if _, err := tx.ExecContext(ctx, upsertLogHeadSQL, o, k, last.Index+1, last.EventID.String(), int64(last.Key.Seq), last.Key.CreatedMS); err != nil {
+		return fmt.Errorf("sqlite log head: %w", classify(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite commit log: %w", classify(err))
+	}
+	return nil
+}
+
+// execEach runs the statement query once per row in tx.
+func execEach(ctx context.Context, tx *sql.Tx, query string, n int, row func(i int) []any) error {
+	if n == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		return fmt.Errorf("sqlite prepare: %w", err)
+	}
+	defer stmt.Close()
+	for i := 0; i < n; i++ {
+		if _, err := stmt.ExecContext(ctx, row(i)...); err != nil {
+			return fmt.Errorf("sqlite log insert: %w", classify(err))
+		}
+	}
+	return nil
+}
+
+// LogHead implements auditstore.LogStore.
+func (s *Store) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return 0, auditstore.LogLeaf{}, err
+	}
+	return logHead(ctx, s.db, org, kind)
+}
+
+func logHead(ctx context.Context, q querier, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {
+	var (
+		size, seq, created int64
+		id                 string
+	)
+	err := q.QueryRowContext(ctx, logHeadSQL, org.String(), int64(kind)).Scan(&size, &id, &seq, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, auditstore.LogLeaf{}, nil
+	}
+	if err != nil {
+		return 0, auditstore.LogLeaf{}, fmt.Errorf("sqlite log head: %w", err)
+	}
+	eid, err := uuid.Parse(id)
+	if err != nil {
+		return 0, auditstore.LogLeaf{}, fmt.Errorf("sqlite log head: %w", err)
+	}
+	return size, auditstore.LogLeaf{Index: size - 1, EventID: eid, Key: auditstore.FeedKey{Seq: uint64(seq), CreatedMS: created, EventID: eid}}, nil
+}
+
+// readLeaves returns the stored leaves lo <= idx < hi, in order.
+func readLeaves(ctx context.Context, q querier, org uuid.UUID, kind auditstore.LogKind, lo, hi int64) ([]auditstore.LogLeaf, error) {
+	rows, err := q.QueryContext(ctx, logLeavesSQL, org.String(), int64(kind), lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite log leaves: %w", err)
+	}
+	defer rows.Close()
+	var out []auditstore.LogLeaf
+	for rows.Next() {
+		var (
+			l            auditstore.LogLeaf
+			seq, created int64
+			id           string
+		)
+		if err := rows.Scan(&l.Index, &id, &seq, &created); err != nil {
+			return nil, fmt.Errorf("sqlite log leaves: %w", err)
+		}
+		if l.EventID, err = uuid.Parse(id); err != nil {
+			return nil, fmt.Errorf("sqlite log leaves: %w", err)
+		}
+		l.Key = auditstore.FeedKey{Seq: uint64(seq), CreatedMS: created, EventID: l.EventID}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite log leaves: %w", err)
+	}
+	return out, nil
+}
+
+// ReadLogHashes implements auditstore.LogStore: one query, points of the
+// primary key.
+func (s *Store) ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return nil, err
+	}
+	return readHashes(ctx, s.db, org, kind, indexes)
+}
+
+func readHashes(ctx context.Context, q querier, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error) {
+	if len(indexes) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(indexes)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, logHashesSQL, org.String(), int64(kind), string(list))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite log hashes: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[int64][32]byte, len(indexes))
+	for rows.Next() {
+		var (
+			i int64
+			h []byte
+		)
+		if err := rows.Scan(&i, &h); err != nil {
+			return nil, fmt.Errorf("sqlite log hashes: %w", err)
+		}
+		if len(h) != 32 {
+			return nil, fmt.Errorf("sqlite log hashes: hash %d of %d bytes", i, len(h))
+		}
+		found[i] = [32]byte(h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite log hashes: %w", err)
+	}
+	return auditstore.HashesInOrder(indexes, found)
+}
+
+// LeafIndexes implements auditstore.LogStore: points of log_leaves_event.
+func (s *Store) LeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return nil, err
+	}
+	if len(eventIDs) > auditstore.MaxLimit {
+		return nil, fmt.Errorf("%w: %d event ids, at most %d", auditstore.ErrInvalidQuery, len(eventIDs), auditstore.MaxLimit)
+	}
+	return leafIndexes(ctx, s.db, org, kind, eventIDs)
+}
+
+func leafIndexes(ctx context.Context, q querier, org uuid.UUID, kind auditstore.LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error) {
+	out := map[uuid.UUID]int64{}
+	if len(eventIDs) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(eventIDs) // uuid.UUID marshals as its string
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, logLeafIndexesSQL, org.String(), int64(kind), string(list))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			i  int64
+		)
+		if err := rows.Scan(&id, &i); err != nil {
+			return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
+		}
+		out[u] = i
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
+	}
+	return out, nil
+}
+
+// SaveCheckpoint implements auditstore.LogStore: the root is checked
+// against the stored tree, then the checkpoint is written (a newer one of
+// the same size replaces the stored one).
+func (s *Store) SaveCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, cp auditstore.Checkpoint) error {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return err
+	}
+	size, _, err := logHead(ctx, s.db, org, kind)
+	if err != nil {
+		return err
+	}
+	if err := auditstore.CheckCheckpoint(cp, size, auditstore.LogHashReader(ctx, s, org, kind)); err != nil {
+		return err
+	}
+	note := cp.Note
+	if note == nil {
+		note = []byte{} // a blob, never NULL
+	}
+	if _, err := s.wdb.ExecContext(ctx, saveLogCheckpointSQL, org.String(), int64(kind), cp.Size, cp.Root[:], cp.Time.UnixMilli(), cp.KeyID, note); err != nil {
+		return fmt.Errorf("sqlite save checkpoint: %w", classify(err))
+	}
+	return nil
+}
+
+// LatestCheckpoint implements auditstore.LogStore.
+func (s *Store) LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return auditstore.Checkpoint{}, false, err
+	}
+	return s.checkpoint(ctx, logCheckpointLatestSQL, org.String(), int64(kind))
+}
+
+// CheckpointAt implements auditstore.LogStore.
+func (s *Store) CheckpointAt(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, size int64) (auditstore.Checkpoint, bool, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return auditstore.Checkpoint{}, false, err
+	}
+	return s.checkpoint(ctx, logCheckpointAtSQL, org.String(), int64(kind), size)
+}
+
+func (s *Store) checkpoint(ctx context.Context, query string, args ...any) (auditstore.Checkpoint, bool, error) {
+	var (
+		cp     auditstore.Checkpoint
+		root   []byte
+		timeMS int64
+	)
+	err := s.db.QueryRowContext(ctx, query, args...).Scan(&cp.Size, &root, &timeMS, &cp.KeyID, &cp.Note)
+	if errors.Is(err, sql.ErrNoRows) {
+		return auditstore.Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return auditstore.Checkpoint{}, false, fmt.Errorf("sqlite checkpoint: %w", err)
+	}
+	if len(root) != len(cp.Root) {
+		return auditstore.Checkpoint{}, false, fmt.Errorf("sqlite checkpoint: root of %d bytes", len(root))
+	}
+	cp.Root = [32]byte(root)
+	cp.Time = time.UnixMilli(timeMS).UTC()
+	return cp, true, nil
+}
+
+// LogOrgs implements auditstore.LogStore (a scan of log_heads: one row
+// per log).
+func (s *Store) LogOrgs(ctx context.Context, kind auditstore.LogKind) ([]uuid.UUID, error) {
+	if !kind.Valid() {
+		return nil, fmt.Errorf("%w: unknown log kind %d", auditstore.ErrInvalidQuery, uint8(kind))
+	}
+	rows, err := s.db.QueryContext(ctx, logOrgsSQL, int64(kind))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite log orgs: %w", err)
+	}
+	defer rows.Close()
+	var out []uuid.UUID
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sqlite log orgs: %w", err)
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite log orgs: %w", err)
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,269 @@
+package auditstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The tamper-evidence logs (issue 24): per organization, a Merkle log over
+// its audit entries (LogAudit) and one over its tool executions
+// (LogExecutions), with RFC 6962 hashing as golang.org/x/mod/sumdb/tlog
+// computes it. A store keeps, beside the entries, each log's leaves (a
+// leaf index and the entry it stands for), the tree's stored hashes
+// (tlog.StoredHashIndex numbering: a log of n leaves holds
+// tlog.StoredHashCount(n) of them, about two per leaf, the leaf hashes
+// among them) and the signed checkpoints. Retention may delete entries
+// (their payloads), never these: proofs keep working for what remains.
+
+// LogKind names one of an organization's two logs.
+type LogKind uint8
+
+// The logs of an organization.
+const (
+	LogAudit      LogKind = 0 // audit entries (audit_logs)
+	LogExecutions LogKind = 1 // tool executions (tool_executions)
+)
+
+// Valid reports whether k names a log.
+func (k LogKind) Valid() bool { return k == LogAudit || k == LogExecutions }
+
+func (k LogKind) String() string {
+	switch k {
+	case LogAudit:
+		return "audit"
+	case LogExecutions:
+		return "executions"
+	}
+	return fmt.Sprintf("LogKind(%d)", uint8(k))
+}
+
+// LogLeaf is one leaf of a log: its index (0, 1, …), the entry's event id
+// and the entry's feed position (where the sequencer resumes after it).
+type LogLeaf struct {
+	Index   int64
+	EventID uuid.UUID
+	Key     FeedKey
+}
+
+// StoredHash is one hash of a log's tree at its tlog.StoredHashIndex.
+type StoredHash struct {
+	Index int64
+	Hash  [32]byte
+}
+
+// Checkpoint is a signed tree head: the log's size and root hash, the
+// time it was signed (stored to the millisecond), the id of the signing
+// key and the whole signed note (C2SP tlog-checkpoint body and signature).
+type Checkpoint struct {
+	Size  int64
+	Root  [32]byte
+	Time  time.Time
+	KeyID string
+	Note  []byte
+}
+
+// Errors of the log stores.
+var (
+	// ErrLogConflict: a write that would change what a log already holds
+	// (another leaf or hash at a stored index, another root for a stored
+	// size, an event id already in the log elsewhere) or leave a gap.
+	ErrLogConflict = errors.New("log conflict")
+	// ErrNotFound: a stored hash that the log does not hold.
+	ErrNotFound = errors.New("not found")
+)
+
+// LogStore keeps the tamper-evidence logs. Each organization's log of a
+// kind has one writer at a time (the sequencer holding its lease): AppendLog
+// checks the head and then writes, which is enough with one writer and is
+// not safe with two. Reads are safe at any time. Every method returns
+// ErrInvalidQuery (wrapped) for a nil organization or an unknown kind.
+type LogStore interface {
+	// AppendLog stores leaves whose indexes follow each other, starting at
+	// or below the log's size, and the hashes they add: exactly the stored
+	// hashes from tlog.StoredHashCount(first) up to
+	// tlog.StoredHashCount(first+len(leaves)), in order (the concatenation
+	// of tlog.StoredHashes for each leaf). It returns nil only once they
+	// are durable and the log's size covers them. Idempotent: leaves and
+	// hashes below the current size must equal the stored ones and are
+	// not written again (a sequencer retrying after a crash); a leaf or
+	// hash that differs, a first index above the size (a gap) or an event
+	// id that the log holds at another index is ErrLogConflict, and
+	// nothing is written.
+	AppendLog(ctx context.Context, org uuid.UUID, kind LogKind, leaves []LogLeaf, hashes []StoredHash) error
+	// LogHead returns the log's size and its last leaf (zero values for
+	// an empty log), read from a small head record, not from the leaves.
+	LogHead(ctx context.Context, org uuid.UUID, kind LogKind) (size int64, last LogLeaf, err error)
+	// ReadLogHashes returns the stored hashes at these indexes, in the
+	// order asked (tlog.HashReader's contract); an index the log does
+	// not hold is ErrNotFound (wrapped). Hashes written by an append that
+	// has not returned (or that crashed) may be seen: ask only for indexes
+	// below tlog.StoredHashCount of a size the log has reached.
+	ReadLogHashes(ctx context.Context, org uuid.UUID, kind LogKind, indexes []int64) ([][32]byte, error)
+	// LeafIndexes maps event ids to their leaf indexes in the log; an id
+	// the log does not hold yet (not sequenced, or above the size) is
+	// absent from the map. At most MaxLimit ids.
+	LeafIndexes(ctx context.Context, org uuid.UUID, kind LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error)
+	// SaveCheckpoint stores a checkpoint of the log. Its root must be the
+	// tree hash of the log's first Size leaves (ErrLogConflict otherwise:
+	// a size above the log's, or another root, is never stored). One
+	// checkpoint is kept per size: saving one of a size already stored
+	// keeps the newer (by Time), so saving the same one again is a no-op
+	// and an hourly checkpoint of an unchanged log replaces the previous.
+	SaveCheckpoint(ctx context.Context, org uuid.UUID, kind LogKind, cp Checkpoint) error
+	// LatestCheckpoint returns the checkpoint of the largest size (false:
+	// none stored).
+	LatestCheckpoint(ctx context.Context, org uuid.UUID, kind LogKind) (Checkpoint, bool, error)
+	// CheckpointAt returns the stored checkpoint of exactly this size
+	// (false: none).
+	CheckpointAt(ctx context.Context, org uuid.UUID, kind LogKind, size int64) (Checkpoint, bool, error)
+	// LogOrgs lists the organizations whose log of this kind holds a leaf,
+	// in no particular order.
+	LogOrgs(ctx context.Context, kind LogKind) ([]uuid.UUID, error)
+}
+
+// ValidateLog checks the organization and kind of a log call.
+func ValidateLog(org uuid.UUID, kind LogKind) error {
+	if org == uuid.Nil {
+		return fmt.Errorf("%w: organization id is required", ErrInvalidQuery)
+	}
+	if !kind.Valid() {
+		return fmt.Errorf("%w: unknown log kind %d", ErrInvalidQuery, uint8(kind))
+	}
+	return nil
+}
+
+// AppendPlan is an append split against the log's size: the leaves and
+// hashes that the log holds already (Old, OldHashes: they must be equal to
+// the stored ones) and those to write (New, NewHashes).
+type AppendPlan struct {
+	Old       []LogLeaf
+	OldHashes []StoredHash
+	New       []LogLeaf
+	NewHashes []StoredHash
+}
+
+// Size is the log's size once the plan is written.
+func (p AppendPlan) Size(size int64) int64 {
+	if len(p.New) == 0 {
+		return size
+	}
+	return p.New[len(p.New)-1].Index + 1
+}
+
+// PlanAppend checks the shape of an append to a log of this size (see
+// LogStore.AppendLog) and splits it. Shapes that no correct sequencer
+// writes (indexes that do not follow each other, hashes that are not
+// exactly those the leaves add, a nil event id) are ErrInvalidQuery; a
+// first index above size is ErrLogConflict.
+func PlanAppend(size int64, leaves []LogLeaf, hashes []StoredHash) (AppendPlan, error) {
+	if len(leaves) == 0 {
+		if len(hashes) != 0 {
+			return AppendPlan{}, fmt.Errorf("%w: %d hashes without leaves", ErrInvalidQuery, len(hashes))
+		}
+		return AppendPlan{}, nil
+	}
+	first := leaves[0].Index
+	if first < 0 {
+		return AppendPlan{}, fmt.Errorf("%w: negative leaf index %d", ErrInvalidQuery, first)
+	}
+	seen := make(map[uuid.UUID]bool, len(leaves))
+	for i, l := range leaves {
+		if seen[l.EventID] {
+			return AppendPlan{}, fmt.Errorf("%w: event %s twice in one append", ErrLogConflict, l.EventID)
+		}
+		seen[l.EventID] = true
+		if l.Index != first+int64(i) {
+			return AppendPlan{}, fmt.Errorf("%w: leaf %d has index %d, want %d", ErrInvalidQuery, i, l.Index, first+int64(i))
+		}
+		if l.EventID == uuid.Nil {
+			return AppendPlan{}, fmt.Errorf("%w: leaf %d has no event id", ErrInvalidQuery, l.Index)
+		}
+	}
+	end := first + int64(len(leaves))
+	lo, hi := tlog.StoredHashCount(first), tlog.StoredHashCount(end)
+	if int64(len(hashes)) != hi-lo {
+		return AppendPlan{}, fmt.Errorf("%w: leaves %d..%d add %d stored hashes, got %d", ErrInvalidQuery, first, end-1, hi-lo, len(hashes))
+	}
+	for i, h := range hashes {
+		if h.Index != lo+int64(i) {
+			return AppendPlan{}, fmt.Errorf("%w: hash %d has index %d, want %d", ErrInvalidQuery, i, h.Index, lo+int64(i))
+		}
+	}
+	if first > size {
+		return AppendPlan{}, fmt.Errorf("%w: leaves start at %d, the log holds %d (a gap)", ErrLogConflict, first, size)
+	}
+	split := min(size-first, int64(len(leaves)))
+	hsplit := min(tlog.StoredHashCount(first+split)-lo, int64(len(hashes)))
+	return AppendPlan{Old: leaves[:split], OldHashes: hashes[:hsplit], New: leaves[split:], NewHashes: hashes[hsplit:]}, nil
+}
+
+// CheckStored compares the part of an append that a log holds already with
+// what it holds (stored leaves and hashes, in the plan's order):
+// ErrLogConflict at the first difference.
+func (p AppendPlan) CheckStored(leaves []LogLeaf, hashes [][32]byte) error {
+	if len(leaves) != len(p.Old) || len(hashes) != len(p.OldHashes) {
+		return fmt.Errorf("%w: %d leaves and %d hashes stored of %d and %d", ErrLogConflict, len(leaves), len(hashes), len(p.Old), len(p.OldHashes))
+	}
+	for i, l := range p.Old {
+		if leaves[i] != l {
+			return fmt.Errorf("%w: leaf %d is stored as event %s at %v, not event %s at %v", ErrLogConflict, l.Index, leaves[i].EventID, leaves[i].Key, l.EventID, l.Key)
+		}
+	}
+	for i, h := range p.OldHashes {
+		if hashes[i] != h.Hash {
+			return fmt.Errorf("%w: stored hash %d differs", ErrLogConflict, h.Index)
+		}
+	}
+	return nil
+}
+
+// CheckCheckpoint checks a checkpoint against a log of this size whose
+// hashes r reads: its size is at most the log's, and its root is the tree
+// hash of that many leaves.
+func CheckCheckpoint(cp Checkpoint, size int64, r tlog.HashReader) error {
+	if cp.Size < 0 || cp.Size > size {
+		return fmt.Errorf("%w: checkpoint of size %d for a log of %d", ErrLogConflict, cp.Size, size)
+	}
+	root, err := tlog.TreeHash(cp.Size, r)
+	if err != nil {
+		return fmt.Errorf("tree hash of size %d: %w", cp.Size, err)
+	}
+	if root != tlog.Hash(cp.Root) {
+		return fmt.Errorf("%w: checkpoint of size %d has another root than the stored log", ErrLogConflict, cp.Size)
+	}
+	return nil
+}
+
+// LogHashReader is the tlog.HashReader of one log of a store.
+func LogHashReader(ctx context.Context, s LogStore, org uuid.UUID, kind LogKind) tlog.HashReader {
+	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		hs, err := s.ReadLogHashes(ctx, org, kind, indexes)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]tlog.Hash, len(hs))
+		for i := range hs {
+			out[i] = hs[i]
+		}
+		return out, nil
+	})
+}
+
+// HashesInOrder returns the hashes of found at indexes, in that order:
+// ErrNotFound (wrapped) for the first index found does not hold.
+func HashesInOrder(indexes []int64, found map[int64][32]byte) ([][32]byte, error) {
+	out := make([][32]byte, len(indexes))
+	for i, x := range indexes {
+		h, ok := found[x]
+		if !ok {
+			return nil, fmt.Errorf("stored hash %d: %w", x, ErrNotFound)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
