@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/internal/tlog/verify"
+)
+
+// runVerify checks an organization's log offline: an export against a
+// signed checkpoint and the public keys. Exit 0 only when everything
+// verifies; 1 with what is wrong where; 2 for a usage mistake.
+func runVerify(ctx context.Context, args []string) error { return verifyCmd(ctx, args, os.Stdout) }
+
+// verifyCmd is runVerify printing the report on stdout.
+func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlags("verify")
+	export := fs.String("export", "", "", "the JSONL export to verify (GET …/audit_logs/export?format=jsonl or …/tool_executions/export): one entry per line with its leaf_index, the last line possibly its checkpoint")
+	checkpoint := fs.String("checkpoint", "", "", "a file holding the signed checkpoint to verify against (optional when the export ends with one)")
+	keys := fs.String("keys", "", "", "the public keys: the answer of GET /api/v1/audit_keys saved to a file, or its data array")
+	since := fs.String("since-checkpoint", "", "", "a signed checkpoint kept from earlier: the log must extend it (a larger one means the log was rolled back)")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if *export == "" {
+		return usageErrorf("--export is required: the JSONL export to verify")
+	}
+	if *keys == "" {
+		return usageErrorf("--keys is required: the answer of GET /api/v1/audit_keys saved to a file")
+	}
+	ks, err := readKeys(*keys)
+	if err != nil {
+		return err
+	}
+	cfg := verify.Config{Keys: ks}
+	if cfg.Checkpoint, err = readCheckpoint("--checkpoint", *checkpoint); err != nil {
+		return err
+	}
+	if cfg.Since, err = readCheckpoint("--since-checkpoint", *since); err != nil {
+		return err
+	}
+	f, err := os.Open(*export)
+	if err != nil {
+		return fmt.Errorf("--export: %w", err)
+	}
+	defer f.Close()
+	rep, err := verify.Export(ctx, f, cfg)
+	if errors.Is(err, verify.ErrNoCheckpoint) {
+		return usageErrorf("the export does not end with a checkpoint line: give --checkpoint (the export was cut, or made without one)")
+	}
+	if err != nil {
+		return err
+	}
+	rep.Write(stdout)
+	if !rep.OK() {
+		return fmt.Errorf("%s: not verified", *export)
+	}
+	return nil
+}
+
+func readKeys(path string) (tlog.KeySet, error) {
+	b, err := readCapped(path, tlog.MaxKeysFileBytes)
+	if err != nil {
+		return tlog.KeySet{}, fmt.Errorf("--keys: %w", err)
+	}
+	ks, err := tlog.ParseKeySet(b)
+	if err != nil {
+		return tlog.KeySet{}, fmt.Errorf("--keys %s: %w", path, err)
+	}
+	return ks, nil
+}
+
+// readCheckpoint reads a checkpoint file: the signed note itself, or the
+// answer of GET …/checkpoint (its data.note) — nil when path is empty.
+func readCheckpoint(flag, path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := readCapped(path, tlog.MaxCheckpointBytes*4)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return tlog.NoteOf(b), nil
+}
+
+// readCapped reads a file of at most max bytes.
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return b, nil
+}

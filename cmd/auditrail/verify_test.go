@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/internal/synth"
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/internal/tlog/tlogtest"
+	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// verifyFixture is a log of n audit entries rendered as the list route
+// renders them, two keys (the old one retired at t0), the keys file as
+// GET /api/v1/audit_keys answers, and a directory for exports.
+type verifyFixture struct {
+	dir         string
+	items       [][]byte
+	leaves      []tlog.Hash
+	origin      string
+	key, oldKey tlog.PrivateKey
+	keysFile    string
+	t0          time.Time
+}
+
+func newVerifyFixture(t *testing.T, n int) *verifyFixture {
+	t.Helper()
+	org := uuid.New()
+	f := &verifyFixture{dir: t.TempDir(), origin: tlog.Origin("audit.example.com", org, tlog.KindAudit), t0: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
+	g := synth.New(org, 2, 3)
+	for i := range n {
+		ts := f.t0.Add(-time.Hour + time.Duration(i)*time.Second)
+		ev := g.Event(ts)
+		e := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: ts}
+		b, err := json.Marshal(query.NewItem(&e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.items = append(f.items, b)
+	}
+	var err error
+	if f.leaves, err = tlogtest.Leaves(f.items); err != nil {
+		t.Fatal(err)
+	}
+	key, pub, err := tlog.GenerateKey("audit.example.com", f.t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldKey, oldPub, err := tlog.GenerateKey("audit.example.com-2025", f.t0.AddDate(-1, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.key, f.oldKey = key, oldKey
+	answer, _ := json.Marshal(map[string]any{"code": 200, "msg": "success", "data": []tlog.PublicKey{pub, oldPub.Retire(f.t0)}})
+	f.keysFile = f.write(t, "keys.json", answer)
+	return f
+}
+
+func (f *verifyFixture) write(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(f.dir, name)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (f *verifyFixture) note(t *testing.T, size int64, at time.Time, key tlog.PrivateKey) []byte {
+	t.Helper()
+	n, err := tlogtest.Sign(f.leaves, size, f.origin, at, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// export is the JSONL export of the whole log with its checkpoint line.
+func (f *verifyFixture) export(t *testing.T) [][]byte {
+	var l [][]byte
+	for i, it := range f.items {
+		l = append(l, tlogtest.Line(it, int64(i)))
+	}
+	return append(l, tlogtest.CheckpointLine(f.note(t, int64(len(f.items)), f.t0.Add(time.Hour), f.key)))
+}
+
+func jsonl(l [][]byte) []byte { return append(bytes.Join(l, []byte("\n")), '\n') }
+
+// auditrail verify --export: each tamper of issue 24 on a JSONL export
+// fails with the message that names it; the good export, and one signed by
+// a rotated key inside its window, pass.
+func TestVerifyExport(t *testing.T) {
+	const n = 30
+	f := newVerifyFixture(t, n)
+	edit := func(i int, from, to string) func([][]byte) [][]byte {
+		return func(l [][]byte) [][]byte {
+			l[i] = bytes.Replace(l[i], []byte(from), []byte(to), 1)
+			return l
+		}
+	}
+	resign := func(size int64, at time.Time, key tlog.PrivateKey) func([][]byte) [][]byte {
+		return func(l [][]byte) [][]byte {
+			l[len(l)-1] = tlogtest.CheckpointLine(f.note(t, size, at, key))
+			return l
+		}
+	}
+	other, _, _ := tlog.GenerateKey("audit.example.com", f.t0)
+	kept := f.write(t, "kept-20.note", f.note(t, 20, f.t0, f.key))
+	keptAll := f.write(t, "kept-30.note", f.note(t, n, f.t0.Add(30*time.Minute), f.key))
+	apiAnswer, _ := json.Marshal(map[string]any{"code": 200, "data": map[string]any{"note": string(f.note(t, n, f.t0.Add(time.Hour), f.key)), "size": n}})
+	apart := f.write(t, "checkpoint.json", apiAnswer)
+	for _, tc := range []struct {
+		name  string
+		edit  func([][]byte) [][]byte
+		flags []string
+		says  string // "" : verifies
+		usage bool
+	}{
+		{name: "good export", says: ""},
+		{name: "deleted entry", edit: func(l [][]byte) [][]byte { return append(l[:12:12], l[13:]...) }, says: "leaf 12 missing: deleted"},
+		{name: "two consecutive deleted entries", edit: func(l [][]byte) [][]byte { return append(l[:12:12], l[14:]...) }, says: "leaves 12..13 missing: 2 consecutive entries deleted"},
+		{name: "altered field", edit: edit(17, `"action":"AUDIT_ACTION_`, `"action":"AUDIT_ACTION_X`), says: "root differs: the entries were reordered or altered"},
+		{name: "swapped entries", edit: func(l [][]byte) [][]byte {
+			l[3], l[4] = tlogtest.Line(f.items[4], 3), tlogtest.Line(f.items[3], 4)
+			return l
+		}, says: "root differs"},
+		{name: "inserted entry", edit: func(l [][]byte) [][]byte {
+			fake := bytes.Replace(l[9], []byte(`"display_name":"`), []byte(`"display_name":"Mallory `), 1)
+			return append(l[:20:20], append([][]byte{fake}, l[20:]...)...)
+		}, says: "2 entries claim leaf 9: line 10"},
+		{name: "truncated tail", edit: func(l [][]byte) [][]byte { return append(l[:n-4:n-4], l[n]) }, says: "leaves 26..29 missing: 4 consecutive entries deleted (the tail of the log was truncated)"},
+		{name: "unknown key", edit: resign(n, f.t0.Add(time.Hour), other), says: "checkpoint signed by unknown key " + other.KeyID()},
+		{name: "rolled back", edit: resign(20, f.t0.Add(2*time.Hour), f.key), flags: []string{"--since-checkpoint", keptAll}, says: "rolled back: the kept checkpoint"},
+		{name: "extends the kept checkpoint", flags: []string{"--since-checkpoint", kept}},
+		{name: "old key inside its window", edit: resign(n, f.t0.Add(-time.Minute), f.oldKey)},
+		{name: "old key outside its window", edit: resign(n, f.t0.Add(time.Minute), f.oldKey), says: "signed outside its key's validity"},
+		{name: "line not JSON", edit: func(l [][]byte) [][]byte {
+			return append(l[:5:5], append([][]byte{[]byte("<html>oops</html>")}, l[5:]...)...)
+		}, says: "line 6 is not an entry of the export"},
+		{name: "checkpoint apart (the checkpoint route's answer)", edit: func(l [][]byte) [][]byte { return l[:n] }, flags: []string{"--checkpoint", apart}},
+		{name: "no checkpoint at all", edit: func(l [][]byte) [][]byte { return l[:n] }, says: "does not end with a checkpoint line: give --checkpoint", usage: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := f.export(t)
+			if tc.edit != nil {
+				l = tc.edit(l)
+			}
+			path := f.write(t, "export.jsonl", jsonl(l))
+			var out bytes.Buffer
+			err := verifyCmd(context.Background(), append([]string{"--export", path, "--keys", f.keysFile}, tc.flags...), &out)
+			var ue usageError
+			switch {
+			case tc.says == "" && err != nil:
+				t.Fatalf("%v\n%s", err, out.String())
+			case tc.says == "" && !strings.Contains(out.String(), "OK: "):
+				t.Fatalf("no OK line:\n%s", out.String())
+			case tc.says != "" && err == nil:
+				t.Fatalf("verified:\n%s", out.String())
+			case tc.says != "" && !strings.Contains(out.String()+err.Error(), tc.says):
+				t.Fatalf("does not say %q: %v\n%s", tc.says, err, out.String())
+			case err != nil && errors.As(err, &ue) != tc.usage:
+				t.Fatalf("usage error %v, want %v: %v", !tc.usage, tc.usage, err)
+			}
+		})
+	}
+}
+
+// The binary: exit 0 on a good export, 1 with the report on stdout when
+// something is wrong, 2 when a flag is missing.
+func TestVerifyBinary(t *testing.T) {
+	f := newVerifyFixture(t, 10)
+	l := f.export(t)
+	good := f.write(t, "good.jsonl", jsonl(l))
+	bad := f.write(t, "bad.jsonl", jsonl(append(l[:4:4], l[5:]...)))
+	run := func(args ...string) (string, int) {
+		out, err := exec.Command(binary(t), append([]string{"verify"}, args...)...).CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	if out, code := run("--export", good, "--keys", f.keysFile); code != 0 || !strings.Contains(out, "OK: 10 entries (leaves 0..9)") {
+		t.Fatalf("good export: %d\n%s", code, out)
+	}
+	if out, code := run("--export", bad, "--keys", f.keysFile); code != 1 || !strings.Contains(out, "FAIL: leaf 4 missing: deleted") || !strings.Contains(out, "not verified") {
+		t.Fatalf("deleted entry: %d\n%s", code, out)
+	}
+	if out, code := run("--export", good); code != 2 || !strings.Contains(out, "--keys is required") {
+		t.Fatalf("no --keys: %d\n%s", code, out)
+	}
+	if out, code := run("--export", filepath.Join(f.dir, "nope.jsonl"), "--keys", f.keysFile); code != 1 || !strings.Contains(out, "no such file") {
+		t.Fatalf("no export file: %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,268 @@
+package verify
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/auditrail/auditrail/internal/tlog"
+)
+
+// maxMissing bounds how many more leaves than entries a checkpoint may
+// cover before the verifier stops placing entries (its memory is per leaf).
+const maxMissing = 1 << 24
+
+type verifier struct {
+	cfg Config
+	rep *Report
+	col *collector
+	ra  io.ReaderAt
+}
+
+func (v *verifier) add(kind string, leaf, line int64, format string, args ...any) {
+	v.rep.Problems = append(v.rep.Problems, Problem{Kind: kind, Leaf: leaf, Line: int(line), Message: fmt.Sprintf(format, args...)})
+}
+
+// extra is a further checkpoint the entries must match: the export's own
+// when --checkpoint names another, or the kept one.
+type extra struct {
+	name string
+	cp   tlog.Checkpoint
+	kept bool
+}
+
+func (v *verifier) run() error {
+	cps := v.col.checkpoints
+	slices.SortFunc(cps, func(a, b checkpointLine) int { return int(a.line - b.line) })
+	var embedded []byte
+	embeddedName := ""
+	if len(cps) > 0 {
+		last := cps[len(cps)-1]
+		for _, c := range cps[:len(cps)-1] {
+			v.add(KindOrder, -1, c.line, "line %d carries a checkpoint but is not the last line: the export was edited (only the last line may be its checkpoint)", c.line)
+		}
+		if last.line != v.col.lastLine {
+			v.add(KindOrder, -1, last.line, "line %d carries the checkpoint but lines follow it: lines were appended to the export after it was made", last.line)
+		}
+		embedded, embeddedName = last.note, fmt.Sprintf("the export's checkpoint (line %d)", last.line)
+	}
+	mainNote, mainName := v.cfg.Checkpoint, "the checkpoint"
+	if mainNote == nil {
+		mainNote, mainName = embedded, embeddedName
+	}
+	if mainNote == nil {
+		return ErrNoCheckpoint
+	}
+	cp, key, err := tlog.Open(mainNote, v.cfg.Keys)
+	if err != nil {
+		v.add(KindCheckpoint, -1, 0, "%s: %s", mainName, describe(err))
+		return nil
+	}
+	v.rep.Checkpoint, v.rep.Key = cp, key
+	var extras []extra
+	if v.cfg.Checkpoint != nil && embedded != nil {
+		if ecp, ok := v.open(embedded, embeddedName, cp); ok && ecp.Size <= cp.Size && ecp != cp {
+			extras = append(extras, extra{name: embeddedName, cp: ecp})
+		}
+	}
+	if v.cfg.Since != nil {
+		if kcp, ok := v.open(v.cfg.Since, "the kept checkpoint", cp); ok {
+			v.rep.Since = &kcp
+			if kcp.Size > cp.Size {
+				v.add(KindRolledBack, -1, 0, "rolled back: the kept checkpoint of %s covers %d entries, the log's checkpoint of %s only %d: %d entries were removed from the log since, or it was rebuilt",
+					kcp.Time.Format(tlog.TimeFormat), kcp.Size, cp.Time.Format(tlog.TimeFormat), cp.Size, kcp.Size-cp.Size)
+			} else {
+				extras = append(extras, extra{name: "the kept checkpoint", cp: kcp, kept: true})
+			}
+		}
+	}
+	if cp.Size > v.col.entries+maxMissing {
+		v.add(KindMissing, -1, 0, "the checkpoint covers %d leaves and the export has %d entries: at least %d entries are missing (deleted, or this is not the export of this log)",
+			cp.Size, v.col.entries, cp.Size-v.col.entries)
+		return nil
+	}
+	v.place(cp, extras)
+	return nil
+}
+
+// open opens a further checkpoint of the same log as main.
+func (v *verifier) open(msg []byte, name string, main tlog.Checkpoint) (tlog.Checkpoint, bool) {
+	c, _, err := tlog.Open(msg, v.cfg.Keys)
+	if err != nil {
+		v.add(KindCheckpoint, -1, 0, "%s: %s", name, describe(err))
+		return c, false
+	}
+	if c.Origin != main.Origin {
+		v.add(KindInconsistent, -1, 0, "%s is of another log (origin %q, not %q)", name, c.Origin, main.Origin)
+		return c, false
+	}
+	return c, true
+}
+
+// describe says what a checkpoint that does not open means.
+func describe(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "tlog: ")
+	switch {
+	case errors.Is(err, tlog.ErrUnknownKey):
+		return strings.Replace(msg, "an unknown key", "unknown key", 1) + ": no key of the keys file made it (a forged checkpoint, or a keys file older than the key)"
+	case errors.Is(err, tlog.ErrBadSignature):
+		return msg + ": the checkpoint was altered after it was signed"
+	case errors.Is(err, tlog.ErrKeyNotValid):
+		return msg + ": a retired key signed after its retirement (stolen?) or a key before its start"
+	}
+	return msg
+}
+
+// place puts every entry at its leaf, reports missing and duplicated
+// leaves, and checks the roots.
+func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
+	size := cp.Size
+	var all []record
+	for _, rs := range v.col.records {
+		all = append(all, rs...)
+	}
+	v.col.records = nil
+	leaves := make([]tlog.Hash, size)
+	owner := make([]int32, size) // 1 + index in all, 0: no entry
+	dups := map[int64][]int32{}
+	for g, r := range all {
+		if r.index >= size {
+			v.rep.Newer++
+			if v.rep.NewerFirst < 0 || r.index < v.rep.NewerFirst {
+				v.rep.NewerFirst = r.index
+			}
+			continue
+		}
+		if owner[r.index] == 0 {
+			owner[r.index], leaves[r.index] = int32(g+1), r.leaf
+			continue
+		}
+		if len(dups[r.index]) == 0 {
+			dups[r.index] = append(dups[r.index], owner[r.index]-1)
+		}
+		dups[r.index] = append(dups[r.index], int32(g))
+	}
+	missing := v.missing(owner)
+	if len(dups) == 1 && missing == 0 {
+		for idx, claim := range dups {
+			v.resolve(cp, leaves, all, idx, claim)
+		}
+	} else {
+		for idx, claim := range dups {
+			v.add(KindDuplicate, idx, all[claim[0]].line, "%d entries claim leaf %d (%s): an entry was inserted or copied; at most one of them is in the log",
+				len(claim), idx, v.claimants(all, claim))
+		}
+	}
+	if missing > 0 || len(dups) > 0 {
+		return
+	}
+	keptOK := false
+	for _, x := range extras {
+		root := tlog.ParallelRootOf(slices.Clone(leaves[:x.cp.Size]), v.cfg.Workers)
+		switch {
+		case root == x.cp.Root:
+			keptOK = keptOK || x.kept
+		case x.kept:
+			v.add(KindInconsistent, -1, 0, "not consistent with the kept checkpoint of %s: the first %d entries do not hash to its root: an entry before leaf %d was altered, replaced or reordered since, or the log was rewritten",
+				x.cp.Time.Format(tlog.TimeFormat), x.cp.Size, x.cp.Size)
+		default:
+			v.add(KindRoot, -1, 0, "the first %d entries do not hash to the root of %s", x.cp.Size, x.name)
+		}
+	}
+	if root := tlog.ParallelRootOf(leaves, v.cfg.Workers); root != cp.Root {
+		where := ""
+		if keptOK && v.rep.Since.Size > 0 {
+			where = fmt.Sprintf("; the first %d entries match the kept checkpoint, so the change is at leaf %d or later", v.rep.Since.Size, v.rep.Since.Size)
+		}
+		v.add(KindRoot, -1, 0, "root differs: the entries were reordered or altered: the %d entries at leaves 0..%d do not hash to the checkpoint's root. "+
+			"An entry's field was changed, an entry was replaced, or two entries' contents were swapped; the root alone cannot tell which (verifying online checks each entry's inclusion proof)%s",
+			size, size-1, where)
+	}
+}
+
+// missing reports the runs of leaves without an entry and returns how
+// many leaves they hold.
+func (v *verifier) missing(owner []int32) int64 {
+	var total int64
+	size := int64(len(owner))
+	for i := int64(0); i < size; i++ {
+		if owner[i] != 0 {
+			continue
+		}
+		j := i
+		for j+1 < size && owner[j+1] == 0 {
+			j++
+		}
+		total += j - i + 1
+		tail := ""
+		if j == size-1 {
+			tail = " (the tail of the log was truncated)"
+		}
+		if i == j {
+			v.add(KindMissing, i, 0, "leaf %d missing: deleted%s", i, tail)
+		} else {
+			v.add(KindMissing, i, 0, "leaves %d..%d missing: %d consecutive entries deleted%s", i, j, j-i+1, tail)
+		}
+		i = j
+	}
+	return total
+}
+
+// resolve reports a leaf claimed by several entries, the only problem of
+// the export: the claimant whose leaf gives the checkpoint's root is the
+// log's, the others were inserted.
+func (v *verifier) resolve(cp tlog.Checkpoint, leaves []tlog.Hash, all []record, idx int64, claim []int32) {
+	if len(claim) <= 4 {
+		for k, g := range claim {
+			trial := slices.Clone(leaves)
+			trial[idx] = all[g].leaf
+			if tlog.ParallelRootOf(trial, v.cfg.Workers) != cp.Root {
+				continue
+			}
+			others := slices.Delete(slices.Clone(claim), k, k+1)
+			verb := "were"
+			if len(others) == 1 {
+				verb = "was"
+			}
+			v.add(KindDuplicate, idx, all[others[0]].line, "%d entries claim leaf %d: line %d%s is the log's; %s %s inserted (or copied)",
+				len(claim), idx, all[g].line, eventSuffix(v.eventOf(all[g])), v.claimants(all, others), verb)
+			return
+		}
+	}
+	v.add(KindDuplicate, idx, all[claim[0]].line, "%d entries claim leaf %d (%s): an entry was inserted or copied, and none of them gives the checkpoint's root: the log's entry was altered too",
+		len(claim), idx, v.claimants(all, claim))
+}
+
+func (v *verifier) claimants(all []record, claim []int32) string {
+	var parts []string
+	for i, g := range claim {
+		if i == 8 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(claim)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("line %d%s", all[g].line, eventSuffix(v.eventOf(all[g]))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// eventOf reads the event_id of r's line again ("" when the input cannot
+// be read at an offset).
+func (v *verifier) eventOf(r record) string {
+	if v.ra == nil {
+		return ""
+	}
+	buf := make([]byte, tlog.MaxEntryBytes+1)
+	n, _ := v.ra.ReadAt(buf, r.off)
+	line := buf[:n]
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	e, err := tlog.ParseEntry(nil, line)
+	if err != nil {
+		return ""
+	}
+	return e.EventID()
+}
