@@ -1,0 +1,143 @@
+package sequencer_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
+	"github.com/auditrail/auditrail/internal/synth"
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/internal/tlog/sequencer"
+	"github.com/auditrail/auditrail/producers"
+)
+
+func runIngest(t *testing.T, nc *nats.Conn, s *sqlite.Store) {
+	t.Helper()
+	cfg := ingest.DefaultConfig()
+	cfg.BatchSize, cfg.MaxAckPending, cfg.FlushInterval, cfg.DrainTimeout = 300, 2000, 50*time.Millisecond, time.Second
+	in, err := ingest.NewAudit(nc, s, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, "ingest", in.Run)
+}
+
+// run runs fn until the test ends.
+func run(t *testing.T, name string, fn func(context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				t.Errorf("%s: %v", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not stop", name)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func newRunner(t *testing.T, nc *nats.Conn, js jetstream.JetStream, s *sqlite.Store, instance string) *sequencer.Runner {
+	t.Helper()
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "auditrail_tlog"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sequencer.DefaultConfig()
+	cfg.Instance, cfg.LeaseTTL, cfg.Idle = instance, time.Second, 100*time.Millisecond
+	r, err := sequencer.NewRunner(cfg, sequencer.New(s, leaf), js, kv, ingest.NewWatermarks(js, 10*time.Millisecond), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func publishN(t *testing.T, nc *nats.Conn, orgs []uuid.UUID, n int) map[uuid.UUID][]uuid.UUID {
+	t.Helper()
+	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uuid.UUID][]uuid.UUID{}
+	gens := make([]*synth.Generator, len(orgs))
+	for i, o := range orgs {
+		gens[i] = synth.New(o, 2, uint64(i+1))
+	}
+	batch := make([]producers.Event, 0, n)
+	for i := 0; i < n; i++ {
+		e := gens[i%len(orgs)].Event(time.Now().Add(-time.Duration(i%500) * time.Second))
+		out[e.OrganizationID] = append(out[e.OrganizationID], e.EventID)
+		batch = append(batch, &e)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := pub.PublishBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func waitSize(t *testing.T, s *sqlite.Store, org uuid.UUID, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		size, _, err := s.LogHead(context.Background(), org, auditstore.LogAudit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size == want {
+			return
+		}
+		if size > want || time.Now().After(deadline) {
+			t.Fatalf("log of %s: size %d, want %d", org, size, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Published events are sequenced by whichever runner holds the lease,
+// each once, in the stream's order; when the holder stops, another takes
+// over after the lease runs out and continues the same tree.
+func TestRunnerSequencesPublishedEvents(t *testing.T) {
+	_, nc, js := testenv.NATS(t)
+	s := openStore(t)
+	runIngest(t, nc, s)
+	orgs := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	stopA := run(t, "runner a", newRunner(t, nc, js, s, "a").Run)
+	run(t, "runner b", newRunner(t, nc, js, s, "b").Run) // waits for the lease
+	ids := publishN(t, nc, orgs, 3000)
+	for _, o := range orgs {
+		waitSize(t, s, o, int64(len(ids[o])))
+	}
+	stopA()
+	more := publishN(t, nc, orgs, 900)
+	for _, o := range orgs {
+		ids[o] = append(ids[o], more[o]...)
+		waitSize(t, s, o, int64(len(ids[o])))
+	}
+	for _, o := range orgs {
+		size := int64(len(ids[o]))
+		if got, want := storedRoot(t, s, o, size), expectedRoot(t, s, o, ids[o]); got != want {
+			t.Fatalf("org %s: root %s, want %s (entries in publish order)", o, got, want)
+		}
+	}
+}

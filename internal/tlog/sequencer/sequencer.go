@@ -1,0 +1,221 @@
+// Package sequencer appends an organization's stored entries to its
+// verifiable log, in the feed's order: it reads the feed after the log's
+// last leaf up to the ingest watermark (every entry below it is committed,
+// so none can later appear before an entry already sequenced), renders each
+// entry as the list route returns it, and stores its leaf and the tree
+// hashes it adds (golang.org/x/mod/sumdb/tlog numbering).
+//
+// The log is a function of the feed: two sequencers of one organization
+// (a lease handed over while the old holder still wrote) append the same
+// leaves at the same positions, which the store takes as a repeat.
+package sequencer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/query"
+)
+
+// Store is what the sequencer reads and writes: the log's head and hashes,
+// and the feeds.
+type Store interface {
+	LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error)
+	AppendLog(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash) error
+	ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error)
+	FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditstore.FeedPage, error)
+	FeedExecutions(ctx context.Context, q auditstore.ExecFeedQuery) (auditstore.ExecFeedPage, error)
+}
+
+// LeafFunc is the leaf hash of an item's JSON as the list route returns it
+// (tlog.Canonical and LeafHash of internal/tlog).
+type LeafFunc func(itemJSON []byte) (tlog.Hash, error)
+
+// PageSize is how many entries one append holds at most.
+const PageSize = 1000
+
+// Sequencer appends to the logs of one store.
+type Sequencer struct {
+	store Store
+	leaf  LeafFunc
+}
+
+// New returns a sequencer of store's logs.
+func New(store Store, leaf LeafFunc) *Sequencer {
+	return &Sequencer{store: store, leaf: leaf}
+}
+
+// Result says what one Sequence call did.
+type Result struct {
+	Appended int
+	Size     int64 // the log's size after it
+}
+
+// Sequence appends to the log of (org, kind) every entry of its feed after
+// the log's last leaf with a stream sequence up to upto (the watermark of
+// the kind's ingest durable). It returns after the last append is stored;
+// on an error, what was appended before it stays (the next call resumes).
+func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, upto uint64) (Result, error) {
+	size, last, err := s.store.LogHead(ctx, org, kind)
+	if err != nil {
+		return Result{}, fmt.Errorf("log head of %s: %w", org, err)
+	}
+	r := Result{Size: size}
+	after := auditstore.FeedKey{}
+	if size > 0 {
+		after = last.Key
+	}
+	hashes := newHashCache(func(indexes []int64) ([][32]byte, error) {
+		return s.store.ReadLogHashes(ctx, org, kind, indexes)
+	})
+	for {
+		items, next, more, err := s.page(ctx, org, kind, after, upto)
+		if err != nil {
+			return r, err
+		}
+		if len(items) > 0 {
+			leaves := make([]auditstore.LogLeaf, len(items))
+			var stored []auditstore.StoredHash
+			for i, it := range items {
+				h, err := s.leaf(it.json)
+				if err != nil {
+					return r, fmt.Errorf("leaf of event %s: %w", it.key.EventID, err)
+				}
+				n := size + int64(i)
+				add, err := tlog.StoredHashesForRecordHash(n, h, hashes)
+				if err != nil {
+					return r, fmt.Errorf("tree hashes of leaf %d: %w", n, err)
+				}
+				base := tlog.StoredHashIndex(0, n)
+				for j, sh := range add {
+					hashes.put(base+int64(j), sh)
+					stored = append(stored, auditstore.StoredHash{Index: base + int64(j), Hash: sh})
+				}
+				leaves[i] = auditstore.LogLeaf{Index: n, EventID: it.key.EventID, Key: it.key}
+			}
+			if err := s.store.AppendLog(ctx, org, kind, leaves, stored); err != nil {
+				return r, fmt.Errorf("append %d leaves at %d to the log of %s: %w", len(leaves), size, org, err)
+			}
+			size += int64(len(leaves))
+			r.Appended += len(leaves)
+			r.Size = size
+			if err := hashes.keepFor(size); err != nil {
+				return r, err
+			}
+		}
+		if !more || next == after {
+			return r, nil
+		}
+		after = next
+	}
+}
+
+type item struct {
+	key  auditstore.FeedKey
+	json []byte
+}
+
+// page reads one page of the feed and renders its items.
+func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64) ([]item, auditstore.FeedKey, bool, error) {
+	switch kind {
+	case auditstore.LogAudit:
+		p, err := s.store.FeedAudit(ctx, auditstore.FeedQuery{OrgID: org, After: after, Upto: upto, Limit: PageSize})
+		if err != nil {
+			return nil, after, false, fmt.Errorf("audit feed of %s: %w", org, err)
+		}
+		out := make([]item, len(p.Items))
+		for i := range p.Items {
+			b, err := json.Marshal(query.NewItem(&p.Items[i]))
+			if err != nil {
+				return nil, after, false, err
+			}
+			out[i] = item{key: auditstore.AuditFeedKey(&p.Items[i]), json: b}
+		}
+		return out, p.Next, p.HasMore, nil
+	case auditstore.LogExecutions:
+		p, err := s.store.FeedExecutions(ctx, auditstore.ExecFeedQuery{OrgID: org, After: after, Upto: upto, Limit: PageSize})
+		if err != nil {
+			return nil, after, false, fmt.Errorf("execution feed of %s: %w", org, err)
+		}
+		out := make([]item, len(p.Items))
+		for i := range p.Items {
+			b, err := json.Marshal(query.NewExecutionItem(&p.Items[i]))
+			if err != nil {
+				return nil, after, false, err
+			}
+			out[i] = item{key: auditstore.ExecFeedKey(&p.Items[i]), json: b}
+		}
+		return out, p.Next, p.HasMore, nil
+	}
+	return nil, after, false, fmt.Errorf("%w: log kind %d", errUnknownKind, kind)
+}
+
+var errUnknownKind = errors.New("unknown log kind")
+
+// hashCache serves the tree hashes that appending needs: those written in
+// this run, then the store's (a leaf needs at most log2(n) of them, the
+// roots of the complete subtrees to its left).
+type hashCache struct {
+	read func([]int64) ([][32]byte, error)
+	m    map[int64]tlog.Hash
+}
+
+func newHashCache(read func([]int64) ([][32]byte, error)) *hashCache {
+	return &hashCache{read: read, m: map[int64]tlog.Hash{}}
+}
+
+func (c *hashCache) put(i int64, h tlog.Hash) { c.m[i] = h }
+
+// keepFor drops every hash but those appending leaf n reads (a backlog of
+// millions of leaves is sequenced in bounded memory).
+func (c *hashCache) keepFor(n int64) error {
+	var need []int64
+	record := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		need = append(need, indexes...)
+		return make([]tlog.Hash, len(indexes)), nil
+	})
+	if _, err := tlog.StoredHashesForRecordHash(n, tlog.Hash{}, record); err != nil {
+		return err
+	}
+	kept := make(map[int64]tlog.Hash, len(need))
+	for _, i := range need {
+		if h, ok := c.m[i]; ok {
+			kept[i] = h
+		}
+	}
+	c.m = kept
+	return nil
+}
+
+// ReadHashes implements tlog.HashReader.
+func (c *hashCache) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	var missing []int64
+	for _, i := range indexes {
+		if _, ok := c.m[i]; !ok {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		got, err := c.read(missing)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) != len(missing) {
+			return nil, fmt.Errorf("store returned %d of %d tree hashes", len(got), len(missing))
+		}
+		for j, i := range missing {
+			c.m[i] = got[j]
+		}
+	}
+	for k, i := range indexes {
+		out[k] = c.m[i]
+	}
+	return out, nil
+}

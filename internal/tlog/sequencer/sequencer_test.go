@@ -1,0 +1,212 @@
+package sequencer_test
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	xtlog "golang.org/x/mod/sumdb/tlog"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
+	"github.com/auditrail/auditrail/internal/synth"
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/internal/tlog/sequencer"
+	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
+
+func leaf(item []byte) (xtlog.Hash, error) {
+	c, err := tlog.Canonical(item)
+	if err != nil {
+		return xtlog.Hash{}, err
+	}
+	return tlog.LeafHash(c), nil
+}
+
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// events returns n events of org with stream sequences 1..n (timestamps
+// out of order: the log follows the stream, not the time).
+func events(org uuid.UUID, n int) []schemas.AuditEvent {
+	gen := synth.New(org, 3, 7)
+	base := time.Now().Add(-time.Hour).UTC()
+	evs := make([]schemas.AuditEvent, n)
+	for i := range evs {
+		evs[i] = gen.Event(base.Add(time.Duration(rand.IntN(3600)) * time.Second))
+		evs[i].Stored = schemas.Persisted{Seq: uint64(i + 1), Time: base.Add(time.Duration(i) * time.Millisecond)}
+	}
+	return evs
+}
+
+// expectedRoot is the root of the entries in stream order, computed
+// without the store's hashes: each entry as the list route renders it.
+func expectedRoot(t *testing.T, s *sqlite.Store, org uuid.UUID, order []uuid.UUID) xtlog.Hash {
+	t.Helper()
+	byID := map[uuid.UUID]schemas.AuditEntry{}
+	q := auditstore.FeedQuery{OrgID: org, Upto: 1 << 62, Limit: auditstore.FeedMaxLimit}
+	for {
+		p, err := s.FeedAudit(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range p.Items {
+			byID[e.EventID] = e
+		}
+		if !p.HasMore {
+			break
+		}
+		q.After = p.Next
+	}
+	leaves := make([]xtlog.Hash, len(order))
+	for i, id := range order {
+		e, ok := byID[id]
+		if !ok {
+			t.Fatalf("event %s not stored", id)
+		}
+		b, err := json.Marshal(query.NewItem(&e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if leaves[i], err = leaf(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tlog.RootOf(leaves)
+}
+
+func storedRoot(t *testing.T, s *sqlite.Store, org uuid.UUID, size int64) xtlog.Hash {
+	t.Helper()
+	h, err := xtlog.TreeHash(size, xtlog.HashReaderFunc(func(idx []int64) ([]xtlog.Hash, error) {
+		got, err := s.ReadLogHashes(context.Background(), org, auditstore.LogAudit, idx)
+		out := make([]xtlog.Hash, len(got))
+		for i := range got {
+			out[i] = got[i]
+		}
+		return out, err
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestSequenceFollowsTheFeedUpToTheWatermark(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	org, other := uuid.New(), uuid.New()
+	evs := events(org, 2600)
+	// Committed out of order by concurrent batches: seq 1500 comes last.
+	var late schemas.AuditEvent
+	rest := make([]schemas.AuditEvent, 0, len(evs))
+	for _, e := range evs {
+		if e.Stored.Seq == 1500 {
+			late = e
+			continue
+		}
+		rest = append(rest, e)
+	}
+	rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	for i := 0; i < len(rest); i += 700 {
+		if err := s.WriteAudit(ctx, rest[i:min(i+700, len(rest))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.WriteAudit(ctx, events(other, 10)); err != nil {
+		t.Fatal(err)
+	}
+	seq := sequencer.New(s, leaf)
+
+	// The watermark stops below the missing 1500.
+	r, err := seq.Sequence(ctx, org, auditstore.LogAudit, 1499)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Appended != 1499 || r.Size != 1499 {
+		t.Fatalf("appended %d, size %d; want 1499", r.Appended, r.Size)
+	}
+	if err := s.WriteAudit(ctx, []schemas.AuditEvent{late}); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of an event published again (another stream sequence) is
+	// stored once, and is one leaf.
+	dup := evs[10]
+	dup.Stored = schemas.Persisted{Seq: 2601, Time: time.Now()}
+	if err := s.WriteAudit(ctx, []schemas.AuditEvent{dup}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = seq.Sequence(ctx, org, auditstore.LogAudit, 2601); err != nil {
+		t.Fatal(err)
+	}
+	if r.Appended != 1101 || r.Size != 2600 {
+		t.Fatalf("appended %d, size %d; want 1101 and 2600", r.Appended, r.Size)
+	}
+	// Nothing new: nothing appended (a sequencer retrying, or a second one).
+	if r, err = sequencer.New(s, leaf).Sequence(ctx, org, auditstore.LogAudit, 2601); err != nil || r.Appended != 0 {
+		t.Fatalf("again: %+v, %v", r, err)
+	}
+	order := make([]uuid.UUID, len(evs))
+	for i, e := range evs {
+		order[i] = e.EventID
+	}
+	if got, want := storedRoot(t, s, org, 2600), expectedRoot(t, s, org, order); got != want {
+		t.Fatalf("the stored tree's root %s is not the root of the entries in stream order %s", got, want)
+	}
+	idx, err := s.LeafIndexes(ctx, org, auditstore.LogAudit, []uuid.UUID{evs[0].EventID, late.EventID, evs[2599].EventID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx[evs[0].EventID] != 0 || idx[late.EventID] != 1499 || idx[evs[2599].EventID] != 2599 {
+		t.Fatalf("leaf indexes %v", idx)
+	}
+	// The other organization's log is its own.
+	if size, _, err := s.LogHead(ctx, other, auditstore.LogAudit); err != nil || size != 0 {
+		t.Fatalf("other org's log: %d, %v", size, err)
+	}
+}
+
+// Each append is checked against the tree from the store's hashes: a
+// sequencer that starts afresh (the in-memory hashes gone) continues the
+// same tree, page after page.
+func TestSequenceResumesFromTheStore(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	org := uuid.New()
+	evs := events(org, 3333)
+	if err := s.WriteAudit(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for _, upto := range []uint64{1, 2, 3, 700, 1024, 1025, 2047, 3333} {
+		r, err := sequencer.New(s, leaf).Sequence(ctx, org, auditstore.LogAudit, upto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Size != int64(upto) {
+			t.Fatalf("upto %d: size %d", upto, r.Size)
+		}
+		size = r.Size
+	}
+	order := make([]uuid.UUID, len(evs))
+	for i, e := range evs {
+		order[i] = e.EventID
+	}
+	if got, want := storedRoot(t, s, org, size), expectedRoot(t, s, org, order); got != want {
+		t.Fatalf("root %s, want %s", got, want)
+	}
+}
