@@ -20,7 +20,7 @@ import (
 	"github.com/auditrail/auditrail/internal/chserver"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/internal/tlog/sequencer"
+	"github.com/auditrail/auditrail/sequencer"
 	"github.com/auditrail/auditrail/producers"
 )
 
