@@ -2,7 +2,6 @@ package sequencer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/tlog/lease"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -69,13 +69,13 @@ type Watermarks interface {
 
 // Runner sequences every organization's logs while it holds the lease.
 type Runner struct {
-	cfg  Config
-	seq  *Sequencer
-	js   jetstream.JetStream
-	kv   jetstream.KeyValue
-	wm   Watermarks
-	log  *slog.Logger
-	held time.Time // the lease is ours until then
+	cfg   Config
+	seq   *Sequencer
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	wm    Watermarks
+	log   *slog.Logger
+	lease *lease.Lease
 }
 
 // NewRunner returns a runner; kv is the lease bucket (Config.Bucket).
@@ -86,47 +86,15 @@ func NewRunner(cfg Config, seq *Sequencer, js jetstream.JetStream, kv jetstream.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, seq: seq, js: js, kv: kv, wm: wm, log: log}, nil
+	return &Runner{cfg: cfg, seq: seq, js: js, kv: kv, wm: wm, log: log, lease: lease.New(kv, leaseKey, cfg.Instance, cfg.LeaseTTL, log)}, nil
 }
 
 const leaseKey = "sequencer"
 
-type leaseRecord struct {
-	Owner string    `json:"owner"`
-	Until time.Time `json:"until"`
-}
-
-// acquire takes or renews the lease: free, expired or already ours.
-func (r *Runner) acquire(ctx context.Context) bool {
-	until := time.Now().Add(r.cfg.LeaseTTL).UTC()
-	b, _ := json.Marshal(leaseRecord{Owner: r.cfg.Instance, Until: until})
-	e, err := r.kv.Get(ctx, leaseKey)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		_, err = r.kv.Create(ctx, leaseKey, b)
-	case err != nil:
-	default:
-		var cur leaseRecord
-		if json.Unmarshal(e.Value(), &cur) == nil && cur.Owner != r.cfg.Instance && time.Now().Before(cur.Until) {
-			return false
-		}
-		_, err = r.kv.Update(ctx, leaseKey, b, e.Revision())
-	}
-	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			r.log.Warn("sequencer: lease", "err", err)
-		}
-		return false
-	}
-	// Ours for the TTL minus a margin for clocks and the time this took.
-	r.held = until.Add(-r.cfg.LeaseTTL / 4)
-	return true
-}
-
 // Run sequences until ctx ends.
 func (r *Runner) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
-		if !r.acquire(ctx) {
+		if !r.lease.Acquire(ctx) {
 			select {
 			case <-ctx.Done():
 			case <-time.After(r.cfg.LeaseTTL / 3):
@@ -158,7 +126,7 @@ func (r *Runner) lead(ctx context.Context) error {
 		return fmt.Errorf("consumer %s: %w", r.cfg.Durable, err)
 	}
 	for ctx.Err() == nil {
-		if time.Now().After(r.held) && !r.acquire(ctx) {
+		if !r.lease.Keep(ctx) {
 			return nil // lost: another instance sequences now
 		}
 		if err := r.round(ctx, cons); err != nil {
@@ -239,7 +207,7 @@ func (r *Runner) waitFor(ctx context.Context, durable string, seq uint64) (uint6
 		if w >= seq {
 			return w, nil
 		}
-		if time.Now().After(r.held) && !r.acquire(ctx) {
+		if !r.lease.Keep(ctx) {
 			return 0, errLeaseLost
 		}
 		select {
