@@ -159,8 +159,8 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 		}
 		orgS, kindS, ok := schemas.ParseEventSubject(m.Subject())
 		org, perr := uuid.Parse(orgS)
-		if !ok || perr != nil {
-			continue // not an event subject ingest would store
+		if !ok || perr != nil || kindS != schemas.KindAudit && kindS != schemas.KindExecution {
+			continue // not an entry ingest would store (e.g. a checkpoint)
 		}
 		kind := auditstore.LogAudit
 		if kindS == schemas.KindExecution {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog/sequencer"
 	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 func runIngest(t *testing.T, nc *nats.Conn, s *sqlite.Store) {
@@ -138,6 +140,53 @@ func TestRunnerSequencesPublishedEvents(t *testing.T) {
 		size := int64(len(ids[o]))
 		if got, want := storedRoot(t, s, o, size), expectedRoot(t, s, o, ids[o]); got != want {
 			t.Fatalf("org %s: root %s, want %s (entries in publish order)", o, got, want)
+		}
+	}
+}
+
+// Checkpoints published on an org's subjects are not entries: the
+// sequencer's consumer does not take them (nothing pending on it once the
+// events are sequenced), and an org with only checkpoints has no log.
+func TestRunnerIgnoresCheckpoints(t *testing.T) {
+	_, nc, js := testenv.NATS(t)
+	s := openStore(t)
+	runIngest(t, nc, s)
+	run(t, "runner", newRunner(t, nc, js, s, "a").Run)
+	org, only := uuid.New(), uuid.New()
+	for _, o := range []uuid.UUID{org, only} {
+		m := nats.NewMsg(schemas.EventSubject(o.String(), schemas.KindCheckpoint))
+		m.Data = []byte("auditrail/orgs/" + o.String() + "/audit_logs\n1\nAAAA\n\n— x y\n")
+		m.Header.Set(schemas.HeaderSchema, schemas.SchemaCheckpointV1)
+		if _, err := js.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := publishN(t, nc, []uuid.UUID{org}, 20)
+	waitSize(t, s, org, int64(len(ids[org])))
+	cons, err := js.Consumer(context.Background(), schemas.StreamEvents, sequencer.DefaultConfig().Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumPending == 0 && info.NumAckPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sequencer consumer: %d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if size, _, err := s.LogHead(context.Background(), only, auditstore.LogAudit); err != nil || size != 0 {
+		t.Fatalf("org with only checkpoints: log size %d, %v", size, err)
+	}
+	for _, f := range cons.CachedInfo().Config.FilterSubjects {
+		if strings.HasSuffix(f, "."+schemas.KindCheckpoint) || strings.HasSuffix(f, ">") {
+			t.Fatalf("sequencer filter %q takes checkpoints", f)
 		}
 	}
 }
