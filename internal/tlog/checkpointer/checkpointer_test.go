@@ -20,6 +20,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/schemas"
@@ -539,5 +540,80 @@ func TestCheckpointerOneAtATime(t *testing.T) {
 	cp, _, err := tlog.Open(msgs[1].Data, f.keySet(t, f.checkpointer(t, "x", nil)))
 	if err != nil || cp.Size != 5 {
 		t.Fatalf("second checkpoint %+v, %v", cp, err)
+	}
+}
+
+// With the tlog role's credentials (as deployed): the checkpointer makes
+// its bucket, its key and its lease, and publishes; the query role's
+// credentials list the keys (GET /api/v1/audit_keys) and cannot make one.
+func TestCheckpointerWithRoleCredentials(t *testing.T) {
+	a := testenv.NATSAuth(t)
+	ctx := context.Background()
+	tjs, err := jetstream.New(a.Connect(t, natsx.RoleTLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := tjs.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	org, m := uuid.New(), storetest.NewLogModel()
+	leaves, hashes := m.Add(t, 4)
+	if err := s.AppendLog(ctx, org, auditstore.LogAudit, leaves, hashes); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Instance, cfg.LeaseTTL, cfg.Interval = "a", time.Second, 100*time.Millisecond
+	c, err := New(cfg, Deps{Store: s, KV: kv, JS: tjs, Sealer: sealer(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok, _ := s.LatestCheckpoint(ctx, org, auditstore.LogAudit); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint with the tlog role's credentials")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	admin, _ := jetstream.New(a.Connect(t, natsx.RoleAdmin))
+	st, _ := admin.Stream(ctx, schemas.StreamEvents)
+	msg, err := st.GetLastMsgForSubject(ctx, schemas.EventSubject(org.String(), schemas.KindCheckpoint))
+	if err != nil {
+		t.Fatalf("checkpoint not published: %v", err)
+	}
+	qjs, _ := jetstream.New(a.Connect(t, natsx.RoleQuery))
+	qkv, err := qjs.KeyValue(ctx, natsx.TLogBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := NewKeyring(qkv, nil, DefaultKeyringConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := reader.PublicKeys(ctx)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("query lists %v, %v", keys, err)
+	}
+	ks, _ := tlog.NewKeySet(keys...)
+	if cp, _, err := tlog.Open(msg.Data, ks); err != nil || cp.Size != 4 || cp.Root != m.Root(t, 4) {
+		t.Fatalf("published checkpoint %+v, %v", cp, err)
+	}
+	// The query role cannot make a key, even with the sealer.
+	qctx, qcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer qcancel()
+	if _, err := qkv.Put(qctx, keyPrefix+"00000000", []byte("{}")); err == nil {
+		t.Fatal("the query role wrote the tlog bucket")
 	}
 }
