@@ -20,6 +20,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
+	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
@@ -617,3 +618,5 @@ func TestCheckpointerWithRoleCredentials(t *testing.T) {
 		t.Fatal("the query role wrote the tlog bucket")
 	}
 }
+
+var _ Observer = (*metrics.TLogObserver)(nil)

@@ -76,6 +76,30 @@ type Runner struct {
 	wm    Watermarks
 	log   *slog.Logger
 	lease *lease.Lease
+	obs   Observer
+}
+
+// Observer receives the sequencer's metrics (*metrics.TLogObserver).
+type Observer interface {
+	// SequencerAppended counts leaves appended to a log of the kind
+	// (audit_logs, tool_executions).
+	SequencerAppended(kind string, n int)
+	// SequencerLag is how many messages of the event stream the
+	// sequencer's consumer has not taken yet, after a round.
+	SequencerLag(pending uint64)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) SequencerAppended(string, int) {}
+func (nopObserver) SequencerLag(uint64)           {}
+
+// WithObserver sets the observer of the runner's metrics (before Run).
+func (r *Runner) WithObserver(o Observer) *Runner {
+	if o != nil {
+		r.obs = o
+	}
+	return r
 }
 
 // NewRunner returns a runner; kv is the lease bucket (Config.Bucket).
@@ -86,7 +110,7 @@ func NewRunner(cfg Config, seq *Sequencer, js jetstream.JetStream, kv jetstream.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, seq: seq, js: js, kv: kv, wm: wm, log: log, lease: lease.New(kv, leaseKey, cfg.Instance, cfg.LeaseTTL, log)}, nil
+	return &Runner{cfg: cfg, seq: seq, js: js, kv: kv, wm: wm, log: log, lease: lease.New(kv, leaseKey, cfg.Instance, cfg.LeaseTTL, log), obs: nopObserver{}}, nil
 }
 
 const leaseKey = "sequencer"
@@ -151,12 +175,14 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 	dirty := map[logID]bool{}
 	var need [2]uint64 // highest stream sequence per kind
 	var last jetstream.Msg
+	var pending uint64
 	for m := range batch.Messages() {
 		last = m
 		md, err := m.Metadata()
 		if err != nil {
 			continue
 		}
+		pending = md.NumPending
 		orgS, kindS, ok := schemas.ParseEventSubject(m.Subject())
 		org, perr := uuid.Parse(orgS)
 		if !ok || perr != nil || kindS != schemas.KindAudit && kindS != schemas.KindExecution {
@@ -173,6 +199,7 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 		return fmt.Errorf("fetch: %w", err)
 	}
 	if last == nil {
+		r.obs.SequencerLag(0)
 		return nil
 	}
 	var marks [2]uint64
@@ -190,10 +217,19 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 			return err
 		}
 		if res.Appended > 0 {
+			kind := "audit_logs"
+			if id.kind == auditstore.LogExecutions {
+				kind = "tool_executions"
+			}
+			r.obs.SequencerAppended(kind, int(res.Appended))
 			r.log.Debug("sequencer: appended", "org", id.org, "kind", id.kind, "leaves", res.Appended, "size", res.Size)
 		}
 	}
-	return last.Ack()
+	if err := last.Ack(); err != nil {
+		return err
+	}
+	r.obs.SequencerLag(pending)
+	return nil
 }
 
 // waitFor waits until the durable's watermark reaches seq (ingest has

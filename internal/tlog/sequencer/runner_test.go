@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
+	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog/sequencer"
@@ -151,7 +153,8 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 	_, nc, js := testenv.NATS(t)
 	s := openStore(t)
 	runIngest(t, nc, s)
-	run(t, "runner", newRunner(t, nc, js, s, "a").Run)
+	obs := &recorder{}
+	run(t, "runner", newRunner(t, nc, js, s, "a").WithObserver(obs).Run)
 	org, only := uuid.New(), uuid.New()
 	for _, o := range []uuid.UUID{org, only} {
 		m := nats.NewMsg(schemas.EventSubject(o.String(), schemas.KindCheckpoint))
@@ -181,6 +184,9 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if obs.appended() != 20 {
+		t.Errorf("observer: %d leaves appended, want 20", obs.appended())
+	}
 	if size, _, err := s.LogHead(context.Background(), only, auditstore.LogAudit); err != nil || size != 0 {
 		t.Fatalf("org with only checkpoints: log size %d, %v", size, err)
 	}
@@ -190,3 +196,28 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// recorder is a sequencer.Observer.
+type recorder struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *recorder) SequencerAppended(kind string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[string]int{}
+	}
+	r.n[kind] += n
+}
+
+func (r *recorder) SequencerLag(uint64) {}
+
+func (r *recorder) appended() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n["audit_logs"]
+}
+
+var _ sequencer.Observer = (*metrics.TLogObserver)(nil)
