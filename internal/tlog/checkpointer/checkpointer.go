@@ -65,10 +65,24 @@ func (c Config) Validate() error {
 	case c.Quiet < c.Interval:
 		return fmt.Errorf("%w: quiet period %s under the interval %s", ErrInvalidConfig, c.Quiet, c.Interval)
 	}
-	if p, _, _, ok := tlog.ParseOrigin(tlog.Origin(c.Prefix, uuid.New(), tlog.KindAudit)); !ok || p != c.Prefix || c.Prefix == "" {
+	if p, _, _, ok := tlog.ParseOrigin(tlog.Origin(c.Prefix, uuid.New(), tlog.KindAudit)); !ok || p != c.Prefix || !printable(c.Prefix) {
 		return fmt.Errorf("%w: origin prefix %q (printable ASCII, no spaces, no '+')", ErrInvalidConfig, c.Prefix)
 	}
 	return c.Keyring.Validate()
+}
+
+// printable: non-empty printable ASCII without spaces or '+' (tlog.Origin's
+// rule for a prefix), at most 200 bytes.
+func printable(s string) bool {
+	if s == "" || len(s) > 200 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e || s[i] == '+' {
+			return false
+		}
+	}
+	return true
 }
 
 // Store is what the checkpointer reads and writes of the log store.
@@ -217,15 +231,24 @@ func (c *Checkpointer) Round(ctx context.Context) error { return c.round(ctx, ni
 // stops the round when it is lost.
 func (c *Checkpointer) round(ctx context.Context, keep func(context.Context) bool) error {
 	var errs []error
+	key := &roundKey{}
 	for _, kind := range []auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions} {
-		if err := c.roundKind(ctx, kind, keep); err != nil {
+		if err := c.roundKind(ctx, kind, keep, key); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, keep func(context.Context) bool) error {
+// roundKey is the signing key of a round, read from the keyring once, when
+// the round's first checkpoint is due (a key rotates only there).
+type roundKey struct {
+	priv tlog.PrivateKey
+	pub  tlog.PublicKey
+	ok   bool
+}
+
+func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, keep func(context.Context) bool, key *roundKey) error {
 	heads, err := c.d.Store.LogHeads(ctx, kind)
 	if err != nil {
 		return fmt.Errorf("log heads: %w", err)
@@ -238,7 +261,7 @@ func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, k
 		if keep != nil && !keep(ctx) {
 			return errors.New("checkpointer lease lost")
 		}
-		if err := c.checkpoint(ctx, logID{org, kind}, size); err != nil {
+		if err := c.checkpoint(ctx, logID{org, kind}, size, key); err != nil {
 			errs = append(errs, fmt.Errorf("org %s %s: %w", org, kind, err))
 		}
 	}
@@ -260,7 +283,7 @@ func tlogKind(k auditstore.LogKind) tlog.Kind {
 
 // checkpoint signs, stores and publishes a checkpoint of the log at size
 // if it is due.
-func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64) error {
+func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key *roundKey) error {
 	c.mu.Lock()
 	prev, known := c.last[id]
 	c.mu.Unlock()
@@ -293,9 +316,18 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64) err
 	if err != nil {
 		return fmt.Errorf("root at %d: %w", size, err)
 	}
-	priv, pub, at, err := c.keys.Current(ctx)
-	if err != nil {
-		return err
+	if !key.ok {
+		priv, pub, _, err := c.keys.Current(ctx)
+		if err != nil {
+			return err
+		}
+		*key = roundKey{priv: priv, pub: pub, ok: true}
+	}
+	priv, pub := key.priv, key.pub
+	// The checkpoint's time: now, never before its key's not_before.
+	at := c.now().UTC().Truncate(time.Millisecond)
+	if at.Before(pub.NotBefore) {
+		at = pub.NotBefore
 	}
 	cp := tlog.Checkpoint{Origin: tlog.Origin(c.cfg.Prefix, id.org, tlogKind(id.kind)), Size: size, Root: root, Time: at}
 	msg, err := tlog.Sign(cp, priv)

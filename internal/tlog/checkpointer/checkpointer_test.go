@@ -620,3 +620,96 @@ func TestCheckpointerWithRoleCredentials(t *testing.T) {
 }
 
 var _ Observer = (*metrics.TLogObserver)(nil)
+
+// Across a rotation each checkpoint is signed by the key current at its
+// time: the one before by the old key, the one after by the new, and both
+// open with the listed keys (tlog.Open checks the key's validity at the
+// checkpoint's time).
+func TestCheckpointerSignsWithCurrentKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.checkpointer(t, "a", nil)
+	org, m := uuid.New(), storetest.NewLogModel()
+	f.grow(t, org, auditstore.LogAudit, m, 2)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.add(31 * 24 * time.Hour)
+	f.grow(t, org, auditstore.LogAudit, m, 2)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ks := f.keySet(t, c)
+	if n := len(ks.Keys()); n != 2 {
+		t.Fatalf("%d keys after a rotation, want 2", n)
+	}
+	msgs := f.published(t, org)
+	if len(msgs) != 2 {
+		t.Fatalf("%d checkpoints, want 2", len(msgs))
+	}
+	var by []string
+	for i, msg := range msgs {
+		cp, key, err := tlog.Open(msg.Data, ks)
+		if err != nil {
+			t.Fatalf("checkpoint %d: %v", i, err)
+		}
+		if cp.Size != int64(2*(i+1)) {
+			t.Errorf("checkpoint %d: size %d", i, cp.Size)
+		}
+		by = append(by, key.KeyID)
+	}
+	if by[0] == by[1] || by[0] != ks.Keys()[0].KeyID || by[1] != ks.Keys()[1].KeyID {
+		t.Errorf("signed by %v; keys %v", by, ks.Keys())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		ok   bool
+	}{
+		{"defaults with an instance", func(*Config) {}, true},
+		{"no instance", func(c *Config) { c.Instance = "" }, false},
+		{"short lease", func(c *Config) { c.LeaseTTL = time.Millisecond }, false},
+		{"no interval", func(c *Config) { c.Interval = 0 }, false},
+		{"quiet under the interval", func(c *Config) { c.Quiet = time.Second }, false},
+		{"prefix with a space", func(c *Config) { c.Prefix = "audit rail" }, false},
+		{"prefix with a plus", func(c *Config) { c.Prefix = "a+b" }, false},
+		{"empty prefix", func(c *Config) { c.Prefix = "" }, false},
+		{"host prefix", func(c *Config) { c.Prefix = "audit.example.com" }, true},
+		{"key name with a space", func(c *Config) { c.Keyring.Name = "a b" }, false},
+		{"short key lifetime", func(c *Config) { c.Keyring.KeyLifetime = time.Second }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Instance = "a"
+			tc.edit(&cfg)
+			if err := cfg.Validate(); (err == nil) != tc.ok {
+				t.Fatalf("Validate = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+// decodeKey reads what the bucket holds: it never panics, and what it
+// accepts is a key whose fields check out under its own KV key.
+func FuzzDecodeKey(f *testing.F) {
+	_, pub, _ := tlog.GenerateKey("auditrail", time.Unix(1_800_000_000, 0))
+	good, _ := keyRecord{PublicKey: pub, Sealed: []byte{1, 2, 3}}.MarshalJSON()
+	f.Add(keyPrefix+pub.KeyID, good)
+	f.Add("key.x", []byte(`{"key_id":"x"}`))
+	f.Add("key.", []byte(`null`))
+	f.Fuzz(func(t *testing.T, name string, b []byte) {
+		r, err := decodeKey(name, b)
+		if err != nil {
+			return
+		}
+		if name != keyPrefix+r.KeyID {
+			t.Fatalf("accepted %s under %s", r.KeyID, name)
+		}
+		if _, err := r.Verifier(); err != nil {
+			t.Fatalf("accepted a key that does not check out: %v", err)
+		}
+	})
+}
