@@ -1,12 +1,20 @@
 package deliver_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
+	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
 	"github.com/auditrail/auditrail/schemas"
@@ -44,6 +52,22 @@ func TestDeliverCheckpoints(t *testing.T) {
 	rcJSON, rcOCSF := newReceiver(t, secret), newReceiver(t, secret)
 	e.destination(map[string]any{"name": "siem", "type": "https", "url": rcJSON.url(), "secret": secret, "q": "resource_type:API_KEY"})
 	e.destination(map[string]any{"name": "ocsf", "type": "https", "url": rcOCSF.url(), "secret": secret, "format": "ocsf", "q": "resource_type:API_KEY"})
+	hec, err := deliver.NewReceiver(deliver.ReceiverConfig{SplunkToken: "hec-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hecBodies []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		hecBodies = append(hecBodies, string(b))
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		hec.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	e.destination(map[string]any{"name": "splunk", "type": "splunk_hec", "url": srv.URL + "/services/collector/event", "token": "hec-token", "q": "resource_type:API_KEY"})
 	e.run(testConfig(), nil)
 	want := e.publish(3, time.Now(), schemas.ResourceTypeAPIKey)
 	note := e.publishCheckpoint(3)
@@ -78,6 +102,18 @@ func TestDeliverCheckpoints(t *testing.T) {
 	}
 	if got := rcJSON.r.EventIDs(); !equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
+	}
+	// Splunk HEC (JSON format): the same line in the event envelope.
+	eventually(t, 20*time.Second, "splunk receives the 5 events", func() bool { return hec.Counts().Unique >= 5 })
+	mu.Lock()
+	all := strings.Join(hecBodies, "\n")
+	mu.Unlock()
+	if c := hec.Counts(); c.Rejected != 0 || c.Events != 5 {
+		t.Errorf("splunk: counts %+v", c)
+	}
+	line, _ := json.Marshal(deliver.CheckpointItem{Type: "checkpoint", Note: note})
+	if !strings.Contains(all, `"sourcetype":"auditrail:checkpoint","event":`+string(line)) {
+		t.Errorf("splunk bodies without the checkpoint %s:\n%s", line, all)
 	}
 }
 
