@@ -262,7 +262,12 @@ func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, k
 			return errors.New("checkpointer lease lost")
 		}
 		if err := c.checkpoint(ctx, logID{org, kind}, size, key); err != nil {
-			errs = append(errs, fmt.Errorf("org %s %s: %w", org, kind, err))
+			if errors.Is(err, errKeyring) {
+				return err // no key: no log of the round can be signed
+			}
+			if len(errs) < maxRoundErrors {
+				errs = append(errs, fmt.Errorf("org %s %s: %w", org, kind, err))
+			}
 		}
 	}
 	c.mu.Lock()
@@ -273,6 +278,16 @@ func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, k
 	}
 	return errors.Join(errs...)
 }
+
+// maxRoundErrors bounds the errors a round reports (one log line).
+const maxRoundErrors = 10
+
+// errKeyring: the round has no signing key.
+var errKeyring = errors.New("no signing key")
+
+// ErrLogShrank: a log's size is below its last checkpoint's (the store was
+// rolled back or edited); it is not signed again at the smaller size.
+var ErrLogShrank = errors.New("log is smaller than its last checkpoint")
 
 func tlogKind(k auditstore.LogKind) tlog.Kind {
 	if k == auditstore.LogExecutions {
@@ -299,7 +314,10 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 		}
 	}
 	now := c.now()
-	if known && size <= prev.size && now.Sub(prev.at) < c.cfg.Quiet {
+	if known && size < prev.size {
+		return fmt.Errorf("%w: size %d, checkpoint of size %d", ErrLogShrank, size, prev.size)
+	}
+	if known && size == prev.size && now.Sub(prev.at) < c.cfg.Quiet {
 		return nil
 	}
 	root, err := sumtlog.TreeHash(size, sumtlog.HashReaderFunc(func(idx []int64) ([]sumtlog.Hash, error) {
@@ -319,7 +337,7 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 	if !key.ok {
 		priv, pub, _, err := c.keys.Current(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errKeyring, err)
 		}
 		*key = roundKey{priv: priv, pub: pub, ok: true}
 	}

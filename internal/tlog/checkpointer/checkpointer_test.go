@@ -713,3 +713,44 @@ func FuzzDecodeKey(f *testing.F) {
 		}
 	})
 }
+
+// A log smaller than its last checkpoint (a store rolled back) is not
+// signed at the smaller size; a keyring that cannot open the key (other
+// secrets keys) fails the round once, signs nothing, and says why.
+func TestCheckpointerRefusals(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.checkpointer(t, "a", nil)
+	a, b := uuid.New(), uuid.New()
+	ma, mb := storetest.NewLogModel(), storetest.NewLogModel()
+	f.grow(t, a, auditstore.LogAudit, ma, 3)
+	f.grow(t, b, auditstore.LogAudit, mb, 3)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.last[logID{a, auditstore.LogAudit}] = signed{size: 10, at: f.clk.now()}
+	f.clk.add(2 * time.Hour)
+	if err := c.Round(ctx); !errors.Is(err, ErrLogShrank) {
+		t.Fatalf("round over a shrunk log = %v, want ErrLogShrank", err)
+	}
+	if n := len(f.published(t, a)); n != 1 {
+		t.Errorf("%d checkpoints of the shrunk log, want 1", n)
+	}
+	if n := len(f.published(t, b)); n != 2 {
+		t.Errorf("%d checkpoints of the other log, want 2 (hourly)", n)
+	}
+
+	other, err := New(c.cfg, Deps{Store: f.store, KV: f.kv, JS: f.js, Sealer: sealer(t, 9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.grow(t, a, auditstore.LogAudit, ma, 8)
+	f.grow(t, b, auditstore.LogAudit, mb, 1)
+	err = other.Round(ctx)
+	if !errors.Is(err, controlplane.ErrSealed) || strings.Count(err.Error(), "org ") != 0 {
+		t.Fatalf("round without the key = %v, want one ErrSealed", err)
+	}
+	if n := len(f.published(t, b)); n != 2 {
+		t.Errorf("signed without the key: %d checkpoints", n)
+	}
+}
