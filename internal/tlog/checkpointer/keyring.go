@@ -258,8 +258,6 @@ func (k *Keyring) Current(ctx context.Context) (tlog.PrivateKey, tlog.PublicKey,
 	return tlog.PrivateKey{}, tlog.PublicKey{}, time.Time{}, errors.New("keyring: the current key keeps changing")
 }
 
-var errLostRace = errors.New("another instance made the key")
-
 // rotate makes a key valid from nb and makes it current in place of old
 // (nil: none) by a compare-and-set of key-current at rev; then retires old.
 // Losing the race is not an error: the caller reads again.
