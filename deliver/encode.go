@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/internal/ocsf"
+	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -25,6 +27,13 @@ func newSpec(d controlplane.ResolvedDestination) (*spec, error) {
 		return nil, fmt.Errorf("destination %s: q: %w", d.ID, err)
 	}
 	return &spec{ResolvedDestination: d, audit: qa, executions: qe}, nil
+}
+
+// CheckpointItem is a checkpoint's line in the JSON format: the signed
+// note as published (C2SP tlog-checkpoint body and signature lines).
+type CheckpointItem struct {
+	Type string `json:"type"` // "checkpoint"
+	Note string `json:"note"`
 }
 
 // hecEvent is Splunk HTTP Event Collector's event envelope.
@@ -74,6 +83,20 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 		} else {
 			v = query.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev, CreatedTime: created})
 		}
+	case schemas.KindCheckpoint:
+		// A signed checkpoint of the org's logs (issue 24): delivered in
+		// the JSON format, whatever the filter q (it covers every entry of
+		// a log, and the SIEM needs it to verify what it got); skipped in
+		// OCSF, which has no class for a signed tree head (an invented one
+		// would not validate against the OCSF schema).
+		if s.Format == controlplane.FormatOCSF {
+			return nil, nil
+		}
+		if !utf8.Valid(data) || len(data) > tlog.MaxCheckpointBytes {
+			return nil, fmt.Errorf("checkpoint is not a signed note")
+		}
+		at = created
+		v = CheckpointItem{Type: schemas.KindCheckpoint, Note: string(data)}
 	default:
 		return nil, fmt.Errorf("subject %q is not an event subject", subject)
 	}

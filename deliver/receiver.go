@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/auditrail/auditrail/schemas"
 )
 
 // ReceiverConfig configures a Receiver.
@@ -165,7 +167,9 @@ func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
 
 // EventIDs returns the event id of every line of a delivery body: a JSON
 // object per line, whose id is its event_id, or (OCSF) its metadata.uid,
-// or the same inside a Splunk HEC envelope's event.
+// or the same inside a Splunk HEC envelope's event. A checkpoint line
+// ({"type":"checkpoint",…}, bare or in an envelope) is not an event: it
+// is skipped.
 func EventIDs(body []byte) ([]string, error) {
 	var out []string
 	sc := bufio.NewScanner(bytes.NewReader(body))
@@ -176,11 +180,13 @@ func EventIDs(body []byte) ([]string, error) {
 			continue
 		}
 		var v struct {
+			Type     string `json:"type"`
 			EventID  string `json:"event_id"`
 			Metadata struct {
 				UID string `json:"uid"`
 			} `json:"metadata"`
 			Event *struct {
+				Type     string `json:"type"`
 				EventID  string `json:"event_id"`
 				Metadata struct {
 					UID string `json:"uid"`
@@ -189,6 +195,9 @@ func EventIDs(body []byte) ([]string, error) {
 		}
 		if err := json.Unmarshal(line, &v); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if v.Type == schemas.KindCheckpoint || v.Event != nil && v.Event.Type == schemas.KindCheckpoint {
+			continue // a signed checkpoint, not an event
 		}
 		id := v.EventID
 		if id == "" {

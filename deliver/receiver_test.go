@@ -83,7 +83,8 @@ func TestReceiverVerifiesSignatures(t *testing.T) {
 
 func TestEventIDs(t *testing.T) {
 	body := `{"event_id":"a"}` + "\n\n" + `{"metadata":{"uid":"b"},"class_uid":6003}` + "\n" +
-		`{"time":1.5,"event":{"event_id":"c"}}` + "\n" + `{"event":{"metadata":{"uid":"d"}}}`
+		`{"time":1.5,"event":{"event_id":"c"}}` + "\n" + `{"type":"checkpoint","note":"x"}` + "\n" +
+		`{"time":1.5,"event":{"type":"checkpoint","note":"x"}}` + "\n" + `{"event":{"metadata":{"uid":"d"}}}`
 	ids, err := deliver.EventIDs([]byte(body))
 	if err != nil || strings.Join(ids, ",") != "a,b,c,d" {
 		t.Fatalf("%v %v", ids, err)

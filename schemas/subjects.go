@@ -10,18 +10,28 @@ const (
 	SubjectEventsAll = "auditrail.events.>"
 	SubjectAuditAll  = "auditrail.events.*.audit"
 	SubjectExecAll   = "auditrail.events.*.execution"
-	SubjectDLQAll    = "auditrail.dlq.>"
+	// SubjectCheckpointAll: the tamper-evidence log's signed checkpoints
+	// (issue 24), on each organization's subjects so that whoever follows
+	// an organization gets them in the stream. Not an entry: ingest,
+	// the sequencer and the OCSF format leave them alone.
+	SubjectCheckpointAll = "auditrail.events.*.checkpoint"
+	SubjectDLQAll        = "auditrail.dlq.>"
 
 	KindAudit     = "audit"
 	KindExecution = "execution"
+	// KindCheckpoint: the body is a C2SP signed note (a tlog checkpoint),
+	// Content-Type ContentTextPlain, Auditrail-Schema SchemaCheckpointV1.
+	KindCheckpoint = "checkpoint"
 
-	SchemaAuditV1     = "audit/v1"
-	SchemaExecutionV1 = "execution/v1"
+	SchemaAuditV1      = "audit/v1"
+	SchemaExecutionV1  = "execution/v1"
+	SchemaCheckpointV1 = "checkpoint/v1"
 
 	HeaderMsgID       = "Nats-Msg-Id"
 	HeaderContentType = "Content-Type"
 	HeaderSchema      = "Auditrail-Schema"
 	ContentMsgpack    = "application/msgpack"
+	ContentTextPlain  = "text/plain; charset=utf-8"
 
 	// Headers set on dead letters.
 	HeaderDLQReason    = "Auditrail-Dlq-Reason"

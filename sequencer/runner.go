@@ -2,7 +2,6 @@ package sequencer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/tlog/lease"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -74,13 +74,37 @@ type Watermarks interface {
 
 // Runner sequences every organization's logs while it holds the lease.
 type Runner struct {
-	cfg  Config
-	seq  *Sequencer
-	js   jetstream.JetStream
-	kv   jetstream.KeyValue
-	wm   Watermarks
-	log  *slog.Logger
-	held time.Time // the lease is ours until then
+	cfg   Config
+	seq   *Sequencer
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	wm    Watermarks
+	log   *slog.Logger
+	lease *lease.Lease
+	obs   Observer
+}
+
+// Observer receives the sequencer's metrics (*metrics.TLogObserver).
+type Observer interface {
+	// SequencerAppended counts leaves appended to a log of the kind
+	// (audit_logs, tool_executions).
+	SequencerAppended(kind string, n int)
+	// SequencerLag is how many messages of the event stream the
+	// sequencer's consumer has not taken yet, after a round.
+	SequencerLag(pending uint64)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) SequencerAppended(string, int) {}
+func (nopObserver) SequencerLag(uint64)           {}
+
+// WithObserver sets the observer of the runner's metrics (before Run).
+func (r *Runner) WithObserver(o Observer) *Runner {
+	if o != nil {
+		r.obs = o
+	}
+	return r
 }
 
 // NewRunner returns a runner; kv is the lease bucket (Config.Bucket).
@@ -91,47 +115,15 @@ func NewRunner(cfg Config, seq *Sequencer, js jetstream.JetStream, kv jetstream.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, seq: seq, js: js, kv: kv, wm: wm, log: log}, nil
+	return &Runner{cfg: cfg, seq: seq, js: js, kv: kv, wm: wm, log: log, lease: lease.New(kv, leaseKey, cfg.Instance, cfg.LeaseTTL, log), obs: nopObserver{}}, nil
 }
 
 const leaseKey = "sequencer"
 
-type leaseRecord struct {
-	Owner string    `json:"owner"`
-	Until time.Time `json:"until"`
-}
-
-// acquire takes or renews the lease: free, expired or already ours.
-func (r *Runner) acquire(ctx context.Context) bool {
-	until := time.Now().Add(r.cfg.LeaseTTL).UTC()
-	b, _ := json.Marshal(leaseRecord{Owner: r.cfg.Instance, Until: until})
-	e, err := r.kv.Get(ctx, leaseKey)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		_, err = r.kv.Create(ctx, leaseKey, b)
-	case err != nil:
-	default:
-		var cur leaseRecord
-		if json.Unmarshal(e.Value(), &cur) == nil && cur.Owner != r.cfg.Instance && time.Now().Before(cur.Until) {
-			return false
-		}
-		_, err = r.kv.Update(ctx, leaseKey, b, e.Revision())
-	}
-	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			r.log.Warn("sequencer: lease", "err", err)
-		}
-		return false
-	}
-	// Ours for the TTL minus a margin for clocks and the time this took.
-	r.held = until.Add(-r.cfg.LeaseTTL / 4)
-	return true
-}
-
 // Run sequences until ctx ends.
 func (r *Runner) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
-		if !r.acquire(ctx) {
+		if !r.lease.Acquire(ctx) {
 			select {
 			case <-ctx.Done():
 			case <-time.After(r.cfg.LeaseTTL / 3):
@@ -163,7 +155,7 @@ func (r *Runner) lead(ctx context.Context) error {
 		return fmt.Errorf("consumer %s: %w", r.cfg.Durable, err)
 	}
 	for ctx.Err() == nil {
-		if time.Now().After(r.held) && !r.acquire(ctx) {
+		if !r.lease.Keep(ctx) {
 			return nil // lost: another instance sequences now
 		}
 		if err := r.round(ctx, cons); err != nil {
@@ -188,16 +180,18 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 	dirty := map[logID]bool{}
 	var need [2]uint64 // highest stream sequence per kind
 	var last jetstream.Msg
+	var pending uint64
 	for m := range batch.Messages() {
 		last = m
 		md, err := m.Metadata()
 		if err != nil {
 			continue
 		}
+		pending = md.NumPending
 		orgS, kindS, ok := schemas.ParseEventSubject(m.Subject())
 		org, perr := uuid.Parse(orgS)
-		if !ok || perr != nil {
-			continue // not an event subject ingest would store
+		if !ok || perr != nil || kindS != schemas.KindAudit && kindS != schemas.KindExecution {
+			continue // not an entry ingest would store (e.g. a checkpoint)
 		}
 		kind := auditstore.LogAudit
 		if kindS == schemas.KindExecution {
@@ -210,6 +204,7 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 		return fmt.Errorf("fetch: %w", err)
 	}
 	if last == nil {
+		r.obs.SequencerLag(0)
 		return nil
 	}
 	var marks [2]uint64
@@ -232,6 +227,11 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 				return err
 			}
 			if res.Appended > 0 {
+				kind := "audit_logs"
+				if id.kind == auditstore.LogExecutions {
+					kind = "tool_executions"
+				}
+				r.obs.SequencerAppended(kind, int(res.Appended))
 				r.log.Debug("sequencer: appended", "org", id.org, "kind", id.kind, "leaves", res.Appended, "size", res.Size)
 			}
 			return nil
@@ -240,7 +240,11 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return last.Ack()
+	if err := last.Ack(); err != nil {
+		return err
+	}
+	r.obs.SequencerLag(pending)
+	return nil
 }
 
 // waitFor waits until the durable's watermark reaches seq (ingest has
@@ -254,7 +258,7 @@ func (r *Runner) waitFor(ctx context.Context, durable string, seq uint64) (uint6
 		if w >= seq {
 			return w, nil
 		}
-		if time.Now().After(r.held) && !r.acquire(ctx) {
+		if !r.lease.Keep(ctx) {
 			return 0, errLeaseLost
 		}
 		select {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,10 +16,12 @@ import (
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
+	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/sequencer"
 	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 func runIngest(t *testing.T, nc *nats.Conn, s *sqlite.Store) {
@@ -141,3 +145,79 @@ func TestRunnerSequencesPublishedEvents(t *testing.T) {
 		}
 	}
 }
+
+// Checkpoints published on an org's subjects are not entries: the
+// sequencer's consumer does not take them (nothing pending on it once the
+// events are sequenced), and an org with only checkpoints has no log.
+func TestRunnerIgnoresCheckpoints(t *testing.T) {
+	_, nc, js := testenv.NATS(t)
+	s := openStore(t)
+	runIngest(t, nc, s)
+	obs := &recorder{}
+	run(t, "runner", newRunner(t, nc, js, s, "a").WithObserver(obs).Run)
+	org, only := uuid.New(), uuid.New()
+	for _, o := range []uuid.UUID{org, only} {
+		m := nats.NewMsg(schemas.EventSubject(o.String(), schemas.KindCheckpoint))
+		m.Data = []byte("auditrail/orgs/" + o.String() + "/audit_logs\n1\nAAAA\n\n— x y\n")
+		m.Header.Set(schemas.HeaderSchema, schemas.SchemaCheckpointV1)
+		if _, err := js.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := publishN(t, nc, []uuid.UUID{org}, 20)
+	waitSize(t, s, org, int64(len(ids[org])))
+	cons, err := js.Consumer(context.Background(), schemas.StreamEvents, sequencer.DefaultConfig().Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumPending == 0 && info.NumAckPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sequencer consumer: %d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if obs.appended() != 20 {
+		t.Errorf("observer: %d leaves appended, want 20", obs.appended())
+	}
+	if size, _, err := s.LogHead(context.Background(), only, auditstore.LogAudit); err != nil || size != 0 {
+		t.Fatalf("org with only checkpoints: log size %d, %v", size, err)
+	}
+	for _, f := range cons.CachedInfo().Config.FilterSubjects {
+		if strings.HasSuffix(f, "."+schemas.KindCheckpoint) || strings.HasSuffix(f, ">") {
+			t.Fatalf("sequencer filter %q takes checkpoints", f)
+		}
+	}
+}
+
+// recorder is a sequencer.Observer.
+type recorder struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *recorder) SequencerAppended(kind string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[string]int{}
+	}
+	r.n[kind] += n
+}
+
+func (r *recorder) SequencerLag(uint64) {}
+
+func (r *recorder) appended() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n["audit_logs"]
+}
+
+var _ sequencer.Observer = (*metrics.TLogObserver)(nil)

@@ -124,6 +124,10 @@ type LogStore interface {
 	// LogOrgs lists the organizations whose log of this kind holds a leaf,
 	// in no particular order.
 	LogOrgs(ctx context.Context, kind LogKind) ([]uuid.UUID, error)
+	// LogHeads returns the size of every log of this kind that holds a
+	// leaf, by organization, in one read of the head records (the
+	// checkpointer's round: one query however many organizations).
+	LogHeads(ctx context.Context, kind LogKind) (map[uuid.UUID]int64, error)
 }
 
 // ValidateLog checks the organization and kind of a log call.

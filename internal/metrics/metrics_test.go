@@ -118,3 +118,44 @@ func TestJetStreamCollector(t *testing.T) {
 		t.Error("a missing consumer has series")
 	}
 }
+
+// The tamper-evidence log's metrics: counters by kind from zero, the
+// sequencer's lag, and the seconds since the last checkpoint per kind
+// (absent before the first, never an organization label).
+func TestTLogMetrics(t *testing.T) {
+	r := New()
+	o := r.TLog()
+	o.now = func() time.Time { return time.Unix(1000, 0) }
+	addr := serve(t, r)
+	_, body := get(t, "http://"+addr+"/metrics")
+	for _, want := range []string{`auditrail_tlog_checkpoints_signed_total{kind="audit_logs"} 0`, `auditrail_tlog_sequencer_lag_messages 0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if strings.Contains(body, "auditrail_tlog_seconds_since_last_checkpoint{") {
+		t.Error("seconds since the last checkpoint before any")
+	}
+	o.CheckpointSigned("audit_logs")
+	o.CheckpointSigned("audit_logs")
+	o.CheckpointPublishFailed("tool_executions")
+	o.CheckpointRound("audit_logs", time.Unix(990, 0))
+	o.CheckpointRound("audit_logs", time.Unix(980, 0)) // older: ignored
+	o.SequencerAppended("tool_executions", 7)
+	o.SequencerLag(42)
+	_, body = get(t, "http://"+addr+"/metrics")
+	for _, want := range []string{
+		`auditrail_tlog_checkpoints_signed_total{kind="audit_logs"} 2`,
+		`auditrail_tlog_checkpoint_publish_failures_total{kind="tool_executions"} 1`,
+		`auditrail_tlog_seconds_since_last_checkpoint{kind="audit_logs"} 10`,
+		`auditrail_tlog_sequencer_leaves_appended_total{kind="tool_executions"} 7`,
+		`auditrail_tlog_sequencer_lag_messages 42`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	if strings.Contains(body, `auditrail_tlog_seconds_since_last_checkpoint{kind="tool_executions"}`) {
+		t.Error("seconds since a checkpoint never signed")
+	}
+}

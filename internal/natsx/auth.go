@@ -30,10 +30,20 @@ const (
 	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, asks the control plane for token refreshes
 	RoleQuery        = "query"        // reads the bucket, records exports (audit events), follows the event stream (live streams)
 	RoleDeliver      = "deliver"      // reads the bucket, consumes each destination's durable consumer, writes the delivery bucket
+	RoleTLog         = "tlog"         // the tamper-evidence log: its durable, the tlog bucket, publishes checkpoints only
 )
 
 // Roles lists every role, admin first.
-var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, RoleToolRunner, RoleQuery, RoleDeliver}
+var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, RoleToolRunner, RoleQuery, RoleDeliver, RoleTLog}
+
+// TLogBucket is the tamper-evidence log's KV bucket (the sequencer's and
+// the checkpointer's leases, the signing keys): the tlog role writes it,
+// the query role reads it (GET /api/v1/audit_keys).
+const TLogBucket = "auditrail_tlog"
+
+// TLogDurable is the sequencer's durable consumer on AUDITRAIL_EVENTS
+// (sequencer.DefaultConfig).
+const TLogDurable = "auditrail-tlog"
 
 // ControlPlaneBucket is the control-plane KV bucket (controlplane.DefaultBucket).
 const ControlPlaneBucket = "auditrail_controlplane"
@@ -341,6 +351,27 @@ func deliverConsumers() []string {
 	return append(liveStream(), jsAPI+"STREAM.INFO."+s, jsAPI+"CONSUMER.LIST."+s, "$JS.ACK."+s+".*.>")
 }
 
+// tlogSubjects are the tlog role's: its one durable consumer of
+// AUDITRAIL_EVENTS (create, pull, info, acks), the info of ingest's
+// default durables (their watermarks), the stream's info and the
+// checkpoint subjects; no other event subject.
+func tlogSubjects() []string {
+	ev := schemas.StreamEvents
+	c := jsAPI + "CONSUMER."
+	out := []string{
+		schemas.SubjectCheckpointAll,
+		jsAPI + "STREAM.INFO." + ev,
+		c + "CREATE." + ev + "." + TLogDurable, c + "CREATE." + ev + "." + TLogDurable + ".>",
+		c + "DURABLE.CREATE." + ev + "." + TLogDurable,
+		c + "INFO." + ev + "." + TLogDurable, c + "MSG.NEXT." + ev + "." + TLogDurable,
+		"$JS.ACK." + ev + "." + TLogDurable + ".>",
+	}
+	for _, d := range IngestDurables {
+		out = append(out, c+"INFO."+ev+"."+d)
+	}
+	return append(out, kvWrite(TLogBucket)...)
+}
+
 // deliverDeny keeps the deliver role off ingest's durable consumers: it
 // may not redefine, pull from, acknowledge for (that would lose ingest's
 // messages) nor delete them.
@@ -408,12 +439,15 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
 		pubs = append(pubs, rateLimits()...)
 		pubs = append(pubs, liveStream()...)
+		pubs = append(pubs, kvRead(TLogBucket)...) // the signing keys (audit_keys)
 		deny = liveStreamDeny()
 	case RoleDeliver:
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
 		pubs = append(pubs, kvWrite(DeliverBucket)...)
 		pubs = append(pubs, deliverConsumers()...)
 		deny = deliverDeny()
+	case RoleTLog:
+		pubs = append(pubs, tlogSubjects()...)
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w: unknown NATS role %q", ErrInvalidOption, role)
 	}

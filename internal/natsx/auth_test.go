@@ -61,7 +61,7 @@ func denied(t *testing.T, errs <-chan error, subject string) {
 
 func TestRolePermissions(t *testing.T) {
 	a := testenv.NATSAuth(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
 	// The control plane creates and writes the bucket.
@@ -254,6 +254,95 @@ func TestRolePermissions(t *testing.T) {
 			t.Fatal(err)
 		}
 		denied(t, errs, subj)
+	})
+
+	t.Run("tlog publishes checkpoints only and owns its bucket", func(t *testing.T) {
+		nc, errs := a.ConnectErrs(t, natsx.RoleTLog)
+		js, _ := jetstream.New(nc)
+		kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket})
+		if err != nil {
+			t.Fatalf("tlog creates its bucket: %v", err)
+		}
+		if _, err := kv.Create(ctx, "key-current", []byte(`{"key_id":"0a0b0c0d"}`)); err != nil {
+			t.Fatalf("tlog writes its bucket: %v", err)
+		}
+		org := "00000000-0000-0000-0000-000000000005"
+		if _, err := js.Publish(ctx, schemas.EventSubject(org, schemas.KindCheckpoint), []byte("note")); err != nil {
+			t.Fatalf("tlog publishes a checkpoint: %v", err)
+		}
+		for _, kind := range []string{schemas.KindAudit, schemas.KindExecution} {
+			subj := schemas.EventSubject(org, kind)
+			sctx, c := short()
+			if _, err := js.Publish(sctx, subj, []byte("x")); err == nil {
+				t.Fatalf("tlog published an %s event", kind)
+			}
+			c()
+		}
+		// Its durable: created with the sequencer's filters, pulled, acked.
+		cons, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.TLogDurable,
+			FilterSubjects: []string{schemas.SubjectAuditAll, schemas.SubjectExecAll}, AckPolicy: jetstream.AckAllPolicy, HeadersOnly: true})
+		if err != nil {
+			t.Fatalf("tlog creates its durable: %v", err)
+		}
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range b.Messages() {
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatalf("ack: %v", err)
+			}
+		}
+		// Ingest's durables: their info (watermarks), never a pull.
+		if _, err := (func() (jetstream.Consumer, error) {
+			ajs, _ := jetstream.New(a.Connect(t, natsx.RoleAdmin))
+			return ajs.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.IngestDurables[0], AckPolicy: jetstream.AckExplicitPolicy})
+		})(); err != nil {
+			t.Fatal(err)
+		}
+		ing, err := js.Consumer(ctx, schemas.StreamEvents, natsx.IngestDurables[0])
+		if err != nil {
+			t.Fatalf("tlog reads ingest's consumer info: %v", err)
+		}
+		if b, err := ing.Fetch(1, jetstream.FetchMaxWait(time.Second)); err == nil {
+			for range b.Messages() {
+				t.Fatal("tlog pulled from ingest's durable")
+			}
+		}
+		sctx, c := short()
+		defer c()
+		// Another durable, the control-plane bucket, the stream: refused.
+		if _, err := js.CreateOrUpdateConsumer(sctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: "other", AckPolicy: jetstream.AckExplicitPolicy}); err == nil {
+			t.Fatal("tlog created another durable")
+		}
+		if err := nc.Publish("$KV."+natsx.ControlPlaneBucket+".org.1", []byte("forged")); err != nil {
+			t.Fatal(err)
+		}
+		denied(t, errs, "$KV."+natsx.ControlPlaneBucket+".org.1")
+		dctx, dc := short()
+		defer dc()
+		if err := js.DeleteStream(dctx, schemas.StreamEvents); err == nil {
+			t.Fatal("tlog deleted the event stream")
+		}
+		denied(t, errs, "$JS.API.STREAM.DELETE."+schemas.StreamEvents)
+	})
+
+	t.Run("query reads the tlog bucket", func(t *testing.T) {
+		nc, errs := a.ConnectErrs(t, natsx.RoleQuery)
+		js, _ := jetstream.New(nc)
+		kv, err := js.KeyValue(ctx, natsx.TLogBucket)
+		if err != nil {
+			t.Fatalf("query opens the tlog bucket: %v", err)
+		}
+		if e, err := kv.Get(ctx, "key-current"); err != nil || !strings.Contains(string(e.Value()), "0a0b0c0d") {
+			t.Fatalf("query reads the current key: %v", err)
+		}
+		sctx, c := short()
+		defer c()
+		if _, err := kv.Put(sctx, "key-current", []byte("forged")); err == nil {
+			t.Fatal("query wrote the tlog bucket")
+		}
+		denied(t, errs, "$KV."+natsx.TLogBucket+".key-current")
 	})
 
 	// Nothing forged reached the bucket.

@@ -105,6 +105,14 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 		t.Fatal(err)
 	}
 	const deliverKey, deliverValue = "status.d1", `{"state":"active"}`
+	// The tamper-evidence log's bucket (leases, signing keys), as the tlog
+	// role creates it.
+	tJS, _ := jetstream.New(a.Connect(t, natsx.RoleTLog))
+	tlogKV, err := tJS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tlogKey, tlogValue = "key-current", `{"key_id":"0a0b0c0d"}`
 	for _, b := range natsx.RateLimitBuckets {
 		if _, err := admin.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: b, Storage: jetstream.MemoryStorage}); err != nil {
 			t.Fatal(err)
@@ -138,10 +146,15 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 		t.Fatal(err)
 	}
 	known = append(known, "$KV."+natsx.DeliverBucket+"."+deliverKey)
+	if _, err := tlogKV.Put(ctx, tlogKey, []byte(tlogValue)); err != nil {
+		t.Fatal(err)
+	}
+	known = append(known, "$KV."+natsx.TLogBucket+"."+tlogKey)
 	var msgs []storedMsg
 	for i, subj := range []string{
 		schemas.EventSubject(org, schemas.KindAudit), schemas.EventSubject(org, schemas.KindExecution),
 		schemas.EventSubject(org, schemas.KindAudit), "auditrail.dlq." + org, "auditrail.dlq.other",
+		schemas.EventSubject(org, schemas.KindCheckpoint),
 	} {
 		data := fmt.Sprintf("event %d", i)
 		ack, err := admin.Publish(ctx, subj, []byte(data))
@@ -151,7 +164,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 		msgs = append(msgs, storedMsg{stream: ack.Stream, subject: subj, data: data, seq: ack.Sequence})
 		known = append(known, subj)
 	}
-	streams := []string{"KV_" + natsx.ControlPlaneBucket, "KV_" + natsx.OAuthStatesBucket, "KV_" + natsx.DeliverBucket, schemas.StreamEvents, schemas.StreamDLQ}
+	streams := []string{"KV_" + natsx.ControlPlaneBucket, "KV_" + natsx.OAuthStatesBucket, "KV_" + natsx.DeliverBucket, "KV_" + natsx.TLogBucket, schemas.StreamEvents, schemas.StreamDLQ}
 	configs := map[string]jetstream.StreamConfig{}
 	for _, s := range streams {
 		st, err := admin.Stream(ctx, s)
@@ -181,6 +194,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 	ownBuckets := map[string][]string{
 		natsx.RoleControlPlane: {"$KV." + natsx.ControlPlaneBucket + ".>", "$KV." + natsx.OAuthStatesBucket + ".>"},
 		natsx.RoleDeliver:      {"$KV." + natsx.DeliverBucket + ".>"},
+		natsx.RoleTLog:         {"$KV." + natsx.TLogBucket + ".>"},
 	}
 
 	for _, role := range natsx.Roles {
@@ -198,6 +212,11 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 			}
 			if e, err := deliverKV.Get(ctx, deliverKey); err != nil || string(e.Value()) != deliverValue {
 				if _, err := deliverKV.Put(ctx, deliverKey, []byte(deliverValue)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if e, err := tlogKV.Get(ctx, tlogKey); err != nil || string(e.Value()) != tlogValue {
+				if _, err := tlogKV.Put(ctx, tlogKey, []byte(tlogValue)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -252,7 +271,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 				send("$JS.API.STREAM.MSG.DELETE."+s, nil, []byte(`{"seq":1}`))
 				send("$JS.API.STREAM.MSG.DELETE."+s, nil, []byte(`{"seq":1,"no_erase":true}`))
 				send("$JS.API.STREAM.DELETE."+s, nil, nil)
-				if role == natsx.RoleControlPlane || role == natsx.RoleDeliver && s == "KV_"+natsx.DeliverBucket {
+				if role == natsx.RoleControlPlane || role == natsx.RoleDeliver && s == "KV_"+natsx.DeliverBucket || role == natsx.RoleTLog && s == "KV_"+natsx.TLogBucket {
 					continue // it configures these streams by design
 				}
 				bad := configs[s]
@@ -266,7 +285,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 			// What the server took from this connection is in the streams'
 			// queues now: a later publish to each stream, once acknowledged,
 			// comes after it. Then wait for the last answers.
-			for _, subj := range []string{"$KV." + natsx.ControlPlaneBucket + ".sync", "$KV." + natsx.OAuthStatesBucket + ".sync", "$KV." + natsx.DeliverBucket + ".sync",
+			for _, subj := range []string{"$KV." + natsx.ControlPlaneBucket + ".sync", "$KV." + natsx.OAuthStatesBucket + ".sync", "$KV." + natsx.DeliverBucket + ".sync", "$KV." + natsx.TLogBucket + ".sync",
 				schemas.EventSubject(org, "sync"), "auditrail.dlq.sync"} {
 				if _, err := admin.Publish(ctx, subj, []byte("sync")); err != nil {
 					t.Fatalf("sync %s: %v", subj, err)
@@ -296,6 +315,11 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 			}
 			if e, err := deliverKV.Get(ctx, deliverKey); err != nil || string(e.Value()) != deliverValue {
 				t.Errorf("the delivery bucket lost %s after the %s credentials' attempts: %v", deliverKey, role, err)
+			}
+			if role != natsx.RoleTLog { // its own bucket, by design
+				if e, err := tlogKV.Get(ctx, tlogKey); err != nil || string(e.Value()) != tlogValue {
+					t.Errorf("the tlog bucket lost %s after the %s credentials' attempts: %v", tlogKey, role, err)
+				}
 			}
 			for _, m := range msgs {
 				st, err := admin.Stream(ctx, m.stream)

@@ -45,6 +45,8 @@ var (
 	logCheckpointMaxSQL string
 	//go:embed queries/log_orgs.sql
 	logOrgsSQL string
+	//go:embed queries/log_heads.sql
+	logHeadsSQL string
 )
 
 var _ auditstore.LogStore = (*Store)(nil)
@@ -507,4 +509,36 @@ func (s *Store) LogOrgs(ctx context.Context, kind auditstore.LogKind) ([]uuid.UU
 		out = append(out, u)
 	}
 	return out, rows.Err()
+}
+
+// LogHeads implements auditstore.LogStore (a scan of log_heads: a row per
+// log and unmerged part; the largest size of each log wins).
+func (s *Store) LogHeads(ctx context.Context, kind auditstore.LogKind) (map[uuid.UUID]int64, error) {
+	if !kind.Valid() {
+		return nil, fmt.Errorf("%w: unknown log kind %d", auditstore.ErrInvalidQuery, uint8(kind))
+	}
+	rows, err := s.conn.Query(ctx, logHeadsSQL, uint8(kind))
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse log heads: %w", err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]int64{}
+	for rows.Next() {
+		var (
+			id   string
+			size uint64
+		)
+		if err := rows.Scan(&id, &size); err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+		out[u] = int64(size)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse log heads: %w", err)
+	}
+	return out, nil
 }

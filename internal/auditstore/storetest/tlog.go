@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -519,6 +520,31 @@ func testLogIsolation(t *testing.T, open Opener) {
 		if !slices.Equal(orgs, want) {
 			t.Errorf("LogOrgs(%s) = %v, want %v", kind, orgs, want)
 		}
+	}
+	for _, kind := range []auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions} {
+		heads, err := s.LogHeads(ctx(t), kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[uuid.UUID]int64{}
+		for _, l := range logs {
+			if l.kind == kind {
+				want[l.org] = int64(len(l.m.Leaves))
+			}
+		}
+		if !maps.Equal(heads, want) {
+			t.Errorf("LogHeads(%s) = %v, want %v", kind, heads, want)
+		}
+	}
+	// A log that grows: LogHeads reads its new size (in ClickHouse, the
+	// largest of the head rows of unmerged parts).
+	more, moreHashes := logs[0].m.Add(t, 4)
+	appendLog(t, s, logs[0].org, logs[0].kind, more, moreHashes)
+	if heads, err := s.LogHeads(ctx(t), logs[0].kind); err != nil || heads[logs[0].org] != int64(len(logs[0].m.Leaves)) || len(heads) != 2 {
+		t.Errorf("LogHeads after an append = %v, %v; want %s at %d", heads, err, logs[0].org, len(logs[0].m.Leaves))
+	}
+	if _, err := s.LogHeads(ctx(t), 7); !errors.Is(err, auditstore.ErrInvalidQuery) {
+		t.Errorf("LogHeads(7) = %v", err)
 	}
 	if _, err := s.LogOrgs(ctx(t), 7); !errors.Is(err, auditstore.ErrInvalidQuery) {
 		t.Errorf("LogOrgs(7) = %v", err)

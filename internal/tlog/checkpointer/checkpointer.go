@@ -1,0 +1,398 @@
+// Package checkpointer signs and publishes the tamper-evidence logs'
+// checkpoints (issue 24). One instance at a time holds its lease in the
+// tlog bucket; every Interval it reads every log's size (one query per
+// kind, however many organizations), and for each log that grew since its
+// last checkpoint, or whose last checkpoint is older than Quiet, it
+// computes the root over the stored hashes, signs a C2SP checkpoint with
+// the current key of the Keyring, stores it and publishes it on the
+// organization's subject auditrail.events.<org_id>.checkpoint.
+package checkpointer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	sumtlog "golang.org/x/mod/sumdb/tlog"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/internal/tlog/lease"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// ErrInvalidConfig is returned by Validate.
+var ErrInvalidConfig = errors.New("invalid checkpointer config")
+
+// Config configures a Checkpointer.
+type Config struct {
+	// Instance names this process in the lease (one checkpointer at a time).
+	Instance string
+	// LeaseTTL is how long the lease outlives its holder's last renewal
+	// (the lease is the key "checkpointer" of the tlog bucket).
+	LeaseTTL time.Duration
+	// Interval is the time between rounds; Quiet is the age after which
+	// the checkpoint of a log that did not grow is signed again.
+	Interval, Quiet time.Duration
+	// Prefix starts every origin (tlog.Origin): names the deployment.
+	Prefix string
+	// Keyring configures the signing keys.
+	Keyring KeyringConfig
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{LeaseTTL: 10 * time.Second, Interval: time.Minute, Quiet: time.Hour, Prefix: "auditrail", Keyring: DefaultKeyringConfig()}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.Instance == "":
+		return fmt.Errorf("%w: instance name is required", ErrInvalidConfig)
+	case c.LeaseTTL < time.Second:
+		return fmt.Errorf("%w: lease TTL %s under 1s", ErrInvalidConfig, c.LeaseTTL)
+	case c.Interval <= 0:
+		return fmt.Errorf("%w: interval %s", ErrInvalidConfig, c.Interval)
+	case c.Quiet < c.Interval:
+		return fmt.Errorf("%w: quiet period %s under the interval %s", ErrInvalidConfig, c.Quiet, c.Interval)
+	}
+	if p, _, _, ok := tlog.ParseOrigin(tlog.Origin(c.Prefix, uuid.New(), tlog.KindAudit)); !ok || p != c.Prefix || !printable(c.Prefix) {
+		return fmt.Errorf("%w: origin prefix %q (printable ASCII, no spaces, no '+')", ErrInvalidConfig, c.Prefix)
+	}
+	return c.Keyring.Validate()
+}
+
+// printable: non-empty printable ASCII without spaces or '+' (tlog.Origin's
+// rule for a prefix), at most 200 bytes.
+func printable(s string) bool {
+	if s == "" || len(s) > 200 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e || s[i] == '+' {
+			return false
+		}
+	}
+	return true
+}
+
+// Store is what the checkpointer reads and writes of the log store.
+type Store interface {
+	LogHeads(ctx context.Context, kind auditstore.LogKind) (map[uuid.UUID]int64, error)
+	ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error)
+	LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error)
+	SaveCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, cp auditstore.Checkpoint) error
+}
+
+// Publisher publishes to JetStream (jetstream.JetStream).
+type Publisher interface {
+	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+}
+
+// Observer receives the checkpointer's metrics (*metrics.Registry).
+type Observer interface {
+	// CheckpointSigned counts a checkpoint signed and stored, by kind
+	// (audit_logs, tool_executions).
+	CheckpointSigned(kind string)
+	// CheckpointPublishFailed counts a checkpoint stored but not published.
+	CheckpointPublishFailed(kind string)
+	// CheckpointRound reports, per kind, when the last checkpoint of any
+	// log of the kind was signed.
+	CheckpointRound(kind string, last time.Time)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) CheckpointSigned(string)           {}
+func (nopObserver) CheckpointPublishFailed(string)    {}
+func (nopObserver) CheckpointRound(string, time.Time) {}
+
+// Deps are the checkpointer's connections.
+type Deps struct {
+	Store Store
+	// KV is the tlog bucket (lease and keys); JS publishes the checkpoints.
+	KV jetstream.KeyValue
+	JS Publisher
+	// Sealer seals the private keys (controlplane.Sealer, the control
+	// plane's --secrets-keys).
+	Sealer   Sealer
+	Observer Observer
+	Log      *slog.Logger
+}
+
+// Checkpointer signs checkpoints while it holds the lease.
+type Checkpointer struct {
+	cfg   Config
+	d     Deps
+	keys  *Keyring
+	lease *lease.Lease
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu       sync.Mutex
+	last     map[logID]signed // the last checkpoint of each log, while leading
+	lastKind [2]time.Time
+}
+
+type logID struct {
+	org  uuid.UUID
+	kind auditstore.LogKind
+}
+
+type signed struct {
+	size int64
+	at   time.Time
+}
+
+const leaseKey = "checkpointer"
+
+// New returns a checkpointer.
+func New(cfg Config, d Deps) (*Checkpointer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Store == nil || d.KV == nil || d.JS == nil || d.Sealer == nil {
+		return nil, fmt.Errorf("%w: store, bucket, JetStream and sealer are required", ErrInvalidConfig)
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Observer == nil {
+		d.Observer = nopObserver{}
+	}
+	keys, err := NewKeyring(d.KV, d.Sealer, cfg.Keyring, d.Log)
+	if err != nil {
+		return nil, err
+	}
+	return &Checkpointer{cfg: cfg, d: d, keys: keys, lease: lease.New(d.KV, leaseKey, cfg.Instance, cfg.LeaseTTL, d.Log),
+		log: d.Log, now: time.Now, last: map[logID]signed{}}, nil
+}
+
+// Keyring is the checkpointer's keyring.
+func (c *Checkpointer) Keyring() *Keyring { return c.keys }
+
+// Run signs checkpoints until ctx ends.
+func (c *Checkpointer) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		if !c.lease.Acquire(ctx) {
+			sleep(ctx, c.cfg.LeaseTTL/3)
+			continue
+		}
+		c.lead(ctx)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// lead runs a round every Interval while the lease is held; the last
+// checkpoints are forgotten when it is lost (another instance may sign).
+func (c *Checkpointer) lead(ctx context.Context) {
+	c.mu.Lock()
+	c.last = map[logID]signed{}
+	c.mu.Unlock()
+	next := time.Now()
+	for ctx.Err() == nil {
+		if !c.lease.Keep(ctx) {
+			return
+		}
+		if !time.Now().Before(next) {
+			if err := c.round(ctx, c.lease.Keep); err != nil && ctx.Err() == nil {
+				c.log.Warn("checkpointer: round failed", "err", err)
+			}
+			next = time.Now().Add(c.cfg.Interval)
+		}
+		// Wake to renew the lease in time, or for the next round.
+		sleep(ctx, min(time.Until(next), c.cfg.LeaseTTL/4))
+	}
+}
+
+// Round signs the checkpoints due now, without the lease (a one-shot run,
+// tests); Run runs a round every Interval while it holds the lease.
+func (c *Checkpointer) Round(ctx context.Context) error { return c.round(ctx, nil) }
+
+// round runs a round; keep (nil: none) renews the lease between logs and
+// stops the round when it is lost.
+func (c *Checkpointer) round(ctx context.Context, keep func(context.Context) bool) error {
+	var errs []error
+	key := &roundKey{}
+	for _, kind := range []auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions} {
+		if err := c.roundKind(ctx, kind, keep, key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// roundKey is the signing key of a round, read from the keyring once, when
+// the round's first checkpoint is due (a key rotates only there).
+type roundKey struct {
+	priv tlog.PrivateKey
+	pub  tlog.PublicKey
+	ok   bool
+}
+
+func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, keep func(context.Context) bool, key *roundKey) error {
+	heads, err := c.d.Store.LogHeads(ctx, kind)
+	if err != nil {
+		return fmt.Errorf("log heads: %w", err)
+	}
+	var errs []error
+	for org, size := range heads {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if keep != nil && !keep(ctx) {
+			return errors.New("checkpointer lease lost")
+		}
+		if err := c.checkpoint(ctx, logID{org, kind}, size, key); err != nil {
+			if errors.Is(err, errKeyring) {
+				return err // no key: no log of the round can be signed
+			}
+			if len(errs) < maxRoundErrors {
+				errs = append(errs, fmt.Errorf("org %s %s: %w", org, kind, err))
+			}
+		}
+	}
+	c.mu.Lock()
+	last := c.lastKind[kind]
+	c.mu.Unlock()
+	if !last.IsZero() {
+		c.d.Observer.CheckpointRound(tlogKind(kind).String(), last)
+	}
+	return errors.Join(errs...)
+}
+
+// maxRoundErrors bounds the errors a round reports (one log line).
+const maxRoundErrors = 10
+
+// errKeyring: the round has no signing key.
+var errKeyring = errors.New("no signing key")
+
+// ErrLogShrank: a log's size is below its last checkpoint's (the store was
+// rolled back or edited); it is not signed again at the smaller size.
+var ErrLogShrank = errors.New("log is smaller than its last checkpoint")
+
+func tlogKind(k auditstore.LogKind) tlog.Kind {
+	if k == auditstore.LogExecutions {
+		return tlog.KindExecutions
+	}
+	return tlog.KindAudit
+}
+
+// checkpoint signs, stores and publishes a checkpoint of the log at size
+// if it is due.
+func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key *roundKey) error {
+	c.mu.Lock()
+	prev, known := c.last[id]
+	c.mu.Unlock()
+	if !known {
+		// First look at this log since the lease was taken: its stored one.
+		cp, ok, err := c.d.Store.LatestCheckpoint(ctx, id.org, id.kind)
+		if err != nil {
+			return fmt.Errorf("latest checkpoint: %w", err)
+		}
+		if ok {
+			prev, known = signed{size: cp.Size, at: cp.Time}, true
+			c.remember(id, prev)
+		}
+	}
+	now := c.now()
+	if known && size < prev.size {
+		return fmt.Errorf("%w: size %d, checkpoint of size %d", ErrLogShrank, size, prev.size)
+	}
+	if known && size == prev.size && now.Sub(prev.at) < c.cfg.Quiet {
+		return nil
+	}
+	root, err := sumtlog.TreeHash(size, sumtlog.HashReaderFunc(func(idx []int64) ([]sumtlog.Hash, error) {
+		hs, err := c.d.Store.ReadLogHashes(ctx, id.org, id.kind, idx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]sumtlog.Hash, len(hs))
+		for i, h := range hs {
+			out[i] = h
+		}
+		return out, nil
+	}))
+	if err != nil {
+		return fmt.Errorf("root at %d: %w", size, err)
+	}
+	if !key.ok {
+		priv, pub, _, err := c.keys.Current(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errKeyring, err)
+		}
+		*key = roundKey{priv: priv, pub: pub, ok: true}
+	}
+	priv, pub := key.priv, key.pub
+	// The checkpoint's time: now, never before its key's not_before.
+	at := c.now().UTC().Truncate(time.Millisecond)
+	if at.Before(pub.NotBefore) {
+		at = pub.NotBefore
+	}
+	cp := tlog.Checkpoint{Origin: tlog.Origin(c.cfg.Prefix, id.org, tlogKind(id.kind)), Size: size, Root: root, Time: at}
+	msg, err := tlog.Sign(cp, priv)
+	if err != nil {
+		return fmt.Errorf("sign: %w", err)
+	}
+	if err := c.d.Store.SaveCheckpoint(ctx, id.org, id.kind, auditstore.Checkpoint{Size: size, Root: root, Time: at, KeyID: pub.KeyID, Note: msg}); err != nil {
+		return fmt.Errorf("save checkpoint %d: %w", size, err)
+	}
+	kind := tlogKind(id.kind).String()
+	c.d.Observer.CheckpointSigned(kind)
+	if err := c.publish(ctx, id.org, msg); err != nil {
+		// Stored but not published: due again next round (a newer one of
+		// the same size replaces it), so the stream gets one.
+		c.d.Observer.CheckpointPublishFailed(kind)
+		c.remember(id, signed{size: size})
+		return err
+	}
+	c.remember(id, signed{size: size, at: at})
+	c.mu.Lock()
+	c.lastKind[id.kind] = at
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Checkpointer) remember(id logID, s signed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last[id] = s
+}
+
+// MsgID is the Nats-Msg-Id of a published checkpoint: the hex SHA-256 of
+// its signed note (the same note published twice is one message).
+func MsgID(note []byte) string {
+	h := sha256.Sum256(note)
+	return hex.EncodeToString(h[:])
+}
+
+// publish sends the signed note on auditrail.events.<org>.checkpoint.
+func (c *Checkpointer) publish(ctx context.Context, org uuid.UUID, note []byte) error {
+	m := nats.NewMsg(schemas.EventSubject(org.String(), schemas.KindCheckpoint))
+	m.Data = note
+	m.Header.Set(schemas.HeaderSchema, schemas.SchemaCheckpointV1)
+	m.Header.Set(schemas.HeaderContentType, schemas.ContentTextPlain)
+	m.Header.Set(schemas.HeaderMsgID, MsgID(note))
+	if _, err := c.d.JS.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("publish checkpoint: %w", err)
+	}
+	return nil
+}

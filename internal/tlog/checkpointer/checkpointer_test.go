@@ -1,0 +1,756 @@
+package checkpointer
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
+	"github.com/auditrail/auditrail/internal/auditstore/storetest"
+	"github.com/auditrail/auditrail/internal/metrics"
+	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
+
+func bucket(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
+	t.Helper()
+	_, _, js := testenv.NATS(t)
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "auditrail_tlog"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, kv
+}
+
+func sealer(t *testing.T, fill byte) *controlplane.Sealer {
+	t.Helper()
+	s, err := controlplane.NewSealer(bytes.Repeat([]byte{fill}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// clock is a settable time.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func keyring(t *testing.T, kv jetstream.KeyValue, s Sealer, clk *clock, log *slog.Logger) *Keyring {
+	t.Helper()
+	k, err := NewKeyring(kv, s, DefaultKeyringConfig(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clk != nil {
+		k.now = clk.now
+	}
+	return k
+}
+
+// The first key is made on first use, kept while current, rotated after
+// KeyLifetime with the old key's not_after = the new key's not_before;
+// the list shows both; a keyring without a sealer only lists.
+func TestKeyringFirstKeyAndRotation(t *testing.T) {
+	_, kv := bucket(t)
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	k := keyring(t, kv, sealer(t, 1), clk, nil)
+	reader := keyring(t, kv, nil, nil, nil)
+	if keys, err := reader.PublicKeys(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("PublicKeys of an empty bucket = %v, %v", keys, err)
+	}
+	if _, _, _, err := reader.Current(ctx); !errors.Is(err, ErrNoSealer) {
+		t.Fatalf("Current without a sealer = %v, want ErrNoSealer", err)
+	}
+	p1, pub1, at, err := k.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1.KeyID() != pub1.KeyID || pub1.NotAfter != nil || !pub1.NotBefore.Equal(clk.now()) || !at.Equal(clk.now()) {
+		t.Fatalf("first key %+v at %s", pub1, at)
+	}
+	clk.add(29 * 24 * time.Hour)
+	if _, pub, _, err := k.Current(ctx); err != nil || pub.KeyID != pub1.KeyID {
+		t.Fatalf("before its lifetime, Current = %v, %v; want %s", pub.KeyID, err, pub1.KeyID)
+	}
+	// Another process (the same sealer keys) opens the same key.
+	if p, _, _, err := keyring(t, kv, sealer(t, 1), clk, nil).Current(ctx); err != nil || p.KeyID() != pub1.KeyID {
+		t.Fatalf("another keyring's Current = %v, %v", p, err)
+	}
+	clk.add(24 * time.Hour)
+	_, pub2, at2, err := k.Current(ctx)
+	if err != nil || pub2.KeyID == pub1.KeyID {
+		t.Fatalf("after the lifetime, Current = %v, %v; want a new key", pub2.KeyID, err)
+	}
+	keys, err := reader.PublicKeys(ctx)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("PublicKeys = %v, %v", keys, err)
+	}
+	if keys[0].KeyID != pub1.KeyID || keys[0].NotAfter == nil || !keys[0].NotAfter.Equal(pub2.NotBefore) || keys[1].KeyID != pub2.KeyID || keys[1].NotAfter != nil {
+		t.Fatalf("after a rotation: %+v", keys)
+	}
+	ks, err := tlog.NewKeySet(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint signed now verifies with the listed keys.
+	priv, _, _, _ := k.Current(ctx)
+	msg, err := tlog.Sign(tlog.Checkpoint{Origin: tlog.Origin("auditrail", uuid.New(), tlog.KindAudit), Size: 1, Time: at2}, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, by, err := tlog.Open(msg, ks); err != nil || by.KeyID != pub2.KeyID {
+		t.Fatalf("Open = %v, %v", by.KeyID, err)
+	}
+}
+
+// The private key is sealed at rest, bound to its KV key, never in the
+// clear in the bucket, and never in the logs; a sealer with other keys
+// cannot open it.
+func TestKeyringSealsPrivateKey(t *testing.T) {
+	_, kv := bucket(t)
+	ctx := context.Background()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	k := keyring(t, kv, sealer(t, 1), nil, log)
+	priv, pub, _, err := k.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := priv.Marshal()
+	secret := raw[strings.LastIndexByte(string(raw), '+')+1:] // the key's base64
+	e, err := kv.Get(ctx, keyPrefix+pub.KeyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, where := range []struct {
+		name string
+		b    []byte
+	}{{"the bucket", e.Value()}, {"the logs", logs.Bytes()}} {
+		if bytes.Contains(where.b, secret) || bytes.Contains(where.b, []byte(base64.StdEncoding.EncodeToString(raw))) {
+			t.Errorf("%s hold the private key", where.name)
+		}
+	}
+	if !strings.Contains(logs.String(), pub.KeyID) {
+		t.Errorf("the new key is not logged by its key_id: %s", logs.String())
+	}
+	// Another sealer key: refused.
+	k.opened = map[string]tlog.PrivateKey{}
+	if _, _, _, err := keyring(t, kv, sealer(t, 2), nil, nil).Current(ctx); !errors.Is(err, controlplane.ErrSealed) {
+		t.Errorf("Current with other secrets keys = %v, want ErrSealed", err)
+	}
+	// The sealed bytes moved under another key id: refused (associated data).
+	r, err := decodeKey(keyPrefix+pub.KeyID, e.Value())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sealer(t, 1).Open(keyPrefix+"00000000", r.Sealed); !errors.Is(err, controlplane.ErrSealed) {
+		t.Errorf("sealed key opened under another KV key: %v", err)
+	}
+}
+
+// Leaders racing on an empty bucket, then on a due rotation, make one
+// current key each time, and leave no other key record behind.
+func TestKeyringRaceOneCurrentKey(t *testing.T) {
+	_, kv := bucket(t)
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	const n = 6
+	rings := make([]*Keyring, n)
+	for i := range rings {
+		rings[i] = keyring(t, kv, sealer(t, 1), clk, nil)
+	}
+	race := func() string {
+		ids := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range rings {
+			wg.Add(1)
+			go func() { defer wg.Done(); _, pub, _, err := rings[i].Current(ctx); ids[i], errs[i] = pub.KeyID, err }()
+		}
+		wg.Wait()
+		for i := range ids {
+			if errs[i] != nil || ids[i] != ids[0] {
+				t.Fatalf("leaders got keys %v, errors %v", ids, errs)
+			}
+		}
+		return ids[0]
+	}
+	first := race()
+	clk.add(31 * 24 * time.Hour)
+	second := race()
+	if first == second {
+		t.Fatal("no rotation")
+	}
+	// Tidying happens on the next use; then exactly two key records.
+	if _, _, _, err := rings[0].Current(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lister, err := kv.ListKeysFiltered(ctx, keyPrefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for k := range lister.Keys() {
+		names = append(names, k)
+	}
+	if len(names) != 2 {
+		t.Errorf("key records %v, want 2", names)
+	}
+	keys, err := rings[0].PublicKeys(ctx)
+	if err != nil || len(keys) != 2 || keys[0].KeyID != first || keys[1].KeyID != second || keys[1].NotAfter != nil {
+		t.Errorf("PublicKeys = %+v, %v", keys, err)
+	}
+}
+
+// A crash between making a key current and retiring the former one is
+// repaired by the next leader; a key record that never became current is
+// neither listed nor kept.
+func TestKeyringRepairs(t *testing.T) {
+	_, kv := bucket(t)
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	k := keyring(t, kv, sealer(t, 1), clk, nil)
+	_, pub1, _, err := k.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.add(31 * 24 * time.Hour)
+	_, pub2, _, err := k.Current(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Undo the retirement (the crash), and add a loser's orphan.
+	e, _ := kv.Get(ctx, keyPrefix+pub1.KeyID)
+	r, _ := decodeKey(keyPrefix+pub1.KeyID, e.Value())
+	r.NotAfter = nil
+	b, _ := r.MarshalJSON()
+	if _, err := kv.Put(ctx, keyPrefix+pub1.KeyID, b); err != nil {
+		t.Fatal(err)
+	}
+	_, orphan, _ := tlog.GenerateKey("auditrail", clk.now())
+	ob, _ := keyRecord{PublicKey: orphan, Sealed: []byte{1}}.MarshalJSON()
+	if _, err := kv.Put(ctx, keyPrefix+orphan.KeyID, ob); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := k.PublicKeys(ctx); len(keys) != 1 || keys[0].KeyID != pub2.KeyID {
+		t.Fatalf("listed before the repair: %+v", keys)
+	}
+	if _, _, _, err := k.Current(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := k.PublicKeys(ctx)
+	if err != nil || len(keys) != 2 || keys[0].NotAfter == nil || !keys[0].NotAfter.Equal(pub2.NotBefore) {
+		t.Fatalf("after the repair: %+v, %v", keys, err)
+	}
+	if _, err := kv.Get(ctx, keyPrefix+orphan.KeyID); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("orphan key record kept: %v", err)
+	}
+}
+
+type fixture struct {
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	store *sqlite.Store
+	clk   *clock
+	obs   *countObserver
+}
+
+type countObserver struct {
+	mu                sync.Mutex
+	signed, pubFailed map[string]int
+	last              map[string]time.Time
+}
+
+func (o *countObserver) CheckpointSigned(k string) { o.mu.Lock(); o.signed[k]++; o.mu.Unlock() }
+func (o *countObserver) CheckpointPublishFailed(k string) {
+	o.mu.Lock()
+	o.pubFailed[k]++
+	o.mu.Unlock()
+}
+func (o *countObserver) CheckpointRound(k string, t time.Time) {
+	o.mu.Lock()
+	o.last[k] = t
+	o.mu.Unlock()
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	js, kv := bucket(t)
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &fixture{js: js, kv: kv, store: s, clk: &clock{t: time.Now().UTC().Truncate(time.Millisecond)},
+		obs: &countObserver{signed: map[string]int{}, pubFailed: map[string]int{}, last: map[string]time.Time{}}}
+}
+
+func (f *fixture) checkpointer(t *testing.T, instance string, pub Publisher) *Checkpointer {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Instance, cfg.LeaseTTL, cfg.Interval = instance, time.Second, 200*time.Millisecond
+	if pub == nil {
+		pub = f.js
+	}
+	c, err := New(cfg, Deps{Store: f.store, KV: f.kv, JS: pub, Sealer: sealer(t, 1), Observer: f.obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now, c.keys.now = f.clk.now, f.clk.now
+	return c
+}
+
+func (f *fixture) grow(t *testing.T, org uuid.UUID, kind auditstore.LogKind, m *storetest.LogModel, n int) {
+	t.Helper()
+	leaves, hashes := m.Add(t, n)
+	if err := f.store.AppendLog(context.Background(), org, kind, leaves, hashes); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// published returns the checkpoints in the stream for org, oldest first.
+func (f *fixture) published(t *testing.T, org uuid.UUID) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := context.Background()
+	st, err := f.js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := schemas.EventSubject(org.String(), schemas.KindCheckpoint)
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(info.State.Subjects[subj])
+	var out []*jetstream.RawStreamMsg
+	for len(out) < n {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, _ := m.Metadata()
+		out = append(out, &jetstream.RawStreamMsg{Subject: m.Subject(), Sequence: md.Sequence.Stream, Header: m.Headers(), Data: m.Data()})
+	}
+	return out
+}
+
+func (f *fixture) keySet(t *testing.T, c *Checkpointer) tlog.KeySet {
+	t.Helper()
+	keys, err := c.Keyring().PublicKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := tlog.NewKeySet(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+// A round signs every log that grew, one query per kind; the checkpoint
+// is stored and published on the org's subject with its headers, its
+// root is the tree's, it verifies with the listed keys; a log that did
+// not grow is signed again only once Quiet has passed.
+func TestCheckpointerRounds(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.checkpointer(t, "a", nil)
+	a, b := uuid.New(), uuid.New()
+	ma, mb, mx := storetest.NewLogModel(), storetest.NewLogModel(), storetest.NewLogModel()
+	f.grow(t, a, auditstore.LogAudit, ma, 5)
+	f.grow(t, b, auditstore.LogAudit, mb, 1)
+	f.grow(t, a, auditstore.LogExecutions, mx, 3)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ks := f.keySet(t, c)
+	check := func(org uuid.UUID, kind auditstore.LogKind, m *storetest.LogModel, wantMsgs int) tlog.Checkpoint {
+		t.Helper()
+		msgs := f.published(t, org)
+		var mine []*jetstream.RawStreamMsg
+		for _, msg := range msgs {
+			cp, _, err := tlog.Open(msg.Data, ks)
+			if err != nil {
+				t.Fatalf("published checkpoint does not open: %v", err)
+			}
+			if _, _, k, _ := tlog.ParseOrigin(cp.Origin); k == tlogKind(kind) {
+				mine = append(mine, msg)
+			}
+		}
+		if len(mine) != wantMsgs {
+			t.Fatalf("%s %s: %d checkpoints published, want %d", org, kind, len(mine), wantMsgs)
+		}
+		msg := mine[len(mine)-1]
+		if msg.Header.Get(schemas.HeaderSchema) != schemas.SchemaCheckpointV1 || msg.Header.Get(schemas.HeaderContentType) != "text/plain; charset=utf-8" ||
+			msg.Header.Get(schemas.HeaderMsgID) != MsgID(msg.Data) {
+			t.Errorf("headers %v", msg.Header)
+		}
+		cp, _, _ := tlog.Open(msg.Data, ks)
+		n := int64(len(m.Leaves))
+		if cp.Size != n || cp.Root != m.Root(t, n) || cp.Origin != tlog.Origin("auditrail", org, tlogKind(kind)) {
+			t.Errorf("checkpoint %+v; want size %d root %x", cp, n, m.Root(t, n))
+		}
+		stored, ok, err := f.store.LatestCheckpoint(ctx, org, kind)
+		if err != nil || !ok || !bytes.Equal(stored.Note, msg.Data) {
+			t.Errorf("stored checkpoint %q, %v, %v; published %q", stored.Note, ok, err, msg.Data)
+		}
+		return cp
+	}
+	check(a, auditstore.LogAudit, ma, 1)
+	check(b, auditstore.LogAudit, mb, 1)
+	check(a, auditstore.LogExecutions, mx, 1)
+	if f.obs.signed["audit_logs"] != 2 || f.obs.signed["tool_executions"] != 1 || f.obs.last["audit_logs"].IsZero() {
+		t.Errorf("observer: %+v", f.obs)
+	}
+
+	// Nothing grew: nothing signed.
+	f.clk.add(time.Minute)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(a, auditstore.LogAudit, ma, 1)
+	// One grew: that one only.
+	f.grow(t, b, auditstore.LogAudit, mb, 4)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(b, auditstore.LogAudit, mb, 2)
+	check(a, auditstore.LogAudit, ma, 1)
+	// A new leader (state forgotten) reads the stored checkpoints and
+	// does not sign again.
+	c2 := f.checkpointer(t, "b", nil)
+	c2.last = map[logID]signed{}
+	if err := c2.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(a, auditstore.LogAudit, ma, 1)
+	// Quiet passed: every log signed again at its size, newer time, and
+	// the stored one is the newer.
+	f.clk.add(time.Hour)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp := check(a, auditstore.LogAudit, ma, 2)
+	check(a, auditstore.LogExecutions, mx, 2)
+	if !cp.Time.Equal(f.clk.now()) {
+		t.Errorf("re-signed checkpoint time %s, want %s", cp.Time, f.clk.now())
+	}
+}
+
+type failingPublisher struct {
+	fail bool
+	Publisher
+}
+
+func (p *failingPublisher) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if p.fail {
+		return nil, errors.New("no responders")
+	}
+	return p.Publisher.PublishMsg(ctx, m, opts...)
+}
+
+// A checkpoint stored but not published is signed and published again on
+// the next round; the failure is counted.
+func TestCheckpointerPublishFailure(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	pub := &failingPublisher{fail: true, Publisher: f.js}
+	c := f.checkpointer(t, "a", pub)
+	org, m := uuid.New(), storetest.NewLogModel()
+	f.grow(t, org, auditstore.LogAudit, m, 2)
+	if err := c.Round(ctx); err == nil {
+		t.Fatal("round with a failing publisher: no error")
+	}
+	if f.obs.pubFailed["audit_logs"] != 1 {
+		t.Errorf("publish failures %v", f.obs.pubFailed)
+	}
+	if _, ok, _ := f.store.LatestCheckpoint(ctx, org, auditstore.LogAudit); !ok {
+		t.Error("checkpoint not stored")
+	}
+	pub.fail = false
+	f.clk.add(time.Second)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := f.published(t, org); len(msgs) != 1 {
+		t.Fatalf("%d published after the retry, want 1", len(msgs))
+	}
+}
+
+// Two checkpointers running: one signs (the lease); the checkpoints of a
+// log in the stream follow its growth without duplicates.
+func TestCheckpointerOneAtATime(t *testing.T) {
+	f := newFixture(t)
+	f.clk = &clock{t: time.Now()}
+	org, m := uuid.New(), storetest.NewLogModel()
+	f.grow(t, org, auditstore.LogAudit, m, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, name := range []string{"a", "b"} {
+		c := f.checkpointer(t, name, nil)
+		c.now, c.keys.now = time.Now, time.Now
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = c.Run(ctx) }()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.published(t, org)) < 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // several intervals of both
+	if n := len(f.published(t, org)); n != 1 {
+		t.Fatalf("%d checkpoints of an unchanged log, want 1", n)
+	}
+	f.grow(t, org, auditstore.LogAudit, m, 2)
+	deadline = time.Now().Add(10 * time.Second)
+	for len(f.published(t, org)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	msgs := f.published(t, org)
+	if len(msgs) != 2 {
+		t.Fatalf("%d checkpoints after one growth, want 2", len(msgs))
+	}
+	cp, _, err := tlog.Open(msgs[1].Data, f.keySet(t, f.checkpointer(t, "x", nil)))
+	if err != nil || cp.Size != 5 {
+		t.Fatalf("second checkpoint %+v, %v", cp, err)
+	}
+}
+
+// With the tlog role's credentials (as deployed): the checkpointer makes
+// its bucket, its key and its lease, and publishes; the query role's
+// credentials list the keys (GET /api/v1/audit_keys) and cannot make one.
+func TestCheckpointerWithRoleCredentials(t *testing.T) {
+	a := testenv.NATSAuth(t)
+	ctx := context.Background()
+	tjs, err := jetstream.New(a.Connect(t, natsx.RoleTLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := tjs.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	org, m := uuid.New(), storetest.NewLogModel()
+	leaves, hashes := m.Add(t, 4)
+	if err := s.AppendLog(ctx, org, auditstore.LogAudit, leaves, hashes); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Instance, cfg.LeaseTTL, cfg.Interval = "a", time.Second, 100*time.Millisecond
+	c, err := New(cfg, Deps{Store: s, KV: kv, JS: tjs, Sealer: sealer(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok, _ := s.LatestCheckpoint(ctx, org, auditstore.LogAudit); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint with the tlog role's credentials")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	admin, _ := jetstream.New(a.Connect(t, natsx.RoleAdmin))
+	st, _ := admin.Stream(ctx, schemas.StreamEvents)
+	msg, err := st.GetLastMsgForSubject(ctx, schemas.EventSubject(org.String(), schemas.KindCheckpoint))
+	if err != nil {
+		t.Fatalf("checkpoint not published: %v", err)
+	}
+	qjs, _ := jetstream.New(a.Connect(t, natsx.RoleQuery))
+	qkv, err := qjs.KeyValue(ctx, natsx.TLogBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := NewKeyring(qkv, nil, DefaultKeyringConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := reader.PublicKeys(ctx)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("query lists %v, %v", keys, err)
+	}
+	ks, _ := tlog.NewKeySet(keys...)
+	if cp, _, err := tlog.Open(msg.Data, ks); err != nil || cp.Size != 4 || cp.Root != m.Root(t, 4) {
+		t.Fatalf("published checkpoint %+v, %v", cp, err)
+	}
+	// The query role cannot make a key, even with the sealer.
+	qctx, qcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer qcancel()
+	if _, err := qkv.Put(qctx, keyPrefix+"00000000", []byte("{}")); err == nil {
+		t.Fatal("the query role wrote the tlog bucket")
+	}
+}
+
+var _ Observer = (*metrics.TLogObserver)(nil)
+
+// Across a rotation each checkpoint is signed by the key current at its
+// time: the one before by the old key, the one after by the new, and both
+// open with the listed keys (tlog.Open checks the key's validity at the
+// checkpoint's time).
+func TestCheckpointerSignsWithCurrentKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.checkpointer(t, "a", nil)
+	org, m := uuid.New(), storetest.NewLogModel()
+	f.grow(t, org, auditstore.LogAudit, m, 2)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.add(31 * 24 * time.Hour)
+	f.grow(t, org, auditstore.LogAudit, m, 2)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ks := f.keySet(t, c)
+	if n := len(ks.Keys()); n != 2 {
+		t.Fatalf("%d keys after a rotation, want 2", n)
+	}
+	msgs := f.published(t, org)
+	if len(msgs) != 2 {
+		t.Fatalf("%d checkpoints, want 2", len(msgs))
+	}
+	var by []string
+	for i, msg := range msgs {
+		cp, key, err := tlog.Open(msg.Data, ks)
+		if err != nil {
+			t.Fatalf("checkpoint %d: %v", i, err)
+		}
+		if cp.Size != int64(2*(i+1)) {
+			t.Errorf("checkpoint %d: size %d", i, cp.Size)
+		}
+		by = append(by, key.KeyID)
+	}
+	if by[0] == by[1] || by[0] != ks.Keys()[0].KeyID || by[1] != ks.Keys()[1].KeyID {
+		t.Errorf("signed by %v; keys %v", by, ks.Keys())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		ok   bool
+	}{
+		{"defaults with an instance", func(*Config) {}, true},
+		{"no instance", func(c *Config) { c.Instance = "" }, false},
+		{"short lease", func(c *Config) { c.LeaseTTL = time.Millisecond }, false},
+		{"no interval", func(c *Config) { c.Interval = 0 }, false},
+		{"quiet under the interval", func(c *Config) { c.Quiet = time.Second }, false},
+		{"prefix with a space", func(c *Config) { c.Prefix = "audit rail" }, false},
+		{"prefix with a plus", func(c *Config) { c.Prefix = "a+b" }, false},
+		{"empty prefix", func(c *Config) { c.Prefix = "" }, false},
+		{"host prefix", func(c *Config) { c.Prefix = "audit.example.com" }, true},
+		{"key name with a space", func(c *Config) { c.Keyring.Name = "a b" }, false},
+		{"short key lifetime", func(c *Config) { c.Keyring.KeyLifetime = time.Second }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Instance = "a"
+			tc.edit(&cfg)
+			if err := cfg.Validate(); (err == nil) != tc.ok {
+				t.Fatalf("Validate = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+// decodeKey reads what the bucket holds: it never panics, and what it
+// accepts is a key whose fields check out under its own KV key.
+func FuzzDecodeKey(f *testing.F) {
+	_, pub, _ := tlog.GenerateKey("auditrail", time.Unix(1_800_000_000, 0))
+	good, _ := keyRecord{PublicKey: pub, Sealed: []byte{1, 2, 3}}.MarshalJSON()
+	f.Add(keyPrefix+pub.KeyID, good)
+	f.Add("key.x", []byte(`{"key_id":"x"}`))
+	f.Add("key.", []byte(`null`))
+	f.Fuzz(func(t *testing.T, name string, b []byte) {
+		r, err := decodeKey(name, b)
+		if err != nil {
+			return
+		}
+		if name != keyPrefix+r.KeyID {
+			t.Fatalf("accepted %s under %s", r.KeyID, name)
+		}
+		if _, err := r.Verifier(); err != nil {
+			t.Fatalf("accepted a key that does not check out: %v", err)
+		}
+	})
+}
+
+// A log smaller than its last checkpoint (a store rolled back) is not
+// signed at the smaller size; a keyring that cannot open the key (other
+// secrets keys) fails the round once, signs nothing, and says why.
+func TestCheckpointerRefusals(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.checkpointer(t, "a", nil)
+	a, b := uuid.New(), uuid.New()
+	ma, mb := storetest.NewLogModel(), storetest.NewLogModel()
+	f.grow(t, a, auditstore.LogAudit, ma, 3)
+	f.grow(t, b, auditstore.LogAudit, mb, 3)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.last[logID{a, auditstore.LogAudit}] = signed{size: 10, at: f.clk.now()}
+	f.clk.add(2 * time.Hour)
+	if err := c.Round(ctx); !errors.Is(err, ErrLogShrank) {
+		t.Fatalf("round over a shrunk log = %v, want ErrLogShrank", err)
+	}
+	if n := len(f.published(t, a)); n != 1 {
+		t.Errorf("%d checkpoints of the shrunk log, want 1", n)
+	}
+	if n := len(f.published(t, b)); n != 2 {
+		t.Errorf("%d checkpoints of the other log, want 2 (hourly)", n)
+	}
+
+	other, err := New(c.cfg, Deps{Store: f.store, KV: f.kv, JS: f.js, Sealer: sealer(t, 9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.grow(t, a, auditstore.LogAudit, ma, 8)
+	f.grow(t, b, auditstore.LogAudit, mb, 1)
+	err = other.Round(ctx)
+	if !errors.Is(err, controlplane.ErrSealed) || strings.Count(err.Error(), "org ") != 0 {
+		t.Fatalf("round without the key = %v, want one ErrSealed", err)
+	}
+	if n := len(f.published(t, b)); n != 2 {
+		t.Errorf("signed without the key: %d checkpoints", n)
+	}
+}
