@@ -190,6 +190,7 @@ func runDev(ctx context.Context, args []string) error {
 		d.startToolRunner,
 		d.startIngest,
 		d.startDeliver,
+		d.startTLog,
 		d.buildAPI,
 		d.startDemo,
 	}
@@ -213,6 +214,7 @@ type devFlags struct {
 	maxStreams                             *int
 	ingest                                 ingest.Config
 	deliver                                deliver.Config
+	tlog                                   tlogFlags
 	demo, newKey, allowPrivate             *bool
 	publicURL                              *string
 	streamKey                              *string // with --nats-url
@@ -240,6 +242,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.maxStreams = addLiveFlags(fs)
 	inf := addIngestFlags(fs)
 	df := addDeliverFlags(fs)
+	f.tlog = addTLogFlags(fs)
 	f.demo = fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
 	f.publicURL = addPublicURLFlag(fs, "")
 	f.newKey = fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
@@ -314,6 +317,7 @@ type devProcess struct {
 
 	deliverer   *deliver.Deliverer
 	stopDeliver func() // ends the delivery and waits for it
+	stopTLog    func() // ends the sequencer and the checkpointer and waits
 
 	app *fiber.App
 }
@@ -393,7 +397,7 @@ func (d *devProcess) startNATS(ctx context.Context) error {
 		}
 	}
 	d.conns = map[string]*nats.Conn{}
-	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery, natsx.RoleDeliver} {
+	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery, natsx.RoleDeliver, natsx.RoleTLog} {
 		c, err := natsx.Connect(d.url, "auditrail-dev-"+role, d.credsOf(role), d.f.log.With("nats_role", role), opts...)
 		if err != nil {
 			return err
@@ -542,6 +546,47 @@ func (d *devProcess) startDeliver(ctx context.Context) error {
 	return nil
 }
 
+// startTLog starts the tamper-evidence logs (the sequencer and the
+// checkpointer) with the tlog role's credentials once the store answers.
+func (d *devProcess) startTLog(ctx context.Context) error {
+	keys, err := keyList("secrets-keys", *d.f.secretsKeys, *d.f.data, secretsKeyFile, 32)
+	if err != nil {
+		return err
+	}
+	cfg, err := d.f.tlog.config("dev")
+	if err != nil {
+		return err
+	}
+	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-d.store.Ready():
+		case <-tctx.Done():
+			return
+		}
+		st, ok := d.store.s.(tlogStore)
+		if !ok {
+			d.f.log.Error("tlog: the audit store keeps no tamper-evidence logs")
+			return
+		}
+		t, err := startTLog(tctx, d.conns[natsx.RoleTLog], st, keys, cfg, d.f.nats.replicaCount(), d.f.ingest.Durable, d.m, d.f.log)
+		if err != nil {
+			d.f.log.Error("tlog", "err", err)
+			return
+		}
+		<-tctx.Done()
+		if err := t.stop(); err != nil {
+			d.f.log.Warn("tlog", "err", err)
+		}
+	}()
+	var once sync.Once
+	d.stopTLog = func() { once.Do(func() { cancel(); <-done }) }
+	d.later(d.stopTLog)
+	return nil
+}
+
 // buildAPI puts /healthz and the query, admin and tool runner APIs, each
 // with its rate limit, on one app.
 func (d *devProcess) buildAPI(ctx context.Context) error {
@@ -652,6 +697,7 @@ func (d *devProcess) serve(ctx context.Context) error {
 		}
 	}
 	d.stopDeliver()
+	d.stopTLog()
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ func commands() []command {
 		{"controlplane", "serve the admin API (production role)", runControlPlane},
 		{"toolrunner", "serve the tool runner API (production role)", runToolRunner},
 		{"deliver", "push events to the organizations' destinations (production role)", runDeliver},
+		{"tlog", "the tamper-evidence logs: append every stored entry to its organization's log, sign checkpoints (production role)", runTLog},
 		{"gateway", "one origin in front of the roles run apart: routes by path to query, toolrunner and controlplane", runGateway},
 		{"receive", "a receiver of push deliveries: verifies signatures, dedups by event_id, counts", runReceive},
 		{"admin", "the admin API from a terminal (source CLI)", runAdmin},

@@ -61,8 +61,10 @@ type Entry struct {
 	Leaf Hash
 	// LeafIndex is the entry's leaf_index, -1 when it has none.
 	LeafIndex int64
-	// Members is the number of top-level members (leaf_index not counted).
-	Members int
+	// Members is the number of top-level members the leaf covers;
+	// Uncovered the number of other members (leaf_index not counted: the
+	// feed's position, a field added after v1), left out of the leaf.
+	Members, Uncovered int
 	// eventID is the span of the event_id member's value in Canonical.
 	eventID [2]int
 }
@@ -82,7 +84,8 @@ func (e Entry) EventID() string {
 
 // ParseEntry canonicalizes line (a JSON object), appending the canonical
 // bytes to dst (which may be nil), takes out its top-level leaf_index
-// (which must be a non-negative integer when present) and hashes the rest.
+// (which must be a non-negative integer when present) and every member the
+// leaf does not cover (Covered), and hashes the rest.
 // It refuses what RFC 8785 cannot canonicalize, a value that is not an
 // object, and a line over MaxEntryBytes.
 func ParseEntry(dst, line []byte) (Entry, error) {
@@ -101,42 +104,38 @@ func ParseEntry(dst, line []byte) (Entry, error) {
 		return e, fmt.Errorf("%w: not a JSON object", ErrNotCanonicalizable)
 	}
 	e.LeafIndex = -1
-	cut := -1
+	// Keep the covered members, in place: each moves left over what was
+	// dropped before it (copy handles the overlap).
+	w := start + 1 // after '{'
 	var eventID [2]int
-	for i, m := range c.top {
-		switch string(out[m.key+1 : m.colon-1]) {
-		case LeafIndexMember:
+	for _, m := range c.top {
+		name := out[m.key+1 : m.colon-1]
+		if string(name) == LeafIndexMember {
 			v := out[m.colon+1 : m.end]
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || n < 0 {
 				return e, fmt.Errorf("%w: leaf_index %.40s is not a non-negative integer", ErrNotCanonicalizable, v)
 			}
-			e.LeafIndex, cut = n, i
-		case "event_id":
-			if out[m.colon+1] == '"' {
-				eventID = [2]int{m.colon + 1 - start, m.end - start}
-			}
+			e.LeafIndex = n
+			continue
 		}
-	}
-	if cut >= 0 {
-		m := c.top[cut]
-		from, to := m.key, m.end
-		switch {
-		case cut+1 < len(c.top):
-			to++ // the comma after it
-		case cut > 0:
-			from-- // the comma before it
+		if !Covered(name) {
+			e.Uncovered++
+			continue
 		}
-		out = append(out[:from], out[to:]...)
-		if eventID[0] > from-start {
-			eventID[0] -= to - from
-			eventID[1] -= to - from
+		if e.Members > 0 {
+			out[w] = ','
+			w++
 		}
+		if string(name) == "event_id" && out[m.colon+1] == '"' {
+			off := w - m.key
+			eventID = [2]int{m.colon + 1 + off - start, m.end + off - start}
+		}
+		w += copy(out[w:], out[m.key:m.end])
+		e.Members++
 	}
-	e.Members = len(c.top)
-	if cut >= 0 {
-		e.Members--
-	}
+	out[w] = '}'
+	out = out[:w+1]
 	e.eventID = eventID
 	e.Canonical = out[start:]
 	e.Leaf = LeafHash(e.Canonical)
@@ -146,3 +145,23 @@ func ParseEntry(dst, line []byte) (Entry, error) {
 // sha256Empty is SHA-256 of the empty string: the root of the empty tree
 // (RFC 6962 §2.1).
 var sha256Empty = Hash(sha256.Sum256(nil))
+
+// Covered reports whether a top-level member of an entry is part of its
+// leaf: the fields of an audit entry or of a tool execution as the list
+// routes return them in version 1 (CONTRACT.md, "Tamper evidence"). Any
+// other member — leaf_index, the feed's position, a field added to the
+// items later — is left out, so that one entry has one leaf however it is
+// served, and the leaves of entries stored today stay valid when the items
+// grow.
+func Covered(name []byte) bool {
+	switch string(name) {
+	case "id", "event_id", "timestamp", "client_ip", "action", "source", "display_name", "customer_id",
+		"organization_id", "project_id", "principal_id", "user_id", "principal_type", "resource_type",
+		"resource_id", "resource_display", "data", "created_time",
+		// tool executions (the shared ones above)
+		"execution_id", "tool", "tool_name", "started_at", "ended_at", "duration_ms", "success",
+		"execution_code", "error", "hooks":
+		return true
+	}
+	return false
+}

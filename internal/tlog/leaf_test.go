@@ -115,16 +115,20 @@ func TestLeafGolden(t *testing.T) {
 // An export line's leaf_index is left out of the leaf wherever it stands;
 // the same entry without it gives the same canonical bytes and leaf.
 func TestParseEntryLeafIndex(t *testing.T) {
-	base := `{"event_id":"e1","a":1,"z":[2]}`
+	base := `{"event_id":"e1","action":1,"tool":[2]}`
 	want, err := tlog.Canonical([]byte(base))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range []string{
-		`{"leaf_index":17,"event_id":"e1","a":1,"z":[2]}`,
-		`{"event_id":"e1","a":1,"leaf_index":17,"z":[2]}`,
-		`{"event_id":"e1","a":1,"z":[2],"leaf_index":17}`,
-		` { "z" : [ 2 ] , "leaf_index" : 17 , "a" : 1.0, "event_id" : "e\u0031" } `,
+		`{"leaf_index":17,"event_id":"e1","action":1,"tool":[2]}`,
+		`{"event_id":"e1","action":1,"leaf_index":17,"tool":[2]}`,
+		`{"event_id":"e1","action":1,"tool":[2],"leaf_index":17}`,
+		` { "tool" : [ 2 ] , "leaf_index" : 17 , "action" : 1.0, "event_id" : "e\u0031" } `,
+		// Members no leaf covers (the feed's position, a field added after
+		// v1) are left out wherever they are.
+		`{"position":3,"event_id":"e1","action":1,"leaf_index":17,"tool":[2],"zz_new_field":{"a":1}}`,
+		`{"aa":0,"event_id":"e1","action":1,"leaf_index":17,"tool":[2]}`,
 	} {
 		e, err := tlog.ParseEntry(nil, []byte(line))
 		if err != nil {

@@ -270,7 +270,7 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 			problems = append(problems, Problem{Kind: KindMalformed, Leaf: -1, Line: int(line),
 				Message: fmt.Sprintf("line %d is not an entry of the export: %s", line, strings.TrimPrefix(err.Error(), "tlog: "))})
 		case e.LeafIndex < 0:
-			if note, ok := checkpointOf(e); ok {
+			if note, ok := checkpointOf(e, text); ok {
 				cps = append(cps, checkpointLine{line: line, note: note})
 				break
 			}
@@ -314,14 +314,18 @@ func parseLine(buf, text []byte) (e tlog.Entry, err error) {
 	return e, err
 }
 
-// checkpointOf returns the note of a line {"checkpoint": "<note>"}.
-func checkpointOf(e tlog.Entry) ([]byte, bool) {
-	const prefix = `{"checkpoint":`
-	if e.Members != 1 || !bytes.HasPrefix(e.Canonical, []byte(prefix)) {
+// checkpointOf returns the note of a line {"checkpoint": "<note>"}: one
+// member, which no leaf covers.
+func checkpointOf(e tlog.Entry, text []byte) ([]byte, bool) {
+	if e.Members != 0 || e.Uncovered != 1 {
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(text, &m) != nil || len(m) != 1 {
 		return nil, false
 	}
 	var s string
-	if json.Unmarshal(e.Canonical[len(prefix):len(e.Canonical)-1], &s) != nil {
+	if raw, ok := m["checkpoint"]; !ok || json.Unmarshal(raw, &s) != nil {
 		return nil, false
 	}
 	return []byte(s), true

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/metrics"
+	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
+	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/sequencer"
+)
+
+// healthTLog is the /healthz key of the tamper-evidence log role.
+const healthTLog = "tlog"
+
+// tlogFlags configure the tamper-evidence logs (tlog, dev).
+type tlogFlags struct {
+	prefix      *string
+	interval    *time.Duration
+	keyLifetime *time.Duration
+	keyName     *string
+}
+
+func addTLogFlags(fs *flags) tlogFlags {
+	c := checkpointer.DefaultConfig()
+	return tlogFlags{
+		prefix:      fs.String("tlog-origin", "", c.Prefix, "tamper evidence: the start of every checkpoint's origin (<prefix>/orgs/<org_id>/audit_logs): name the deployment"),
+		interval:    fs.Duration("checkpoint-interval", "", c.Interval, "tamper evidence: how often the logs that grew get a signed checkpoint"),
+		keyLifetime: fs.Duration("signing-key-lifetime", "", c.Keyring.KeyLifetime, "tamper evidence: how long a signing key is current before it is rotated"),
+		keyName:     fs.String("signing-key-name", "", c.Keyring.Name, "tamper evidence: the signer name of the checkpoints' keys"),
+	}
+}
+
+func (f tlogFlags) config(instance string) (checkpointer.Config, error) {
+	c := checkpointer.DefaultConfig()
+	c.Instance, c.Prefix, c.Interval = instance, *f.prefix, *f.interval
+	c.Keyring.KeyLifetime, c.Keyring.Name = *f.keyLifetime, *f.keyName
+	if err := c.Validate(); err != nil {
+		return c, usageError{err}
+	}
+	return c, nil
+}
+
+// tlogStore is what the sequencer and the checkpointer need of the store.
+type tlogStore interface {
+	sequencer.Store
+	checkpointer.Store
+}
+
+// tlogRole is the sequencer and the checkpointer of one process.
+type tlogRole struct {
+	runner *sequencer.Runner
+	cp     *checkpointer.Checkpointer
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	err    error
+}
+
+// startTLog starts the sequencer and the checkpointer on nc (credentials of
+// natsx.RoleTLog) over st; ingestDurable is ingest's audit durable (the
+// execution one follows from it). stop ends both and waits.
+func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][]byte, cfg checkpointer.Config, replicas int,
+	ingestDurable string, m *metrics.Registry, log *slog.Logger) (*tlogRole, error) {
+	sealer, err := controlplane.NewSealer(secretsKeys...)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket, Replicas: max(1, replicas),
+		Description: "auditrail tamper evidence: the sequencer's and the checkpointer's leases, the signing keys (sealed)"})
+	if err != nil {
+		return nil, fmt.Errorf("tlog bucket %s: %w", natsx.TLogBucket, err)
+	}
+	scfg := sequencer.DefaultConfig()
+	scfg.Instance, scfg.Durable, scfg.Bucket = cfg.Instance, natsx.TLogDurable, natsx.TLogBucket
+	scfg.AuditDurable, scfg.ExecutionDurable = ingestDurable, ingest.ExecutionDurableFor(ingestDurable)
+	runner, err := sequencer.NewRunner(scfg, sequencer.New(st, leafHash), js, kv, ingest.NewWatermarks(js, 0), log.With("role", "tlog"))
+	if err != nil {
+		return nil, usageError{err}
+	}
+	deps := checkpointer.Deps{Store: st, KV: kv, JS: js, Sealer: sealer, Log: log.With("role", "tlog")}
+	if m != nil {
+		o := m.TLog()
+		runner.WithObserver(o)
+		deps.Observer = o
+	}
+	cp, err := checkpointer.New(cfg, deps)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	t := &tlogRole{runner: runner, cp: cp}
+	ctx, t.cancel = context.WithCancel(ctx)
+	for name, run := range map[string]func(context.Context) error{"sequencer": runner.Run, "checkpointer": cp.Run} {
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("tlog: "+name+" stopped", "err", err)
+				t.mu.Lock()
+				t.err = fmt.Errorf("%s: %w", name, err)
+				t.mu.Unlock()
+			}
+		}()
+	}
+	return t, nil
+}
+
+// stop ends the sequencer and the checkpointer and waits for them.
+func (t *tlogRole) stop() error {
+	t.cancel()
+	t.wg.Wait()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// check fails once either stopped on an error.
+func (t *tlogRole) check() check {
+	return check{healthTLog, func(context.Context) error {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.err
+	}}
+}
+
+// leafHash is the leaf of an item as the list route renders it.
+func leafHash(item []byte) (tlog.Hash, error) {
+	c, err := tlog.Canonical(item)
+	if err != nil {
+		return tlog.Hash{}, err
+	}
+	return tlog.LeafHash(c), nil
+}
+
+// runTLog is the production tamper-evidence role: it appends every stored
+// entry to its organization's log and signs checkpoints.
+func runTLog(ctx context.Context, args []string) error {
+	fs := newFlags("tlog")
+	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
+	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
+	chCreds := addClickHouseCredsFlags(fs)
+	chCluster := addClusterFlag(fs)
+	httpAddr := fs.String("http", "", "127.0.0.1:8085", "listener of /healthz")
+	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they seal the signing keys)")
+	durable := fs.String("ingest-durable", "", ingest.DefaultConfig().Durable, "ingest's durable consumer, whose watermark bounds what is sequenced")
+	tf := addTLogFlags(fs)
+	metricsAddr := addMetricsFlag(fs)
+	mkLog := fs.logFlags("json")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	log, err := mkLog(os.Stderr)
+	if err != nil {
+		return err
+	}
+	if *chDSN == "" {
+		return usageErrorf("--clickhouse is required")
+	}
+	if *chDSN, err = chCreds.withCredentials(*chDSN); err != nil {
+		return err
+	}
+	keys, err := keyList("secrets-keys", *secKeys, "", "", 32)
+	if err != nil {
+		return err
+	}
+	cfg, err := tf.config(uuid.NewString()[:8])
+	if err != nil {
+		return err
+	}
+	m, err := startMetrics(ctx, *metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	nc, err := nf.connect("auditrail-tlog", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	ctx, listenFailed := context.WithCancel(ctx)
+	defer listenFailed()
+	sw := newStartWait(log)
+	served := sw.serve(ctx, *httpAddr, listenFailed)
+	if err := sw.waitStreams(ctx, nc, schemas.StreamEvents); err != nil {
+		return startFailed(ctx, served, err)
+	}
+	store := newPendingStore()
+	defer store.Close()
+	sw.set("the audit store")
+	if err := store.openWithRetry(ctx, *chDSN, *chCluster, "", log); err != nil {
+		return startFailed(ctx, served, err)
+	}
+	st, ok := store.s.(tlogStore)
+	if !ok {
+		return fmt.Errorf("the audit store keeps no tamper-evidence logs")
+	}
+	t, err := startTLog(ctx, nc, st, keys, cfg, nf.replicaCount(), *durable, m, log)
+	if err != nil {
+		return startFailed(ctx, served, err)
+	}
+	sw.set("")
+	app := httpapi.NewApp(log)
+	observeApp(m, app)
+	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{natsx.RoleTLog: nc}), t.check()}, nil))
+	sw.open(app)
+	<-ctx.Done()
+	err = t.stop()
+	_ = nc.Drain()
+	return err
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// dev runs the tamper-evidence logs: every entry published is appended to
+// its organization's log, and a checkpoint signed by a key of the tlog
+// bucket reaches the org's subject, whose root is the root of the entries
+// exactly as the feed route returns them, in the feed's order.
+func TestDevSignsCheckpointsOfTheFeed(t *testing.T) {
+	boot := "bootstrap-key-of-the-tlog-test"
+	dev := startDev(t, t.TempDir(), "--bootstrap-key", boot, "--checkpoint-interval", "300ms")
+	api := newAPIClient(t, dev.http)
+	org := uuid.MustParse(api.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Evidence Co"}).data()["id"].(string))
+	nc := dev.connect(t)
+	notes := make(chan *nats.Msg, 64)
+	sub, err := nc.ChanSubscribe(schemas.EventSubject(org.String(), schemas.KindCheckpoint), notes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 250
+	batch := make([]producers.Event, n)
+	for i := range batch {
+		batch[i] = &schemas.AuditEvent{EventID: uuid.New(), OrganizationID: org, Timestamp: time.Now().Add(-time.Duration(i) * time.Second).UTC(),
+			Action: schemas.AuditActionUpdated, Source: schemas.AuditSourceSDK, DisplayName: "signer ✓", PrincipalID: "svc", PrincipalType: "SERVICE"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := pub.PublishBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, natsx.TLogBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := checkpointer.NewKeyring(kv, nil, checkpointer.DefaultKeyringConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The log holds the org's creation (an admin event) and the n events.
+	var cp tlog.Checkpoint
+	for cp.Size < n+1 {
+		select {
+		case m := <-notes:
+			if m.Header.Get("Auditrail-Schema") != "checkpoint/v1" {
+				t.Fatalf("checkpoint headers %v", m.Header)
+			}
+			pubs, err := ring.PublicKeys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := tlog.NewKeySet(pubs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp, _, err = tlog.Open(m.Data, keys); err != nil {
+				t.Fatalf("checkpoint does not open with the published keys: %v\n%s", err, m.Data)
+			}
+			if want := tlog.Origin("auditrail", org, tlog.KindAudit); cp.Origin != want {
+				t.Fatalf("origin %q, want %q", cp.Origin, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no checkpoint of %d entries (last size %d)\n%s", n+1, cp.Size, dev.stderr)
+		}
+	}
+	if cp.Size != n+1 {
+		t.Fatalf("checkpoint of %d entries, published %d (and one admin event)", cp.Size, n)
+	}
+
+	// The feed's items, as served, in the feed's order.
+	var leaves []tlog.Hash
+	cursor := ""
+	for {
+		path := "/api/v1/orgs/" + org.String() + "/audit_logs/feed?limit=1000"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := api.call("GET", path, boot, nil)
+		var page struct {
+			Data struct {
+				Items      []json.RawMessage `json:"items"`
+				NextCursor string            `json:"next_cursor"`
+				HasMore    bool              `json:"has_more"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(r.raw, &page); err != nil {
+			t.Fatal(err)
+		}
+		// The feed's items carry their position, which no leaf covers.
+		for _, it := range page.Data.Items {
+			c, err := tlog.Canonical(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaves = append(leaves, tlog.LeafHash(c))
+		}
+		cursor = page.Data.NextCursor
+		if !page.Data.HasMore || len(page.Data.Items) == 0 {
+			break
+		}
+	}
+	if int64(len(leaves)) != cp.Size {
+		t.Fatalf("the feed holds %d entries, the checkpoint %d", len(leaves), cp.Size)
+	}
+	if root := tlog.RootOf(leaves); root != cp.Root {
+		t.Fatalf("the checkpoint's root %s is not the root of the feed's entries %s", cp.Root, root)
+	}
+}
