@@ -19,9 +19,9 @@ import (
 	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/sequencer"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/sequencer"
 )
 
 func runIngest(t *testing.T, nc *nats.Conn, s *sqlite.Store) {

@@ -16,9 +16,9 @@ import (
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/sequencer"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/sequencer"
 )
 
 func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
