@@ -59,8 +59,12 @@ type Entry struct {
 	Canonical []byte
 	// Leaf is LeafHash(Canonical).
 	Leaf Hash
-	// LeafIndex is the entry's leaf_index, -1 when it has none.
+	// LeafIndex is the entry's leaf_index, -1 when it has none or it is
+	// null.
 	LeafIndex int64
+	// Pending: the entry's leaf_index is null (the export was made before
+	// the entry was sequenced into the log).
+	Pending bool
 	// Members is the number of top-level members (leaf_index not counted).
 	Members int
 	// eventID is the span of the event_id member's value in Canonical.
@@ -82,7 +86,8 @@ func (e Entry) EventID() string {
 
 // ParseEntry canonicalizes line (a JSON object), appending the canonical
 // bytes to dst (which may be nil), takes out its top-level leaf_index
-// (which must be a non-negative integer when present) and hashes the rest.
+// (which must be a non-negative integer or null when present: null marks an
+// entry not sequenced yet, Pending) and hashes the rest.
 // It refuses what RFC 8785 cannot canonicalize, a value that is not an
 // object, and a line over MaxEntryBytes.
 func ParseEntry(dst, line []byte) (Entry, error) {
@@ -107,6 +112,10 @@ func ParseEntry(dst, line []byte) (Entry, error) {
 		switch string(out[m.key+1 : m.colon-1]) {
 		case LeafIndexMember:
 			v := out[m.colon+1 : m.end]
+			if string(v) == "null" {
+				e.Pending, cut = true, i
+				continue
+			}
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || n < 0 {
 				return e, fmt.Errorf("%w: leaf_index %.40s is not a non-negative integer", ErrNotCanonicalizable, v)

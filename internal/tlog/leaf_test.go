@@ -142,12 +142,19 @@ func TestParseEntryLeafIndex(t *testing.T) {
 	if err != nil || e.LeafIndex != -1 {
 		t.Fatalf("no leaf_index: %d %v", e.LeafIndex, err)
 	}
+	// A null leaf_index (not sequenced yet) is left out of the leaf too.
+	for _, line := range []string{`{"leaf_index":null,"event_id":"e1","a":1,"z":[2]}`, `{"event_id":"e1","a":1,"z":[2],"leaf_index":null}`} {
+		e, err = tlog.ParseEntry(nil, []byte(line))
+		if err != nil || !bytes.Equal(e.Canonical, want) || e.LeafIndex != -1 || !e.Pending || e.Members != 3 || e.EventID() != "e1" {
+			t.Fatalf("%s: %s index %d pending %v %v", line, e.Canonical, e.LeafIndex, e.Pending, err)
+		}
+	}
 	// A nested leaf_index is data, not the position.
 	e, err = tlog.ParseEntry(nil, []byte(`{"data":{"leaf_index":3}}`))
 	if err != nil || e.LeafIndex != -1 || !strings.Contains(string(e.Canonical), "leaf_index") {
 		t.Fatalf("nested leaf_index: %s %d %v", e.Canonical, e.LeafIndex, err)
 	}
-	for _, bad := range []string{`{"leaf_index":-1}`, `{"leaf_index":1.5}`, `{"leaf_index":"3"}`, `{"leaf_index":1e30}`, `{"leaf_index":null}`, `[1]`, `"x"`} {
+	for _, bad := range []string{`{"leaf_index":-1}`, `{"leaf_index":1.5}`, `{"leaf_index":"3"}`, `{"leaf_index":1e30}`, `[1]`, `"x"`} {
 		if _, err := tlog.ParseEntry(nil, []byte(bad)); !errors.Is(err, tlog.ErrNotCanonicalizable) {
 			t.Errorf("%s: %v", bad, err)
 		}
