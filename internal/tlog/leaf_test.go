@@ -90,7 +90,9 @@ func TestLeafGolden(t *testing.T) {
 					t.Fatalf("%s: canonical\n%s\nwant\n%s", how, got, wantJCS)
 				}
 			}
-			if ref, err := jcs.Transform(raw); err != nil || !bytes.Equal(ref, wantJCS) {
+			// The list item carries leaf_index (null until sequenced), which a
+			// leaf leaves out: the reference canonicalizes the item without it.
+			if ref, err := jcs.Transform(bytes.Replace(raw, []byte(`,"leaf_index":null`), nil, 1)); err != nil || !bytes.Equal(ref, wantJCS) {
 				t.Fatalf("the reference canonicalizer gives\n%s, %v", ref, err)
 			}
 			leafHex, err := os.ReadFile(path + ".leaf")
