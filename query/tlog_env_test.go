@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -31,6 +32,9 @@ type logEnv struct {
 	app  *fiber.App
 	qs   *query.Server
 	size int64
+	// router checks answers against audit.yaml (nocheck: not)
+	router  routers.Router
+	nocheck bool
 }
 
 func leafOf(item []byte) (tlog.Hash, error) {
