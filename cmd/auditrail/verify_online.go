@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,16 +95,98 @@ func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	rep.Write(stdout)
+	if slices.ContainsFunc(rep.Problems, func(p verify.Problem) bool { return p.Kind == verify.KindRoot }) {
+		if err := o.locate(ctx, f, cp, stdout); err != nil {
+			fmt.Fprintf(stdout, "note: the altered entries could not be located: %v\n", err)
+		}
+	}
 	if !rep.OK() || !consistent {
 		return errors.New("not verified")
 	}
 	if o.save != "" {
-		if err := writeFileAtomic(o.save, append(note, '\n'), 0o644); err != nil {
+		if err := writeFileAtomic(o.save, note, 0o644); err != nil {
 			return fmt.Errorf("--save-checkpoint: %w", err)
 		}
 		fmt.Fprintf(stdout, "saved the verified checkpoint (size %d) to %s\n", cp.Size, o.save)
 	}
 	return nil
+}
+
+// maxLocateProofs bounds the inclusion proofs asked to locate altered
+// entries when the root differs.
+const maxLocateProofs = 5000
+
+// locate names the entries whose leaf differs from the one the log
+// recorded: for each entry of the export (at most maxLocateProofs), the
+// inclusion proof of its event against cp; a proof that verifies for the
+// server's leaf hash but not for the entry's own bytes is an altered (or
+// swapped) entry.
+func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoint, stdout io.Writer) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, tlog.MaxEntryBytes+1)
+	asked, found := 0, 0
+	for sc.Scan() {
+		e, err := tlog.ParseEntry(nil, sc.Bytes())
+		if err != nil || e.LeafIndex < 0 || e.LeafIndex >= cp.Size || e.EventID() == "" {
+			continue
+		}
+		if asked == maxLocateProofs {
+			fmt.Fprintf(stdout, "note: located among the first %d entries only\n", maxLocateProofs)
+			break
+		}
+		asked++
+		raw, err := o.get(ctx, fmt.Sprintf("/api/v1/orgs/%s/%s/proof?event_id=%s&size=%d", o.org, o.route, url.QueryEscape(e.EventID()), cp.Size))
+		if err != nil {
+			return err
+		}
+		var d struct {
+			LeafIndex int64    `json:"leaf_index"`
+			LeafHash  string   `json:"leaf_hash"`
+			Hashes    []string `json:"hashes"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return fmt.Errorf("the proof route answered %.200s", raw)
+		}
+		proof, err := decodeHashes(d.Hashes)
+		if err != nil {
+			return err
+		}
+		if tlog.VerifyInclusion(cp.Size, cp.Root, e.LeafIndex, e.Leaf, proof) == nil {
+			continue
+		}
+		found++
+		recorded, err := decodeHashes([]string{d.LeafHash})
+		if err != nil {
+			return err
+		}
+		if d.LeafIndex == e.LeafIndex && tlog.VerifyInclusion(cp.Size, cp.Root, d.LeafIndex, recorded[0], proof) == nil {
+			fmt.Fprintf(stdout, "FAIL: leaf %d (event %q) was altered: its entry does not hash to the leaf that the log recorded and the checkpoint proves\n", e.LeafIndex, e.EventID())
+		} else {
+			fmt.Fprintf(stdout, "FAIL: leaf %d (event %q): no inclusion proof in the checkpoint verifies for it\n", e.LeafIndex, e.EventID())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if found == 0 {
+		fmt.Fprintf(stdout, "note: each of the %d entries checked has a valid inclusion proof: the entries are complete but in another order, or a leaf is missing\n", asked)
+	}
+	return nil
+}
+
+func decodeHashes(ss []string) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(ss))
+	for i, s := range ss {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(b) != len(out[i]) {
+			return nil, fmt.Errorf("hash %d of a proof is not base64 of 32 bytes", i)
+		}
+		copy(out[i][:], b)
+	}
+	return out, nil
 }
 
 // checkConsistency asks the consistency proof from the kept checkpoint to
@@ -130,14 +214,10 @@ func (o *onlineVerify) checkConsistency(ctx context.Context, ks tlog.KeySet, cp 
 		fmt.Fprintf(stdout, "FAIL: the consistency route answered %.200s\n", raw)
 		return false
 	}
-	proof := make([]tlog.Hash, len(d.Hashes))
-	for i, s := range d.Hashes {
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil || len(b) != len(proof[i]) {
-			fmt.Fprintf(stdout, "FAIL: the consistency proof's hash %d is not base64 of 32 bytes\n", i)
-			return false
-		}
-		copy(proof[i][:], b)
+	proof, err := decodeHashes(d.Hashes)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: the consistency proof: %v\n", err)
+		return false
 	}
 	if err := tlog.VerifyConsistency(kept.Size, kept.Root, cp.Size, cp.Root, proof); err != nil {
 		fmt.Fprintf(stdout, "FAIL: the log of size %d does not extend the kept checkpoint of size %d: %v\n", cp.Size, kept.Size, err)
