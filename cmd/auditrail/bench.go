@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
 	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
@@ -27,6 +27,7 @@ func runBench(ctx context.Context, args []string) error {
 	sqliteEvents := fs.Int("sqlite-events", "AUDITRAIL_BENCH_SQLITE_EVENTS", 1_000_000, "events of the one tenant of the sqlite benchmark")
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	verifyEntries := fs.Int("verify-entries", "", 1_000_000, "exported entries the verify benchmark writes and verifies offline")
+	tlogEvents := fs.Int("tlog-events", "", 300_000, "events (of 10 organizations) the tlog benchmark ingests with the tamper-evidence log off, then on")
 	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
 	inf := addIngestFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
@@ -101,6 +102,13 @@ func runBench(ctx context.Context, args []string) error {
 			fmt.Printf("  %.0f MB on %d workers: verify %s (CPU %s: %.0f entries per CPU second), decode %s; one verification allocated %.1f MB in %d allocations (%.4f per entry)\n",
 				float64(r.FileBytes)/1e6, r.Workers, r.Verify.Round(time.Millisecond), r.CPU.Round(time.Millisecond), float64(r.Entries)/r.CPU.Seconds(),
 				r.Decode.Round(time.Millisecond), float64(r.AllocBytes)/1e6, r.Allocs, float64(r.Allocs)/float64(r.Entries))
+			figures = append(figures, r.Figures()...)
+		case "tlog":
+			fmt.Printf("== tlog: ingest of %d events into ClickHouse with the tamper-evidence log off, then on (the sequencer beside ingest)\n", *tlogEvents)
+			r, err := bench.Tlog(ctx, *tlogEvents, 10, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("tlog benchmark: %w", err)
+			}
 			figures = append(figures, r.Figures()...)
 		case "decode":
 			fmt.Println("== decode: audit/v1 payloads")

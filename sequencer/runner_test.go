@@ -16,7 +16,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/internal/tlog/sequencer"
+	"github.com/auditrail/auditrail/sequencer"
 	"github.com/auditrail/auditrail/producers"
 )
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/schemas"
@@ -34,12 +35,14 @@ type Config struct {
 	AuditDurable, ExecutionDurable string
 	// Idle is how long a round waits for messages.
 	Idle time.Duration
+	// Parallel is how many logs are appended to at once.
+	Parallel int
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Durable: "auditrail-tlog", Bucket: "auditrail_tlog", LeaseTTL: 10 * time.Second, Fetch: 10_000,
-		AuditDurable: "auditrail-ingest-audit", ExecutionDurable: "auditrail-ingest-execution", Idle: time.Second}
+		AuditDurable: "auditrail-ingest-audit", ExecutionDurable: "auditrail-ingest-execution", Idle: time.Second, Parallel: 4}
 }
 
 // ErrInvalidConfig is returned by Validate.
@@ -56,6 +59,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: lease TTL %s under 1s", ErrInvalidConfig, c.LeaseTTL)
 	case c.Fetch < 1:
 		return fmt.Errorf("%w: fetch %d", ErrInvalidConfig, c.Fetch)
+	case c.Parallel < 1:
+		return fmt.Errorf("%w: parallel %d", ErrInvalidConfig, c.Parallel)
 	case c.Idle <= 0 || c.Idle >= c.LeaseTTL/2:
 		return fmt.Errorf("%w: idle wait %s must be positive and under half the lease TTL", ErrInvalidConfig, c.Idle)
 	}
@@ -216,14 +221,24 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 			return err
 		}
 	}
+	// Logs are independent: a few at once (each is one reader and one
+	// writer of the store at a time).
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.cfg.Parallel)
 	for id := range dirty {
-		res, err := r.seq.Sequence(ctx, id.org, id.kind, marks[id.kind])
-		if err != nil {
-			return err
-		}
-		if res.Appended > 0 {
-			r.log.Debug("sequencer: appended", "org", id.org, "kind", id.kind, "leaves", res.Appended, "size", res.Size)
-		}
+		g.Go(func() error {
+			res, err := r.seq.Sequence(gctx, id.org, id.kind, marks[id.kind])
+			if err != nil {
+				return err
+			}
+			if res.Appended > 0 {
+				r.log.Debug("sequencer: appended", "org", id.org, "kind", id.kind, "leaves", res.Appended, "size", res.Size)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	return last.Ack()
 }

@@ -37,8 +37,12 @@ type Store interface {
 // (tlog.Canonical and LeafHash of internal/tlog).
 type LeafFunc func(itemJSON []byte) (tlog.Hash, error)
 
-// PageSize is how many entries one append holds at most.
-const PageSize = 1000
+// PageSize is the feed page the sequencer reads (the feed's largest), and
+// AppendSize about the most entries one append holds.
+const (
+	PageSize   = auditstore.FeedMaxLimit
+	AppendSize = 10 * PageSize
+)
 
 // Sequencer appends to the logs of one store.
 type Sequencer struct {
@@ -75,9 +79,19 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 		return s.store.ReadLogHashes(ctx, org, kind, indexes)
 	})
 	for {
-		items, next, more, err := s.page(ctx, org, kind, after, upto)
-		if err != nil {
-			return r, err
+		// Pages of the feed up to AppendSize entries make one append (a
+		// store's write has a fixed cost: one per page was most of a
+		// backlog's time).
+		var items []item
+		more := true
+		for more && len(items) < AppendSize {
+			page, next, m, err := s.page(ctx, org, kind, after, upto)
+			if err != nil {
+				return r, err
+			}
+			items = append(items, page...)
+			more = m && next != after
+			after = next
 		}
 		if len(items) > 0 {
 			leaves := make([]auditstore.LogLeaf, len(items))
@@ -109,10 +123,9 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 				return r, err
 			}
 		}
-		if !more || next == after {
+		if !more {
 			return r, nil
 		}
-		after = next
 	}
 }
 
