@@ -236,7 +236,7 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list tool executions: %w", err)
 			}
-			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			leaves, err := s.listedLeafIndexes(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -346,7 +346,7 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list audit logs: %w", err)
 			}
-			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			leaves, err := s.listedLeafIndexes(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
 			if err != nil {
 				return nil, nil, false, err
 			}

@@ -373,6 +373,18 @@ func (s *Server) leafIndexes(ctx context.Context, org uuid.UUID, kind auditstore
 	return m, nil
 }
 
+// listedLeafIndexes is leafIndexes for a list page (at most MaxLimit
+// entries, those a reader is about to ask proofs of: the dashboard
+// verifies each entry it shows): the answers also go to the proof cache,
+// so that the proof of a listed entry skips the leaf index query.
+func (s *Server) listedLeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, events []uuid.UUID) (map[uuid.UUID]int64, error) {
+	m, err := s.leafIndexes(ctx, org, kind, events)
+	for id, x := range m {
+		s.proofs.addLeaf(org, kind, id, x)
+	}
+	return m, err
+}
+
 // latestNote is the latest checkpoint's signed note of (org, kind)'s log
 // (nil: none, or no log store).
 func (s *Server) latestNote(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) ([]byte, error) {

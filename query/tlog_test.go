@@ -323,3 +323,76 @@ func TestProofCacheEqualsStore(t *testing.T) {
 		}
 	}
 }
+
+// countingLeaves counts the leaf index queries of a store and their size.
+type countingLeaves struct {
+	*sqlite.Store
+	calls atomic.Int64
+	most  atomic.Int64
+}
+
+func (c *countingLeaves) LeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, ids []uuid.UUID) (map[uuid.UUID]int64, error) {
+	c.calls.Add(1)
+	if int64(len(ids)) > c.most.Load() {
+		c.most.Store(int64(len(ids)))
+	}
+	return c.Store.LeafIndexes(ctx, org, kind, ids)
+}
+
+// An export asks the leaf indexes once per page of ExportPageSize, a list
+// page once; every exported entry carries its own.
+func TestLeafIndexesOnePerPage(t *testing.T) {
+	n := query.ExportPageSize + 1500
+	e := newLogEnv(t, n)
+	store := &countingLeaves{Store: e.st}
+	cfg := query.DefaultConfig()
+	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	qs, err := query.New(cfg, store, allowAll{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.app = httpapi.NewApp(nil)
+	qs.Register(e.app)
+	code, body := e.get(t, "/api/v1/orgs/"+e.org.String()+"/audit_logs/export?format=jsonl")
+	if code != 200 {
+		t.Fatalf("export: %d", code)
+	}
+	if c := store.calls.Load(); c != 2 || store.most.Load() != int64(query.ExportPageSize) {
+		t.Fatalf("%d leaf index queries (largest %d) for an export of %d entries, want 2", c, store.most.Load(), n)
+	}
+	want := map[string]int64{}
+	for i, ev := range e.evs {
+		want[ev.EventID.String()] = int64(i)
+	}
+	lines := bytes.Split(bytes.TrimSpace(body), []byte("\n"))
+	for _, l := range lines[:len(lines)-1] {
+		var it struct {
+			EventID   string `json:"event_id"`
+			LeafIndex *int64 `json:"leaf_index"`
+		}
+		if err := json.Unmarshal(l, &it); err != nil || it.LeafIndex == nil || *it.LeafIndex != want[it.EventID] {
+			t.Fatalf("line %s: %v", l, err)
+		}
+	}
+	store.calls.Store(0)
+	e.get(t, "/api/v1/orgs/"+e.org.String()+"/audit_logs?limit=100")
+	if c := store.calls.Load(); c != 1 {
+		t.Fatalf("%d leaf index queries for a list page", c)
+	}
+	// The listed entries' proofs need no leaf index query (the list warmed
+	// the cache).
+	var page struct {
+		Items []struct {
+			EventID string `json:"event_id"`
+		} `json:"items"`
+	}
+	e.data(t, "/api/v1/orgs/"+e.org.String()+"/audit_logs?limit=5", &page)
+	store.calls.Store(0)
+	for _, it := range page.Items {
+		var p query.ProofData
+		e.data(t, "/api/v1/orgs/"+e.org.String()+"/audit_logs/proof?event_id="+it.EventID, &p)
+	}
+	if c := store.calls.Load(); c != 0 {
+		t.Fatalf("%d leaf index queries for the proofs of listed entries", c)
+	}
+}
