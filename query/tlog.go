@@ -314,6 +314,11 @@ func (s *Server) proof(ctx context.Context, org uuid.UUID, kind auditstore.LogKi
 	if err != nil {
 		return ProofData{}, fmt.Errorf("inclusion proof: %w", err)
 	}
+	if r.extra != nil { // a tree of one leaf: the proof read nothing
+		if _, err := r.ReadHashes(nil); err != nil {
+			return ProofData{}, fmt.Errorf("leaf hash: %w", err)
+		}
+	}
 	if len(r.got) == 0 {
 		return ProofData{}, errors.New("inclusion proof: the leaf hash was not read")
 	}

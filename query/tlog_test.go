@@ -131,9 +131,15 @@ func TestLogRoutes(t *testing.T) {
 			t.Fatalf("consistency %v: %v", c, err)
 		}
 	}
+	// The tree of one leaf: an empty proof, the leaf is the root.
+	var p, p1 query.ProofData
+	e.data(t, base+"proof?size=1&event_id="+e.evs[0].EventID.String(), &p1)
+	root1, _ := tlog.TreeHash(context.Background(), hashReader{e.st, e.org, auditstore.LogAudit}, 1)
+	if len(p1.Hashes) != 0 || p1.LeafHash != base64.StdEncoding.EncodeToString(root1[:]) {
+		t.Fatalf("proof in the tree of 1: %+v", p1)
+	}
 	// A proof that does not verify against another checkpoint's root: the
 	// routes do not answer hashes that happen to fit anything.
-	var p query.ProofData
 	e.data(t, base+"proof?event_id="+e.evs[5].EventID.String(), &p)
 	if tlog.VerifyInclusion(cp.Size, cp120.Root, 5, hashes(t, []string{p.LeafHash})[0], hashes(t, p.Hashes)) == nil {
 		t.Fatal("a proof verifies against another root")
