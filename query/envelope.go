@@ -34,6 +34,9 @@ type Item struct {
 	ResourceDisplay *string         `json:"resource_display"`
 	Data            json.RawMessage `json:"data"`
 	CreatedTime     string          `json:"created_time"`
+	// LeafIndex is the entry's position in its organization's log (issue
+	// 24), null while it is not sequenced; a leaf never includes it.
+	LeafIndex *int64 `json:"leaf_index"`
 }
 
 // NewItem converts a stored entry.
@@ -83,6 +86,8 @@ type ExecutionItem struct {
 	Error          *ExecutionError    `json:"error"`
 	Hooks          []schemas.HookCall `json:"hooks"`
 	CreatedTime    string             `json:"created_time"`
+	// LeafIndex: see Item.LeafIndex.
+	LeafIndex *int64 `json:"leaf_index"`
 }
 
 // ExecutionError is the error of a failed execution.
@@ -112,4 +117,45 @@ func NewExecutionItem(e *auditstore.Execution) ExecutionItem {
 		it.Hooks = []schemas.HookCall{}
 	}
 	return it
+}
+
+// leafIndex is the index of id in m as a leaf_index (nil: not in the log).
+func leafIndex(m map[uuid.UUID]int64, id uuid.UUID) *int64 {
+	if x, ok := m[id]; ok {
+		return &x
+	}
+	return nil
+}
+
+// eventIDs are the event ids of audit entries.
+func eventIDs(es []schemas.AuditEntry) []uuid.UUID {
+	out := make([]uuid.UUID, len(es))
+	for i := range es {
+		out[i] = es[i].EventID
+	}
+	return out
+}
+
+// execEventIDs are the event ids of executions (an id that does not parse
+// has no leaf).
+func execEventIDs(es []auditstore.Execution) []uuid.UUID {
+	out := make([]uuid.UUID, 0, len(es))
+	for i := range es {
+		if id, err := uuid.Parse(es[i].EventID); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// execLeafIndex is leafIndex for an execution's event id.
+func execLeafIndex(m map[uuid.UUID]int64, id string) *int64 {
+	if len(m) == 0 {
+		return nil
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return nil
+	}
+	return leafIndex(m, u)
 }

@@ -145,7 +145,12 @@ func exportQuery(c *fiber.Ctx, allowed []string) (Getter, Getter, string, error)
 // in memory); each page is flushed before the next is written. A store
 // error after the first byte cannot change the status: it is logged and
 // ends the body early; a client gone ends the reading too.
-func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.UUID, enc *encoder[T],
+//
+// A JSONL export of a store with logs ends with the line
+// {"checkpoint":"<signed note>"}: the latest checkpoint of the org's log of
+// logKind, read before the first page (so that every entry it covers shows
+// its leaf_index); none when the log has no checkpoint yet.
+func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.UUID, logKind auditstore.LogKind, enc *encoder[T],
 	fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) {
 	name := fmt.Sprintf("%s-%s-%s.%s", kind, org, time.Now().UTC().Format(exportTimeFormat), format)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+`"`)
@@ -168,6 +173,14 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel() // ends the reader when the writing ends first
+		var note []byte
+		if format == FormatJSONL {
+			var err error
+			if note, err = s.latestNote(ctx, org, logKind); err != nil {
+				fail(err)
+				return
+			}
+		}
 		pages := readAhead(ctx, timeout, fetch)
 		if err := enc.start(w); err != nil {
 			fail(err)
@@ -197,7 +210,30 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 				return
 			}
 		}
+		if note != nil {
+			if err := writeCheckpointLine(w, note); err != nil {
+				fail(err)
+			}
+		}
 	})
+}
+
+// CheckpointLine is the member of an export's last line,
+// {"checkpoint":"<signed note>"}.
+const CheckpointLine = "checkpoint"
+
+func writeCheckpointLine(w *bufio.Writer, note []byte) error {
+	b, err := json.Marshal(map[string]string{CheckpointLine: string(note)})
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
 }
 
 // page is one page of an export as readAhead answers it.
@@ -268,14 +304,19 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 		if err := s.recordExport(c, principal, "audit_logs", format, p.OrgID, p.ProjectID); err != nil {
 			return err
 		}
-		streamPages(s, c, "audit_logs", format, p.OrgID, newAuditEncoder(format), func(ctx context.Context, after *auditstore.Key) ([]Item, *auditstore.Key, error) {
+		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, newAuditEncoder(format), func(ctx context.Context, after *auditstore.Key) ([]Item, *auditstore.Key, error) {
 			page, err := s.store.ListAudit(ctx, auditQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list audit logs: %w", err)
 			}
+			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			if err != nil {
+				return nil, nil, err
+			}
 			items := make([]Item, len(page.Items))
 			for i := range page.Items {
 				items[i] = NewItem(&page.Items[i])
+				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
 			}
 			return items, page.Next(), nil
 		})
@@ -297,14 +338,19 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 		if err := s.recordExport(c, principal, "tool_executions", format, p.OrgID, p.ProjectID); err != nil {
 			return err
 		}
-		streamPages(s, c, "tool_executions", format, p.OrgID, newExecutionEncoder(format), func(ctx context.Context, after *auditstore.Key) ([]ExecutionItem, *auditstore.Key, error) {
+		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, newExecutionEncoder(format), func(ctx context.Context, after *auditstore.Key) ([]ExecutionItem, *auditstore.Key, error) {
 			page, err := store.ListExecutions(ctx, execQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list tool executions: %w", err)
 			}
+			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			if err != nil {
+				return nil, nil, err
+			}
 			items := make([]ExecutionItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = NewExecutionItem(&page.Items[i])
+				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
 			}
 			return items, page.Next(), nil
 		})
@@ -316,13 +362,13 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 // fields in the seed's order.
 var AuditCSVHeader = []string{"id", "event_id", "timestamp", "client_ip", "action", "source", "display_name",
 	"customer_id", "organization_id", "project_id", "principal_id", "user_id", "principal_type",
-	"resource_type", "resource_id", "resource_display", "data", "created_time"}
+	"resource_type", "resource_id", "resource_display", "data", "created_time", "leaf_index"}
 
 // ExecutionCSVHeader is the header row of a tool execution CSV export: the
 // fields of the list item in its order; tool, error and hooks as JSON.
 var ExecutionCSVHeader = []string{"execution_id", "event_id", "organization_id", "project_id", "user_id",
 	"principal_id", "principal_type", "display_name", "client_ip", "tool", "tool_name", "started_at",
-	"ended_at", "duration_ms", "success", "execution_code", "error", "hooks", "created_time"}
+	"ended_at", "duration_ms", "success", "execution_code", "error", "hooks", "created_time", "leaf_index"}
 
 // encoder writes the items of one export in its format, to the writer
 // given to start.
@@ -468,7 +514,7 @@ func auditRow(it Item) ([]string, error) {
 	}
 	return []string{it.ID, it.EventID, it.Timestamp, str(it.ClientIP), it.Action, it.Source, it.DisplayName,
 		str(it.CustomerID), it.OrganizationID, str(it.ProjectID), it.PrincipalID, str(it.UserID), it.PrincipalType,
-		str(it.ResourceType), str(it.ResourceID), str(it.ResourceDisplay), data, it.CreatedTime}, nil
+		str(it.ResourceType), str(it.ResourceID), str(it.ResourceDisplay), data, it.CreatedTime, indexCell(it.LeafIndex)}, nil
 }
 
 func executionRow(it ExecutionItem) ([]string, error) {
@@ -489,5 +535,13 @@ func executionRow(it ExecutionItem) ([]string, error) {
 	return []string{it.ExecutionID, it.EventID, it.OrganizationID, str(it.ProjectID), it.UserID,
 		it.PrincipalID, it.PrincipalType, it.DisplayName, str(it.ClientIP), tool, it.ToolName, it.StartedAt,
 		it.EndedAt, strconv.FormatFloat(it.DurationMS, 'f', -1, 64), strconv.FormatBool(it.Success),
-		it.ExecutionCode, errCell, hooks, it.CreatedTime}, nil
+		it.ExecutionCode, errCell, hooks, it.CreatedTime, indexCell(it.LeafIndex)}, nil
+}
+
+// indexCell is a leaf_index as a CSV cell, empty for null.
+func indexCell(x *int64) string {
+	if x == nil {
+		return ""
+	}
+	return strconv.FormatInt(*x, 10)
 }

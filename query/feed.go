@@ -176,9 +176,14 @@ func (s *Server) feedAudit(store FeedReader, withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, after, false, fmt.Errorf("audit feed: %w", err)
 			}
+			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			if err != nil {
+				return nil, after, false, err
+			}
 			items := make([]FeedItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = FeedItem{Item: NewItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
+				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
 			}
 			return items, page.Next, page.HasMore, nil
 		})
@@ -218,9 +223,14 @@ func (s *Server) feedExecutions(store FeedReader, withProject bool) fiber.Handle
 			if err != nil {
 				return nil, after, false, fmt.Errorf("execution feed: %w", err)
 			}
+			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			if err != nil {
+				return nil, after, false, err
+			}
 			items := make([]ExecutionFeedItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = ExecutionFeedItem{ExecutionItem: NewExecutionItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
+				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
 			}
 			return items, page.Next, page.HasMore, nil
 		})

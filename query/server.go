@@ -81,6 +81,10 @@ type Config struct {
 	// server's write timeout would bound the whole export): a client that
 	// reads nothing for this long is dropped (0: DefaultExportWriteTimeout).
 	ExportWriteTimeout time.Duration
+	// ProofCacheBytes bounds the cache of the proof routes (stored hashes
+	// and leaf indexes, which never change once written); 0:
+	// DefaultProofCacheBytes, negative: no cache.
+	ProofCacheBytes int64
 }
 
 // DefaultExportWriteTimeout is Config.ExportWriteTimeout's default.
@@ -122,6 +126,11 @@ type Server struct {
 	// feeds is where the feeds' watermarks come from (ServeFeedsWith);
 	// nil: 503.
 	feeds *FeedSource
+	// logs are the tamper-evidence logs (when the store has them);
+	// proofs caches what the proof routes read; keys serves audit_keys.
+	logs   LogReader
+	proofs *proofCache
+	keys   KeySource
 }
 
 // New returns a query server.
@@ -142,7 +151,12 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 	if cfg.ExportWriteTimeout == 0 {
 		cfg.ExportWriteTimeout = DefaultExportWriteTimeout
 	}
-	return &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log}, nil
+	if cfg.ProofCacheBytes == 0 {
+		cfg.ProofCacheBytes = DefaultProofCacheBytes
+	}
+	s := &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log, proofs: newProofCache(cfg.ProofCacheBytes)}
+	s.logs, _ = store.(LogReader)
+	return s, nil
 }
 
 // Register mounts the /api/v1 audit routes behind the given middleware
@@ -156,6 +170,7 @@ func (s *Server) Register(r fiber.Router, mw ...fiber.Handler) {
 		r.Get("/api/v1/orgs/:org_id/audit_logs/stats", httpapi.With(mw, s.auditStats(stats, false))...)
 		r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/stats", httpapi.With(mw, s.auditStats(stats, true))...)
 	}
+	s.registerLogs(r, mw)
 	r.Get("/api/v1/orgs/:org_id/audit_logs/stream", httpapi.With(mw, s.streamAudit(false))...)
 	r.Get("/api/v1/orgs/:org_id/projects/:project_id/audit_logs/stream", httpapi.With(mw, s.streamAudit(true))...)
 	if feeds, ok := s.store.(FeedReader); ok {
@@ -221,9 +236,14 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list tool executions: %w", err)
 			}
+			leaves, err := s.listedLeafIndexes(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			if err != nil {
+				return nil, nil, false, err
+			}
 			items := make([]ExecutionItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = NewExecutionItem(&page.Items[i])
+				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
 			}
 			return items, page.Next(), page.HasMore, nil
 		})
@@ -326,9 +346,14 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list audit logs: %w", err)
 			}
+			leaves, err := s.listedLeafIndexes(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			if err != nil {
+				return nil, nil, false, err
+			}
 			items := make([]Item, len(page.Items))
 			for i := range page.Items {
 				items[i] = NewItem(&page.Items[i])
+				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
 			}
 			return items, page.Next(), page.HasMore, nil
 		})

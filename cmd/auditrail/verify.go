@@ -23,11 +23,30 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	checkpoint := fs.String("checkpoint", "", "", "a file holding the signed checkpoint to verify against (optional when the export ends with one)")
 	keys := fs.String("keys", "", "", "the public keys: the answer of GET /api/v1/audit_keys saved to a file, or its data array")
 	since := fs.String("since-checkpoint", "", "", "a signed checkpoint kept from earlier: the log must extend it (a larger one means the log was rolled back)")
+	base := fs.String("url", "", "", "online: the base URL of the audit API (then --key and --org; the keys, checkpoint and export are fetched)")
+	apiKey := fs.String("key", "", "", "online: an API key that may read the organization (prefer the environment: a flag shows in the process list)")
+	org := fs.String("org", "", "", "online: the organization to verify")
+	kind := fs.String("kind", "", "audit", "online: the log to verify, audit or executions")
+	save := fs.String("save-checkpoint", "", "", "online: once everything verifies, write the verified checkpoint to this file (give it as --since-checkpoint next time)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	if *base != "" {
+		if *export != "" || *keys != "" || *checkpoint != "" {
+			return usageErrorf("--url verifies online: --export, --keys and --checkpoint are for an offline verification")
+		}
+		o, err := parseOnline(*base, *apiKey, *org, *kind)
+		if err != nil {
+			return err
+		}
+		if o.since, err = readCheckpoint("--since-checkpoint", *since); err != nil {
+			return err
+		}
+		o.save = *save
+		return o.run(ctx, stdout)
+	}
 	if *export == "" {
-		return usageErrorf("--export is required: the JSONL export to verify")
+		return usageErrorf("--export is required (offline), or --url, --key and --org (online)")
 	}
 	if *keys == "" {
 		return usageErrorf("--keys is required: the answer of GET /api/v1/audit_keys saved to a file")

@@ -59,8 +59,12 @@ type Entry struct {
 	Canonical []byte
 	// Leaf is LeafHash(Canonical).
 	Leaf Hash
-	// LeafIndex is the entry's leaf_index, -1 when it has none.
+	// LeafIndex is the entry's leaf_index, -1 when it has none or it is
+	// null.
 	LeafIndex int64
+	// Pending: the entry's leaf_index is null (the export was made before
+	// the entry was sequenced into the log).
+	Pending bool
 	// Members is the number of top-level members the leaf covers;
 	// Uncovered the number of other members (leaf_index not counted: the
 	// feed's position, a field added after v1), left out of the leaf.
@@ -84,8 +88,9 @@ func (e Entry) EventID() string {
 
 // ParseEntry canonicalizes line (a JSON object), appending the canonical
 // bytes to dst (which may be nil), takes out its top-level leaf_index
-// (which must be a non-negative integer when present) and every member the
-// leaf does not cover (Covered), and hashes the rest.
+// (which must be a non-negative integer or null when present: null marks an
+// entry not sequenced yet, Pending) and every member the leaf does not
+// cover (Covered), and hashes the rest.
 // It refuses what RFC 8785 cannot canonicalize, a value that is not an
 // object, and a line over MaxEntryBytes.
 func ParseEntry(dst, line []byte) (Entry, error) {
@@ -112,6 +117,10 @@ func ParseEntry(dst, line []byte) (Entry, error) {
 		name := out[m.key+1 : m.colon-1]
 		if string(name) == LeafIndexMember {
 			v := out[m.colon+1 : m.end]
+			if string(v) == "null" {
+				e.Pending = true
+				continue
+			}
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || n < 0 {
 				return e, fmt.Errorf("%w: leaf_index %.40s is not a non-negative integer", ErrNotCanonicalizable, v)

@@ -5,6 +5,7 @@
 package tlogtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -15,7 +16,13 @@ import (
 
 // Line is item (a JSON object) with its leaf_index appended, as an export
 // line (without the newline).
+// A list item's own "leaf_index":null at its end (query.Item before it is
+// sequenced) is replaced.
 func Line(item []byte, index int64) []byte {
+	item = bytes.TrimSuffix(item, []byte(`,"leaf_index":null}`))
+	if item[len(item)-1] != '}' {
+		item = append(item[:len(item):len(item)], '}')
+	}
 	line := make([]byte, 0, len(item)+24)
 	line = append(line, item[:len(item)-1]...)
 	line = append(line, `,"leaf_index":`...)

@@ -63,6 +63,7 @@ func (v *verifier) run() error {
 		return nil
 	}
 	v.rep.Checkpoint, v.rep.Key = cp, key
+	v.pending(cp)
 	var extras []extra
 	if v.cfg.Checkpoint != nil && embedded != nil {
 		if ecp, ok := v.open(embedded, embeddedName, cp); ok && ecp.Size <= cp.Size && ecp != cp {
@@ -90,6 +91,29 @@ func (v *verifier) run() error {
 	}
 	v.place(cp, extras)
 	return nil
+}
+
+// pending sorts the entries exported with leaf_index null: those stored
+// (created_time) more than PendingGrace before the checkpoint should be in
+// its log; the others are counted.
+func (v *verifier) pending(cp tlog.Checkpoint) {
+	grace := v.cfg.PendingGrace
+	if grace <= 0 {
+		grace = DefaultPendingGrace
+	}
+	v.rep.Pending = v.col.morePending
+	for _, p := range v.col.pending {
+		if p.created.IsZero() || p.created.Before(cp.Time.Add(-grace)) {
+			when := "without a readable created_time"
+			if !p.created.IsZero() {
+				when = "stored at " + p.created.UTC().Format(tlog.TimeFormat) + ", before the checkpoint of " + cp.Time.Format(tlog.TimeFormat)
+			}
+			v.add(KindInserted, -1, p.line, "line %d%s is not in the log (leaf_index null) and was %s: inserted into the store behind the log's back (or the log is not being sequenced)",
+				p.line, eventSuffix(p.event), when)
+			continue
+		}
+		v.rep.Pending++
+	}
 }
 
 // open opens a further checkpoint of the same log as main.

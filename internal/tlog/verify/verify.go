@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/auditrail/auditrail/internal/tlog"
 )
@@ -43,7 +44,18 @@ type Config struct {
 	// MaxProblems bounds the problems listed (default 50); the rest are
 	// counted.
 	MaxProblems int
+	// PendingGrace: an entry exported with leaf_index null (not sequenced
+	// yet) is reported, not verified, when its created_time is at most
+	// this much before the checkpoint's timestamp or after it; older, it
+	// should be in the log and is a problem (KindInserted). 0:
+	// DefaultPendingGrace.
+	PendingGrace time.Duration
 }
+
+// DefaultPendingGrace is Config.PendingGrace's default: well above the
+// sequencing delay (the sequencer follows ingest within seconds, a
+// checkpoint is signed at least every minute while entries arrive).
+const DefaultPendingGrace = 5 * time.Minute
 
 // Problem kinds.
 const (
@@ -55,6 +67,7 @@ const (
 	KindRolledBack   = "rolled_back"    // the kept checkpoint is larger than the log's
 	KindInconsistent = "inconsistent"   // the log does not extend the kept checkpoint
 	KindOrder        = "misplaced_line" // the checkpoint line is not the last line
+	KindInserted     = "inserted"       // an entry not in the log, stored well before the checkpoint
 )
 
 // Problem is one thing found wrong.
@@ -80,7 +93,11 @@ type Report struct {
 	// smallest such index.
 	Newer      int64
 	NewerFirst int64
-	Problems   []Problem
+	// Pending counts the entries exported with leaf_index null (not
+	// sequenced yet when exported) within Config.PendingGrace of the
+	// checkpoint or after it: reported, not verified.
+	Pending  int64
+	Problems []Problem
 	// MoreProblems counts the problems beyond MaxProblems.
 	MoreProblems int
 }
@@ -98,6 +115,13 @@ type record struct {
 	off   int64
 }
 
+// pendingLine is an entry exported with leaf_index null.
+type pendingLine struct {
+	line    int64
+	event   string
+	created time.Time // zero when the entry has no readable created_time
+}
+
 type checkpointLine struct {
 	line int64
 	note []byte
@@ -109,6 +133,8 @@ type collector struct {
 	records     [][]record
 	problems    []Problem
 	checkpoints []checkpointLine
+	pending     []pendingLine
+	morePending int64 // pending entries beyond maxLineProblems, counted only
 	lines       int64
 	entries     int64
 	lastLine    int64
@@ -243,6 +269,7 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 	var lines, entries int64
 	var problems []Problem
 	var cps []checkpointLine
+	var pending []pendingLine
 	last := int64(0)
 	line, off := b.firstLine, b.off
 	data := b.data
@@ -269,6 +296,8 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 		case err != nil:
 			problems = append(problems, Problem{Kind: KindMalformed, Leaf: -1, Line: int(line),
 				Message: fmt.Sprintf("line %d is not an entry of the export: %s", line, strings.TrimPrefix(err.Error(), "tlog: "))})
+		case e.Pending:
+			pending = append(pending, pendingOf(e, line))
 		case e.LeafIndex < 0:
 			if note, ok := checkpointOf(e, text); ok {
 				cps = append(cps, checkpointLine{line: line, note: note})
@@ -291,6 +320,11 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 	}
 	col.problems = append(col.problems, problems...)
 	col.checkpoints = append(col.checkpoints, cps...)
+	if keep := max(0, maxLineProblems-len(col.pending)); len(pending) > keep {
+		col.morePending += int64(len(pending) - keep)
+		pending = pending[:keep]
+	}
+	col.pending = append(col.pending, pending...)
 	col.lastLine = max(col.lastLine, last)
 	if len(local) > 0 {
 		col.records = append(col.records, local)
@@ -312,6 +346,21 @@ func parseLine(buf, text []byte) (e tlog.Entry, err error) {
 		e.Canonical = buf
 	}
 	return e, err
+}
+
+// pendingOf reads the event id and created_time of an entry exported
+// with leaf_index null.
+func pendingOf(e tlog.Entry, line int64) pendingLine {
+	p := pendingLine{line: line, event: e.EventID()}
+	var v struct {
+		CreatedTime string `json:"created_time"`
+	}
+	if json.Unmarshal(e.Canonical, &v) == nil {
+		if t, err := time.Parse(time.RFC3339Nano, v.CreatedTime); err == nil {
+			p.created = t
+		}
+	}
+	return p
 }
 
 // checkpointOf returns the note of a line {"checkpoint": "<note>"}: one
@@ -349,6 +398,9 @@ func (r *Report) Write(w io.Writer) {
 	cp := r.Checkpoint
 	if r.Newer > 0 {
 		fmt.Fprintf(w, "note: %s (from leaf %d) newer than the checkpoint: not verified\n", plural(r.Newer, "entry"), r.NewerFirst)
+	}
+	if r.Pending > 0 {
+		fmt.Fprintf(w, "note: %s not sequenced yet when exported (leaf_index null): not verified\n", plural(r.Pending, "entry"))
 	}
 	if !r.OK() {
 		fmt.Fprintf(w, "NOT VERIFIED: %s in %s\n", plural(int64(len(r.Problems)+r.MoreProblems), "problem"), plural(r.Lines, "line"))

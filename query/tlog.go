@@ -1,0 +1,406 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+	xtlog "golang.org/x/mod/sumdb/tlog"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/tlog"
+)
+
+// LogReader reads the tamper-evidence logs (auditstore.LogStore): a store
+// that has them gets the checkpoint, proof and consistency routes and
+// leaf_index on every listed and exported entry.
+type LogReader interface {
+	LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error)
+	ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error)
+	LeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error)
+	LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error)
+	CheckpointAt(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, size int64) (auditstore.Checkpoint, bool, error)
+}
+
+// KeySource lists the public keys that sign checkpoints (the keyring).
+type KeySource interface {
+	PublicKeys(ctx context.Context) ([]tlog.PublicKey, error)
+}
+
+// ServeAuditKeysWith enables GET /api/v1/audit_keys (503 without it).
+// Call it before serving.
+func (s *Server) ServeAuditKeysWith(k KeySource) { s.keys = k }
+
+// Query parameters of the log routes.
+var (
+	CheckpointParams  = []string{"size"}
+	ProofParams       = []string{"event_id", "size"}
+	ConsistencyParams = []string{"from", "to"}
+)
+
+// CheckpointData is the checkpoint route's data.
+type CheckpointData struct {
+	Note      string `json:"note"`
+	Origin    string `json:"origin"`
+	Size      int64  `json:"size"`
+	RootHash  string `json:"root_hash"`
+	Timestamp string `json:"timestamp"`
+	KeyID     string `json:"key_id"`
+}
+
+// ProofData is the inclusion proof route's data.
+type ProofData struct {
+	LeafIndex int64    `json:"leaf_index"`
+	LeafHash  string   `json:"leaf_hash"`
+	Size      int64    `json:"size"`
+	Hashes    []string `json:"hashes"`
+}
+
+// ConsistencyData is the consistency route's data.
+type ConsistencyData struct {
+	From   int64    `json:"from"`
+	To     int64    `json:"to"`
+	Hashes []string `json:"hashes"`
+}
+
+func (s *Server) registerLogs(r fiber.Router, mw []fiber.Handler) {
+	r.Get("/api/v1/audit_keys", httpapi.With(mw, s.auditKeys)...)
+	if s.logs == nil {
+		return
+	}
+	for _, k := range []struct {
+		path string
+		kind auditstore.LogKind
+	}{{"audit_logs", auditstore.LogAudit}, {"tool_executions", auditstore.LogExecutions}} {
+		base := "/api/v1/orgs/:org_id/" + k.path
+		r.Get(base+"/checkpoint", httpapi.With(mw, s.checkpointRoute(k.kind))...)
+		r.Get(base+"/proof", httpapi.With(mw, s.proofRoute(k.kind))...)
+		r.Get(base+"/consistency", httpapi.With(mw, s.consistencyRoute(k.kind))...)
+	}
+}
+
+func (s *Server) auditKeys(c *fiber.Ctx) error {
+	if _, err := s.authenticate(c); err != nil {
+		return err
+	}
+	if err := httpapi.CheckParams(c.Context().QueryArgs().VisitAll, nil); err != nil {
+		return fiber.NewError(fiber.StatusBadRequest, err.Error())
+	}
+	if s.keys == nil {
+		return fiber.NewError(fiber.StatusServiceUnavailable, "the audit keys are not available on this server")
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+	defer cancel()
+	keys, err := s.keys.PublicKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("audit keys: %w", err)
+	}
+	if keys == nil {
+		keys = []tlog.PublicKey{}
+	}
+	return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: keys})
+}
+
+// parseCount parses a non-negative integer parameter; "" is absent (-1).
+func parseCount(name, v string) (int64, error) {
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badParam(name, "%q is not a non-negative integer", v)
+	}
+	return n, nil
+}
+
+// logRequest parses org_id and checks the parameters against allowed,
+// then authorizes the caller as the org's list route does.
+func (s *Server) logRequest(c *fiber.Ctx, allowed []string, parse func() error) (uuid.UUID, error) {
+	org, perr := parseUUID("org_id", c.Params("org_id"))
+	if perr == nil {
+		perr = httpapi.CheckParams(c.Context().QueryArgs().VisitAll, allowed)
+	}
+	if perr == nil {
+		perr = parse()
+	}
+	return org, s.authorizeList(c, org, nil, perr)
+}
+
+func (s *Server) checkpointRoute(kind auditstore.LogKind) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var size int64
+		org, err := s.logRequest(c, CheckpointParams, func() (err error) {
+			size, err = parseCount("size", c.Query("size"))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+		defer cancel()
+		var cp auditstore.Checkpoint
+		var ok bool
+		if size < 0 {
+			cp, ok, err = s.logs.LatestCheckpoint(ctx, org, kind)
+		} else {
+			cp, ok, err = s.logs.CheckpointAt(ctx, org, kind, size)
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if !ok {
+			if size < 0 {
+				return fiber.NewError(fiber.StatusNotFound, "no checkpoint of this log yet")
+			}
+			return fiber.NewError(fiber.StatusNotFound, fmt.Sprintf("no checkpoint of size %d", size))
+		}
+		return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: checkpointData(cp)})
+	}
+}
+
+func checkpointData(cp auditstore.Checkpoint) CheckpointData {
+	origin, _, _ := bytes.Cut(cp.Note, []byte("\n"))
+	return CheckpointData{Note: string(cp.Note), Origin: string(origin), Size: cp.Size,
+		RootHash: base64.StdEncoding.EncodeToString(cp.Root[:]), Timestamp: cp.Time.UTC().Format(tlog.TimeFormat), KeyID: cp.KeyID}
+}
+
+// treeSize resolves the size a proof is asked against: the latest
+// checkpoint's when not given (404 without one), else checked against the
+// log's size (400 beyond it). A size seen before needs no store read.
+func (s *Server) treeSize(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, name string, size int64) (int64, error) {
+	if size < 0 {
+		cp, ok, err := s.logs.LatestCheckpoint(ctx, org, kind)
+		if err != nil {
+			return 0, fmt.Errorf("checkpoint: %w", err)
+		}
+		if !ok {
+			return 0, fiber.NewError(fiber.StatusNotFound, "no checkpoint of this log yet: give size")
+		}
+		s.proofs.setHead(org, kind, cp.Size)
+		return cp.Size, nil
+	}
+	if size <= s.proofs.head(org, kind) {
+		return size, nil
+	}
+	head, _, err := s.logs.LogHead(ctx, org, kind)
+	if err != nil {
+		return 0, fmt.Errorf("log head: %w", err)
+	}
+	s.proofs.setHead(org, kind, head)
+	if size > head {
+		return 0, fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("%s: %d is beyond the log's size %d", name, size, head))
+	}
+	return size, nil
+}
+
+// cachedReader reads (org, kind)'s stored hashes through the cache; the
+// first read also fetches extra (in the same store query) into got.
+type cachedReader struct {
+	s     *Server
+	ctx   context.Context
+	org   uuid.UUID
+	kind  auditstore.LogKind
+	limit int64 // tlog.StoredHashCount of the tree's size: cached below it
+	extra []int64
+	got   [][32]byte
+	reads int
+}
+
+func (r *cachedReader) ReadHashes(indexes []int64) ([]xtlog.Hash, error) {
+	all := append(append([]int64(nil), indexes...), r.extra...)
+	r.extra = nil
+	hs := make([][32]byte, len(all))
+	found := make([]bool, len(all))
+	r.s.proofs.hashes(r.org, r.kind, all, hs, found)
+	var miss []int64
+	for i, ok := range found {
+		if !ok {
+			miss = append(miss, all[i])
+		}
+	}
+	if len(miss) > 0 {
+		r.reads++
+		got, err := r.s.logs.ReadLogHashes(r.ctx, r.org, r.kind, miss)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) != len(miss) {
+			return nil, fmt.Errorf("read log hashes: %d hashes for %d indexes", len(got), len(miss))
+		}
+		j := 0
+		for i, ok := range found {
+			if !ok {
+				hs[i] = got[j]
+				if all[i] < r.limit {
+					r.s.proofs.addHash(r.org, r.kind, all[i], got[j])
+				}
+				j++
+			}
+		}
+	}
+	r.got = hs[len(indexes):]
+	out := make([]xtlog.Hash, len(indexes))
+	for i := range indexes {
+		out[i] = hs[i]
+	}
+	return out, nil
+}
+
+func b64s(hs []xtlog.Hash) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = base64.StdEncoding.EncodeToString(h[:])
+	}
+	return out
+}
+
+func (s *Server) proofRoute(kind auditstore.LogKind) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var size int64
+		var event uuid.UUID
+		org, err := s.logRequest(c, ProofParams, func() (err error) {
+			if c.Query("event_id") == "" {
+				return badParam("event_id", "required")
+			}
+			if event, err = parseUUID("event_id", c.Query("event_id")); err != nil {
+				return err
+			}
+			size, err = parseCount("size", c.Query("size"))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+		defer cancel()
+		p, err := s.proof(ctx, org, kind, event, size)
+		if err != nil {
+			return err
+		}
+		return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: p})
+	}
+}
+
+// proof is the inclusion proof of event in the tree of size (< 0: the
+// latest checkpoint's) of (org, kind)'s log: one store read of hashes at
+// most, none when the cache holds them.
+func (s *Server) proof(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (ProofData, error) {
+	index, ok := s.proofs.leaf(org, kind, event)
+	if !ok {
+		m, err := s.logs.LeafIndexes(ctx, org, kind, []uuid.UUID{event})
+		if err != nil {
+			return ProofData{}, fmt.Errorf("leaf index: %w", err)
+		}
+		if index, ok = m[event]; !ok {
+			return ProofData{}, fiber.NewError(fiber.StatusNotFound, "event "+event.String()+" is not in the log (yet)")
+		}
+		s.proofs.addLeaf(org, kind, event, index)
+	}
+	size, err := s.treeSize(ctx, org, kind, "size", size)
+	if err != nil {
+		return ProofData{}, err
+	}
+	if index >= size {
+		return ProofData{}, fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("size: the event is leaf %d, not in the tree of %d leaves", index, size))
+	}
+	r := &cachedReader{s: s, ctx: ctx, org: org, kind: kind, limit: xtlog.StoredHashCount(size), extra: []int64{xtlog.StoredHashIndex(0, index)}}
+	hs, err := xtlog.ProveRecord(size, index, r)
+	if err != nil {
+		return ProofData{}, fmt.Errorf("inclusion proof: %w", err)
+	}
+	if r.extra != nil { // a tree of one leaf: the proof read nothing
+		if _, err := r.ReadHashes(nil); err != nil {
+			return ProofData{}, fmt.Errorf("leaf hash: %w", err)
+		}
+	}
+	if len(r.got) == 0 {
+		return ProofData{}, errors.New("inclusion proof: the leaf hash was not read")
+	}
+	leaf := r.got[0]
+	return ProofData{LeafIndex: index, LeafHash: base64.StdEncoding.EncodeToString(leaf[:]), Size: size, Hashes: b64s(hs)}, nil
+}
+
+func (s *Server) consistencyRoute(kind auditstore.LogKind) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var from, to int64
+		org, err := s.logRequest(c, ConsistencyParams, func() (err error) {
+			for _, p := range []struct {
+				name string
+				v    *int64
+			}{{"from", &from}, {"to", &to}} {
+				if c.Query(p.name) == "" {
+					return badParam(p.name, "required")
+				}
+				if *p.v, err = parseCount(p.name, c.Query(p.name)); err != nil {
+					return err
+				}
+			}
+			if from > to {
+				return badParam("from", "%d is larger than to %d", from, to)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
+		defer cancel()
+		if _, err := s.treeSize(ctx, org, kind, "to", to); err != nil {
+			return err
+		}
+		var hs []xtlog.Hash
+		if from > 0 && from < to {
+			r := &cachedReader{s: s, ctx: ctx, org: org, kind: kind, limit: xtlog.StoredHashCount(to)}
+			if hs, err = xtlog.ProveTree(to, from, r); err != nil {
+				return fmt.Errorf("consistency proof: %w", err)
+			}
+		}
+		return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: ConsistencyData{From: from, To: to, Hashes: b64s(hs)}})
+	}
+}
+
+// leafIndexes returns the leaf indexes of events in (org, kind)'s log (one
+// store query; nil without a log store).
+func (s *Server) leafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, events []uuid.UUID) (map[uuid.UUID]int64, error) {
+	if s.logs == nil || len(events) == 0 {
+		return nil, nil
+	}
+	m, err := s.logs.LeafIndexes(ctx, org, kind, events)
+	if err != nil {
+		return nil, fmt.Errorf("leaf indexes: %w", err)
+	}
+	return m, nil
+}
+
+// listedLeafIndexes is leafIndexes for a list page (at most MaxLimit
+// entries, those a reader is about to ask proofs of: the dashboard
+// verifies each entry it shows): the answers also go to the proof cache,
+// so that the proof of a listed entry skips the leaf index query.
+func (s *Server) listedLeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, events []uuid.UUID) (map[uuid.UUID]int64, error) {
+	m, err := s.leafIndexes(ctx, org, kind, events)
+	for id, x := range m {
+		s.proofs.addLeaf(org, kind, id, x)
+	}
+	return m, err
+}
+
+// latestNote is the latest checkpoint's signed note of (org, kind)'s log
+// (nil: none, or no log store).
+func (s *Server) latestNote(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) ([]byte, error) {
+	if s.logs == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
+	defer cancel()
+	cp, ok, err := s.logs.LatestCheckpoint(ctx, org, kind)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return cp.Note, nil
+}
