@@ -20,8 +20,8 @@ import (
 	"github.com/auditrail/auditrail/internal/chserver"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/sequencer"
 	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/sequencer"
 )
 
 // TlogResult holds what the tamper-evidence log benchmark measured.
