@@ -619,6 +619,9 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	if err := serveLive(liveCtx, qs, d.conns[natsx.RoleQuery], *d.f.maxStreams); err != nil {
 		return err
 	}
+	if err := serveAuditKeys(qs, d.conns[natsx.RoleQuery]); err != nil {
+		return err
+	}
 	if err := serveFeeds(qs, d.conns[natsx.RoleQuery], ingest.DefaultConfig().Durable); err != nil {
 		return err
 	}

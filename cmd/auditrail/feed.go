@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
 	"github.com/auditrail/auditrail/query"
 )
 
@@ -28,4 +34,46 @@ func serveFeeds(qs *query.Server, nc *nats.Conn, auditDurable string) error {
 	qs.ServeFeedsWith(query.FeedSource{Watermarks: ingest.NewWatermarks(js, 0),
 		AuditDurable: auditDurable, ExecutionDurable: ingest.ExecutionDurableFor(auditDurable)})
 	return nil
+}
+
+// serveAuditKeys enables GET /api/v1/audit_keys on qs: the public signing
+// keys in the tlog bucket, read through nc (the query role may read it).
+// Until the tlog role has made the bucket, the list is empty.
+func serveAuditKeys(qs *query.Server, nc *nats.Conn) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("audit keys: %w", err)
+	}
+	qs.ServeAuditKeysWith(&auditKeys{js: js})
+	return nil
+}
+
+// auditKeys reads the tlog bucket's public keys, opening the bucket on
+// the first call that finds it.
+type auditKeys struct {
+	js   jetstream.JetStream
+	mu   sync.Mutex
+	ring *checkpointer.Keyring
+}
+
+func (a *auditKeys) PublicKeys(ctx context.Context) ([]tlog.PublicKey, error) {
+	a.mu.Lock()
+	ring := a.ring
+	a.mu.Unlock()
+	if ring == nil {
+		kv, err := a.js.KeyValue(ctx, natsx.TLogBucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return []tlog.PublicKey{}, nil // no key was made yet
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tlog bucket: %w", err)
+		}
+		if ring, err = checkpointer.NewKeyring(kv, nil, checkpointer.DefaultKeyringConfig(), nil); err != nil {
+			return nil, err
+		}
+		a.mu.Lock()
+		a.ring = ring
+		a.mu.Unlock()
+	}
+	return ring.PublicKeys(ctx)
 }

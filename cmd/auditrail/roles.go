@@ -221,6 +221,9 @@ func runQuery(ctx context.Context, args []string) error {
 	if err := serveLive(liveCtx, qs, nc, *maxStreams); err != nil {
 		return err
 	}
+	if err := serveAuditKeys(qs, nc); err != nil {
+		return err
+	}
 	if err := serveFeeds(qs, nc, *feedDurable); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -65,6 +66,7 @@ func TestDevSignsCheckpointsOfTheFeed(t *testing.T) {
 	}
 	// The log holds the org's creation (an admin event) and the n events.
 	var cp tlog.Checkpoint
+	var cpNote []byte
 	for cp.Size < n+1 {
 		select {
 		case m := <-notes:
@@ -79,6 +81,7 @@ func TestDevSignsCheckpointsOfTheFeed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			cpNote = m.Data
 			if cp, _, err = tlog.Open(m.Data, keys); err != nil {
 				t.Fatalf("checkpoint does not open with the published keys: %v\n%s", err, m.Data)
 			}
@@ -130,5 +133,23 @@ func TestDevSignsCheckpointsOfTheFeed(t *testing.T) {
 	}
 	if root := tlog.RootOf(leaves); root != cp.Root {
 		t.Fatalf("the checkpoint's root %s is not the root of the feed's entries %s", cp.Root, root)
+	}
+
+	// The same keys through the API, and the whole organization verified
+	// online by `auditrail verify` (keys, checkpoint, export, proofs).
+	keysResp := api.call("GET", "/api/v1/audit_keys", boot, nil)
+	if keysResp.status != 200 {
+		t.Fatalf("audit_keys: %d %s", keysResp.status, keysResp.raw)
+	}
+	apiKeys, err := tlog.ParseKeySet(keysResp.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tlog.Open(cpNote, apiKeys); err != nil {
+		t.Fatalf("the checkpoint does not open with GET /api/v1/audit_keys: %v", err)
+	}
+	out, err := exec.Command(binary(t), "verify", "--url", "http://"+dev.http, "--key", boot, "--org", org.String()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("auditrail verify online: %v\n%s", err, out)
 	}
 }

@@ -33,6 +33,7 @@ type store interface {
 	query.ExecutionReader
 	query.StatsReader
 	query.FeedReader
+	auditstore.LogStore
 }
 
 // openStore opens ClickHouse when dsn is set (on cluster when it is not
