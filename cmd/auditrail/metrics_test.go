@@ -360,6 +360,8 @@ func TestMetricsOnEveryRole(t *testing.T) {
 		{"toolrunner", append(dev.natsArgs(natsx.RoleToolRunner), "--bootstrap-key", boot, "--secrets-keys", secrets, "--outbox", t.TempDir(), "--page-token-keys", pageKeys),
 			[]string{"auditrail_outbox_pending_events", "auditrail_hook_breakers_open"}},
 		{"deliver", append(dev.natsArgs(natsx.RoleDeliver), "--secrets-keys", secrets), []string{"auditrail_delivered_events_total", "auditrail_delivery_lag_seconds"}},
+		{"tlog", append(dev.natsArgs(natsx.RoleTLog), "--clickhouse", dsn, "--secrets-keys", secrets, "--checkpoint-interval", "300ms"),
+			[]string{"auditrail_tlog_sequencer_leaves_appended_total", "auditrail_tlog_checkpoints_signed_total", "auditrail_tlog_sequencer_lag_messages"}},
 	}
 	scrapes := map[string]string{}
 	for _, r := range roles {
@@ -398,6 +400,27 @@ func TestMetricsOnEveryRole(t *testing.T) {
 		}
 		if d+i > emitted || time.Now().After(deadline) {
 			t.Fatalf("rows stored: %v by dev + %v by the ingest role, want %d", d, i, emitted)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The tamper-evidence logs: dev and the tlog role run a sequencer and a
+	// checkpointer each, one of each at work at a time (leases): between
+	// them every entry is appended once, and checkpoints are signed.
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		afterDev, afterTLog := scrapeMetrics(t, devMetrics), scrapeMetrics(t, scrapes["tlog"])
+		appended := afterDev.value("auditrail_tlog_sequencer_leaves_appended_total", "kind", "audit_logs") +
+			afterTLog.value("auditrail_tlog_sequencer_leaves_appended_total", "kind", "audit_logs")
+		signed := afterDev.value("auditrail_tlog_checkpoints_signed_total", "kind", "audit_logs") +
+			afterTLog.value("auditrail_tlog_checkpoints_signed_total", "kind", "audit_logs")
+		_, devSince := afterDev["auditrail_tlog_seconds_since_last_checkpoint"]
+		_, roleSince := afterTLog["auditrail_tlog_seconds_since_last_checkpoint"]
+		if appended >= emitted && signed >= 1 && (devSince || roleSince) {
+			t.Logf("tlog: %v leaves appended, %v checkpoints signed", appended, signed)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tlog: %v leaves appended (emitted %d), %v checkpoints signed", appended, emitted, signed)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

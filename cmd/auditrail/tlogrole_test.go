@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
 	"github.com/auditrail/auditrail/producers"
@@ -24,8 +25,13 @@ import (
 // bucket reaches the org's subject, whose root is the root of the entries
 // exactly as the feed route returns them, in the feed's order.
 func TestDevSignsCheckpointsOfTheFeed(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testDevSignsCheckpoints(t) })
+	t.Run("clickhouse", func(t *testing.T) { testDevSignsCheckpoints(t, "--clickhouse", testenv.ClickHouse(t)) })
+}
+
+func testDevSignsCheckpoints(t *testing.T, store ...string) {
 	boot := "bootstrap-key-of-the-tlog-test"
-	dev := startDev(t, t.TempDir(), "--bootstrap-key", boot, "--checkpoint-interval", "300ms")
+	dev := startDev(t, t.TempDir(), append([]string{"--bootstrap-key", boot, "--checkpoint-interval", "300ms"}, store...)...)
 	api := newAPIClient(t, dev.http)
 	org := uuid.MustParse(api.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Evidence Co"}).data()["id"].(string))
 	nc := dev.connect(t)

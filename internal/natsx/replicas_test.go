@@ -30,8 +30,17 @@ func TestReplicasOnACluster(t *testing.T) {
 			t.Fatalf("replicas %d: %v", n, err)
 		}
 		if n == 1 {
-			if _, err := js.Publish(ctx, schemas.EventSubject("org", schemas.KindAudit), []byte("x")); err != nil {
-				t.Fatal(err)
+			// A stream just placed on a cluster may not answer for a moment
+			// (its leader is being elected).
+			for {
+				_, err := js.Publish(ctx, schemas.EventSubject("org", schemas.KindAudit), []byte("x"))
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, jetstream.ErrNoStreamResponse) || ctx.Err() != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		}
 		for _, name := range []string{schemas.StreamEvents, schemas.StreamDLQ} {

@@ -253,6 +253,7 @@ func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, k
 	if err != nil {
 		return fmt.Errorf("log heads: %w", err)
 	}
+	c.log.Debug("checkpointer: round", "kind", kind, "logs", len(heads))
 	var errs []error
 	for org, size := range heads {
 		if ctx.Err() != nil {
