@@ -138,28 +138,9 @@ func Cluster(ctx context.Context, cfg ClusterConfig, progress io.Writer) (r Clus
 	n := cfg.Events
 	r.Events = n
 	say("publishing %d events of %d organizations", n, cfg.Orgs)
-	gens := make([]*synth.Generator, cfg.Orgs)
-	for i := range gens {
-		gens[i] = synth.New(uuid.New(), 3, uint64(i+1))
-	}
-	now := time.Now()
-	step := 7 * 24 * time.Hour / time.Duration(n)
-	msgs := make([]*nats.Msg, n)
-	for i := range msgs {
-		e := gens[i%cfg.Orgs].Event(now.Add(-time.Duration(i) * step))
-		if msgs[i], err = producers.Message(&e); err != nil {
-			return r, err
-		}
-	}
-	pub, err := producers.New(bn.nc, producers.DefaultConfig(), slog.New(slog.DiscardHandler))
-	if err != nil {
+	if _, err := publishOrgs(ctx, bn.nc, n, cfg.Orgs); err != nil {
 		return r, err
 	}
-	if err := publishHalves(ctx, pub, msgs); err != nil {
-		return r, err
-	}
-	msgs = nil
-	runtime.GC()
 
 	for _, batch := range []int{ingest.DefaultConfig().BatchSize, cfg.LargeBatch} {
 		icfg := ingest.DefaultConfig()
@@ -203,4 +184,35 @@ func Cluster(ctx context.Context, cfg ClusterConfig, progress io.Writer) (r Clus
 		r.Load = append(r.Load, loadRun{Name: l.name, Published: lr.published, Visible: lr.visible, Page: lr.page, PublishRate: lr.rate})
 	}
 	return r, nil
+}
+
+// publishOrgs publishes n synthetic audit events of orgs new organizations
+// (round robin, a week of timestamps) on nc and returns how many each got.
+func publishOrgs(ctx context.Context, nc *nats.Conn, n, orgs int) (map[uuid.UUID]int64, error) {
+	gens := make([]*synth.Generator, orgs)
+	for i := range gens {
+		gens[i] = synth.New(uuid.New(), 3, uint64(i+1))
+	}
+	counts := make(map[uuid.UUID]int64, orgs)
+	now := time.Now()
+	step := 7 * 24 * time.Hour / time.Duration(n)
+	msgs := make([]*nats.Msg, n)
+	for i := range msgs {
+		e := gens[i%orgs].Event(now.Add(-time.Duration(i) * step))
+		counts[e.OrganizationID]++
+		var err error
+		if msgs[i], err = producers.Message(&e); err != nil {
+			return nil, err
+		}
+	}
+	pub, err := producers.New(nc, producers.DefaultConfig(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	if err := publishHalves(ctx, pub, msgs); err != nil {
+		return nil, err
+	}
+	msgs = nil
+	runtime.GC()
+	return counts, nil
 }

@@ -7,20 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/chserver"
-	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/sequencer"
 )
 
@@ -78,32 +73,10 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 
 	r.Events = n
 	say("publishing %d events of %d organizations", n, orgs)
-	ids := make([]uuid.UUID, orgs)
-	gens := make([]*synth.Generator, orgs)
-	for i := range gens {
-		ids[i] = uuid.New()
-		gens[i] = synth.New(ids[i], 3, uint64(i+1))
-	}
-	counts := make(map[uuid.UUID]int64, orgs)
-	now := time.Now()
-	step := 7 * 24 * time.Hour / time.Duration(n)
-	msgs := make([]*nats.Msg, n)
-	for i := range msgs {
-		e := gens[i%orgs].Event(now.Add(-time.Duration(i) * step))
-		counts[e.OrganizationID]++
-		if msgs[i], err = producers.Message(&e); err != nil {
-			return r, err
-		}
-	}
-	pub, err := producers.New(bn.nc, producers.DefaultConfig(), slog.New(slog.DiscardHandler))
+	counts, err := publishOrgs(ctx, bn.nc, n, orgs)
 	if err != nil {
 		return r, err
 	}
-	if err := publishHalves(ctx, pub, msgs); err != nil {
-		return r, err
-	}
-	msgs = nil
-	runtime.GC()
 
 	icfg := ingest.DefaultConfig()
 	icfg.Durable = "bench-tlog-off"
