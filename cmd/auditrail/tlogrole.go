@@ -18,6 +18,7 @@ import (
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
 	"github.com/auditrail/auditrail/schemas"
@@ -84,8 +85,20 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	if err != nil {
 		return nil, err
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket, Replicas: max(1, replicas),
-		Description: "auditrail tamper evidence: the sequencer's and the checkpointer's leases, the signing keys (sealed)"})
+	// Retried, each attempt bounded: two instances creating the same
+	// replicated bucket at once may both wait for an answer that never
+	// comes, although the bucket is made (natsAttemptTimeout).
+	var kv jetstream.KeyValue
+	err = retry.Do(ctx, startPolicy, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, natsAttemptTimeout)
+		defer cancel()
+		var err error
+		kv, err = js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket, Replicas: max(1, replicas),
+			Description: "auditrail tamper evidence: the sequencer's and the checkpointer's leases, the signing keys (sealed)"})
+		return err
+	}, func(err error, next time.Duration) {
+		log.Info("waiting for the tlog bucket", "err", err, "retry_in", next.Round(time.Millisecond))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("tlog bucket %s: %w", natsx.TLogBucket, err)
 	}
