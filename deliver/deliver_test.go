@@ -63,9 +63,7 @@ func TestDeliverLateEventsExactlyOnce(t *testing.T) {
 // failing with a generic error, and once the receiver is back every event
 // arrives, exactly once after dedup.
 func TestDeliverReceiverDown30s(t *testing.T) {
-	if testing.Short() && !testenv.RequireAll() {
-		t.Skip("30 s (-short)")
-	}
+	testenv.Long(t, "30 s")
 	e := newEnv(t)
 	rc := newReceiver(t, secret)
 	id := e.destination(map[string]any{"name": "siem", "type": "https", "url": rc.url(), "secret": secret, "q": "resource_type:API_KEY"})

@@ -39,11 +39,9 @@ import (
 // organization's rows are on one shard only, and the restarted replica
 // catches up with its peer.
 func TestClickHouseClusterIngestAndList(t *testing.T) {
+	testenv.Long(t, "200k events through a 2×2 cluster")
 	cluster, dsn := testenv.ClickHouseCluster(t)
 	const orgs, perOrg = 50, 4000
-	if testing.Short() && !testenv.RequireAll() {
-		t.Skip("200k events through a 2×2 cluster: not under -short")
-	}
 	boot := "bootstrap-key-of-the-cluster-test"
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-of-the-cluster-test!!"))
 	common := []string{"--clickhouse", dsn, "--clickhouse-cluster", testenv.ClusterName, "--bootstrap-key", boot,

@@ -77,9 +77,7 @@ func (w *apiWatch) add(status int, what string, ok bool) {
 // the failover is in the state and in the audit log, and every tool
 // execution answered is stored.
 func TestClusterFailover(t *testing.T) {
-	if testing.Short() && !testenv.RequireAll() {
-		t.Skip("three NATS servers and 200k events")
-	}
+	testenv.Long(t, "three NATS servers and 200k events")
 	n := clusterEvents(t)
 	began := time.Now()
 	cluster := testenv.NewNATSCluster(t, 3)

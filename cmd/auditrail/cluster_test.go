@@ -103,9 +103,7 @@ func streamReplicas(t *testing.T, js jetstream.JetStream, names ...string) map[s
 // and bucket on creation, and a later control plane started with another
 // count raises, then lowers, those of an existing deployment.
 func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
-	if testing.Short() && !testenv.RequireAll() {
-		t.Skip("three NATS servers, ClickHouse and six processes")
-	}
+	testenv.Long(t, "three NATS servers, ClickHouse and six processes")
 	cluster := testenv.NewNATSCluster(t, 3)
 	dsn := testenv.ClickHouse(t)
 	boot := "bootstrap-key-of-the-cluster-test"

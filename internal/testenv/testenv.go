@@ -26,6 +26,15 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// Long skips a long test under -short, unless RequireAll: CI runs every
+// test, whatever the flags.
+func Long(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() && !RequireAll() {
+		t.Skip(why + " (-short)")
+	}
+}
+
 // Main runs the tests of a package and stops the servers this package started.
 // Use it from TestMain: func TestMain(m *testing.M) { testenv.Main(m) }.
 func Main(m *testing.M) {
