@@ -15,7 +15,6 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/chserver"
-	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/sequencer"
 )
 
@@ -93,7 +92,7 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 	}
 	scfg := sequencer.DefaultConfig()
 	scfg.Instance, scfg.AuditDurable, scfg.ExecutionDurable = "bench", icfg.Durable, ingest.ExecutionDurableFor(icfg.Durable)
-	runner, err := sequencer.NewRunner(scfg, sequencer.New(on, leafOf), bn.js, kv, ingest.NewWatermarks(bn.js, 0), slog.New(slog.DiscardHandler))
+	runner, err := sequencer.NewRunner(scfg, sequencer.New(on), bn.js, kv, ingest.NewWatermarks(bn.js, 0), slog.New(slog.DiscardHandler))
 	if err != nil {
 		return r, err
 	}
@@ -137,12 +136,4 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 	say("ingest: %.0f events/s with the log off, %.0f with it on; every log complete after %s",
 		rate(n, r.Off), rate(n, r.On), r.LogCaughtUp.Round(time.Millisecond))
 	return r, nil
-}
-
-func leafOf(item []byte) (tlog.Hash, error) {
-	c, err := tlog.Canonical(item)
-	if err != nil {
-		return tlog.Hash{}, err
-	}
-	return tlog.LeafHash(c), nil
 }

@@ -37,14 +37,6 @@ type logEnv struct {
 	nocheck bool
 }
 
-func leafOf(item []byte) (tlog.Hash, error) {
-	c, err := tlog.Canonical(item)
-	if err != nil {
-		return tlog.Hash{}, err
-	}
-	return tlog.LeafHash(c), nil
-}
-
 // tlogEvents returns n events of org with stream sequences from+1…
 func tlogEvents(org uuid.UUID, n int, from uint64) []schemas.AuditEvent {
 	gen := synth.New(org, 3, 7)
@@ -93,7 +85,7 @@ func (e *logEnv) add(tb testing.TB, n int) {
 		}
 	}
 	e.evs = append(e.evs, evs...)
-	r, err := sequencer.New(e.st, leafOf).Sequence(ctx, e.org, auditstore.LogAudit, uint64(len(e.evs)))
+	r, err := sequencer.New(e.st).Sequence(ctx, e.org, auditstore.LogAudit, uint64(len(e.evs)))
 	if err != nil {
 		tb.Fatal(err)
 	}

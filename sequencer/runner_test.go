@@ -68,7 +68,7 @@ func newRunner(t *testing.T, nc *nats.Conn, js jetstream.JetStream, s *sqlite.St
 	}
 	cfg := sequencer.DefaultConfig()
 	cfg.Instance, cfg.LeaseTTL, cfg.Idle = instance, time.Second, 100*time.Millisecond
-	r, err := sequencer.NewRunner(cfg, sequencer.New(s, leaf), js, kv, ingest.NewWatermarks(js, 10*time.Millisecond), slog.New(slog.DiscardHandler))
+	r, err := sequencer.NewRunner(cfg, sequencer.New(s), js, kv, ingest.NewWatermarks(js, 10*time.Millisecond), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	itlog "github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/query"
 )
 
@@ -33,10 +34,6 @@ type Store interface {
 	FeedExecutions(ctx context.Context, q auditstore.ExecFeedQuery) (auditstore.ExecFeedPage, error)
 }
 
-// LeafFunc is the leaf hash of an item's JSON as the list route returns it
-// (tlog.Canonical and LeafHash of internal/tlog).
-type LeafFunc func(itemJSON []byte) (tlog.Hash, error)
-
 // PageSize is the feed page the sequencer reads (the feed's largest), and
 // AppendSize about the most entries one append holds.
 const (
@@ -47,12 +44,11 @@ const (
 // Sequencer appends to the logs of one store.
 type Sequencer struct {
 	store Store
-	leaf  LeafFunc
 }
 
 // New returns a sequencer of store's logs.
-func New(store Store, leaf LeafFunc) *Sequencer {
-	return &Sequencer{store: store, leaf: leaf}
+func New(store Store) *Sequencer {
+	return &Sequencer{store: store}
 }
 
 // Result says what one Sequence call did.
@@ -97,7 +93,7 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 			leaves := make([]auditstore.LogLeaf, len(items))
 			var stored []auditstore.StoredHash
 			for i, it := range items {
-				h, err := s.leaf(it.json)
+				h, err := itlog.Leaf(it.json)
 				if err != nil {
 					return r, fmt.Errorf("leaf of event %s: %w", it.key.EventID, err)
 				}

@@ -23,14 +23,6 @@ import (
 
 func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
 
-func leaf(item []byte) (xtlog.Hash, error) {
-	c, err := tlog.Canonical(item)
-	if err != nil {
-		return xtlog.Hash{}, err
-	}
-	return tlog.LeafHash(c), nil
-}
-
 func openStore(t *testing.T) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
@@ -83,7 +75,7 @@ func expectedRoot(t *testing.T, s *sqlite.Store, org uuid.UUID, order []uuid.UUI
 		if err != nil {
 			t.Fatal(err)
 		}
-		if leaves[i], err = leaf(b); err != nil {
+		if leaves[i], err = tlog.Leaf(b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +122,7 @@ func TestSequenceFollowsTheFeedUpToTheWatermark(t *testing.T) {
 	if err := s.WriteAudit(ctx, events(other, 10)); err != nil {
 		t.Fatal(err)
 	}
-	seq := sequencer.New(s, leaf)
+	seq := sequencer.New(s)
 
 	// The watermark stops below the missing 1500.
 	r, err := seq.Sequence(ctx, org, auditstore.LogAudit, 1499)
@@ -157,7 +149,7 @@ func TestSequenceFollowsTheFeedUpToTheWatermark(t *testing.T) {
 		t.Fatalf("appended %d, size %d; want 1101 and 2600", r.Appended, r.Size)
 	}
 	// Nothing new: nothing appended (a sequencer retrying, or a second one).
-	if r, err = sequencer.New(s, leaf).Sequence(ctx, org, auditstore.LogAudit, 2601); err != nil || r.Appended != 0 {
+	if r, err = sequencer.New(s).Sequence(ctx, org, auditstore.LogAudit, 2601); err != nil || r.Appended != 0 {
 		t.Fatalf("again: %+v, %v", r, err)
 	}
 	order := make([]uuid.UUID, len(evs))
@@ -193,7 +185,7 @@ func TestSequenceResumesFromTheStore(t *testing.T) {
 	}
 	var size int64
 	for _, upto := range []uint64{1, 2, 3, 700, 1024, 1025, 2047, 3333} {
-		r, err := sequencer.New(s, leaf).Sequence(ctx, org, auditstore.LogAudit, upto)
+		r, err := sequencer.New(s).Sequence(ctx, org, auditstore.LogAudit, upto)
 		if err != nil {
 			t.Fatal(err)
 		}

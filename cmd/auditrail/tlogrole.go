@@ -19,7 +19,6 @@ import (
 	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
-	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/sequencer"
@@ -105,7 +104,7 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	scfg := sequencer.DefaultConfig()
 	scfg.Instance, scfg.Durable, scfg.Bucket = cfg.Instance, natsx.TLogDurable, natsx.TLogBucket
 	scfg.AuditDurable, scfg.ExecutionDurable = ingestDurable, ingest.ExecutionDurableFor(ingestDurable)
-	runner, err := sequencer.NewRunner(scfg, sequencer.New(st, leafHash), js, kv, ingest.NewWatermarks(js, 0), log.With("role", "tlog"))
+	runner, err := sequencer.NewRunner(scfg, sequencer.New(st), js, kv, ingest.NewWatermarks(js, 0), log.With("role", "tlog"))
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -152,15 +151,6 @@ func (t *tlogRole) check() check {
 		defer t.mu.Unlock()
 		return t.err
 	}}
-}
-
-// leafHash is the leaf of an item as the list route renders it.
-func leafHash(item []byte) (tlog.Hash, error) {
-	c, err := tlog.Canonical(item)
-	if err != nil {
-		return tlog.Hash{}, err
-	}
-	return tlog.LeafHash(c), nil
 }
 
 // runTLog is the production tamper-evidence role: it appends every stored

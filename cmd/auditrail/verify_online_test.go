@@ -102,11 +102,7 @@ func (e *onlineEnv) add(t *testing.T, n int) []byte {
 		t.Fatal(err)
 	}
 	e.evs = append(e.evs, evs...)
-	leaf := func(item []byte) (tlog.Hash, error) {
-		c, err := tlog.Canonical(item)
-		return tlog.LeafHash(c), err
-	}
-	r, err := sequencer.New(e.st, leaf).Sequence(ctx, e.org, auditstore.LogAudit, uint64(len(e.evs)))
+	r, err := sequencer.New(e.st).Sequence(ctx, e.org, auditstore.LogAudit, uint64(len(e.evs)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,16 @@ func Canonical(item any) ([]byte, error) {
 	return e.Canonical, nil
 }
 
+// Leaf is the leaf hash of an entry's JSON as a route serves it (the
+// members of version 1 only: Covered): LeafHash(Canonical(item)).
+func Leaf(item []byte) (Hash, error) {
+	e, err := ParseEntry(nil, item)
+	if err != nil {
+		return Hash{}, err
+	}
+	return e.Leaf, nil
+}
+
 // LeafHash is the hash of the leaf whose canonical bytes are canonical:
 // SHA-256(0x00 ‖ canonical) (RFC 6962, tlog.RecordHash).
 func LeafHash(canonical []byte) Hash { return tlog.RecordHash(canonical) }
