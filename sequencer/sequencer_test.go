@@ -84,14 +84,7 @@ func expectedRoot(t *testing.T, s *sqlite.Store, org uuid.UUID, order []uuid.UUI
 
 func storedRoot(t *testing.T, s *sqlite.Store, org uuid.UUID, size int64) xtlog.Hash {
 	t.Helper()
-	h, err := xtlog.TreeHash(size, xtlog.HashReaderFunc(func(idx []int64) ([]xtlog.Hash, error) {
-		got, err := s.ReadLogHashes(context.Background(), org, auditstore.LogAudit, idx)
-		out := make([]xtlog.Hash, len(got))
-		for i := range got {
-			out[i] = got[i]
-		}
-		return out, err
-	}))
+	h, err := xtlog.TreeHash(size, auditstore.LogHashReader(context.Background(), s, org, auditstore.LogAudit))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -243,8 +243,13 @@ func CheckCheckpoint(cp Checkpoint, size int64, r tlog.HashReader) error {
 	return nil
 }
 
+// LogHashes reads a log's stored hashes (LogStore.ReadLogHashes).
+type LogHashes interface {
+	ReadLogHashes(ctx context.Context, org uuid.UUID, kind LogKind, indexes []int64) ([][32]byte, error)
+}
+
 // LogHashReader is the tlog.HashReader of one log of a store.
-func LogHashReader(ctx context.Context, s LogStore, org uuid.UUID, kind LogKind) tlog.HashReader {
+func LogHashReader(ctx context.Context, s LogHashes, org uuid.UUID, kind LogKind) tlog.HashReader {
 	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
 		hs, err := s.ReadLogHashes(ctx, org, kind, indexes)
 		if err != nil {

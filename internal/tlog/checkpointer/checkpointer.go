@@ -321,17 +321,7 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 	if known && size == prev.size && now.Sub(prev.at) < c.cfg.Quiet {
 		return nil
 	}
-	root, err := sumtlog.TreeHash(size, sumtlog.HashReaderFunc(func(idx []int64) ([]sumtlog.Hash, error) {
-		hs, err := c.d.Store.ReadLogHashes(ctx, id.org, id.kind, idx)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]sumtlog.Hash, len(hs))
-		for i, h := range hs {
-			out[i] = h
-		}
-		return out, nil
-	}))
+	root, err := sumtlog.TreeHash(size, auditstore.LogHashReader(ctx, c.d.Store, id.org, id.kind))
 	if err != nil {
 		return fmt.Errorf("root at %d: %w", size, err)
 	}
