@@ -73,3 +73,32 @@ func dsnPassword(dsn string) string {
 	pw, _ := u.User.Password()
 	return pw
 }
+
+// roleStoreFlags are the ClickHouse flags of a production role that needs
+// the audit store: the DSN (required), the credentials given apart from it,
+// and the cluster.
+type roleStoreFlags struct {
+	dsn     *string
+	creds   chCredsFlags
+	cluster *string
+}
+
+func addRoleStoreFlags(fs *flags) roleStoreFlags {
+	return roleStoreFlags{
+		dsn:     fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)"),
+		creds:   addClickHouseCredsFlags(fs),
+		cluster: addClusterFlag(fs),
+	}
+}
+
+// resolve returns the DSN with the credentials in it, and the cluster; a
+// missing --clickhouse is a usage error.
+func (f roleStoreFlags) resolve() (dsn, cluster string, err error) {
+	if *f.dsn == "" {
+		return "", "", usageErrorf("--clickhouse is required")
+	}
+	if dsn, err = f.creds.withCredentials(*f.dsn); err != nil {
+		return "", "", err
+	}
+	return dsn, *f.cluster, nil
+}

@@ -566,12 +566,7 @@ func (d *devProcess) startTLog(ctx context.Context) error {
 		case <-tctx.Done():
 			return
 		}
-		st, ok := d.store.s.(tlogStore)
-		if !ok {
-			d.f.log.Error("tlog: the audit store keeps no tamper-evidence logs")
-			return
-		}
-		t, err := startTLog(tctx, d.conns[natsx.RoleTLog], st, keys, cfg, d.f.nats.replicaCount(), d.f.ingest.Durable, d.m, d.f.log)
+		t, err := startTLog(tctx, d.conns[natsx.RoleTLog], d.store, keys, cfg, d.f.nats.replicaCount(), d.f.ingest.Durable, d.m, d.f.log)
 		if err != nil {
 			d.f.log.Error("tlog", "err", err)
 			return

@@ -16,11 +16,12 @@ import (
 	"github.com/auditrail/auditrail/query"
 )
 
-// addFeedFlags adds the flag of the feeds (…/audit_logs/feed): the durable
-// consumer of the ingest instances, whose progress bounds the feeds.
-func addFeedFlags(fs *flags) *string {
+// addIngestDurableFlag adds --ingest-durable: the durable consumer of the
+// ingest instances, whose progress (its watermark) bounds what the role
+// reads; bounds says what (the feeds, the logs).
+func addIngestDurableFlag(fs *flags, bounds string) *string {
 	return fs.String("ingest-durable", "AUDITRAIL_INGEST_DURABLE", ingest.DefaultConfig().Durable,
-		"durable consumer of the ingest instances (their --durable): the feeds show what it has committed")
+		"durable consumer of the ingest instances (their --durable): "+bounds)
 }
 
 // serveFeeds enables the feeds of qs: their watermarks are the ack floors

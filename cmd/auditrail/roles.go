@@ -28,9 +28,7 @@ import (
 func runIngest(ctx context.Context, args []string) error {
 	fs := newFlags("ingest")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
-	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
-	chCreds := addClickHouseCredsFlags(fs)
-	chCluster := addClusterFlag(fs)
+	sf := addRoleStoreFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8081", "listener of /healthz")
 	durable := fs.String("durable", "", ingest.DefaultConfig().Durable, "durable consumer name shared by the ingest instances")
 	inf := addIngestFlags(fs)
@@ -45,10 +43,8 @@ func runIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *chDSN == "" {
-		return usageErrorf("--clickhouse is required")
-	}
-	if *chDSN, err = chCreds.withCredentials(*chDSN); err != nil {
+	chDSN, chCluster, err := sf.resolve()
+	if err != nil {
 		return err
 	}
 	icfg := inf.config()
@@ -111,7 +107,7 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	sw.set("the audit store")
-	if err := store.openWithRetry(ctx, *chDSN, *chCluster, "", log); err != nil {
+	if err := store.openWithRetry(ctx, chDSN, chCluster, "", log); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -133,15 +129,13 @@ func runIngest(ctx context.Context, args []string) error {
 func runQuery(ctx context.Context, args []string) error {
 	fs := newFlags("query")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
-	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
-	chCreds := addClickHouseCredsFlags(fs)
-	chCluster := addClusterFlag(fs)
+	sf := addRoleStoreFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
 	rate := auditLimit.add(fs)
 	maxStreams := addLiveFlags(fs)
-	feedDurable := addFeedFlags(fs)
+	feedDurable := addIngestDurableFlag(fs, "the feeds show what it has committed")
 	metricsAddr := addMetricsFlag(fs)
 	mkLog := fs.logFlags("json")
 	if err := fs.parse(args); err != nil {
@@ -151,10 +145,8 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *chDSN == "" {
-		return usageErrorf("--clickhouse is required")
-	}
-	if *chDSN, err = chCreds.withCredentials(*chDSN); err != nil {
+	chDSN, chCluster, err := sf.resolve()
+	if err != nil {
 		return err
 	}
 	keys, err := keyList("cursor-keys", *curKeys, "", "", 0)
@@ -199,7 +191,7 @@ func runQuery(ctx context.Context, args []string) error {
 	defer store.Close()
 	storeErr := make(chan error, 1)
 	go func() {
-		if err := store.openWithRetry(ctx, *chDSN, *chCluster, "", log); err != nil && ctx.Err() == nil {
+		if err := store.openWithRetry(ctx, chDSN, chCluster, "", log); err != nil && ctx.Err() == nil {
 			storeErr <- err
 		}
 	}()

@@ -158,12 +158,10 @@ func (t *tlogRole) check() check {
 func runTLog(ctx context.Context, args []string) error {
 	fs := newFlags("tlog")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
-	chDSN := fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)")
-	chCreds := addClickHouseCredsFlags(fs)
-	chCluster := addClusterFlag(fs)
+	sf := addRoleStoreFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8085", "listener of /healthz")
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they seal the signing keys)")
-	durable := fs.String("ingest-durable", "", ingest.DefaultConfig().Durable, "ingest's durable consumer, whose watermark bounds what is sequenced")
+	durable := addIngestDurableFlag(fs, "the logs take what it has committed")
 	tf := addTLogFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
 	mkLog := fs.logFlags("json")
@@ -174,10 +172,8 @@ func runTLog(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *chDSN == "" {
-		return usageErrorf("--clickhouse is required")
-	}
-	if *chDSN, err = chCreds.withCredentials(*chDSN); err != nil {
+	chDSN, chCluster, err := sf.resolve()
+	if err != nil {
 		return err
 	}
 	keys, err := keyList("secrets-keys", *secKeys, "", "", 32)
@@ -207,14 +203,10 @@ func runTLog(ctx context.Context, args []string) error {
 	store := newPendingStore()
 	defer store.Close()
 	sw.set("the audit store")
-	if err := store.openWithRetry(ctx, *chDSN, *chCluster, "", log); err != nil {
+	if err := store.openWithRetry(ctx, chDSN, chCluster, "", log); err != nil {
 		return startFailed(ctx, served, err)
 	}
-	st, ok := store.s.(tlogStore)
-	if !ok {
-		return fmt.Errorf("the audit store keeps no tamper-evidence logs")
-	}
-	t, err := startTLog(ctx, nc, st, keys, cfg, nf.replicaCount(), *durable, m, log)
+	t, err := startTLog(ctx, nc, store, keys, cfg, nf.replicaCount(), *durable, m, log)
 	if err != nil {
 		return startFailed(ctx, served, err)
 	}
