@@ -15,6 +15,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/chserver"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/sequencer"
 )
 
@@ -86,7 +87,7 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 
 	icfg.Durable = "bench-tlog-on"
 	on := stores["tlog_on"]
-	kv, err := bn.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: sequencer.DefaultConfig().Bucket})
+	kv, err := bn.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket})
 	if err != nil {
 		return r, err
 	}

@@ -11,7 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/tlog/lease"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -24,9 +26,8 @@ type Config struct {
 	// only: it learns which organizations have new entries, then reads
 	// them from the store).
 	Durable string
-	// Bucket holds the lease; LeaseTTL is how long a lease outlives its
-	// holder's last renewal.
-	Bucket   string
+	// LeaseTTL is how long the lease (in the bucket given to NewRunner)
+	// outlives its holder's last renewal.
 	LeaseTTL time.Duration
 	// Fetch is how many messages one round takes at most.
 	Fetch int
@@ -41,8 +42,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Durable: "auditrail-tlog", Bucket: "auditrail_tlog", LeaseTTL: 10 * time.Second, Fetch: 10_000,
-		AuditDurable: "auditrail-ingest-audit", ExecutionDurable: "auditrail-ingest-execution", Idle: time.Second, Parallel: 4}
+	return Config{Durable: natsx.TLogDurable, LeaseTTL: 10 * time.Second, Fetch: 10_000,
+		AuditDurable: ingest.DefaultConfig().Durable, ExecutionDurable: ingest.ExecutionDurable, Idle: time.Second, Parallel: 4}
 }
 
 // ErrInvalidConfig is returned by Validate.
@@ -53,8 +54,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Instance == "":
 		return fmt.Errorf("%w: instance name is required", ErrInvalidConfig)
-	case c.Durable == "" || c.Bucket == "" || c.AuditDurable == "" || c.ExecutionDurable == "":
-		return fmt.Errorf("%w: durable, bucket and ingest durables are required", ErrInvalidConfig)
+	case c.Durable == "" || c.AuditDurable == "" || c.ExecutionDurable == "":
+		return fmt.Errorf("%w: durable and ingest durables are required", ErrInvalidConfig)
 	case c.LeaseTTL < time.Second:
 		return fmt.Errorf("%w: lease TTL %s under 1s", ErrInvalidConfig, c.LeaseTTL)
 	case c.Fetch < 1:
@@ -77,7 +78,6 @@ type Runner struct {
 	cfg   Config
 	seq   *Sequencer
 	js    jetstream.JetStream
-	kv    jetstream.KeyValue
 	wm    Watermarks
 	log   *slog.Logger
 	lease *lease.Lease
@@ -107,7 +107,7 @@ func (r *Runner) WithObserver(o Observer) *Runner {
 	return r
 }
 
-// NewRunner returns a runner; kv is the lease bucket (Config.Bucket).
+// NewRunner returns a runner; kv is the bucket of its lease (natsx.TLogBucket).
 func NewRunner(cfg Config, seq *Sequencer, js jetstream.JetStream, kv jetstream.KeyValue, wm Watermarks, log *slog.Logger) (*Runner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func NewRunner(cfg Config, seq *Sequencer, js jetstream.JetStream, kv jetstream.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, seq: seq, js: js, kv: kv, wm: wm, log: log, lease: lease.New(kv, leaseKey, cfg.Instance, cfg.LeaseTTL, log), obs: nopObserver{}}, nil
+	return &Runner{cfg: cfg, seq: seq, js: js, wm: wm, log: log, lease: lease.New(kv, leaseKey, cfg.Instance, cfg.LeaseTTL, log), obs: nopObserver{}}, nil
 }
 
 const leaseKey = "sequencer"

@@ -17,6 +17,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/metrics"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
@@ -62,7 +63,7 @@ func run(t *testing.T, name string, fn func(context.Context) error) (stop func()
 
 func newRunner(t *testing.T, nc *nats.Conn, js jetstream.JetStream, s *sqlite.Store, instance string) *sequencer.Runner {
 	t.Helper()
-	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "auditrail_tlog"})
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: natsx.TLogBucket})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 		return nil, fmt.Errorf("tlog bucket %s: %w", natsx.TLogBucket, err)
 	}
 	scfg := sequencer.DefaultConfig()
-	scfg.Instance, scfg.Durable, scfg.Bucket = cfg.Instance, natsx.TLogDurable, natsx.TLogBucket
+	scfg.Instance = cfg.Instance
 	scfg.AuditDurable, scfg.ExecutionDurable = ingestDurable, ingest.ExecutionDurableFor(ingestDurable)
 	runner, err := sequencer.NewRunner(scfg, sequencer.New(st), js, kv, ingest.NewWatermarks(js, 0), log.With("role", "tlog"))
 	if err != nil {
