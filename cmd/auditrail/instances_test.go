@@ -64,12 +64,13 @@ func TestInstancesShareStateAndLimits(t *testing.T) {
 	dsn := testenv.ClickHouse(t)
 	boot := "bootstrap-key-for-two-instances"
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-shared-by-instances!!"))
-	common := []string{"--clickhouse", dsn, "--bootstrap-key", boot, "--cursor-keys", cursorKey, "--rate-limit", "6/60s", "--trusted-proxies", "127.0.0.1"}
+	common := []string{"--clickhouse", dsn, "--bootstrap-key", boot, "--cursor-keys", cursorKey, "--rate-limit", "6/1h", "--trusted-proxies", "127.0.0.1"}
 	dev := startDev(t, t.TempDir(), common...)
 	q := startQueryRole(t, append(dev.natsArgs(natsx.RoleQuery), common...)...)
 	a, b := newAPIClient(t, dev.http), newAPIClient(t, q)
 
 	// One limit over both instances.
+	inOneRateWindow(time.Hour)
 	path := "/api/v1/orgs/" + uuid.NewString() + "/audit_logs"
 	for i := 0; i < 6; i++ {
 		c := []*apiClient{a, b}[i%2]
