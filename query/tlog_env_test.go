@@ -97,7 +97,7 @@ func (e *logEnv) add(tb testing.TB, n int) {
 func (e *logEnv) checkpoint(tb testing.TB, size int64) []byte {
 	tb.Helper()
 	ctx := context.Background()
-	root, err := tlog.TreeHash(ctx, hashReader{e.st, e.org, auditstore.LogAudit}, size)
+	root, err := tlog.TreeHash(ctx, auditstore.LogReader{Store: e.st, Org: e.org, Kind: auditstore.LogAudit}, size)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -111,21 +111,6 @@ func (e *logEnv) checkpoint(tb testing.TB, size int64) []byte {
 		tb.Fatal(err)
 	}
 	return note
-}
-
-type hashReader struct {
-	st   auditstore.LogStore
-	org  uuid.UUID
-	kind auditstore.LogKind
-}
-
-func (r hashReader) ReadHashes(ctx context.Context, idx []int64) ([]tlog.Hash, error) {
-	hs, err := r.st.ReadLogHashes(ctx, r.org, r.kind, idx)
-	out := make([]tlog.Hash, len(hs))
-	for i := range hs {
-		out[i] = hs[i]
-	}
-	return out, err
 }
 
 // keysJSON is the audit_keys answer's data for the env's key.

@@ -122,11 +122,11 @@ func TestLogRoutes(t *testing.T) {
 	for _, c := range [][2]int64{{0, 377}, {1, 377}, {120, 377}, {first, 377}, {377, 377}, {120, 120}} {
 		var d query.ConsistencyData
 		e.data(t, fmt.Sprintf("%sconsistency?from=%d&to=%d", base, c[0], c[1]), &d)
-		fromRoot, err := tlog.TreeHash(context.Background(), hashReader{e.st, e.org, auditstore.LogAudit}, c[0])
+		fromRoot, err := tlog.TreeHash(context.Background(), auditstore.LogReader{Store: e.st, Org: e.org, Kind: auditstore.LogAudit}, c[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		toRoot, _ := tlog.TreeHash(context.Background(), hashReader{e.st, e.org, auditstore.LogAudit}, c[1])
+		toRoot, _ := tlog.TreeHash(context.Background(), auditstore.LogReader{Store: e.st, Org: e.org, Kind: auditstore.LogAudit}, c[1])
 		if err := tlog.VerifyConsistency(c[0], fromRoot, c[1], toRoot, hashes(t, d.Hashes)); err != nil {
 			t.Fatalf("consistency %v: %v", c, err)
 		}
@@ -134,7 +134,7 @@ func TestLogRoutes(t *testing.T) {
 	// The tree of one leaf: an empty proof, the leaf is the root.
 	var p, p1 query.ProofData
 	e.data(t, base+"proof?size=1&event_id="+e.evs[0].EventID.String(), &p1)
-	root1, _ := tlog.TreeHash(context.Background(), hashReader{e.st, e.org, auditstore.LogAudit}, 1)
+	root1, _ := tlog.TreeHash(context.Background(), auditstore.LogReader{Store: e.st, Org: e.org, Kind: auditstore.LogAudit}, 1)
 	if len(p1.Hashes) != 0 || p1.LeafHash != base64.StdEncoding.EncodeToString(root1[:]) {
 		t.Fatalf("proof in the tree of 1: %+v", p1)
 	}

@@ -2,9 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"database/sql"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
-	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/synth"
@@ -25,17 +25,43 @@ import (
 	"github.com/auditrail/auditrail/sequencer"
 )
 
-// onlineEnv is the query role in process over a SQLite file holding one
-// organization's entries, sequenced and checkpointed.
+// onlineEnv is the query role in process over a store (SQLite or
+// ClickHouse) holding one organization's entries, sequenced and
+// checkpointed, and an editor of that store behind the API's back.
 type onlineEnv struct {
-	path string
-	st   *sqlite.Store
+	st   onlineStore
+	edit storeEditor
 	org  uuid.UUID
 	evs  []schemas.AuditEvent
 	key  tlog.PrivateKey
 	pub  tlog.PublicKey
 	url  string
-	db   *sql.DB
+}
+
+// onlineStore is what the env needs of a store: the entries and the logs.
+type onlineStore interface {
+	auditstore.Store
+	auditstore.LogStore
+	query.Reader
+	sequencer.Store
+}
+
+// storeEditor edits a store directly, as someone with write access to
+// its files or its server: each in its own dialect.
+type storeEditor interface {
+	// deleteEntry deletes the audit entry of event id.
+	deleteEntry(t *testing.T, org uuid.UUID, id string)
+	// rename sets the display name of the entry of event id.
+	rename(t *testing.T, org uuid.UUID, id, name string)
+	// swap exchanges the contents of two entries, keeping their ids and
+	// places: the entry of a reads as b's and the other way round.
+	swap(t *testing.T, org uuid.UUID, a, b string)
+	// insertCopy stores a copy of the entry of event id under new ids,
+	// renamed and created an hour earlier.
+	insertCopy(t *testing.T, org uuid.UUID, id string)
+	// deleteCheckpoints deletes the audit log's checkpoints larger than
+	// above (all of them for -1).
+	deleteCheckpoints(t *testing.T, org uuid.UUID, above int64)
 }
 
 type onlineAccess struct{}
@@ -55,14 +81,20 @@ type onlineKeys []tlog.PublicKey
 
 func (k onlineKeys) PublicKeys(context.Context) ([]tlog.PublicKey, error) { return k, nil }
 
-func newOnlineEnv(t *testing.T, n int) *onlineEnv {
+// onlineStores are the stores the online verifier's tests run on.
+var onlineStores = []struct {
+	name string
+	open func(t *testing.T) (onlineStore, storeEditor)
+}{
+	{"sqlite", openSQLiteEdited},
+	{"clickhouse", openClickHouseEdited},
+}
+
+func newOnlineEnv(t *testing.T, open func(*testing.T) (onlineStore, storeEditor), n int) *onlineEnv {
 	t.Helper()
-	e := &onlineEnv{path: filepath.Join(t.TempDir(), "audit.db"), org: uuid.New()}
+	e := &onlineEnv{org: uuid.New()}
+	e.st, e.edit = open(t)
 	var err error
-	if e.st, err = sqlite.Open(context.Background(), e.path); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.st.Close() })
 	if e.key, e.pub, err = tlog.GenerateKey("e2e-key", time.Now().Add(-48*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +120,12 @@ func newOnlineEnv(t *testing.T, n int) *onlineEnv {
 
 // add stores n entries, sequences them and signs a checkpoint.
 func (e *onlineEnv) add(t *testing.T, n int) []byte {
+	return e.addAged(t, n, 0)
+}
+
+// addAged stores n entries that happened age before they are stored (a
+// backfill, for a large age), sequences them and signs a checkpoint.
+func (e *onlineEnv) addAged(t *testing.T, n int, age time.Duration) []byte {
 	t.Helper()
 	ctx := context.Background()
 	gen := synth.New(e.org, 3, uint64(len(e.evs)+7))
@@ -95,8 +133,9 @@ func (e *onlineEnv) add(t *testing.T, n int) []byte {
 	evs := make([]schemas.AuditEvent, n)
 	for i := range evs {
 		seq := len(e.evs) + i + 1
-		evs[i] = gen.Event(base.Add(time.Duration(seq) * time.Millisecond))
-		evs[i].Stored = schemas.Persisted{Seq: uint64(seq), Time: base.Add(time.Duration(seq) * time.Millisecond)}
+		at := base.Add(time.Duration(seq) * time.Millisecond)
+		evs[i] = gen.Event(at.Add(-age))
+		evs[i].Stored = schemas.Persisted{Seq: uint64(seq), Time: at}
 	}
 	if err := e.st.WriteAudit(ctx, evs); err != nil {
 		t.Fatal(err)
@@ -112,7 +151,7 @@ func (e *onlineEnv) add(t *testing.T, n int) []byte {
 func (e *onlineEnv) sign(t *testing.T, size int64, key tlog.PrivateKey, keyID string) []byte {
 	t.Helper()
 	ctx := context.Background()
-	root, err := tlog.TreeHash(ctx, tlogReader{e}, size)
+	root, err := tlog.TreeHash(ctx, auditstore.LogReader{Store: e.st, Org: e.org, Kind: auditstore.LogAudit}, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,39 +164,6 @@ func (e *onlineEnv) sign(t *testing.T, size int64, key tlog.PrivateKey, keyID st
 		t.Fatal(err)
 	}
 	return note
-}
-
-type tlogReader struct{ e *onlineEnv }
-
-func (r tlogReader) ReadHashes(ctx context.Context, idx []int64) ([]tlog.Hash, error) {
-	hs, err := r.e.st.ReadLogHashes(ctx, r.e.org, auditstore.LogAudit, idx)
-	out := make([]tlog.Hash, len(hs))
-	for i := range hs {
-		out[i] = hs[i]
-	}
-	return out, err
-}
-
-// exec edits the SQLite file directly, as someone with write access to it
-// (one connection for the test: its temporary tables last).
-func (e *onlineEnv) exec(t *testing.T, q string, args ...any) {
-	t.Helper()
-	if e.db == nil {
-		db, err := sql.Open("sqlite", "file:"+e.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		t.Cleanup(func() { db.Close() })
-		e.db = db
-	}
-	res, err := e.db.Exec(q, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 && !strings.HasPrefix(q, "CREATE") {
-		t.Fatalf("%s: no row changed", q)
-	}
 }
 
 func (e *onlineEnv) verify(t *testing.T, extra ...string) (string, error) {
@@ -177,63 +183,67 @@ func TestVerifyOnline(t *testing.T) {
 		name   string
 		tamper func(t *testing.T, e *onlineEnv)
 		says   []string // empty: verifies
+		size   int      // the entries that verify, when it does: n if 0
 	}{
 		{name: "untouched"},
+		{name: "backfilled: entries a month old stored last", tamper: func(t *testing.T, e *onlineEnv) {
+			e.addAged(t, 5, 30*24*time.Hour)
+		}, size: n + 5},
 		{name: "deleted row", tamper: func(t *testing.T, e *onlineEnv) {
-			e.exec(t, `DELETE FROM audit_logs WHERE organization_id = ? AND event_id = ?`, e.org.String(), ev(e, 5))
+			e.edit.deleteEntry(t, e.org, ev(e, 5))
 		}, says: []string{"leaf 5 missing"}},
 		{name: "altered field", tamper: func(t *testing.T, e *onlineEnv) {
-			e.exec(t, `UPDATE audit_logs SET display_name = 'Mallory' WHERE organization_id = ? AND event_id = ?`, e.org.String(), ev(e, 17))
+			e.edit.rename(t, e.org, ev(e, 17), "Mallory")
 		}, says: []string{"root differs", "FAIL: leaf 17 (event \""}},
 		{name: "two entries' contents swapped", tamper: func(t *testing.T, e *onlineEnv) {
-			// Everything but the ids: the entry at leaf 3 reads as leaf 4's.
-			cols := "display_name, principal_id, principal_type, action, source, resource_type, resource_id, resource_display, data, ts_ms"
-			e.exec(t, `CREATE TEMP TABLE a AS SELECT `+cols+` FROM audit_logs WHERE organization_id = ? AND event_id = ?`, e.org.String(), ev(e, 3))
-			e.exec(t, `UPDATE audit_logs SET (`+cols+`) = (SELECT `+cols+` FROM audit_logs b WHERE b.organization_id = ?1 AND b.event_id = ?3)
-				WHERE organization_id = ?1 AND event_id = ?2`, e.org.String(), ev(e, 3), ev(e, 4))
-			e.exec(t, `UPDATE audit_logs SET (`+cols+`) = (SELECT `+cols+` FROM a) WHERE organization_id = ? AND event_id = ?`, e.org.String(), ev(e, 4))
+			e.edit.swap(t, e.org, ev(e, 3), ev(e, 4))
 		}, says: []string{"root differs", "FAIL: leaf 3 (event", "FAIL: leaf 4 (event"}},
 		{name: "inserted row", tamper: func(t *testing.T, e *onlineEnv) {
-			e.exec(t, `CREATE TEMP TABLE x AS SELECT * FROM audit_logs WHERE organization_id = ? AND event_id = ?`, e.org.String(), ev(e, 9))
-			e.exec(t, `UPDATE x SET event_id = ?, id = ?, display_name = 'Mallory', created_ms = created_ms - 3600000`, uuid.NewString(), uuid.NewString())
-			e.exec(t, `INSERT INTO audit_logs SELECT * FROM x`)
+			e.edit.insertCopy(t, e.org, ev(e, 9))
 		}, says: []string{"is not in the log (leaf_index null)", "inserted into the store"}},
 		{name: "newest rows deleted", tamper: func(t *testing.T, e *onlineEnv) {
 			for i := n - 3; i < n; i++ {
-				e.exec(t, `DELETE FROM audit_logs WHERE organization_id = ? AND event_id = ?`, e.org.String(), ev(e, i))
+				e.edit.deleteEntry(t, e.org, ev(e, i))
 			}
 		}, says: []string{"leaves 37..39 missing"}},
+		{name: "two consecutive rows deleted", tamper: func(t *testing.T, e *onlineEnv) {
+			e.edit.deleteEntry(t, e.org, ev(e, 20))
+			e.edit.deleteEntry(t, e.org, ev(e, 21))
+		}, says: []string{"leaves 20..21 missing"}},
 		{name: "checkpoint signed by an unknown key", tamper: func(t *testing.T, e *onlineEnv) {
 			other, pub, err := tlog.GenerateKey("mallory", time.Now().Add(-time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.exec(t, `DELETE FROM log_checkpoints WHERE log_id = (SELECT log_id FROM log_heads WHERE organization_id = ? AND kind = 0)`, e.org.String())
+			e.edit.deleteCheckpoints(t, e.org, -1)
 			e.sign(t, n, other, pub.KeyID)
 		}, says: []string{"FAIL: the log's latest checkpoint", "unknown key"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newOnlineEnv(t, n)
-			if tc.tamper != nil {
-				tc.tamper(t, e)
-			}
-			out, err := e.verify(t)
-			t.Log("\n" + out)
-			if len(tc.says) == 0 {
-				if err != nil || !strings.Contains(out, "OK: 40 entries (leaves 0..39) match the checkpoint") {
-					t.Fatalf("an untouched log does not verify: %v\n%s", err, out)
+		for _, store := range onlineStores {
+			t.Run(store.name+"/"+tc.name, func(t *testing.T) {
+				e := newOnlineEnv(t, store.open, n)
+				if tc.tamper != nil {
+					tc.tamper(t, e)
 				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("verified after the edit:\n%s", out)
-			}
-			for _, s := range tc.says {
-				if !strings.Contains(out, s) {
-					t.Fatalf("the report does not say %q:\n%s", s, out)
+				out, err := e.verify(t)
+				t.Log("\n" + out)
+				if len(tc.says) == 0 {
+					size := cmp.Or(tc.size, n)
+					if want := fmt.Sprintf("OK: %d entries (leaves 0..%d) match the checkpoint", size, size-1); err != nil || !strings.Contains(out, want) {
+						t.Fatalf("the log does not verify (want %q): %v\n%s", want, err, out)
+					}
+					return
 				}
-			}
-		})
+				if err == nil {
+					t.Fatalf("verified after the edit:\n%s", out)
+				}
+				for _, s := range tc.says {
+					if !strings.Contains(out, s) {
+						t.Fatalf("the report does not say %q:\n%s", s, out)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -241,7 +251,13 @@ func TestVerifyOnline(t *testing.T) {
 // the log (the consistency proof verifies); a log rolled back below it, or
 // rewritten since, fails.
 func TestVerifyOnlineSinceCheckpoint(t *testing.T) {
-	e := newOnlineEnv(t, 30)
+	for _, store := range onlineStores {
+		t.Run(store.name, func(t *testing.T) { testVerifyOnlineSinceCheckpoint(t, store.open) })
+	}
+}
+
+func testVerifyOnlineSinceCheckpoint(t *testing.T, open func(*testing.T) (onlineStore, storeEditor)) {
+	e := newOnlineEnv(t, open, 30)
 	kept := filepath.Join(t.TempDir(), "kept.checkpoint")
 	if out, err := e.verify(t, "--save-checkpoint", kept); err != nil || !strings.Contains(out, "saved the verified checkpoint (size 30)") {
 		t.Fatalf("%v\n%s", err, out)
@@ -257,12 +273,16 @@ func TestVerifyOnlineSinceCheckpoint(t *testing.T) {
 	}
 	// Rolled back: the server presents an older, smaller checkpoint.
 	e.sign(t, 20, e.key, e.pub.KeyID)
-	e.exec(t, `DELETE FROM log_checkpoints WHERE log_id = (SELECT log_id FROM log_heads WHERE organization_id = ? AND kind = 0) AND size > 20`, e.org.String())
+	e.edit.deleteCheckpoints(t, e.org, 20)
 	out, err = e.verify(t, "--since-checkpoint", kept)
 	if err == nil || !strings.Contains(out, "rolled back: the kept checkpoint") {
 		t.Fatalf("a rolled-back log verifies: %v\n%s", err, out)
 	}
-	// Usage mistakes exit 2.
+}
+
+// Usage mistakes exit 2.
+func TestVerifyOnlineUsage(t *testing.T) {
+	e := newOnlineEnv(t, openSQLiteEdited, 1)
 	var u usageError
 	for _, args := range [][]string{
 		{"--url", e.url, "--key", "k"},

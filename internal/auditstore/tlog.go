@@ -263,6 +263,20 @@ func LogHashReader(ctx context.Context, s LogHashes, org uuid.UUID, kind LogKind
 	})
 }
 
+// LogReader reads the stored hashes of one log of a store with the
+// context of each read (internal/tlog's HashReader, which verifiers and
+// the checkpointer take).
+type LogReader struct {
+	Store LogHashes
+	Org   uuid.UUID
+	Kind  LogKind
+}
+
+// ReadHashes reads the hashes at indexes, in their order.
+func (r LogReader) ReadHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+	return LogHashReader(ctx, r.Store, r.Org, r.Kind).ReadHashes(indexes)
+}
+
 // HashesInOrder returns the hashes of found at indexes, in that order:
 // ErrNotFound (wrapped) for the first index found does not hold.
 func HashesInOrder(indexes []int64, found map[int64][32]byte) ([][32]byte, error) {
