@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +38,8 @@ type onlineEnv struct {
 	key  tlog.PrivateKey
 	pub  tlog.PublicKey
 	url  string
+	mu   sync.Mutex
+	keys []tlog.PublicKey // served by audit_keys
 }
 
 // onlineStore is what the env needs of a store: the entries and the logs.
@@ -77,9 +81,32 @@ func (onlineAccess) AuthorizeRead(context.Context, auth.Principal, uuid.UUID, *u
 	return nil
 }
 
-type onlineKeys []tlog.PublicKey
+// onlineKeys serves the env's public keys (audit_keys), those rotated out
+// with them.
+type onlineKeys struct{ e *onlineEnv }
 
-func (k onlineKeys) PublicKeys(context.Context) ([]tlog.PublicKey, error) { return k, nil }
+func (k onlineKeys) PublicKeys(context.Context) ([]tlog.PublicKey, error) {
+	k.e.mu.Lock()
+	defer k.e.mu.Unlock()
+	return slices.Clone(k.e.keys), nil
+}
+
+// rotate retires the signing key now and signs with a new one from now
+// on, as the checkpointer's rotation does.
+func (e *onlineEnv) rotate(t *testing.T) {
+	t.Helper()
+	time.Sleep(2 * time.Millisecond) // after the last checkpoint's millisecond
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	key, pub, err := tlog.GenerateKey("e2e-key-2", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.keys[len(e.keys)-1].NotAfter = &now
+	e.keys = append(e.keys, pub)
+	e.key, e.pub = key, pub
+}
 
 // onlineStores are the stores the online verifier's tests run on.
 var onlineStores = []struct {
@@ -104,7 +131,8 @@ func newOnlineEnv(t *testing.T, open func(*testing.T) (onlineStore, storeEditor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs.ServeAuditKeysWith(onlineKeys{e.pub})
+	e.keys = []tlog.PublicKey{e.pub}
+	qs.ServeAuditKeysWith(onlineKeys{e})
 	app := httpapi.NewApp(nil)
 	qs.Register(app)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -262,6 +290,9 @@ func testVerifyOnlineSinceCheckpoint(t *testing.T, open func(*testing.T) (online
 	if out, err := e.verify(t, "--save-checkpoint", kept); err != nil || !strings.Contains(out, "saved the verified checkpoint (size 30)") {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	// The key rotates between the kept checkpoint and the next (the
+	// aws-cli verifier once checked every digest with the newest key).
+	e.rotate(t)
 	e.add(t, 12)
 	out, err := e.verify(t, "--since-checkpoint", kept, "--save-checkpoint", kept)
 	if err != nil || !strings.Contains(out, "OK: the consistency proof from the kept checkpoint (size 30) to size 42 verifies") {
