@@ -89,6 +89,9 @@ type Observer interface {
 	// SequencerAppended counts leaves appended to a log of the kind
 	// (audit_logs, tool_executions).
 	SequencerAppended(kind string, n int)
+	// SequencerDelay is the longest an entry of an append waited between
+	// its storing (created_time) and its leaf's append.
+	SequencerDelay(kind string, d time.Duration)
 	// SequencerLag is how many messages of the event stream the
 	// sequencer's consumer has not taken yet, after a round.
 	SequencerLag(pending uint64)
@@ -96,8 +99,9 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) SequencerAppended(string, int) {}
-func (nopObserver) SequencerLag(uint64)           {}
+func (nopObserver) SequencerAppended(string, int)        {}
+func (nopObserver) SequencerDelay(string, time.Duration) {}
+func (nopObserver) SequencerLag(uint64)                  {}
 
 // WithObserver sets the observer of the runner's metrics (before Run).
 func (r *Runner) WithObserver(o Observer) *Runner {
@@ -232,6 +236,7 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 					kind = "tool_executions"
 				}
 				r.obs.SequencerAppended(kind, int(res.Appended))
+				r.obs.SequencerDelay(kind, time.Since(res.Oldest))
 				r.log.Debug("sequencer: appended", "org", id.org, "kind", id.kind, "leaves", res.Appended, "size", res.Size)
 			}
 			return nil

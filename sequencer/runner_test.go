@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,6 +166,7 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	published := time.Now()
 	ids := publishN(t, nc, []uuid.UUID{org}, 20)
 	waitSize(t, s, org, int64(len(ids[org])))
 	cons, err := js.Consumer(context.Background(), schemas.StreamEvents, sequencer.DefaultConfig().Durable)
@@ -188,6 +190,19 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 	if obs.appended() != 20 {
 		t.Errorf("observer: %d leaves appended, want 20", obs.appended())
 	}
+	// Each append's delay runs from its oldest entry's storing, after the
+	// publishing began, to the append, before now.
+	obs.mu.Lock()
+	delays := slices.Clone(obs.delays)
+	obs.mu.Unlock()
+	for _, d := range delays {
+		if d <= 0 || d > time.Since(published) {
+			t.Errorf("sequencing delay %v: not within the %v since the events were published", d, time.Since(published))
+		}
+	}
+	if len(delays) == 0 {
+		t.Error("no sequencing delay observed")
+	}
 	if size, _, err := s.LogHead(context.Background(), only, auditstore.LogAudit); err != nil || size != 0 {
 		t.Fatalf("org with only checkpoints: log size %d, %v", size, err)
 	}
@@ -200,8 +215,9 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 
 // recorder is a sequencer.Observer.
 type recorder struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu     sync.Mutex
+	n      map[string]int
+	delays []time.Duration
 }
 
 func (r *recorder) SequencerAppended(kind string, n int) {
@@ -214,6 +230,12 @@ func (r *recorder) SequencerAppended(kind string, n int) {
 }
 
 func (r *recorder) SequencerLag(uint64) {}
+
+func (r *recorder) SequencerDelay(_ string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delays = append(r.delays, d)
+}
 
 func (r *recorder) appended() int {
 	r.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/mod/sumdb/tlog"
@@ -55,6 +56,11 @@ func New(store Store) *Sequencer {
 type Result struct {
 	Appended int
 	Size     int64 // the log's size after it
+	// Oldest is the earliest created_time (the time ingest stored it) of
+	// the entries appended: now minus it is the longest an entry waited
+	// to be sequenced, which a verifier's grace for entries not yet in the
+	// log must exceed.
+	Oldest time.Time
 }
 
 // Sequence appends to the log of (org, kind) every entry of its feed after
@@ -108,6 +114,9 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 					stored = append(stored, auditstore.StoredHash{Index: base + int64(j), Hash: sh})
 				}
 				leaves[i] = auditstore.LogLeaf{Index: n, EventID: it.key.EventID, Key: it.key}
+				if c := time.UnixMilli(it.key.CreatedMS); r.Oldest.IsZero() || c.Before(r.Oldest) {
+					r.Oldest = c
+				}
 			}
 			if err := s.store.AppendLog(ctx, org, kind, leaves, stored); err != nil {
 				return r, fmt.Errorf("append %d leaves at %d to the log of %s: %w", len(leaves), size, org, err)

@@ -28,8 +28,12 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	org := fs.String("org", "", "", "online: the organization to verify")
 	kind := fs.String("kind", "", "audit", "online: the log to verify, audit or executions")
 	save := fs.String("save-checkpoint", "", "", "online: once everything verifies, write the verified checkpoint to this file (give it as --since-checkpoint next time)")
+	grace := fs.Duration("pending-grace", "", verify.DefaultPendingGrace, "an entry not in the log yet (leaf_index null) is reported, not failed, when stored less than this before the checkpoint; older, it was inserted behind the log's back. Set it above the largest auditrail_tlog_sequencer_delay_seconds of the tlog role")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	if *grace <= 0 {
+		return usageErrorf("--pending-grace %v: want a positive duration, e.g. 5m", *grace)
 	}
 	if *base != "" {
 		if *export != "" || *keys != "" || *checkpoint != "" {
@@ -42,7 +46,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if o.since, err = readCheckpoint("--since-checkpoint", *since); err != nil {
 			return err
 		}
-		o.save = *save
+		o.save, o.grace = *save, *grace
 		return o.run(ctx, stdout)
 	}
 	if *export == "" {
@@ -55,7 +59,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := verify.Config{Keys: ks}
+	cfg := verify.Config{Keys: ks, PendingGrace: *grace}
 	if cfg.Checkpoint, err = readCheckpoint("--checkpoint", *checkpoint); err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ type onlineVerify struct {
 	route     string // audit_logs or tool_executions
 	since     []byte // a kept checkpoint (optional)
 	save      string // where to write the verified checkpoint (optional)
+	grace     time.Duration
 	client    *http.Client
 }
 
@@ -90,7 +91,7 @@ func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	rep, err := verify.Export(ctx, f, verify.Config{Keys: ks, Checkpoint: note, Since: o.since})
+	rep, err := verify.Export(ctx, f, verify.Config{Keys: ks, Checkpoint: note, Since: o.since, PendingGrace: o.grace})
 	if err != nil {
 		return err
 	}

@@ -212,6 +212,7 @@ func TestVerifyOnline(t *testing.T) {
 		tamper func(t *testing.T, e *onlineEnv)
 		says   []string // empty: verifies
 		size   int      // the entries that verify, when it does: n if 0
+		flags  []string
 	}{
 		{name: "untouched"},
 		{name: "backfilled: entries a month old stored last", tamper: func(t *testing.T, e *onlineEnv) {
@@ -229,6 +230,9 @@ func TestVerifyOnline(t *testing.T) {
 		{name: "inserted row", tamper: func(t *testing.T, e *onlineEnv) {
 			e.edit.insertCopy(t, e.org, ev(e, 9))
 		}, says: []string{"is not in the log (leaf_index null)", "inserted into the store"}},
+		{name: "inserted row within --pending-grace", tamper: func(t *testing.T, e *onlineEnv) {
+			e.edit.insertCopy(t, e.org, ev(e, 9)) // stored two hours before the checkpoint
+		}, flags: []string{"--pending-grace", "3h"}},
 		{name: "newest rows deleted", tamper: func(t *testing.T, e *onlineEnv) {
 			for i := n - 3; i < n; i++ {
 				e.edit.deleteEntry(t, e.org, ev(e, i))
@@ -253,7 +257,7 @@ func TestVerifyOnline(t *testing.T) {
 				if tc.tamper != nil {
 					tc.tamper(t, e)
 				}
-				out, err := e.verify(t)
+				out, err := e.verify(t, tc.flags...)
 				t.Log("\n" + out)
 				if len(tc.says) == 0 {
 					size := cmp.Or(tc.size, n)
@@ -320,6 +324,7 @@ func TestVerifyOnlineUsage(t *testing.T) {
 		{"--url", e.url, "--org", e.org.String()},
 		{"--url", e.url, "--key", "k", "--org", e.org.String(), "--kind", "nope"},
 		{"--url", e.url, "--key", "k", "--org", e.org.String(), "--export", "x"},
+		{"--url", e.url, "--key", "k", "--org", e.org.String(), "--pending-grace", "0s"},
 	} {
 		if err := verifyCmd(context.Background(), args, &bytes.Buffer{}); !errors.As(err, &u) {
 			t.Errorf("%v: %v, want a usage error", args, err)

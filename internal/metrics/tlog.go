@@ -14,6 +14,7 @@ import (
 type TLogObserver struct {
 	signed, publishFailed, appended *prometheus.CounterVec
 	lag                             prometheus.Gauge
+	delay                           *prometheus.HistogramVec
 
 	mu   sync.Mutex
 	last map[string]time.Time // the last checkpoint signed, by kind
@@ -37,6 +38,9 @@ func (r *Registry) TLog() *TLogObserver {
 			Help: "Leaves the sequencer appended to the logs, by log kind."}, []string{"kind"}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "tlog_sequencer_lag_messages",
 			Help: "Messages of the event stream (entries) that the sequencer has not taken yet, after its last round."}),
+		delay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "tlog_sequencer_delay_seconds",
+			Help:    "The longest an entry of each append waited from its storing (created_time) to its leaf's append, by log kind; auditrail verify's --pending-grace must exceed its maximum.",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}}, []string{"kind"}),
 		last: map[string]time.Time{},
 		now:  time.Now,
 		desc: prometheus.NewDesc(Namespace+"_tlog_seconds_since_last_checkpoint",
@@ -46,8 +50,9 @@ func (r *Registry) TLog() *TLogObserver {
 		o.signed.WithLabelValues(k)
 		o.publishFailed.WithLabelValues(k)
 		o.appended.WithLabelValues(k)
+		o.delay.WithLabelValues(k)
 	}
-	r.reg.MustRegister(o.signed, o.publishFailed, o.appended, o.lag, o)
+	r.reg.MustRegister(o.signed, o.publishFailed, o.appended, o.lag, o.delay, o)
 	return o
 }
 
@@ -86,6 +91,11 @@ func (o *TLogObserver) CheckpointRound(kind string, last time.Time) {
 // SequencerAppended counts leaves appended to a log of the kind.
 func (o *TLogObserver) SequencerAppended(kind string, n int) {
 	o.appended.WithLabelValues(kind).Add(float64(n))
+}
+
+// SequencerDelay records the longest wait of an append's entries.
+func (o *TLogObserver) SequencerDelay(kind string, d time.Duration) {
+	o.delay.WithLabelValues(kind).Observe(d.Seconds())
 }
 
 // SequencerLag records the messages the sequencer has not taken yet.
