@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,6 +26,24 @@ type TlogResult struct {
 	Events      int
 	Off, On     time.Duration // ingest of Events without and with the sequencer beside it
 	LogCaughtUp time.Duration // from the start of the second ingest until every log held every entry
+	// Delays: per append, the longest its entries waited from their
+	// storing to their leaf's append (auditrail_tlog_sequencer_delay_seconds),
+	// sorted: what `auditrail verify --pending-grace` must exceed.
+	Delays []time.Duration
+}
+
+// delays is a sequencer.Observer that keeps the sequencing delays.
+type delays struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (o *delays) SequencerAppended(string, int) {}
+func (o *delays) SequencerLag(uint64)           {}
+func (o *delays) SequencerDelay(_ string, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.d = append(o.d, d)
 }
 
 // Figures: ingest with the log on against off (goal ≥ 0.9×), and how soon
@@ -97,6 +117,8 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 	if err != nil {
 		return r, err
 	}
+	obs := &delays{}
+	runner.WithObserver(obs)
 	sctx, stopSeq := context.WithCancel(ctx)
 	seqDone := make(chan error, 1)
 	go func() { seqDone <- runner.Run(sctx) }()
@@ -134,7 +156,18 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 		}
 	}
 	r.LogCaughtUp = time.Since(start)
+	obs.mu.Lock()
+	r.Delays = slices.Clone(obs.d)
+	obs.mu.Unlock()
+	slices.Sort(r.Delays)
 	say("ingest: %.0f events/s with the log off, %.0f with it on; every log complete after %s",
 		rate(n, r.Off), rate(n, r.On), r.LogCaughtUp.Round(time.Millisecond))
+	if len(r.Delays) > 0 {
+		at := func(q float64) time.Duration {
+			return r.Delays[int(q*float64(len(r.Delays)-1))].Round(time.Millisecond)
+		}
+		say("sequencing delay (created_time, the event stream's storing → leaf appended) over %d appends: p50 %s, p99 %s, max %s; the events were published before both ingests, so it includes ingest's backlog (auditrail verify --pending-grace must exceed the max; default 5m)",
+			len(r.Delays), at(0.5), at(0.99), at(1))
+	}
 	return r, nil
 }

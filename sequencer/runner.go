@@ -90,7 +90,8 @@ type Observer interface {
 	// (audit_logs, tool_executions).
 	SequencerAppended(kind string, n int)
 	// SequencerDelay is the longest an entry of an append waited between
-	// its storing (created_time) and its leaf's append.
+	// its storing in the event stream (created_time) and its leaf's
+	// append: ingest's delay and the sequencer's.
 	SequencerDelay(kind string, d time.Duration)
 	// SequencerLag is how many messages of the event stream the
 	// sequencer's consumer has not taken yet, after a round.

@@ -39,7 +39,7 @@ func (r *Registry) TLog() *TLogObserver {
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "tlog_sequencer_lag_messages",
 			Help: "Messages of the event stream (entries) that the sequencer has not taken yet, after its last round."}),
 		delay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "tlog_sequencer_delay_seconds",
-			Help:    "The longest an entry of each append waited from its storing (created_time) to its leaf's append, by log kind; auditrail verify's --pending-grace must exceed its maximum.",
+			Help:    "The longest an entry of each append waited from its storing in the event stream (created_time) to its leaf's append, by log kind; auditrail verify's --pending-grace must exceed its maximum.",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}}, []string{"kind"}),
 		last: map[string]time.Time{},
 		now:  time.Now,
