@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +39,9 @@ import (
 // consumers (one per kind; every event is stored once); the query
 // instances share the rate limit; a key disabled on one control plane is
 // refused by the other roles within a second; tool executions run on both
-// tool runners are listed once each.
+// tool runners are listed once each; the two tlog instances sequence every
+// entry once (one sequencer at a time) and sign checkpoints that
+// `auditrail verify --url` accepts through the gateway.
 func TestEveryRoleTwice(t *testing.T) {
 	cluster := testenv.NewNATSCluster(t, 3)
 	chArgs := scaleOutClickHouse(t)
@@ -67,6 +71,7 @@ func TestEveryRoleTwice(t *testing.T) {
 			"--page-token-keys", pageKeys, "--outbox", t.TempDir())...))
 		// Small pulls, so that the two instances share the events.
 		ings = append(ings, launch("ingest", append(append(nats(natsx.RoleIngest, false), chArgs...), "--batch-size", "100", "--fetch-size", "100")...))
+		launch("tlog", append(append(nats(natsx.RoleTLog, true), chArgs...), "--secrets-keys", secrets, "--checkpoint-interval", "500ms")...)
 	}
 	for _, p := range procs {
 		p.waitHealth(t, http.StatusOK, 90*time.Second)
@@ -199,6 +204,26 @@ func TestEveryRoleTwice(t *testing.T) {
 		_, h := p.health()
 		stored, _ := h[healthIngestAudit].(map[string]any)["stored"].(float64)
 		t.Logf("ingest %s stored %.0f of the %d events", p.addr, stored, events)
+	}
+
+	// The two tlog instances: every entry in the org's log once, under a
+	// checkpoint that verifies through the gateway.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		r := g.call("GET", "/api/v1/orgs/"+org+"/audit_logs/checkpoint", boot, nil, "X-Forwarded-For", ip())
+		if size, _ := r.data()["size"].(float64); r.status == 200 && size >= events {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint of the %d events after 60 s: %d %s", events, r.status, r.raw)
+		}
+	}
+	out, err = exec.Command(binary(t), "verify", "--url", base, "--key", boot, "--org", org).CombinedOutput()
+	m := regexp.MustCompile(`OK: (\d+) entries`).FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("auditrail verify --url through the gateway: %v\n%s", err, out)
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n < events {
+		t.Fatalf("verify: %d entries, want at least the %d events\n%s", n, events, out)
 	}
 
 	// A key made through the gateway works on every role; disabled on one

@@ -68,8 +68,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// The routes of the query and toolrunner roles; everything else goes to
-// the control plane.
+// The routes of the query and toolrunner roles (and the query role's
+// /api/v1/audit_keys, the public keys of the checkpoints); everything else
+// goes to the control plane.
 var (
 	queryRoute = regexp.MustCompile(`^/api/v1/orgs/[^/]+(/projects/[^/]+)?/(audit_logs|tool_executions)(/|$)`)
 	toolsRoute = regexp.MustCompile(`^/api/v1/orgs/[^/]+/projects/[^/]+/tools(/|$)`)
@@ -78,7 +79,7 @@ var (
 // RoleOf is the role that serves path.
 func RoleOf(path string) Role {
 	switch {
-	case queryRoute.MatchString(path), path == "/dashboard" || strings.HasPrefix(path, "/dashboard/"):
+	case queryRoute.MatchString(path), path == "/dashboard" || strings.HasPrefix(path, "/dashboard/"), path == "/api/v1/audit_keys":
 		return Query
 	case toolsRoute.MatchString(path), strings.HasPrefix(path, "/mcp/"):
 		return ToolRunner

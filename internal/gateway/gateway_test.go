@@ -26,6 +26,8 @@ func TestRoleOf(t *testing.T) {
 		"/api/v1/orgs/o/tool_executions/feed":         gateway.Query,
 		"/api/v1/orgs/o/projects/p/tool_executions":   gateway.Query,
 		"/dashboard/":                                       gateway.Query,
+		"/api/v1/audit_keys":                                gateway.Query,
+		"/api/v1/audit_keys/x":                              gateway.ControlPlane,
 		"/dashboard/static/js/main.js":                      gateway.Query,
 		"/api/v1/orgs/o/projects/p/tools":                   gateway.ToolRunner,
 		"/api/v1/orgs/o/projects/p/tools/execute":           gateway.ToolRunner,
