@@ -308,13 +308,3 @@ func scaleOutClickHouse(t *testing.T) []string {
 	_, dsn := testenv.ClickHouseCluster(t)
 	return []string{"--clickhouse", dsn, "--clickhouse-cluster", testenv.ClusterName}
 }
-
-// inOneRateWindow waits, when the current window of a rate limit of that
-// length is about to end, until the next one starts. Windows are aligned
-// to the clock: requests that straddle the end of one are counted in two,
-// and a test of the limit then sees fewer refusals than it should.
-func inOneRateWindow(window time.Duration) {
-	if left := time.Until(time.Now().Truncate(window).Add(window)); left < 30*time.Second {
-		time.Sleep(left + 100*time.Millisecond)
-	}
-}
