@@ -70,9 +70,13 @@ export async function checkpoint(api, org, kind) {
 }
 
 // listingCheckpoint is the checkpoint of a listing (one per search: asked
-// again when the view reloads its entries).
+// again when the view reloads its entries), asked once the first page of
+// entries is in: the entries are the critical path of the view.
 export function listingCheckpoint(listing, api, org, kind) {
-  if (!listing.checkpoint) listing.checkpoint = checkpoint(api, org, kind);
+  if (!listing.checkpoint) {
+    const first = listing.loading && !listing.loaded ? listing.loading.catch(() => {}) : Promise.resolve();
+    listing.checkpoint = first.then(() => checkpoint(api, org, kind));
+  }
   return listing.checkpoint;
 }
 
