@@ -184,9 +184,10 @@ export function checkpointPanel(ctx, kind, listing) {
     if (r.state === "verified") {
       const cp = r.cp;
       el.dataset.size = String(cp.size);
-      return fill(h("strong", {}, "✓ Latest checkpoint "), h("span", { class: "cp-size", title: "Entries in the organization's log" }, `${cp.size} entr${cp.size === 1 ? "y" : "ies"}`),
+      const what = kind === AUDIT ? "audit log" : "executions log";
+      return fill(h("strong", { title: "Its signature was verified in this browser" }, "✓ Latest checkpoint"), ` of the organization's ${what}: `, h("span", { class: "cp-size" }, `${cp.size} entr${cp.size === 1 ? "y" : "ies"}`),
         " · ", time(cp.timestamp), " · root ", h("code", { class: "cp-root", title: cp.rootB64 }, cp.rootB64),
-        " · key ", h("code", { class: "cp-key", title: cp.key.name }, cp.key.key_id), h("span", { class: "muted" }, " · signature verified in this browser"));
+        " · key ", h("code", { class: "cp-key", title: cp.key.name }, cp.key.key_id));
     }
     if (r.state === "none") return fill(h("span", { class: "muted" }, "Latest checkpoint: none yet (the log signs one within a minute of new entries)."));
     if (r.state === "failed") {
