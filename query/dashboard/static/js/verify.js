@@ -28,9 +28,9 @@ function auditKeys(api, fresh) {
   return keys;
 }
 
-// Result of a check: {state, check, message, cp, leafIndex}; state is
-// "verified", "pending" (not yet in the log, or not yet covered by a
-// checkpoint), "none" (no checkpoint yet), "failed" (check names what) or
+// Result of a check: {state, check, message, cp, leafIndex, unsequenced};
+// state is "verified", "pending" (not yet in the log — unsequenced — or not
+// yet covered by a checkpoint), "none" (no checkpoint yet), "failed" (check names what) or
 // "unavailable" (the page could not ask, or this browser cannot check).
 function failure(e, prefix = "") {
   if (e instanceof VerifyError) {
@@ -86,7 +86,7 @@ export function listingCheckpoint(listing, api, org, kind) {
 export async function verifyEntry(api, org, kind, item, cpp) {
   const idx = item ? item.leaf_index : undefined;
   if (idx === undefined) return { state: "unavailable", message: "this server keeps no tamper-evidence log (the entry has no leaf_index)." };
-  if (idx === null) return { state: "pending", message: "Not yet in the log: the entry is stored, its leaf comes within seconds. Check again." };
+  if (idx === null) return { state: "pending", unsequenced: true, message: "Not yet in the log: the entry is stored, its leaf comes within seconds. Check again." };
   if (!Number.isSafeInteger(idx) || idx < 0) return { state: "failed", check: "proof", message: `the listing gives leaf_index ${JSON.stringify(idx)}, not a position` };
   let c = await (cpp || checkpoint(api, org, kind));
   if (c.state === "none" || (c.state === "verified" && c.cp.size <= idx)) c = await checkpoint(api, org, kind);
@@ -161,7 +161,7 @@ export function verifyBadge(ctx, kind, item, listing, refetch) {
         return fill(h("strong", {}, "✓ ", r.message), h("span", { class: "muted" },
           ` · leaf ${r.leafIndex} of ${r.cp.size} · signed by key ${r.cp.key.key_id} (${r.cp.key.name}) at `, time(r.cp.timestamp)));
       case "pending":
-        return fill(h("strong", {}, "… ", r.message.startsWith("Not yet") ? "Not yet in the log" : "Not yet covered by a checkpoint"), " ", h("span", { class: "muted" }, r.message), " ", again);
+        return fill(h("strong", {}, "… ", r.unsequenced ? "Not yet in the log" : "Not yet covered by a checkpoint"), " ", h("span", { class: "muted" }, r.message), " ", again);
       case "failed":
         return fill(h("strong", {}, "✗ Verification failed: ", checks[r.check] || r.check), h("span", {}, " — " + r.message), " ", again);
       default:
