@@ -644,8 +644,9 @@ func TestDashboardScreenshot(t *testing.T) {
 	if os.Getenv("AUDITRAIL_SCREENSHOT") != "1" {
 		t.Skip("set AUDITRAIL_SCREENSHOT=1 to take docs/dashboard.png")
 	}
-	d := openDashboard(t)
+	d := openDashboard(t, "--checkpoint-interval", "300ms")
 	seedTenant(t, d, false)
+	d.waitCovered(t, "audit_logs") // the opened entry shows its verification
 	if r := d.c.call("PUT", "/api/v1/orgs/"+d.org+"/projects/"+d.project+"/members/alice", d.boot, map[string]any{"role": "member"}); r.status/100 != 2 {
 		t.Fatalf("alice in billing: %d %s", r.status, r.raw)
 	}
@@ -653,7 +654,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	d.signIn(t, d.alice, "?view=audit&project="+d.project)
 	d.do(t, "rows", until(rowsJS+` >= 30`), until(`document.querySelector("#histogram svg") || document.getElementById("stats-unavailable")`))
 	id := value(t, d, "entry", chromedp.Evaluate[string](`[...document.querySelectorAll("#entries tbody tr")].find(tr => tr.textContent.includes("UPDATED")).dataset.id`))
-	d.do(t, "open", chromedp.Click(chromedp.CSS(`#entries tbody tr[data-id="`+id+`"]`)), until(`document.getElementById("diff")`),
+	d.do(t, "open", chromedp.Click(chromedp.CSS(`#entries tbody tr[data-id="`+id+`"]`)), until(`document.getElementById("diff")`), until(checked),
 		until(`(document.activeElement.blur(), window.scrollTo(0, 0), true)`), chromedp.Sleep(700*time.Millisecond))
 	png := value(t, d, "screenshot", chromedp.CaptureScreenshot())
 	out := filepath.Join("..", "..", "docs", "dashboard.png")

@@ -11,6 +11,7 @@ import { Listing, listingKey, rowsTable, row, moreButton, emptyState, errorState
 import { histogram, bucketFor, short } from "./histogram.js";
 import { tail } from "./live.js";
 import { diffTable } from "./diff.js";
+import { verifyBadge, checkpointPanel, AUDIT } from "./verify.js";
 
 const byKeys = { action: "Action", source: "Source", resource_type: "Resource type" };
 
@@ -62,6 +63,8 @@ export function render(root, ctx) {
       h("span", { class: "by", role: "group", "aria-label": "Histogram by" }, h("span", { class: "muted" }, "By"),
         Object.entries(byKeys).map(([k, t]) => h("button", { type: "button", class: k === by ? "on" : null, "aria-pressed": String(k === by), dataset: { by: k },
           onclick: () => set({ by: k === "action" ? null : k }) }, t)))));
+  // The latest signed checkpoint of the organization's log (one per search).
+  root.append(checkpointPanel(ctx, AUDIT, L));
 
   // Histogram and top lists.
   const statsBox = h("section", { class: "stats", id: "stats", "aria-label": "Histogram" });
@@ -134,13 +137,13 @@ export function render(root, ctx) {
     clear(detailBox);
     if (!open) return;
     const it = L.items.find((x) => idOf(x) === open) || single.get(open);
-    if (it) return detailBox.append(detail(it, ctx, q, set));
+    if (it) return detailBox.append(detail(it, ctx, q, set, L));
     detailBox.append(panel("Entry", closeEntry, h("p", { class: "muted" }, "Loading…")));
     ctx.api.get(path, { q: "event_id:" + open, limit: 1 }).then((d) => {
       const found = (d.items || [])[0];
       if (found) single.set(open, found);
       if (!ctx.current()) return;
-      clear(detailBox).append(found ? detail(found, ctx, q, set) : panel("Entry", closeEntry, h("p", { class: "empty" }, "No entry of this scope has this event id.")));
+      clear(detailBox).append(found ? detail(found, ctx, q, set, L) : panel("Entry", closeEntry, h("p", { class: "empty" }, "No entry of this scope has this event id.")));
     }, ctx.showError);
   };
   drawList();
@@ -229,9 +232,10 @@ function stopLive() {
 const seedFields = ["id", "event_id", "timestamp", "client_ip", "action", "source", "display_name", "customer_id", "organization_id", "project_id",
   "principal_id", "user_id", "principal_type", "resource_type", "resource_id", "resource_display", "data", "created_time"];
 
-// detail shows every field of an entry, data pretty-printed and
-// data.before/data.after as a diff.
-function detail(it, ctx, q, set) {
+// detail shows every field of an entry, data pretty-printed,
+// data.before/data.after as a diff, and whether it verifies against the
+// log's latest checkpoint.
+function detail(it, ctx, q, set, L) {
   const close = () => set({ open: null });
   const pairs = seedFields.filter((f) => f !== "data").map((f) => {
     const v = it[f];
@@ -246,6 +250,9 @@ function detail(it, ctx, q, set) {
   const title = `${short(it.action)} ${it.resource_type ? short(it.resource_type) : ""} ${it.resource_display || it.resource_id || ""}`.trim();
   return panel(title, close,
     h("p", { class: "muted" }, "by ", h("strong", {}, it.display_name || it.principal_id), " via ", short(it.source), " · ", time(it.timestamp)),
+    // Verified here, against the log's signed checkpoint; "Check again"
+    // reads the entry anew (its leaf_index comes once it is sequenced).
+    verifyBadge(ctx, AUDIT, it, L, () => ctx.api.get(ctx.base + "/audit_logs", { q: "event_id:" + it.event_id, limit: 1 }).then((d) => (d.items || [])[0])),
     filters,
     hasDiff ? [h("h3", {}, "Changes"), h("div", { class: "diff-box", id: "diff" }, diffTable(data.before, data.after))] : null,
     h("h3", {}, "Fields"), fields(pairs),

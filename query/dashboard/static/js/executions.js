@@ -5,6 +5,7 @@
 import { h, clear, append, time } from "./dom.js";
 import { searchBox } from "./search.js";
 import { picker } from "./range.js";
+import { verifyBadge, checkpointPanel, EXECUTIONS } from "./verify.js";
 import { Listing, listingKey, rowsTable, moreButton, emptyState, errorState, exportButtons, keyboard, panel, fields, json, focusRow, idOf, when } from "./list.js";
 
 let listing = null;
@@ -71,6 +72,7 @@ export function render(root, ctx) {
         type: "button", id: "quick-" + f.id, class: q === f.q ? "on" : null, "aria-pressed": String(q === f.q), title: f.title,
         onclick: () => set({ q: q === f.q ? null : f.q, open: null }),
       }, f.label)))));
+  root.append(checkpointPanel(ctx, EXECUTIONS, L));
   const listBox = h("div", { class: "list" });
   const detailBox = h("div", { class: "detail-box" });
   root.append(h("div", { class: "list-grid" + (open ? " with-detail" : "") }, listBox, detailBox));
@@ -87,22 +89,13 @@ export function render(root, ctx) {
     clear(detailBox);
     if (!open) return;
     const it = L.items.find((x) => idOf(x) === open) || single.get(open);
-    if (it) return detailBox.append(detail(it, closeEntry));
+    if (it) return detailBox.append(detail(it, closeEntry, ctx, L));
     detailBox.append(panel("Execution", closeEntry, h("p", { class: "muted" }, "Loading…")));
     // Not loaded (a link): look for it in the newest pages of the range.
-    (async () => {
-      let cursor = null;
-      for (let i = 0; i < 5; i++) {
-        const d = await ctx.api.get(path, { ...L.filters, limit: 100, cursor });
-        const found = (d.items || []).find((x) => idOf(x) === open);
-        if (found) { single.set(open, found); return found; }
-        if (!d.has_more) return null;
-        cursor = d.next_cursor;
-      }
-      return null;
-    })().then((found) => {
+    find(ctx, path, L, open).then((found) => {
+      if (found) single.set(open, found);
       if (!ctx.current()) return;
-      clear(detailBox).append(found ? detail(found, closeEntry) : panel("Execution", closeEntry, h("p", { class: "empty" }, "This execution is not in the range shown.")));
+      clear(detailBox).append(found ? detail(found, closeEntry, ctx, L) : panel("Execution", closeEntry, h("p", { class: "empty" }, "This execution is not in the range shown.")));
     }, ctx.showError);
   };
   drawList();
@@ -116,12 +109,27 @@ export function render(root, ctx) {
   return keyboard({ search: () => search.input, open: openEntry, close: closeEntry });
 }
 
-function detail(it, close) {
+// find looks for the execution id in the newest pages of the listing's
+// range (the search has no event_id key).
+async function find(ctx, path, L, id) {
+  let cursor = null;
+  for (let i = 0; i < 5; i++) {
+    const d = await ctx.api.get(path, { ...L.filters, limit: 100, cursor });
+    const found = (d.items || []).find((x) => idOf(x) === id);
+    if (found) return found;
+    if (!d.has_more) return null;
+    cursor = d.next_cursor;
+  }
+  return null;
+}
+
+function detail(it, close, ctx, L) {
   const t = it.tool || {};
   const hooks = it.hooks || [];
   return panel(`${t.toolkit || ""}.${t.name || it.tool_name}`, close,
     h("p", { class: "muted" }, "for ", h("strong", {}, it.user_id || "—"), " by ", it.display_name || it.principal_id, " · ", time(it.started_at)),
     h("p", {}, outcome(it), it.error && it.error.message ? h("span", { class: "muted" }, " — ", it.error.message) : null),
+    verifyBadge(ctx, EXECUTIONS, it, L, () => find(ctx, ctx.base + "/tool_executions", L, idOf(it))),
     h("h3", {}, "Hook calls"),
     hooks.length ? h("div", { class: "table-wrap" }, h("table", { class: "hooks", id: "hook-calls" },
       h("thead", {}, h("tr", {}, ["Point", "Hook", "Code", "Decision", "Failure mode applied", "HTTP", "Attempts", "Latency", "Failure"].map((x) => h("th", {}, x)))),
