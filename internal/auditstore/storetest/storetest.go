@@ -23,7 +23,11 @@ import (
 // same data (a restart).
 type Opener func(t *testing.T) auditstore.Store
 
-// Factory returns an opener for a fresh, empty location.
+// Factory returns an opener for a fresh, empty location, or for one that
+// every case shares: each case writes and checks organizations of its own
+// (random ids), never a whole store's contents, so a shared location only
+// saves its migrations (on a ClickHouse cluster, ON CLUSTER DDL of seconds
+// per case).
 type Factory func(t *testing.T) Opener
 
 // Run runs the conformance suite.
