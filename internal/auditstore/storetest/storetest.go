@@ -59,6 +59,7 @@ func Run(t *testing.T, factory Factory) {
 		{"LogIdempotentAppend", testLogIdempotent},
 		{"LogConflicts", testLogConflicts},
 		{"LogHashesMissing", testLogHashesMissing},
+		{"LogLeafTile", testLogLeafTile},
 		{"LogCheckpoints", testLogCheckpoints},
 		{"LogIsolation", testLogIsolation},
 	}
