@@ -43,8 +43,8 @@ var (
 	insertLogCheckpointSQL string
 	//go:embed queries/log_checkpoint_at.sql
 	logCheckpointAtSQL string
-	//go:embed queries/log_checkpoint_max.sql
-	logCheckpointMaxSQL string
+	//go:embed queries/log_checkpoint_latest.sql
+	logCheckpointLatestSQL string
 	//go:embed queries/log_orgs.sql
 	logOrgsSQL string
 	//go:embed queries/log_heads.sql
@@ -488,24 +488,14 @@ func (s *Store) SaveCheckpoint(ctx context.Context, org uuid.UUID, kind auditsto
 	})
 }
 
-// LatestCheckpoint implements auditstore.LogStore in two queries: the
-// largest size (one column of the log's checkpoints: 18.16 cannot read a
-// key backwards), then that checkpoint.
+// LatestCheckpoint implements auditstore.LogStore in one query
+// (queries/log_checkpoint_latest.sql).
 func (s *Store) LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error) {
 	if err := auditstore.ValidateLog(org, kind); err != nil {
 		return auditstore.Checkpoint{}, false, err
 	}
-	var (
-		size int64
-		n    uint64
-	)
-	if err := s.conn.QueryRow(ctx, logCheckpointMaxSQL, org.String(), uint8(kind)).Scan(&size, &n); err != nil {
-		return auditstore.Checkpoint{}, false, fmt.Errorf("clickhouse latest checkpoint: %w", err)
-	}
-	if n == 0 {
-		return auditstore.Checkpoint{}, false, nil
-	}
-	return s.CheckpointAt(ctx, org, kind, size)
+	o, k := org.String(), uint8(kind)
+	return s.checkpoint(ctx, logCheckpointLatestSQL, o, k, o, k)
 }
 
 // CheckpointAt implements auditstore.LogStore.
@@ -513,7 +503,12 @@ func (s *Store) CheckpointAt(ctx context.Context, org uuid.UUID, kind auditstore
 	if err := auditstore.ValidateLog(org, kind); err != nil {
 		return auditstore.Checkpoint{}, false, err
 	}
-	rows, err := s.conn.Query(ctx, logCheckpointAtSQL, org.String(), uint8(kind), size)
+	return s.checkpoint(ctx, logCheckpointAtSQL, org.String(), uint8(kind), size)
+}
+
+// checkpoint reads the one checkpoint query answers (false: none).
+func (s *Store) checkpoint(ctx context.Context, query string, args ...any) (auditstore.Checkpoint, bool, error) {
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return auditstore.Checkpoint{}, false, fmt.Errorf("clickhouse checkpoint: %w", err)
 	}
