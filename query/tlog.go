@@ -364,9 +364,9 @@ func (s *Server) proofRoute(kind auditstore.LogKind) fiber.Handler {
 
 // proof is the inclusion proof of event in the tree of size (< 0: the
 // latest checkpoint's) of (org, kind)'s log. An event whose leaf index is
-// not cached is read with its tile in one store query when the size needs
-// no head read (tileProof); otherwise, and whenever that does not find
-// the event, the leaf index is read, then the hashes, through the cache.
+// not cached is read with its tile in one store query (tileProof); when
+// that does not find the event below the size (or the size is beyond the
+// log), the leaf index is read, then the size checked, as the answer says.
 func (s *Server) proof(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (ProofData, error) {
 	index, ok := s.proofs.leaf(org, kind, event)
 	if !ok {
@@ -393,13 +393,13 @@ func (s *Server) proof(ctx context.Context, org uuid.UUID, kind auditstore.LogKi
 	return s.proveLeaf(ctx, org, kind, index, size, nil)
 }
 
-// tileProof is the proof of event when the tree's size needs no head read
-// (the latest checkpoint's, or one at or below a size the log was seen to
-// reach): one LeafTile query reads the leaf index and its tile, the cache
-// holds the rest once warm. ok is false, with nothing read but the size,
-// when the size would need a head read or the log holds no leaf of the
-// event below it: the caller answers then (a 404 or 400, as without
-// tileProof).
+// tileProof is the proof of event from one LeafTile query (the leaf index
+// and its tile; the cache holds the rest once warm), once the tree's size
+// is known to be reached: the latest checkpoint's, one at or below a size
+// the log was seen to reach (no read), else after a head read. ok is
+// false, with nothing read but the size, when the size is beyond the log
+// or the log holds no leaf of the event below it: the caller answers then
+// (a 404 or 400, as without tileProof).
 func (s *Server) tileProof(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (ProofData, bool, error) {
 	if size < 0 {
 		cp, ok, err := s.logs.LatestCheckpoint(ctx, org, kind)
@@ -412,7 +412,14 @@ func (s *Server) tileProof(ctx context.Context, org uuid.UUID, kind auditstore.L
 		s.proofs.setHead(org, kind, cp.Size)
 		size = cp.Size
 	} else if size > s.proofs.head(org, kind) {
-		return ProofData{}, false, nil
+		head, _, err := s.logs.LogHead(ctx, org, kind)
+		if err != nil {
+			return ProofData{}, false, fmt.Errorf("log head: %w", err)
+		}
+		s.proofs.setHead(org, kind, head)
+		if size > head {
+			return ProofData{}, false, nil
+		}
 	}
 	index, tile, ok, err := s.logs.LeafTile(ctx, org, kind, event, size)
 	if err != nil {
