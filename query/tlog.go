@@ -274,6 +274,8 @@ func (r *cachedReader) ReadHashes(indexes []int64) ([]xtlog.Hash, error) {
 // withUpperTiles returns miss (its distinct indexes) and, for each of
 // them of a level of auditstore.TileHeight or more, the hashes of its
 // tile complete in the tree of r.size that the cache does not hold.
+// Without room for a few dozen tiles in the cache (none, or a tiny one)
+// the tiles would be evicted before they serve: only miss is read.
 func (r *cachedReader) withUpperTiles(miss []int64) []int64 {
 	seen := make(map[int64]bool, len(miss))
 	var out, extra []int64
@@ -282,6 +284,9 @@ func (r *cachedReader) withUpperTiles(miss []int64) []int64 {
 			seen[x] = true
 			out = append(out, x)
 		}
+	}
+	if r.s.proofs.max < minTileCacheBytes {
+		return out
 	}
 	for _, x := range out {
 		if level, _ := xtlog.SplitStoredHashIndex(x); level < auditstore.TileHeight || x >= r.limit {
@@ -307,6 +312,10 @@ func (r *cachedReader) withUpperTiles(miss []int64) []int64 {
 	}
 	return out
 }
+
+// minTileCacheBytes is the smallest proof cache that fetches whole upper
+// tiles: room for 32 tiles of 510 hashes (2.9 MB).
+const minTileCacheBytes = 32 * 510 * cacheEntryBytes
 
 // upperTile returns the stored hash indexes of the tile that holds stored
 // hash x (of level auditstore.TileHeight or more) whose nodes are complete
