@@ -35,14 +35,18 @@ type ProofResult struct {
 // entries.
 const ProofGoalMS = 5
 
-// Figures: the proof route's p99 beside a bare point SELECT's, and its
-// p50 beside the same.
+// ProofPointRatio is the most a proof may take in point SELECTs: it is
+// one query of two key reads (the leaf, its tile) and an HTTP round trip.
+const ProofPointRatio = 3
+
+// Figures: the proof route's p99 beside a bare point SELECT's (and the
+// issue's 5 ms), and its p50 beside the same.
 func (r ProofResult) Figures() []Figure {
 	return []Figure{
 		{Name: fmt.Sprintf("inclusion proof at %d leaves, p99 (ms)", r.Leaves), Value: msf(r.Proof.P99), Unit: "ms",
-			Reference: msf(r.Point.P99), RefName: "bare ClickHouse point SELECT p99", Goal: 5, Lower: true, Max: ProofGoalMS},
+			Reference: msf(r.Point.P99), RefName: "bare ClickHouse point SELECT p99", Goal: ProofPointRatio, Lower: true, Max: ProofGoalMS},
 		{Name: fmt.Sprintf("inclusion proof at %d leaves, p50 (ms)", r.Leaves), Value: msf(r.Proof.P50), Unit: "ms",
-			Reference: msf(r.Point.P50), RefName: "bare ClickHouse point SELECT p50", Goal: 5, Lower: true},
+			Reference: msf(r.Point.P50), RefName: "bare ClickHouse point SELECT p50", Goal: ProofPointRatio, Lower: true},
 	}
 }
 
