@@ -110,9 +110,10 @@ type LogStore interface {
 	LeafIndexes(ctx context.Context, org uuid.UUID, kind LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error)
 	// LeafTile is the start of an inclusion proof in one read (ClickHouse:
 	// one query): the leaf index of event among the log's first size
-	// leaves, and the stored hashes of its tile (TileHashRange: every
-	// hash below level TileHeight that the proof of the leaf in the tree
-	// of size asks for, the leaf hash among them), in index order. size
+	// leaves, and the stored hashes of its tile (TileHashRange: the leaf
+	// hash and every hash over the tile's leaves that the proof of the
+	// leaf in the tree of size asks for; the proof's others are of the
+	// levels above and of the tree's right edge), in index order. size
 	// must be a size the log has reached (at most LogHead's: the caller's
 	// guarantee); found is false, with no hashes, when the log holds no
 	// leaf of the event below size (not sequenced yet, at or above size).
