@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 )
@@ -52,5 +53,43 @@ func TestProofCacheBound(t *testing.T) {
 	c.setHead(org, auditstore.LogAudit, 4)
 	if c.head(org, auditstore.LogAudit) != 10 || c.head(org, auditstore.LogExecutions) != 0 {
 		t.Fatalf("heads %d %d", c.head(org, auditstore.LogAudit), c.head(org, auditstore.LogExecutions))
+	}
+}
+
+// An upper tile is the nodes of its 8 levels over its 256 base nodes (510
+// hashes when full), holds the hash it is asked for, and in a tree whose
+// size cuts it, only the nodes complete in that tree: hashes below
+// tlog.StoredHashCount(size), which never change once the log reached it.
+func TestUpperTile(t *testing.T) {
+	for _, c := range []struct {
+		level int
+		n     int64
+		size  int64
+		want  int
+	}{
+		{8, 0, 1 << 16, 510},                       // the first level-1 tile, full
+		{9, 200, 10_000_000, 510},                  // the tile of level-8 nodes 256..511
+		{15, 0, 1 << 16, 510},                      // its top node
+		{8, 300, 80_000, 56 + 28 + 14 + 7 + 3 + 1}, // level-8 nodes 256..311 complete, then 128..155 of level 9, …
+		{16, 0, 10_000_000, 152 + 76 + 38 + 19 + 9 + 4 + 2 + 1},
+		{8, 5, 6 << 8, 6 + 3 + 1},
+	} {
+		x := tlog.StoredHashIndex(c.level, c.n)
+		got := upperTile(x, c.size)
+		limit := tlog.StoredHashCount(c.size)
+		has := false
+		for _, y := range got {
+			level, m := tlog.SplitStoredHashIndex(y)
+			if y >= limit || (m+1)<<level > c.size || level/8 != c.level/8 {
+				t.Errorf("tile of (%d, %d) at size %d holds (%d, %d)", c.level, c.n, c.size, level, m)
+			}
+			has = has || y == x
+		}
+		if !has {
+			t.Errorf("tile of (%d, %d) at size %d does not hold it", c.level, c.n, c.size)
+		}
+		if c.want > 0 && len(got) != c.want {
+			t.Errorf("tile of (%d, %d) at size %d: %d hashes, want %d", c.level, c.n, c.size, len(got), c.want)
+		}
 	}
 }

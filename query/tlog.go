@@ -24,6 +24,7 @@ type LogReader interface {
 	LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error)
 	ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error)
 	LeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error)
+	LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (int64, []auditstore.StoredHash, bool, error)
 	LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error)
 	CheckpointAt(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, size int64) (auditstore.Checkpoint, bool, error)
 }
@@ -199,17 +200,27 @@ func (s *Server) treeSize(ctx context.Context, org uuid.UUID, kind auditstore.Lo
 	return size, nil
 }
 
-// cachedReader reads (org, kind)'s stored hashes through the cache; the
-// first read also fetches extra (in the same store query) into got.
+// cachedReader reads (org, kind)'s stored hashes through the cache, then
+// tile (the hashes LeafTile read, if any), then the store; the first read
+// also fetches extra (in the same store query) into got. A store read
+// also fetches the uncached hashes of the upper tiles (levels of
+// auditstore.TileHeight and more) of the hashes it misses, so that the
+// upper levels of a large tree, which every proof asks for, are soon all
+// cached and a proof reads its leaf's tile only.
 type cachedReader struct {
 	s     *Server
 	ctx   context.Context
 	org   uuid.UUID
 	kind  auditstore.LogKind
-	limit int64 // tlog.StoredHashCount of the tree's size: cached below it
+	size  int64 // the tree's size
+	limit int64 // tlog.StoredHashCount(size): cached below it
+	tile  map[int64][32]byte
 	extra []int64
 	got   [][32]byte
-	reads int
+}
+
+func newCachedReader(ctx context.Context, s *Server, org uuid.UUID, kind auditstore.LogKind, size int64) *cachedReader {
+	return &cachedReader{s: s, ctx: ctx, org: org, kind: kind, size: size, limit: xtlog.StoredHashCount(size)}
 }
 
 func (r *cachedReader) ReadHashes(indexes []int64) ([]xtlog.Hash, error) {
@@ -220,27 +231,35 @@ func (r *cachedReader) ReadHashes(indexes []int64) ([]xtlog.Hash, error) {
 	r.s.proofs.hashes(r.org, r.kind, all, hs, found)
 	var miss []int64
 	for i, ok := range found {
-		if !ok {
-			miss = append(miss, all[i])
+		if ok {
+			continue
 		}
+		if h, ok := r.tile[all[i]]; ok && all[i] < r.limit {
+			hs[i], found[i] = h, true
+			r.s.proofs.addHash(r.org, r.kind, all[i], h)
+			continue
+		}
+		miss = append(miss, all[i])
 	}
 	if len(miss) > 0 {
-		r.reads++
-		got, err := r.s.logs.ReadLogHashes(r.ctx, r.org, r.kind, miss)
+		fetch := r.withUpperTiles(miss)
+		got, err := r.s.logs.ReadLogHashes(r.ctx, r.org, r.kind, fetch)
 		if err != nil {
 			return nil, err
 		}
-		if len(got) != len(miss) {
-			return nil, fmt.Errorf("read log hashes: %d hashes for %d indexes", len(got), len(miss))
+		if len(got) != len(fetch) {
+			return nil, fmt.Errorf("read log hashes: %d hashes for %d indexes", len(got), len(fetch))
 		}
-		j := 0
+		read := make(map[int64][32]byte, len(fetch))
+		for j, x := range fetch {
+			read[x] = got[j]
+			if x < r.limit {
+				r.s.proofs.addHash(r.org, r.kind, x, got[j])
+			}
+		}
 		for i, ok := range found {
 			if !ok {
-				hs[i] = got[j]
-				if all[i] < r.limit {
-					r.s.proofs.addHash(r.org, r.kind, all[i], got[j])
-				}
-				j++
+				hs[i] = read[all[i]]
 			}
 		}
 	}
@@ -250,6 +269,71 @@ func (r *cachedReader) ReadHashes(indexes []int64) ([]xtlog.Hash, error) {
 		out[i] = hs[i]
 	}
 	return out, nil
+}
+
+// withUpperTiles returns miss (its distinct indexes) and, for each of
+// them of a level of auditstore.TileHeight or more, the hashes of its
+// tile complete in the tree of r.size that the cache does not hold.
+// Without room for a few dozen tiles in the cache (none, or a tiny one)
+// the tiles would be evicted before they serve: only miss is read.
+func (r *cachedReader) withUpperTiles(miss []int64) []int64 {
+	seen := make(map[int64]bool, len(miss))
+	var out, extra []int64
+	for _, x := range miss {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	if r.s.proofs.max < minTileCacheBytes {
+		return out
+	}
+	for _, x := range out {
+		if level, _ := xtlog.SplitStoredHashIndex(x); level < auditstore.TileHeight || x >= r.limit {
+			continue
+		}
+		for _, y := range upperTile(x, r.size) {
+			if !seen[y] {
+				seen[y] = true
+				extra = append(extra, y)
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return out
+	}
+	hs := make([][32]byte, len(extra))
+	cached := make([]bool, len(extra))
+	r.s.proofs.hashes(r.org, r.kind, extra, hs, cached)
+	for i, y := range extra {
+		if !cached[i] {
+			out = append(out, y)
+		}
+	}
+	return out
+}
+
+// minTileCacheBytes is the smallest proof cache that fetches whole upper
+// tiles: room for 32 tiles of 510 hashes (2.9 MB).
+const minTileCacheBytes = 32 * 510 * cacheEntryBytes
+
+// upperTile returns the stored hash indexes of the tile that holds stored
+// hash x (of level auditstore.TileHeight or more) whose nodes are complete
+// in the tree of size leaves: for a tile of level L, the nodes of levels
+// 8L to 8L+7 above 2^8 nodes of level 8L, at most 510 hashes.
+func upperTile(x, size int64) []int64 {
+	const h = auditstore.TileHeight
+	level, n := xtlog.SplitStoredHashIndex(x)
+	base := level / h * h
+	k := n << (level - base) >> h // the tile's number at its level
+	var out []int64
+	for l := base; l < base+h; l++ {
+		lo, hi := k<<h>>(l-base), (k+1)<<h>>(l-base)
+		for m := lo; m < hi && (m+1)<<l <= size; m++ {
+			out = append(out, xtlog.StoredHashIndex(l, m))
+		}
+	}
+	return out
 }
 
 func b64s(hs []xtlog.Hash) []string {
@@ -288,11 +372,17 @@ func (s *Server) proofRoute(kind auditstore.LogKind) fiber.Handler {
 }
 
 // proof is the inclusion proof of event in the tree of size (< 0: the
-// latest checkpoint's) of (org, kind)'s log: one store read of hashes at
-// most, none when the cache holds them.
+// latest checkpoint's) of (org, kind)'s log. An event whose leaf index is
+// not cached is read with its tile in one store query (tileProof); when
+// that does not find the event below the size (or the size is beyond the
+// log), the leaf index is read, then the size checked, as the answer says.
 func (s *Server) proof(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (ProofData, error) {
 	index, ok := s.proofs.leaf(org, kind, event)
 	if !ok {
+		p, ok, err := s.tileProof(ctx, org, kind, event, size)
+		if err != nil || ok {
+			return p, err
+		}
 		m, err := s.logs.LeafIndexes(ctx, org, kind, []uuid.UUID{event})
 		if err != nil {
 			return ProofData{}, fmt.Errorf("leaf index: %w", err)
@@ -309,7 +399,58 @@ func (s *Server) proof(ctx context.Context, org uuid.UUID, kind auditstore.LogKi
 	if index >= size {
 		return ProofData{}, fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("size: the event is leaf %d, not in the tree of %d leaves", index, size))
 	}
-	r := &cachedReader{s: s, ctx: ctx, org: org, kind: kind, limit: xtlog.StoredHashCount(size), extra: []int64{xtlog.StoredHashIndex(0, index)}}
+	return s.proveLeaf(ctx, org, kind, index, size, nil)
+}
+
+// tileProof is the proof of event from one LeafTile query (the leaf index
+// and its tile; the cache holds the rest once warm), once the tree's size
+// is known to be reached: the latest checkpoint's, one at or below a size
+// the log was seen to reach (no read), else after a head read. ok is
+// false, with nothing read but the size, when the size is beyond the log
+// or the log holds no leaf of the event below it: the caller answers then
+// (a 404 or 400, as without tileProof).
+func (s *Server) tileProof(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (ProofData, bool, error) {
+	if size < 0 {
+		cp, ok, err := s.logs.LatestCheckpoint(ctx, org, kind)
+		if err != nil {
+			return ProofData{}, false, fmt.Errorf("checkpoint: %w", err)
+		}
+		if !ok {
+			return ProofData{}, false, nil
+		}
+		s.proofs.setHead(org, kind, cp.Size)
+		size = cp.Size
+	} else if size > s.proofs.head(org, kind) {
+		head, _, err := s.logs.LogHead(ctx, org, kind)
+		if err != nil {
+			return ProofData{}, false, fmt.Errorf("log head: %w", err)
+		}
+		s.proofs.setHead(org, kind, head)
+		if size > head {
+			return ProofData{}, false, nil
+		}
+	}
+	index, tile, ok, err := s.logs.LeafTile(ctx, org, kind, event, size)
+	if err != nil {
+		return ProofData{}, false, fmt.Errorf("leaf tile: %w", err)
+	}
+	if !ok {
+		return ProofData{}, false, nil
+	}
+	s.proofs.addLeaf(org, kind, event, index)
+	hashes := make(map[int64][32]byte, len(tile))
+	for _, h := range tile {
+		hashes[h.Index] = h.Hash
+	}
+	p, err := s.proveLeaf(ctx, org, kind, index, size, hashes)
+	return p, err == nil, err
+}
+
+// proveLeaf proves leaf index in the tree of size (index < size, size
+// reached by the log) from tile (may be nil), the cache and the store.
+func (s *Server) proveLeaf(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, index, size int64, tile map[int64][32]byte) (ProofData, error) {
+	r := newCachedReader(ctx, s, org, kind, size)
+	r.tile, r.extra = tile, []int64{xtlog.StoredHashIndex(0, index)}
 	hs, err := xtlog.ProveRecord(size, index, r)
 	if err != nil {
 		return ProofData{}, fmt.Errorf("inclusion proof: %w", err)
@@ -356,8 +497,7 @@ func (s *Server) consistencyRoute(kind auditstore.LogKind) fiber.Handler {
 		}
 		var hs []xtlog.Hash
 		if from > 0 && from < to {
-			r := &cachedReader{s: s, ctx: ctx, org: org, kind: kind, limit: xtlog.StoredHashCount(to)}
-			if hs, err = xtlog.ProveTree(to, from, r); err != nil {
+			if hs, err = xtlog.ProveTree(to, from, newCachedReader(ctx, s, org, kind, to)); err != nil {
 				return fmt.Errorf("consistency proof: %w", err)
 			}
 		}

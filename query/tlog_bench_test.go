@@ -57,7 +57,7 @@ type proofStore interface {
 // buildLog appends n leaves (random event ids) to org's audit log, as the
 // sequencer would, and answers their event ids; no entries are written
 // (the proof route reads only the log).
-func buildLog(b *testing.B, st auditstore.LogStore, org uuid.UUID, n int) []uuid.UUID {
+func buildLog(b testing.TB, st auditstore.LogStore, org uuid.UUID, n int) []uuid.UUID {
 	ctx := context.Background()
 	var mem tlog.MemoryLog
 	ids := make([]uuid.UUID, n)

@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog")
+	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog,proof", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog, proof")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
 	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
@@ -28,6 +28,8 @@ func runBench(ctx context.Context, args []string) error {
 	events := fs.Int("events", "AUDITRAIL_BENCH_EVENTS", 1_000_000, "events of the ingest benchmark")
 	verifyEntries := fs.Int("verify-entries", "", 1_000_000, "exported entries the verify benchmark writes and verifies offline")
 	tlogEvents := fs.Int("tlog-events", "", 300_000, "events (of 10 organizations) the tlog benchmark ingests with the tamper-evidence log off, then on")
+	proofLeaves := fs.Int("proof-leaves", "", 10_000_000, "leaves of the one log the proof benchmark writes into ClickHouse and proves random events of")
+	proofSamples := fs.Int("proof-samples", "", 1000, "timed inclusion proofs of the proof benchmark")
 	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
 	inf := addIngestFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
@@ -108,6 +110,13 @@ func runBench(ctx context.Context, args []string) error {
 			r, err := bench.Tlog(ctx, *tlogEvents, 10, os.Stdout)
 			if err != nil {
 				return fmt.Errorf("tlog benchmark: %w", err)
+			}
+			figures = append(figures, r.Figures()...)
+		case "proof":
+			fmt.Printf("== proof: inclusion proofs of random events over HTTP from a log of %d leaves in ClickHouse, against a bare point SELECT\n", *proofLeaves)
+			r, err := bench.Proof(ctx, int64(*proofLeaves), *proofSamples, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("proof benchmark: %w", err)
 			}
 			figures = append(figures, r.Figures()...)
 		case "decode":

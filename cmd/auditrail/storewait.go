@@ -14,8 +14,13 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/retry"
+	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 )
+
+// The query role finds its log routes by this interface: a method missing
+// here would turn them off.
+var _ query.LogReader = (*pendingStore)(nil)
 
 // errStoreNotReady answers every call before the store has answered once.
 var errStoreNotReady = errors.New("audit store not ready")
@@ -192,6 +197,14 @@ func (p *pendingStore) LeafIndexes(ctx context.Context, org uuid.UUID, kind audi
 		return nil, err
 	}
 	return s.LeafIndexes(ctx, org, kind, ids)
+}
+
+func (p *pendingStore) LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (int64, []auditstore.StoredHash, bool, error) {
+	s, err := p.get()
+	if err != nil {
+		return 0, nil, false, err
+	}
+	return s.LeafTile(ctx, org, kind, event, size)
 }
 
 func (p *pendingStore) LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error) {

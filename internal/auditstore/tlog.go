@@ -108,6 +108,16 @@ type LogStore interface {
 	// the log does not hold yet (not sequenced, or above the size) is
 	// absent from the map. At most MaxLimit ids.
 	LeafIndexes(ctx context.Context, org uuid.UUID, kind LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error)
+	// LeafTile is the start of an inclusion proof in one read (ClickHouse:
+	// one query): the leaf index of event among the log's first size
+	// leaves, and the stored hashes of its tile (TileHashRange: the leaf
+	// hash and every hash over the tile's leaves that the proof of the
+	// leaf in the tree of size asks for; the proof's others are of the
+	// levels above and of the tree's right edge), in index order. size
+	// must be a size the log has reached (at most LogHead's: the caller's
+	// guarantee); found is false, with no hashes, when the log holds no
+	// leaf of the event below size (not sequenced yet, at or above size).
+	LeafTile(ctx context.Context, org uuid.UUID, kind LogKind, event uuid.UUID, size int64) (index int64, hashes []StoredHash, found bool, err error)
 	// SaveCheckpoint stores a checkpoint of the log. Its root must be the
 	// tree hash of the log's first Size leaves (ErrLogConflict otherwise:
 	// a size above the log's, or another root, is never stored). One
@@ -128,6 +138,21 @@ type LogStore interface {
 	// leaf, by organization, in one read of the head records (the
 	// checkpointer's round: one query however many organizations).
 	LogHeads(ctx context.Context, kind LogKind) (map[uuid.UUID]int64, error)
+}
+
+// TileHeight is the height of the tiles of the stored hashes (as
+// golang.org/x/mod/sumdb/tlog's tiles of height 8): a tile of level L
+// holds the hashes of levels 8L to 8L+7 over 2^8 nodes of level 8L.
+const TileHeight = 8
+
+// TileHashRange is the range [lo, hi) of stored hash indexes that the
+// leaves of leaf's tile (of level 0: 2^TileHeight leaves, aligned) added,
+// up to leaf size-1: they hold the leaf hash and every node of levels
+// below TileHeight over those leaves, complete in the tree of size leaves.
+// leaf must be below size.
+func TileHashRange(leaf, size int64) (lo, hi int64) {
+	t := leaf &^ (1<<TileHeight - 1)
+	return tlog.StoredHashCount(t), tlog.StoredHashCount(min(t+1<<TileHeight, size))
 }
 
 // ValidateLog checks the organization and kind of a log call.

@@ -29,6 +29,8 @@ var (
 	logHashesVerSQL string
 	//go:embed queries/log_leaf_indexes.sql
 	logLeafIndexesSQL string
+	//go:embed queries/log_leaf_tile.sql
+	logLeafTileSQL string
 	//go:embed queries/insert_log_leaves.sql
 	insertLogLeavesSQL string
 	//go:embed queries/insert_log_leaf_ids.sql
@@ -41,8 +43,8 @@ var (
 	insertLogCheckpointSQL string
 	//go:embed queries/log_checkpoint_at.sql
 	logCheckpointAtSQL string
-	//go:embed queries/log_checkpoint_max.sql
-	logCheckpointMaxSQL string
+	//go:embed queries/log_checkpoint_latest.sql
+	logCheckpointLatestSQL string
 	//go:embed queries/log_orgs.sql
 	logOrgsSQL string
 	//go:embed queries/log_heads.sql
@@ -375,6 +377,53 @@ func (s *Store) LeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.
 	return held, nil
 }
 
+// LeafTile implements auditstore.LogStore in one query
+// (queries/log_leaf_tile.sql): the leaf index by a point of log_leaf_ids'
+// primary key, and the tile's hashes by a range of log_hashes' (the
+// newest write of each). The caller's size is at most the head's, so
+// every row below it is final: no head read.
+func (s *Store) LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (int64, []auditstore.StoredHash, bool, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return 0, nil, false, err
+	}
+	if size <= 0 {
+		return 0, nil, false, nil
+	}
+	const leaves = 1 << auditstore.TileHeight
+	o, k := org.String(), uint8(kind)
+	rows, err := s.conn.Query(ctx, logLeafTileSQL, o, k, event.String(), int64(-leaves), o, k, size, int64(leaves), tlog.StoredHashCount(size))
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
+	}
+	defer rows.Close()
+	var (
+		leaf   int64 = -1
+		lo, hi int64
+		out    []auditstore.StoredHash
+	)
+	for rows.Next() {
+		var h auditstore.StoredHash
+		var l int64
+		if err := rows.Scan(&l, &h.Index, &h.Hash); err != nil {
+			return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
+		}
+		if leaf < 0 {
+			leaf = l
+			lo, hi = auditstore.TileHashRange(leaf, size)
+		}
+		if h.Index >= lo && h.Index < hi {
+			out = append(out, h)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
+	}
+	if leaf < 0 || len(out) == 0 {
+		return 0, nil, false, nil
+	}
+	return leaf, out, true, nil
+}
+
 // leafIDs returns the newest mapping of each of the event ids found in
 // log_leaf_ids, whatever the size (withdrawn ones as -1).
 func (s *Store) leafIDs(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, eventIDs []uuid.UUID) (map[uuid.UUID]int64, error) {
@@ -439,24 +488,14 @@ func (s *Store) SaveCheckpoint(ctx context.Context, org uuid.UUID, kind auditsto
 	})
 }
 
-// LatestCheckpoint implements auditstore.LogStore in two queries: the
-// largest size (one column of the log's checkpoints: 18.16 cannot read a
-// key backwards), then that checkpoint.
+// LatestCheckpoint implements auditstore.LogStore in one query
+// (queries/log_checkpoint_latest.sql).
 func (s *Store) LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error) {
 	if err := auditstore.ValidateLog(org, kind); err != nil {
 		return auditstore.Checkpoint{}, false, err
 	}
-	var (
-		size int64
-		n    uint64
-	)
-	if err := s.conn.QueryRow(ctx, logCheckpointMaxSQL, org.String(), uint8(kind)).Scan(&size, &n); err != nil {
-		return auditstore.Checkpoint{}, false, fmt.Errorf("clickhouse latest checkpoint: %w", err)
-	}
-	if n == 0 {
-		return auditstore.Checkpoint{}, false, nil
-	}
-	return s.CheckpointAt(ctx, org, kind, size)
+	o, k := org.String(), uint8(kind)
+	return s.checkpoint(ctx, logCheckpointLatestSQL, o, k, o, k)
 }
 
 // CheckpointAt implements auditstore.LogStore.
@@ -464,7 +503,12 @@ func (s *Store) CheckpointAt(ctx context.Context, org uuid.UUID, kind auditstore
 	if err := auditstore.ValidateLog(org, kind); err != nil {
 		return auditstore.Checkpoint{}, false, err
 	}
-	rows, err := s.conn.Query(ctx, logCheckpointAtSQL, org.String(), uint8(kind), size)
+	return s.checkpoint(ctx, logCheckpointAtSQL, org.String(), uint8(kind), size)
+}
+
+// checkpoint reads the one checkpoint query answers (false: none).
+func (s *Store) checkpoint(ctx context.Context, query string, args ...any) (auditstore.Checkpoint, bool, error) {
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return auditstore.Checkpoint{}, false, fmt.Errorf("clickhouse checkpoint: %w", err)
 	}

@@ -72,6 +72,28 @@ func TestLogAppendAfterCrash(t *testing.T) {
 				t.Errorf("LeafIndexes[%s] = %d: not in the log", id, i)
 			}
 		}
+		// LeafTile (the proof route's read) agrees: the retry's leaves
+		// with the retry's hashes, never a crashed row's.
+		for _, id := range in {
+			i, hs, ok, err := s.LeafTile(ctx, org, kind, id, n)
+			if err != nil || !ok || i != got[id] {
+				t.Fatalf("LeafTile(%s) = %d, %v, %v; want %d", id, i, ok, err, got[id])
+			}
+			lo, hi := auditstore.TileHashRange(i, n)
+			if int64(len(hs)) != hi-lo {
+				t.Fatalf("LeafTile(%s): %d hashes, want %d", id, len(hs), hi-lo)
+			}
+			for _, h := range hs {
+				if tlog.Hash(h.Hash) != m.Hashes[h.Index] {
+					t.Fatalf("LeafTile(%s): hash %d is not the log's", id, h.Index)
+				}
+			}
+		}
+		for _, id := range out {
+			if i, _, ok, err := s.LeafTile(ctx, org, kind, id, n); err != nil || ok {
+				t.Errorf("LeafTile(%s) = %d, %v, %v: not in the log", id, i, ok, err)
+			}
+		}
 	}
 	ids := func(ls []auditstore.LogLeaf) []uuid.UUID {
 		out := make([]uuid.UUID, len(ls))
@@ -89,6 +111,9 @@ func TestLogAppendAfterCrash(t *testing.T) {
 	}
 	if got, _ := s.LeafIndexes(ctx, org, kind, ids(same)); len(got) != 0 {
 		t.Fatalf("leaves above the size are listed: %v", got)
+	}
+	if i, _, ok, err := s.LeafTile(ctx, org, kind, same[0].EventID, 10); err != nil || ok {
+		t.Fatalf("LeafTile finds a leaf above the size: %d, %v, %v", i, ok, err)
 	}
 	if err := s.AppendLog(ctx, org, kind, same, sameHashes); err != nil {
 		t.Fatal(err)

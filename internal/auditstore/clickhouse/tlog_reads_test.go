@@ -17,7 +17,8 @@ import (
 
 // The log's hot reads are reads of the primary keys, not of the log: the
 // hashes of a proof, the leaf indexes of a page (random v4 ids: a granule
-// of 64 rows each), the head and a checkpoint read a few granules, of a
+// of 64 rows each), a proof's leaf and tile (LeafTile), the head, a
+// checkpoint and the latest one read a few granules, of a
 // log of 100k leaves (200k hashes) beside another organization's.
 func TestLogReadsByKey(t *testing.T) {
 	dsn := verifyNoLeaks(t)
@@ -76,6 +77,23 @@ func TestLogReadsByKey(t *testing.T) {
 			got, err := s.LeafIndexes(ctx, org, auditstore.LogAudit, page)
 			if err == nil && len(got) != len(page) {
 				t.Errorf("found %d of %d", len(got), len(page))
+			}
+			return err
+		}},
+		// The leaf (a granule of log_leaf_ids) and the tile's hashes (about
+		// 512 rows: three granules at most).
+		{"leaf tile", 64 + 3*256, func(ctx context.Context) error {
+			leaf := rng.Int64N(n)
+			i, hs, ok, err := s.LeafTile(ctx, org, auditstore.LogAudit, m.Leaves[leaf].EventID, n)
+			if lo, hi := auditstore.TileHashRange(leaf, n); err == nil && (!ok || i != leaf || int64(len(hs)) != hi-lo) {
+				t.Errorf("LeafTile = %d, %d hashes, %v", i, len(hs), ok)
+			}
+			return err
+		}},
+		{"latest checkpoint", 2 * 256, func(ctx context.Context) error {
+			cp, ok, err := s.LatestCheckpoint(ctx, org, auditstore.LogAudit)
+			if err == nil && (!ok || cp.Size != n) {
+				t.Errorf("LatestCheckpoint = %d, %v", cp.Size, ok)
 			}
 			return err
 		}},

@@ -22,6 +22,8 @@ var (
 	logLeavesSQL string
 	//go:embed queries/log_hashes.sql
 	logHashesSQL string
+	//go:embed queries/log_hash_range.sql
+	logHashRangeSQL string
 	//go:embed queries/log_leaf_indexes.sql
 	logLeafIndexesSQL string
 	//go:embed queries/insert_log_leaf.sql
@@ -315,6 +317,49 @@ func leafIndexes(ctx context.Context, q querier, org uuid.UUID, kind auditstore.
 		return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
 	}
 	return out, nil
+}
+
+// LeafTile implements auditstore.LogStore: the leaf index (a point of
+// log_leaves_event), then the tile's hashes (a range of log_hashes'
+// primary key). A log's rows are written with its head in one
+// transaction: every row is final.
+func (s *Store) LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (int64, []auditstore.StoredHash, bool, error) {
+	if err := auditstore.ValidateLog(org, kind); err != nil {
+		return 0, nil, false, err
+	}
+	m, err := leafIndexes(ctx, s.db, org, kind, []uuid.UUID{event})
+	if err != nil {
+		return 0, nil, false, err
+	}
+	leaf, ok := m[event]
+	if !ok || leaf < 0 || leaf >= size {
+		return 0, nil, false, nil
+	}
+	lo, hi := auditstore.TileHashRange(leaf, size)
+	rows, err := s.db.QueryContext(ctx, logHashRangeSQL, org.String(), int64(kind), lo, hi)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("sqlite leaf tile: %w", err)
+	}
+	defer rows.Close()
+	out := make([]auditstore.StoredHash, 0, hi-lo)
+	for rows.Next() {
+		var (
+			h auditstore.StoredHash
+			b []byte
+		)
+		if err := rows.Scan(&h.Index, &b); err != nil {
+			return 0, nil, false, fmt.Errorf("sqlite leaf tile: %w", err)
+		}
+		if len(b) != 32 {
+			return 0, nil, false, fmt.Errorf("sqlite leaf tile: hash %d of %d bytes", h.Index, len(b))
+		}
+		h.Hash = [32]byte(b)
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, false, fmt.Errorf("sqlite leaf tile: %w", err)
+	}
+	return leaf, out, true, nil
 }
 
 // SaveCheckpoint implements auditstore.LogStore: the root is checked

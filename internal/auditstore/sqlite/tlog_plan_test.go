@@ -27,6 +27,7 @@ func TestLogQueryPlans(t *testing.T) {
 	}{
 		{"hashes", logHashesSQL, []any{org, 0, "[1,2,3]"}, "SEARCH h USING PRIMARY KEY (log_id=? AND idx=?)"},
 		{"leaf indexes", logLeafIndexesSQL, []any{org, 0, `["` + org + `"]`}, "SEARCH f USING COVERING INDEX log_leaves_event (log_id=? AND event_id=?)"},
+		{"hash range", logHashRangeSQL, []any{org, 0, 10, 20}, "SEARCH h USING PRIMARY KEY (log_id=? AND idx>? AND idx<?)"},
 		{"leaves", logLeavesSQL, []any{1, 5, 10}, "SEARCH log_leaves USING PRIMARY KEY (log_id=? AND idx>? AND idx<?)"},
 		{"head", logHeadSQL, []any{org, 0}, "SEARCH log_heads USING INDEX sqlite_autoindex_log_heads_1 (organization_id=? AND kind=?)"},
 		{"checkpoint at", logCheckpointAtSQL, []any{org, 0, 5}, "SEARCH c USING PRIMARY KEY (log_id=? AND size=?)"},

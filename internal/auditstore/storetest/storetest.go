@@ -63,6 +63,7 @@ func Run(t *testing.T, factory Factory) {
 		{"LogIdempotentAppend", testLogIdempotent},
 		{"LogConflicts", testLogConflicts},
 		{"LogHashesMissing", testLogHashesMissing},
+		{"LogLeafTile", testLogLeafTile},
 		{"LogCheckpoints", testLogCheckpoints},
 		{"LogIsolation", testLogIsolation},
 	}

@@ -371,6 +371,96 @@ func testLogHashesMissing(t *testing.T, open Opener) {
 	}
 }
 
+// testLogLeafTile: LeafTile finds a leaf below the size asked with exactly
+// the stored hashes of its tile cut at that size (full tiles, the partial
+// last one, a tile of one leaf), which hold every hash below TileHeight
+// that the leaf's inclusion proof asks for; an event not in the log, at
+// or above the size, or in another log is not found.
+func testLogLeafTile(t *testing.T, open Opener) {
+	s := logStore(t, mustOpen(t, open))
+	org, other := uuid.New(), uuid.New()
+	m := NewLogModel()
+	for _, n := range []int{300, 1, 255, 444} { // 1000
+		leaves, hashes := m.Add(t, n)
+		appendLog(t, s, org, auditstore.LogAudit, leaves, hashes)
+	}
+	om := NewLogModel()
+	ol, oh := om.AddEvents(t, m.Leaves[7].EventID, uuid.New())
+	appendLog(t, s, other, auditstore.LogAudit, ol, oh)
+	for _, c := range []struct{ leaf, size int64 }{
+		{0, 1}, {0, 1000}, {7, 8}, {255, 256}, {255, 1000}, {256, 257}, {300, 301}, {511, 512},
+		{512, 1000}, {767, 768}, {768, 1000}, {999, 1000}, {900, 901}, {42, 300},
+	} {
+		id := m.Leaves[c.leaf].EventID
+		got, hs, ok, err := s.LeafTile(ctx(t), org, auditstore.LogAudit, id, c.size)
+		if err != nil || !ok || got != c.leaf {
+			t.Fatalf("LeafTile(leaf %d, size %d) = %d, %v, %v", c.leaf, c.size, got, ok, err)
+		}
+		lo, hi := auditstore.TileHashRange(c.leaf, c.size)
+		if int64(len(hs)) != hi-lo {
+			t.Fatalf("LeafTile(leaf %d, size %d): %d hashes, want %d (%d..%d)", c.leaf, c.size, len(hs), hi-lo, lo, hi)
+		}
+		tile := map[int64]tlog.Hash{}
+		for i, h := range hs {
+			if h.Index != lo+int64(i) || tlog.Hash(h.Hash) != m.Hashes[h.Index] {
+				t.Fatalf("LeafTile(leaf %d, size %d): hash %d is %d, differs: %v", c.leaf, c.size, i, h.Index, tlog.Hash(h.Hash) != m.Hashes[h.Index])
+			}
+			tile[h.Index] = tlog.Hash(h.Hash)
+		}
+		if tile[tlog.StoredHashIndex(0, c.leaf)] != tlog.RecordHash(id[:]) {
+			t.Fatalf("LeafTile(leaf %d, size %d): no leaf hash", c.leaf, c.size)
+		}
+		// The proof's hashes over the tile's leaves are all in it (the
+		// others are of the tree's upper levels, and of its right edge,
+		// shared by every proof at this size).
+		first := c.leaf &^ (1<<auditstore.TileHeight - 1)
+		_, err = tlog.ProveRecord(c.size, c.leaf, tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+			for _, x := range idx {
+				if level, n := tlog.SplitStoredHashIndex(x); n<<level >= first && (n+1)<<level <= first+1<<auditstore.TileHeight {
+					if _, ok := tile[x]; !ok {
+						t.Errorf("LeafTile(leaf %d, size %d): the proof asks for hash %d (level %d), not in the tile", c.leaf, c.size, x, level)
+					}
+				}
+			}
+			return m.Reader().ReadHashes(idx)
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		org   uuid.UUID
+		kind  auditstore.LogKind
+		event uuid.UUID
+		size  int64
+	}{
+		{"an unknown event", org, auditstore.LogAudit, uuid.New(), 1000},
+		{"a leaf at the size", org, auditstore.LogAudit, m.Leaves[500].EventID, 500},
+		{"a leaf above the size", org, auditstore.LogAudit, m.Leaves[999].EventID, 10},
+		{"size 0", org, auditstore.LogAudit, m.Leaves[0].EventID, 0},
+		{"the other kind", org, auditstore.LogExecutions, m.Leaves[0].EventID, 1000},
+		{"another organization's leaf", other, auditstore.LogAudit, m.Leaves[0].EventID, 2},
+	} {
+		if i, hs, ok, err := s.LeafTile(ctx(t), c.org, c.kind, c.event, c.size); err != nil || ok || len(hs) != 0 {
+			t.Errorf("%s: LeafTile = %d, %d hashes, %v, %v; want not found", c.name, i, len(hs), ok, err)
+		}
+	}
+	// The same event in another log: that log's leaf and hashes.
+	if i, hs, ok, err := s.LeafTile(ctx(t), other, auditstore.LogAudit, m.Leaves[7].EventID, 2); err != nil || !ok || i != 0 || len(hs) != 3 || tlog.Hash(hs[0].Hash) != om.Hashes[0] {
+		t.Errorf("LeafTile in the other log = %d, %v, %v, %v", i, hs, ok, err)
+	}
+	for _, c := range []struct {
+		name string
+		org  uuid.UUID
+		kind auditstore.LogKind
+	}{{"nil organization", uuid.Nil, auditstore.LogAudit}, {"unknown kind", org, 2}} {
+		if _, _, _, err := s.LeafTile(ctx(t), c.org, c.kind, m.Leaves[0].EventID, 1); !errors.Is(err, auditstore.ErrInvalidQuery) {
+			t.Errorf("%s: LeafTile = %v", c.name, err)
+		}
+	}
+}
+
 // testLogCheckpoints: checkpoints are kept per size (the newest of a
 // size), found by size and as the latest; one whose root is not the
 // stored tree's, or whose size is beyond the log, is refused.
