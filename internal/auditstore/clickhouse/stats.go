@@ -42,6 +42,9 @@ type statsData struct {
 	Signed      bool
 	Split       int64
 	Left, Right int
+	// Raw: audit_logs is read (without an aggregate, always; with one,
+	// when a ragged end is not empty).
+	Raw bool
 }
 
 // rng is a range [lo, hi) of ts_ms read from audit_logs, counted or
@@ -186,7 +189,8 @@ func (s *Store) statsQuery(ctx context.Context, q auditstore.StatsQuery, name st
 	keys := statsKeys[q.By]
 	d := statsData{Agg: sp.agg, Bucket: q.BucketMS(), Key: keys[0], AggKey: keys[1],
 		Project: q.ProjectID != nil, Action: q.Action != nil, Source: q.Source != nil, ResourceType: q.ResourceType != nil,
-		Signed: sp.left.neg || sp.right.neg, Split: sp.left.hi, Left: sign(sp.left), Right: sign(sp.right)}
+		Signed: sp.left.neg || sp.right.neg, Split: sp.left.hi, Left: sign(sp.left), Right: sign(sp.right),
+		Raw: !sp.agg || sp.left.lo < sp.left.hi || sp.right.lo < sp.right.hi}
 	var termArgs []any
 	d.Terms, termArgs = searchTerms(q.Search.Terms, "text")
 	org := q.OrgID.String()
@@ -212,12 +216,14 @@ func (s *Store) statsQuery(ctx context.Context, q auditstore.StatsQuery, name st
 		args = append(args, org, scope, sp.lo, sp.hi)
 		args = append(args, enums(name != "resources", name != "resources", true)...)
 	}
-	args = append(args, org, sp.left.lo, sp.left.hi, sp.right.lo, sp.right.hi)
-	if d.Project {
-		args = append(args, q.ProjectID.String())
+	if d.Raw {
+		args = append(args, org, sp.left.lo, sp.left.hi, sp.right.lo, sp.right.hi)
+		if d.Project {
+			args = append(args, q.ProjectID.String())
+		}
+		args = append(args, enums(true, true, true)...)
+		args = append(args, termArgs...)
 	}
-	args = append(args, enums(true, true, true)...)
-	args = append(args, termArgs...)
 	if name != "buckets" {
 		args = append(args, q.Top)
 	}

@@ -13,7 +13,9 @@
      whose count comes to 0 is left out, as the raw path never sees it.
      Every value is a ? argument; .Bucket, .Split, .Left and .Right are
      numbers from Go, the keys are column names from Go. Casts keep both
-     sides of UNION ALL of one type, which 18.16 requires.
+     sides of UNION ALL of one type, which 18.16 requires. Without .Raw
+     (an aggregate of whole steps and no ragged end) audit_logs is not read
+     at all: an empty range still reads the granule around it.
      Arguments: [org, scope, agg_lo, agg_hi, the aggregate's filters], org,
      left_lo, left_hi, right_lo, right_hi, the filters, the search terms
      (search.sql), [top]. */ -}}
@@ -45,12 +47,16 @@ FROM (
     AND resource_type = ?
 {{- end}}
   GROUP BY t, k
+{{- if .Raw}}
   UNION ALL
 {{- end}}
+{{- end}}
+{{- if .Raw}}
   SELECT toInt64(intDiv(ts_ms, {{.Bucket}}) * {{.Bucket}}) AS t, toUInt8({{.Key}}) AS k, {{template "raw_count" .}} AS c
   FROM audit_logs
   {{template "raw_where" .}}
   GROUP BY t, k
+{{- end}}
 )
 GROUP BY start, k
 HAVING sum(c) > 0
@@ -74,12 +80,16 @@ FROM (
     AND resource_type = ?
 {{- end}}
   GROUP BY principal_id
+{{- if .Raw}}
   UNION ALL
 {{- end}}
+{{- end}}
+{{- if .Raw}}
   SELECT principal_id, {{template "raw_count" .}} AS c
   FROM audit_logs
   {{template "raw_where" .}}
   GROUP BY principal_id
+{{- end}}
 )
 GROUP BY principal_id
 HAVING sum(c) > 0
@@ -99,13 +109,17 @@ FROM (
 {{- end}}
     AND value != ''
   GROUP BY rt, rid
+{{- if .Raw}}
   UNION ALL
 {{- end}}
+{{- end}}
+{{- if .Raw}}
   SELECT toUInt8(ifNull(resource_type, 0)) AS rt, toString(ifNull(resource_id, '')) AS rid, {{template "raw_count" .}} AS c
   FROM audit_logs
   {{template "raw_where" .}}
     AND ifNull(resource_id, '') != ''
   GROUP BY rt, rid
+{{- end}}
 )
 GROUP BY rt, rid
 HAVING sum(c) > 0
