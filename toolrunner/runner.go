@@ -133,6 +133,9 @@ type Scope struct {
 // Actor is the principal that asked for an execution, as recorded.
 type Actor struct {
 	PrincipalID, PrincipalType, DisplayName, ClientIP string
+	// Client is the client program as it names itself (an MCP client's
+	// clientInfo); nil for the HTTP API.
+	Client *schemas.ClientInfo
 }
 
 // Result is the outcome of an execution (CONTRACT.md).
@@ -470,7 +473,7 @@ func (r *Runner) publish(ctx context.Context, sc Scope, def Definition, start ti
 		UserID: sc.UserID, PrincipalID: sc.Actor.PrincipalID, PrincipalType: sc.Actor.PrincipalType,
 		DisplayName: sc.Actor.DisplayName, ClientIP: sc.Actor.ClientIP, Tool: schemas.ToolRef{Toolkit: def.Toolkit, Name: def.Name, Version: def.Version},
 		StartedAt: start.UTC(), EndedAt: r.now().UTC(), DurationMS: res.DurationMS, Success: res.Success,
-		ExecutionCode: code, Hooks: res.Hooks,
+		ExecutionCode: code, Hooks: res.Hooks, Client: sc.Actor.Client,
 	}
 	if res.Error != nil {
 		ev.ExecutionError, ev.ErrorKind = res.Error.Message, res.Error.Kind
