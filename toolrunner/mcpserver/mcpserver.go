@@ -152,11 +152,9 @@ func (s *session) handler(name string) mcp.ToolHandler {
 		} else {
 			sc.Actor.Client = &schemas.ClientInfo{Protocol: ProtocolMCP}
 		}
-		input := map[string]any{}
-		if len(req.Params.Arguments) > 0 && string(req.Params.Arguments) != "null" {
-			if err := json.Unmarshal(req.Params.Arguments, &input); err != nil {
-				return errorResult(&toolrunner.Error{Kind: toolrunner.KindInputInvalid, Message: "arguments: want a JSON object: " + err.Error()}, nil), nil
-			}
+		input, err := decodeArguments(req.Params.Arguments)
+		if err != nil {
+			return errorResult(&toolrunner.Error{Kind: toolrunner.KindInputInvalid, Message: err.Error()}, nil), nil
 		}
 		res, err := s.runner.Execute(ctx, sc, name, input)
 		switch {
@@ -175,6 +173,22 @@ func (s *session) handler(name string) mcp.ToolHandler {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: render(res.Output)}}, StructuredContent: res}, nil
 	}
+}
+
+// decodeArguments reads a tools/call's arguments: a JSON object, or
+// nothing (absent or null: no arguments).
+func decodeArguments(raw json.RawMessage) (map[string]any, error) {
+	input := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return input, nil
+	}
+	if err := json.Unmarshal(raw, &input); err != nil {
+		return nil, fmt.Errorf("arguments: want a JSON object: %w", err)
+	}
+	if input == nil {
+		input = map[string]any{}
+	}
+	return input, nil
 }
 
 // clip bounds what a client says of itself before it is recorded.
