@@ -73,6 +73,7 @@ type Handler struct {
 	runner Runner
 	scoper Scoper
 	log    *slog.Logger
+	sdkLog *slog.Logger
 	mcp    http.Handler
 	ctx    context.Context // ends at Close: open streams end
 	cancel context.CancelFunc
@@ -88,11 +89,13 @@ func NewHandler(ctx context.Context, cfg Config, runner Runner, scoper Scoper, l
 		log = slog.Default()
 	}
 	h := &Handler{cfg: cfg, runner: runner, scoper: scoper, log: log}
+	// The SDK logs every session's start and end at INFO: warnings only.
+	h.sdkLog = slog.New(minLevel{log.Handler(), slog.LevelWarn})
 	h.ctx, h.cancel = context.WithCancel(ctx)
 	sh := mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{
 		JSONResponse:   cfg.JSONResponse,
 		SessionTimeout: cfg.SessionTimeout,
-		Logger:         log,
+		Logger:         h.sdkLog,
 		// Every request carries a bearer credential, checked before the
 		// SDK sees it (a page that rebinds DNS to a local server has no
 		// key to send); behind the gateway the Host header is the
@@ -164,7 +167,7 @@ func (h *Handler) server(r *http.Request) *mcp.Server {
 		return nil
 	}
 	st.once.Do(func() {
-		srv, err := NewServer(r.Context(), h.runner, st.scope, scopeOf, &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}, h.log)
+		srv, err := NewServer(r.Context(), h.runner, st.scope, scopeOf, &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}, h.sdkLog)
 		if err != nil {
 			h.log.Error("mcp: session not started", "err", err)
 			return
@@ -182,4 +185,22 @@ func scopeOf(_ context.Context, req mcp.Request) (toolrunner.Scope, bool) {
 	}
 	sc, ok := ex.TokenInfo.Extra[scopeExtra].(toolrunner.Scope)
 	return sc, ok
+}
+
+// minLevel drops the records below its level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.level && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(as), m.level}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.level}
 }
