@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -189,6 +191,28 @@ func TestMCPInDev(t *testing.T) {
 	ev := executionEvent(t, p.connect(t), org, mcpExecution)
 	if ev.Client == nil || *ev.Client != (schemas.ClientInfo{Protocol: "mcp", Name: "mcp-test-client", Version: "9.8.7"}) || ev.UserID != "demo-user" {
 		t.Fatalf("execution event: client %+v user %q", ev.Client, ev.UserID)
+	}
+
+	// The same over stdio: `auditrail mcp` proxies the endpoint as the
+	// local client, whose name the execution records.
+	cmd := exec.Command(binary(t), "mcp", "--url", "http://"+p.http, "--org", org, "--project", project)
+	cmd.Env = append(os.Environ(), "AUDITRAIL_KEY="+demoKey)
+	stdio, err := mcp.NewClient(&mcp.Implementation{Name: "desktop-app", Version: "0.9"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("auditrail mcp: %v", err)
+	}
+	if lt, err := stdio.ListTools(ctx, nil); err != nil || len(lt.Tools) != len(want) {
+		t.Fatalf("stdio tools/list: %v, %d tools", err, len(lt.Tools))
+	}
+	res, st = callTool(t, ctx, stdio, "DocumentDbToolkit.CountDocuments", map[string]any{"database_name": "shop", "collection_name": "orders", "filter_dict": `{"status":"paid"}`})
+	if res.IsError || st.Output != 48.0 {
+		t.Fatalf("stdio CountDocuments: %s %+v", text(res), st)
+	}
+	if ev := executionEvent(t, p.connect(t), org, st.ExecutionID); ev.Client == nil || ev.Client.Name != "desktop-app" || ev.Client.Version != "0.9" {
+		t.Fatalf("stdio execution's client: %+v", ev.Client)
+	}
+	if err := stdio.Close(); err != nil {
+		t.Errorf("auditrail mcp did not end cleanly: %v", err)
 	}
 
 	// A pre hook that denies: an MCP tool error with the kind and message.

@@ -167,7 +167,7 @@ func (h *Handler) server(r *http.Request) *mcp.Server {
 		return nil
 	}
 	st.once.Do(func() {
-		srv, err := NewServer(r.Context(), h.runner, st.scope, scopeOf, &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}, h.sdkLog)
+		srv, err := NewServer(r.Context(), h.runner, st.scope, scopeOf, &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}, h.log)
 		if err != nil {
 			h.log.Error("mcp: session not started", "err", err)
 			return

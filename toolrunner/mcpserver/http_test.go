@@ -36,8 +36,12 @@ func (h header) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range h {
 		r.Header.Set(k, v)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return transport.RoundTrip(r)
 }
+
+// transport is the tests' client transport: its idle connections are
+// closed after each test (goleak).
+var transport = &http.Transport{}
 
 // serveHTTP serves the endpoint of f on a fiber app; it returns the URL of
 // one project.
@@ -57,6 +61,7 @@ func serveHTTP(t testing.TB, f mcpserver.Runner, cfg mcpserver.Config) string {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = app.Listener(ln) }()
 	t.Cleanup(func() {
+		transport.CloseIdleConnections()
 		cancel() // ends the GET streams, so that the shutdown does not wait
 		_ = app.ShutdownWithTimeout(5 * time.Second)
 		<-done

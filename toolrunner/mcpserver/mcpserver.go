@@ -60,7 +60,8 @@ func NewServer(ctx context.Context, runner Runner, sc toolrunner.Scope, scope Sc
 	}
 	s := &session{runner: runner, base: sc, scope: scope, log: log, tools: map[string]string{}}
 	s.srv = mcp.NewServer(impl, &mcp.ServerOptions{
-		Logger:       log,
+		// The SDK logs every session's start and end at INFO.
+		Logger:       slog.New(minLevel{log.Handler(), slog.LevelWarn}),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions: "Tools of one auditrail project. Every call passes the project's access, pre- and post-execution hooks and is recorded in the audit trail.",
 	})
