@@ -37,9 +37,13 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpConnect opens an MCP session with the SDK's own client over the
 // streamable HTTP transport.
-func mcpConnect(t *testing.T, ctx context.Context, endpoint string, b bearer, name, version string) (*mcp.ClientSession, error) {
+func mcpConnect(t *testing.T, ctx context.Context, endpoint string, b bearer, name, version string, changed ...chan<- struct{}) (*mcp.ClientSession, error) {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, nil)
+	opts := &mcp.ClientOptions{}
+	if len(changed) > 0 {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { changed[0] <- struct{}{} }
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: version}, opts)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: b}, MaxRetries: -1}, nil)
 	if err == nil {
 		t.Cleanup(func() { _ = cs.Close() })
@@ -106,7 +110,8 @@ func TestMCPInDev(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	cs, err := mcpConnect(t, ctx, endpoint, bearer{key: demoKey}, "mcp-test-client", "9.8.7")
+	changed := make(chan struct{}, 10)
+	cs, err := mcpConnect(t, ctx, endpoint, bearer{key: demoKey}, "mcp-test-client", "9.8.7", changed)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
@@ -248,6 +253,45 @@ func TestMCPInDev(t *testing.T) {
 	res, st = callTool(t, ctx, cs, "DocumentDbToolkit.CountDocuments", map[string]any{"database_name": "shop", "collection_name": "orders"})
 	if !res.IsError || st.Success || len(st.Hooks) == 0 || st.Hooks[len(st.Hooks)-1].FailureModeApplied != "fail_closed" {
 		t.Fatalf("fail-closed outage: %s %+v", text(res), st)
+	}
+	c.call("DELETE", projPath+"/hooks/"+hook.data()["id"].(string), boot, nil)
+
+	// An access hook that hides MailToolkit: the open session is told
+	// (notifications/tools/list_changed, unasked) and lists it no more.
+	hide := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/access" {
+			fmt.Fprint(w, `{"deny":{"MailToolkit":{}}}`)
+			return
+		}
+		fmt.Fprint(w, `{"code":"OK"}`)
+	}))
+	defer hide.Close()
+	for len(changed) > 0 {
+		<-changed
+	}
+	hook = c.call("POST", projPath+"/hooks", boot, map[string]any{"name": "hide mail", "endpoint": hide.URL, "auth": map[string]any{"type": "bearer", "token": "t"},
+		"points": map[string]any{"access": map[string]any{}}})
+	if hook.status != 201 {
+		t.Fatalf("create hook: %d %s", hook.status, hook.raw)
+	}
+	select {
+	case <-changed:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no notifications/tools/list_changed after an access hook was added")
+	}
+	lt, err = cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range lt.Tools {
+		if strings.HasPrefix(tl.Name, "MailToolkit.") {
+			t.Fatalf("%s still listed", tl.Name)
+		}
+	}
+	if len(lt.Tools) == 0 || len(lt.Tools) >= len(want) {
+		t.Fatalf("%d tools listed with the access hook, %d without", len(lt.Tools), len(want))
 	}
 	c.call("DELETE", projPath+"/hooks/"+hook.data()["id"].(string), boot, nil)
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -40,14 +41,25 @@ type Config struct {
 	JSONResponse bool
 	// Heartbeat of idle event streams (see httpstream.Options).
 	Heartbeat time.Duration
+	// ListCheck is how often the open sessions check whether their
+	// project's list may have changed (ListRevision: no hook is called);
+	// a session whose project changed lists its tools again and, when
+	// they differ, notifies its client (notifications/tools/list_changed).
+	ListCheck time.Duration
+	// ListRefresh is how often an open session lists its tools again
+	// anyway (an access hook may answer otherwise with no change of its
+	// configuration).
+	ListRefresh time.Duration
 	// Version is the server's version in the initialize answer.
 	Version string
 }
 
 // DefaultConfig: sessions idle 30 minutes are closed, JSON answers to
-// POST, a heartbeat every 15 s.
+// POST, a heartbeat every 15 s, list changes checked every 2 s and the
+// list asked again every 5 minutes.
 func DefaultConfig() Config {
-	return Config{SessionTimeout: 30 * time.Minute, JSONResponse: true, Heartbeat: 15 * time.Second, Version: "dev"}
+	return Config{SessionTimeout: 30 * time.Minute, JSONResponse: true, Heartbeat: 15 * time.Second,
+		ListCheck: 2 * time.Second, ListRefresh: 5 * time.Minute, Version: "dev"}
 }
 
 // Validate checks the config.
@@ -57,6 +69,9 @@ func (c Config) Validate() error {
 	}
 	if c.Heartbeat <= 0 {
 		return fmt.Errorf("%w: Heartbeat must be positive", ErrInvalidConfig)
+	}
+	if c.ListCheck <= 0 || c.ListRefresh < c.ListCheck {
+		return fmt.Errorf("%w: ListCheck must be positive and ListRefresh at least ListCheck", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -77,6 +92,15 @@ type Handler struct {
 	mcp    http.Handler
 	ctx    context.Context // ends at Close: open streams end
 	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[*session]*watch
+}
+
+// watch is what the list watcher knows of a session.
+type watch struct {
+	created, listed time.Time
+	rev             string
 }
 
 // NewHandler returns the endpoint; its event streams end when ctx ends or
@@ -88,7 +112,7 @@ func NewHandler(ctx context.Context, cfg Config, runner Runner, scoper Scoper, l
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Handler{cfg: cfg, runner: runner, scoper: scoper, log: log}
+	h := &Handler{cfg: cfg, runner: runner, scoper: scoper, log: log, sessions: map[*session]*watch{}}
 	// The SDK logs every session's start and end at INFO: warnings only.
 	h.sdkLog = slog.New(minLevel{log.Handler(), slog.LevelWarn})
 	h.ctx, h.cancel = context.WithCancel(ctx)
@@ -111,7 +135,72 @@ func NewHandler(ctx context.Context, cfg Config, runner Runner, scoper Scoper, l
 		}
 		return &auth.TokenInfo{UserID: binding(st.scope), Expiration: time.Now().Add(time.Hour), Extra: map[string]any{scopeExtra: st.scope}}, nil
 	}, nil)(sh)
+	go h.watchLists()
 	return h, nil
+}
+
+// watchLists lists the tools of the open sessions again when their
+// project's list may have changed, or every ListRefresh, until the
+// handler's context ends.
+func (h *Handler) watchLists() {
+	t := time.NewTicker(h.cfg.ListCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+			h.checkLists()
+		}
+	}
+}
+
+func (h *Handler) checkLists() {
+	now := time.Now()
+	type project struct{ org, project uuid.UUID }
+	byProject := map[project][]*session{}
+	h.mu.Lock()
+	for s, w := range h.sessions {
+		if now.Sub(w.created) > time.Minute && !hasSessions(s.srv) {
+			delete(h.sessions, s) // its client is gone
+			continue
+		}
+		k := project{s.base.Org, s.base.Project}
+		byProject[k] = append(byProject[k], s)
+	}
+	h.mu.Unlock()
+	for k, ss := range byProject {
+		ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+		rev, err := h.runner.ListRevision(ctx, k.org, k.project)
+		if err != nil {
+			cancel()
+			h.log.Warn("mcp: tool list revision unknown", "org", k.org.String(), "project", k.project.String(), "err", err)
+			continue
+		}
+		for _, s := range ss {
+			h.mu.Lock()
+			w := h.sessions[s]
+			due := w != nil && (w.rev != rev || now.Sub(w.listed) >= h.cfg.ListRefresh)
+			h.mu.Unlock()
+			if !due {
+				continue
+			}
+			if err := s.sync(ctx, s.base); err != nil {
+				continue // logged; tried again at the next check
+			}
+			h.mu.Lock()
+			w.rev, w.listed = rev, now
+			h.mu.Unlock()
+		}
+		cancel()
+	}
+}
+
+func hasSessions(srv *mcp.Server) bool {
+	for range srv.Sessions() {
+		return true
+	}
+	return false
 }
 
 // Close ends the open event streams.
@@ -167,12 +256,19 @@ func (h *Handler) server(r *http.Request) *mcp.Server {
 		return nil
 	}
 	st.once.Do(func() {
-		srv, err := NewServer(r.Context(), h.runner, st.scope, scopeOf, &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}, h.log)
+		// The revision before the list: a change in between is seen at
+		// the next check.
+		rev, _ := h.runner.ListRevision(r.Context(), st.scope.Org, st.scope.Project)
+		s, err := newSession(r.Context(), h.runner, st.scope, scopeOf, &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}, h.log)
 		if err != nil {
 			h.log.Error("mcp: session not started", "err", err)
 			return
 		}
-		st.server = srv
+		now := time.Now()
+		h.mu.Lock()
+		h.sessions[s] = &watch{created: now, listed: now, rev: rev}
+		h.mu.Unlock()
+		st.server = s.srv
 	})
 	return st.server
 }

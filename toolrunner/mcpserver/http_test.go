@@ -122,6 +122,42 @@ func TestHTTPTransport(t *testing.T) {
 	}
 }
 
+// A change of the project's list (a hook added: a new revision) reaches
+// an open session as notifications/tools/list_changed without the client
+// asking; a revision that changes nothing visible sends nothing.
+func TestListChangedPushed(t *testing.T) {
+	cfg := mcpserver.DefaultConfig()
+	cfg.ListCheck = 20 * time.Millisecond
+	other := countDef
+	other.Name = "Other"
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef, other}, rev: "r1"}
+	changed := make(chan struct{}, 10)
+	cs, err := httpClient(t, serveHTTP(t, f, cfg), header{"Authorization": "Bearer good"}, changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.rev = "r2" // a new revision, the same list
+	f.mu.Unlock()
+	select {
+	case <-changed:
+		t.Fatal("list_changed without a change")
+	case <-time.After(300 * time.Millisecond):
+	}
+	f.mu.Lock()
+	f.defs, f.rev = f.defs[:1], "r3"
+	f.mu.Unlock()
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no list_changed after the change")
+	}
+	lt, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(lt.Tools) != 1 {
+		t.Fatalf("list: %v %+v", err, lt)
+	}
+}
+
 // BenchmarkHTTPCall is one tools/call over the streamable HTTP transport
 // through the fiber bridge: answered as one JSON body, or as an event
 // stream.

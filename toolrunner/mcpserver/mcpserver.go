@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,6 +31,9 @@ type Runner interface {
 	Visible(ctx context.Context, sc toolrunner.Scope) ([]toolrunner.Definition, []schemas.HookCall, error)
 	// Execute runs one tool through the pipeline and records the execution.
 	Execute(ctx context.Context, sc toolrunner.Scope, toolName string, input map[string]any) (toolrunner.Result, error)
+	// ListRevision changes when the project's list may have changed (a
+	// registration, an access hook configuration); it calls no hook.
+	ListRevision(ctx context.Context, org, project uuid.UUID) (string, error)
 }
 
 // ScopeFunc returns the scope of the request being served (each HTTP
@@ -48,13 +52,24 @@ type session struct {
 	scope  ScopeFunc
 	log    *slog.Logger
 	srv    *mcp.Server
-	mu     sync.Mutex        // serializes syncs
-	tools  map[string]string // name -> JSON of the tool, as registered
+	// syncing serializes syncs (a list answered before another must not
+	// be applied after it).
+	syncing sync.Mutex
+	mu      sync.Mutex
+	tools   map[string]string // name -> JSON of the tool, as registered
 }
 
 // NewServer returns the MCP server of the scope sc, its tools listed now.
 // scope gives the scope of each request (nil: sc).
 func NewServer(ctx context.Context, runner Runner, sc toolrunner.Scope, scope ScopeFunc, impl *mcp.Implementation, log *slog.Logger) (*mcp.Server, error) {
+	s, err := newSession(ctx, runner, sc, scope, impl, log)
+	if err != nil {
+		return nil, err
+	}
+	return s.srv, nil
+}
+
+func newSession(ctx context.Context, runner Runner, sc toolrunner.Scope, scope ScopeFunc, impl *mcp.Implementation, log *slog.Logger) (*session, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -69,7 +84,7 @@ func NewServer(ctx context.Context, runner Runner, sc toolrunner.Scope, scope Sc
 		return nil, err
 	}
 	s.srv.AddReceivingMiddleware(s.middleware)
-	return s.srv, nil
+	return s, nil
 }
 
 // requestScope is the scope of req: the request's own when it has one.
@@ -113,6 +128,8 @@ func (s *session) known(name string) bool {
 
 // sync makes the server's tools those the runner lists for sc now.
 func (s *session) sync(ctx context.Context, sc toolrunner.Scope) error {
+	s.syncing.Lock()
+	defer s.syncing.Unlock()
 	defs, _, err := s.runner.Visible(ctx, sc)
 	if err != nil {
 		s.log.Error("mcp: tools not listed", "org", sc.Org.String(), "project", sc.Project.String(), "err", err)

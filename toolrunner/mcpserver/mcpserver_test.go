@@ -83,6 +83,13 @@ type fakeRunner struct {
 	err    error
 	calls  []toolrunner.Scope
 	inputs []map[string]any
+	rev    string
+}
+
+func (f *fakeRunner) ListRevision(context.Context, uuid.UUID, uuid.UUID) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rev, nil
 }
 
 func (f *fakeRunner) Visible(context.Context, toolrunner.Scope) ([]toolrunner.Definition, []schemas.HookCall, error) {
