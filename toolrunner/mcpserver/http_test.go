@@ -158,6 +158,39 @@ func TestListChangedPushed(t *testing.T) {
 	}
 }
 
+// AUTHORIZATION_REQUIRED: a client that supports URL elicitation is asked
+// to show the URL (elicitation/create, mode url), over HTTP; the call then
+// ends in the tool error that carries the URL for every client.
+func TestAuthorizationElicitsURL(t *testing.T) {
+	ar := &toolrunner.AuthorizationRequest{Provider: "google", Scopes: []string{"docs"}, URL: "https://auth.example/start?t=9", StateExpiresAt: time.Now().Add(10 * time.Minute)}
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}, result: toolrunner.Result{ExecutionID: "e9", Authorization: ar,
+		Error: &toolrunner.Error{Kind: toolrunner.KindAuthorization, Message: "connect google", CanRetry: true}}}
+	url := serveHTTP(t, f, mcpserver.DefaultConfig())
+	asked := make(chan *mcp.ElicitParams, 1)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- r.Params
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		}}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: header{"Authorization": "Bearer good"}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "Db.Count", Arguments: map[string]any{"collection": "c"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	select {
+	case p := <-asked:
+		if p.Mode != "url" || p.URL != ar.URL || p.ElicitationID != "e9" {
+			t.Fatalf("elicitation %+v", p)
+		}
+	default:
+		t.Fatal("no URL elicitation before the answer")
+	}
+}
+
 // BenchmarkHTTPCall is one tools/call over the streamable HTTP transport
 // through the fiber bridge: answered as one JSON body, or as an event
 // stream.
