@@ -119,7 +119,6 @@ type writer struct {
 	header  http.Header
 	mu      sync.Mutex
 	status  int
-	sent    http.Header // the headers sent (a copy), once sent
 	pending bytes.Buffer
 	gone    bool // the client went away: writes fail
 	max     int
@@ -175,7 +174,6 @@ func (w *writer) head(c *fiber.Ctx) {
 			c.Response().Header.Add(k, v)
 		}
 	}
-	w.sent = w.header.Clone()
 }
 
 // take returns what is pending.
