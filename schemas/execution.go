@@ -34,8 +34,21 @@ type ExecutionEvent struct {
 	ExecutionError string     `msgpack:"execution_error" json:"execution_error"`
 	ErrorKind      string     `msgpack:"error_kind" json:"error_kind"`
 	Hooks          []HookCall `msgpack:"hooks" json:"hooks"`
+	// Client is the program through which the principal asked, as it names
+	// itself (declared by the client, not authenticated): an MCP client's
+	// clientInfo. Absent (nil) for calls of the HTTP API; decoders that
+	// predate it skip the key.
+	Client *ClientInfo `msgpack:"client,omitempty" json:"client,omitempty"`
 	// Stored is as AuditEvent.Stored: set by ingest, not on the wire.
 	Stored Persisted `msgpack:"-" json:"-"`
+}
+
+// ClientInfo names the client program of an execution.
+type ClientInfo struct {
+	// Protocol is how the client called: "mcp".
+	Protocol string `msgpack:"protocol" json:"protocol"`
+	Name     string `msgpack:"name" json:"name"`
+	Version  string `msgpack:"version" json:"version"`
 }
 
 // ToolRef names a tool.

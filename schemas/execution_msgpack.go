@@ -84,11 +84,42 @@ func (e *ExecutionEvent) decode(r *mpReader) error {
 			e.ErrorKind, err = readStr(r, "error_kind")
 		case "hooks":
 			e.Hooks, err = readHookCalls(r)
+		case "client":
+			e.Client, err = readClient(r)
 		default:
 			err = r.skip(0)
 		}
 		return err
 	})
+}
+
+// readClient reads the optional client map (nil for msgpack nil).
+func readClient(r *mpReader) (*ClientInfo, error) {
+	if c, err := r.peek(); err != nil {
+		return nil, err
+	} else if c == 0xc0 {
+		r.off++
+		return nil, nil
+	}
+	c := &ClientInfo{}
+	err := readMap(r, "client", func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "protocol":
+			c.Protocol, err = readStr(r, "client.protocol")
+		case "name":
+			c.Name, err = readStr(r, "client.name")
+		case "version":
+			c.Version, err = readStr(r, "client.version")
+		default:
+			err = r.skip(1)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func readHookCalls(r *mpReader) ([]HookCall, error) {

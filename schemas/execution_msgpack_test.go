@@ -27,6 +27,42 @@ func sampleExecution() ExecutionEvent {
 			{HookID: "h1", HookName: "policy", Point: "pre", Code: "OK", HTTPStatus: 200, Attempts: 2, LatencyMS: 1.5, Decision: "allow", Overridden: true},
 			{HookID: "h2", Point: "access", Decision: "deny", Cached: true, Failure: "timeout", FailureModeApplied: "fail_closed", HTTPStatus: -1},
 		},
+		Client: &ClientInfo{Protocol: "mcp", Name: "claude-desktop", Version: "1.2.3"},
+	}
+}
+
+// An event without a client (the HTTP API) has no client key on the wire,
+// so that consumers that predate it see the same bytes as before; one with
+// a client decodes in a decoder that predates it (unknown keys skipped).
+func TestExecutionClientIsOptional(t *testing.T) {
+	ev := sampleExecution()
+	ev.Client = nil
+	b, err := ev.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("\xa6client")) { // fixstr "client"
+		t.Fatal("an event without a client carries a client key")
+	}
+	got, err := UnmarshalExecutionEvent(b)
+	if err != nil || got.Client != nil {
+		t.Fatalf("without client: %v %+v", err, got.Client)
+	}
+	// msgpack nil is no client; a client with an unknown member keeps the rest.
+	for _, c := range []any{nil, map[string]any{"name": "x", "version": "1", "protocol": "mcp", "later": []int{1}}} {
+		m := map[string]any{"event_id": ev.EventID, "execution_id": ev.ExecutionID, "organization_id": ev.OrganizationID,
+			"tool": map[string]any{"toolkit": "T", "name": "N"}, "started_at": ev.StartedAt, "client": c}
+		b, err := msgpack.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := UnmarshalExecutionEvent(b)
+		if err != nil {
+			t.Fatalf("client %v: %v", c, err)
+		}
+		if (c == nil) != (got.Client == nil) || (c != nil && *got.Client != ClientInfo{Protocol: "mcp", Name: "x", Version: "1"}) {
+			t.Fatalf("client %v decoded as %+v", c, got.Client)
+		}
 	}
 }
 

@@ -52,6 +52,13 @@ type DefinitionView struct {
 	Definition
 }
 
+// Scope authenticates the request of c and decides its scope exactly as
+// the tool routes do (CONTRACT.md "Who acts"): the org and project of the
+// path, the principal allowed to use the project's tools, and the user it
+// acts for (userID: the one the caller names, "" for none). Errors are
+// fiber errors with the status to answer (401, 403, 400).
+func (s *Server) Scope(c *fiber.Ctx, userID string) (Scope, error) { return s.scope(c, userID) }
+
 func (s *Server) scope(c *fiber.Ctx, userID string) (Scope, error) {
 	p, err := httpapi.Authenticate(c, s.access)
 	if err != nil {

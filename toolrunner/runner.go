@@ -133,6 +133,9 @@ type Scope struct {
 // Actor is the principal that asked for an execution, as recorded.
 type Actor struct {
 	PrincipalID, PrincipalType, DisplayName, ClientIP string
+	// Client is the client program as it names itself (an MCP client's
+	// clientInfo); nil for the HTTP API.
+	Client *schemas.ClientInfo
 }
 
 // Result is the outcome of an execution (CONTRACT.md).
@@ -243,9 +246,29 @@ func (r *Runner) Visible(ctx context.Context, sc Scope) ([]Definition, []schemas
 	return out, dec.Record("", "", cached), nil
 }
 
-// visible returns the access hooks' decision (a nil Visible: everything,
-// no access hook) and whether it came from the cache.
-func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) (hookproxy.AccessDecision, bool) {
+// ListRevision names what the tool list of the project's users depends on
+// besides the access hooks' answers: the registered definitions and the
+// project's access hooks (ids and revisions, in their order). It changes
+// when a registration or an access hook configuration does; it calls no
+// hook.
+func (r *Runner) ListRevision(ctx context.Context, org, project uuid.UUID) (string, error) {
+	hooks, err := r.source.Hooks(ctx, org, project)
+	if err != nil {
+		return "", fmt.Errorf("hooks: %w", err)
+	}
+	sig, _ := accessSignature(hooks)
+	defs := r.reg.Definitions()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/", len(defs))
+	for _, d := range defs {
+		b.WriteString(d.FullyQualifiedName() + "@" + d.Version + ",")
+	}
+	return b.String() + "/" + sig, nil
+}
+
+// accessSignature is the ids and revisions of the access hooks in their
+// order; false when there is none.
+func accessSignature(hooks []hookproxy.Hook) (string, bool) {
 	var sig strings.Builder
 	any := false
 	for _, h := range hookproxy.Order(hooks) {
@@ -254,10 +277,17 @@ func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) 
 			sig.WriteString(h.ID + "@" + h.Revision + ",")
 		}
 	}
+	return sig.String(), any
+}
+
+// visible returns the access hooks' decision (a nil Visible: everything,
+// no access hook) and whether it came from the cache.
+func (r *Runner) visible(ctx context.Context, sc Scope, hooks []hookproxy.Hook) (hookproxy.AccessDecision, bool) {
+	sig, any := accessSignature(hooks)
 	if !any {
 		return hookproxy.AccessDecision{}, false
 	}
-	key := sc.Org.String() + "/" + sc.Project.String() + "/" + sc.UserID + "/" + sig.String()
+	key := sc.Org.String() + "/" + sc.Project.String() + "/" + sc.UserID + "/" + sig
 	if d, ok := r.access.Get(key); ok {
 		return d, true
 	}
@@ -470,7 +500,7 @@ func (r *Runner) publish(ctx context.Context, sc Scope, def Definition, start ti
 		UserID: sc.UserID, PrincipalID: sc.Actor.PrincipalID, PrincipalType: sc.Actor.PrincipalType,
 		DisplayName: sc.Actor.DisplayName, ClientIP: sc.Actor.ClientIP, Tool: schemas.ToolRef{Toolkit: def.Toolkit, Name: def.Name, Version: def.Version},
 		StartedAt: start.UTC(), EndedAt: r.now().UTC(), DurationMS: res.DurationMS, Success: res.Success,
-		ExecutionCode: code, Hooks: res.Hooks,
+		ExecutionCode: code, Hooks: res.Hooks, Client: sc.Actor.Client,
 	}
 	if res.Error != nil {
 		ev.ExecutionError, ev.ErrorKind = res.Error.Message, res.Error.Kind

@@ -13,7 +13,7 @@ import (
 
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlags("bench")
-	which := fs.String("run", "", "decode,hooks,connections,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog,proof", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog, proof")
+	which := fs.String("run", "", "decode,hooks,connections,mcp,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog,proof", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, mcp, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog, proof")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
 	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
@@ -56,6 +56,13 @@ func runBench(ctx context.Context, args []string) error {
 			figs, err := bench.ConnectionFigures(ctx, os.Stdout)
 			if err != nil {
 				return fmt.Errorf("connections benchmark: %w", err)
+			}
+			figures = append(figures, figs...)
+		case "mcp":
+			fmt.Println("== mcp: a tool call over MCP (streamable HTTP) against the same call through the HTTP API")
+			figs, err := bench.MCPFigures(ctx, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("mcp benchmark: %w", err)
 			}
 			figures = append(figures, figs...)
 		case "docmd":

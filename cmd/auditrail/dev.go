@@ -631,7 +631,9 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	}))
 	qs.Register(d.app, httpapi.RateLimit(limiter, proxies, log))
 	d.admin.Register(d.app, httpapi.RateLimit(adminLimiter, proxies, log))
-	toolrunner.NewServer(d.runner, d.cp.access, proxies).Register(d.app, httpapi.RateLimit(toolLimiter, proxies, log))
+	if err := registerTools(ctx, d.app, d.runner, d.cp.access, proxies, log, httpapi.RateLimit(toolLimiter, proxies, log)); err != nil {
+		return err
+	}
 	dashboard.Register(d.app)
 	return nil
 }

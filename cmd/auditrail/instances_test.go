@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -177,6 +178,16 @@ func TestControlPlaneAndToolRunnerRoles(t *testing.T) {
 	tools := tr.call("GET", "/api/v1/orgs/"+org.data()["id"].(string)+"/projects/"+project+"/tools?user_id=u", boot, nil)
 	if tools.status != 200 || len(tools.data()["items"].([]any)) != 6+13+13 { // DocumentDbToolkit, DocsToolkit and MailToolkit
 		t.Fatalf("tools on the toolrunner role: %d %s", tools.status, tools.raw)
+	}
+	// The role serves the MCP endpoint too: the same list.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcpConnect(t, ctx, "http://"+tr.base+"/mcp/v1/orgs/"+org.data()["id"].(string)+"/projects/"+project, bearer{key: boot, user: "u"}, "roles-test", "1")
+	if err != nil {
+		t.Fatalf("MCP on the toolrunner role: %v", err)
+	}
+	if lt, err := cs.ListTools(ctx, nil); err != nil || len(lt.Tools) != 6+13+13 {
+		t.Fatalf("MCP tools/list on the toolrunner role: %v", err)
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/query/dashboard"
 	"github.com/auditrail/auditrail/schemas"
-	"github.com/auditrail/auditrail/toolrunner"
 )
 
 // runIngest is the production ingest role.
@@ -400,7 +399,9 @@ func runToolRunner(ctx context.Context, args []string) error {
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
 		return map[string]any{healthHooks: proxy.Stats(), healthExecutionOutbox: outbox.Stats()}
 	}))
-	toolrunner.NewServer(runner, r.cp.access, r.cp.proxies).Register(app, r.limit)
+	if err := registerTools(ctx, app, runner, r.cp.access, r.cp.proxies, r.log, r.limit); err != nil {
+		return err
+	}
 	r.sw.open(app)
 	return <-r.served
 }

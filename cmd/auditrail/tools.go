@@ -2,23 +2,28 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
+	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/mcpserver"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/docs"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/documentdb"
 	"github.com/auditrail/auditrail/toolrunner/toolkits/mail"
@@ -239,4 +244,29 @@ func toolkits(guard *egress.Guard, picker docs.PickerLinks, pageKeys [][]byte, l
 		gdocs.Close()
 		outlook.Close()
 	}
+}
+
+// registerTools mounts the tool runner's routes and its MCP endpoint
+// (CONTRACT.md "Tool runner API", "MCP") behind mw (the tool rate limit);
+// the MCP event streams end with ctx.
+func registerTools(ctx context.Context, app fiber.Router, runner *toolrunner.Runner, access toolrunner.Access, proxies httpx.TrustedProxies, log *slog.Logger, mw ...fiber.Handler) error {
+	srv := toolrunner.NewServer(runner, access, proxies)
+	srv.Register(app, mw...)
+	cfg := mcpserver.DefaultConfig()
+	cfg.Version = buildVersion()
+	h, err := mcpserver.NewHandler(ctx, cfg, runner, srv, log)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	h.Register(app, mw...)
+	return nil
+}
+
+// buildVersion is the module version of the binary ("(devel)" in a build
+// from a work tree).
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }
