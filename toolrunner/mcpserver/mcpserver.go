@@ -136,30 +136,42 @@ func (s *session) sync(ctx context.Context, sc toolrunner.Scope) error {
 		s.log.Error("mcp: tools not listed", "org", sc.Org.String(), "project", sc.Project.String(), "err", err)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the project's tools cannot be listed now; try again"}
 	}
+	tools := make([]*mcp.Tool, len(defs))
+	for i, d := range defs {
+		tools[i] = Tool(d)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	want := make(map[string]bool, len(defs))
-	for _, d := range defs {
-		t := Tool(d)
+	setTools(s.srv, s.tools, tools, s.handler)
+	return nil
+}
+
+// setTools makes srv's tools exactly tools: it adds (or replaces) those
+// whose JSON differs from the one registered (registered: name -> JSON,
+// updated) and removes the others. The SDK notifies the clients of a
+// change (notifications/tools/list_changed); an unchanged list sends
+// nothing.
+func setTools(srv *mcp.Server, registered map[string]string, tools []*mcp.Tool, handler func(name string) mcp.ToolHandler) {
+	want := make(map[string]bool, len(tools))
+	for _, t := range tools {
 		want[t.Name] = true
 		b, _ := json.Marshal(t)
-		if s.tools[t.Name] == string(b) {
+		if registered[t.Name] == string(b) {
 			continue
 		}
-		s.tools[t.Name] = string(b)
-		s.srv.AddTool(t, s.handler(t.Name))
+		registered[t.Name] = string(b)
+		srv.AddTool(t, handler(t.Name))
 	}
 	var gone []string
-	for name := range s.tools {
+	for name := range registered {
 		if !want[name] {
 			gone = append(gone, name)
-			delete(s.tools, name)
+			delete(registered, name)
 		}
 	}
 	if len(gone) > 0 {
-		s.srv.RemoveTools(gone...)
+		srv.RemoveTools(gone...)
 	}
-	return nil
 }
 
 // handler runs the tool name through the runner.

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -187,31 +186,14 @@ func (p *proxy) syncFrom(ctx context.Context, up *mcp.ClientSession) error {
 		}
 		tools = append(tools, t)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	want := map[string]bool{}
 	for _, t := range tools {
-		want[t.Name] = true
-		b, _ := json.Marshal(t)
-		if p.tools[t.Name] == string(b) {
-			continue
-		}
 		if t.InputSchema == nil {
 			t.InputSchema = map[string]any{"type": "object"}
 		}
-		p.tools[t.Name] = string(b)
-		p.srv.AddTool(t, p.call(t.Name))
 	}
-	var gone []string
-	for name := range p.tools {
-		if !want[name] {
-			gone = append(gone, name)
-			delete(p.tools, name)
-		}
-	}
-	if len(gone) > 0 {
-		p.srv.RemoveTools(gone...)
-	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	setTools(p.srv, p.tools, tools, p.call)
 	return nil
 }
 
