@@ -140,23 +140,11 @@ func ConnectionFigures(ctx context.Context, progress io.Writer) ([]Figure, error
 	say("Runner.Execute (in process, no hooks) of a tool needing a valid google connection against one needing none")
 	// Interleaved, so that both see the same machine; medians, so that a
 	// GC pause or a slow publish acknowledgement does not decide.
-	var plainD, connD []time.Duration
-	warm := connectionSamples / 10
-	for i := 0; i < connectionSamples+warm; i++ {
-		for _, m := range []struct {
-			f   func() error
-			out *[]time.Duration
-		}{{plain, &plainD}, {conn, &connD}} {
-			t0 := time.Now()
-			if err := m.f(); err != nil {
-				return nil, err
-			}
-			if i >= warm {
-				*m.out = append(*m.out, time.Since(t0))
-			}
-		}
+	d, err := interleave(connectionSamples, connectionSamples/10, plain, conn)
+	if err != nil {
+		return nil, err
 	}
-	p, c := summarize(plainD), summarize(connD)
+	p, c := summarize(d[0]), summarize(d[1])
 	ref, val := float64(p.P50.Nanoseconds())/1000, float64(c.P50.Nanoseconds())/1000
 	say("  no requirement p50 %s p99 %s, valid connection p50 %s p99 %s: %+.1f µs at p50 (goal <= %d µs)",
 		p.P50, p.P99, c.P50, c.P99, val-ref, connectionGoalMicros)

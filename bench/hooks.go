@@ -100,22 +100,11 @@ func HookFigures(ctx context.Context, progress io.Writer) ([]Figure, error) {
 	}
 	// Interleaved, so that both see the same machine; medians, so that a
 	// GC pause in one sample does not decide.
-	var bareD, ourD []time.Duration
-	for i := 0; i < 6000; i++ {
-		for _, m := range []struct {
-			f   func() error
-			out *[]time.Duration
-		}{{barePair, &bareD}, {ourPair, &ourD}} {
-			t0 := time.Now()
-			if err := m.f(); err != nil {
-				return nil, err
-			}
-			if i >= 500 { // warm-up
-				*m.out = append(*m.out, time.Since(t0))
-			}
-		}
+	d, err := interleave(5500, 500, barePair, ourPair)
+	if err != nil {
+		return nil, err
 	}
-	bare, ours := summarize(bareD), summarize(ourD)
+	bare, ours := summarize(d[0]), summarize(d[1])
 	say("  bare p50 %s p99 %s, hookproxy p50 %s p99 %s per pair", bare.P50, bare.P99, ours.P50, ours.P99)
 
 	say("decision while the breaker is open")

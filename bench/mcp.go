@@ -130,22 +130,11 @@ func MCPFigures(ctx context.Context, progress io.Writer) ([]Figure, error) {
 	}
 
 	say("DocumentDbToolkit.CountDocuments: MCP tools/call against POST …/tools/execute, interleaved")
-	var httpD, mcpD []time.Duration
-	for i := 0; i < 1100; i++ {
-		for _, m := range []struct {
-			f   func() error
-			out *[]time.Duration
-		}{{viaHTTP, &httpD}, {viaMCP, &mcpD}} {
-			t0 := time.Now()
-			if err := m.f(); err != nil {
-				return nil, err
-			}
-			if i >= 100 { // warm-up
-				*m.out = append(*m.out, time.Since(t0))
-			}
-		}
+	d, err := interleave(1000, 100, viaHTTP, viaMCP)
+	if err != nil {
+		return nil, err
 	}
-	hl, ml := summarize(httpD), summarize(mcpD)
+	hl, ml := summarize(d[0]), summarize(d[1])
 	say("  HTTP p50 %s p99 %s, MCP p50 %s p99 %s", hl.P50, hl.P99, ml.P50, ml.P99)
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	return []Figure{{Name: "MCP tools/call CountDocuments p50 (µs)", Value: us(ml.P50), Unit: "µs", Reference: us(hl.P50),

@@ -42,6 +42,29 @@ type QueryResult struct {
 // Latency is a distribution summary.
 type Latency struct{ P50, P99 time.Duration }
 
+// interleave runs each of fs in turn, warm+n times, and returns the
+// durations of the last n runs of each (in the order of fs): interleaved,
+// so that every one sees the same machine; the first warm runs of each
+// warm caches and connections up. The first error ends it.
+func interleave(n, warm int, fs ...func() error) ([][]time.Duration, error) {
+	out := make([][]time.Duration, len(fs))
+	for i := range out {
+		out[i] = make([]time.Duration, 0, n)
+	}
+	for i := 0; i < warm+n; i++ {
+		for j, f := range fs {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				return nil, err
+			}
+			if i >= warm {
+				out[j] = append(out[j], time.Since(t0))
+			}
+		}
+	}
+	return out, nil
+}
+
 func summarize(d []time.Duration) Latency {
 	if len(d) == 0 {
 		return Latency{}
