@@ -86,6 +86,10 @@ type ExecutionItem struct {
 	Error          *ExecutionError    `json:"error"`
 	Hooks          []schemas.HookCall `json:"hooks"`
 	CreatedTime    string             `json:"created_time"`
+	// Client is the program through which the execution was asked (an
+	// MCP client's name and version); null through the HTTP API. Added
+	// after version 1 of the items: the leaf does not cover it.
+	Client *schemas.ClientInfo `json:"client"`
 	// LeafIndex: see Item.LeafIndex.
 	LeafIndex *int64 `json:"leaf_index"`
 }
@@ -101,7 +105,8 @@ func NewExecutionItem(e *auditstore.Execution) ExecutionItem {
 	it := ExecutionItem{ExecutionID: e.ExecutionID, EventID: e.EventID, OrganizationID: e.OrganizationID, UserID: e.UserID,
 		PrincipalID: e.PrincipalID, PrincipalType: e.PrincipalType, DisplayName: e.DisplayName,
 		Tool: e.Tool, ToolName: e.Tool.Toolkit + "." + e.Tool.Name, StartedAt: formatTime(e.StartedAt), EndedAt: formatTime(e.EndedAt),
-		DurationMS: e.DurationMS, Success: e.Success, ExecutionCode: e.ExecutionCode, Hooks: e.Hooks, CreatedTime: formatTime(e.CreatedTime)}
+		DurationMS: e.DurationMS, Success: e.Success, ExecutionCode: e.ExecutionCode, Hooks: e.Hooks, CreatedTime: formatTime(e.CreatedTime),
+		Client: e.Client}
 	if e.ProjectID != "" {
 		p := e.ProjectID
 		it.ProjectID = &p

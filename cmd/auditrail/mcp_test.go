@@ -183,10 +183,16 @@ func TestMCPInDev(t *testing.T) {
 		t.Fatalf("missing collection_name: %s", text(res))
 	}
 
-	// The execution is in the trail; its event names the MCP client.
+	// The execution is in the trail; its event names the MCP client. One
+	// asked over HTTP beside it names none.
+	he := c.call("POST", projPath+"/tools/execute", demoKey, map[string]any{"tool_name": "DocsToolkit.WhoAmI", "input": map[string]any{}})
+	httpExecution, _ := he.data()["execution_id"].(string)
+	if he.status != 200 || httpExecution == "" {
+		t.Fatalf("execute over HTTP: %d %s", he.status, he.raw)
+	}
 	execs := c.call("GET", projPath+"/tool_executions?limit=100", boot, nil)
 	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(string(execs.raw), mcpExecution) {
+	for !strings.Contains(string(execs.raw), mcpExecution) || !strings.Contains(string(execs.raw), httpExecution) {
 		if time.Now().After(deadline) {
 			t.Fatalf("MCP execution %s not listed: %s", mcpExecution, execs.raw)
 		}
@@ -196,6 +202,17 @@ func TestMCPInDev(t *testing.T) {
 	ev := executionEvent(t, p.connect(t), org, mcpExecution)
 	if ev.Client == nil || *ev.Client != (schemas.ClientInfo{Protocol: "mcp", Name: "mcp-test-client", Version: "9.8.7"}) || ev.UserID != "demo-user" {
 		t.Fatalf("execution event: client %+v user %q", ev.Client, ev.UserID)
+	}
+	// ...and so does its listing; the one asked over HTTP lists none.
+	for _, it := range execs.data()["items"].([]any) {
+		item := it.(map[string]any)
+		client, _ := json.Marshal(item["client"])
+		if item["execution_id"] == mcpExecution && string(client) != `{"name":"mcp-test-client","protocol":"mcp","version":"9.8.7"}` {
+			t.Fatalf("MCP execution listed with client %s", client)
+		}
+		if item["execution_id"] == httpExecution && string(client) != "null" {
+			t.Fatalf("HTTP execution listed with client %s", client)
+		}
 	}
 
 	// The same over stdio: `auditrail mcp` proxies the endpoint as the

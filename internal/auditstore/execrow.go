@@ -13,7 +13,8 @@ import (
 // execution_id, project_id (empty when none), user_id, principal_id,
 // principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
 // started_ms, ended_ms, duration_ms, success, execution_code,
-// execution_error, error_kind, hooks (JSON), created_ms.
+// execution_error, error_kind, hooks (JSON), created_ms, client (JSON of
+// the event's client, '' for none).
 type ExecRow struct {
 	OrgID, EventID, ExecutionID, ProjectID, UserID string
 	PrincipalID, PrincipalType, DisplayName        string
@@ -24,6 +25,7 @@ type ExecRow struct {
 	Success                                        uint8
 	Code, Err, Kind, Hooks                         string
 	CreatedMS                                      int64
+	Client                                         string
 	// Seq is the feed's sequence: written after Values' columns, read only
 	// by the feed queries (FeedTargets).
 	Seq uint64
@@ -39,6 +41,12 @@ func NewExecRow(e *schemas.ExecutionEvent, createdMS int64) (ExecRow, error) {
 	if err != nil {
 		return ExecRow{}, fmt.Errorf("execution %s hooks: %w", e.ExecutionID, err)
 	}
+	var client []byte
+	if e.Client != nil {
+		if client, err = json.Marshal(e.Client); err != nil {
+			return ExecRow{}, fmt.Errorf("execution %s client: %w", e.ExecutionID, err)
+		}
+	}
 	var ok uint8
 	if e.Success {
 		ok = 1
@@ -47,7 +55,7 @@ func NewExecRow(e *schemas.ExecutionEvent, createdMS int64) (ExecRow, error) {
 		PrincipalID: e.PrincipalID, PrincipalType: e.PrincipalType, DisplayName: e.DisplayName, ClientIP: e.ClientIP,
 		Toolkit: e.Tool.Toolkit, ToolName: e.Tool.Name, ToolVersion: e.Tool.Version, StartedMS: e.StartedAt.UnixMilli(),
 		EndedMS: e.EndedAt.UnixMilli(), DurationMS: e.DurationMS, Success: ok, Code: e.ExecutionCode, Err: e.ExecutionError,
-		Kind: e.ErrorKind, Hooks: string(h), CreatedMS: createdMS, Seq: e.Stored.Seq}, nil
+		Kind: e.ErrorKind, Hooks: string(h), CreatedMS: createdMS, Client: string(client), Seq: e.Stored.Seq}, nil
 }
 
 // FeedTargets returns the destinations of the feed queries' columns: those
@@ -57,13 +65,13 @@ func (r *ExecRow) FeedTargets() []any { return append(r.ScanTargets(), &r.Seq) }
 // Values returns the columns in order.
 func (r *ExecRow) Values() []any {
 	return []any{r.OrgID, r.EventID, r.ExecutionID, r.ProjectID, r.UserID, r.PrincipalID, r.PrincipalType, r.DisplayName, r.ClientIP, r.Toolkit, r.ToolName, r.ToolVersion,
-		r.StartedMS, r.EndedMS, r.DurationMS, r.Success, r.Code, r.Err, r.Kind, r.Hooks, r.CreatedMS}
+		r.StartedMS, r.EndedMS, r.DurationMS, r.Success, r.Code, r.Err, r.Kind, r.Hooks, r.CreatedMS, r.Client}
 }
 
 // ScanTargets returns destinations for the columns in order.
 func (r *ExecRow) ScanTargets() []any {
 	return []any{&r.OrgID, &r.EventID, &r.ExecutionID, &r.ProjectID, &r.UserID, &r.PrincipalID, &r.PrincipalType, &r.DisplayName, &r.ClientIP, &r.Toolkit, &r.ToolName, &r.ToolVersion,
-		&r.StartedMS, &r.EndedMS, &r.DurationMS, &r.Success, &r.Code, &r.Err, &r.Kind, &r.Hooks, &r.CreatedMS}
+		&r.StartedMS, &r.EndedMS, &r.DurationMS, &r.Success, &r.Code, &r.Err, &r.Kind, &r.Hooks, &r.CreatedMS, &r.Client}
 }
 
 // Execution converts the row.
@@ -76,6 +84,12 @@ func (r *ExecRow) Execution() (Execution, error) {
 		CreatedTime: time.UnixMilli(r.CreatedMS).UTC()}
 	if err := json.Unmarshal([]byte(r.Hooks), &e.Hooks); err != nil {
 		return e, fmt.Errorf("stored hooks of %s: %w", r.ExecutionID, err)
+	}
+	if r.Client != "" {
+		e.Client = &schemas.ClientInfo{}
+		if err := json.Unmarshal([]byte(r.Client), e.Client); err != nil {
+			return e, fmt.Errorf("stored client of %s: %w", r.ExecutionID, err)
+		}
 	}
 	return e, nil
 }

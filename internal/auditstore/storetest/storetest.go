@@ -507,6 +507,9 @@ func testExecutions(t *testing.T, open Opener) {
 		if i%7 == 0 { // an execution with no principal recorded (older producers)
 			e.PrincipalID, e.PrincipalType, e.DisplayName, e.ClientIP = "", "", "", ""
 		}
+		if i%6 == 1 { // asked through an MCP client
+			e.Client = &schemas.ClientInfo{Protocol: "mcp", Name: "Desk \"agent\" — ü'; DROP", Version: "1.2.3"}
+		}
 		evs = append(evs, e)
 	}
 	if err := s.WriteExecutions(ctx(t), append(slices.Clone(evs), evs[:10]...)); err != nil {
@@ -554,6 +557,15 @@ func testExecutions(t *testing.T, open Opener) {
 	}
 	if got[0].PrincipalID == "" || got[0].ClientIP != "2001:db8::7" {
 		t.Fatalf("principal not stored: %+v", got[0].ExecutionEvent)
+	}
+	clients := 0
+	for _, g := range got {
+		if g.Client != nil {
+			clients++
+		}
+	}
+	if clients == 0 || clients == len(got) {
+		t.Fatalf("%d of %d executions listed with a client, want some", clients, len(got))
 	}
 	no, yes := false, true
 	u1, u2, none, unknown := users[0], users[1], "", "u9"
