@@ -14,7 +14,7 @@ import (
 // principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
 // started_ms, ended_ms, duration_ms, success, execution_code,
 // execution_error, error_kind, hooks (JSON), created_ms, client (JSON of
-// the event's client, '' for none).
+// the event's client, ” for none).
 type ExecRow struct {
 	OrgID, EventID, ExecutionID, ProjectID, UserID string
 	PrincipalID, PrincipalType, DisplayName        string
