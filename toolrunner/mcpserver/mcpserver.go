@@ -84,7 +84,9 @@ func newSession(ctx context.Context, runner Runner, sc toolrunner.Scope, scope S
 	if err := s.sync(ctx, sc); err != nil {
 		return nil, err
 	}
-	s.srv.AddReceivingMiddleware(s.middleware)
+	s.srv.AddReceivingMiddleware(resyncing(func(ctx context.Context, req mcp.Request) error {
+		return s.sync(ctx, s.requestScope(ctx, req))
+	}, s.known))
 	return s, nil
 }
 
@@ -98,25 +100,28 @@ func (s *session) requestScope(ctx context.Context, req mcp.Request) toolrunner.
 	return s.base
 }
 
-// middleware lists the tools again before answering tools/list (so that
-// the answer is what the runner lists now, and a change notifies the
-// client: notifications/tools/list_changed), and before a tools/call of a
-// tool the session does not know yet.
-func (s *session) middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "tools/list":
-			if err := s.sync(ctx, s.requestScope(ctx, req)); err != nil {
-				return nil, err
-			}
-		case "tools/call":
-			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !s.known(p.Name) {
-				if err := s.sync(ctx, s.requestScope(ctx, req)); err != nil {
+// resyncing is the middleware of a server whose tools follow a source (the
+// runner's list, or the upstream's): it lists them again (sync) before
+// answering tools/list, so that the answer is the source's now and a
+// change notifies the client (notifications/tools/list_changed), and
+// before a tools/call of a tool the server does not know yet.
+func resyncing(sync func(context.Context, mcp.Request) error, known func(name string) bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tools/list":
+				if err := sync(ctx, req); err != nil {
 					return nil, err
 				}
+			case "tools/call":
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !known(p.Name) {
+					if err := sync(ctx, req); err != nil {
+						return nil, err
+					}
+				}
 			}
+			return next(ctx, method, req)
 		}
-		return next(ctx, method, req)
 	}
 }
 

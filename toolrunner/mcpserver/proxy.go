@@ -77,7 +77,7 @@ func NewProxy(dial Dialer, impl *mcp.Implementation, log *slog.Logger) (*mcp.Ser
 		Logger:       slog.New(minLevel{log.Handler(), slog.LevelWarn}),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
-	p.srv.AddReceivingMiddleware(p.middleware)
+	p.srv.AddReceivingMiddleware(resyncing(p.sync, p.known))
 	return p.srv, p.close
 }
 
@@ -125,24 +125,6 @@ func (p *proxy) upstream(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 	}
 	p.up = up
 	return up, nil
-}
-
-func (p *proxy) middleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "tools/list":
-			if err := p.sync(ctx, req); err != nil {
-				return nil, err
-			}
-		case "tools/call":
-			if prm, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !p.known(prm.Name) {
-				if err := p.sync(ctx, req); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return next(ctx, method, req)
-	}
 }
 
 func (p *proxy) known(name string) bool {
