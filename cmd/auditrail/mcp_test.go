@@ -324,6 +324,31 @@ func TestMCPInDev(t *testing.T) {
 		!strings.Contains(text(res), "open "+st.Authorization.URL) {
 		t.Fatalf("authorization required: %s %+v", text(res), st)
 	}
+	// The same through `auditrail mcp --user carol` for a desktop client
+	// that shows URLs (protocol 2026-07-28: an input-required result): it is
+	// asked to open the URL; declined, the tool does not run again.
+	cmd = exec.Command(binary(t), "mcp", "--url", "http://"+p.http, "--org", org, "--project", project, "--user", "carol")
+	cmd.Env = append(os.Environ(), "AUDITRAIL_KEY="+svc)
+	asked := make(chan *mcp.ElicitParams, 2)
+	desktop, err := mcp.NewClient(&mcp.Implementation{Name: "desktop-app", Version: "0.9"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- r.Params
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		}}).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("auditrail mcp --user carol: %v", err)
+	}
+	res, _ = callTool(t, ctx, desktop, "DocsToolkit.WhoAmI", map[string]any{})
+	if len(asked) != 1 || !res.IsError || !strings.Contains(text(res), "AUTHORIZATION_REQUIRED: the user did not open the authorization URL") {
+		t.Fatalf("stdio authorization: asked %d times, %s", len(asked), text(res))
+	}
+	if q := <-asked; q.Mode != "url" || !strings.HasPrefix(q.URL, "http://"+p.http+"/") || !strings.Contains(q.Message, "google") {
+		t.Fatalf("stdio elicitation %+v", q)
+	}
+	if err := desktop.Close(); err != nil {
+		t.Errorf("auditrail mcp did not end cleanly: %v", err)
+	}
 
 	// The attacks: no key, a service key naming nobody, the demo user's key
 	// acting for another user, another organization's project; a session

@@ -159,8 +159,9 @@ func TestListChangedPushed(t *testing.T) {
 }
 
 // AUTHORIZATION_REQUIRED: a client that supports URL elicitation is asked
-// to show the URL (elicitation/create, mode url), over HTTP; the call then
-// ends in the tool error that carries the URL for every client.
+// to show the URL (elicitation/create, mode url, sent by the SDK for a
+// client of protocol 2025-11-25), over HTTP; after "accept" the tool runs
+// once more, and ends in the tool error that carries the URL.
 func TestAuthorizationElicitsURL(t *testing.T) {
 	ar := &toolrunner.AuthorizationRequest{Provider: "google", Scopes: []string{"docs"}, URL: "https://auth.example/start?t=9", StateExpiresAt: time.Now().Add(10 * time.Minute)}
 	f := &fakeRunner{defs: []toolrunner.Definition{countDef}, result: toolrunner.Result{ExecutionID: "e9", Authorization: ar,
@@ -188,6 +189,12 @@ func TestAuthorizationElicitsURL(t *testing.T) {
 		}
 	default:
 		t.Fatal("no URL elicitation before the answer")
+	}
+	// Accepted: the tool ran once more, and its answer was final.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) != 2 {
+		t.Fatalf("the tool ran %d times, want 2", len(f.calls))
 	}
 }
 

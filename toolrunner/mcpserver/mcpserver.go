@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -188,6 +187,9 @@ func (s *session) handler(name string) mcp.ToolHandler {
 		} else {
 			sc.Actor.Client = &schemas.ClientInfo{Protocol: ProtocolMCP}
 		}
+		if r := declinedAuthorization(req.Params); r != nil {
+			return r, nil
+		}
 		input, err := decodeArguments(req.Params.Arguments)
 		if err != nil {
 			return errorResult(&toolrunner.Error{Kind: toolrunner.KindInputInvalid, Message: err.Error()}, nil), nil
@@ -205,46 +207,12 @@ func (s *session) handler(name string) mcp.ToolHandler {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool cannot be run now; try again"}
 		}
 		if !res.Success {
-			if res.Authorization != nil {
-				s.elicit(ctx, req.Session, res.ExecutionID, res.Authorization)
+			if ask := askAuthorization(req.Session, req.Params, res.ExecutionID, res.Authorization); ask != nil {
+				return ask, nil
 			}
 			return errorResult(res.Error, &res), nil
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: render(res.Output)}}, StructuredContent: res}, nil
-	}
-}
-
-// maxElicitWait bounds how long a call waits for the client's answer to
-// a URL elicitation (the user deciding whether to open the link).
-const maxElicitWait = 5 * time.Minute
-
-// elicit asks a client that supports URL elicitation to show the user the
-// authorization URL (elicitation/create, mode url), and waits for the
-// user's answer (accept, decline or cancel) at most until the link expires
-// or maxElicitWait. The tool error follows in any case: the user runs the
-// tool again once authorized. A client without URL elicitation gets the
-// URL in the tool error's text only.
-func (s *session) elicit(ctx context.Context, ss *mcp.ServerSession, executionID string, ar *toolrunner.AuthorizationRequest) {
-	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil || ip.Capabilities.Elicitation.URL == nil {
-		return
-	}
-	wait := maxElicitWait
-	if !ar.StateExpiresAt.IsZero() {
-		wait = min(wait, time.Until(ar.StateExpiresAt))
-	}
-	if wait <= 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	msg := fmt.Sprintf("Authorize %s for this tool", ar.Provider)
-	if len(ar.Scopes) > 0 {
-		msg += " (scopes: " + strings.Join(ar.Scopes, " ") + ")"
-	}
-	msg += ", then call the tool again."
-	if _, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "url", Message: msg, URL: ar.URL, ElicitationID: executionID}); err != nil {
-		s.log.Debug("mcp: URL elicitation not answered", "err", err)
 	}
 }
 

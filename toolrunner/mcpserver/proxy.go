@@ -179,9 +179,13 @@ func (p *proxy) syncFrom(ctx context.Context, up *mcp.ClientSession) error {
 	return nil
 }
 
-// call passes a tools/call upstream as it is.
+// call passes a tools/call upstream as it is (AUTHORIZATION_REQUIRED
+// asked of the client as the endpoint asks it: authorize.go).
 func (p *proxy) call(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r := declinedAuthorization(req.Params); r != nil {
+			return r, nil
+		}
 		up, err := p.upstream(ctx, req)
 		if err != nil {
 			return nil, err
@@ -193,6 +197,13 @@ func (p *proxy) call(name string) mcp.ToolHandler {
 		res, err := up.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
 			return nil, fmt.Errorf("upstream: %w", err)
+		}
+		// The upstream session does not show URLs (it is no user's): the
+		// proxy asks its own client, as the endpoint would.
+		if execution, ar := authorizationOf(res); ar != nil {
+			if ask := askAuthorization(req.Session, req.Params, execution, ar); ask != nil {
+				return ask, nil
+			}
 		}
 		return res, nil
 	}

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,69 @@ func TestProxy(t *testing.T) {
 	case <-changed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no list_changed from the proxy")
+	}
+}
+
+// AUTHORIZATION_REQUIRED through the proxy: a client that shows URLs is
+// asked to open it (an input-required result of protocol 2026-07-28, which
+// the SDK's client answers and calls again): after "accept" the tool runs
+// once more and its result is final, after "decline" nothing runs again. A
+// client that does not show URLs gets the tool error, naming the URL, at
+// once.
+func TestProxyAsksAuthorization(t *testing.T) {
+	ar := &toolrunner.AuthorizationRequest{Provider: "google", URL: "https://auth.example/start?t=3", StateExpiresAt: time.Now().Add(10 * time.Minute)}
+	for _, tc := range []struct {
+		name   string
+		answer string // "": the client does not show URLs
+		runs   int
+		text   string
+	}{
+		{"accepted", "accept", 2, ar.URL},
+		{"declined", "decline", 1, "did not open the authorization URL of execution e3"},
+		{"client without URL elicitation", "", 1, ar.URL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeRunner{defs: []toolrunner.Definition{countDef}, result: toolrunner.Result{ExecutionID: "e3", Authorization: ar,
+				Error: &toolrunner.Error{Kind: toolrunner.KindAuthorization, Message: "connect google", CanRetry: true}}}
+			url := serveHTTP(t, f, mcpserver.DefaultConfig())
+			ctx := context.Background()
+			srv, closeUp := mcpserver.NewProxy(mcpserver.HTTPDialer(url, "good", "", &http.Client{Transport: transport}), &mcp.Implementation{Name: "auditrail", Version: "t"}, nil)
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(ctx, st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := make(chan *mcp.ElicitParams, 2)
+			opts := &mcp.ClientOptions{}
+			if tc.answer != "" {
+				opts.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}
+				opts.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked <- r.Params
+					return &mcp.ElicitResult{Action: tc.answer}, nil
+				}
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, opts).Connect(ctx, ct, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() }()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Db.Count", Arguments: map[string]any{"collection": "c"}})
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.text) {
+				t.Fatalf("call: %v %+v", err, res)
+			}
+			if len(asked) != min(1, len(tc.answer)) {
+				t.Fatalf("asked %d times (answer %q)", len(asked), tc.answer)
+			}
+			if tc.answer != "" {
+				if p := <-asked; p.Mode != "url" || p.URL != ar.URL || p.ElicitationID != "e3" {
+					t.Fatalf("elicitation %+v", p)
+				}
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.calls) != tc.runs {
+				t.Fatalf("the tool ran %d times, want %d", len(f.calls), tc.runs)
+			}
+		})
 	}
 }
