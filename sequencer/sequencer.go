@@ -1,9 +1,11 @@
 // Package sequencer appends an organization's stored entries to its
 // verifiable log, in the feed's order: it reads the feed after the log's
 // last leaf up to the ingest watermark (every entry below it is committed,
-// so none can later appear before an entry already sequenced), renders each
-// entry as the list route returns it, and stores its leaf and the tree
-// hashes it adds (golang.org/x/mod/sumdb/tlog numbering).
+// so none can later appear before an entry already sequenced), takes each
+// entry's leaf (stored beside it by ingest where the store keeps leaves:
+// auditstore.LeafFeed; else computed from the entry as the list route
+// returns it, query.Leaves), and stores the leaves and the tree hashes
+// they add (golang.org/x/mod/sumdb/tlog numbering).
 //
 // The log is a function of the feed: two sequencers of one organization
 // (a lease handed over while the old holder still wrote) append the same
@@ -12,7 +14,6 @@ package sequencer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -21,7 +22,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
-	itlog "github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/query"
 )
 
@@ -44,7 +44,8 @@ const (
 
 // Sequencer appends to the logs of one store.
 type Sequencer struct {
-	store Store
+	store  Store
+	leaves query.Leaves
 }
 
 // New returns a sequencer of store's logs.
@@ -99,12 +100,8 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 			leaves := make([]auditstore.LogLeaf, len(items))
 			var stored []auditstore.StoredHash
 			for i, it := range items {
-				h, err := itlog.Leaf(it.json)
-				if err != nil {
-					return r, fmt.Errorf("leaf of event %s: %w", it.key.EventID, err)
-				}
 				n := size + int64(i)
-				add, err := tlog.StoredHashesForRecordHash(n, h, hashes)
+				add, err := tlog.StoredHashesForRecordHash(n, it.leaf, hashes)
 				if err != nil {
 					return r, fmt.Errorf("tree hashes of leaf %d: %w", n, err)
 				}
@@ -136,11 +133,34 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 
 type item struct {
 	key  auditstore.FeedKey
-	json []byte
+	leaf tlog.Hash
 }
 
-// page reads one page of the feed and renders its items.
+// page reads the next entries of the feed with their leaves: those stored
+// beside the entries (a store that keeps them: auditstore.LeafFeed) when
+// it has every one of the page, else computed from the entries (a page of
+// the feed).
 func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64) ([]item, auditstore.FeedKey, bool, error) {
+	if lf, ok := s.store.(auditstore.LeafFeed); ok {
+		p, err := lf.FeedLeaves(ctx, auditstore.LeafFeedQuery{OrgID: org, Kind: kind, After: after, Upto: upto, Limit: auditstore.LeafFeedMaxLimit})
+		if err != nil {
+			return nil, after, false, fmt.Errorf("%s leaves of %s: %w", kind, org, err)
+		}
+		out := make([]item, len(p.Items))
+		known := true
+		for i, l := range p.Items {
+			out[i] = item{key: l.Key, leaf: l.Leaf}
+			known = known && l.Known
+		}
+		if known {
+			return out, p.Next, p.HasMore, nil
+		}
+	}
+	return s.entries(ctx, org, kind, after, upto)
+}
+
+// entries reads one page of the feed and computes its entries' leaves.
+func (s *Sequencer) entries(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64) ([]item, auditstore.FeedKey, bool, error) {
 	switch kind {
 	case auditstore.LogAudit:
 		p, err := s.store.FeedAudit(ctx, auditstore.FeedQuery{OrgID: org, After: after, Upto: upto, Limit: PageSize})
@@ -149,11 +169,11 @@ func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.Log
 		}
 		out := make([]item, len(p.Items))
 		for i := range p.Items {
-			b, err := json.Marshal(query.NewItem(&p.Items[i]))
+			h, err := s.leaves.AuditLeaf(&p.Items[i])
 			if err != nil {
-				return nil, after, false, err
+				return nil, after, false, fmt.Errorf("leaf of event %s: %w", p.Items[i].EventID, err)
 			}
-			out[i] = item{key: auditstore.AuditFeedKey(&p.Items[i]), json: b}
+			out[i] = item{key: auditstore.AuditFeedKey(&p.Items[i]), leaf: h}
 		}
 		return out, p.Next, p.HasMore, nil
 	case auditstore.LogExecutions:
@@ -163,11 +183,11 @@ func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.Log
 		}
 		out := make([]item, len(p.Items))
 		for i := range p.Items {
-			b, err := json.Marshal(query.NewExecutionItem(&p.Items[i]))
+			h, err := s.leaves.ExecutionLeaf(&p.Items[i])
 			if err != nil {
-				return nil, after, false, err
+				return nil, after, false, fmt.Errorf("leaf of event %s: %w", p.Items[i].EventID, err)
 			}
-			out[i] = item{key: auditstore.ExecFeedKey(&p.Items[i]), json: b}
+			out[i] = item{key: auditstore.ExecFeedKey(&p.Items[i]), leaf: h}
 		}
 		return out, p.Next, p.HasMore, nil
 	}

@@ -2,6 +2,7 @@ package sequencer_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
@@ -193,5 +194,85 @@ func TestSequenceResumesFromTheStore(t *testing.T) {
 	}
 	if got, want := storedRoot(t, s, org, size), expectedRoot(t, s, org, order); got != want {
 		t.Fatalf("root %s, want %s", got, want)
+	}
+}
+
+// leafStore is the SQLite store with leaves stored beside the entries
+// (as the ClickHouse store keeps them): known(seq) says which entries have
+// one; bogus replaces every stored leaf by another hash.
+type leafStore struct {
+	*sqlite.Store
+	known     func(seq uint64) bool
+	bogus     bool
+	feedReads int // FeedAudit calls of the sequencer
+}
+
+func (l *leafStore) FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditstore.FeedPage, error) {
+	l.feedReads++
+	return l.Store.FeedAudit(ctx, q)
+}
+
+func (l *leafStore) FeedLeaves(ctx context.Context, q auditstore.LeafFeedQuery) (auditstore.LeafPage, error) {
+	if err := q.Validate(); err != nil {
+		return auditstore.LeafPage{}, err
+	}
+	p, err := l.Store.FeedAudit(ctx, auditstore.FeedQuery{OrgID: q.OrgID, After: q.After, Upto: q.Upto, Limit: min(q.Limit, auditstore.FeedMaxLimit)})
+	if err != nil {
+		return auditstore.LeafPage{}, err
+	}
+	out := auditstore.LeafPage{Next: p.Next, HasMore: p.HasMore}
+	for i := range p.Items {
+		h, err := query.Leaves{}.AuditLeaf(&p.Items[i])
+		if err != nil {
+			return auditstore.LeafPage{}, err
+		}
+		if l.bogus {
+			h = sha256.Sum256(h[:])
+		}
+		out.Items = append(out.Items, auditstore.FeedLeaf{Key: auditstore.AuditFeedKey(&p.Items[i]), Leaf: h, Known: l.known(p.Items[i].Stored.Seq)})
+	}
+	return out, nil
+}
+
+// A store that keeps leaves: the sequencer appends them without reading
+// the entries; a page with an entry stored without its leaf is read from
+// the feed instead. Either way the log is the entries' (and a stored leaf
+// is what the log holds: another one makes another tree).
+func TestSequenceTakesStoredLeaves(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		known     func(uint64) bool
+		bogus     bool
+		feedReads bool
+		same      bool
+	}{
+		{"every leaf stored", func(uint64) bool { return true }, false, false, true},
+		{"the first entries without", func(seq uint64) bool { return seq > 1200 }, false, true, true},
+		{"no leaf stored", func(uint64) bool { return false }, false, true, true},
+		{"stored leaves not the entries'", func(uint64) bool { return true }, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := &leafStore{Store: openStore(t), known: tc.known, bogus: tc.bogus}
+			org := uuid.New()
+			evs := events(org, 2500)
+			if err := s.WriteAudit(ctx, evs); err != nil {
+				t.Fatal(err)
+			}
+			r, err := sequencer.New(s).Sequence(ctx, org, auditstore.LogAudit, 2500)
+			if err != nil || r.Size != 2500 {
+				t.Fatalf("sequence: %+v, %v", r, err)
+			}
+			if (s.feedReads > 0) != tc.feedReads {
+				t.Fatalf("%d feed reads", s.feedReads)
+			}
+			order := make([]uuid.UUID, len(evs))
+			for i, e := range evs {
+				order[i] = e.EventID
+			}
+			if same := storedRoot(t, s.Store, org, 2500) == expectedRoot(t, s.Store, org, order); same != tc.same {
+				t.Fatalf("the stored root is the entries' root: %v, want %v", same, tc.same)
+			}
+		})
 	}
 }

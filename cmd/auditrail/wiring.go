@@ -47,7 +47,7 @@ func openStore(ctx context.Context, dsn, cluster, dataDir string, log *slog.Logg
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if dsn != "" {
-		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster})
+		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster, Leaves: query.Leaves{}})
 		if err != nil {
 			return nil, redact.Error(err, dsn)
 		}

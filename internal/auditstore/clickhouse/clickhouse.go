@@ -39,7 +39,8 @@ type Store struct {
 	conn    driver.Conn
 	now     func() time.Time
 	db      string
-	cluster string // --clickhouse-cluster; "" on a single server
+	cluster string            // --clickhouse-cluster; "" on a single server
+	leaves  auditstore.Leaves // nil: rows are written without their leaf
 
 	mu    sync.Mutex
 	hours map[hoursKey]hoursEntry
@@ -72,6 +73,10 @@ type Options struct {
 	// organization, and every DDL runs ON CLUSTER (see cluster.go).
 	// Empty: one server.
 	Cluster string
+	// Leaves, when set, computes each entry's tamper-evidence leaf as it
+	// is written (column leaf, and feed_leaves: 0013_feed_leaves.sql);
+	// nil writes none (the sequencer then reads the entries back).
+	Leaves auditstore.Leaves
 }
 
 // Validate checks the options.
@@ -136,7 +141,7 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
-	s := &Store{conn: conn, now: time.Now, db: db, cluster: o.Cluster, hours: map[hoursKey]hoursEntry{}}
+	s := &Store{conn: conn, now: time.Now, db: db, cluster: o.Cluster, leaves: o.Leaves, hours: map[hoursKey]hoursEntry{}}
 	if o.Cluster != "" {
 		s.conn = clusterConn{conn}
 	}
@@ -336,7 +341,19 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 		return fmt.Errorf("clickhouse prepare batch: %w", err)
 	}
 	defer batch.Abort()
-	cols := []any{org, ts, eventID, id, clientIP, action, source, display, customer, project, principal, user, ptype, rt, resID, resDisplay, data, createdMS, ver, seq}
+	leaf := make([]string, n)
+	if s.leaves != nil {
+		for i := range leaf {
+			r := auditstore.StoredRow{EventID: eventID[i], ID: id[i], OrgID: org[i], TsMS: ts[i], CreatedMS: createdMS[i],
+				Action: action[i], Source: source[i], DisplayName: display[i], PrincipalID: principal[i], PrincipalType: ptype[i],
+				ClientIP: clientIP[i], Customer: customer[i], Project: project[i], User: user[i], ResID: resID[i], ResDisplay: resDisplay[i],
+				Data: data[i], ResourceType: rt[i]}
+			if leaf[i], err = s.auditLeaf(&r); err != nil {
+				return err
+			}
+		}
+	}
+	cols := []any{org, ts, eventID, id, clientIP, action, source, display, customer, project, principal, user, ptype, rt, resID, resDisplay, data, createdMS, ver, seq, leaf}
 	for i, col := range cols {
 		if err := batch.Column(i).Append(col); err != nil {
 			return fmt.Errorf("clickhouse append column %d: %w", i, err)

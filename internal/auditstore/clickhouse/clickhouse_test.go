@@ -15,6 +15,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
 	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -42,6 +43,23 @@ func TestConformance(t *testing.T) {
 			return s
 		}
 	})
+}
+
+// Leaves stored beside the entries as ingest writes them (query.Leaves),
+// read by position; entries of a writer without Leaves listed unknown.
+func TestLeafFeed(t *testing.T) {
+	verifyNoLeaks(t)
+	dsn := testenv.ClickHouse(t)
+	open := func(l auditstore.Leaves) storetest.Opener {
+		return func(t *testing.T) auditstore.Store {
+			s, err := clickhouse.OpenWith(context.Background(), dsn, clickhouse.Options{Leaves: l})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	}
+	storetest.RunLeafFeed(t, open(nil), open(query.Leaves{}), query.Leaves{})
 }
 
 // A database created before executions carried the principal and kept

@@ -78,7 +78,11 @@ func (s *Store) writeExecutionRows(ctx context.Context, events []schemas.Executi
 		if err != nil {
 			return err
 		}
-		if err := batch.Append(append(row.Values(), uint64(math.MaxInt64-created), row.Seq)...); err != nil {
+		leaf, err := s.executionLeaf(&row)
+		if err != nil {
+			return err
+		}
+		if err := batch.Append(append(row.Values(), uint64(math.MaxInt64-created), row.Seq, leaf)...); err != nil {
 			return fmt.Errorf("clickhouse append execution: %w", err)
 		}
 	}

@@ -102,8 +102,7 @@ func (f *feedSpec) keyArgs(after auditstore.FeedKey, hi uint64, chunk int) []any
 // again after its last key; one that holds fewer is exhausted and the next
 // is eight times wider (an organization holds any share of the stream's
 // sequences), so a page costs a few small range reads.
-func feedChunks[T any](ctx context.Context, s *Store, f *feedSpec, after auditstore.FeedKey,
-	read func(ctx context.Context, query string, args []any) ([]T, error), key func(*T) auditstore.FeedKey) ([]T, auditstore.FeedKey, bool, error) {
+func feedChunks[T any](ctx context.Context, f *feedSpec, after auditstore.FeedKey, readChunk chunkReader[T]) ([]T, auditstore.FeedKey, bool, error) {
 	need := f.limit + 1
 	chunk := need
 	if f.filtered {
@@ -117,42 +116,11 @@ func feedChunks[T any](ctx context.Context, s *Store, f *feedSpec, after auditst
 		if last.Seq < hi && hi-last.Seq > span {
 			hi = last.Seq + span
 		}
-		// The last key of the chunk: from the rows themselves when no filter
-		// drops any, else from the keys.
-		n, chunkLast := 0, last
-		if f.filtered {
-			keys, err := s.feedKeys(ctx, f, last, hi, chunk)
-			if err != nil {
-				return nil, after, false, err
-			}
-			if n = len(keys); n > 0 {
-				chunkLast = keys[n-1]
-			}
+		rows, n, chunkLast, err := readChunk(ctx, last, hi, chunk)
+		if err != nil {
+			return nil, after, false, err
 		}
-		if !f.filtered || n > 0 {
-			d := f.data
-			d.Columns = "ts_ms, event_id" // started_ms for executions
-			args := append([]any{f.org.String()}, f.keyArgs(last, hi, chunk)...)
-			args = append(args, f.filterArg...)
-			tmpl := feedAuditSQL
-			if f.kind == feedKindExecutions {
-				tmpl = feedExecutionsSQL
-			}
-			query, err := render(tmpl, d, len(args))
-			if err != nil {
-				return nil, after, false, err
-			}
-			rows, err := read(ctx, query, args)
-			if err != nil {
-				return nil, after, false, err
-			}
-			if !f.filtered {
-				if n = len(rows); n > 0 {
-					chunkLast = key(&rows[n-1])
-				}
-			}
-			items = append(items, rows...)
-		}
+		items = append(items, rows...)
 		scanned += n
 		exhausted := false
 		switch {
@@ -175,6 +143,54 @@ func feedChunks[T any](ctx context.Context, s *Store, f *feedSpec, after auditst
 		if n == chunk {
 			chunk = min(chunk*4, feedMaxChunk, feedScanBudget-scanned)
 		}
+	}
+}
+
+// chunkReader reads the chunk of a feed after last up to sequence hi, at
+// most chunk keys: the items kept, the number of keys scanned and the last
+// key scanned (last when none).
+type chunkReader[T any] func(ctx context.Context, last auditstore.FeedKey, hi uint64, chunk int) ([]T, int, auditstore.FeedKey, error)
+
+// rowChunks reads the entries of each chunk of f that its filters keep
+// (read runs the rendered query), by the keys first when filters may drop
+// some.
+func rowChunks[T any](s *Store, f *feedSpec, read func(ctx context.Context, query string, args []any) ([]T, error), key func(*T) auditstore.FeedKey) chunkReader[T] {
+	return func(ctx context.Context, last auditstore.FeedKey, hi uint64, chunk int) ([]T, int, auditstore.FeedKey, error) {
+		// The last key of the chunk: from the rows themselves when no filter
+		// drops any, else from the keys.
+		n, chunkLast := 0, last
+		if f.filtered {
+			keys, err := s.feedKeys(ctx, f, last, hi, chunk)
+			if err != nil {
+				return nil, 0, last, err
+			}
+			if n = len(keys); n == 0 {
+				return nil, 0, last, nil
+			}
+			chunkLast = keys[n-1]
+		}
+		d := f.data
+		d.Columns = "ts_ms, event_id" // started_ms for executions
+		args := append([]any{f.org.String()}, f.keyArgs(last, hi, chunk)...)
+		args = append(args, f.filterArg...)
+		tmpl := feedAuditSQL
+		if f.kind == feedKindExecutions {
+			tmpl = feedExecutionsSQL
+		}
+		query, err := render(tmpl, d, len(args))
+		if err != nil {
+			return nil, 0, last, err
+		}
+		rows, err := read(ctx, query, args)
+		if err != nil {
+			return nil, 0, last, err
+		}
+		if !f.filtered {
+			if n = len(rows); n > 0 {
+				chunkLast = key(&rows[n-1])
+			}
+		}
+		return rows, n, chunkLast, nil
 	}
 }
 
@@ -234,14 +250,14 @@ func (s *Store) FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditsto
 		f.data.ResourceType, f.filterArg = true, append(f.filterArg, uint8(*q.ResourceType))
 	}
 	f.setTerms(q.Search, "text")
-	items, last, exhausted, err := feedChunks(ctx, s, &f, q.After, func(ctx context.Context, query string, args []any) ([]schemas.AuditEntry, error) {
+	items, last, exhausted, err := feedChunks(ctx, &f, q.After, rowChunks(s, &f, func(ctx context.Context, query string, args []any) ([]schemas.AuditEntry, error) {
 		rows, err := s.conn.Query(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("clickhouse feed: %w", err)
 		}
 		defer rows.Close()
 		return auditstore.ReadFeed(rows)
-	}, auditstore.AuditFeedKey)
+	}, auditstore.AuditFeedKey))
 	if err != nil {
 		return auditstore.FeedPage{}, err
 	}
@@ -271,14 +287,14 @@ func (s *Store) FeedExecutions(ctx context.Context, q auditstore.ExecFeedQuery) 
 		f.data.User, f.filterArg = true, append(f.filterArg, *q.UserID)
 	}
 	f.setTerms(q.Search, "exec_text")
-	items, last, exhausted, err := feedChunks(ctx, s, &f, q.After, func(ctx context.Context, query string, args []any) ([]auditstore.Execution, error) {
+	items, last, exhausted, err := feedChunks(ctx, &f, q.After, rowChunks(s, &f, func(ctx context.Context, query string, args []any) ([]auditstore.Execution, error) {
 		rows, err := s.conn.Query(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("clickhouse execution feed: %w", err)
 		}
 		defer rows.Close()
 		return auditstore.ReadExecFeed(rows)
-	}, auditstore.ExecFeedKey)
+	}, auditstore.ExecFeedKey))
 	if err != nil {
 		return auditstore.ExecFeedPage{}, err
 	}

@@ -1,0 +1,73 @@
+package auditstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/schemas"
+)
+
+// Leaves computes the leaf hash of an entry as the list routes serve it
+// (the query component renders entries; a store cannot import it). A store
+// given one (ClickHouse: Options.Leaves) stores each entry's leaf beside
+// the entry as it writes it, computed from the row exactly as it is
+// stored, so that the sequencer appends leaves without reading the entries
+// back (FeedLeaves).
+type Leaves interface {
+	AuditLeaf(e *schemas.AuditEntry) ([32]byte, error)
+	ExecutionLeaf(e *Execution) ([32]byte, error)
+}
+
+// FeedLeaf is one position of a feed and the leaf stored beside its entry;
+// Known is false for an entry stored without one (by a writer without
+// Leaves, or before the store kept them): the reader computes it from the
+// entry.
+type FeedLeaf struct {
+	Key   FeedKey
+	Leaf  [32]byte
+	Known bool
+}
+
+// LeafPage is a page of FeedLeaves, as a feed page: Next is where the
+// next page starts, HasMore whether entries may follow up to the watermark.
+type LeafPage struct {
+	Items   []FeedLeaf
+	Next    FeedKey
+	HasMore bool
+}
+
+// LeafFeedMaxLimit is the largest page of FeedLeaves (positions and
+// hashes only: ten feed pages).
+const LeafFeedMaxLimit = 10 * FeedMaxLimit
+
+// LeafFeedQuery selects a page of the positions and stored leaves of an
+// organization's feed of kind: the entries after After whose stream
+// sequence is at most Upto, at most Limit (1..LeafFeedMaxLimit), in feed order,
+// one per event id (the copy the feed serves).
+type LeafFeedQuery struct {
+	OrgID uuid.UUID
+	Kind  LogKind
+	After FeedKey
+	Upto  uint64
+	Limit int
+}
+
+// Validate checks q.
+func (q LeafFeedQuery) Validate() error {
+	switch {
+	case q.OrgID == uuid.Nil:
+		return fmt.Errorf("%w: organization id is required", ErrInvalidQuery)
+	case !q.Kind.Valid():
+		return fmt.Errorf("%w: log kind %d", ErrInvalidQuery, q.Kind)
+	case q.Limit < 1 || q.Limit > LeafFeedMaxLimit:
+		return fmt.Errorf("%w: leaf feed limit %d not in 1..%d", ErrInvalidQuery, q.Limit, LeafFeedMaxLimit)
+	}
+	return nil
+}
+
+// LeafFeed is a store that keeps each entry's leaf beside it.
+type LeafFeed interface {
+	FeedLeaves(ctx context.Context, q LeafFeedQuery) (LeafPage, error)
+}
