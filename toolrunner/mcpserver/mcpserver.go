@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -232,18 +234,24 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	return input, nil
 }
 
-// clip bounds what a client says of itself before it is recorded.
+// clipMax bounds the bytes of a client's name and version.
+const clipMax = 200
+
+// clip makes what a client says of itself fit to be recorded and shown
+// (tail, the dashboard): control characters and invalid UTF-8 dropped, at
+// most clipMax bytes, cut on a rune boundary.
 func clip(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	for i := max; i > 0; i-- {
-		if (s[i] & 0xC0) != 0x80 { // a rune boundary
-			return s[:i]
+	var b strings.Builder
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			continue // invalid UTF-8 decodes as RuneError
 		}
+		if b.Len()+utf8.RuneLen(r) > clipMax {
+			break
+		}
+		b.WriteRune(r)
 	}
-	return ""
+	return b.String()
 }
 
 // render is the text of a tool's output: a string as it is, anything else
