@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,5 +32,43 @@ func TestRPCErr(t *testing.T) {
 	}
 	if rpcErr(nil) != nil {
 		t.Error("nil became an error")
+	}
+}
+
+// A list_changed that arrives while the proxy closes starts nothing after
+// close has begun waiting (an Add concurrent with Wait is a WaitGroup
+// misuse, and the goroutine would outlive close).
+func TestProxySpawnAfterClose(t *testing.T) {
+	p := &proxy{tools: map[string]string{}}
+	var ran atomic.Int32
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // list_changed notifications, until close
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				p.spawn(func() { ran.Add(1) })
+			}
+		}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	after := ran.Load()
+	for range 1000 {
+		p.spawn(func() { ran.Add(1) })
+	}
+	close(stop)
+	<-done
+	p.wg.Wait()
+	if ran.Load() != after {
+		t.Fatalf("%d goroutines started after close", ran.Load()-after)
+	}
+	if after == 0 {
+		t.Fatal("nothing ran before close")
 	}
 }
