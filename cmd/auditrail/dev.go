@@ -217,6 +217,7 @@ type devFlags struct {
 	tlog                                   tlogFlags
 	demo, newKey, allowPrivate             *bool
 	publicURL                              *string
+	mcpOrigins                             *string
 	streamKey                              *string // with --nats-url
 	metrics                                *string
 	log                                    *slog.Logger
@@ -245,6 +246,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.tlog = addTLogFlags(fs)
 	f.demo = fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
 	f.publicURL = addPublicURLFlag(fs, "")
+	f.mcpOrigins = addMCPOriginsFlag(fs)
 	f.newKey = fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
 	f.allowPrivate = addEgressFlag(fs)
 	f.streamKey = addStreamKeyFlag(fs)
@@ -631,7 +633,7 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	}))
 	qs.Register(d.app, httpapi.RateLimit(limiter, proxies, log))
 	d.admin.Register(d.app, httpapi.RateLimit(adminLimiter, proxies, log))
-	if err := registerTools(ctx, d.app, d.runner, d.cp.access, proxies, log, httpapi.RateLimit(toolLimiter, proxies, log)); err != nil {
+	if err := registerTools(ctx, d.app, d.runner, d.cp.access, proxies, *d.f.mcpOrigins, log, httpapi.RateLimit(toolLimiter, proxies, log)); err != nil {
 		return err
 	}
 	dashboard.Register(d.app)

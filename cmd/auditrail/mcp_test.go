@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
 // bearer adds a credential (and optionally the user a service key acts
@@ -233,9 +234,6 @@ func TestMCPInDev(t *testing.T) {
 	if ev := executionEvent(t, p.connect(t), org, st.ExecutionID); ev.Client == nil || ev.Client.Name != "desktop-app" || ev.Client.Version != "0.9" {
 		t.Fatalf("stdio execution's client: %+v", ev.Client)
 	}
-	if err := stdio.Close(); err != nil {
-		t.Errorf("auditrail mcp did not end cleanly: %v", err)
-	}
 
 	// A pre hook that denies: an MCP tool error with the kind and message.
 	deny := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -255,6 +253,14 @@ func TestMCPInDev(t *testing.T) {
 	res, st = callTool(t, ctx, cs, "DocumentDbToolkit.CountDocuments", map[string]any{"database_name": "shop", "collection_name": "orders"})
 	if !res.IsError || st.Error == nil || st.Error.Kind != "HOOK_CHECK_FAILED" || !strings.Contains(text(res), "HOOK_CHECK_FAILED: no counting on audit day") {
 		t.Fatalf("denied call: %s %+v", text(res), st)
+	}
+	// The same denial over stdio: the proxy passes the tool error as it is.
+	res, st = callTool(t, ctx, stdio, "DocumentDbToolkit.CountDocuments", map[string]any{"database_name": "shop", "collection_name": "orders"})
+	if !res.IsError || st.Error == nil || st.Error.Kind != "HOOK_CHECK_FAILED" || st.ExecutionID == "" || !strings.Contains(text(res), "HOOK_CHECK_FAILED: no counting on audit day") {
+		t.Fatalf("stdio denied call: %s %+v", text(res), st)
+	}
+	if err := stdio.Close(); err != nil {
+		t.Errorf("auditrail mcp did not end cleanly: %v", err)
 	}
 	c.call("DELETE", projPath+"/hooks/"+hook.data()["id"].(string), boot, nil)
 
@@ -375,8 +381,38 @@ func TestMCPInDev(t *testing.T) {
 			t.Errorf("%s: the SDK client connected", tc.name)
 		}
 	}
-	if st := postInitialize(t, endpoint, bearer{key: svc, user: "demo-user"}, cs.ID()); st != 403 {
-		t.Errorf("another credential in the demo user's session: %d, want 403", st)
+	otherEndpoint := "http://" + p.http + "/mcp/v1/orgs/" + other + "/projects/" + otherProject
+	for _, tc := range []struct {
+		name, method, endpoint, sid string
+		b                           bearer
+		status                      int
+	}{
+		{"another credential posts in the demo user's session", "POST", endpoint, cs.ID(), bearer{key: svc, user: "demo-user"}, 403},
+		{"another credential reads the demo user's session", "GET", endpoint, cs.ID(), bearer{key: svc, user: "demo-user"}, 403},
+		{"another credential ends the demo user's session", "DELETE", endpoint, cs.ID(), bearer{key: svc, user: "demo-user"}, 403},
+		{"a page of another origin (DNS rebinding)", "POST+origin", endpoint, "", bearer{key: demoKey}, 403},
+		{"a body over the limit", "POST+big", endpoint, "", bearer{key: demoKey}, 413},
+	} {
+		if st := mcpRequest(t, tc.method, tc.endpoint, tc.b, tc.sid); st != tc.status {
+			t.Errorf("%s: %d, want %d", tc.name, st, tc.status)
+		}
+	}
+	if ss, err := cs.ListTools(ctx, nil); err != nil || len(ss.Tools) == 0 {
+		t.Fatalf("the demo user's session after the attacks: %v", err)
+	}
+	// The same credential (the platform admin, acting for the demo user)
+	// reusing its session on another project's path: the session is bound
+	// to its project.
+	admin := bearer{key: boot, user: "demo-user"}
+	as, err := mcpConnect(t, ctx, endpoint, admin, "admin", "1")
+	if err != nil {
+		t.Fatalf("admin session: %v", err)
+	}
+	if st := mcpRequest(t, "POST", otherEndpoint, admin, as.ID()); st != 403 {
+		t.Errorf("a session on another project's path: %d, want 403", st)
+	}
+	if st := mcpRequest(t, "GET", otherEndpoint, admin, as.ID()); st != 403 {
+		t.Errorf("a session's stream on another project's path: %d, want 403", st)
 	}
 }
 
@@ -384,28 +420,53 @@ func TestMCPInDev(t *testing.T) {
 // and returns the status.
 func postInitialize(t *testing.T, endpoint string, b bearer, sid string) int {
 	t.Helper()
-	req, _ := http.NewRequest("POST", endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`))
+	return mcpRequest(t, "POST", endpoint, b, sid)
+}
+
+// mcpRequest sends one request of the streamable transport (in session
+// sid when set) and returns the status: POST an initialize (POST+origin:
+// from a page of another origin, POST+big: with a body over the limit),
+// GET the event stream, DELETE the session.
+func mcpRequest(t *testing.T, method, endpoint string, b bearer, sid string) int {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+	var origin string
+	switch method {
+	case "POST+origin":
+		method, origin = "POST", "http://evil.example"
+	case "POST+big":
+		method = "POST"
+		body = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"` + strings.Repeat("x", 2<<20) + `","version":"0"}}}`
+	case "POST":
+	default:
+		body = ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, method, endpoint, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 	}
+	var rt http.RoundTripper = b
 	if b.key == "" {
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == 401 && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
-			t.Errorf("401 without WWW-Authenticate: Bearer")
-		}
-		return resp.StatusCode
+		rt = http.DefaultTransport
 	}
-	resp, err := (&http.Client{Transport: b}).Do(req)
+	resp, err := (&http.Client{Transport: rt}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if resp.StatusCode == 401 && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("401 without WWW-Authenticate: Bearer")
+	}
+	// Every answer is one tools.yaml describes.
+	openapitest.CheckResponse(t, openapitest.Router(t, "tools.yaml", "http://"+req.URL.Host), req, resp.StatusCode, resp.Header, raw)
 	return resp.StatusCode
 }
 

@@ -372,8 +372,9 @@ func runControlPlane(ctx context.Context, args []string) error {
 // runToolRunner is the production tool runner role: the tool runner API,
 // hooks from the control-plane state, execution events to the stream.
 func runToolRunner(ctx context.Context, args []string) error {
-	var outboxDir, pageKeys *string
+	var outboxDir, pageKeys, mcpOrigins *string
 	r, _, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", toolLimit, args, func(fs *flags) {
+		mcpOrigins = addMCPOriginsFlag(fs)
 		outboxDir = fs.String("outbox", "", "./outbox", "directory of the durable outbox of execution events (one process each; events kept while NATS is unreachable are published from it)")
 		pageKeys = fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs, all verify (required; give every instance the same keys)")
 	})
@@ -399,7 +400,7 @@ func runToolRunner(ctx context.Context, args []string) error {
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
 		return map[string]any{healthHooks: proxy.Stats(), healthExecutionOutbox: outbox.Stats()}
 	}))
-	if err := registerTools(ctx, app, runner, r.cp.access, r.cp.proxies, r.log, r.limit); err != nil {
+	if err := registerTools(ctx, app, runner, r.cp.access, r.cp.proxies, *mcpOrigins, r.log, r.limit); err != nil {
 		return err
 	}
 	r.sw.open(app)

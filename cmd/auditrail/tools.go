@@ -31,6 +31,24 @@ import (
 
 // addEgressFlag is --allow-private-egress, of every role that calls hook
 // servers or databases or checks their addresses.
+// addMCPOriginsFlag is --mcp-allowed-origins: the web origins besides
+// the endpoint's own host that may call the MCP endpoint.
+func addMCPOriginsFlag(fs *flags) *string {
+	return fs.String("mcp-allowed-origins", "", "",
+		"origins (scheme://host[:port], comma-separated) of web pages allowed to call the MCP endpoint besides its own host; a request with another Origin header gets 403 (requests without Origin, such as desktop clients', pass)")
+}
+
+// originList splits --mcp-allowed-origins.
+func originList(s string) []string {
+	var out []string
+	for _, o := range strings.Split(s, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 func addEgressFlag(fs *flags) *bool {
 	return fs.Bool("allow-private-egress", "AUDITRAIL_ALLOW_PRIVATE_EGRESS", false,
 		"let hook endpoints and database hosts be on loopback, private, link-local (169.254.169.254) and shared addresses (default: public addresses only; auditrail dev also allows loopback)")
@@ -248,12 +266,13 @@ func toolkits(guard *egress.Guard, picker docs.PickerLinks, pageKeys [][]byte, l
 
 // registerTools mounts the tool runner's routes and its MCP endpoint
 // (CONTRACT.md "Tool runner API", "MCP") behind mw (the tool rate limit);
-// the MCP event streams end with ctx.
-func registerTools(ctx context.Context, app fiber.Router, runner *toolrunner.Runner, access toolrunner.Access, proxies httpx.TrustedProxies, log *slog.Logger, mw ...fiber.Handler) error {
+// the MCP event streams end with ctx; origins are --mcp-allowed-origins.
+func registerTools(ctx context.Context, app fiber.Router, runner *toolrunner.Runner, access toolrunner.Access, proxies httpx.TrustedProxies, origins string, log *slog.Logger, mw ...fiber.Handler) error {
 	srv := toolrunner.NewServer(runner, access, proxies)
 	srv.Register(app, mw...)
 	cfg := mcpserver.DefaultConfig()
 	cfg.Version = buildVersion()
+	cfg.AllowedOrigins = originList(origins)
 	h, err := mcpserver.NewHandler(ctx, cfg, runner, srv, log)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)

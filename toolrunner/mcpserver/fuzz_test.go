@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/auditrail/auditrail/toolrunner"
@@ -46,14 +48,37 @@ func FuzzArguments(f *testing.F) {
 	})
 }
 
-// clip keeps at most 200 bytes, on a rune boundary.
+// clip keeps valid UTF-8 without control characters, at most 200 bytes;
+// a short clean name is kept as it is.
 func FuzzClip(f *testing.F) {
 	f.Add("claude-desktop")
 	f.Add(string(make([]rune, 300)))
+	f.Add("evil\x1b[2J\r\nname\u0085\u200b")
+	f.Add("bad\xff\xfeutf8")
+	f.Add(strings.Repeat("é", 150))
 	f.Fuzz(func(t *testing.T, s string) {
 		c := clip(s)
-		if len(c) > 200 || (utf8.ValidString(s) && !utf8.ValidString(c)) || (len(s) <= 200 && c != s) {
+		if len(c) > 200 || !utf8.ValidString(c) || strings.ContainsFunc(c, unicode.IsControl) {
 			t.Fatalf("clip(%q) = %q", s, c)
 		}
+		clean := utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || unicode.IsControl(r) })
+		if clean && len(s) <= 200 && c != s {
+			t.Fatalf("clip(%q) = %q, want it unchanged", s, c)
+		}
 	})
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"claude-desktop", "claude-desktop"},
+		{"a\x1b[31mred\x1b[0m", "a[31mred[0m"},
+		{"line\r\nbreak\ttab\u0085nel", "linebreaktabnel"},
+		{"bad\xffutf8", "badutf8"},
+		{strings.Repeat("x", 199) + "é", strings.Repeat("x", 199)},
+		{strings.Repeat("\n", 300) + "v1", "v1"},
+	} {
+		if got := clip(tc.in); got != tc.want {
+			t.Errorf("clip(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

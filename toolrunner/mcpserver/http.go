@@ -2,16 +2,21 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/auditrail/auditrail/internal/httpapi"
@@ -52,14 +57,24 @@ type Config struct {
 	ListRefresh time.Duration
 	// Version is the server's version in the initialize answer.
 	Version string
+	// AllowedOrigins are the origins (scheme://host[:port]) of the web
+	// pages that may call the endpoint besides the endpoint's own host: a
+	// request whose Origin header is neither is refused with 403 (DNS
+	// rebinding). A request without Origin (a desktop client, curl) passes.
+	AllowedOrigins []string
+	// MaxSessionsPerUser bounds the live sessions of one binding
+	// (principal, organization, project, user); an initialize above it is
+	// answered 429 with Retry-After.
+	MaxSessionsPerUser int
 }
 
 // DefaultConfig: sessions idle 30 minutes are closed, JSON answers to
 // POST, a heartbeat every 15 s, list changes checked every 2 s and the
-// list asked again every 5 minutes.
+// list asked again every 5 minutes, no other origin than the endpoint's
+// own, 32 sessions per binding.
 func DefaultConfig() Config {
 	return Config{SessionTimeout: 30 * time.Minute, JSONResponse: true, Heartbeat: 15 * time.Second,
-		ListCheck: 2 * time.Second, ListRefresh: 5 * time.Minute, Version: "dev"}
+		ListCheck: 2 * time.Second, ListRefresh: 5 * time.Minute, Version: "dev", MaxSessionsPerUser: 32}
 }
 
 // Validate checks the config.
@@ -73,7 +88,36 @@ func (c Config) Validate() error {
 	if c.ListCheck <= 0 || c.ListRefresh < c.ListCheck {
 		return fmt.Errorf("%w: ListCheck must be positive and ListRefresh at least ListCheck", ErrInvalidConfig)
 	}
+	if c.MaxSessionsPerUser < 1 {
+		return fmt.Errorf("%w: MaxSessionsPerUser must be at least 1", ErrInvalidConfig)
+	}
+	for _, o := range c.AllowedOrigins {
+		if _, err := parseOrigin(o); err != nil {
+			return fmt.Errorf("%w: AllowedOrigins: %w", ErrInvalidConfig, err)
+		}
+	}
 	return nil
+}
+
+// parseOrigin returns the canonical form of an absolute origin
+// (scheme://host[:port], lower case, without the scheme's default port).
+func parseOrigin(o string) (string, error) {
+	u, err := url.Parse(o)
+	if err != nil {
+		return "", fmt.Errorf("origin %q: %w", o, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", fmt.Errorf("origin %q: want scheme://host[:port] with scheme http or https", o)
+	}
+	return u.Scheme + "://" + withoutDefaultPort(u.Scheme, strings.ToLower(u.Host)), nil
+}
+
+func withoutDefaultPort(scheme, host string) string {
+	if (scheme == "http" && strings.HasSuffix(host, ":80")) || (scheme == "https" && strings.HasSuffix(host, ":443")) {
+		return host[:strings.LastIndexByte(host, ':')]
+	}
+	return host
 }
 
 // Scoper decides a request's scope as the tool routes do
@@ -93,15 +137,38 @@ type Handler struct {
 	ctx    context.Context // ends at Close: open streams end
 	cancel context.CancelFunc
 
+	origins   map[string]bool // AllowedOrigins, canonical
+	discovery *mcp.Server     // the server of requests that start no session
+
 	mu       sync.Mutex
 	sessions map[*session]*watch
+	pending  map[string]int     // binding -> sessions being started
+	outage   map[uuid.UUID]bool // projects whose last list failed (logged once)
 }
 
 // watch is what the list watcher knows of a session.
 type watch struct {
+	binding         string
 	created, listed time.Time
-	rev             string
+	// started: the initialize request was served (its SDK session, if
+	// any, exists); before, the session counts as live for startGrace.
+	started bool
+	rev     string
+	// After a failed list, the session is not listed again before
+	// retryAt; backoff doubles from ListCheck up to ListRefresh.
+	backoff time.Duration
+	retryAt time.Time
 }
+
+// startGrace is how long a session created for an initialize counts as
+// live before its SDK session exists (and is kept by the list watcher).
+const startGrace = 10 * time.Second
+
+// Retry-After of the refusals (seconds).
+const (
+	retryAfterUnavailable = "5"
+	retryAfterSessionCap  = "60"
+)
 
 // NewHandler returns the endpoint; its event streams end when ctx ends or
 // at Close (so that a server shutdown does not wait for them).
@@ -112,18 +179,29 @@ func NewHandler(ctx context.Context, cfg Config, runner Runner, scoper Scoper, l
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Handler{cfg: cfg, runner: runner, scoper: scoper, log: log, sessions: map[*session]*watch{}}
+	h := &Handler{cfg: cfg, runner: runner, scoper: scoper, log: log, sessions: map[*session]*watch{},
+		pending: map[string]int{}, outage: map[uuid.UUID]bool{}, origins: map[string]bool{}}
+	for _, o := range cfg.AllowedOrigins {
+		c, _ := parseOrigin(o) // validated
+		h.origins[c] = true
+	}
 	// The SDK logs every session's start and end at INFO: warnings only.
 	h.sdkLog = slog.New(minLevel{log.Handler(), slog.LevelWarn})
 	h.ctx, h.cancel = context.WithCancel(ctx)
+	// The server/discover probe of a client of protocol 2026-07-28 is
+	// answered by a server without tools (the SDK then closes its
+	// session: this transport serves older protocols), and it gives the
+	// SDK the protocol versions of the requests that start no session.
+	h.discovery = mcp.NewServer(h.impl(), serverOptions(log))
 	sh := mcp.NewStreamableHTTPHandler(h.server, &mcp.StreamableHTTPOptions{
 		JSONResponse:   cfg.JSONResponse,
 		SessionTimeout: cfg.SessionTimeout,
 		Logger:         h.sdkLog,
-		// Every request carries a bearer credential, checked before the
-		// SDK sees it (a page that rebinds DNS to a local server has no
-		// key to send); behind the gateway the Host header is the
-		// public one while this role listens on loopback.
+		// The Origin header is checked before the SDK sees the request
+		// (serve: DNS rebinding), and every request carries a bearer
+		// credential; behind the gateway the Host header is the public
+		// one while this role listens on loopback, which the SDK's own
+		// check would refuse.
 		DisableLocalhostProtection: true,
 	})
 	// The SDK binds a session to TokenInfo.UserID and refuses it to any
@@ -161,7 +239,7 @@ func (h *Handler) checkLists() {
 	byProject := map[project][]*session{}
 	h.mu.Lock()
 	for s, w := range h.sessions {
-		if now.Sub(w.created) > time.Minute && !hasSessions(s.srv) {
+		if (w.started || now.Sub(w.created) > startGrace) && !hasSessions(s.srv) {
 			delete(h.sessions, s) // its client is gone
 			continue
 		}
@@ -180,16 +258,23 @@ func (h *Handler) checkLists() {
 		for _, s := range ss {
 			h.mu.Lock()
 			w := h.sessions[s]
-			due := w != nil && (w.rev != rev || now.Sub(w.listed) >= h.cfg.ListRefresh)
+			due := w != nil && !now.Before(w.retryAt) && (w.rev != rev || now.Sub(w.listed) >= h.cfg.ListRefresh)
 			h.mu.Unlock()
 			if !due {
 				continue
 			}
 			if err := s.sync(ctx, s.base); err != nil {
-				continue // logged; tried again at the next check
+				// Reported (syncDone); tried again after a backoff, so
+				// that an access hook outage is not asked by every
+				// session at every check.
+				h.mu.Lock()
+				w.backoff = min(max(2*w.backoff, h.cfg.ListCheck), h.cfg.ListRefresh)
+				w.retryAt = now.Add(w.backoff)
+				h.mu.Unlock()
+				continue
 			}
 			h.mu.Lock()
-			w.rev, w.listed = rev, now
+			w.rev, w.listed, w.backoff, w.retryAt = rev, now, 0, time.Time{}
 			h.mu.Unlock()
 		}
 		cancel()
@@ -219,11 +304,11 @@ const scopeExtra = "auditrail.scope"
 type stateKey struct{}
 
 // requestState carries a request's scope to the SDK's callbacks, and the
-// server built for it (the SDK asks for it twice per new session).
+// server built for an initialize (the SDK asks for it twice).
 type requestState struct {
 	scope  toolrunner.Scope
-	once   sync.Once
 	server *mcp.Server
+	watch  *watch // of the session started for an initialize
 }
 
 // binding is what a session is bound to: who asks, for whom, where.
@@ -232,6 +317,9 @@ func binding(sc toolrunner.Scope) string {
 }
 
 func (h *Handler) serve(c *fiber.Ctx) error {
+	if !h.originAllowed(c) {
+		return rpcError(c, fiber.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "Forbidden: origin "+strconv.Quote(c.Get(fiber.HeaderOrigin))+" not allowed")
+	}
 	sc, err := h.scoper.Scope(c, c.Get(HeaderUserID))
 	if err != nil {
 		var fe *fiber.Error
@@ -240,37 +328,173 @@ func (h *Handler) serve(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	ctx := context.WithValue(h.ctx, stateKey{}, &requestState{scope: sc})
-	return httpstream.Serve(ctx, c, h.mcp, httpstream.Options{Heartbeat: h.cfg.Heartbeat, Log: h.log})
+	st := &requestState{scope: sc}
+	if c.Method() == fiber.MethodPost && c.Get("Mcp-Session-Id") == "" {
+		// Only an initialize starts a session (and lists the tools: the
+		// access hooks); anything else without a session is refused as
+		// the SDK would, before any server is built.
+		switch m, id := peekMethod(c.Body()); m {
+		case "initialize":
+			if err := h.start(c, st, id); err != nil || st.server == nil {
+				return err
+			}
+		case "server/discover":
+			st.server = h.discovery
+		default:
+			return rpcError(c, fiber.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "Bad Request: session id required")
+		}
+	}
+	ctx := context.WithValue(h.ctx, stateKey{}, st)
+	err = httpstream.Serve(ctx, c, h.mcp, httpstream.Options{Heartbeat: h.cfg.Heartbeat, Log: h.log})
+	if st.watch != nil {
+		// The SDK has connected the session (or refused the request):
+		// from now on the session is live while the SDK holds it.
+		h.mu.Lock()
+		st.watch.started = true
+		h.mu.Unlock()
+	}
+	return err
 }
 
-// server is the SDK's getServer: the MCP server of the request's scope for
-// a new session; nil for a request of an existing session (then the SDK
-// only reads the default protocol versions from it).
-func (h *Handler) server(r *http.Request) *mcp.Server {
-	if r.Header.Get("Mcp-Session-Id") != "" {
-		return nil
-	}
-	st, ok := r.Context().Value(stateKey{}).(*requestState)
-	if !ok {
-		return nil
-	}
-	st.once.Do(func() {
-		// The revision before the list: a change in between is seen at
-		// the next check.
-		rev, _ := h.runner.ListRevision(r.Context(), st.scope.Org, st.scope.Project)
-		s, err := newSession(r.Context(), h.runner, st.scope, scopeOf, &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}, h.log)
-		if err != nil {
-			h.log.Error("mcp: session not started", "err", err)
-			return
+// start builds the session of an initialize request into st.server, or
+// answers: 429 above the binding's session cap, 503 when the tools cannot
+// be listed (an access hook outage).
+func (h *Handler) start(c *fiber.Ctx, st *requestState, id json.RawMessage) error {
+	b := binding(st.scope)
+	now := time.Now()
+	h.mu.Lock()
+	live := h.pending[b]
+	for s, w := range h.sessions {
+		if w.binding == b && ((!w.started && now.Sub(w.created) < startGrace) || hasSessions(s.srv)) {
+			live++
 		}
-		now := time.Now()
-		h.mu.Lock()
-		h.sessions[s] = &watch{created: now, listed: now, rev: rev}
+	}
+	if live >= h.cfg.MaxSessionsPerUser {
 		h.mu.Unlock()
-		st.server = s.srv
-	})
-	return st.server
+		c.Set(fiber.HeaderRetryAfter, retryAfterSessionCap)
+		return rpcError(c, fiber.StatusTooManyRequests, id, jsonrpc.CodeInternalError,
+			fmt.Sprintf("too many open MCP sessions for this credential, project and user (at most %d): close one (DELETE) or wait until one expires", h.cfg.MaxSessionsPerUser))
+	}
+	h.pending[b]++
+	h.mu.Unlock()
+	// The revision before the list: a change in between is seen at the
+	// next check.
+	rev, _ := h.runner.ListRevision(h.ctx, st.scope.Org, st.scope.Project)
+	s, err := newSession(h.ctx, h.runner, st.scope, scopeOf, h.impl(), h.log, h.syncDone)
+	h.mu.Lock()
+	if h.pending[b]--; h.pending[b] == 0 {
+		delete(h.pending, b)
+	}
+	if err == nil {
+		st.watch = &watch{binding: b, created: now, listed: now, rev: rev}
+		h.sessions[s] = st.watch
+	}
+	h.mu.Unlock()
+	if err != nil {
+		c.Set(fiber.HeaderRetryAfter, retryAfterUnavailable)
+		return rpcError(c, fiber.StatusServiceUnavailable, id, jsonrpc.CodeInternalError,
+			"the project's tools cannot be listed now (its access hook is unavailable): the session was not started; try again")
+	}
+	st.server = s.srv
+	return nil
+}
+
+// syncDone reports a session's list: a failure is logged once per project
+// until a list of the project succeeds again, then at debug level.
+func (h *Handler) syncDone(sc toolrunner.Scope, err error) {
+	h.mu.Lock()
+	was := h.outage[sc.Project]
+	if err != nil {
+		h.outage[sc.Project] = true
+	} else {
+		delete(h.outage, sc.Project)
+	}
+	h.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		h.log.Error("mcp: tools not listed (logged once until the project's tools are listed again)", "org", sc.Org.String(), "project", sc.Project.String(), "err", err)
+	case err != nil:
+		h.log.Debug("mcp: tools not listed", "org", sc.Org.String(), "project", sc.Project.String(), "err", err)
+	case was:
+		h.log.Info("mcp: tools listed again", "org", sc.Org.String(), "project", sc.Project.String())
+	}
+}
+
+func (h *Handler) impl() *mcp.Implementation {
+	return &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}
+}
+
+// originAllowed: no Origin header, the request's own host, or an allowed
+// origin.
+func (h *Handler) originAllowed(c *fiber.Ctx) bool {
+	o := c.Get(fiber.HeaderOrigin)
+	if o == "" {
+		return true
+	}
+	co, err := parseOrigin(o)
+	if err != nil {
+		return false
+	}
+	if h.origins[co] {
+		return true
+	}
+	scheme, host, _ := strings.Cut(co, "://")
+	return host == withoutDefaultPort(scheme, strings.ToLower(string(c.Request().Host())))
+}
+
+// peekMethod returns the method and id of a JSON-RPC message, or of the
+// first initialize (else the first message) of a batch; "" when the body
+// is no JSON-RPC request.
+func peekMethod(body []byte) (string, json.RawMessage) {
+	type msg struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	var batch []msg
+	if json.Unmarshal(body, &batch) == nil {
+		for _, m := range batch {
+			if m.Method == "initialize" {
+				return m.Method, m.ID
+			}
+		}
+		if len(batch) > 0 {
+			return batch[0].Method, batch[0].ID
+		}
+		return "", nil
+	}
+	var m msg
+	if json.Unmarshal(body, &m) != nil {
+		return "", nil
+	}
+	return m.Method, m.ID
+}
+
+// rpcError answers status with a JSON-RPC error body (id null when
+// unknown), as the spec asks of a refused request.
+func rpcError(c *fiber.Ctx, status int, id json.RawMessage, code int64, msg string) error {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil {
+		return fmt.Errorf("mcp: error body: %w", err)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(status).Send(b)
+}
+
+// server is the SDK's getServer: the session's server built by start for
+// an initialize, else a server without tools (the SDK reads the protocol
+// versions of it, and answers server/discover with it).
+func (h *Handler) server(r *http.Request) *mcp.Server {
+	if st, ok := r.Context().Value(stateKey{}).(*requestState); ok && st.server != nil {
+		return st.server
+	}
+	return h.discovery
 }
 
 // scopeOf is the scope of the HTTP request that carried req.

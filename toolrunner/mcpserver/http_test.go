@@ -1,9 +1,16 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,8 +54,13 @@ var transport = &http.Transport{}
 // one project.
 func serveHTTP(t testing.TB, f mcpserver.Runner, cfg mcpserver.Config) string {
 	t.Helper()
+	return serveHTTPLog(t, f, cfg, nil)
+}
+
+func serveHTTPLog(t testing.TB, f mcpserver.Runner, cfg mcpserver.Config, log *slog.Logger) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h, err := mcpserver.NewHandler(ctx, cfg, f, keyScoper{}, nil)
+	h, err := mcpserver.NewHandler(ctx, cfg, f, keyScoper{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,5 +237,279 @@ func BenchmarkHTTPCall(b *testing.B) {
 				f.mu.Unlock()
 			}
 		})
+	}
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// rawRequest sends one request to the endpoint as a client would (bearer
+// "good", the streamable transport's Accept), with extra headers h.
+func rawRequest(t *testing.T, method, url, body string, h header) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer good")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && method == http.MethodPost {
+		// A session started: ended before the server (goleak).
+		t.Cleanup(func() { rawRequest(t, http.MethodDelete, url, "", header{"Mcp-Session-Id": id}) })
+	}
+	return resp, string(b)
+}
+
+// rpcErrorOf is the JSON-RPC error of a refusal's body.
+func rpcErrorOf(t *testing.T, body string) (code int64, msg string) {
+	t.Helper()
+	var r struct {
+		JSONRPC string `json:"jsonrpc"`
+		Error   *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil || r.JSONRPC != "2.0" || r.Error == nil {
+		t.Fatalf("not a JSON-RPC error: %q (%v)", body, err)
+	}
+	return r.Error.Code, r.Error.Message
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*mcpserver.Config)
+		ok   bool
+	}{
+		{"default", func(*mcpserver.Config) {}, true},
+		{"origins", func(c *mcpserver.Config) {
+			c.AllowedOrigins = []string{"https://app.example", "http://localhost:3000", "https://x.example/"}
+		}, true},
+		{"origin without scheme", func(c *mcpserver.Config) { c.AllowedOrigins = []string{"app.example"} }, false},
+		{"origin with a path", func(c *mcpserver.Config) { c.AllowedOrigins = []string{"https://app.example/x"} }, false},
+		{"origin of another scheme", func(c *mcpserver.Config) { c.AllowedOrigins = []string{"ftp://app.example"} }, false},
+		{"null origin", func(c *mcpserver.Config) { c.AllowedOrigins = []string{"null"} }, false},
+		{"no session", func(c *mcpserver.Config) { c.MaxSessionsPerUser = 0 }, false},
+	} {
+		cfg := mcpserver.DefaultConfig()
+		tc.edit(&cfg)
+		if err := cfg.Validate(); (err == nil) != tc.ok || (err != nil && !errors.Is(err, mcpserver.ErrInvalidConfig)) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// DNS rebinding: a request whose Origin is neither the endpoint's own
+// host nor an allowed origin is refused with 403 and a JSON-RPC error;
+// no Origin passes.
+func TestOrigin(t *testing.T) {
+	cfg := mcpserver.DefaultConfig()
+	cfg.AllowedOrigins = []string{"https://app.example"}
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}}
+	url := serveHTTP(t, f, cfg)
+	self := url[:strings.Index(url, "/mcp/")] // http://127.0.0.1:port
+	for _, tc := range []struct {
+		origin string
+		status int
+	}{
+		{"", http.StatusOK},
+		{self, http.StatusOK},
+		{"https://app.example", http.StatusOK},
+		{"https://APP.example:443", http.StatusOK},
+		{"http://evil.example", http.StatusForbidden},
+		{"http://evil.example:" + self[strings.LastIndex(self, ":")+1:], http.StatusForbidden},
+		{"https://app.example:8443", http.StatusForbidden},
+		{"null", http.StatusForbidden},
+	} {
+		h := header{}
+		if tc.origin != "" {
+			h["Origin"] = tc.origin
+		}
+		resp, body := rawRequest(t, http.MethodPost, url, initializeBody, h)
+		if resp.StatusCode != tc.status {
+			t.Fatalf("origin %q: %d %s", tc.origin, resp.StatusCode, body)
+		}
+		if tc.status == http.StatusForbidden {
+			if _, msg := rpcErrorOf(t, body); !strings.Contains(msg, "origin") {
+				t.Fatalf("origin %q: %s", tc.origin, body)
+			}
+		}
+	}
+}
+
+// Only an initialize starts a session: a GET, a DELETE or another POST
+// without Mcp-Session-Id is refused (400) without listing the tools (no
+// access hook is asked); a client's connection lists them once.
+func TestNoSessionWithoutInitialize(t *testing.T) {
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}}
+	url := serveHTTP(t, f, mcpserver.DefaultConfig())
+	for _, tc := range []struct {
+		method, body, want string
+	}{
+		{http.MethodGet, "", "GET requires an Mcp-Session-Id"},
+		{http.MethodDelete, "", "DELETE requires an Mcp-Session-Id"},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, "session id required"},
+		{http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "session id required"},
+		{http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "session id required"},
+		{http.MethodPost, `not json`, "session id required"},
+	} {
+		h := header{}
+		if tc.method == http.MethodGet {
+			h["Accept"] = "text/event-stream"
+		}
+		resp, body := rawRequest(t, tc.method, url, tc.body, h)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Fatalf("%s %s: %d %s", tc.method, tc.body, resp.StatusCode, body)
+		}
+	}
+	f.mu.Lock()
+	n := f.visibleCalls
+	f.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the tools were listed %d times for requests that start no session", n)
+	}
+	// The SDK's client probes with server/discover (no session) and then
+	// initializes: one list.
+	if _, err := httpClient(t, url, header{"Authorization": "Bearer good"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	n = f.visibleCalls
+	f.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("a connection listed the tools %d times, want 1", n)
+	}
+}
+
+// The live sessions of one binding are capped: above the cap an
+// initialize gets 429 with Retry-After; another user of the same key is
+// another binding; a closed session frees its place.
+func TestSessionCap(t *testing.T) {
+	cfg := mcpserver.DefaultConfig()
+	cfg.MaxSessionsPerUser = 2
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}}
+	url := serveHTTP(t, f, cfg)
+	good := header{"Authorization": "Bearer good"}
+	first, err := httpClient(t, url, good, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := httpClient(t, url, good, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := httpClient(t, url, good, nil); err == nil {
+		t.Fatal("a third session of the same binding started")
+	}
+	resp, body := rawRequest(t, http.MethodPost, url, initializeBody, nil)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("above the cap: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if _, msg := rpcErrorOf(t, body); !strings.Contains(msg, "at most 2") {
+		t.Fatalf("above the cap: %s", body)
+	}
+	if _, err := httpClient(t, url, header{"Authorization": "Bearer good", mcpserver.HeaderUserID: "u9"}, nil); err != nil {
+		t.Fatalf("another user: %v", err)
+	}
+	if err := first.Close(); err != nil { // DELETE
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cs, err := httpClient(t, url, good, nil)
+		if err == nil {
+			_ = cs
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no session after one was closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// An initialize while the access hook is out (the tools cannot be listed)
+// is answered 503 with Retry-After, not the SDK's 400.
+func TestInitializeDuringOutage(t *testing.T) {
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}, visibleErr: errors.New("access hook: connection refused")}
+	url := serveHTTP(t, f, mcpserver.DefaultConfig())
+	resp, body := rawRequest(t, http.MethodPost, url, initializeBody, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("%d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if code, msg := rpcErrorOf(t, body); code != -32603 || !strings.Contains(msg, "cannot be listed now") || !strings.Contains(body, `"id":1`) {
+		t.Fatalf("body %s", body)
+	}
+	if _, err := httpClient(t, url, header{"Authorization": "Bearer good"}, nil); err == nil {
+		t.Fatal("connected during the outage")
+	}
+}
+
+// lockedBuffer is a log destination shared by goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+// During an access hook outage, the sessions due for a list back off
+// (from ListCheck, doubling up to ListRefresh) instead of asking at every
+// check, and the failure is logged once for the project; a success ends
+// the outage.
+func TestListBackoffDuringOutage(t *testing.T) {
+	cfg := mcpserver.DefaultConfig()
+	cfg.ListCheck, cfg.ListRefresh = 10*time.Millisecond, 160*time.Millisecond
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}, rev: "r1"}
+	var logs lockedBuffer
+	url := serveHTTPLog(t, f, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	const sessions = 3
+	for range sessions {
+		if _, err := httpClient(t, url, header{"Authorization": "Bearer good"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	f.visibleErr, f.rev, f.visibleCalls = errors.New("access hook down"), "r2", 0
+	f.mu.Unlock()
+	const window = 800 * time.Millisecond
+	time.Sleep(window)
+	f.mu.Lock()
+	calls := f.visibleCalls
+	f.visibleErr = nil
+	f.mu.Unlock()
+	// Without backoff: a list per session per check (about 80 each). With
+	// it: 10+20+40+80+160+160+160... ms apart, 8 each at most.
+	if calls == 0 || calls > sessions*8 {
+		t.Fatalf("%d lists by %d sessions in %v", calls, sessions, window)
+	}
+	if n := logs.count("level=ERROR msg=\"mcp: tools not listed"); n != 1 {
+		t.Fatalf("the outage logged %d errors, want 1:\n%s", n, logs.b.String())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for logs.count("tools listed again") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no recovery after the outage")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

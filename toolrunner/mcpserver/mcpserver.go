@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -55,31 +57,47 @@ type session struct {
 	// syncing serializes syncs (a list answered before another must not
 	// be applied after it).
 	syncing sync.Mutex
-	mu      sync.Mutex
-	tools   map[string]string // name -> JSON of the tool, as registered
+	// report receives the outcome of each list (nil error: listed).
+	report func(sc toolrunner.Scope, err error)
+	mu     sync.Mutex
+	tools  map[string]string // name -> JSON of the tool, as registered
 }
 
 // NewServer returns the MCP server of the scope sc, its tools listed now.
 // scope gives the scope of each request (nil: sc).
 func NewServer(ctx context.Context, runner Runner, sc toolrunner.Scope, scope ScopeFunc, impl *mcp.Implementation, log *slog.Logger) (*mcp.Server, error) {
-	s, err := newSession(ctx, runner, sc, scope, impl, log)
+	s, err := newSession(ctx, runner, sc, scope, impl, log, nil)
 	if err != nil {
 		return nil, err
 	}
 	return s.srv, nil
 }
 
-func newSession(ctx context.Context, runner Runner, sc toolrunner.Scope, scope ScopeFunc, impl *mcp.Implementation, log *slog.Logger) (*session, error) {
-	if log == nil {
-		log = slog.Default()
-	}
-	s := &session{runner: runner, base: sc, scope: scope, log: log, tools: map[string]string{}}
-	s.srv = mcp.NewServer(impl, &mcp.ServerOptions{
+// serverOptions are those of a project's MCP server.
+func serverOptions(log *slog.Logger) *mcp.ServerOptions {
+	return &mcp.ServerOptions{
 		// The SDK logs every session's start and end at INFO.
 		Logger:       slog.New(minLevel{log.Handler(), slog.LevelWarn}),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions: "Tools of one auditrail project. Every call passes the project's access, pre- and post-execution hooks and is recorded in the audit trail.",
-	})
+	}
+}
+
+// newSession: report receives the outcome of each list (nil: a failure is
+// logged as an error).
+func newSession(ctx context.Context, runner Runner, sc toolrunner.Scope, scope ScopeFunc, impl *mcp.Implementation, log *slog.Logger, report func(toolrunner.Scope, error)) (*session, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if report == nil {
+		report = func(sc toolrunner.Scope, err error) {
+			if err != nil {
+				log.Error("mcp: tools not listed", "org", sc.Org.String(), "project", sc.Project.String(), "err", err)
+			}
+		}
+	}
+	s := &session{runner: runner, base: sc, scope: scope, log: log, report: report, tools: map[string]string{}}
+	s.srv = mcp.NewServer(impl, serverOptions(log))
 	if err := s.sync(ctx, sc); err != nil {
 		return nil, err
 	}
@@ -136,8 +154,8 @@ func (s *session) sync(ctx context.Context, sc toolrunner.Scope) error {
 	s.syncing.Lock()
 	defer s.syncing.Unlock()
 	defs, _, err := s.runner.Visible(ctx, sc)
+	s.report(sc, err)
 	if err != nil {
-		s.log.Error("mcp: tools not listed", "org", sc.Org.String(), "project", sc.Project.String(), "err", err)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the project's tools cannot be listed now; try again"}
 	}
 	tools := make([]*mcp.Tool, len(defs))
@@ -232,18 +250,24 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	return input, nil
 }
 
-// clip bounds what a client says of itself before it is recorded.
+// clipMax bounds the bytes of a client's name and version.
+const clipMax = 200
+
+// clip makes what a client says of itself fit to be recorded and shown
+// (tail, the dashboard): control characters and invalid UTF-8 dropped, at
+// most clipMax bytes, cut on a rune boundary.
 func clip(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	for i := max; i > 0; i-- {
-		if (s[i] & 0xC0) != 0x80 { // a rune boundary
-			return s[:i]
+	var b strings.Builder
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			continue // invalid UTF-8 decodes as RuneError
 		}
+		if b.Len()+utf8.RuneLen(r) > clipMax {
+			break
+		}
+		b.WriteRune(r)
 	}
-	return ""
+	return b.String()
 }
 
 // render is the text of a tool's output: a string as it is, anything else

@@ -84,6 +84,9 @@ type fakeRunner struct {
 	calls  []toolrunner.Scope
 	inputs []map[string]any
 	rev    string
+	// visibleErr fails Visible; visibleCalls counts its calls.
+	visibleErr   error
+	visibleCalls int
 }
 
 func (f *fakeRunner) ListRevision(context.Context, uuid.UUID, uuid.UUID) (string, error) {
@@ -95,6 +98,10 @@ func (f *fakeRunner) ListRevision(context.Context, uuid.UUID, uuid.UUID) (string
 func (f *fakeRunner) Visible(context.Context, toolrunner.Scope) ([]toolrunner.Definition, []schemas.HookCall, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.visibleCalls++
+	if f.visibleErr != nil {
+		return nil, nil, f.visibleErr
+	}
 	return append([]toolrunner.Definition(nil), f.defs...), nil, nil
 }
 

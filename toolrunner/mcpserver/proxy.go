@@ -2,7 +2,7 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -55,19 +55,41 @@ type proxy struct {
 	srv  *mcp.Server
 	// syncing serializes syncs.
 	syncing sync.Mutex
-	wg      sync.WaitGroup // the resyncs
+	// wg counts the resyncs and the watchers of upstream sessions; Add
+	// happens under wmu while !stopping, so that none follows close's Wait.
+	wg       sync.WaitGroup
+	wmu      sync.Mutex
+	stopping bool
 
 	mu     sync.Mutex
-	up     *mcp.ClientSession
+	up     *upstream
 	closed bool
 	tools  map[string]string // name -> JSON, as registered
+}
+
+// upstream is one upstream session; ended is closed when it has ended
+// (the server closed it: idle, restarted).
+type upstream struct {
+	cs    *mcp.ClientSession
+	ended chan struct{}
+}
+
+func (u *upstream) hasEnded() bool {
+	select {
+	case <-u.ended:
+		return true
+	default:
+		return false
+	}
 }
 
 // NewProxy returns an MCP server (for stdio) that serves the tools of the
 // upstream session dial opens at the client's first tools request, with
 // the client's own clientInfo. Every call goes upstream as it is; a change
 // of the upstream list is passed on as notifications/tools/list_changed.
-// Close the upstream with the returned func.
+// An upstream session that the server ended (idle past its timeout, a
+// restart) is opened again, and the request that met its end is sent
+// once more. Close the upstream with the returned func.
 func NewProxy(dial Dialer, impl *mcp.Implementation, log *slog.Logger) (*mcp.Server, func() error) {
 	if log == nil {
 		log = slog.Default()
@@ -88,24 +110,49 @@ func (p *proxy) isClosed() bool {
 }
 
 func (p *proxy) close() error {
+	p.wmu.Lock()
+	p.stopping = true
+	p.wmu.Unlock()
 	p.mu.Lock()
 	p.closed = true
 	up := p.up
+	p.up = nil
 	p.mu.Unlock()
 	var err error
 	if up != nil {
-		err = up.Close()
+		err = up.cs.Close()
 	}
 	p.wg.Wait()
 	return err
 }
 
-// upstream opens the upstream session once, as the client of req.
-func (p *proxy) upstream(ctx context.Context, req mcp.Request) (*mcp.ClientSession, error) {
+// spawn runs f in a goroutine that close waits for, unless the proxy is
+// closing. It takes wmu only (not mu: the upstream's notifications call it
+// while mu may be held by a dial that waits for the same connection).
+func (p *proxy) spawn(f func()) {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.stopping {
+		return
+	}
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); f() }()
+}
+
+// upstream returns the upstream session, opened (again, when the last one
+// ended) as the client of req.
+func (p *proxy) upstream(ctx context.Context, req mcp.Request) (*upstream, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.up != nil {
+	if p.closed {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the proxy is closing"}
+	}
+	if p.up != nil && !p.up.hasEnded() {
 		return p.up, nil
+	}
+	if p.up != nil {
+		_ = p.up.cs.Close() // ended: releases what is left
+		p.up = nil
 	}
 	client := &mcp.Implementation{Name: "auditrail-mcp", Version: "(unknown)"}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
@@ -113,18 +160,59 @@ func (p *proxy) upstream(ctx context.Context, req mcp.Request) (*mcp.ClientSessi
 			client = &mcp.Implementation{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 		}
 	}
-	up, err := p.dial(ctx, client, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+	cs, err := p.dial(ctx, client, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		// Not in the notification's goroutine: listing waits for an
 		// answer that the same connection delivers.
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); p.resync() }()
+		p.spawn(p.resync)
 	}})
 	if err != nil {
 		p.log.Error("mcp: upstream not reached", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the auditrail server cannot be reached: " + err.Error()}
 	}
-	p.up = up
-	return up, nil
+	u := &upstream{cs: cs, ended: make(chan struct{})}
+	p.spawn(func() { _ = cs.Wait(); close(u.ended) })
+	p.up = u
+	return u, nil
+}
+
+// drop forgets u if it is still the upstream session.
+func (p *proxy) drop(u *upstream) {
+	p.mu.Lock()
+	if p.up == u {
+		p.up = nil
+	}
+	p.mu.Unlock()
+	_ = u.cs.Close()
+}
+
+// do runs f on the upstream session; when the session turns out to have
+// ended (the server no longer knows it: idle past its timeout, restarted),
+// it opens a new one and runs f once more.
+func (p *proxy) do(ctx context.Context, req mcp.Request, f func(*mcp.ClientSession) error) error {
+	u, err := p.upstream(ctx, req)
+	if err != nil {
+		return err
+	}
+	err = f(u.cs)
+	if err == nil || ctx.Err() != nil || !(errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) || u.hasEnded()) {
+		return err
+	}
+	p.log.Info("mcp: the upstream session ended; opening a new one", "err", err)
+	p.drop(u)
+	if u, err = p.upstream(ctx, req); err != nil {
+		return err
+	}
+	return f(u.cs)
+}
+
+// rpcErr is err as a JSON-RPC error for the client: the upstream's own
+// JSON-RPC error as it is, anything else an internal error.
+func rpcErr(err error) error {
+	var je *jsonrpc.Error
+	if err == nil || errors.As(err, &je) {
+		return err
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "upstream: " + err.Error()}
 }
 
 func (p *proxy) known(name string) bool {
@@ -144,18 +232,14 @@ func (p *proxy) resync() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := p.syncFrom(ctx, up); err != nil && !p.isClosed() {
+	if err := p.syncFrom(ctx, up.cs); err != nil && !p.isClosed() {
 		p.log.Warn("mcp: upstream tools not listed again", "err", err)
 	}
 }
 
 // sync makes the served tools the upstream's.
 func (p *proxy) sync(ctx context.Context, req mcp.Request) error {
-	up, err := p.upstream(ctx, req)
-	if err != nil {
-		return err
-	}
-	return p.syncFrom(ctx, up)
+	return rpcErr(p.do(ctx, req, func(cs *mcp.ClientSession) error { return p.syncFrom(ctx, cs) }))
 }
 
 func (p *proxy) syncFrom(ctx context.Context, up *mcp.ClientSession) error {
@@ -186,17 +270,18 @@ func (p *proxy) call(name string) mcp.ToolHandler {
 		if r := declinedAuthorization(req.Params); r != nil {
 			return r, nil
 		}
-		up, err := p.upstream(ctx, req)
-		if err != nil {
-			return nil, err
-		}
 		var args any
 		if len(req.Params.Arguments) > 0 {
 			args = req.Params.Arguments
 		}
-		res, err := up.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		var res *mcp.CallToolResult
+		err := p.do(ctx, req, func(cs *mcp.ClientSession) error {
+			var err error
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			return err
+		})
 		if err != nil {
-			return nil, fmt.Errorf("upstream: %w", err)
+			return nil, rpcErr(err)
 		}
 		// The upstream session does not show URLs (it is no user's): the
 		// proxy asks its own client, as the endpoint would.

@@ -2,11 +2,13 @@ package mcpserver_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/auditrail/auditrail/toolrunner"
@@ -122,5 +124,76 @@ func TestProxyAsksAuthorization(t *testing.T) {
 				t.Fatalf("the tool ran %d times, want %d", len(f.calls), tc.runs)
 			}
 		})
+	}
+}
+
+// The proxy opens a new upstream session when the server ended its own
+// (idle past SessionTimeout) and sends the call again: the client sees no
+// failure.
+func TestProxyReconnects(t *testing.T) {
+	cfg := mcpserver.DefaultConfig()
+	cfg.SessionTimeout = 200 * time.Millisecond
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}, result: toolrunner.Result{ExecutionID: "e", Success: true, Output: 1.0}}
+	url := serveHTTP(t, f, cfg)
+	ctx := context.Background()
+	srv, closeUp := mcpserver.NewProxy(mcpserver.HTTPDialer(url, "good", "", &http.Client{Transport: transport}), &mcp.Implementation{Name: "auditrail", Version: "t"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() }()
+	call := func() {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Db.Count", Arguments: map[string]any{"collection": "c"}})
+		if err != nil || res.IsError {
+			t.Fatalf("call: %v %+v", err, res)
+		}
+	}
+	call()
+	for range 2 {
+		time.Sleep(3 * cfg.SessionTimeout) // the upstream session ends
+		call()
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatalf("list: %v", err)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) != 3 {
+		t.Fatalf("%d runs, want 3", len(f.calls))
+	}
+}
+
+// An upstream failure that is not a JSON-RPC error reaches the client as
+// one, with the internal error code (not 0).
+func TestProxyUpstreamErrorCode(t *testing.T) {
+	ctx := context.Background()
+	dial := func(context.Context, *mcp.Implementation, *mcp.ClientOptions) (*mcp.ClientSession, error) {
+		return nil, errors.New("connection refused")
+	}
+	srv, closeUp := mcpserver.NewProxy(dial, &mcp.Implementation{Name: "auditrail", Version: "t"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() }()
+	for _, call := range []func() error{
+		func() error { _, err := cs.ListTools(ctx, nil); return err },
+		func() error { _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Db.Count"}); return err },
+	} {
+		var je *jsonrpc.Error
+		if err := call(); !errors.As(err, &je) || je.Code != jsonrpc.CodeInternalError || !strings.Contains(je.Message, "connection refused") {
+			t.Fatalf("error %v (%#v)", err, je)
+		}
 	}
 }
