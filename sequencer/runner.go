@@ -42,7 +42,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Durable: natsx.TLogDurable, LeaseTTL: 10 * time.Second, Fetch: 10_000,
+	return Config{Durable: natsx.TLogDurable, LeaseTTL: 10 * time.Second, Fetch: 50_000,
 		AuditDurable: ingest.DefaultConfig().Durable, ExecutionDurable: ingest.ExecutionDurable, Idle: time.Second, Parallel: 4}
 }
 

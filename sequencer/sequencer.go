@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,11 +48,47 @@ const (
 type Sequencer struct {
 	store  Store
 	leaves query.Leaves
+
+	mu sync.Mutex
+	// frontiers keeps, per log, the hashes that appending its next leaf
+	// reads (the roots of the complete subtrees of its first size leaves,
+	// which never change), so that the next Sequence of a log of that
+	// size reads none from the store; at most maxFrontiers logs.
+	frontiers map[logID]frontier
 }
+
+type frontier struct {
+	size   int64
+	hashes map[int64]tlog.Hash
+}
+
+// maxFrontiers bounds the logs whose frontier is kept (about 2·log2(size)
+// hashes each); beyond it the cache starts afresh.
+const maxFrontiers = 10_000
 
 // New returns a sequencer of store's logs.
 func New(store Store) *Sequencer {
-	return &Sequencer{store: store}
+	return &Sequencer{store: store, frontiers: map[logID]frontier{}}
+}
+
+// frontier returns the kept hashes of the log of that size, or none.
+func (s *Sequencer) frontier(id logID, size int64) map[int64]tlog.Hash {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.frontiers[id]
+	if !ok || f.size != size {
+		return nil
+	}
+	return maps.Clone(f.hashes)
+}
+
+func (s *Sequencer) keepFrontier(id logID, size int64, hashes map[int64]tlog.Hash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.frontiers[id]; !ok && len(s.frontiers) >= maxFrontiers {
+		clear(s.frontiers)
+	}
+	s.frontiers[id] = frontier{size: size, hashes: maps.Clone(hashes)}
 }
 
 // Result says what one Sequence call did.
@@ -81,6 +119,10 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 	hashes := newHashCache(func(indexes []int64) ([][32]byte, error) {
 		return s.store.ReadLogHashes(ctx, org, kind, indexes)
 	})
+	id := logID{org, kind}
+	for i, h := range s.frontier(id, size) {
+		hashes.put(i, h)
+	}
 	for {
 		// Pages of the feed up to AppendSize entries make one append (a
 		// store's write has a fixed cost: one per page was most of a
@@ -124,6 +166,7 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 			if err := hashes.keepFor(size); err != nil {
 				return r, err
 			}
+			s.keepFrontier(id, size, hashes.m)
 		}
 		if !more {
 			return r, nil

@@ -276,3 +276,32 @@ func TestSequenceTakesStoredLeaves(t *testing.T) {
 		})
 	}
 }
+
+// A sequencer keeps the hashes its next append reads; when another one
+// appended meanwhile (the lease handed over and back), the kept ones are
+// of another size and the store's are read: the tree stays the entries'.
+func TestSequenceAfterAnotherSequencer(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	org := uuid.New()
+	evs := events(org, 2600)
+	if err := s.WriteAudit(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	a, b := sequencer.New(s), sequencer.New(s)
+	for _, step := range []struct {
+		seq  *sequencer.Sequencer
+		upto uint64
+	}{{a, 1000}, {b, 1777}, {a, 2001}, {a, 2600}} {
+		if r, err := step.seq.Sequence(ctx, org, auditstore.LogAudit, step.upto); err != nil || r.Size != int64(step.upto) {
+			t.Fatalf("sequence up to %d: %+v, %v", step.upto, r, err)
+		}
+	}
+	order := make([]uuid.UUID, len(evs))
+	for i, e := range evs {
+		order[i] = e.EventID
+	}
+	if got, want := storedRoot(t, s, org, 2600), expectedRoot(t, s, org, order); got != want {
+		t.Fatalf("root %s, want %s", got, want)
+	}
+}
