@@ -220,7 +220,9 @@ func TestMCPInDev(t *testing.T) {
 	// local client, whose name the execution records.
 	cmd := exec.Command(binary(t), "mcp", "--url", "http://"+p.http, "--org", org, "--project", project)
 	cmd.Env = append(os.Environ(), "AUDITRAIL_KEY="+demoKey)
-	stdio, err := mcp.NewClient(&mcp.Implementation{Name: "desktop-app", Version: "0.9"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	stdioChanged := make(chan struct{}, 10)
+	stdio, err := mcp.NewClient(&mcp.Implementation{Name: "desktop-app", Version: "0.9"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { stdioChanged <- struct{}{} }}).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("auditrail mcp: %v", err)
 	}
@@ -233,6 +235,29 @@ func TestMCPInDev(t *testing.T) {
 	}
 	if ev := executionEvent(t, p.connect(t), org, st.ExecutionID); ev.Client == nil || ev.Client.Name != "desktop-app" || ev.Client.Version != "0.9" {
 		t.Fatalf("stdio execution's client: %+v", ev.Client)
+	}
+	stdioExecution := st.ExecutionID
+	for _, tool := range []string{"DocsToolkit.WhoAmI", "MailToolkit.WhoAmI"} {
+		if res, st := callTool(t, ctx, stdio, tool, map[string]any{}); res.IsError || !st.Success || text(res) == "" {
+			t.Fatalf("stdio %s: %s %+v", tool, text(res), st)
+		}
+	}
+	// Listed in tool_executions with the desktop client's name.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		execs = c.call("GET", projPath+"/tool_executions?limit=100", boot, nil)
+		var client []byte
+		for _, it := range execs.data()["items"].([]any) {
+			if item := it.(map[string]any); item["execution_id"] == stdioExecution {
+				client, _ = json.Marshal(item["client"])
+			}
+		}
+		if string(client) == `{"name":"desktop-app","protocol":"mcp","version":"0.9"}` {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stdio execution %s listed with client %s", stdioExecution, client)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// A pre hook that denies: an MCP tool error with the kind and message.
@@ -259,9 +284,6 @@ func TestMCPInDev(t *testing.T) {
 	if !res.IsError || st.Error == nil || st.Error.Kind != "HOOK_CHECK_FAILED" || st.ExecutionID == "" || !strings.Contains(text(res), "HOOK_CHECK_FAILED: no counting on audit day") {
 		t.Fatalf("stdio denied call: %s %+v", text(res), st)
 	}
-	if err := stdio.Close(); err != nil {
-		t.Errorf("auditrail mcp did not end cleanly: %v", err)
-	}
 	c.call("DELETE", projPath+"/hooks/"+hook.data()["id"].(string), boot, nil)
 
 	// A fail-closed hook whose server is down: refused, the failure mode said.
@@ -276,6 +298,10 @@ func TestMCPInDev(t *testing.T) {
 	res, st = callTool(t, ctx, cs, "DocumentDbToolkit.CountDocuments", map[string]any{"database_name": "shop", "collection_name": "orders"})
 	if !res.IsError || st.Success || len(st.Hooks) == 0 || st.Hooks[len(st.Hooks)-1].FailureModeApplied != "fail_closed" {
 		t.Fatalf("fail-closed outage: %s %+v", text(res), st)
+	}
+	res, st = callTool(t, ctx, stdio, "DocumentDbToolkit.CountDocuments", map[string]any{"database_name": "shop", "collection_name": "orders"})
+	if !res.IsError || st.Success || len(st.Hooks) == 0 || st.Hooks[len(st.Hooks)-1].FailureModeApplied != "fail_closed" {
+		t.Fatalf("stdio fail-closed outage: %s %+v", text(res), st)
 	}
 	c.call("DELETE", projPath+"/hooks/"+hook.data()["id"].(string), boot, nil)
 
@@ -293,6 +319,9 @@ func TestMCPInDev(t *testing.T) {
 	defer hide.Close()
 	for len(changed) > 0 {
 		<-changed
+	}
+	for len(stdioChanged) > 0 {
+		<-stdioChanged
 	}
 	hook = c.call("POST", projPath+"/hooks", boot, map[string]any{"name": "hide mail", "endpoint": hide.URL, "auth": map[string]any{"type": "bearer", "token": "t"},
 		"points": map[string]any{"access": map[string]any{}}})
@@ -315,6 +344,18 @@ func TestMCPInDev(t *testing.T) {
 	}
 	if len(lt.Tools) == 0 || len(lt.Tools) >= len(want) {
 		t.Fatalf("%d tools listed with the access hook, %d without", len(lt.Tools), len(want))
+	}
+	// ...and over stdio: auditrail mcp passes the change on.
+	select {
+	case <-stdioChanged:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no notifications/tools/list_changed over stdio after an access hook was added")
+	}
+	if slt, err := stdio.ListTools(ctx, nil); err != nil || len(slt.Tools) != len(lt.Tools) {
+		t.Fatalf("stdio tools/list with the access hook: %v, %d tools (HTTP: %d)", err, len(slt.Tools), len(lt.Tools))
+	}
+	if err := stdio.Close(); err != nil {
+		t.Errorf("auditrail mcp did not end cleanly: %v", err)
 	}
 	c.call("DELETE", projPath+"/hooks/"+hook.data()["id"].(string), boot, nil)
 
