@@ -25,19 +25,9 @@ func TestProxy(t *testing.T) {
 		result: toolrunner.Result{ExecutionID: "e", Error: &toolrunner.Error{Kind: toolrunner.KindHookCheck, Message: "no"}}}
 	url := serveHTTP(t, f, mcpserver.DefaultConfig())
 	ctx := context.Background()
-	srv, closeUp := mcpserver.NewProxy(mcpserver.HTTPDialer(url, "good", "u7", &http.Client{Transport: transport}), &mcp.Implementation{Name: "auditrail", Version: "t"}, nil)
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	changed := make(chan struct{}, 10)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() }()
+	cs := proxyClient(t, mcpserver.HTTPDialer(url, "good", "u7", &http.Client{Transport: transport}), &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 
 	lt, err := cs.ListTools(ctx, nil)
 	if err != nil || len(lt.Tools) != 2 || lt.Tools[0].Annotations == nil || !lt.Tools[0].Annotations.ReadOnlyHint {
@@ -86,12 +76,6 @@ func TestProxyAsksAuthorization(t *testing.T) {
 				Error: &toolrunner.Error{Kind: toolrunner.KindAuthorization, Message: "connect google", CanRetry: true}}}
 			url := serveHTTP(t, f, mcpserver.DefaultConfig())
 			ctx := context.Background()
-			srv, closeUp := mcpserver.NewProxy(mcpserver.HTTPDialer(url, "good", "", &http.Client{Transport: transport}), &mcp.Implementation{Name: "auditrail", Version: "t"}, nil)
-			st, ct := mcp.NewInMemoryTransports()
-			ss, err := srv.Connect(ctx, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			asked := make(chan *mcp.ElicitParams, 2)
 			opts := &mcp.ClientOptions{}
 			if tc.answer != "" {
@@ -101,11 +85,7 @@ func TestProxyAsksAuthorization(t *testing.T) {
 					return &mcp.ElicitResult{Action: tc.answer}, nil
 				}
 			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, opts).Connect(ctx, ct, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() }()
+			cs := proxyClient(t, mcpserver.HTTPDialer(url, "good", "", &http.Client{Transport: transport}), opts)
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Db.Count", Arguments: map[string]any{"collection": "c"}})
 			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.text) {
 				t.Fatalf("call: %v %+v", err, res)
@@ -136,17 +116,7 @@ func TestProxyReconnects(t *testing.T) {
 	f := &fakeRunner{defs: []toolrunner.Definition{countDef}, result: toolrunner.Result{ExecutionID: "e", Success: true, Output: 1.0}}
 	url := serveHTTP(t, f, cfg)
 	ctx := context.Background()
-	srv, closeUp := mcpserver.NewProxy(mcpserver.HTTPDialer(url, "good", "", &http.Client{Transport: transport}), &mcp.Implementation{Name: "auditrail", Version: "t"}, nil)
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() }()
+	cs := proxyClient(t, mcpserver.HTTPDialer(url, "good", "", &http.Client{Transport: transport}), nil)
 	call := func() {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Db.Count", Arguments: map[string]any{"collection": "c"}})
@@ -176,17 +146,7 @@ func TestProxyUpstreamErrorCode(t *testing.T) {
 	dial := func(context.Context, *mcp.Implementation, *mcp.ClientOptions) (*mcp.ClientSession, error) {
 		return nil, errors.New("connection refused")
 	}
-	srv, closeUp := mcpserver.NewProxy(dial, &mcp.Implementation{Name: "auditrail", Version: "t"}, nil)
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() }()
+	cs := proxyClient(t, dial, nil)
 	for _, call := range []func() error{
 		func() error { _, err := cs.ListTools(ctx, nil); return err },
 		func() error { _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "Db.Count"}); return err },
@@ -196,4 +156,23 @@ func TestProxyUpstreamErrorCode(t *testing.T) {
 			t.Fatalf("error %v (%#v)", err, je)
 		}
 	}
+}
+
+// proxyClient serves the proxy of dial over an in-memory transport and
+// connects a client ("desktop" 2) with opts; all is closed at the test's end.
+func proxyClient(t *testing.T, dial mcpserver.Dialer, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	srv, closeUp := mcpserver.NewProxy(dial, &mcp.Implementation{Name: "auditrail", Version: "t"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "desktop", Version: "2"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() })
+	return cs
 }
