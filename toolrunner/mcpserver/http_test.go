@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/mcpserver"
 )
@@ -454,24 +453,6 @@ func TestInitializeDuringOutage(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination shared by goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
-
 // During an access hook outage, the sessions due for a list back off
 // (from ListCheck, doubling up to ListRefresh) instead of asking at every
 // check, and the failure is logged once for the project; a success ends
@@ -480,7 +461,7 @@ func TestListBackoffDuringOutage(t *testing.T) {
 	cfg := mcpserver.DefaultConfig()
 	cfg.ListCheck, cfg.ListRefresh = 10*time.Millisecond, 160*time.Millisecond
 	f := &fakeRunner{defs: []toolrunner.Definition{countDef}, rev: "r1"}
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	url := serveHTTPLog(t, f, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	const sessions = 3
 	for range sessions {
@@ -502,11 +483,11 @@ func TestListBackoffDuringOutage(t *testing.T) {
 	if calls == 0 || calls > sessions*8 {
 		t.Fatalf("%d lists by %d sessions in %v", calls, sessions, window)
 	}
-	if n := logs.count("level=ERROR msg=\"mcp: tools not listed"); n != 1 {
-		t.Fatalf("the outage logged %d errors, want 1:\n%s", n, logs.b.String())
+	if n := strings.Count(logs.String(), "level=ERROR msg=\"mcp: tools not listed"); n != 1 {
+		t.Fatalf("the outage logged %d errors, want 1:\n%s", n, logs.String())
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for logs.count("tools listed again") == 0 {
+	for strings.Count(logs.String(), "tools listed again") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no recovery after the outage")
 		}
