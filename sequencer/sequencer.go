@@ -123,6 +123,10 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 	for i, h := range s.frontier(id, size) {
 		hashes.put(i, h)
 	}
+	// Stored leaves first; after a page that begins with an entry stored
+	// without one (entries written before the store kept leaves), the
+	// rest of this call reads entries (the next call tries leaves again).
+	_, stored := s.store.(auditstore.LeafFeed)
 	for {
 		// Pages of the feed up to AppendSize entries make one append (a
 		// store's write has a fixed cost: one per page was most of a
@@ -130,7 +134,7 @@ func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore
 		var items []item
 		more := true
 		for more && len(items) < AppendSize {
-			page, next, m, err := s.page(ctx, org, kind, after, upto)
+			page, next, m, err := s.page(ctx, org, kind, after, upto, &stored)
 			if err != nil {
 				return r, err
 			}
@@ -179,25 +183,30 @@ type item struct {
 	leaf tlog.Hash
 }
 
-// page reads the next entries of the feed with their leaves: those stored
-// beside the entries (a store that keeps them: auditstore.LeafFeed) when
-// it has every one of the page, else computed from the entries (a page of
-// the feed).
-func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64) ([]item, auditstore.FeedKey, bool, error) {
-	if lf, ok := s.store.(auditstore.LeafFeed); ok {
+// page reads the next entries of the feed with their leaves: while
+// *stored, those stored beside the entries (auditstore.LeafFeed) up to the
+// first entry without one; a page that begins with such an entry is read
+// from the feed, its leaves computed from the entries, and clears *stored.
+func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64, stored *bool) ([]item, auditstore.FeedKey, bool, error) {
+	if lf, ok := s.store.(auditstore.LeafFeed); ok && *stored {
 		p, err := lf.FeedLeaves(ctx, auditstore.LeafFeedQuery{OrgID: org, Kind: kind, After: after, Upto: upto, Limit: auditstore.LeafFeedMaxLimit})
 		if err != nil {
 			return nil, after, false, fmt.Errorf("%s leaves of %s: %w", kind, org, err)
 		}
-		out := make([]item, len(p.Items))
-		known := true
-		for i, l := range p.Items {
-			out[i] = item{key: l.Key, leaf: l.Leaf}
-			known = known && l.Known
+		out := make([]item, 0, len(p.Items))
+		for _, l := range p.Items {
+			if !l.Known {
+				break
+			}
+			out = append(out, item{key: l.Key, leaf: l.Leaf})
 		}
-		if known {
+		switch {
+		case len(out) == len(p.Items):
 			return out, p.Next, p.HasMore, nil
+		case len(out) > 0: // the entries from the first without a leaf come next
+			return out, out[len(out)-1].key, true, nil
 		}
+		*stored = false
 	}
 	return s.entries(ctx, org, kind, after, upto)
 }
