@@ -12,23 +12,32 @@ import (
 // A port another process was given (its lock file held) is never given
 // again: the next one the kernel offers is taken instead.
 func TestReservedPortIsSkipped(t *testing.T) {
-	first, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	taken := first.Addr().(*net.TCPAddr).Port
-	first.Close()
-	dir := filepath.Join(os.TempDir(), "auditrail-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	other, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(taken)), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Skipf("port %d is reserved by a running test already", taken)
+	// A port whose lock no running test holds (another test process may
+	// hold the one the kernel offers: then the next).
+	var taken int
+	for attempt := 0; ; attempt++ {
+		if attempt == 20 {
+			t.Fatal("20 ports offered by the kernel were each reserved by a running test")
+		}
+		first, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken = first.Addr().(*net.TCPAddr).Port
+		first.Close()
+		dir := filepath.Join(os.TempDir(), "auditrail-ports")
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		other, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(taken)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			defer other.Close()
+			break
+		}
+		other.Close()
 	}
 	// The kernel offers the taken port first (as it did to two test
 	// processes starting clusters at once), then any.
