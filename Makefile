@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test ./schemas -run '^$$' -fuzz FuzzUnmarshalExecutionEvent -fuzztime $(FUZZTIME)
 	$(GO) test ./query -run '^$$' -fuzz FuzzCursorDecode -fuzztime $(FUZZTIME)
 	$(GO) test ./query -run '^$$' -fuzz FuzzParseList -fuzztime $(FUZZTIME)
+	$(GO) test ./query -run '^$$' -fuzz FuzzCSVRow -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/auditstore/search -run '^$$' -fuzz FuzzParseQuery -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/auditstore/sqlite -run '^$$' -fuzz FuzzMatchAuditAgreesWithSQL -fuzztime $(FUZZTIME)
 	$(GO) test ./hookproxy -run '^$$' -fuzz FuzzDecodeResponses -fuzztime $(FUZZTIME)

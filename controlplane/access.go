@@ -87,6 +87,10 @@ func (a *Access) Authenticate(_ context.Context, cred string) (auth.Principal, e
 	return auth.Principal{ID: k.ID.String(), Type: auth.TypeAPIKey, UserID: k.UserID, DisplayName: k.Name, OrgScope: &org}, nil
 }
 
+// Changed returns a channel closed at the next change of the state its
+// decisions read (State.Changed).
+func (a *Access) Changed() <-chan struct{} { return a.state.Changed() }
+
 // AuthorizeTools allows p to list and run the tools of a project: the
 // platform admin, members of the organization and the project, and the
 // project's own service keys (CONTRACT.md "Who acts").

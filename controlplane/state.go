@@ -134,6 +134,9 @@ type State struct {
 	targetAt  time.Time
 
 	synced chan struct{}
+	// changed is closed at the next change of an entry (a key, a member,
+	// anything an authorization reads) and then replaced: Changed.
+	changed chan struct{}
 	// cut stops the current watch (tests cut it to prove it comes back).
 	cutMu sync.Mutex
 	cut   func()
@@ -169,7 +172,7 @@ func OpenState(ctx context.Context, js jetstream.JetStream, cfg StateConfig, log
 	s := &State{cfg: cfg, kv: kv, js: js, nc: js.Conn(), log: log, now: time.Now,
 		prefix: "$KV." + cfg.Bucket + ".", stream: "KV_" + cfg.Bucket, sem: make(chan struct{}, commitConcurrency),
 		entries: map[string]entry{}, gone: map[string]uint64{}, byHash: map[string]string{}, pending: map[string]pendingEvent{},
-		synced: make(chan struct{})}
+		synced: make(chan struct{}), changed: make(chan struct{})}
 	w, err := s.openWatch(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", cfg.Bucket, err)

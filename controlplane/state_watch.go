@@ -213,6 +213,8 @@ func (s *State) applyLocked(key string, rev uint64, value []byte, deleted bool) 
 			delete(s.byHash, h)
 		}
 	}
+	close(s.changed) // whoever holds a decision made on the old entry decides again
+	s.changed = make(chan struct{})
 	if deleted {
 		delete(s.entries, key)
 		s.gone[key] = rev
@@ -225,6 +227,16 @@ func (s *State) applyLocked(key string, rev uint64, value []byte, deleted bool) 
 			s.byHash[h] = key
 		}
 	}
+}
+
+// Changed returns a channel that is closed at the next change the mirror
+// applies to an entry (an API key disabled or deleted, a member removed,
+// …): a long-lived answer (a live stream, an export) that authorized its
+// caller once waits on it and authorizes again.
+func (s *State) Changed() <-chan struct{} {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.changed
 }
 
 func hashOf(v []byte) string {

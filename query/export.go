@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -31,19 +32,46 @@ type EventRecorder interface {
 	Send(ctx context.Context, msgs ...*nats.Msg) error
 }
 
-// RecordExportsWith makes every export record one audit event in its
-// organization's trail before its first byte is sent: action
-// AUDIT_ACTION_CREATED (an export was made), resource the organization (or
-// the project, on the project routes), and data.after.export naming the
-// route, format and filters; the principal is the exporter. An export whose
-// event cannot be stored is refused (503): no export leaves without its
-// trace. The answer names the event in Auditrail-Event-Id. Call it before
-// serving.
+// RecordExportsWith makes every bulk read of an organization's trail
+// record one audit event in its trail before its first byte is sent: an
+// export, a feed read from its start (no cursor, and no since or one older
+// than Config.BulkReadAge), a live stream resumed from further back than
+// that. The event: action AUDIT_ACTION_CREATED (a read was made), source
+// API, resource the organization (or the project, on the project routes),
+// the reader as principal with its client_ip, and data.after.<export|feed|
+// stream> naming the route, path, filters (and the format, or where the
+// read starts). A read whose event cannot be stored is refused (503):
+// nothing leaves in bulk without its trace. The answer names the event in
+// Auditrail-Event-Id. Call it before serving.
 func (s *Server) RecordExportsWith(r EventRecorder) { s.exports = r }
+
+// How a bulk read reads (the member of data.after that describes it).
+const (
+	readExport = "export"
+	readFeed   = "feed"
+	readStream = "stream"
+)
+
+// bulkRead describes one bulk read for its audit event.
+type bulkRead struct {
+	route   string // audit_logs, tool_executions
+	how     string // readExport, readFeed, readStream
+	display string // the event's resource_display
+	org     uuid.UUID
+	project *uuid.UUID
+	extra   map[string]any // more members of data.after.<how>
+}
 
 // recordExport records the export of kind (audit_logs, tool_executions)
 // by p; see RecordExportsWith.
 func (s *Server) recordExport(c *fiber.Ctx, p auth.Principal, kind, format string, org uuid.UUID, project *uuid.UUID) error {
+	return s.recordRead(c, p, bulkRead{route: kind, how: readExport, display: kind + " export (" + format + ")", org: org, project: project,
+		extra: map[string]any{"format": format}})
+}
+
+// recordRead records the bulk read r by p (RecordExportsWith); nil when
+// the server records no reads.
+func (s *Server) recordRead(c *fiber.Ctx, p auth.Principal, r bulkRead) error {
 	if s.exports == nil {
 		return nil
 	}
@@ -53,22 +81,31 @@ func (s *Server) recordExport(c *fiber.Ctx, p auth.Principal, kind, format strin
 			filters[string(k)] = string(v)
 		}
 	})
+	what := map[string]any{"route": r.route, "path": c.Path(), "filters": filters}
+	for k, v := range r.extra {
+		what[k] = v
+	}
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	ip := ""
+	if a := s.cfg.Proxies.ClientIP(peer, c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)); a.IsValid() && !a.IsUnspecified() {
+		ip = a.String()
+	}
 	m := producers.Mutation{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
-		ResourceType: schemas.ResourceTypeOrganization, ResourceID: org.String(), ResourceDisplay: kind + " export (" + format + ")",
-		OrgID: org, ProjectID: project, PrincipalID: p.ID, PrincipalType: p.Type, UserID: p.UserID, DisplayName: p.DisplayName,
-		After: map[string]any{"export": map[string]any{"route": kind, "path": c.Path(), "format": format, "filters": filters}}}
-	if project != nil {
-		m.ResourceType, m.ResourceID = schemas.ResourceTypeProject, project.String()
+		ResourceType: schemas.ResourceTypeOrganization, ResourceID: r.org.String(), ResourceDisplay: r.display,
+		OrgID: r.org, ProjectID: r.project, PrincipalID: p.ID, PrincipalType: p.Type, UserID: p.UserID, DisplayName: p.DisplayName,
+		ClientIP: ip, After: map[string]any{r.how: what}}
+	if r.project != nil {
+		m.ResourceType, m.ResourceID = schemas.ResourceTypeProject, r.project.String()
 	}
 	ev, msg, err := s.exports.Prepare(m)
 	if err != nil {
-		return fmt.Errorf("record export: %w", err)
+		return fmt.Errorf("record %s: %w", r.how, err)
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
 	defer cancel()
 	if err := s.exports.Send(ctx, msg); err != nil {
-		s.log.Error("export refused: its audit event was not stored", "org", org.String(), "err", err)
-		return fiber.NewError(fiber.StatusServiceUnavailable, "export refused: the audit log cannot record it now, try again")
+		s.log.Error(r.how+" refused: its audit event was not stored", "org", r.org.String(), "err", err)
+		return fiber.NewError(fiber.StatusServiceUnavailable, r.how+" refused: the audit log cannot record it now, try again")
 	}
 	c.Set(httpapi.HeaderEventID, ev.EventID.String())
 	return nil
@@ -150,8 +187,14 @@ func exportQuery(c *fiber.Ctx, allowed []string) (Getter, Getter, string, error)
 // {"checkpoint":"<signed note>"}: the latest checkpoint of the org's log of
 // logKind, read before the first page (so that every entry it covers shows
 // its leaf_index); none when the log has no checkpoint yet.
+//
+// The caller's grant is checked again between pages (Config.Recheck, and
+// at once after a change of the control-plane state): when it no longer
+// holds, the connection is cut before the next page, so that the client
+// sees a transfer that did not complete rather than a short file. release
+// is called once the body has ended.
 func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.UUID, logKind auditstore.LogKind, enc *encoder[T],
-	fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) {
+	g *grant, release func(), fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) {
 	name := fmt.Sprintf("%s-%s-%s.%s", kind, org, time.Now().UTC().Format(exportTimeFormat), format)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Set("X-Content-Type-Options", "nosniff")
@@ -167,7 +210,9 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 	// millions of rows takes longer. Each page gets the time instead: a
 	// client that reads nothing for that long is dropped.
 	conn := c.Context().Conn()
+	recheck := newRevalidator(g, s.cfg.Recheck)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer release()
 		fail := func(err error) {
 			log.Error("export ended early", "kind", kind, "org", org.String(), "err", err)
 		}
@@ -182,13 +227,30 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 			}
 		}
 		pages := readAhead(ctx, timeout, fetch)
+		// The CSV header row leaves at once (and the response's status and
+		// headers with it), before the first page is read.
 		if err := enc.start(w); err != nil {
 			fail(err)
+			return
+		}
+		if err := enc.flush(); err != nil {
+			fail(err)
+			return
+		}
+		if err := w.Flush(); err != nil {
+			fail(fmt.Errorf("flush: %w", err))
 			return
 		}
 		for pg := range pages {
 			if pg.err != nil {
 				fail(pg.err)
+				return
+			}
+			if ferr := recheck.check(ctx); ferr != nil {
+				log.Info("export cut: the caller may no longer read it", "kind", kind, "org", org.String(), "principal", g.principal.ID, "code", ferr.Code)
+				if conn != nil {
+					_ = conn.Close() // no terminating chunk: the client sees the cut
+				}
 				return
 			}
 			if conn != nil {
@@ -290,6 +352,28 @@ func execQuery(p ExecParams, limit int, after *auditstore.Key) auditstore.ExecQu
 		Window: p.Window, Search: p.Search, Limit: limit, After: after}
 }
 
+// openExport authorizes an export, takes its slot (Config.Exports) and
+// records it: the caller's grant and the slot's release, which the body's
+// end calls.
+func (s *Server) openExport(c *fiber.Ctx, kind, format string, org uuid.UUID, project *uuid.UUID, perr error) (*grant, func(), error) {
+	principal, err := s.authorizeAs(c, org, project, perr)
+	if err != nil {
+		return nil, nil, err
+	}
+	release, err := s.exportSlots.acquire(c, org, principal)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.recordExport(c, principal, kind, format, org, project); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return s.grantOf(c, principal, org, project), release, nil
+}
+
+// OpenExports is how many exports are streaming.
+func (s *Server) OpenExports() int { return s.exportSlots.count() }
+
 func (s *Server) exportAudit(withProject bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		path, query, format, perr := exportQuery(c, AuditExportParams)
@@ -297,14 +381,11 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 		if perr == nil {
 			p, perr = ParseList(path, query, withProject)
 		}
-		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		g, release, err := s.openExport(c, "audit_logs", format, p.OrgID, p.ProjectID, perr)
 		if err != nil {
 			return err
 		}
-		if err := s.recordExport(c, principal, "audit_logs", format, p.OrgID, p.ProjectID); err != nil {
-			return err
-		}
-		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, newAuditEncoder(format), func(ctx context.Context, after *auditstore.Key) ([]Item, *auditstore.Key, error) {
+		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, newAuditEncoder(format), g, release, func(ctx context.Context, after *auditstore.Key) ([]Item, *auditstore.Key, error) {
 			page, err := s.store.ListAudit(ctx, auditQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list audit logs: %w", err)
@@ -331,14 +412,11 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 		if perr == nil {
 			p, perr = ParseExecList(path, query, withProject)
 		}
-		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		g, release, err := s.openExport(c, "tool_executions", format, p.OrgID, p.ProjectID, perr)
 		if err != nil {
 			return err
 		}
-		if err := s.recordExport(c, principal, "tool_executions", format, p.OrgID, p.ProjectID); err != nil {
-			return err
-		}
-		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, newExecutionEncoder(format), func(ctx context.Context, after *auditstore.Key) ([]ExecutionItem, *auditstore.Key, error) {
+		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, newExecutionEncoder(format), g, release, func(ctx context.Context, after *auditstore.Key) ([]ExecutionItem, *auditstore.Key, error) {
 			page, err := store.ListExecutions(ctx, execQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list tool executions: %w", err)
@@ -376,7 +454,8 @@ type encoder[T any] struct {
 	header []string
 	row    func(T) ([]string, error)
 	csv    bool
-	cw     *csv.Writer // the export's CSV writer (start makes it)
+	out    io.Writer // the writer of start (CSV)
+	buf    []byte    // CSV rows not yet flushed to out
 }
 
 // start begins the export on w: the CSV header row (JSONL has none).
@@ -384,8 +463,7 @@ func (e *encoder[T]) start(w io.Writer) error {
 	if !e.csv {
 		return nil
 	}
-	e.cw = csv.NewWriter(w)
-	e.cw.UseCRLF = true
+	e.out = w
 	return e.writeRow(e.header)
 }
 
@@ -408,28 +486,53 @@ func (e *encoder[T]) write(w io.Writer, it T) error {
 	return nil
 }
 
-// flush writes what the CSV writer holds to the writer of start.
+// flush writes the CSV rows held to the writer of start.
 func (e *encoder[T]) flush() error {
-	if e.cw == nil {
+	if len(e.buf) == 0 {
 		return nil
 	}
-	e.cw.Flush()
-	if err := e.cw.Error(); err != nil {
+	_, err := e.out.Write(e.buf)
+	e.buf = e.buf[:0]
+	if err != nil {
 		return fmt.Errorf("write csv: %w", err)
 	}
 	return nil
 }
 
-// writeRow writes one RFC 4180 record (CRLF line ends), every cell defused
-// against formula injection.
+// writeRow adds one RFC 4180 record (CRLF line ends), every cell defused
+// against formula injection (CSVSafe) and quoted when it holds a
+// separator of any spreadsheet locale (csvQuote).
 func (e *encoder[T]) writeRow(cells []string) error {
 	for i, v := range cells {
-		cells[i] = CSVSafe(v)
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		v = CSVSafe(v)
+		if !csvQuote(v) {
+			e.buf = append(e.buf, v...)
+			continue
+		}
+		e.buf = append(e.buf, '"')
+		for {
+			j := strings.IndexByte(v, '"')
+			if j < 0 {
+				break
+			}
+			e.buf = append(append(e.buf, v[:j+1]...), '"')
+			v = v[j+1:]
+		}
+		e.buf = append(append(e.buf, v...), '"')
 	}
-	if err := e.cw.Write(cells); err != nil {
-		return fmt.Errorf("write csv: %w", err)
-	}
+	e.buf = append(e.buf, '\r', '\n')
 	return nil
+}
+
+// csvQuote reports whether a cell is written quoted: it holds a comma, a
+// quote or a line break (RFC 4180), a semicolon or a tab (the list
+// separators of other spreadsheet locales and of TSV), or begins with a
+// space.
+func csvQuote(v string) bool {
+	return v != "" && (v[0] == ' ' || strings.ContainsAny(v, ",\";\t\r\n"))
 }
 
 // EncodeAudit writes items as an export in format (FormatCSV or
@@ -458,16 +561,50 @@ func newExecutionEncoder(format string) *encoder[ExecutionItem] {
 
 // CSVSafe defuses a cell that a spreadsheet would read as a formula (OWASP
 // "CSV injection"): one beginning with = + - @, a tab or a carriage
-// return is prefixed with a single quote.
+// return is prefixed with a single quote; so is such a character right
+// after a semicolon, a tab or a line break inside the cell, where a
+// spreadsheet that splits on that separator (a locale whose list separator
+// is ";", a TSV import, a reader that ignores quotes) would begin a new
+// cell. A comma is not such a place: every cell holding one is quoted
+// (RFC 4180), and a negative number after a comma in the data column's
+// JSON must stay JSON.
 func CSVSafe(v string) string {
 	if v == "" {
 		return v
 	}
-	switch v[0] {
-	case '=', '+', '-', '@', '\t', '\r':
-		return "'" + v
+	if csvTrigger(v[0]) {
+		v = "'" + v
 	}
-	return v
+	if !strings.ContainsAny(v, ";\t\r\n") {
+		return v
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i+1 < len(v); i++ {
+		switch v[i] {
+		case ';', '\t', '\r', '\n':
+			if csvTrigger(v[i+1]) {
+				b.WriteString(v[last : i+1])
+				b.WriteByte('\'')
+				last = i + 1
+			}
+		}
+	}
+	if last == 0 {
+		return v
+	}
+	b.WriteString(v[last:])
+	return b.String()
+}
+
+// csvTrigger reports whether a cell (or a part of one a spreadsheet may
+// split off) beginning with c is read as a formula.
+func csvTrigger(c byte) bool {
+	switch c {
+	case '=', '+', '-', '@', '\t', '\r':
+		return true
+	}
+	return false
 }
 
 func str(p *string) string {

@@ -2,12 +2,15 @@ package query
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -44,6 +47,10 @@ func goldenEntries() []schemas.AuditEntry {
 			DisplayName: "Zoë 日本語 🚀", PrincipalID: "p", PrincipalType: "ACCOUNT", ResourceDisplay: schemas.Ptr("Ärger")}),
 		mk(4, schemas.AuditEvent{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
 			DisplayName: "nulls", PrincipalID: "p", PrincipalType: "ACCOUNT"}),
+		// A formula after a separator of another locale: quoted and defused.
+		mk(5, schemas.AuditEvent{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
+			DisplayName: "laptop;=1+cmd|' /C calc'!A0", PrincipalID: "p", PrincipalType: "ACCOUNT",
+			ResourceDisplay: schemas.Ptr("a\t@SUM(A1)"), Data: json.RawMessage(`{"n":[1,-5],"s":"x;-2+3"}`)}),
 	}
 }
 
@@ -129,6 +136,13 @@ func TestCSVSafe(t *testing.T) {
 	for in, want := range map[string]string{
 		"": "", "a": "a", "=1+1": "'=1+1", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)",
 		"\tx": "'\tx", "\rx": "'\rx", "a=b": "a=b", "'=x": "'=x", "日本": "日本",
+		// After a separator a spreadsheet of another locale (or a TSV
+		// reader) splits on, a trigger is defused too.
+		"laptop;=1+cmd|' /C calc'!A0": "laptop;'=1+cmd|' /C calc'!A0", "a;b": "a;b", "a;": "a;",
+		"=a;@b;c": "'=a;'@b;c", "x\n=1": "x\n'=1", "x\r\n+1": "x\r\n'+1", "a\t-1": "a\t'-1",
+		// A comma is not such a place: the cell is quoted, and JSON keeps
+		// its negative numbers.
+		"[1,-5]": "[1,-5]", "a,=b": "a,=b",
 	} {
 		if got := CSVSafe(in); got != want {
 			t.Errorf("CSVSafe(%q) = %q, want %q", in, got, want)
@@ -149,4 +163,46 @@ func TestParseFormat(t *testing.T) {
 			t.Errorf("parseFormat(%q): %v does not name format", tc.in, err)
 		}
 	}
+}
+
+// A row read back by an RFC 4180 reader (encoding/csv) gives each cell as
+// CSVSafe made it, whatever the cells hold; and no part of a cell that a
+// spreadsheet could split off at a separator begins with a formula.
+func FuzzCSVRow(f *testing.F) {
+	for _, seed := range []string{"laptop;=1+cmd", "a,b", "\"q\"", "x\r\n=1", " lead", "\t@x", "日本;+1"} {
+		f.Add(seed, "plain")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !utf8.ValidString(a) || !utf8.ValidString(b) {
+			return // cells are JSON strings: valid UTF-8
+		}
+		enc := &encoder[string]{csv: true}
+		var buf bytes.Buffer
+		enc.out = &buf
+		if err := enc.writeRow([]string{a, b}); err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.flush(); err != nil {
+			t.Fatal(err)
+		}
+		r := csv.NewReader(&buf)
+		r.LazyQuotes = false
+		rows, err := r.ReadAll()
+		if err != nil || len(rows) != 1 || len(rows[0]) != 2 {
+			t.Fatalf("%q: read back %q, %v", buf.String(), rows, err)
+		}
+		// encoding/csv drops a CR before an LF inside a quoted cell.
+		norm := func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+		for i, in := range []string{a, b} {
+			want := CSVSafe(in)
+			if rows[0][i] != norm(want) {
+				t.Fatalf("cell %q: read back %q, want %q", in, rows[0][i], want)
+			}
+			for _, part := range strings.FieldsFunc(want, func(r rune) bool { return r == ';' || r == '\t' || r == '\r' || r == '\n' }) {
+				if part != "" && csvTrigger(part[0]) && !strings.HasPrefix(want, part) {
+					t.Fatalf("cell %q: the part %q after a separator begins with a formula", in, part)
+				}
+			}
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 )
 
@@ -143,6 +144,21 @@ func (s *Server) feedPage(c *fiber.Ctx, fp feedParams, scope [scopeLen]byte, dur
 		Data: FeedData{Items: items, NextCursor: s.cursor.EncodeFeed(next, scope), HasMore: more}})
 }
 
+// recordFeedWalk records a feed read from its start (no cursor; no since,
+// or one older than Config.BulkReadAge) as a bulk read of the trail
+// (RecordExportsWith): a poller's first page, or a walk of the whole trail.
+func (s *Server) recordFeedWalk(c *fiber.Ctx, p auth.Principal, route string, fp feedParams, org uuid.UUID, project *uuid.UUID) error {
+	if fp.cursor != "" || (fp.since != nil && time.Since(*fp.since) <= s.cfg.BulkReadAge) {
+		return nil
+	}
+	from := "the start"
+	if fp.since != nil {
+		from = fp.sinceS
+	}
+	return s.recordRead(c, p, bulkRead{route: route, how: readFeed, display: route + " feed read from " + from, org: org, project: project,
+		extra: map[string]any{"from": from}})
+}
+
 func (s *Server) feedUnavailable() error {
 	return fiber.NewError(fiber.StatusServiceUnavailable, "the feed is not available on this server")
 }
@@ -162,11 +178,15 @@ func (s *Server) feedAudit(store FeedReader, withProject bool) fiber.Handler {
 		if perr == nil {
 			perr = httpapi.CheckParams(c.Context().QueryArgs().VisitAll, AuditFeedParams)
 		}
-		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
 			return err
 		}
 		if s.feeds == nil {
 			return s.feedUnavailable()
+		}
+		if err := s.recordFeedWalk(c, principal, "audit_logs", fp, p.OrgID, p.ProjectID); err != nil {
+			return err
 		}
 		scope := Scope(append([]string{kind, p.OrgID.String(), scopeProject(p.ProjectID), p.action, p.source, p.resourceType,
 			"created_since:" + fp.sinceS}, p.search.parts()...)...)
@@ -205,11 +225,15 @@ func (s *Server) feedExecutions(store FeedReader, withProject bool) fiber.Handle
 		if perr == nil {
 			perr = httpapi.CheckParams(c.Context().QueryArgs().VisitAll, ExecutionFeedParams)
 		}
-		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
 			return err
 		}
 		if s.feeds == nil {
 			return s.feedUnavailable()
+		}
+		if err := s.recordFeedWalk(c, principal, "tool_executions", fp, p.OrgID, p.ProjectID); err != nil {
+			return err
 		}
 		user := ""
 		if p.UserID != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/retry"
 )
 
@@ -85,14 +86,38 @@ type Config struct {
 	// and leaf indexes, which never change once written); 0:
 	// DefaultProofCacheBytes, negative: no cache.
 	ProofCacheBytes int64
+	// Exports bounds the exports streaming at once: in all (then 503),
+	// per organization and per credential (then 429); zero fields take
+	// DefaultExportLimits'.
+	Exports Limits
+	// Recheck is how often an export in progress authorizes its caller
+	// again (between pages; at once after a change of the control-plane
+	// state): an export whose credential was revoked is cut (0:
+	// DefaultRecheck).
+	Recheck time.Duration
+	// BulkReadAge: a feed read from its start, or a live stream resumed,
+	// from further back than this is a bulk read, recorded like an export
+	// (0: DefaultBulkReadAge).
+	BulkReadAge time.Duration
+	// Proxies are the peers whose X-Forwarded-For names the client_ip
+	// recorded with a bulk read (none: the TCP peer).
+	Proxies httpx.TrustedProxies
 }
 
-// DefaultExportWriteTimeout is Config.ExportWriteTimeout's default.
-const DefaultExportWriteTimeout = 30 * time.Second
+// Defaults of Config.
+const (
+	DefaultExportWriteTimeout = 30 * time.Second
+	DefaultRecheck            = 2 * time.Second
+	DefaultBulkReadAge        = time.Hour
+)
+
+// DefaultExportLimits are Config.Exports' defaults.
+func DefaultExportLimits() Limits { return Limits{Max: 32, PerOrg: 4, PerCredential: 2} }
 
 // DefaultConfig returns the defaults; CursorKeys must still be set.
 func DefaultConfig() Config {
-	return Config{StoreTimeout: 10 * time.Second, WaitForMax: DefaultWaitForMax}
+	return Config{StoreTimeout: 10 * time.Second, WaitForMax: DefaultWaitForMax, Exports: DefaultExportLimits(),
+		Recheck: DefaultRecheck, BulkReadAge: DefaultBulkReadAge}
 }
 
 // Validate checks the configuration.
@@ -109,6 +134,16 @@ func (c Config) Validate() error {
 	if c.WaitForMax < 0 || c.WaitForMax > MaxWaitForMax {
 		return fmt.Errorf("query: wait_for bound %s not in 0..%s", c.WaitForMax, MaxWaitForMax)
 	}
+	if c.Recheck < 0 || c.Recheck > 5*time.Second {
+		return fmt.Errorf("query: re-check interval %s not in 0..5s: a revoked credential must lose its export within 5 s", c.Recheck)
+	}
+	if c.BulkReadAge < 0 {
+		return errors.New("query: bulk read age must not be negative")
+	}
+	l := c.Exports
+	if l.Max < 0 || l.PerOrg < 0 || l.PerCredential < 0 {
+		return errors.New("query: export limits must not be negative")
+	}
 	return nil
 }
 
@@ -121,6 +156,8 @@ type Server struct {
 	log    *slog.Logger
 	// exports records each export (RecordExportsWith); nil: not recorded.
 	exports EventRecorder
+	// exportSlots bounds the exports streaming at once (Config.Exports).
+	exportSlots *slots
 	// live serves the live streams (ServeLive); nil: 503.
 	live *live
 	// feeds is where the feeds' watermarks come from (ServeFeedsWith);
@@ -154,7 +191,23 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 	if cfg.ProofCacheBytes == 0 {
 		cfg.ProofCacheBytes = DefaultProofCacheBytes
 	}
-	s := &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log, proofs: newProofCache(cfg.ProofCacheBytes)}
+	def := DefaultExportLimits()
+	for _, f := range []struct {
+		v *int
+		d int
+	}{{&cfg.Exports.Max, def.Max}, {&cfg.Exports.PerOrg, def.PerOrg}, {&cfg.Exports.PerCredential, def.PerCredential}} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
+	if cfg.Recheck == 0 {
+		cfg.Recheck = DefaultRecheck
+	}
+	if cfg.BulkReadAge == 0 {
+		cfg.BulkReadAge = DefaultBulkReadAge
+	}
+	s := &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log, proofs: newProofCache(cfg.ProofCacheBytes),
+		exportSlots: newSlots("exports", cfg.Exports)}
 	s.logs, _ = store.(LogReader)
 	return s, nil
 }
@@ -222,12 +275,14 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 		if perr == nil {
 			perr = httpapi.CheckParams(c.Context().QueryArgs().VisitAll, ExecutionParams)
 		}
-		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
 			return err
 		}
-		var wait lookup
+		var wait *waiting
 		if p.WaitFor != nil {
-			wait = func(ctx context.Context) (bool, error) {
+			wait = &waiting{g: s.grantOf(c, principal, p.OrgID, p.ProjectID)}
+			wait.has = func(ctx context.Context) (bool, error) {
 				return store.HasExecution(ctx, p.OrgID, p.ProjectID, *p.WaitFor)
 			}
 		}
@@ -253,12 +308,20 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 // lookup reports whether the event a listing waits for is stored.
 type lookup func(ctx context.Context) (bool, error)
 
+// waiting is the wait of a listing with wait_for: the lookup, and the
+// caller's grant, checked again once the wait is over (the answer must
+// not outlive a credential revoked while it waited).
+type waiting struct {
+	has lookup
+	g   *grant
+}
+
 // page answers one page of a listing: the cursor (of scope) decoded into
 // the position after which fetch reads, the items and the next cursor.
 // With wait (wait_for), it first waits for the event (waitFor). Callers
 // authorize before: nobody waits, or learns anything, for a listing they
 // may not read.
-func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte, wait lookup,
+func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte, wait *waiting,
 	fetch func(ctx context.Context, after *auditstore.Key) (items any, next *auditstore.Key, hasMore bool, err error)) error {
 	var after *auditstore.Key
 	if cursor != "" {
@@ -269,9 +332,12 @@ func (s *Server) page(c *fiber.Ctx, cursor string, scope [scopeLen]byte, wait lo
 		after = &k
 	}
 	if wait != nil {
-		found, err := s.waitFor(c.UserContext(), wait)
+		found, err := s.waitFor(c.UserContext(), wait.has)
 		if err != nil {
 			return err
+		}
+		if ferr := wait.g.check(c.UserContext()); ferr != nil {
+			return ferr
 		}
 		state := WaitTimeout
 		if found {
@@ -332,12 +398,14 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 		if perr == nil {
 			perr = httpapi.CheckParams(c.Context().QueryArgs().VisitAll, AuditParams)
 		}
-		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
 			return err
 		}
-		var wait lookup
+		var wait *waiting
 		if p.WaitFor != nil {
-			wait = func(ctx context.Context) (bool, error) {
+			wait = &waiting{g: s.grantOf(c, principal, p.OrgID, p.ProjectID)}
+			wait.has = func(ctx context.Context) (bool, error) {
 				return s.store.HasAudit(ctx, p.OrgID, p.ProjectID, *p.WaitFor)
 			}
 		}

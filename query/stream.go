@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -44,28 +43,49 @@ import (
 
 // Live stream defaults.
 const (
-	DefaultMaxStreams       = 256
-	DefaultStreamHeartbeat  = 15 * time.Second
-	DefaultStreamBuffer     = 256
-	DefaultStreamWrite      = 10 * time.Second
-	DefaultResumeMargin     = time.Minute
-	DefaultConsumerInactive = 30 * time.Second
+	DefaultMaxStreams              = 256
+	DefaultMaxStreamsPerOrg        = 32
+	DefaultMaxStreamsPerCredential = 8
+	DefaultStreamHeartbeat         = 15 * time.Second
+	DefaultStreamBufferBytes       = 256 << 10
+	DefaultStreamWrite             = 10 * time.Second
+	DefaultResumeMargin            = time.Minute
+	DefaultConsumerInactive        = 30 * time.Second
+	DefaultStreamRecheck           = 2 * time.Second
+	DefaultStreamLifetime          = time.Hour
 )
 
 // ContentTypeEventStream is the content type of a live stream.
 const ContentTypeEventStream = "text/event-stream; charset=utf-8"
+
+// The named SSE events that end a stream (besides the entries, which are
+// unnamed "message" events): EventError carries {"code", "msg"} (401 or
+// 403 when the credential no longer may read the scope: do not reconnect
+// with it; 503: reconnect later); EventReconnect says the stream reached
+// its lifetime: reconnect with Last-Event-ID (and so authenticate again).
+const (
+	EventError     = "error"
+	EventReconnect = "reconnect"
+)
 
 // LiveConfig configures the live streams.
 type LiveConfig struct {
 	// MaxStreams bounds the streams open at once on this server; the next
 	// one is refused with 503 and Retry-After.
 	MaxStreams int
+	// MaxStreamsPerOrg and MaxStreamsPerCredential bound the streams of
+	// one organization and of one credential; the next is refused with 429
+	// and Retry-After. The platform admin's streams do not count against
+	// an organization's share.
+	MaxStreamsPerOrg, MaxStreamsPerCredential int
 	// Heartbeat is the interval of the ": ping" comments that keep proxies
 	// from closing an idle stream.
 	Heartbeat time.Duration
-	// Buffer is how many entries may wait for a slow client; one more and
-	// the client is disconnected (it may resume with Last-Event-ID).
-	Buffer int
+	// BufferBytes bounds the frames waiting for a slow client, in bytes;
+	// one more and the client is disconnected (it may resume with
+	// Last-Event-ID). A single frame larger than the bound still passes
+	// when nothing else waits.
+	BufferBytes int
 	// WriteTimeout bounds each write to the client; a write that blocks
 	// longer disconnects it.
 	WriteTimeout time.Duration
@@ -77,27 +97,47 @@ type LiveConfig struct {
 	// the server deletes the consumer of a stream that ended without
 	// deleting it (a crash) after this long.
 	ConsumerInactive time.Duration
+	// Recheck is how often an open stream authorizes its caller again
+	// (also at once on every change of the control-plane state, when the
+	// access notifies them): a stream whose credential was revoked ends
+	// with an EventError within this bound.
+	Recheck time.Duration
+	// MaxLifetime ends a stream with an EventReconnect after this long:
+	// the client reconnects (with Last-Event-ID, nothing lost) and
+	// authenticates again.
+	MaxLifetime time.Duration
 }
 
 // DefaultLiveConfig returns the defaults.
 func DefaultLiveConfig() LiveConfig {
-	return LiveConfig{MaxStreams: DefaultMaxStreams, Heartbeat: DefaultStreamHeartbeat, Buffer: DefaultStreamBuffer,
-		WriteTimeout: DefaultStreamWrite, ResumeMargin: DefaultResumeMargin, ConsumerInactive: DefaultConsumerInactive}
+	return LiveConfig{MaxStreams: DefaultMaxStreams, MaxStreamsPerOrg: DefaultMaxStreamsPerOrg, MaxStreamsPerCredential: DefaultMaxStreamsPerCredential,
+		Heartbeat: DefaultStreamHeartbeat, BufferBytes: DefaultStreamBufferBytes, WriteTimeout: DefaultStreamWrite,
+		ResumeMargin: DefaultResumeMargin, ConsumerInactive: DefaultConsumerInactive, Recheck: DefaultStreamRecheck,
+		MaxLifetime: DefaultStreamLifetime}
 }
 
 // Validate checks the configuration.
 func (c LiveConfig) Validate() error {
+	if err := c.limits().Validate("live streams"); err != nil {
+		return err
+	}
 	switch {
-	case c.MaxStreams < 1:
-		return errors.New("query: live streams: at least one stream must be allowed")
 	case c.Heartbeat <= 0 || c.WriteTimeout <= 0 || c.ResumeMargin < 0:
 		return errors.New("query: live streams: heartbeat and write timeout must be positive, resume margin not negative")
-	case c.Buffer < 1:
-		return errors.New("query: live streams: the buffer must hold at least one entry")
+	case c.BufferBytes < 1:
+		return errors.New("query: live streams: the buffer must hold at least one byte")
 	case c.ConsumerInactive < time.Second:
 		return errors.New("query: live streams: consumer inactive threshold below 1s")
+	case c.Recheck <= 0 || c.Recheck > 5*time.Second:
+		return fmt.Errorf("query: live streams: re-check interval %s not in (0, 5s]: a revoked credential must lose its stream within 5 s", c.Recheck)
+	case c.MaxLifetime < time.Second:
+		return errors.New("query: live streams: the lifetime must be at least 1s")
 	}
 	return nil
+}
+
+func (c LiveConfig) limits() Limits {
+	return Limits{Max: c.MaxStreams, PerOrg: c.MaxStreamsPerOrg, PerCredential: c.MaxStreamsPerCredential}
 }
 
 // StreamParams are the query parameters of the live stream: the listing's
@@ -111,11 +151,11 @@ const HeaderLastEventID = "Last-Event-ID"
 
 // live is the state of the live streams of a server.
 type live struct {
-	cfg  LiveConfig
-	js   jetstream.JetStream
-	ctx  context.Context // ends every stream
-	open atomic.Int64
-	wg   sync.WaitGroup
+	cfg   LiveConfig
+	js    jetstream.JetStream
+	ctx   context.Context // ends every stream
+	slots *slots
+	wg    sync.WaitGroup
 }
 
 // ServeLive enables the live stream routes: each stream reads js (an
@@ -127,7 +167,7 @@ func (s *Server) ServeLive(ctx context.Context, js jetstream.JetStream, cfg Live
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	s.live = &live{cfg: cfg, js: js, ctx: ctx}
+	s.live = &live{cfg: cfg, js: js, ctx: ctx, slots: newSlots("live streams", cfg.limits())}
 	return nil
 }
 
@@ -136,7 +176,7 @@ func (s *Server) OpenStreams() int {
 	if s.live == nil {
 		return 0
 	}
-	return int(s.live.open.Load())
+	return s.live.slots.count()
 }
 
 // WaitStreams waits until every live stream has ended (after the ctx of
@@ -176,7 +216,8 @@ func streamParams(c *fiber.Ctx, withProject bool) (ListParams, *uuid.UUID, error
 func (s *Server) streamAudit(withProject bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		p, last, perr := streamParams(c, withProject)
-		if err := s.authorizeList(c, p.OrgID, p.ProjectID, perr); err != nil {
+		principal, err := s.authorizeAs(c, p.OrgID, p.ProjectID, perr)
+		if err != nil {
 			return err
 		}
 		lv := s.live
@@ -186,14 +227,13 @@ func (s *Server) streamAudit(withProject bool) fiber.Handler {
 		if lv.ctx.Err() != nil {
 			return fiber.NewError(fiber.StatusServiceUnavailable, "shutting down")
 		}
-		if n := lv.open.Add(1); n > int64(lv.cfg.MaxStreams) {
-			lv.open.Add(-1)
-			c.Set(fiber.HeaderRetryAfter, "5")
-			return fiber.NewError(fiber.StatusServiceUnavailable, fmt.Sprintf("too many live streams on this server (%d); retry later", lv.cfg.MaxStreams))
+		free, err := lv.slots.acquire(c, p.OrgID, principal)
+		if err != nil {
+			return err
 		}
 		lv.wg.Add(1)
 		release := func() {
-			lv.open.Add(-1)
+			free()
 			lv.wg.Done()
 		}
 		st, err := s.openStream(c.UserContext(), p, last)
@@ -202,6 +242,19 @@ func (s *Server) streamAudit(withProject bool) fiber.Handler {
 			s.log.Error("live stream refused", "org", p.OrgID.String(), "err", err)
 			return fiber.NewError(fiber.StatusServiceUnavailable, "live stream unavailable, try again")
 		}
+		if last != nil && time.Since(st.start) > s.cfg.BulkReadAge {
+			// A resume from far back reads the trail in bulk: recorded
+			// like an export, before the first entry leaves.
+			from := st.start.UTC().Format(time.RFC3339)
+			if err := s.recordRead(c, principal, bulkRead{route: "audit_logs", how: readStream, org: p.OrgID, project: p.ProjectID,
+				display: "audit_logs stream resumed from " + from,
+				extra:   map[string]any{"last_event_id": last.String(), "from": from}}); err != nil {
+				st.deleteConsumer()
+				release()
+				return err
+			}
+		}
+		st.grant = s.grantOf(c, principal, p.OrgID, p.ProjectID)
 		c.Set(fiber.HeaderContentType, ContentTypeEventStream)
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		c.Set("X-Accel-Buffering", "no")
@@ -235,6 +288,9 @@ type stream struct {
 	start  time.Time
 	bound  time.Time
 	cons   jetstream.Consumer
+	// grant is the caller's authorization, checked again while the
+	// stream lasts.
+	grant *grant
 }
 
 // openStream resolves the resume position and creates the first consumer
@@ -325,12 +381,63 @@ func streamFilter(p ListParams) func(*schemas.AuditEvent) bool {
 // errSlowClient ends a stream whose client does not keep up.
 var errSlowClient = errors.New("client too slow: buffer full")
 
+// frameQueue holds the frames waiting for the client, bounded in bytes.
+type frameQueue struct {
+	mu     sync.Mutex
+	frames [][]byte
+	bytes  int
+	max    int
+	ready  chan struct{} // a token when frames were pushed since the last take
+}
+
+func newFrameQueue(max int) *frameQueue {
+	return &frameQueue{max: max, ready: make(chan struct{}, 1)}
+}
+
+// push queues f, or reports false when it would pass the bound (a frame
+// alone in the queue always passes).
+func (q *frameQueue) push(f []byte) bool {
+	q.mu.Lock()
+	if len(q.frames) > 0 && q.bytes+len(f) > q.max {
+		q.mu.Unlock()
+		return false
+	}
+	q.frames = append(q.frames, f)
+	q.bytes += len(f)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take returns every queued frame and empties the queue.
+func (q *frameQueue) take() [][]byte {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.frames
+	q.frames, q.bytes = nil, 0
+	return out
+}
+
+// endFrame is a named event that ends a stream, its data a JSON object.
+func endFrame(event string, data any) []byte {
+	b, err := json.Marshal(data)
+	if err != nil {
+		b = []byte(`{}`)
+	}
+	return []byte("event: " + event + "\ndata: " + string(b) + "\n\n")
+}
+
 // run writes the stream until the client goes away, it is too slow, the
-// server shuts down or the consumer fails; the consumer is deleted and the
-// reader goroutine has ended when it returns.
+// server shuts down, the consumer fails, the caller's credential no longer
+// reads the scope (an EventError) or the stream reaches its lifetime (an
+// EventReconnect); the consumer is deleted and the reader goroutine has
+// ended when it returns.
 func (st *stream) run(w *bufio.Writer, conn net.Conn) {
 	cfg := st.lv.cfg
-	frames := make(chan []byte, cfg.Buffer)
+	queue := newFrameQueue(cfg.BufferBytes)
 	ended := make(chan error, 1)
 	ctx, cancel := context.WithCancel(st.lv.ctx)
 	var wg sync.WaitGroup
@@ -342,7 +449,7 @@ func (st *stream) run(w *bufio.Writer, conn net.Conn) {
 				ended <- fmt.Errorf("live stream reader panicked: %v", r)
 			}
 		}()
-		ended <- st.read(ctx, frames)
+		ended <- st.read(ctx, queue)
 	}()
 	defer func() {
 		cancel()
@@ -350,12 +457,14 @@ func (st *stream) run(w *bufio.Writer, conn net.Conn) {
 		st.deleteConsumer()
 	}()
 
-	write := func(b []byte) error {
+	write := func(bs ...[]byte) error {
 		if conn != nil {
 			_ = conn.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
 		}
-		if _, err := w.Write(b); err != nil {
-			return err
+		for _, b := range bs {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
 		}
 		return w.Flush()
 	}
@@ -364,6 +473,31 @@ func (st *stream) run(w *bufio.Writer, conn net.Conn) {
 	}
 	ping := time.NewTicker(cfg.Heartbeat)
 	defer ping.Stop()
+	recheck := time.NewTicker(cfg.Recheck)
+	defer recheck.Stop()
+	lifetime := time.NewTimer(cfg.MaxLifetime)
+	defer lifetime.Stop()
+	var changed <-chan struct{}
+	if st.grant != nil {
+		changed = st.grant.changed()
+	}
+	// revoked ends the stream when the grant no longer holds.
+	revoked := func() bool {
+		if st.grant == nil {
+			return false
+		}
+		changed = st.grant.changed() // before the check: no change is missed
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		ferr := st.grant.check(cctx)
+		ccancel()
+		if ferr == nil {
+			return false
+		}
+		st.log.Info("live stream ended: the caller may no longer read it", "subject", st.subj, "principal", st.grant.principal.ID, "code", ferr.Code)
+		// Whatever the reader queued was read under the old grant: dropped.
+		_ = write(endFrame(EventError, map[string]any{"code": ferr.Code, "msg": ferr.Message}))
+		return true
+	}
 	for {
 		var err error
 		select {
@@ -374,10 +508,28 @@ func (st *stream) run(w *bufio.Writer, conn net.Conn) {
 				st.log.Warn("live stream ended", "subject", st.subj, "err", err)
 			}
 			return
-		case f := <-frames:
-			err = write(f)
+		case <-queue.ready:
+			select {
+			case <-changed: // the state changed: decide before sending more
+				if revoked() {
+					return
+				}
+			default:
+			}
+			err = write(queue.take()...)
 		case <-ping.C:
 			err = write([]byte(": ping\n\n"))
+		case <-recheck.C:
+			if revoked() {
+				return
+			}
+		case <-changed:
+			if revoked() {
+				return
+			}
+		case <-lifetime.C:
+			_ = write(endFrame(EventReconnect, map[string]any{"msg": fmt.Sprintf("the stream reached its lifetime (%s): reconnect with Last-Event-ID", cfg.MaxLifetime)}))
+			return
 		}
 		if err != nil { // the client went away, or blocked a write past WriteTimeout
 			st.log.Debug("live stream: client gone", "subject", st.subj, "err", err)
@@ -387,8 +539,8 @@ func (st *stream) run(w *bufio.Writer, conn net.Conn) {
 }
 
 // read moves the consumer's messages that pass the filter, as SSE frames,
-// to frames, until ctx ends; a full frames ends it (errSlowClient).
-func (st *stream) read(ctx context.Context, frames chan<- []byte) error {
+// to queue, until ctx ends; a full queue ends it (errSlowClient).
+func (st *stream) read(ctx context.Context, queue *frameQueue) error {
 	skipping := st.lastID != nil
 	if skipping {
 		if info := st.cons.CachedInfo(); info != nil && info.NumPending == 0 {
@@ -396,12 +548,12 @@ func (st *stream) read(ctx context.Context, frames chan<- []byte) error {
 		}
 	}
 	for {
-		it, err := st.cons.Messages(jetstream.PullMaxMessages(min(st.lv.cfg.Buffer, 128)))
+		it, err := st.cons.Messages(jetstream.PullMaxMessages(128))
 		if err != nil {
 			return fmt.Errorf("live stream messages: %w", err)
 		}
 		stop := context.AfterFunc(ctx, it.Stop)
-		restart, err := st.pump(ctx, it, frames, &skipping)
+		restart, err := st.pump(ctx, it, queue, &skipping)
 		stop()
 		it.Stop()
 		if !restart {
@@ -418,7 +570,7 @@ func (st *stream) read(ctx context.Context, frames chan<- []byte) error {
 
 // pump reads it; it answers restart when skipping ends without having
 // seen lastID.
-func (st *stream) pump(ctx context.Context, it jetstream.MessagesContext, frames chan<- []byte, skipping *bool) (restart bool, err error) {
+func (st *stream) pump(ctx context.Context, it jetstream.MessagesContext, queue *frameQueue, skipping *bool) (restart bool, err error) {
 	last := ""
 	if st.lastID != nil {
 		last = st.lastID.String()
@@ -457,9 +609,7 @@ func (st *stream) pump(ctx context.Context, it jetstream.MessagesContext, frames
 		if err != nil {
 			return false, err
 		}
-		select {
-		case frames <- f:
-		default:
+		if !queue.push(f) {
 			return false, errSlowClient
 		}
 	}

@@ -31,10 +31,15 @@ import (
 	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
-// orgKeys authenticates "key-<org>" as a reader of that org only.
+// orgKeys authenticates "key-<org>" (and "key-<org>#<name>", another
+// credential of the same org) as a reader of that org only, and "admin" as
+// the platform admin.
 type orgKeys struct{}
 
 func (orgKeys) Authenticate(_ context.Context, cred string) (auth.Principal, error) {
+	if cred == "admin" {
+		return auth.Principal{ID: "bootstrap", Type: auth.TypePlatformAdmin, PlatformAdmin: true}, nil
+	}
 	org, ok := strings.CutPrefix(cred, "key-")
 	if !ok {
 		return auth.Principal{}, fmt.Errorf("%w: unknown key", auth.ErrUnauthenticated)
@@ -43,7 +48,10 @@ func (orgKeys) Authenticate(_ context.Context, cred string) (auth.Principal, err
 }
 
 func (orgKeys) AuthorizeRead(_ context.Context, p auth.Principal, org uuid.UUID, _ *uuid.UUID) error {
-	if p.ID != org.String() {
+	if p.PlatformAdmin {
+		return nil
+	}
+	if id, _, _ := strings.Cut(p.ID, "#"); id != org.String() {
 		return fmt.Errorf("%w: not a member of %s", auth.ErrForbidden, org)
 	}
 	return nil
@@ -129,10 +137,11 @@ func newLiveEnv(t *testing.T, noIngest bool, tune func(*query.LiveConfig), mws .
 	return &liveEnv{url: "http://" + ln.Addr().String(), js: js, pub: pub, qs: qs, stop: stopLive, client: &http.Client{Transport: tr}}
 }
 
-// sse is one message of a stream.
+// sse is one message of a stream (event is empty for an entry).
 type sse struct {
-	id   string
-	data string
+	id    string
+	event string
+	data  string
 }
 
 // sseConn is an open stream.
@@ -212,6 +221,8 @@ func (c *sseConn) read() {
 			}
 		case strings.HasPrefix(line, "id: "):
 			m.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			m.event = line[7:]
 		case strings.HasPrefix(line, "data: "):
 			m.data = line[6:]
 		}
@@ -553,10 +564,50 @@ func TestStreamCap(t *testing.T) {
 	e.open(t, streamPath(org, nil), key)
 }
 
+// Each credential and each organization has its share of the streams
+// (429 and Retry-After beyond it); the platform admin is not counted
+// against an organization's share, and the server's cap (503) still holds.
+func TestStreamCapPerCredentialAndOrg(t *testing.T) {
+	e := newLiveEnv(t, true, func(c *query.LiveConfig) {
+		c.MaxStreams, c.MaxStreamsPerOrg, c.MaxStreamsPerCredential = 6, 3, 2
+	})
+	orgA, orgB := uuid.New(), uuid.New()
+	a1, a2 := "key-"+orgA.String()+"#1", "key-"+orgA.String()+"#2"
+	refused := func(key string, org uuid.UUID, status int, msg string) {
+		t.Helper()
+		c, got, body := e.try(t, streamPath(org, nil), key)
+		if c != nil {
+			t.Fatalf("%s: a stream beyond the cap", key)
+		}
+		if got != status || !strings.Contains(body, msg) {
+			t.Fatalf("%s: %d %s, want %d %q", key, got, body, status, msg)
+		}
+	}
+	first := e.open(t, streamPath(orgA, nil), a1)
+	e.open(t, streamPath(orgA, nil), a1)
+	refused(a1, orgA, 429, "with this credential (2)")
+	e.open(t, streamPath(orgA, nil), a2)
+	refused(a2, orgA, 429, "for this organization (3)")
+	// Another org, and the platform admin in the full org, still stream.
+	e.open(t, streamPath(orgB, nil), "key-"+orgB.String())
+	e.open(t, streamPath(orgA, nil), "admin")
+	e.open(t, streamPath(orgA, nil), "admin")
+	if e.qs.OpenStreams() != 6 {
+		t.Fatalf("%d streams open, want 6", e.qs.OpenStreams())
+	}
+	refused("key-"+uuid.NewString(), uuid.Nil, 403, "") // authorization comes first
+	refused("admin", orgB, 429, "with this credential (2)")
+	refused("key-"+orgB.String()+"#2", orgB, 503, "on this server (6)")
+	// A slot given back is taken again.
+	first.close()
+	eventually(t, "a free slot", func() bool { return e.qs.OpenStreams() == 5 })
+	e.open(t, streamPath(orgA, nil), a1)
+}
+
 // A client that does not read is disconnected once its buffer is full
 // (or a write blocks past WriteTimeout), not buffered without bound.
 func TestStreamSlowClientDisconnected(t *testing.T) {
-	e := newLiveEnv(t, true, func(c *query.LiveConfig) { c.Buffer, c.WriteTimeout = 4, 300*time.Millisecond })
+	e := newLiveEnv(t, true, func(c *query.LiveConfig) { c.BufferBytes, c.WriteTimeout = 200<<10, 300*time.Millisecond })
 	org := uuid.New()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
 	if err != nil {
@@ -607,7 +658,12 @@ func TestLiveConfigValidate(t *testing.T) {
 	}{
 		{"defaults", func(*query.LiveConfig) {}, true},
 		{"no stream", func(c *query.LiveConfig) { c.MaxStreams = 0 }, false},
-		{"no buffer", func(c *query.LiveConfig) { c.Buffer = 0 }, false},
+		{"no buffer", func(c *query.LiveConfig) { c.BufferBytes = 0 }, false},
+		{"no per-org stream", func(c *query.LiveConfig) { c.MaxStreamsPerOrg = 0 }, false},
+		{"no per-credential stream", func(c *query.LiveConfig) { c.MaxStreamsPerCredential = 0 }, false},
+		{"no re-check", func(c *query.LiveConfig) { c.Recheck = 0 }, false},
+		{"re-check past 5 s", func(c *query.LiveConfig) { c.Recheck = 6 * time.Second }, false},
+		{"lifetime too short", func(c *query.LiveConfig) { c.MaxLifetime = time.Millisecond }, false},
 		{"no heartbeat", func(c *query.LiveConfig) { c.Heartbeat = 0 }, false},
 		{"no write timeout", func(c *query.LiveConfig) { c.WriteTimeout = 0 }, false},
 		{"negative margin", func(c *query.LiveConfig) { c.ResumeMargin = -time.Second }, false},

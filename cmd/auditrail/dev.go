@@ -211,7 +211,7 @@ type devFlags struct {
 	access                                 accessFlags
 	cursorKeys, pageTokenKeys, secretsKeys *string
 	rate, adminRate, toolRate              *string
-	maxStreams                             *int
+	reads                                  readFlags
 	ingest                                 ingest.Config
 	deliver                                deliver.Config
 	tlog                                   tlogFlags
@@ -240,7 +240,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.pageTokenKeys = fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs (default: generated and kept in DATA)")
 	f.secretsKeys = fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
 	f.rate, f.adminRate, f.toolRate = auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
-	f.maxStreams = addLiveFlags(fs)
+	f.reads = addReadFlags(fs)
 	inf := addIngestFlags(fs)
 	df := addDeliverFlags(fs)
 	f.tlog = addTLogFlags(fs)
@@ -603,17 +603,21 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, d.store, d.cp.access, d.f.log)
+	qcfg, err := d.f.reads.queryConfig(keys, d.cp.proxies)
 	if err != nil {
 		return err
 	}
-	qs.RecordExportsWith(producers.NewRecorder(d.pub, 5*time.Second)) // each export leaves an audit event
+	qs, err := query.New(qcfg, d.store, d.cp.access, d.f.log)
+	if err != nil {
+		return err
+	}
+	qs.RecordExportsWith(producers.NewRecorder(d.pub, 5*time.Second)) // each bulk read leaves an audit event
 	// Live streams follow the event stream with the query role's
 	// credentials until ctx ends (a signal), before HTTP drains.
 	liveCtx, stopLive := context.WithCancel(ctx)
 	d.stopLive = stopLive
 	d.later(stopLive)
-	if err := serveLive(liveCtx, qs, d.conns[natsx.RoleQuery], *d.f.maxStreams); err != nil {
+	if err := d.f.reads.serveLive(liveCtx, qs, d.conns[natsx.RoleQuery]); err != nil {
 		return err
 	}
 	if err := serveAuditKeys(qs, d.conns[natsx.RoleQuery]); err != nil {

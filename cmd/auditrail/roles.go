@@ -133,7 +133,7 @@ func runQuery(ctx context.Context, args []string) error {
 	af := addAccessFlags(fs)
 	curKeys := fs.String("cursor-keys", "", "", "cursor signing keys, comma-separated base64, the first signs (required; share them across instances)")
 	rate := auditLimit.add(fs)
-	maxStreams := addLiveFlags(fs)
+	reads := addReadFlags(fs)
 	feedDurable := addIngestDurableFlag(fs, "the feeds show what it has committed")
 	metricsAddr := addMetricsFlag(fs)
 	mkLog := fs.logFlags("json")
@@ -194,11 +194,16 @@ func runQuery(ctx context.Context, args []string) error {
 			storeErr <- err
 		}
 	}()
-	qs, err := query.New(query.Config{CursorKeys: keys, StoreTimeout: 10 * time.Second}, store, cp.access, log)
+	qcfg, err := reads.queryConfig(keys, cp.proxies)
 	if err != nil {
 		return err
 	}
-	// Each export leaves an audit event: the query role publishes audit
+	qs, err := query.New(qcfg, store, cp.access, log)
+	if err != nil {
+		return err
+	}
+	// Each bulk read (an export, a feed from its start, a stream resumed
+	// far back) leaves an audit event: the query role publishes audit
 	// events (natsx.RoleQuery), nothing else.
 	pub, err := producers.New(nc, producers.DefaultConfig(), log)
 	if err != nil {
@@ -209,7 +214,7 @@ func runQuery(ctx context.Context, args []string) error {
 	// until ctx ends, before HTTP drains.
 	liveCtx, stopLive := context.WithCancel(ctx)
 	defer stopLive()
-	if err := serveLive(liveCtx, qs, nc, *maxStreams); err != nil {
+	if err := reads.serveLive(liveCtx, qs, nc); err != nil {
 		return err
 	}
 	if err := serveAuditKeys(qs, nc); err != nil {

@@ -134,9 +134,12 @@ func testDevSignsCheckpoints(t *testing.T, store ...string) {
 			break
 		}
 	}
-	if int64(len(leaves)) != cp.Size {
+	// Reading the feed from its start is itself recorded (a bulk read):
+	// that entry may follow the checkpoint's.
+	if int64(len(leaves)) != cp.Size && int64(len(leaves)) != cp.Size+1 {
 		t.Fatalf("the feed holds %d entries, the checkpoint %d", len(leaves), cp.Size)
 	}
+	leaves = leaves[:cp.Size]
 	if root := tlog.RootOf(leaves); root != cp.Root {
 		t.Fatalf("the checkpoint's root %s is not the root of the feed's entries %s", cp.Root, root)
 	}

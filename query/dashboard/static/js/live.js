@@ -56,8 +56,18 @@ export function tail(api, url, { lastEventId, onItem, onState }) {
       failures = 0;
       onState("live");
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      // The server ends a stream with a named event: "error" when the
+      // credential may no longer read it (401, 403: stop; else retry),
+      // "reconnect" at the stream's lifetime (resume at once).
+      let ended = null;
       const feed = sseParser((m) => {
         if (m.id) last = m.id;
+        if (m.event === "error") {
+          let d = {};
+          try { d = JSON.parse(m.data) || {}; } catch { /* not JSON */ }
+          ended = new ApiError(Number(d.code) || 0, String(d.msg || "The stream ended."));
+          return;
+        }
         if (m.event !== "message") return;
         let item;
         try { item = JSON.parse(m.data); } catch { return; }
@@ -67,6 +77,10 @@ export function tail(api, url, { lastEventId, onItem, onState }) {
         const { value, done } = await reader.read();
         if (done) break;
         feed(value);
+      }
+      if (ended && (ended.status === 401 || ended.status === 403)) {
+        stopped = true;
+        return onState("stopped", ended);
       }
       retry();
     } catch (e) {
