@@ -91,3 +91,117 @@ func TestLiveStreamInDev(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveStreamRevokedInDev: through the real binary, a member's open
+// stream ends with an "error" event (403) within 5 s of the member's
+// removal, and the entries recorded afterwards never reach it; a reconnect
+// with the same key is refused.
+func TestLiveStreamRevokedInDev(t *testing.T) {
+	p, boot := devWithKey(t)
+	api := newAPIClient(t, p.http)
+	r := api.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"})
+	if r.status != 201 {
+		t.Fatalf("org: %d %s", r.status, r.raw)
+	}
+	org := "/api/v1/orgs/" + r.data()["id"].(string)
+	if r := api.call("PUT", org+"/members/alice", boot, map[string]any{"role": "member"}); r.status != 201 {
+		t.Fatalf("member: %d %s", r.status, r.raw)
+	}
+	r = api.call("POST", org+"/api_keys", boot, map[string]any{"name": "alice's", "user_id": "alice"})
+	if r.status != 201 {
+		t.Fatalf("key: %d %s", r.status, r.raw)
+	}
+	key := r.data()["key"].(string)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.http+org+"/audit_logs/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
+	type frame struct{ event, data string }
+	frames, done := make(chan frame, 100), make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		var f frame
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case strings.HasPrefix(line, "event: "):
+				f.event = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				f.data = line[6:]
+			case line == "" && f.data != "":
+				frames <- f
+				f = frame{}
+			}
+		}
+	}()
+	project := func(name string) string {
+		t.Helper()
+		r := api.call("POST", org+"/projects", boot, map[string]any{"name": name})
+		if r.status != 201 {
+			t.Fatalf("project: %d %s", r.status, r.raw)
+		}
+		return r.data()["id"].(string)
+	}
+	time.Sleep(300 * time.Millisecond) // the stream's consumer exists
+	before := project("before")
+	for f := range frames {
+		if strings.Contains(f.data, before) {
+			break
+		}
+	}
+	if r := api.call("DELETE", org+"/members/alice", boot, nil); r.status != 200 {
+		t.Fatalf("remove alice: %d %s", r.status, r.raw)
+	}
+	removed := time.Now()
+	var later []string
+	for i := range 3 {
+		later = append(later, project("after-"+string(rune('a'+i))))
+	}
+	var ended *frame
+	for ended == nil {
+		select {
+		case f := <-frames:
+			for _, id := range later {
+				if strings.Contains(f.data, id) {
+					t.Fatalf("an entry recorded after the removal reached the removed member: %s", f.data)
+				}
+			}
+			if f.event == "error" {
+				ended = &f
+			}
+		case <-done:
+			select {
+			case f := <-frames: // read before the end: select chose at random
+				frames <- f
+				continue
+			default:
+			}
+			t.Fatal("the stream ended without an error event")
+		case <-time.After(5*time.Second - time.Since(removed)):
+			t.Fatal("the removed member's stream is still open 5 s later")
+		}
+	}
+	var d struct {
+		Code int    `json:"code"`
+		Msg  string `json:"msg"`
+	}
+	if err := json.Unmarshal([]byte(ended.data), &d); err != nil || d.Code != 403 || d.Msg == "" {
+		t.Fatalf("error event %q: %v", ended.data, err)
+	}
+	t.Logf("the stream ended %s after the removal", time.Since(removed).Round(time.Millisecond))
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream stays open after its error event")
+	}
+	if r := api.call("GET", org+"/audit_logs/stream", key, nil); r.status != 403 {
+		t.Fatalf("reconnect of the removed member: %d %s", r.status, r.raw)
+	}
+}
