@@ -369,6 +369,27 @@ func parseInterleaved(fs *flags, args []string) ([]string, error) {
 	}
 }
 
+// maxAdminAnswer bounds an answer of the admin API read by the CLI.
+const maxAdminAnswer = 16 << 20
+
+// keyClient is the HTTP client of a command that sends the user's key: it
+// follows no redirect (Go's client would keep the Authorization header on a
+// redirect to a subdomain or from https to http of the same host), so the
+// key goes to the URL the user gave and nowhere else.
+func keyClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// refuseRedirect turns a redirect answer into an error naming where it
+// pointed: give --url the final address.
+func refuseRedirect(resp *http.Response, base string) error {
+	if resp.StatusCode < 300 || resp.StatusCode >= 400 || resp.Header.Get("Location") == "" {
+		return nil
+	}
+	return fmt.Errorf("the server answered %d, a redirect to %s: auditrail follows no redirect with your key; give --url the address it redirects to",
+		resp.StatusCode, redact.URL(resp.Header.Get("Location")))
+}
+
 // adminCall sends one request and returns data, or an error with the API's message.
 func adminCall(ctx context.Context, base, key, method, path string, body any) (json.RawMessage, error) {
 	var rd io.Reader
@@ -390,12 +411,21 @@ func adminCall(ctx context.Context, base, key, method, path string, body any) (j
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	req.Header.Set("X-Auditrail-Source", "CLI")
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := keyClient(30 * time.Second).Do(req)
 	if err != nil {
 		return nil, redact.Error(err, base)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	if err := refuseRedirect(resp, base); err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminAnswer+1))
+	if err != nil {
+		return nil, redact.Error(fmt.Errorf("%s %s: %w", method, path, err), base)
+	}
+	if len(raw) > maxAdminAnswer {
+		return nil, fmt.Errorf("%s %s: the answer is larger than %d bytes", method, path, maxAdminAnswer)
+	}
 	var env struct {
 		Code int             `json:"code"`
 		Msg  string          `json:"msg"`
