@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -339,32 +340,65 @@ func (o *onlineVerify) do(ctx context.Context, path string) (*http.Response, err
 	return resp, nil
 }
 
-// get answers the data of a small GET.
+// verifyRateLimitWaits bounds the answers 429 (rate limited) a request
+// waits out, verifyMaxRetryAfter each wait: the inclusion proofs of a
+// large log are many requests, and the audit API counts them.
+const (
+	verifyRateLimitWaits = 5
+	verifyMaxRetryAfter  = 2 * time.Minute
+)
+
+// get answers the data of a small GET, waiting out a rate limit (429 and
+// its Retry-After) a few times.
 func (o *onlineVerify) get(ctx context.Context, path string) (json.RawMessage, error) {
+	for waits := 0; ; waits++ {
+		raw, wait, err := o.getOnce(ctx, path)
+		if wait == 0 || waits == verifyRateLimitWaits {
+			return raw, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// getOnce is one GET of get; wait is how long a 429 asks to wait (0: not
+// rate limited).
+func (o *onlineVerify) getOnce(ctx context.Context, path string) (_ json.RawMessage, wait time.Duration, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, verifyHTTPTimeout)
 	defer cancel()
 	resp, err := o.do(ctx, path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		wait = time.Second
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			wait = min(time.Duration(s)*time.Second, verifyMaxRetryAfter)
+		}
+	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, answerError(resp)
+		return nil, wait, answerError(resp)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, verifyMaxAnswer+1))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", path, err)
+		return nil, 0, fmt.Errorf("GET %s: %w", path, err)
 	}
 	if len(raw) > verifyMaxAnswer {
-		return nil, fmt.Errorf("GET %s: an answer over %d bytes", path, verifyMaxAnswer)
+		return nil, 0, fmt.Errorf("GET %s: an answer over %d bytes", path, verifyMaxAnswer)
 	}
 	var env struct {
 		Data json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, fmt.Errorf("GET %s: not an auditrail answer: %.200s", path, raw)
+		return nil, 0, fmt.Errorf("GET %s: not an auditrail answer: %.200s", path, raw)
 	}
-	return env.Data, nil
+	return env.Data, 0, nil
 }
 
 // answerError is the API's error answer.

@@ -524,6 +524,54 @@ func TestVerifyOnlinePinnedKeys(t *testing.T) {
 	}
 }
 
+// The inclusion proofs are a request per entry, which the audit API's
+// rate limit counts: a 429 is waited out (its Retry-After), and the
+// altered entry is still named.
+func TestVerifyOnlineRateLimited(t *testing.T) {
+	e := newOnlineEnv(t, openSQLiteEdited, 40)
+	e.edit.deleteEntry(t, e.org, e.evs[5].EventID.String())
+	e.edit.rename(t, e.org, e.evs[17].EventID.String(), "Mallory")
+	u, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	proofs, limited := 0, 0
+	limiter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		refuse := false
+		if strings.HasSuffix(r.URL.Path, "/proof") {
+			proofs++
+			if refuse = proofs%10 == 3; refuse {
+				limited++
+			}
+		}
+		mu.Unlock()
+		if refuse {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"code":429,"msg":"rate limit exceeded"}`))
+			return
+		}
+		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+	}))
+	t.Cleanup(limiter.Close)
+	var out bytes.Buffer
+	err = verifyCmd(context.Background(), []string{"--url", limiter.URL, "--key", "k", "--org", e.org.String(), "--keys", e.keysFile(t)}, &out)
+	t.Log("\n" + out.String())
+	if err == nil {
+		t.Fatal("verified")
+	}
+	if s := fmt.Sprintf("FAIL: leaf 17 (event %q) was altered", e.evs[17].EventID.String()); !strings.Contains(out.String(), "FAIL: leaf 5 missing") || !strings.Contains(out.String(), s) {
+		t.Fatalf("the report does not name both the deleted and the altered entry:\n%s", out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if limited == 0 || strings.Contains(out.String(), "could not be located") {
+		t.Fatalf("%d of %d proofs refused with 429: %s", limited, proofs, out.String())
+	}
+}
+
 // The export is written to a temporary file of at most --max-export-bytes:
 // a larger one, or a server that sends without end, fails; the file is
 // removed whatever the outcome.
