@@ -208,7 +208,7 @@ func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoin
 		if errors.As(err, &ae) && (ae.status == http.StatusNotFound || ae.status == http.StatusBadRequest) {
 			found++
 			rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: e.LeafIndex, Line: line, Message: fmt.Sprintf(
-				"leaf %d (event %q) is not in the log at that place: the proof route answered %d (%s): an entry inserted, or its event_id or leaf_index changed", e.LeafIndex, e.EventID(), ae.status, ae.msg)})
+				"leaf %d (event %q) is not in the log at that place: the proof route answered %d (%.200q): an entry inserted, or its event_id or leaf_index changed", e.LeafIndex, e.EventID(), ae.status, ae.msg)})
 			continue
 		}
 		if err != nil {

@@ -531,33 +531,25 @@ func TestVerifyOnlineRateLimited(t *testing.T) {
 	e := newOnlineEnv(t, openSQLiteEdited, 40)
 	e.edit.deleteEntry(t, e.org, e.evs[5].EventID.String())
 	e.edit.rename(t, e.org, e.evs[17].EventID.String(), "Mallory")
-	u, err := url.Parse(e.url)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	proofs, limited := 0, 0
-	limiter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	limiter := e.proxy(t, func(w http.ResponseWriter, r *http.Request) bool {
 		mu.Lock()
-		refuse := false
-		if strings.HasSuffix(r.URL.Path, "/proof") {
-			proofs++
-			if refuse = proofs%10 == 3; refuse {
-				limited++
-			}
+		defer mu.Unlock()
+		if !strings.HasSuffix(r.URL.Path, "/proof") {
+			return false
 		}
-		mu.Unlock()
-		if refuse {
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = w.Write([]byte(`{"code":429,"msg":"rate limit exceeded"}`))
-			return
+		if proofs++; proofs%10 != 3 {
+			return false
 		}
-		httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
-	}))
-	t.Cleanup(limiter.Close)
+		limited++
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"code":429,"msg":"rate limit exceeded"}`))
+		return true
+	})
 	var out bytes.Buffer
-	err = verifyCmd(context.Background(), []string{"--url", limiter.URL, "--key", "k", "--org", e.org.String(), "--keys", e.keysFile(t)}, &out)
+	err := verifyCmd(context.Background(), []string{"--url", limiter, "--key", "k", "--org", e.org.String(), "--keys", e.keysFile(t)}, &out)
 	t.Log("\n" + out.String())
 	if err == nil {
 		t.Fatal("verified")
@@ -572,6 +564,46 @@ func TestVerifyOnlineRateLimited(t *testing.T) {
 	}
 }
 
+// An entry whose proof the server does not have (404) is named; what the
+// server says is quoted, not printed as lines of the report.
+func TestVerifyOnlineProofRefused(t *testing.T) {
+	e := newOnlineEnv(t, openSQLiteEdited, 20)
+	e.edit.deleteEntry(t, e.org, e.evs[5].EventID.String())
+	id := e.evs[12].EventID.String()
+	srv := e.proxy(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/proof") || r.URL.Query().Get("event_id") != id {
+			return false
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"code":404,"msg":"no such event\nOK: 20 entries match"}`))
+		return true
+	})
+	var out bytes.Buffer
+	err := verifyCmd(context.Background(), []string{"--url", srv, "--key", "k", "--org", e.org.String(), "--keys", e.keysFile(t)}, &out)
+	t.Log("\n" + out.String())
+	want := fmt.Sprintf(`FAIL: leaf 12 (event %q) is not in the log at that place: the proof route answered 404 ("no such event\nOK: 20 entries match")`, id)
+	if err == nil || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "\nOK:") {
+		t.Fatalf("%v, want %s:\n%s", err, want, out.String())
+	}
+}
+
+// proxy is a server in front of the env's that answers the requests
+// handle takes and passes the others on.
+func (e *onlineEnv) proxy(t *testing.T, handle func(w http.ResponseWriter, r *http.Request) bool) string {
+	t.Helper()
+	u, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !handle(w, r) {
+			httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // The export is written to a temporary file of at most --max-export-bytes:
 // a larger one, or a server that sends without end, fails; the file is
 // removed whatever the outcome.
@@ -579,27 +611,25 @@ func TestVerifyOnlineExportBound(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	e := newOnlineEnv(t, openSQLiteEdited, 40)
-	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	endless := e.proxy(t, func(w http.ResponseWriter, r *http.Request) bool {
 		if !strings.HasSuffix(r.URL.Path, "/audit_logs/export") {
-			u, _ := url.Parse(e.url)
-			httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
-			return
+			return false
 		}
 		line := []byte(`{"checkpoint":"` + strings.Repeat("x", 1000) + `"}` + "\n")
 		for r.Context().Err() == nil {
 			if _, err := w.Write(line); err != nil {
-				return
+				break
 			}
 		}
-	}))
-	t.Cleanup(endless.Close)
+		return true
+	})
 	for _, tc := range []struct {
 		name, url, max string
 		says           string // "": verifies
 	}{
 		{"within the bound", e.url, "1000000", ""},
 		{"over the bound", e.url, "1000", "the export is larger than --max-export-bytes (1000 bytes)"},
-		{"a server that sends without end", endless.URL, "1048576", "the export is larger than --max-export-bytes (1048576 bytes)"},
+		{"a server that sends without end", endless, "1048576", "the export is larger than --max-export-bytes (1048576 bytes)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
