@@ -21,10 +21,15 @@ func usageErrorf(format string, args ...any) error { return usageError{fmt.Error
 // An environment value is applied after parsing, to the flags not given on
 // the command line; it never becomes a flag's default, so usage text never
 // shows it, and an error about it names the variable, never the value (it
-// may be a key or a DSN with a password).
+// may be a key or a DSN with a password). A flag given on the command line
+// wins over its own twin, and a command whose flags exclude each other lets
+// the command line's choice win over the twins of the others (ignoreEnv).
 type flags struct {
 	*flag.FlagSet
 	envs []envTwin
+	// cmdline and fromEnv are the flags given on the command line and those
+	// set from their environment twins (filled by applyEnv).
+	cmdline, fromEnv map[string]bool
 }
 
 // envTwin is the environment variable of a flag and what it must parse as.
@@ -65,6 +70,10 @@ func (f *flags) Int(name, env string, def int, usage string) *int {
 	return f.FlagSet.Int(name, def, f.twin(name, env, "an integer", usage))
 }
 
+func (f *flags) Int64(name, env string, def int64, usage string) *int64 {
+	return f.FlagSet.Int64(name, def, f.twin(name, env, "an integer", usage))
+}
+
 func (f *flags) Float(name, env string, def float64, usage string) *float64 {
 	return f.FlagSet.Float64(name, def, f.twin(name, env, "a number", usage))
 }
@@ -80,19 +89,53 @@ func (f *flags) Bool(name, env string, def bool, usage string) *bool {
 // applyEnv sets the flags not given on the command line from their
 // environment twins. Errors name the variable only.
 func (f *flags) applyEnv() error {
-	given := map[string]bool{}
-	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	f.cmdline, f.fromEnv = map[string]bool{}, map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { f.cmdline[fl.Name] = true })
 	var errs error
 	for _, e := range f.envs {
 		v, ok := os.LookupEnv(e.env)
-		if !ok || given[e.flag] {
+		if !ok || f.cmdline[e.flag] {
 			continue
 		}
 		if err := f.FlagSet.Set(e.flag, v); err != nil {
 			errs = errors.Join(errs, fmt.Errorf("%s: not %s", e.env, e.want))
+			continue
 		}
+		f.fromEnv[e.flag] = true
 	}
 	return errs
+}
+
+// onCommandLine reports whether flag name was given on the command line
+// (not by its environment twin, not left at its default).
+func (f *flags) onCommandLine(name string) bool { return f.cmdline[name] }
+
+// ignoreEnv sets back to their defaults those of the flags named that
+// their environment twins set: for a command whose command line chose a
+// mode those variables belong to the other side of (the command line wins
+// over the environment, also over the twins of the flags it excludes).
+func (f *flags) ignoreEnv(names ...string) {
+	for _, name := range names {
+		if !f.fromEnv[name] {
+			continue
+		}
+		fl := f.Lookup(name)
+		_ = fl.Value.Set(fl.DefValue) // the default of the flag parses as itself
+		delete(f.fromEnv, name)
+	}
+}
+
+// source names where flag name's value came from, for an error: the flag,
+// or its environment twin.
+func (f *flags) source(name string) string {
+	if f.fromEnv[name] {
+		for _, e := range f.envs {
+			if e.flag == name {
+				return e.env
+			}
+		}
+	}
+	return "--" + name
 }
 
 // parseKeepArgs parses args, prints the usage on stdout for -h/--help (and

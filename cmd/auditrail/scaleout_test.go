@@ -14,7 +14,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -217,7 +219,15 @@ func TestEveryRoleTwice(t *testing.T) {
 			t.Fatalf("no checkpoint of the %d events after 60 s: %d %s", events, r.status, r.raw)
 		}
 	}
-	out, err = exec.Command(binary(t), "verify", "--url", base, "--key", boot, "--org", org).CombinedOutput()
+	keys := g.call("GET", "/api/v1/audit_keys", boot, nil, "X-Forwarded-For", ip())
+	if keys.status != 200 {
+		t.Fatalf("audit_keys through the gateway: %d %s", keys.status, keys.raw)
+	}
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keysFile, keys.raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(binary(t), "verify", "--url", base, "--key", boot, "--org", org, "--keys", keysFile).CombinedOutput()
 	m := regexp.MustCompile(`OK: (\d+) entries`).FindSubmatch(out)
 	if err != nil || m == nil {
 		t.Fatalf("auditrail verify --url through the gateway: %v\n%s", err, out)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -157,7 +159,12 @@ func testDevSignsCheckpoints(t *testing.T, store ...string) {
 	if _, _, err := tlog.Open(cpNote, apiKeys); err != nil {
 		t.Fatalf("the checkpoint does not open with GET /api/v1/audit_keys: %v", err)
 	}
-	out, err := exec.Command(binary(t), "verify", "--url", "http://"+dev.http, "--key", boot, "--org", org.String()).CombinedOutput()
+	// The keys saved from audit_keys are pinned, as a user keeps them.
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keysFile, keysResp.raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary(t), "verify", "--url", "http://"+dev.http, "--key", boot, "--org", org.String(), "--keys", keysFile).CombinedOutput()
 	if err != nil {
 		t.Fatalf("auditrail verify online: %v\n%s", err, out)
 	}

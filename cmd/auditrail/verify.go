@@ -11,9 +11,10 @@ import (
 	"github.com/auditrail/auditrail/internal/tlog/verify"
 )
 
-// runVerify checks an organization's log offline: an export against a
-// signed checkpoint and the public keys. Exit 0 only when everything
-// verifies; 1 with what is wrong where; 2 for a usage mistake.
+// runVerify checks an organization's log offline (an export against a
+// signed checkpoint and the public keys) or online (through the API,
+// against the pinned public keys). Exit 0 only when everything verifies; 1
+// with what is wrong where; 2 for a usage mistake.
 func runVerify(ctx context.Context, args []string) error { return verifyCmd(ctx, args, os.Stdout) }
 
 // verifyCmd is runVerify printing the report on stdout.
@@ -21,13 +22,15 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("verify")
 	export := fs.String("export", "", "", "the JSONL export to verify (GET …/audit_logs/export?format=jsonl or …/tool_executions/export): one entry per line with its leaf_index, the last line possibly its checkpoint")
 	checkpoint := fs.String("checkpoint", "", "", "a file holding the signed checkpoint to verify against (optional when the export ends with one)")
-	keys := fs.String("keys", "", "", "the public keys: the answer of GET /api/v1/audit_keys saved to a file, or its data array")
+	keys := fs.String("keys", "", "", "the public keys the checkpoint must be signed by (offline and online): the answer of GET /api/v1/audit_keys saved to a file, or its data array")
 	since := fs.String("since-checkpoint", "", "", "a signed checkpoint kept from earlier: the log must extend it (a larger one means the log was rolled back)")
-	base := fs.String("url", "", "", "online: the base URL of the audit API (then --key and --org; the keys, checkpoint and export are fetched)")
+	base := fs.String("url", "", "", "online: the base URL of the audit API, https (http only to a loopback host); then --key, --org and --keys (the checkpoint and export are fetched)")
 	apiKey := fs.String("key", "", "", "online: an API key that may read the organization (prefer the environment: a flag shows in the process list)")
 	org := fs.String("org", "", "", "online: the organization to verify")
 	kind := fs.String("kind", "", "audit", "online: the log to verify, audit or executions")
 	save := fs.String("save-checkpoint", "", "", "online: once everything verifies, write the verified checkpoint to this file (give it as --since-checkpoint next time)")
+	maxExport := fs.Int64("max-export-bytes", "", defaultMaxExportBytes, "online: the largest export written to the temporary file, in bytes; a larger one fails the verification")
+	trust := fs.FlagSet.Bool("trust-server-keys", false, "online without --keys: trust the keys the server lists (GET /api/v1/audit_keys): the result then shows that the log is consistent with itself, not that it is the log those keys were published for (command line only: no environment twin)")
 	grace := fs.Duration("pending-grace", "", verify.DefaultPendingGrace, "an entry not in the log yet (leaf_index null) is reported, not failed, when stored less than this before the checkpoint; older, it was inserted behind the log's back. Set it above the largest auditrail_tlog_sequencer_delay_seconds of the tlog role")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -35,19 +38,50 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if *grace <= 0 {
 		return usageErrorf("--pending-grace %v: want a positive duration, e.g. 5m", *grace)
 	}
+	// The command line chooses the mode; the environment's settings of the
+	// other one are ignored (the quick start exports AUDITRAIL_URL, and
+	// `verify --export FILE` must still verify that file offline).
+	switch {
+	case fs.onCommandLine("url") && fs.onCommandLine("export"):
+		// both: refused below
+	case fs.onCommandLine("export"):
+		fs.ignoreEnv("url", "key", "org", "kind", "save-checkpoint", "max-export-bytes")
+	case fs.onCommandLine("url"):
+		fs.ignoreEnv("export", "checkpoint")
+	}
 	if *base != "" {
-		if *export != "" || *keys != "" || *checkpoint != "" {
-			return usageErrorf("--url verifies online: --export, --keys and --checkpoint are for an offline verification")
+		for _, off := range []struct{ name, value string }{{"export", *export}, {"checkpoint", *checkpoint}} {
+			if off.value != "" {
+				return usageErrorf("%s verifies online: %s is for an offline verification", fs.source("url"), fs.source(off.name))
+			}
 		}
 		o, err := parseOnline(*base, *apiKey, *org, *kind)
 		if err != nil {
 			return err
 		}
+		switch {
+		case *keys != "" && *trust:
+			return usageErrorf("%s and --trust-server-keys exclude each other: --keys pins the keys the checkpoint must be signed by, --trust-server-keys takes those the server lists", fs.source("keys"))
+		case *keys != "":
+			ks, err := readKeys(*keys)
+			if err != nil {
+				return err
+			}
+			o.pinned = &ks
+		case !*trust:
+			return usageErrorf("--url needs --keys FILE: the public keys you trust (the answer of GET /api/v1/audit_keys saved once and checked apart from this server), so that a server that rewrote its log and signed it with a new key fails; or --trust-server-keys to take the keys the server lists, which proves that the log is consistent, not that it is authentic")
+		}
+		if *maxExport <= 0 {
+			return usageErrorf("--max-export-bytes %d: want a positive number of bytes", *maxExport)
+		}
 		if o.since, err = readCheckpoint("--since-checkpoint", *since); err != nil {
 			return err
 		}
-		o.save, o.grace = *save, *grace
+		o.save, o.grace, o.maxExport = *save, *grace, *maxExport
 		return o.run(ctx, stdout)
+	}
+	if *trust {
+		return usageErrorf("--trust-server-keys is for --url: offline, the keys are --keys FILE")
 	}
 	if *export == "" {
 		return usageErrorf("--export is required (offline), or --url, --key and --org (online)")

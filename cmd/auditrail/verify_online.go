@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,33 +28,41 @@ import (
 type onlineVerify struct {
 	base, key string
 	org       uuid.UUID
-	route     string // audit_logs or tool_executions
-	since     []byte // a kept checkpoint (optional)
-	save      string // where to write the verified checkpoint (optional)
-	grace     time.Duration
+	route     string        // audit_logs or tool_executions
+	pinned    *tlog.KeySet  // the keys of --keys; nil: trust those the server lists
+	since     []byte        // a kept checkpoint (optional)
+	save      string        // where to write the verified checkpoint (optional)
+	grace     time.Duration // see verify.Config.PendingGrace
+	maxExport int64         // the largest export taken, in bytes
 	client    *http.Client
 }
 
 // verifyHTTPTimeout bounds each small request; the export is bounded by
-// its own (long) timeout.
+// its own (long) timeout and by --max-export-bytes.
 const (
-	verifyHTTPTimeout   = 30 * time.Second
-	verifyExportTimeout = 6 * time.Hour
-	verifyMaxAnswer     = 1 << 20
+	verifyHTTPTimeout     = 30 * time.Second
+	verifyExportTimeout   = 6 * time.Hour
+	verifyMaxAnswer       = 1 << 20
+	defaultMaxExportBytes = 8 << 30
 )
 
-// runOnline verifies an organization's log through the API: the keys, the
-// latest checkpoint, the whole JSONL export (verified as offline), and,
-// with a kept checkpoint, the consistency proof from it.
+// trustWarning is printed first when the keys are the server's own, and
+// trustVerdict after an OK.
+const (
+	trustWarning = "WARNING: --trust-server-keys: the checkpoint is checked against the keys this server lists, not keys you pinned: this shows that the log is consistent with itself, not that it is authentic (a server that rewrote its log and signed it with a new key passes); pin the keys with --keys FILE"
+	trustVerdict = "WARNING: --trust-server-keys: consistent with the keys the server lists, not authenticated by keys you pinned"
+)
+
+// runOnline verifies an organization's log through the API: the latest
+// checkpoint against the pinned keys (or, with --trust-server-keys, the
+// server's), the whole JSONL export (verified as offline), the inclusion
+// proof of each entry when the root cannot be confirmed, and, with a kept
+// checkpoint, the consistency proof from it.
 func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 	o.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	keysRaw, err := o.get(ctx, "/api/v1/audit_keys")
+	ks, err := o.keys(ctx, stdout)
 	if err != nil {
 		return err
-	}
-	ks, err := tlog.ParseKeySet(keysRaw)
-	if err != nil {
-		return fmt.Errorf("the server's audit keys: %w", err)
 	}
 	cpRaw, err := o.get(ctx, "/api/v1/orgs/"+o.org.String()+"/"+o.route+"/checkpoint")
 	var ae *apiError
@@ -71,7 +81,7 @@ func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 	note := []byte(cpData.Note)
 	cp, _, err := tlog.Open(note, ks)
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: the log's latest checkpoint: %v\n", err)
+		o.checkpointFailed(ctx, note, err, stdout)
 		return errors.New("not verified")
 	}
 	if _, org, _, ok := tlog.ParseOrigin(cp.Origin); !ok || org != o.org {
@@ -89,20 +99,26 @@ func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
+		return fmt.Errorf("temporary export file: %w", err)
 	}
 	rep, err := verify.Export(ctx, f, verify.Config{Keys: ks, Checkpoint: note, Since: o.since, PendingGrace: o.grace})
 	if err != nil {
 		return err
 	}
-	rep.Write(stdout)
-	if slices.ContainsFunc(rep.Problems, func(p verify.Problem) bool { return p.Kind == verify.KindRoot }) {
-		if err := o.locate(ctx, f, cp, stdout); err != nil {
-			fmt.Fprintf(stdout, "note: the altered entries could not be located: %v\n", err)
+	if !rep.RootVerified {
+		// The root cannot be confirmed (an entry altered, leaves missing
+		// or claimed twice): a deleted entry must not hide an altered one,
+		// so each entry present is checked by its own inclusion proof.
+		if err := o.locate(ctx, f, cp, rep); err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("the altered entries could not be located: %v", err))
 		}
 	}
+	rep.Write(stdout)
 	if !rep.OK() || !consistent {
 		return errors.New("not verified")
+	}
+	if o.pinned == nil {
+		fmt.Fprintln(stdout, trustVerdict)
 	}
 	if o.save != "" {
 		if err := writeFileAtomic(o.save, note, 0o644); err != nil {
@@ -113,33 +129,88 @@ func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 	return nil
 }
 
+// keys are the keys the checkpoint must be signed by: the pinned ones, or
+// (--trust-server-keys, said on stdout) those the server lists.
+func (o *onlineVerify) keys(ctx context.Context, stdout io.Writer) (tlog.KeySet, error) {
+	if o.pinned != nil {
+		return *o.pinned, nil
+	}
+	fmt.Fprintln(stdout, trustWarning)
+	return o.serverKeys(ctx)
+}
+
+func (o *onlineVerify) serverKeys(ctx context.Context) (tlog.KeySet, error) {
+	raw, err := o.get(ctx, "/api/v1/audit_keys")
+	if err != nil {
+		return tlog.KeySet{}, err
+	}
+	ks, err := tlog.ParseKeySet(raw)
+	if err != nil {
+		return tlog.KeySet{}, fmt.Errorf("the server's audit keys: %w", err)
+	}
+	return ks, nil
+}
+
+// checkpointFailed reports a latest checkpoint that does not open with
+// the keys. Signed by a key not pinned, it says whether the server lists
+// that key (a rotation after the keys file was saved, or a log signed
+// again by whoever rewrote it: only a check apart from this server tells).
+func (o *onlineVerify) checkpointFailed(ctx context.Context, note []byte, err error, stdout io.Writer) {
+	if o.pinned == nil {
+		fmt.Fprintf(stdout, "FAIL: the log's latest checkpoint: %v\n", strings.TrimPrefix(err.Error(), "tlog: "))
+		return
+	}
+	fmt.Fprintf(stdout, "FAIL: the log's latest checkpoint: %s\n", verify.Describe(err))
+	if !errors.Is(err, tlog.ErrUnknownKey) {
+		return
+	}
+	served, serr := o.serverKeys(ctx)
+	if serr != nil {
+		return
+	}
+	if _, k, err := tlog.Open(note, served); err == nil {
+		fmt.Fprintf(stdout, "note: the server lists that key (%s, %q, from %s) but --keys does not pin it: add it to the keys file only once checked apart from this server (a key rotation), never because this server serves it\n",
+			k.KeyID, k.Name, k.NotBefore.UTC().Format(tlog.TimeFormat))
+	}
+}
+
 // maxLocateProofs bounds the inclusion proofs asked to locate altered
-// entries when the root differs.
+// entries when the root cannot be confirmed.
 const maxLocateProofs = 5000
 
 // locate names the entries whose leaf differs from the one the log
-// recorded: for each entry of the export (at most maxLocateProofs), the
-// inclusion proof of its event against cp; a proof that verifies for the
-// server's leaf hash but not for the entry's own bytes is an altered (or
-// swapped) entry.
-func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoint, stdout io.Writer) error {
+// recorded, adding them to rep: for each entry of the export below cp's
+// size (at most maxLocateProofs), the inclusion proof of its event
+// against cp; a proof that verifies for the server's leaf hash but not for
+// the entry's own bytes is an altered (or swapped) entry, one that does not
+// verify at all or that the log does not have is an entry not in the log
+// at its place.
+func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoint, rep *verify.Report) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, tlog.MaxEntryBytes+1)
-	asked, found := 0, 0
+	asked, found, left, line := 0, 0, 0, 0
 	for sc.Scan() {
+		line++
 		e, err := tlog.ParseEntry(nil, sc.Bytes())
 		if err != nil || e.LeafIndex < 0 || e.LeafIndex >= cp.Size || e.EventID() == "" {
 			continue
 		}
 		if asked == maxLocateProofs {
-			fmt.Fprintf(stdout, "note: located among the first %d entries only\n", maxLocateProofs)
-			break
+			left++
+			continue
 		}
 		asked++
 		raw, err := o.get(ctx, fmt.Sprintf("/api/v1/orgs/%s/%s/proof?event_id=%s&size=%d", o.org, o.route, url.QueryEscape(e.EventID()), cp.Size))
+		var ae *apiError
+		if errors.As(err, &ae) && (ae.status == http.StatusNotFound || ae.status == http.StatusBadRequest) {
+			found++
+			rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: e.LeafIndex, Line: line, Message: fmt.Sprintf(
+				"leaf %d (event %q) is not in the log at that place: the proof route answered %d (%.200q): an entry inserted, or its event_id or leaf_index changed", e.LeafIndex, e.EventID(), ae.status, ae.msg)})
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -159,21 +230,22 @@ func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoin
 			continue
 		}
 		found++
-		recorded, err := decodeHashes([]string{d.LeafHash})
-		if err != nil {
-			return err
+		msg := fmt.Sprintf("leaf %d (event %q): no inclusion proof in the checkpoint verifies for it", e.LeafIndex, e.EventID())
+		if recorded, err := decodeHashes([]string{d.LeafHash}); err == nil && d.LeafIndex == e.LeafIndex &&
+			tlog.VerifyInclusion(cp.Size, cp.Root, d.LeafIndex, recorded[0], proof) == nil {
+			msg = fmt.Sprintf("leaf %d (event %q) was altered: its entry does not hash to the leaf that the log recorded and the checkpoint proves", e.LeafIndex, e.EventID())
 		}
-		if d.LeafIndex == e.LeafIndex && tlog.VerifyInclusion(cp.Size, cp.Root, d.LeafIndex, recorded[0], proof) == nil {
-			fmt.Fprintf(stdout, "FAIL: leaf %d (event %q) was altered: its entry does not hash to the leaf that the log recorded and the checkpoint proves\n", e.LeafIndex, e.EventID())
-		} else {
-			fmt.Fprintf(stdout, "FAIL: leaf %d (event %q): no inclusion proof in the checkpoint verifies for it\n", e.LeafIndex, e.EventID())
-		}
+		rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: e.LeafIndex, Line: line, Message: msg})
 	}
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	if found == 0 {
-		fmt.Fprintf(stdout, "note: each of the %d entries checked has a valid inclusion proof: the entries are complete but in another order, or a leaf is missing\n", asked)
+	rep.Unchecked = 0 // checked here, but for those said
+	switch {
+	case left > 0:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the inclusion proofs of the first %d entries were checked, not those of the %d after them", asked, left))
+	case found == 0:
+		rep.Notes = append(rep.Notes, fmt.Sprintf("each of the %d entries present below the checkpoint's size has a valid inclusion proof in it: none of them was altered", asked))
 	}
 	return nil
 }
@@ -240,8 +312,16 @@ func (o *onlineVerify) export(ctx context.Context, w io.Writer) error {
 	if resp.StatusCode != http.StatusOK {
 		return answerError(resp)
 	}
-	if _, err := io.Copy(w, resp.Body); err != nil {
+	limit := o.maxExport
+	if limit < math.MaxInt64 {
+		limit++ // one byte more tells a larger export
+	}
+	n, err := io.Copy(w, io.LimitReader(resp.Body, limit))
+	if err != nil {
 		return fmt.Errorf("reading the export: %w", err)
+	}
+	if n > o.maxExport {
+		return fmt.Errorf("the export is larger than --max-export-bytes (%d bytes): not verified (for a larger organization, raise it)", o.maxExport)
 	}
 	return nil
 }
@@ -260,32 +340,65 @@ func (o *onlineVerify) do(ctx context.Context, path string) (*http.Response, err
 	return resp, nil
 }
 
-// get answers the data of a small GET.
+// verifyRateLimitWaits bounds the answers 429 (rate limited) a request
+// waits out, verifyMaxRetryAfter each wait: the inclusion proofs of a
+// large log are many requests, and the audit API counts them.
+const (
+	verifyRateLimitWaits = 5
+	verifyMaxRetryAfter  = 2 * time.Minute
+)
+
+// get answers the data of a small GET, waiting out a rate limit (429 and
+// its Retry-After) a few times.
 func (o *onlineVerify) get(ctx context.Context, path string) (json.RawMessage, error) {
+	for waits := 0; ; waits++ {
+		raw, wait, err := o.getOnce(ctx, path)
+		if wait == 0 || waits == verifyRateLimitWaits {
+			return raw, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// getOnce is one GET of get; wait is how long a 429 asks to wait (0: not
+// rate limited).
+func (o *onlineVerify) getOnce(ctx context.Context, path string) (_ json.RawMessage, wait time.Duration, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, verifyHTTPTimeout)
 	defer cancel()
 	resp, err := o.do(ctx, path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		wait = time.Second
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			wait = min(time.Duration(s)*time.Second, verifyMaxRetryAfter)
+		}
+	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, answerError(resp)
+		return nil, wait, answerError(resp)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, verifyMaxAnswer+1))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", path, err)
+		return nil, 0, fmt.Errorf("GET %s: %w", path, err)
 	}
 	if len(raw) > verifyMaxAnswer {
-		return nil, fmt.Errorf("GET %s: an answer over %d bytes", path, verifyMaxAnswer)
+		return nil, 0, fmt.Errorf("GET %s: an answer over %d bytes", path, verifyMaxAnswer)
 	}
 	var env struct {
 		Data json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, fmt.Errorf("GET %s: not an auditrail answer: %.200s", path, raw)
+		return nil, 0, fmt.Errorf("GET %s: not an auditrail answer: %.200s", path, raw)
 	}
-	return env.Data, nil
+	return env.Data, 0, nil
 }
 
 // answerError is the API's error answer.
@@ -306,8 +419,12 @@ func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
 	if err := checkBaseURL(base); err != nil {
 		return nil, err
 	}
-	if _, err := url.Parse(base); err != nil {
+	u, err := url.Parse(base)
+	if err != nil {
 		return nil, usageErrorf("--url: %v", err)
+	}
+	if u.Scheme != "https" && !loopbackHost(u.Hostname()) {
+		return nil, usageErrorf("--url %q: https required: plain http is taken only to a loopback host (127.0.0.0/8, ::1, localhost), elsewhere anyone on the way could read the API key and serve another log", redact.URL(base))
 	}
 	if key == "" {
 		return nil, usageErrorf("--key is required with --url: an API key that may read the organization")
@@ -316,7 +433,7 @@ func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
 	if err != nil || org == "" {
 		return nil, usageErrorf("--org %q is not an organization id (a UUID)", org)
 	}
-	o := &onlineVerify{base: base, key: key, org: id}
+	o := &onlineVerify{base: base, key: key, org: id, maxExport: defaultMaxExportBytes}
 	switch kind {
 	case "audit", "":
 		o.route = "audit_logs"
@@ -326,4 +443,14 @@ func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
 		return nil, usageErrorf("--kind %q is not audit or executions", kind)
 	}
 	return o, nil
+}
+
+// loopbackHost reports whether host (a URL's, without port or brackets) is
+// localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

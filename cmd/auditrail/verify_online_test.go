@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,7 +124,16 @@ var onlineStores = []struct {
 
 func newOnlineEnv(t *testing.T, open func(*testing.T) (onlineStore, storeEditor), n int) *onlineEnv {
 	t.Helper()
-	e := &onlineEnv{org: uuid.New()}
+	e := startOnlineEnv(t, open, uuid.New())
+	e.add(t, n)
+	return e
+}
+
+// startOnlineEnv is the query role over an empty store, serving the keys
+// of a new signing key.
+func startOnlineEnv(t *testing.T, open func(*testing.T) (onlineStore, storeEditor), org uuid.UUID) *onlineEnv {
+	t.Helper()
+	e := &onlineEnv{org: org}
 	e.st, e.edit = open(t)
 	var err error
 	if e.key, e.pub, err = tlog.GenerateKey("e2e-key", time.Now().Add(-48*time.Hour)); err != nil {
@@ -142,8 +156,42 @@ func newOnlineEnv(t *testing.T, open func(*testing.T) (onlineStore, storeEditor)
 	go func() { _ = app.Listener(ln) }()
 	t.Cleanup(func() { _ = app.Shutdown() })
 	e.url = "http://" + ln.Addr().String()
-	e.add(t, n)
 	return e
+}
+
+// rewritten is the log of e as a server that rewrote it serves it: a new
+// store holding e's entries but the one at leaf drop (those after it
+// renumbered), sequenced again and signed by a new key of the same name,
+// the only one its audit_keys lists.
+func (e *onlineEnv) rewritten(t *testing.T, open func(*testing.T) (onlineStore, storeEditor), drop int) *onlineEnv {
+	t.Helper()
+	r := startOnlineEnv(t, open, e.org)
+	if r.pub.KeyID == e.pub.KeyID {
+		t.Fatal("the new key is the old one")
+	}
+	evs := slices.Delete(slices.Clone(e.evs), drop, drop+1)
+	for i := range evs {
+		evs[i].Stored.Seq = uint64(i + 1)
+	}
+	r.store(t, evs)
+	return r
+}
+
+// keysFile writes the keys the env serves (GET /api/v1/audit_keys as it
+// answers now) to a file, as a user saves them to pin them.
+func (e *onlineEnv) keysFile(t *testing.T) string {
+	t.Helper()
+	e.mu.Lock()
+	answer, err := json.Marshal(map[string]any{"code": 200, "msg": "success", "data": e.keys})
+	e.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(p, answer, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // add stores n entries, sequences them and signs a checkpoint.
@@ -155,7 +203,6 @@ func (e *onlineEnv) add(t *testing.T, n int) []byte {
 // backfill, for a large age), sequences them and signs a checkpoint.
 func (e *onlineEnv) addAged(t *testing.T, n int, age time.Duration) []byte {
 	t.Helper()
-	ctx := context.Background()
 	gen := synth.New(e.org, 3, uint64(len(e.evs)+7))
 	base := time.Now().Add(-time.Hour).UTC()
 	evs := make([]schemas.AuditEvent, n)
@@ -165,6 +212,13 @@ func (e *onlineEnv) addAged(t *testing.T, n int, age time.Duration) []byte {
 		evs[i] = gen.Event(at.Add(-age))
 		evs[i].Stored = schemas.Persisted{Seq: uint64(seq), Time: at}
 	}
+	return e.store(t, evs)
+}
+
+// store writes evs, sequences them and signs a checkpoint.
+func (e *onlineEnv) store(t *testing.T, evs []schemas.AuditEvent) []byte {
+	t.Helper()
+	ctx := context.Background()
 	if err := e.st.WriteAudit(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +248,15 @@ func (e *onlineEnv) sign(t *testing.T, size int64, key tlog.PrivateKey, keyID st
 	return note
 }
 
+// verify runs auditrail verify --url on the env, the keys it serves now
+// pinned.
 func (e *onlineEnv) verify(t *testing.T, extra ...string) (string, error) {
+	t.Helper()
+	return e.verifyWith(t, append([]string{"--keys", e.keysFile(t)}, extra...)...)
+}
+
+// verifyWith runs auditrail verify --url on the env with the flags given.
+func (e *onlineEnv) verifyWith(t *testing.T, extra ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	err := verifyCmd(context.Background(), append([]string{"--url", e.url, "--key", "k", "--org", e.org.String()}, extra...), &out)
@@ -211,6 +273,7 @@ func TestVerifyOnline(t *testing.T) {
 		name   string
 		tamper func(t *testing.T, e *onlineEnv)
 		says   []string // empty: verifies
+		named  []int    // the entries named altered: "leaf i (event "<id>") was altered"
 		size   int      // the entries that verify, when it does: n if 0
 		flags  []string
 	}{
@@ -220,13 +283,25 @@ func TestVerifyOnline(t *testing.T) {
 		}, size: n + 5},
 		{name: "deleted row", tamper: func(t *testing.T, e *onlineEnv) {
 			e.edit.deleteEntry(t, e.org, ev(e, 5))
-		}, says: []string{"leaf 5 missing"}},
+		}, says: []string{"FAIL: leaf 5 missing", "each of the 39 entries present below the checkpoint's size has a valid inclusion proof", "NOT VERIFIED: 1 problem in"}},
 		{name: "altered field", tamper: func(t *testing.T, e *onlineEnv) {
 			e.edit.rename(t, e.org, ev(e, 17), "Mallory")
-		}, says: []string{"root differs", "FAIL: leaf 17 (event \""}},
+		}, says: []string{"root differs"}, named: []int{17}},
 		{name: "two entries' contents swapped", tamper: func(t *testing.T, e *onlineEnv) {
 			e.edit.swap(t, e.org, ev(e, 3), ev(e, 4))
-		}, says: []string{"root differs", "FAIL: leaf 3 (event", "FAIL: leaf 4 (event"}},
+		}, says: []string{"root differs"}, named: []int{3, 4}},
+		// A deleted entry does not hide an altered one: without a root to
+		// compare, each entry present is checked by its inclusion proof.
+		{name: "deleted row and altered field", tamper: func(t *testing.T, e *onlineEnv) {
+			e.edit.deleteEntry(t, e.org, ev(e, 5))
+			e.edit.rename(t, e.org, ev(e, 17), "Mallory")
+		}, says: []string{"FAIL: leaf 5 missing: deleted", "NOT VERIFIED: 2 problems"}, named: []int{17}},
+		{name: "two rows deleted and two fields altered", tamper: func(t *testing.T, e *onlineEnv) {
+			e.edit.deleteEntry(t, e.org, ev(e, 2))
+			e.edit.deleteEntry(t, e.org, ev(e, 30))
+			e.edit.rename(t, e.org, ev(e, 11), "Mallory")
+			e.edit.rename(t, e.org, ev(e, 39), "Mallory")
+		}, says: []string{"FAIL: leaf 2 missing", "FAIL: leaf 30 missing", "NOT VERIFIED: 4 problems"}, named: []int{11, 39}},
 		{name: "inserted row", tamper: func(t *testing.T, e *onlineEnv) {
 			e.edit.insertCopy(t, e.org, ev(e, 9))
 		}, says: []string{"is not in the log (leaf_index null)", "inserted into the store"}},
@@ -274,6 +349,14 @@ func TestVerifyOnline(t *testing.T) {
 						t.Fatalf("the report does not say %q:\n%s", s, out)
 					}
 				}
+				for _, i := range tc.named {
+					if s := fmt.Sprintf("FAIL: leaf %d (event %q) was altered", i, ev(e, i)); !strings.Contains(out, s) {
+						t.Fatalf("the report does not say %q:\n%s", s, out)
+					}
+				}
+				if got := strings.Count(out, ") was altered"); got != len(tc.named) {
+					t.Fatalf("%d entries named altered, want %d:\n%s", got, len(tc.named), out)
+				}
 			})
 		}
 	}
@@ -315,19 +398,253 @@ func testVerifyOnlineSinceCheckpoint(t *testing.T, open func(*testing.T) (online
 	}
 }
 
-// Usage mistakes exit 2.
+// Usage mistakes exit 2: among them --url without --keys (unless
+// --trust-server-keys says to trust the server's keys) and plain http to a
+// host that is not loopback.
 func TestVerifyOnlineUsage(t *testing.T) {
 	e := newOnlineEnv(t, openSQLiteEdited, 1)
-	var u usageError
-	for _, args := range [][]string{
-		{"--url", e.url, "--key", "k"},
-		{"--url", e.url, "--org", e.org.String()},
-		{"--url", e.url, "--key", "k", "--org", e.org.String(), "--kind", "nope"},
-		{"--url", e.url, "--key", "k", "--org", e.org.String(), "--export", "x"},
-		{"--url", e.url, "--key", "k", "--org", e.org.String(), "--pending-grace", "0s"},
+	keys := e.keysFile(t)
+	online := func(extra ...string) []string {
+		return append([]string{"--url", e.url, "--key", "k", "--org", e.org.String()}, extra...)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		says []string
+	}{
+		{"no --org", []string{"--url", e.url, "--key", "k", "--keys", keys}, []string{"--org"}},
+		{"no --key", []string{"--url", e.url, "--org", e.org.String(), "--keys", keys}, []string{"--key is required"}},
+		{"unknown --kind", online("--keys", keys, "--kind", "nope"), []string{"--kind"}},
+		{"--export with --url", online("--keys", keys, "--export", "x"), []string{"--url verifies online: --export is for an offline verification"}},
+		{"--checkpoint with --url", online("--keys", keys, "--checkpoint", "x"), []string{"--checkpoint is for an offline verification"}},
+		{"--pending-grace 0s", online("--keys", keys, "--pending-grace", "0s"), []string{"--pending-grace"}},
+		{"neither --keys nor --trust-server-keys", online(), []string{"--url needs --keys FILE", "--trust-server-keys"}},
+		{"--keys and --trust-server-keys", online("--keys", keys, "--trust-server-keys"), []string{"exclude each other"}},
+		{"--max-export-bytes 0", online("--keys", keys, "--max-export-bytes", "0"), []string{"--max-export-bytes 0"}},
+		{"http to a host name", []string{"--url", "http://audit.example.com", "--key", "k", "--org", e.org.String(), "--keys", keys}, []string{"https required"}},
+		{"http to a private address", []string{"--url", "http://10.0.0.7:8080", "--key", "k", "--org", e.org.String(), "--trust-server-keys"}, []string{"https required"}},
+		{"--trust-server-keys offline", []string{"--export", "x", "--keys", keys, "--trust-server-keys"}, []string{"--trust-server-keys is for --url"}},
 	} {
-		if err := verifyCmd(context.Background(), args, &bytes.Buffer{}); !errors.As(err, &u) {
-			t.Errorf("%v: %v, want a usage error", args, err)
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := verifyCmd(context.Background(), tc.args, &out)
+			var u usageError
+			if !errors.As(err, &u) {
+				t.Fatalf("%v, want a usage error\n%s", err, out.String())
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%q does not say %q", err, s)
+				}
+			}
+			if strings.Contains(err.Error()+out.String(), "Bearer") {
+				t.Errorf("the API key's header shows: %v", err)
+			}
+		})
+	}
+}
+
+// Plain http only to a loopback host; https anywhere.
+func TestVerifyOnlineURL(t *testing.T) {
+	org := uuid.NewString()
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"http://127.0.0.1:8080", true},
+		{"http://127.9.8.7:8080/base", true},
+		{"http://[::1]:8080", true},
+		{"http://localhost:8080", true},
+		{"http://LOCALHOST", true},
+		{"http://[::ffff:127.0.0.1]:8080", true},
+		{"https://audit.example.com", true},
+		{"https://10.0.0.7:8443", true},
+		{"http://audit.example.com", false},
+		{"http://10.0.0.7:8080", false},
+		{"http://0.0.0.0:8080", false},
+		{"http://[::]:8080", false},
+		{"http://192.168.1.1", false},
+		{"http://localhost.example.com:8080", false},
+		{"http://127.0.0.1.example.com:8080", false},
+	} {
+		_, err := parseOnline(tc.url, "k", org, "audit")
+		if tc.ok != (err == nil) {
+			t.Errorf("%s: %v, want accepted %v", tc.url, err, tc.ok)
 		}
+		if err != nil && !strings.Contains(err.Error(), "https required") {
+			t.Errorf("%s: %v does not say https is required", tc.url, err)
+		}
+	}
+}
+
+// A server that rewrote its log (an entry removed, the leaves renumbered)
+// and signed it with a new key it now lists fails against the pinned
+// keys; trusting the server's keys it passes, with a warning that says
+// what that proves.
+func TestVerifyOnlinePinnedKeys(t *testing.T) {
+	for _, store := range onlineStores {
+		t.Run(store.name, func(t *testing.T) {
+			e := newOnlineEnv(t, store.open, 30)
+			pinned := e.keysFile(t)
+			if out, err := e.verifyWith(t, "--keys", pinned); err != nil || strings.Contains(out, "WARNING") {
+				t.Fatalf("the genuine log: %v\n%s", err, out)
+			}
+			r := e.rewritten(t, store.open, 12)
+			out, err := r.verifyWith(t, "--keys", pinned)
+			t.Log("\n" + out)
+			var u usageError
+			if err == nil || errors.As(err, &u) {
+				t.Fatalf("the rewritten log: %v, want a failed verification (exit 1)\n%s", err, out)
+			}
+			for _, s := range []string{
+				"FAIL: the log's latest checkpoint: checkpoint signed by unknown key " + r.pub.KeyID,
+				"the signer is not pinned",
+				"note: the server lists that key (" + r.pub.KeyID,
+			} {
+				if !strings.Contains(out, s) {
+					t.Fatalf("the report does not say %q:\n%s", s, out)
+				}
+			}
+			if strings.Contains(out, "OK:") {
+				t.Fatalf("an OK line:\n%s", out)
+			}
+
+			// The server's keys: the rewritten log is consistent, which
+			// is all that can show, and the output says so.
+			out, err = r.verifyWith(t, "--trust-server-keys")
+			t.Log("\n" + out)
+			if err != nil || !strings.Contains(out, "OK: 29 entries (leaves 0..28) match the checkpoint") {
+				t.Fatalf("the rewritten log with --trust-server-keys: %v\n%s", err, out)
+			}
+			if !strings.HasPrefix(out, "WARNING: --trust-server-keys: the checkpoint is checked against the keys this server lists, not keys you pinned") ||
+				!strings.HasSuffix(out, "WARNING: --trust-server-keys: consistent with the keys the server lists, not authenticated by keys you pinned\n") {
+				t.Fatalf("no WARNING line first and last:\n%s", out)
+			}
+		})
+	}
+}
+
+// The inclusion proofs are a request per entry, which the audit API's
+// rate limit counts: a 429 is waited out (its Retry-After), and the
+// altered entry is still named.
+func TestVerifyOnlineRateLimited(t *testing.T) {
+	e := newOnlineEnv(t, openSQLiteEdited, 40)
+	e.edit.deleteEntry(t, e.org, e.evs[5].EventID.String())
+	e.edit.rename(t, e.org, e.evs[17].EventID.String(), "Mallory")
+	var mu sync.Mutex
+	proofs, limited := 0, 0
+	limiter := e.proxy(t, func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if !strings.HasSuffix(r.URL.Path, "/proof") {
+			return false
+		}
+		if proofs++; proofs%10 != 3 {
+			return false
+		}
+		limited++
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"code":429,"msg":"rate limit exceeded"}`))
+		return true
+	})
+	var out bytes.Buffer
+	err := verifyCmd(context.Background(), []string{"--url", limiter, "--key", "k", "--org", e.org.String(), "--keys", e.keysFile(t)}, &out)
+	t.Log("\n" + out.String())
+	if err == nil {
+		t.Fatal("verified")
+	}
+	if s := fmt.Sprintf("FAIL: leaf 17 (event %q) was altered", e.evs[17].EventID.String()); !strings.Contains(out.String(), "FAIL: leaf 5 missing") || !strings.Contains(out.String(), s) {
+		t.Fatalf("the report does not name both the deleted and the altered entry:\n%s", out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if limited == 0 || strings.Contains(out.String(), "could not be located") {
+		t.Fatalf("%d of %d proofs refused with 429: %s", limited, proofs, out.String())
+	}
+}
+
+// An entry whose proof the server does not have (404) is named; what the
+// server says is quoted, not printed as lines of the report.
+func TestVerifyOnlineProofRefused(t *testing.T) {
+	e := newOnlineEnv(t, openSQLiteEdited, 20)
+	e.edit.deleteEntry(t, e.org, e.evs[5].EventID.String())
+	id := e.evs[12].EventID.String()
+	srv := e.proxy(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/proof") || r.URL.Query().Get("event_id") != id {
+			return false
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"code":404,"msg":"no such event\nOK: 20 entries match"}`))
+		return true
+	})
+	var out bytes.Buffer
+	err := verifyCmd(context.Background(), []string{"--url", srv, "--key", "k", "--org", e.org.String(), "--keys", e.keysFile(t)}, &out)
+	t.Log("\n" + out.String())
+	want := fmt.Sprintf(`FAIL: leaf 12 (event %q) is not in the log at that place: the proof route answered 404 ("no such event\nOK: 20 entries match")`, id)
+	if err == nil || !strings.Contains(out.String(), want) || strings.Contains(out.String(), "\nOK:") {
+		t.Fatalf("%v, want %s:\n%s", err, want, out.String())
+	}
+}
+
+// proxy is a server in front of the env's that answers the requests
+// handle takes and passes the others on.
+func (e *onlineEnv) proxy(t *testing.T, handle func(w http.ResponseWriter, r *http.Request) bool) string {
+	t.Helper()
+	u, err := url.Parse(e.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !handle(w, r) {
+			httputil.NewSingleHostReverseProxy(u).ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// The export is written to a temporary file of at most --max-export-bytes:
+// a larger one, or a server that sends without end, fails; the file is
+// removed whatever the outcome.
+func TestVerifyOnlineExportBound(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	e := newOnlineEnv(t, openSQLiteEdited, 40)
+	endless := e.proxy(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/audit_logs/export") {
+			return false
+		}
+		line := []byte(`{"checkpoint":"` + strings.Repeat("x", 1000) + `"}` + "\n")
+		for r.Context().Err() == nil {
+			if _, err := w.Write(line); err != nil {
+				break
+			}
+		}
+		return true
+	})
+	for _, tc := range []struct {
+		name, url, max string
+		says           string // "": verifies
+	}{
+		{"within the bound", e.url, "1000000", ""},
+		{"over the bound", e.url, "1000", "the export is larger than --max-export-bytes (1000 bytes)"},
+		{"a server that sends without end", endless, "1048576", "the export is larger than --max-export-bytes (1048576 bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := verifyCmd(context.Background(), []string{"--url", tc.url, "--key", "k", "--org", e.org.String(),
+				"--keys", e.keysFile(t), "--max-export-bytes", tc.max}, &out)
+			switch {
+			case tc.says == "" && err != nil:
+				t.Fatalf("%v\n%s", err, out.String())
+			case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)):
+				t.Fatalf("%v, want %q\n%s", err, tc.says, out.String())
+			}
+			left, err := filepath.Glob(filepath.Join(tmp, "auditrail-verify-*"))
+			if err != nil || len(left) > 0 {
+				t.Fatalf("temporary files left: %v %v", left, err)
+			}
+		})
 	}
 }

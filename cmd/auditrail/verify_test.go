@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,14 +177,19 @@ func TestVerifyExport(t *testing.T) {
 }
 
 // The binary: exit 0 on a good export, 1 with the report on stdout when
-// something is wrong, 2 when a flag is missing.
+// something is wrong, 2 when a flag is missing; --export verifies offline
+// whatever the environment says (the quick start exports AUDITRAIL_URL);
+// --url without --keys is refused.
 func TestVerifyBinary(t *testing.T) {
 	f := newVerifyFixture(t, 10)
 	l := f.export(t)
 	good := f.write(t, "good.jsonl", jsonl(l))
 	bad := f.write(t, "bad.jsonl", jsonl(append(l[:4:4], l[5:]...)))
+	var env []string
 	run := func(args ...string) (string, int) {
-		out, err := exec.Command(binary(t), append([]string{"verify"}, args...)...).CombinedOutput()
+		cmd := exec.Command(binary(t), append([]string{"verify"}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return string(out), ee.ExitCode()
@@ -203,5 +209,76 @@ func TestVerifyBinary(t *testing.T) {
 	}
 	if out, code := run("--export", filepath.Join(f.dir, "nope.jsonl"), "--keys", f.keysFile); code != 1 || !strings.Contains(out, "no such file") {
 		t.Fatalf("no export file: %d\n%s", code, out)
+	}
+	org := uuid.NewString()
+	if out, code := run("--url", "http://127.0.0.1:1", "--key", "ark_secret", "--org", org); code != 2 ||
+		!strings.Contains(out, "--keys FILE") || !strings.Contains(out, "--trust-server-keys") || strings.Contains(out, "ark_secret") {
+		t.Fatalf("--url without --keys: %d\n%s", code, out)
+	}
+	if out, code := run("--url", "http://audit.example.com", "--key", "ark_secret", "--org", org, "--keys", f.keysFile); code != 2 || !strings.Contains(out, "https required") {
+		t.Fatalf("http to a host that is not loopback: %d\n%s", code, out)
+	}
+	env = []string{"AUDITRAIL_URL=http://127.0.0.1:1", "AUDITRAIL_KEY=ark_secret", "AUDITRAIL_ORG=" + org}
+	if out, code := run("--export", good, "--keys", f.keysFile); code != 0 || !strings.Contains(out, "OK: 10 entries (leaves 0..9)") {
+		t.Fatalf("--export with AUDITRAIL_URL set: %d\n%s", code, out)
+	}
+}
+
+// A flag given on the command line wins over the environment, also over
+// the twins of the flags of the other mode: --export with AUDITRAIL_URL
+// (and AUDITRAIL_KEY, AUDITRAIL_ORG…) set verifies offline, --url with
+// AUDITRAIL_EXPORT set online. Without either on the command line, the
+// environment chooses; both there is a mistake that names them.
+func TestVerifyFlagsWinOverEnvironment(t *testing.T) {
+	f := newVerifyFixture(t, 10)
+	good := f.write(t, "good.jsonl", jsonl(f.export(t)))
+	org := uuid.NewString()
+	onlineEnv := map[string]string{"AUDITRAIL_URL": "http://127.0.0.1:1", "AUDITRAIL_KEY": "ark_secret", "AUDITRAIL_ORG": org}
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		says  string // in the output or the error
+		usage bool
+	}{
+		{name: "--export with AUDITRAIL_URL, AUDITRAIL_KEY and AUDITRAIL_ORG set", env: onlineEnv,
+			args: []string{"--export", good, "--keys", f.keysFile}, says: "OK: 10 entries (leaves 0..9)"},
+		{name: "--export with every online variable set, some invalid", env: map[string]string{
+			"AUDITRAIL_URL": "http://audit.example.com", "AUDITRAIL_KEY": "ark_secret", "AUDITRAIL_ORG": "nope", "AUDITRAIL_KIND": "nope",
+			"AUDITRAIL_MAX_EXPORT_BYTES": "1", "AUDITRAIL_SAVE_CHECKPOINT": filepath.Join(f.dir, "saved.note")},
+			args: []string{"--export", good, "--keys", f.keysFile}, says: "OK: 10 entries (leaves 0..9)"},
+		{name: "AUDITRAIL_EXPORT and AUDITRAIL_KEYS alone", env: map[string]string{"AUDITRAIL_EXPORT": good, "AUDITRAIL_KEYS": f.keysFile},
+			says: "OK: 10 entries (leaves 0..9)"},
+		{name: "--url with AUDITRAIL_EXPORT and AUDITRAIL_CHECKPOINT set: online", env: map[string]string{"AUDITRAIL_EXPORT": good, "AUDITRAIL_CHECKPOINT": good},
+			args: []string{"--url", "http://127.0.0.1:1", "--key", "k", "--org", org}, says: "--url needs --keys FILE", usage: true},
+		{name: "AUDITRAIL_URL and AUDITRAIL_EXPORT both set", env: map[string]string{"AUDITRAIL_URL": "http://127.0.0.1:1", "AUDITRAIL_EXPORT": good},
+			says: "AUDITRAIL_URL verifies online: AUDITRAIL_EXPORT is for an offline verification", usage: true},
+		{name: "--url and --export both given", env: onlineEnv,
+			args: []string{"--url", "http://127.0.0.1:1", "--export", good, "--keys", f.keysFile}, says: "--url verifies online: --export is for an offline verification", usage: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, name := range []string{"URL", "KEY", "ORG", "KIND", "EXPORT", "CHECKPOINT", "KEYS", "SINCE_CHECKPOINT", "SAVE_CHECKPOINT", "MAX_EXPORT_BYTES", "PENDING_GRACE"} {
+				t.Setenv("AUDITRAIL_"+name, "")
+				os.Unsetenv("AUDITRAIL_" + name) // restored by t.Setenv's cleanup
+			}
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var out bytes.Buffer
+			err := verifyCmd(context.Background(), tc.args, &out)
+			var ue usageError
+			switch {
+			case tc.usage && !errors.As(err, &ue):
+				t.Fatalf("%v, want a usage error\n%s", err, out.String())
+			case !tc.usage && err != nil:
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			if got := out.String() + fmt.Sprint(err); !strings.Contains(got, tc.says) || strings.Contains(got, "ark_secret") {
+				t.Fatalf("does not say %q (or shows the key):\n%s", tc.says, got)
+			}
+			if _, err := os.Stat(filepath.Join(f.dir, "saved.note")); err == nil {
+				t.Fatal("an offline verification wrote AUDITRAIL_SAVE_CHECKPOINT")
+			}
+		})
 	}
 }

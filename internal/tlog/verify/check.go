@@ -59,7 +59,7 @@ func (v *verifier) run() error {
 	}
 	cp, key, err := tlog.Open(mainNote, v.cfg.Keys)
 	if err != nil {
-		v.add(KindCheckpoint, -1, 0, "%s: %s", mainName, describe(err))
+		v.add(KindCheckpoint, -1, 0, "%s: %s", mainName, Describe(err))
 		return nil
 	}
 	v.rep.Checkpoint, v.rep.Key = cp, key
@@ -87,6 +87,13 @@ func (v *verifier) run() error {
 	if cp.Size > v.col.entries+maxMissing {
 		v.add(KindMissing, -1, 0, "the checkpoint covers %d leaves and the export has %d entries: at least %d entries are missing (deleted, or this is not the export of this log)",
 			cp.Size, v.col.entries, cp.Size-v.col.entries)
+		for _, chunk := range v.col.records {
+			for _, r := range chunk {
+				if r.index < cp.Size {
+					v.rep.Unchecked++
+				}
+			}
+		}
 		return nil
 	}
 	v.place(cp, extras)
@@ -120,7 +127,7 @@ func (v *verifier) pending(cp tlog.Checkpoint) {
 func (v *verifier) open(msg []byte, name string, main tlog.Checkpoint) (tlog.Checkpoint, bool) {
 	c, _, err := tlog.Open(msg, v.cfg.Keys)
 	if err != nil {
-		v.add(KindCheckpoint, -1, 0, "%s: %s", name, describe(err))
+		v.add(KindCheckpoint, -1, 0, "%s: %s", name, Describe(err))
 		return c, false
 	}
 	if c.Origin != main.Origin {
@@ -130,12 +137,13 @@ func (v *verifier) open(msg []byte, name string, main tlog.Checkpoint) (tlog.Che
 	return c, true
 }
 
-// describe says what a checkpoint that does not open means.
-func describe(err error) string {
+// Describe says what an error of tlog.Open (a checkpoint that does not
+// open with the trusted keys) means.
+func Describe(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "tlog: ")
 	switch {
 	case errors.Is(err, tlog.ErrUnknownKey):
-		return strings.Replace(msg, "an unknown key", "unknown key", 1) + ": no key of the keys file made it (a forged checkpoint, or a keys file older than the key)"
+		return strings.Replace(msg, "an unknown key", "unknown key", 1) + ": the signer is not pinned, no key of the keys file made it (a forged checkpoint, a log rewritten and signed again with another key, or a keys file older than the key)"
 	case errors.Is(err, tlog.ErrBadSignature):
 		return msg + ": the checkpoint was altered after it was signed"
 	case errors.Is(err, tlog.ErrKeyNotValid):
@@ -163,9 +171,10 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 	for idx := range dups {
 		firstBad = min(firstBad, idx)
 	}
+	resolved := false
 	if len(dups) == 1 && missing == 0 {
 		for idx, claim := range dups {
-			v.resolve(cp, leaves, all, idx, claim)
+			resolved = v.resolve(cp, leaves, all, idx, claim)
 		}
 	} else {
 		for idx, claim := range dups {
@@ -174,6 +183,7 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 		}
 	}
 	keptOK := false
+	intact, intactName := int64(0), "" // leaves 0..intact-1 match a further checkpoint
 	for _, x := range extras {
 		if x.cp.Size > firstBad {
 			continue // its leaves are not all there: said above
@@ -182,6 +192,9 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 		switch {
 		case root == x.cp.Root:
 			keptOK = keptOK || x.kept
+			if x.cp.Size > intact {
+				intact, intactName = x.cp.Size, x.name
+			}
 		case x.kept:
 			v.add(KindInconsistent, -1, 0, "not consistent with the kept checkpoint of %s: the first %d entries do not hash to its root: an entry before leaf %d was altered, replaced or reordered since, or the log was rewritten",
 				x.cp.Time.Format(tlog.TimeFormat), x.cp.Size, x.cp.Size)
@@ -189,10 +202,27 @@ func (v *verifier) place(cp tlog.Checkpoint, extras []extra) {
 			v.add(KindRoot, -1, 0, "the first %d entries do not hash to the root of %s", x.cp.Size, x.name)
 		}
 	}
-	if missing > 0 || len(dups) > 0 {
+	if resolved {
+		v.rep.RootVerified = true
 		return
 	}
-	if root := tlog.ParallelRootOf(leaves, v.cfg.Workers); root != cp.Root {
+	if missing > 0 || len(dups) > 0 {
+		// No root over the entries: say what a smaller checkpoint proves
+		// and count the entries nothing checked (online, their inclusion
+		// proofs do).
+		if intact > 0 {
+			v.rep.Notes = append(v.rep.Notes, fmt.Sprintf("the first %s (leaves 0..%d) match %s: none of them was altered", plural(intact, "entry"), intact-1, intactName))
+		}
+		for _, o := range owner[intact:] {
+			if o != 0 {
+				v.rep.Unchecked++
+			}
+		}
+		return
+	}
+	root := tlog.ParallelRootOf(leaves, v.cfg.Workers)
+	v.rep.RootVerified = root == cp.Root
+	if !v.rep.RootVerified {
 		where := ""
 		if keptOK && v.rep.Since.Size > 0 {
 			where = fmt.Sprintf("; the first %d entries match the kept checkpoint, so the change is at leaf %d or later", v.rep.Since.Size, v.rep.Since.Size)
@@ -234,8 +264,8 @@ func (v *verifier) missing(owner []int32) (total, first int64) {
 
 // resolve reports a leaf claimed by several entries, the only problem of
 // the export: the claimant whose leaf gives the checkpoint's root is the
-// log's, the others were inserted.
-func (v *verifier) resolve(cp tlog.Checkpoint, leaves []tlog.Hash, all records, idx int64, claim []int32) {
+// log's, the others were inserted. It reports whether one gave the root.
+func (v *verifier) resolve(cp tlog.Checkpoint, leaves []tlog.Hash, all records, idx int64, claim []int32) bool {
 	if len(claim) <= 4 {
 		for k, g := range claim {
 			trial := slices.Clone(leaves)
@@ -250,11 +280,12 @@ func (v *verifier) resolve(cp tlog.Checkpoint, leaves []tlog.Hash, all records, 
 			}
 			v.add(KindDuplicate, idx, all.at(others[0]).line, "%d entries claim leaf %d: line %d%s is the log's; %s %s inserted (or copied)",
 				len(claim), idx, all.at(g).line, eventSuffix(v.eventOf(all.at(g))), v.claimants(all, others), verb)
-			return
+			return true
 		}
 	}
 	v.add(KindDuplicate, idx, all.at(claim[0]).line, "%d entries claim leaf %d (%s): an entry was inserted or copied, and none of them gives the checkpoint's root: the log's entry was altered too",
 		len(claim), idx, v.claimants(all, claim))
+	return false
 }
 
 func (v *verifier) claimants(all records, claim []int32) string {

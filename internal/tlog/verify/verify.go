@@ -41,8 +41,8 @@ type Config struct {
 	Since []byte
 	// Workers parse and hash lines in parallel (default GOMAXPROCS).
 	Workers int
-	// MaxProblems bounds the problems listed (default 50); the rest are
-	// counted.
+	// MaxProblems bounds the problems listed (default
+	// DefaultMaxProblems); the rest are counted.
 	MaxProblems int
 	// PendingGrace: an entry exported with leaf_index null (not sequenced
 	// yet) is reported, not verified, when its created_time is at most
@@ -57,6 +57,9 @@ type Config struct {
 // checkpoint is signed at least every minute while entries arrive).
 const DefaultPendingGrace = 5 * time.Minute
 
+// DefaultMaxProblems is Config.MaxProblems's default.
+const DefaultMaxProblems = 50
+
 // Problem kinds.
 const (
 	KindMalformed    = "malformed"      // a line that is not an entry
@@ -68,6 +71,7 @@ const (
 	KindInconsistent = "inconsistent"   // the log does not extend the kept checkpoint
 	KindOrder        = "misplaced_line" // the checkpoint line is not the last line
 	KindInserted     = "inserted"       // an entry not in the log, stored well before the checkpoint
+	KindAltered      = "altered"        // an entry whose inclusion proof does not verify (found online, Report.Add)
 )
 
 // Problem is one thing found wrong.
@@ -96,14 +100,47 @@ type Report struct {
 	// Pending counts the entries exported with leaf_index null (not
 	// sequenced yet when exported) within Config.PendingGrace of the
 	// checkpoint or after it: reported, not verified.
-	Pending  int64
+	Pending int64
+	// RootVerified: every leaf 0..size-1 has one entry and they hash to
+	// the checkpoint's root (every entry below its size is the log's).
+	RootVerified bool
+	// Unchecked counts the entries below the checkpoint's size that no
+	// root could be computed over (leaves missing or claimed twice, and
+	// no smaller checkpoint covering them matched): an altered one among
+	// them cannot be named from the export alone. Online, the inclusion
+	// proofs check them (then 0).
+	Unchecked int64
+	// Notes are further findings that are not problems, one a line.
+	Notes    []string
 	Problems []Problem
 	// MoreProblems counts the problems beyond MaxProblems.
 	MoreProblems int
+	maxProblems  int
 }
 
 // OK reports whether everything verified.
 func (r *Report) OK() bool { return len(r.Problems) == 0 && r.MoreProblems == 0 }
+
+// Add records a problem found apart from Export (online: an entry whose
+// inclusion proof does not verify), in leaf order, within MaxProblems (the
+// rest are counted).
+func (r *Report) Add(p Problem) {
+	if len(r.Problems) >= cmp.Or(r.maxProblems, DefaultMaxProblems) {
+		r.MoreProblems++
+		return
+	}
+	r.Problems = append(r.Problems, p)
+	sortProblems(r.Problems)
+}
+
+func sortProblems(ps []Problem) {
+	slices.SortStableFunc(ps, func(a, b Problem) int {
+		if c := cmp.Compare(a.Leaf, b.Leaf); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Line, b.Line)
+	})
+}
 
 // record is what is kept of one entry: 56 bytes, no pointers. off is
 // where its line starts, to read its event_id again when a problem names
@@ -153,7 +190,7 @@ func Export(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	if cfg.MaxProblems <= 0 {
-		cfg.MaxProblems = 50
+		cfg.MaxProblems = DefaultMaxProblems
 	}
 	col := &collector{}
 	var ra io.ReaderAt
@@ -163,17 +200,12 @@ func Export(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 	if err := scan(ctx, r, cfg.Workers, col); err != nil {
 		return nil, err
 	}
-	rep := &Report{Lines: col.lines, Entries: col.entries, Problems: col.problems, NewerFirst: -1}
+	rep := &Report{Lines: col.lines, Entries: col.entries, Problems: col.problems, NewerFirst: -1, maxProblems: cfg.MaxProblems}
 	v := &verifier{cfg: cfg, rep: rep, col: col, ra: ra}
 	if err := v.run(); err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(rep.Problems, func(a, b Problem) int {
-		if c := cmp.Compare(a.Leaf, b.Leaf); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Line, b.Line)
-	})
+	sortProblems(rep.Problems)
 	rep.MoreProblems = int(col.dropped)
 	if len(rep.Problems) > cfg.MaxProblems {
 		rep.MoreProblems += len(rep.Problems) - cfg.MaxProblems
@@ -401,6 +433,13 @@ func (r *Report) Write(w io.Writer) {
 	}
 	if r.Pending > 0 {
 		fmt.Fprintf(w, "note: %s not sequenced yet when exported (leaf_index null): not verified\n", plural(r.Pending, "entry"))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if r.Unchecked > 0 {
+		fmt.Fprintf(w, "note: %s below the checkpoint's size could not be checked: with leaves missing or claimed twice no root can be computed over them, so an entry altered among them cannot be named from the export alone (verifying online checks each entry's inclusion proof)\n",
+			plural(r.Unchecked, "entry"))
 	}
 	if !r.OK() {
 		fmt.Fprintf(w, "NOT VERIFIED: %s in %s\n", plural(int64(len(r.Problems)+r.MoreProblems), "problem"), plural(r.Lines, "line"))

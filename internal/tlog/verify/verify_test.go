@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,9 @@ func TestExportTampers(t *testing.T) {
 		kinds []string // the problems expected, in order; none: OK
 		says  []string
 		newer int64
+		// unchecked: the entries below the checkpoint's size that no root
+		// covers (Report.Unchecked).
+		unchecked int64
 	}{
 		{name: "good export"},
 		{name: "lines in any order", edit: func(l [][]byte) [][]byte {
@@ -138,11 +142,11 @@ func TestExportTampers(t *testing.T) {
 			return append([][]byte{{}}, l...)
 		}},
 		{name: "deleted entry", edit: func(l [][]byte) [][]byte { return append(l[:5:5], l[6:]...) },
-			kinds: []string{verify.KindMissing}, says: []string{"leaf 5 missing: deleted"}},
+			kinds: []string{verify.KindMissing}, says: []string{"leaf 5 missing: deleted", "note: 39 entries below the checkpoint's size could not be checked"}, unchecked: 39},
 		{name: "two consecutive deleted entries", edit: func(l [][]byte) [][]byte { return append(l[:5:5], l[7:]...) },
-			kinds: []string{verify.KindMissing}, says: []string{"leaves 5..6 missing: 2 consecutive entries deleted"}},
+			kinds: []string{verify.KindMissing}, says: []string{"leaves 5..6 missing: 2 consecutive entries deleted"}, unchecked: 38},
 		{name: "two deletions apart", edit: func(l [][]byte) [][]byte { return append(append(l[:3:3], l[4:20]...), l[21:]...) },
-			kinds: []string{verify.KindMissing, verify.KindMissing}, says: []string{"leaf 3 missing", "leaf 20 missing"}},
+			kinds: []string{verify.KindMissing, verify.KindMissing}, says: []string{"leaf 3 missing", "leaf 20 missing"}, unchecked: 38},
 		{name: "altered field", edit: func(l [][]byte) [][]byte {
 			l[17] = bytes.Replace(l[17], []byte(`"display_name":"`), []byte(`"display_name":"X`), 1)
 			return l
@@ -176,7 +180,7 @@ func TestExportTampers(t *testing.T) {
 			return append(out, l[n])
 		}, kinds: []string{verify.KindRoot}, says: []string{"root differs"}, newer: 1},
 		{name: "truncated tail", edit: func(l [][]byte) [][]byte { return append(l[:n-3:n-3], l[n]) },
-			kinds: []string{verify.KindMissing}, says: []string{"leaves 37..39 missing: 3 consecutive entries deleted (the tail of the log was truncated)"}},
+			kinds: []string{verify.KindMissing}, says: []string{"leaves 37..39 missing: 3 consecutive entries deleted (the tail of the log was truncated)"}, unchecked: 37},
 		{name: "entries newer than the checkpoint", edit: func(l [][]byte) [][]byte {
 			return append(l[:n], tlogtest.Line(f.items[0], n), tlogtest.Line(f.items[1], n+1), l[n])
 		}, newer: 2},
@@ -228,19 +232,32 @@ func TestExportTampers(t *testing.T) {
 			kinds: []string{verify.KindRoot}, says: []string{"the first 25 entries match the kept checkpoint, so the change is at leaf 25 or later"}},
 		{name: "truncated tail after the kept checkpoint", edit: func(l [][]byte) [][]byte { return append(l[:n-3:n-3], l[n]) },
 			cfg:   func(c *verify.Config) { c.Since = f.sign(t, 25, t0, f.key) },
-			kinds: []string{verify.KindMissing}, says: []string{"leaves 37..39 missing"}},
+			kinds: []string{verify.KindMissing}, says: []string{"leaves 37..39 missing", "note: the first 25 entries (leaves 0..24) match the kept checkpoint: none of them was altered", "note: 12 entries below"}, unchecked: 12},
+		// A deleted entry does not hide an altered one where the export
+		// and the checkpoints can tell: the kept checkpoint covers it.
+		{name: "entry deleted after the kept checkpoint, another altered before it", edit: func(l [][]byte) [][]byte {
+			l[7] = bytes.Replace(l[7], []byte(`"display_name":"`), []byte(`"display_name":"X`), 1)
+			return append(l[:30:30], l[31:]...)
+		}, cfg: func(c *verify.Config) { c.Since = f.sign(t, 25, t0, f.key) },
+			kinds: []string{verify.KindInconsistent, verify.KindMissing}, says: []string{"not consistent with the kept checkpoint", "leaf 30 missing", "note: 39 entries below"}, unchecked: 39},
+		// Without one, the altered entry cannot be named offline: the
+		// report says that the entries present were not checked.
+		{name: "entry deleted and another altered", edit: func(l [][]byte) [][]byte {
+			l[17] = bytes.Replace(l[17], []byte(`"display_name":"`), []byte(`"display_name":"X`), 1)
+			return append(l[:5:5], l[6:]...)
+		}, kinds: []string{verify.KindMissing}, says: []string{"leaf 5 missing", "note: 39 entries below the checkpoint's size could not be checked", "verifying online checks each entry's inclusion proof"}, unchecked: 39},
 		{name: "truncated tail and history rewritten before the kept checkpoint", edit: func(l [][]byte) [][]byte {
 			l[2] = bytes.Replace(l[2], []byte(`"display_name":"`), []byte(`"display_name":"X`), 1)
 			return append(l[:n-3:n-3], l[n])
 		}, cfg: func(c *verify.Config) { c.Since = f.sign(t, 25, t0, f.key) },
-			kinds: []string{verify.KindInconsistent, verify.KindMissing}, says: []string{"not consistent with the kept checkpoint", "leaves 37..39 missing"}},
+			kinds: []string{verify.KindInconsistent, verify.KindMissing}, says: []string{"not consistent with the kept checkpoint", "leaves 37..39 missing"}, unchecked: 37},
 		{name: "kept checkpoint of another log", cfg: func(c *verify.Config) {
 			other, _ := tlogtest.Sign(f.leaves, 5, tlog.Origin("audit.example.com", org, tlog.KindExecutions), t0, f.key)
 			c.Since = other
 		}, kinds: []string{verify.KindInconsistent}, says: []string{"is of another log"}},
 		{name: "checkpoint given apart, export cut before its own", edit: func(l [][]byte) [][]byte { return l[:n-2] },
 			cfg:   func(c *verify.Config) { c.Checkpoint = f.sign(t, n, t0.Add(time.Hour), f.key) },
-			kinds: []string{verify.KindMissing}, says: []string{"leaves 38..39 missing"}},
+			kinds: []string{verify.KindMissing}, says: []string{"leaves 38..39 missing"}, unchecked: 38},
 		{name: "older checkpoint given apart", cfg: func(c *verify.Config) { c.Checkpoint = f.sign(t, 20, t0.Add(time.Minute), f.key) }, newer: 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,10 +288,44 @@ func TestExportTampers(t *testing.T) {
 			if rep.Newer != tc.newer {
 				t.Fatalf("%d newer entries, want %d", rep.Newer, tc.newer)
 			}
+			if rep.Unchecked != tc.unchecked {
+				t.Fatalf("%d entries unchecked, want %d", rep.Unchecked, tc.unchecked)
+			}
+			noRoot := slices.ContainsFunc(tc.kinds, func(k string) bool {
+				return k == verify.KindMissing || k == verify.KindRoot || k == verify.KindCheckpoint
+			})
+			if rep.RootVerified == noRoot {
+				t.Fatalf("RootVerified %v with the problems %v", rep.RootVerified, tc.kinds)
+			}
 			if rep.OK() && !strings.Contains(out.String(), "OK: ") {
 				t.Fatalf("no OK line:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// Report.Add puts the problems found apart from Export (online: by the
+// inclusion proofs) in leaf order among Export's, within MaxProblems.
+func TestReportAdd(t *testing.T) {
+	f := newFixture(t, 20)
+	l := f.lines(t)
+	l = append(l[:5:5], l[6:]...) // leaf 5 missing
+	rep := run(t, join(l), verify.Config{Keys: f.keys, MaxProblems: 3})
+	rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: 12, Message: "leaf 12 altered"})
+	rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: 2, Message: "leaf 2 altered"})
+	rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: 1, Message: "leaf 1 altered"})
+	var leaves []int64
+	for _, p := range rep.Problems {
+		leaves = append(leaves, p.Leaf)
+	}
+	if fmt.Sprint(leaves) != "[2 5 12]" || rep.MoreProblems != 1 || rep.OK() {
+		t.Fatalf("problems at leaves %v and %d more, want [2 5 12] and 1 more", leaves, rep.MoreProblems)
+	}
+	var out bytes.Buffer
+	rep.Write(&out)
+	if !strings.Contains(out.String(), "FAIL: leaf 2 altered\nFAIL: leaf 5 missing: deleted\nFAIL: leaf 12 altered\nFAIL: and 1 more problem\n") ||
+		!strings.Contains(out.String(), "NOT VERIFIED: 4 problems") {
+		t.Fatalf("the report:\n%s", out.String())
 	}
 }
 

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"testing"
+)
+
+// The environment twins: a twin sets the flags the command line does not
+// give; a flag given wins over its twin; onCommandLine tells the two
+// apart, ignoreEnv takes back what twins set (not what the command line
+// gave), and source names where a value came from.
+func TestFlagsEnvironmentTwins(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		env            map[string]string
+		args           []string
+		ignore         []string
+		wantA, wantB   string
+		cmdlineA, envB bool   // onCommandLine("a"), after parsing: whether b came from the environment
+		sourceA        string // source("a")
+	}{
+		{name: "defaults", wantA: "defA", wantB: "defB", sourceA: "--a"},
+		{name: "twins", env: map[string]string{"AUDITRAIL_A": "envA", "AUDITRAIL_B": "envB"},
+			wantA: "envA", wantB: "envB", envB: true, sourceA: "AUDITRAIL_A"},
+		{name: "the command line wins over the twin", env: map[string]string{"AUDITRAIL_A": "envA"}, args: []string{"--a", "cliA"},
+			wantA: "cliA", wantB: "defB", cmdlineA: true, sourceA: "--a"},
+		{name: "ignoreEnv takes back a twin's value", env: map[string]string{"AUDITRAIL_A": "envA", "AUDITRAIL_B": "envB"}, ignore: []string{"b"},
+			wantA: "envA", wantB: "defB", envB: true, sourceA: "AUDITRAIL_A"},
+		{name: "ignoreEnv keeps the command line's value", env: map[string]string{"AUDITRAIL_B": "envB"}, args: []string{"--a", "cliA", "--b", "cliB"}, ignore: []string{"a", "b"},
+			wantA: "cliA", wantB: "cliB", cmdlineA: true, sourceA: "--a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, name := range []string{"AUDITRAIL_A", "AUDITRAIL_B"} {
+				t.Setenv(name, "")
+				os.Unsetenv(name) // restored by t.Setenv's cleanup
+				if v, ok := tc.env[name]; ok {
+					t.Setenv(name, v)
+				}
+			}
+			fs := newFlags("test")
+			a := fs.String("a", "", "defA", "a")
+			b := fs.String("b", "", "defB", "b")
+			if err := fs.parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			envB := fs.fromEnv["b"]
+			fs.ignoreEnv(tc.ignore...)
+			if *a != tc.wantA || *b != tc.wantB {
+				t.Errorf("a=%q b=%q, want %q %q", *a, *b, tc.wantA, tc.wantB)
+			}
+			if got := fs.onCommandLine("a"); got != tc.cmdlineA {
+				t.Errorf("onCommandLine(a) = %v", got)
+			}
+			if envB != tc.envB {
+				t.Errorf("b from the environment: %v", envB)
+			}
+			if got := fs.source("a"); got != tc.sourceA {
+				t.Errorf("source(a) = %q, want %q", got, tc.sourceA)
+			}
+		})
+	}
+}
