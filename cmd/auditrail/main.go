@@ -36,7 +36,7 @@ func commands() []command {
 		{"emit", "publish synthetic audit events", runEmit},
 		{"tail", "follow an organization's events (JSON lines or OCSF)", runTail},
 		{"mcp", "serve one project's tools to a local MCP client over stdio, through the HTTP API", runMCP},
-		{"verify", "verify an exported log offline: every entry against a signed checkpoint and the public keys", runVerify},
+		{"verify", "verify an organization's log against pinned public keys: an export offline, or the organization online through the API", runVerify},
 		{"dlq", "list the dead letters, and replay them once their cause is fixed", runDLQ},
 		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},
 		{"nats-setup", "write the NATS server authentication include and the credentials of every role", runNATSSetup},
