@@ -89,6 +89,31 @@ func (s *Server) scope(c *fiber.Ctx, userID string) (Scope, error) {
 	}}, nil
 }
 
+// Recheck decides again, without a request, whether credential still
+// holds the scope sc that Scope gave for it (a long-lived answer, such as
+// an MCP session, must not outlive its credential): nil while credential
+// still authenticates as sc's principal, may use sc's project and acts for
+// sc's user. Once it does not, the error wraps auth.ErrUnauthenticated (a
+// key deleted or disabled, a JWT past exp) or auth.ErrForbidden (a
+// membership removed); any other error means that it cannot be decided now
+// (the control-plane mirror is stale).
+func (s *Server) Recheck(ctx context.Context, credential string, sc Scope) error {
+	p, err := s.access.Authenticate(ctx, credential)
+	if err != nil {
+		return fmt.Errorf("tool scope: %w", err)
+	}
+	if p.ID != sc.Actor.PrincipalID || p.Type != sc.Actor.PrincipalType {
+		return fmt.Errorf("%w: the credential is no longer principal %s %s", auth.ErrUnauthenticated, sc.Actor.PrincipalType, sc.Actor.PrincipalID)
+	}
+	if err := s.access.AuthorizeTools(ctx, p, sc.Org, sc.Project); err != nil {
+		return fmt.Errorf("tool scope: %w", err)
+	}
+	if u, err := actsFor(p, sc.UserID); err != nil || u != sc.UserID {
+		return fmt.Errorf("%w: the credential no longer acts for user %s", auth.ErrForbidden, sc.UserID)
+	}
+	return nil
+}
+
 // actsFor decides whom a call acts for (CONTRACT.md "Who acts"): a user's
 // key or JWT acts as that user only, so another user_id is refused; a
 // service key and the platform admin act for no user of their own and must

@@ -31,6 +31,7 @@ import (
 	"github.com/auditrail/auditrail/query/dashboard"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/mcpserver"
 )
 
 // natsFlags are the NATS flags of every role.
@@ -217,7 +218,8 @@ type devFlags struct {
 	tlog                                   tlogFlags
 	demo, newKey, allowPrivate             *bool
 	publicURL                              *string
-	mcpOrigins                             *string
+	mcp                                    mcpFlags
+	mcpConfig                              mcpserver.Config
 	streamKey                              *string // with --nats-url
 	metrics                                *string
 	log                                    *slog.Logger
@@ -246,7 +248,7 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.tlog = addTLogFlags(fs)
 	f.demo = fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
 	f.publicURL = addPublicURLFlag(fs, "")
-	f.mcpOrigins = addMCPOriginsFlag(fs)
+	f.mcp = addMCPFlags(fs)
 	f.newKey = fs.Bool("new-key", "", false, "with --demo: mint and print a new demo API key (a restart otherwise reuses the one printed at the first start)")
 	f.allowPrivate = addEgressFlag(fs)
 	f.streamKey = addStreamKeyFlag(fs)
@@ -278,6 +280,9 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.deliver.Replicas = f.nats.replicaCount()
 	if *f.publicURL == "" {
 		*f.publicURL = clientURL(*f.http)
+	}
+	if f.mcpConfig, err = f.mcp.config(*f.publicURL); err != nil {
+		return f, err
 	}
 	return f, nil
 }
@@ -637,7 +642,7 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	}))
 	qs.Register(d.app, httpapi.RateLimit(limiter, proxies, log))
 	d.admin.Register(d.app, httpapi.RateLimit(adminLimiter, proxies, log))
-	if err := registerTools(ctx, d.app, d.runner, d.cp.access, proxies, *d.f.mcpOrigins, log, httpapi.RateLimit(toolLimiter, proxies, log)); err != nil {
+	if err := registerTools(ctx, d.app, d.runner, d.cp.access, proxies, d.f.mcpConfig, log, httpapi.RateLimit(toolLimiter, proxies, log)); err != nil {
 		return err
 	}
 	dashboard.Register(d.app)

@@ -253,7 +253,9 @@ type adminRole struct {
 	log   *slog.Logger
 	limit fiber.Handler     // the rate limit of the role's API
 	m     *metrics.Registry // nil without --metrics
-	stop  func()
+	// publicURL is --public-url (defaulted to the listener's URL).
+	publicURL string
+	stop      func()
 	// sw serves from the start; the role opens it with its app, then
 	// waits for served.
 	sw     *startWait
@@ -348,6 +350,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	if err := useOAuth(r.admin, *publicURL, r.guard); err != nil {
 		return fail(err)
 	}
+	r.publicURL = *publicURL
 	return r, *httpAddr, nil
 }
 
@@ -377,9 +380,10 @@ func runControlPlane(ctx context.Context, args []string) error {
 // runToolRunner is the production tool runner role: the tool runner API,
 // hooks from the control-plane state, execution events to the stream.
 func runToolRunner(ctx context.Context, args []string) error {
-	var outboxDir, pageKeys, mcpOrigins *string
+	var outboxDir, pageKeys *string
+	var mf mcpFlags
 	r, _, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", toolLimit, args, func(fs *flags) {
-		mcpOrigins = addMCPOriginsFlag(fs)
+		mf = addMCPFlags(fs)
 		outboxDir = fs.String("outbox", "", "./outbox", "directory of the durable outbox of execution events (one process each; events kept while NATS is unreachable are published from it)")
 		pageKeys = fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs, all verify (required; give every instance the same keys)")
 	})
@@ -388,6 +392,10 @@ func runToolRunner(ctx context.Context, args []string) error {
 	}
 	defer r.stop()
 	pageTokenKeys, err := keyList("page-token-keys", *pageKeys, "", "", 0)
+	if err != nil {
+		return err
+	}
+	mcpConfig, err := mf.config(r.publicURL)
 	if err != nil {
 		return err
 	}
@@ -405,7 +413,7 @@ func runToolRunner(ctx context.Context, args []string) error {
 	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{"": r.nc})}, func() map[string]any {
 		return map[string]any{healthHooks: proxy.Stats(), healthExecutionOutbox: outbox.Stats()}
 	}))
-	if err := registerTools(ctx, app, runner, r.cp.access, r.cp.proxies, *mcpOrigins, r.log, r.limit); err != nil {
+	if err := registerTools(ctx, app, runner, r.cp.access, r.cp.proxies, mcpConfig, r.log, r.limit); err != nil {
 		return err
 	}
 	r.sw.open(app)

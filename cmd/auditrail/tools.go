@@ -29,13 +29,59 @@ import (
 	"github.com/auditrail/auditrail/toolrunner/toolkits/mail"
 )
 
-// addEgressFlag is --allow-private-egress, of every role that calls hook
-// servers or databases or checks their addresses.
-// addMCPOriginsFlag is --mcp-allowed-origins: the web origins besides
-// the endpoint's own host that may call the MCP endpoint.
-func addMCPOriginsFlag(fs *flags) *string {
-	return fs.String("mcp-allowed-origins", "", "",
-		"origins (scheme://host[:port], comma-separated) of web pages allowed to call the MCP endpoint besides its own host; a request with another Origin header gets 403 (requests without Origin, such as desktop clients', pass)")
+// mcpFlags are the MCP endpoint's flags (dev and the toolrunner role).
+type mcpFlags struct {
+	origins                                        *string
+	maxSessions, perProject, perPrincipal, perUser *int
+	unusedTimeout                                  *time.Duration
+}
+
+// addMCPFlags adds --mcp-allowed-origins (the web origins besides the
+// public URL's that may call the MCP endpoint), the session caps and the
+// idle timeout of unused sessions.
+func addMCPFlags(fs *flags) mcpFlags {
+	def := mcpserver.DefaultConfig()
+	return mcpFlags{
+		origins: fs.String("mcp-allowed-origins", "", "",
+			"origins (scheme://host[:port], comma-separated) of web pages allowed to call the MCP endpoint besides the origin of --public-url; a request with another Origin header gets 403 (requests without Origin, such as desktop clients', pass)"),
+		maxSessions: fs.Int("mcp-max-sessions", "", def.MaxSessions,
+			"live MCP sessions on this server; at the cap a new session ends the least recently used one"),
+		perProject: fs.Int("mcp-max-sessions-per-project", "", def.MaxSessionsPerProject,
+			"live MCP sessions of one project; at the cap a new session ends the project's least recently used one"),
+		perPrincipal: fs.Int("mcp-max-sessions-per-principal", "", def.MaxSessionsPerPrincipal,
+			"live MCP sessions of one credential (a service key, whatever users it names); at the cap a new session ends its least recently used one"),
+		perUser: fs.Int("mcp-max-sessions-per-user", "", def.MaxSessionsPerUser,
+			"live MCP sessions of one credential, project and user; at the cap a new session ends their least recently used one"),
+		unusedTimeout: fs.Duration("mcp-unused-session-timeout", "", def.UnusedSessionTimeout,
+			"an MCP session that has called no tool ends after this long without a request (one that has: after 30m)"),
+	}
+}
+
+// config is the MCP endpoint's configuration, validated; publicURL is
+// --public-url (the origin of its pages may call the endpoint).
+func (f mcpFlags) config(publicURL string) (mcpserver.Config, error) {
+	cfg := mcpserver.DefaultConfig()
+	cfg.Version = buildVersion()
+	cfg.PublicURL = publicURL
+	cfg.AllowedOrigins = originList(*f.origins)
+	cfg.MaxSessions, cfg.MaxSessionsPerProject, cfg.MaxSessionsPerPrincipal, cfg.MaxSessionsPerUser = *f.maxSessions, *f.perProject, *f.perPrincipal, *f.perUser
+	cfg.UnusedSessionTimeout = *f.unusedTimeout
+	switch {
+	case cfg.MaxSessionsPerUser < 1:
+		return cfg, usageErrorf("--mcp-max-sessions-per-user %d: want at least 1", cfg.MaxSessionsPerUser)
+	case cfg.MaxSessionsPerPrincipal < cfg.MaxSessionsPerUser || cfg.MaxSessionsPerProject < cfg.MaxSessionsPerUser:
+		return cfg, usageErrorf("--mcp-max-sessions-per-user %d: want at most --mcp-max-sessions-per-principal (%d) and --mcp-max-sessions-per-project (%d)",
+			cfg.MaxSessionsPerUser, cfg.MaxSessionsPerPrincipal, cfg.MaxSessionsPerProject)
+	case cfg.MaxSessions < cfg.MaxSessionsPerPrincipal || cfg.MaxSessions < cfg.MaxSessionsPerProject:
+		return cfg, usageErrorf("--mcp-max-sessions %d: want at least --mcp-max-sessions-per-principal (%d) and --mcp-max-sessions-per-project (%d)",
+			cfg.MaxSessions, cfg.MaxSessionsPerPrincipal, cfg.MaxSessionsPerProject)
+	case cfg.UnusedSessionTimeout <= 0 || cfg.UnusedSessionTimeout > cfg.SessionTimeout:
+		return cfg, usageErrorf("--mcp-unused-session-timeout %s: want more than 0 and at most %s", cfg.UnusedSessionTimeout, cfg.SessionTimeout)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
 }
 
 // originList splits --mcp-allowed-origins.
@@ -49,6 +95,8 @@ func originList(s string) []string {
 	return out
 }
 
+// addEgressFlag is --allow-private-egress, of every role that calls hook
+// servers or databases or checks their addresses.
 func addEgressFlag(fs *flags) *bool {
 	return fs.Bool("allow-private-egress", "AUDITRAIL_ALLOW_PRIVATE_EGRESS", false,
 		"let hook endpoints and database hosts be on loopback, private, link-local (169.254.169.254) and shared addresses (default: public addresses only; auditrail dev also allows loopback)")
@@ -266,13 +314,10 @@ func toolkits(guard *egress.Guard, picker docs.PickerLinks, pageKeys [][]byte, l
 
 // registerTools mounts the tool runner's routes and its MCP endpoint
 // (CONTRACT.md "Tool runner API", "MCP") behind mw (the tool rate limit);
-// the MCP event streams end with ctx; origins are --mcp-allowed-origins.
-func registerTools(ctx context.Context, app fiber.Router, runner *toolrunner.Runner, access toolrunner.Access, proxies httpx.TrustedProxies, origins string, log *slog.Logger, mw ...fiber.Handler) error {
+// the MCP event streams end with ctx; cfg is mcpFlags.config's.
+func registerTools(ctx context.Context, app fiber.Router, runner *toolrunner.Runner, access toolrunner.Access, proxies httpx.TrustedProxies, cfg mcpserver.Config, log *slog.Logger, mw ...fiber.Handler) error {
 	srv := toolrunner.NewServer(runner, access, proxies)
 	srv.Register(app, mw...)
-	cfg := mcpserver.DefaultConfig()
-	cfg.Version = buildVersion()
-	cfg.AllowedOrigins = originList(origins)
 	h, err := mcpserver.NewHandler(ctx, cfg, runner, srv, log)
 	if err != nil {
 		return fmt.Errorf("mcp: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	iauth "github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpstream"
 	"github.com/auditrail/auditrail/toolrunner"
@@ -39,17 +40,25 @@ var ErrInvalidConfig = errors.New("mcpserver: invalid config")
 // Config of the HTTP endpoint.
 type Config struct {
 	// SessionTimeout closes a session that received no request for this
-	// long (its client starts a new one).
+	// long once it has called a tool (its client starts a new one).
 	SessionTimeout time.Duration
+	// UnusedSessionTimeout closes sooner a session that has called no
+	// tool and received no request for this long (a client that opens
+	// sessions and leaves them holds memory and goroutines, and each
+	// lists the tools again, calling the access hooks).
+	UnusedSessionTimeout time.Duration
 	// JSONResponse answers a POST with one JSON body instead of an event
 	// stream; server-to-client messages then travel on the GET stream.
 	JSONResponse bool
 	// Heartbeat of idle event streams (see httpstream.Options).
 	Heartbeat time.Duration
-	// ListCheck is how often the open sessions check whether their
-	// project's list may have changed (ListRevision: no hook is called);
-	// a session whose project changed lists its tools again and, when
-	// they differ, notifies its client (notifications/tools/list_changed).
+	// ListCheck is how often the open sessions are checked: the
+	// credential of each must still authenticate and be allowed on its
+	// project (else the session ends, its GET stream too), an unused one
+	// idle past UnusedSessionTimeout ends, and a session whose project's
+	// list may have changed (ListRevision: no hook is called) lists its
+	// tools again and, when they differ, notifies its client
+	// (notifications/tools/list_changed). At most MaxListCheck.
 	ListCheck time.Duration
 	// ListRefresh is how often an open session lists its tools again
 	// anyway (an access hook may answer otherwise with no change of its
@@ -57,24 +66,42 @@ type Config struct {
 	ListRefresh time.Duration
 	// Version is the server's version in the initialize answer.
 	Version string
-	// AllowedOrigins are the origins (scheme://host[:port]) of the web
-	// pages that may call the endpoint besides the endpoint's own host: a
-	// request whose Origin header is neither is refused with 403 (DNS
-	// rebinding). A request without Origin (a desktop client, curl) passes.
+	// PublicURL is the platform's external base URL (--public-url): web
+	// pages of its origin may call the endpoint. The request's own Host
+	// header is not trusted for that (DNS rebinding chooses it). Empty:
+	// only AllowedOrigins.
+	PublicURL string
+	// AllowedOrigins are the origins (scheme://host[:port]) of the other
+	// web pages that may call the endpoint: a request whose Origin header
+	// is neither PublicURL's origin nor one of them is refused with 403
+	// (DNS rebinding). A request without Origin (a desktop client, curl)
+	// passes.
 	AllowedOrigins []string
-	// MaxSessionsPerUser bounds the live sessions of one binding
-	// (principal, organization, project, user); an initialize above it is
+	// MaxSessionsPerUser, MaxSessionsPerPrincipal, MaxSessionsPerProject
+	// and MaxSessions cap the live sessions of one binding (principal,
+	// organization, project, user), of one principal (a credential: a
+	// service key names any user it likes), of one project, and of the
+	// endpoint. An initialize at a cap ends the least recently used
+	// session of that scope (its client gets 404 and may start anew);
+	// when none of them can be ended (every one is still starting), it is
 	// answered 429 with Retry-After.
-	MaxSessionsPerUser int
+	MaxSessionsPerUser, MaxSessionsPerPrincipal, MaxSessionsPerProject, MaxSessions int
 }
 
-// DefaultConfig: sessions idle 30 minutes are closed, JSON answers to
-// POST, a heartbeat every 15 s, list changes checked every 2 s and the
-// list asked again every 5 minutes, no other origin than the endpoint's
-// own, 32 sessions per binding.
+// MaxListCheck bounds Config.ListCheck: a session whose credential was
+// revoked ends within it.
+const MaxListCheck = 5 * time.Second
+
+// DefaultConfig: sessions idle 30 minutes are closed (2 minutes while they
+// have called no tool), JSON answers to POST, a heartbeat every 15 s,
+// sessions checked every 2 s (credential, idleness, list revision) and
+// the list asked again every 5 minutes, no origin allowed but the public
+// URL's, at most 32 sessions per binding, 64 per principal, 256 per
+// project and 1024 in all.
 func DefaultConfig() Config {
-	return Config{SessionTimeout: 30 * time.Minute, JSONResponse: true, Heartbeat: 15 * time.Second,
-		ListCheck: 2 * time.Second, ListRefresh: 5 * time.Minute, Version: "dev", MaxSessionsPerUser: 32}
+	return Config{SessionTimeout: 30 * time.Minute, UnusedSessionTimeout: 2 * time.Minute, JSONResponse: true, Heartbeat: 15 * time.Second,
+		ListCheck: 2 * time.Second, ListRefresh: 5 * time.Minute, Version: "dev",
+		MaxSessionsPerUser: 32, MaxSessionsPerPrincipal: 64, MaxSessionsPerProject: 256, MaxSessions: 1024}
 }
 
 // Validate checks the config.
@@ -82,14 +109,24 @@ func (c Config) Validate() error {
 	if c.SessionTimeout <= 0 {
 		return fmt.Errorf("%w: SessionTimeout must be positive", ErrInvalidConfig)
 	}
+	if c.UnusedSessionTimeout <= 0 || c.UnusedSessionTimeout > c.SessionTimeout {
+		return fmt.Errorf("%w: UnusedSessionTimeout must be positive and at most SessionTimeout", ErrInvalidConfig)
+	}
 	if c.Heartbeat <= 0 {
 		return fmt.Errorf("%w: Heartbeat must be positive", ErrInvalidConfig)
 	}
-	if c.ListCheck <= 0 || c.ListRefresh < c.ListCheck {
-		return fmt.Errorf("%w: ListCheck must be positive and ListRefresh at least ListCheck", ErrInvalidConfig)
+	if c.ListCheck <= 0 || c.ListCheck > MaxListCheck || c.ListRefresh < c.ListCheck {
+		return fmt.Errorf("%w: ListCheck must be positive and at most %s, and ListRefresh at least ListCheck", ErrInvalidConfig, MaxListCheck)
 	}
-	if c.MaxSessionsPerUser < 1 {
-		return fmt.Errorf("%w: MaxSessionsPerUser must be at least 1", ErrInvalidConfig)
+	if c.MaxSessionsPerUser < 1 || c.MaxSessionsPerPrincipal < c.MaxSessionsPerUser || c.MaxSessionsPerProject < c.MaxSessionsPerUser ||
+		c.MaxSessions < c.MaxSessionsPerPrincipal || c.MaxSessions < c.MaxSessionsPerProject {
+		return fmt.Errorf("%w: session caps: want 1 <= MaxSessionsPerUser <= MaxSessionsPerPrincipal, MaxSessionsPerProject <= MaxSessions (got %d, %d, %d, %d)",
+			ErrInvalidConfig, c.MaxSessionsPerUser, c.MaxSessionsPerPrincipal, c.MaxSessionsPerProject, c.MaxSessions)
+	}
+	if c.PublicURL != "" {
+		if _, err := publicOrigin(c.PublicURL); err != nil {
+			return fmt.Errorf("%w: PublicURL: %w", ErrInvalidConfig, err)
+		}
 	}
 	for _, o := range c.AllowedOrigins {
 		if _, err := parseOrigin(o); err != nil {
@@ -97,6 +134,19 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// publicOrigin is the canonical origin of a base URL (its path, if any,
+// left out).
+func publicOrigin(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("public URL %q: %w", base, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return "", fmt.Errorf("public URL %q: want an absolute http(s) URL without credentials", base)
+	}
+	return parseOrigin(u.Scheme + "://" + u.Host)
 }
 
 // parseOrigin returns the canonical form of an absolute origin
@@ -120,10 +170,17 @@ func withoutDefaultPort(scheme, host string) string {
 	return host
 }
 
-// Scoper decides a request's scope as the tool routes do
+// Scoper decides a request's scope as the tool routes do, and decides it
+// again, without a request, for the sessions it started
 // (*toolrunner.Server).
 type Scoper interface {
 	Scope(c *fiber.Ctx, userID string) (toolrunner.Scope, error)
+	// Recheck returns nil while credential still holds sc (it
+	// authenticates as sc's principal, which may use sc's project for
+	// sc's user); an error wrapping auth.ErrUnauthenticated or
+	// auth.ErrForbidden once it does not; another error when that cannot
+	// be decided now.
+	Recheck(ctx context.Context, credential string, sc toolrunner.Scope) error
 }
 
 // Handler serves the MCP endpoint of every project on the main listener.
@@ -137,19 +194,50 @@ type Handler struct {
 	ctx    context.Context // ends at Close: open streams end
 	cancel context.CancelFunc
 
-	origins   map[string]bool // AllowedOrigins, canonical
+	origins   map[string]bool // PublicURL's and AllowedOrigins, canonical
 	discovery *mcp.Server     // the server of requests that start no session
 
 	mu       sync.Mutex
 	sessions map[*session]*watch
-	pending  map[string]int     // binding -> sessions being started
-	outage   map[uuid.UUID]bool // projects whose last list failed (logged once)
+	byID     map[string]*session // by Mcp-Session-Id, once the SDK answered it
+	pending  map[string]int      // capped scope -> sessions being started in it
+	outage   map[uuid.UUID]bool  // projects whose last list failed (logged once)
 }
 
-// watch is what the list watcher knows of a session.
+// The scopes whose live sessions are capped, narrowest first.
+const (
+	capUser      = iota // the binding: principal, organization, project, user
+	capPrincipal        // one credential
+	capProject
+	capAll
+	numCaps
+)
+
+var capNames = [numCaps]string{"this credential, project and user", "this credential", "this project", "this server"}
+
+func (c Config) caps() [numCaps]int {
+	return [numCaps]int{c.MaxSessionsPerUser, c.MaxSessionsPerPrincipal, c.MaxSessionsPerProject, c.MaxSessions}
+}
+
+// capKeys names the capped scopes a session of sc belongs to.
+func capKeys(sc toolrunner.Scope) [numCaps]string {
+	return [numCaps]string{"user/" + binding(sc), "principal/" + sc.Actor.PrincipalType + "/" + sc.Actor.PrincipalID,
+		"project/" + sc.Org.String() + "/" + sc.Project.String(), "all"}
+}
+
+// watch is what the watcher knows of a session.
 type watch struct {
-	binding         string
-	created, listed time.Time
+	binding string
+	keys    [numCaps]string
+	// credential is the bearer of the session's latest request (another
+	// may have replaced the first: a JWT refreshed), checked again at
+	// every ListCheck.
+	credential string
+	// id is the Mcp-Session-Id, once the SDK has answered the initialize.
+	id string
+	// lastUsed is the time of the session's latest POST (the least
+	// recently used session is ended first at a cap).
+	created, lastUsed, listed time.Time
 	// started: the initialize request was served (its SDK session, if
 	// any, exists); before, the session counts as live for startGrace.
 	started bool
@@ -167,7 +255,7 @@ const startGrace = 10 * time.Second
 // Retry-After of the refusals (seconds).
 const (
 	retryAfterUnavailable = "5"
-	retryAfterSessionCap  = "60"
+	retryAfterSessionCap  = "5"
 )
 
 // NewHandler returns the endpoint; its event streams end when ctx ends or
@@ -179,10 +267,14 @@ func NewHandler(ctx context.Context, cfg Config, runner Runner, scoper Scoper, l
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &Handler{cfg: cfg, runner: runner, scoper: scoper, log: log, sessions: map[*session]*watch{},
+	h := &Handler{cfg: cfg, runner: runner, scoper: scoper, log: log, sessions: map[*session]*watch{}, byID: map[string]*session{},
 		pending: map[string]int{}, outage: map[uuid.UUID]bool{}, origins: map[string]bool{}}
 	for _, o := range cfg.AllowedOrigins {
 		c, _ := parseOrigin(o) // validated
+		h.origins[c] = true
+	}
+	if cfg.PublicURL != "" {
+		c, _ := publicOrigin(cfg.PublicURL) // validated
 		h.origins[c] = true
 	}
 	// The SDK logs every session's start and end at INFO: warnings only.
@@ -217,9 +309,8 @@ func NewHandler(ctx context.Context, cfg Config, runner Runner, scoper Scoper, l
 	return h, nil
 }
 
-// watchLists lists the tools of the open sessions again when their
-// project's list may have changed, or every ListRefresh, until the
-// handler's context ends.
+// watchLists checks the open sessions every ListCheck (checkLists) until
+// the handler's context ends.
 func (h *Handler) watchLists() {
 	t := time.NewTicker(h.cfg.ListCheck)
 	defer t.Stop()
@@ -233,20 +324,111 @@ func (h *Handler) watchLists() {
 	}
 }
 
+// liveLocked reports whether s counts against the caps: its initialize is
+// being served (for startGrace at most), or the SDK holds its session.
+func liveLocked(s *session, w *watch, now time.Time) bool {
+	return (!w.started && now.Sub(w.created) < startGrace) || hasSessions(s.srv)
+}
+
+// forgetLocked drops s from the watched sessions (h.mu held).
+func (h *Handler) forgetLocked(s *session) {
+	if w := h.sessions[s]; w != nil && w.id != "" && h.byID[w.id] == s {
+		delete(h.byID, w.id)
+	}
+	delete(h.sessions, s)
+}
+
+// end closes the SDK session of s, which h no longer watches: its client's
+// next request gets 404 and its GET stream ends. In the background, as a
+// close waits for the requests in flight.
+func (h *Handler) end(s *session) {
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				h.log.Error("mcp: ending a session panicked", "panic", p)
+			}
+		}()
+		for ss := range s.srv.Sessions() {
+			_ = ss.Close()
+		}
+	}()
+}
+
+// checkLists, at every ListCheck: ends the sessions whose credential no
+// longer holds their scope (Scoper.Recheck: a key deleted or disabled, a
+// JWT expired, a membership removed) and those unused past
+// UnusedSessionTimeout; then lists the tools of the others again when
+// their project's list may have changed, or every ListRefresh.
 func (h *Handler) checkLists() {
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.Error("mcp: session check panicked", "panic", p)
+		}
+	}()
 	now := time.Now()
-	type project struct{ org, project uuid.UUID }
-	byProject := map[project][]*session{}
+	type check struct {
+		s          *session
+		w          *watch
+		credential string
+	}
+	var checks []check
+	var idle []*session
 	h.mu.Lock()
 	for s, w := range h.sessions {
-		if (w.started || now.Sub(w.created) > startGrace) && !hasSessions(s.srv) {
-			delete(h.sessions, s) // its client is gone
-			continue
+		switch {
+		case !liveLocked(s, w, now):
+			h.forgetLocked(s) // its client is gone
+		case !w.started:
+			// Its initialize is being served, just authenticated.
+		case !s.called.Load() && now.Sub(w.lastUsed) >= h.cfg.UnusedSessionTimeout:
+			h.forgetLocked(s)
+			idle = append(idle, s)
+		default:
+			checks = append(checks, check{s, w, w.credential})
 		}
-		k := project{s.base.Org, s.base.Project}
-		byProject[k] = append(byProject[k], s)
 	}
 	h.mu.Unlock()
+	for _, s := range idle {
+		h.log.Debug("mcp: unused session ended", "org", s.base.Org.String(), "project", s.base.Project.String(), "idle", h.cfg.UnusedSessionTimeout.String())
+		h.end(s)
+	}
+	type project struct{ org, project uuid.UUID }
+	byProject := map[project][]*session{}
+	verdicts := map[string]error{} // credential and binding -> Recheck
+	for _, c := range checks {
+		k := c.credential + "\x00" + c.w.binding
+		err, ok := verdicts[k]
+		if !ok {
+			ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+			err = h.scoper.Recheck(ctx, c.credential, c.s.base)
+			cancel()
+			verdicts[k] = err
+		}
+		switch {
+		case err == nil:
+			k := project{c.s.base.Org, c.s.base.Project}
+			byProject[k] = append(byProject[k], c.s)
+		case errors.Is(err, iauth.ErrUnauthenticated) || errors.Is(err, iauth.ErrForbidden):
+			h.mu.Lock()
+			// A request may have brought another credential meanwhile:
+			// that one is checked next time.
+			revoked := h.sessions[c.s] == c.w && c.w.credential == c.credential
+			if revoked {
+				h.forgetLocked(c.s)
+			}
+			h.mu.Unlock()
+			if revoked {
+				h.log.Info("mcp: session ended: its credential no longer holds", "principal_type", c.s.base.Actor.PrincipalType,
+					"principal_id", c.s.base.Actor.PrincipalID, "org", c.s.base.Org.String(), "project", c.s.base.Project.String(), "err", err)
+				h.end(c.s)
+			}
+		default:
+			// Undecided (the control-plane mirror is stale): no list, and
+			// so no hook call, for it until it is decided; its requests
+			// are refused meanwhile (Scope fails closed).
+			h.log.Debug("mcp: session credential not checked", "org", c.s.base.Org.String(), "project", c.s.base.Project.String(), "err", err)
+		}
+	}
 	for k, ss := range byProject {
 		ctx, cancel := context.WithTimeout(h.ctx, 30*time.Second)
 		rev, err := h.runner.ListRevision(ctx, k.org, k.project)
@@ -306,9 +488,10 @@ type stateKey struct{}
 // requestState carries a request's scope to the SDK's callbacks, and the
 // server built for an initialize (the SDK asks for it twice).
 type requestState struct {
-	scope  toolrunner.Scope
-	server *mcp.Server
-	watch  *watch // of the session started for an initialize
+	scope   toolrunner.Scope
+	server  *mcp.Server
+	session *session // started for an initialize
+	watch   *watch   // of session
 }
 
 // binding is what a session is bound to: who asks, for whom, where.
@@ -316,10 +499,15 @@ func binding(sc toolrunner.Scope) string {
 	return sc.Actor.PrincipalType + "/" + sc.Actor.PrincipalID + "/" + sc.Org.String() + "/" + sc.Project.String() + "/" + sc.UserID
 }
 
+// headerSessionID is the streamable transport's session header.
+const headerSessionID = "Mcp-Session-Id"
+
 func (h *Handler) serve(c *fiber.Ctx) error {
 	if !h.originAllowed(c) {
 		return rpcError(c, fiber.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "Forbidden: origin "+strconv.Quote(c.Get(fiber.HeaderOrigin))+" not allowed")
 	}
+	// Every request is authenticated and authorized again, the GET of an
+	// event stream too; the watcher checks the sessions in between.
 	sc, err := h.scoper.Scope(c, c.Get(HeaderUserID))
 	if err != nil {
 		var fe *fiber.Error
@@ -328,14 +516,17 @@ func (h *Handler) serve(c *fiber.Ctx) error {
 		}
 		return err
 	}
+	credential, _ := httpapi.BearerToken(c.Get(fiber.HeaderAuthorization)) // Scope authenticated it
 	st := &requestState{scope: sc}
-	if c.Method() == fiber.MethodPost && c.Get("Mcp-Session-Id") == "" {
+	if sid := c.Get(headerSessionID); sid != "" {
+		h.touch(sid, binding(sc), credential, c.Method() == fiber.MethodPost)
+	} else if c.Method() == fiber.MethodPost {
 		// Only an initialize starts a session (and lists the tools: the
 		// access hooks); anything else without a session is refused as
 		// the SDK would, before any server is built.
 		switch m, id := peekMethod(c.Body()); m {
 		case "initialize":
-			if err := h.start(c, st, id); err != nil || st.server == nil {
+			if err := h.start(c, st, id, credential); err != nil || st.server == nil {
 				return err
 			}
 		case "server/discover":
@@ -349,44 +540,128 @@ func (h *Handler) serve(c *fiber.Ctx) error {
 	if st.watch != nil {
 		// The SDK has connected the session (or refused the request):
 		// from now on the session is live while the SDK holds it.
+		sid := string(c.Response().Header.Peek(headerSessionID))
 		h.mu.Lock()
 		st.watch.started = true
+		if sid != "" && h.sessions[st.session] == st.watch {
+			st.watch.id = sid
+			h.byID[sid] = st.session
+		}
 		h.mu.Unlock()
 	}
 	return err
 }
 
-// start builds the session of an initialize request into st.server, or
-// answers: 429 above the binding's session cap, 503 when the tools cannot
-// be listed (an access hook outage).
-func (h *Handler) start(c *fiber.Ctx, st *requestState, id json.RawMessage) error {
-	b := binding(st.scope)
-	now := time.Now()
+// touch notes a request of binding b to session id: credential is the one
+// checked from now on, and a POST (use) makes the session the most
+// recently used. A request of another binding is not the session's (the
+// SDK refuses it with 403).
+func (h *Handler) touch(id, b, credential string, use bool) {
 	h.mu.Lock()
-	live := h.pending[b]
-	for s, w := range h.sessions {
-		if w.binding == b && ((!w.started && now.Sub(w.created) < startGrace) || hasSessions(s.srv)) {
-			live++
+	defer h.mu.Unlock()
+	s := h.byID[id]
+	if s == nil {
+		return
+	}
+	if w := h.sessions[s]; w != nil && w.binding == b {
+		w.credential = credential
+		if use {
+			w.lastUsed = time.Now()
 		}
 	}
-	if live >= h.cfg.MaxSessionsPerUser {
+}
+
+// eviction is a session ended to make room in a capped scope.
+type eviction struct {
+	s   *session
+	cap int
+}
+
+// makeRoomLocked chooses the sessions to end so that a new session of the
+// scopes keys fits every cap: in each scope at its cap, the least
+// recently used sessions that can be ended (held by the SDK: not those
+// still starting). It returns the scope where no room can be made, or -1.
+func (h *Handler) makeRoomLocked(keys [numCaps]string, now time.Time) ([]eviction, int) {
+	type entry struct {
+		s         *session
+		w         *watch
+		evictable bool
+	}
+	var live []entry
+	for s, w := range h.sessions {
+		if liveLocked(s, w, now) {
+			live = append(live, entry{s, w, w.started && hasSessions(s.srv)})
+		}
+	}
+	chosen := map[*session]bool{}
+	var out []eviction
+	caps := h.cfg.caps()
+	for i := range numCaps {
+		n := h.pending[keys[i]]
+		for _, e := range live {
+			if e.w.keys[i] == keys[i] && !chosen[e.s] {
+				n++
+			}
+		}
+		for ; n >= caps[i]; n-- {
+			var lru *entry
+			for j := range live {
+				e := &live[j]
+				if e.evictable && !chosen[e.s] && e.w.keys[i] == keys[i] && (lru == nil || e.w.lastUsed.Before(lru.w.lastUsed)) {
+					lru = e
+				}
+			}
+			if lru == nil {
+				return nil, i
+			}
+			chosen[lru.s] = true
+			out = append(out, eviction{lru.s, i})
+		}
+	}
+	return out, -1
+}
+
+// start builds the session of an initialize request into st.server, or
+// answers: 429 when a cap is reached and no session of its scope can be
+// ended (all are starting), 503 when the tools cannot be listed (an
+// access hook outage). At a cap, the least recently used session of the
+// scope is ended.
+func (h *Handler) start(c *fiber.Ctx, st *requestState, id json.RawMessage, credential string) error {
+	keys := capKeys(st.scope)
+	now := time.Now()
+	h.mu.Lock()
+	evicted, full := h.makeRoomLocked(keys, now)
+	if full >= 0 {
 		h.mu.Unlock()
 		c.Set(fiber.HeaderRetryAfter, retryAfterSessionCap)
 		return rpcError(c, fiber.StatusTooManyRequests, id, jsonrpc.CodeInternalError,
-			fmt.Sprintf("too many open MCP sessions for this credential, project and user (at most %d): close one (DELETE) or wait until one expires", h.cfg.MaxSessionsPerUser))
+			fmt.Sprintf("too many MCP sessions for %s (at most %d), all of them starting: try again shortly", capNames[full], h.cfg.caps()[full]))
 	}
-	h.pending[b]++
+	for _, e := range evicted {
+		h.forgetLocked(e.s)
+	}
+	for _, k := range keys {
+		h.pending[k]++
+	}
 	h.mu.Unlock()
+	for _, e := range evicted {
+		h.log.Info("mcp: least recently used session ended: too many sessions", "scope", capNames[e.cap], "at_most", h.cfg.caps()[e.cap],
+			"principal_type", e.s.base.Actor.PrincipalType, "principal_id", e.s.base.Actor.PrincipalID, "org", e.s.base.Org.String(), "project", e.s.base.Project.String())
+		h.end(e.s)
+	}
 	// The revision before the list: a change in between is seen at the
 	// next check.
 	rev, _ := h.runner.ListRevision(h.ctx, st.scope.Org, st.scope.Project)
 	s, err := newSession(h.ctx, h.runner, st.scope, scopeOf, h.impl(), h.log, h.syncDone)
 	h.mu.Lock()
-	if h.pending[b]--; h.pending[b] == 0 {
-		delete(h.pending, b)
+	for _, k := range keys {
+		if h.pending[k]--; h.pending[k] == 0 {
+			delete(h.pending, k)
+		}
 	}
 	if err == nil {
-		st.watch = &watch{binding: b, created: now, listed: now, rev: rev}
+		st.session = s
+		st.watch = &watch{binding: binding(st.scope), keys: keys, credential: credential, created: now, lastUsed: now, listed: now, rev: rev}
 		h.sessions[s] = st.watch
 	}
 	h.mu.Unlock()
@@ -424,22 +699,16 @@ func (h *Handler) impl() *mcp.Implementation {
 	return &mcp.Implementation{Name: "auditrail", Version: h.cfg.Version}
 }
 
-// originAllowed: no Origin header, the request's own host, or an allowed
-// origin.
+// originAllowed: no Origin header, or the origin of the public URL or an
+// allowed one. The request's Host is not compared: a page served by a
+// rebound DNS name sends the Host it chose.
 func (h *Handler) originAllowed(c *fiber.Ctx) bool {
 	o := c.Get(fiber.HeaderOrigin)
 	if o == "" {
 		return true
 	}
 	co, err := parseOrigin(o)
-	if err != nil {
-		return false
-	}
-	if h.origins[co] {
-		return true
-	}
-	scheme, host, _ := strings.Cut(co, "://")
-	return host == withoutDefaultPort(scheme, strings.ToLower(string(c.Request().Host())))
+	return err == nil && h.origins[co]
 }
 
 // peekMethod returns the method and id of a JSON-RPC message, or of the

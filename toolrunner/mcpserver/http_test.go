@@ -16,23 +16,37 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/mcpserver"
 )
 
-// keyScoper accepts the key "good" (acting as u1, or the user named) and
+// keyScoper accepts the key "good" (principal k, acting as u1 or the
+// user named) and "good-X" (principal kX) on the project of the path, and
 // refuses anything else with 401.
-type keyScoper struct{ org, project uuid.UUID }
+type keyScoper struct{}
 
-func (k keyScoper) Scope(c *fiber.Ctx, user string) (toolrunner.Scope, error) {
-	if c.Get("Authorization") != "Bearer good" {
+func (keyScoper) Scope(c *fiber.Ctx, user string) (toolrunner.Scope, error) {
+	key, ok := strings.CutPrefix(c.Get("Authorization"), "Bearer ")
+	if !ok || (key != "good" && !strings.HasPrefix(key, "good-")) {
 		return toolrunner.Scope{}, fiber.NewError(fiber.StatusUnauthorized, "bad key")
 	}
 	if user == "" {
 		user = "u1"
 	}
-	return toolrunner.Scope{Org: k.org, Project: k.project, UserID: user, Actor: toolrunner.Actor{PrincipalID: "k", PrincipalType: "API_KEY"}}, nil
+	org, _ := uuid.Parse(c.Params("org_id"))
+	project, _ := uuid.Parse(c.Params("project_id"))
+	return toolrunner.Scope{Org: org, Project: project, UserID: user,
+		Actor: toolrunner.Actor{PrincipalID: "k" + strings.TrimPrefix(key, "good"), PrincipalType: "API_KEY"}}, nil
+}
+
+// Recheck: the good keys hold for ever.
+func (keyScoper) Recheck(_ context.Context, credential string, _ toolrunner.Scope) error {
+	if credential != "good" && !strings.HasPrefix(credential, "good-") {
+		return auth.ErrUnauthenticated
+	}
+	return nil
 }
 
 type header map[string]string
@@ -58,8 +72,15 @@ func serveHTTP(t testing.TB, f mcpserver.Runner, cfg mcpserver.Config) string {
 
 func serveHTTPLog(t testing.TB, f mcpserver.Runner, cfg mcpserver.Config, log *slog.Logger) string {
 	t.Helper()
+	return serveBase(t, f, cfg, keyScoper{}, log) + "/mcp/v1/orgs/" + uuid.NewString() + "/projects/" + uuid.NewString()
+}
+
+// serveBase serves the endpoint of f, scoped by scoper, on a fiber app; it
+// returns the app's base URL.
+func serveBase(t testing.TB, f mcpserver.Runner, cfg mcpserver.Config, scoper mcpserver.Scoper, log *slog.Logger) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h, err := mcpserver.NewHandler(ctx, cfg, f, keyScoper{}, log)
+	h, err := mcpserver.NewHandler(ctx, cfg, f, scoper, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +98,7 @@ func serveHTTPLog(t testing.TB, f mcpserver.Runner, cfg mcpserver.Config, log *s
 		_ = app.ShutdownWithTimeout(5 * time.Second)
 		<-done
 	})
-	return "http://" + ln.Addr().String() + "/mcp/v1/orgs/" + uuid.NewString() + "/projects/" + uuid.NewString()
+	return "http://" + ln.Addr().String()
 }
 
 func httpClient(t testing.TB, url string, h header, changed chan<- struct{}) (*mcp.ClientSession, error) {
@@ -253,6 +274,10 @@ func rawRequest(t *testing.T, method, url, body string, h header) (*http.Respons
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range h {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := (&http.Client{Transport: transport}).Do(req)
@@ -261,9 +286,16 @@ func rawRequest(t *testing.T, method, url, body string, h header) (*http.Respons
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && method == http.MethodPost {
-		// A session started: ended before the server (goleak).
-		t.Cleanup(func() { rawRequest(t, http.MethodDelete, url, "", header{"Mcp-Session-Id": id}) })
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" && method == http.MethodPost && h["Mcp-Session-Id"] == "" {
+		// A session started: ended before the server (goleak), by its
+		// own credential and user.
+		del := header{"Mcp-Session-Id": id}
+		for _, k := range []string{"Authorization", mcpserver.HeaderUserID} {
+			if h[k] != "" {
+				del[k] = h[k]
+			}
+		}
+		t.Cleanup(func() { rawRequest(t, http.MethodDelete, url, "", del) })
 	}
 	return resp, string(b)
 }
@@ -299,6 +331,20 @@ func TestConfigValidate(t *testing.T) {
 		{"origin of another scheme", func(c *mcpserver.Config) { c.AllowedOrigins = []string{"ftp://app.example"} }, false},
 		{"null origin", func(c *mcpserver.Config) { c.AllowedOrigins = []string{"null"} }, false},
 		{"no session", func(c *mcpserver.Config) { c.MaxSessionsPerUser = 0 }, false},
+		{"caps in order", func(c *mcpserver.Config) {
+			c.MaxSessionsPerUser, c.MaxSessionsPerPrincipal, c.MaxSessionsPerProject, c.MaxSessions = 1, 1, 1, 1
+		}, true},
+		{"user cap above the principal's", func(c *mcpserver.Config) { c.MaxSessionsPerUser = c.MaxSessionsPerPrincipal + 1 }, false},
+		{"user cap above the project's", func(c *mcpserver.Config) { c.MaxSessionsPerProject = c.MaxSessionsPerUser - 1 }, false},
+		{"principal cap above the server's", func(c *mcpserver.Config) { c.MaxSessions = c.MaxSessionsPerPrincipal - 1 }, false},
+		{"project cap above the server's", func(c *mcpserver.Config) { c.MaxSessionsPerProject = c.MaxSessions + 1 }, false},
+		{"no unused timeout", func(c *mcpserver.Config) { c.UnusedSessionTimeout = 0 }, false},
+		{"unused timeout above the timeout", func(c *mcpserver.Config) { c.UnusedSessionTimeout = c.SessionTimeout + time.Second }, false},
+		{"checks too rare for revocations", func(c *mcpserver.Config) { c.ListCheck = 6 * time.Second }, false},
+		{"public URL", func(c *mcpserver.Config) { c.PublicURL = "https://auditrail.example/" }, true},
+		{"public URL with a path", func(c *mcpserver.Config) { c.PublicURL = "https://auditrail.example/base" }, true},
+		{"public URL without a scheme", func(c *mcpserver.Config) { c.PublicURL = "auditrail.example" }, false},
+		{"public URL with credentials", func(c *mcpserver.Config) { c.PublicURL = "https://u:p@auditrail.example" }, false},
 	} {
 		cfg := mcpserver.DefaultConfig()
 		tc.edit(&cfg)
@@ -308,35 +354,46 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// DNS rebinding: a request whose Origin is neither the endpoint's own
-// host nor an allowed origin is refused with 403 and a JSON-RPC error;
-// no Origin passes.
+// DNS rebinding: a request whose Origin is neither the public URL's
+// origin nor an allowed one is refused with 403 and a JSON-RPC error,
+// whatever its Host says (a rebound name sends its own); no Origin passes.
 func TestOrigin(t *testing.T) {
 	cfg := mcpserver.DefaultConfig()
 	cfg.AllowedOrigins = []string{"https://app.example"}
+	cfg.PublicURL = "https://auditrail.example/"
 	f := &fakeRunner{defs: []toolrunner.Definition{countDef}}
 	url := serveHTTP(t, f, cfg)
 	self := url[:strings.Index(url, "/mcp/")] // http://127.0.0.1:port
 	for _, tc := range []struct {
-		origin string
-		status int
+		host, origin string
+		status       int
 	}{
-		{"", http.StatusOK},
-		{self, http.StatusOK},
-		{"https://app.example", http.StatusOK},
-		{"https://APP.example:443", http.StatusOK},
-		{"http://evil.example", http.StatusForbidden},
-		{"http://evil.example:" + self[strings.LastIndex(self, ":")+1:], http.StatusForbidden},
-		{"https://app.example:8443", http.StatusForbidden},
-		{"null", http.StatusForbidden},
+		{"", "", http.StatusOK},
+		{"attacker.example", "", http.StatusOK},
+		{"", "https://auditrail.example", http.StatusOK},
+		{"", "https://auditrail.example:443", http.StatusOK},
+		{"", "https://app.example", http.StatusOK},
+		{"", "https://APP.example:443", http.StatusOK},
+		// The listener's own address is no public URL.
+		{"", self, http.StatusForbidden},
+		// A rebound name: Host and Origin agree, and are the attacker's.
+		{"attacker.example", "http://attacker.example", http.StatusForbidden},
+		{"auditrail.example", "http://auditrail.example", http.StatusForbidden}, // another scheme
+		{"", "http://evil.example", http.StatusForbidden},
+		{"", "http://evil.example:" + self[strings.LastIndex(self, ":")+1:], http.StatusForbidden},
+		{"", "https://app.example:8443", http.StatusForbidden},
+		{"", "null", http.StatusForbidden},
 	} {
 		h := header{}
 		if tc.origin != "" {
 			h["Origin"] = tc.origin
 		}
+		if tc.host != "" {
+			h["Host"] = tc.host
+		}
 		resp, body := rawRequest(t, http.MethodPost, url, initializeBody, h)
 		if resp.StatusCode != tc.status {
-			t.Fatalf("origin %q: %d %s", tc.origin, resp.StatusCode, body)
+			t.Fatalf("host %q origin %q: %d %s", tc.host, tc.origin, resp.StatusCode, body)
 		}
 		if tc.status == http.StatusForbidden {
 			if _, msg := rpcErrorOf(t, body); !strings.Contains(msg, "origin") {
@@ -387,52 +444,6 @@ func TestNoSessionWithoutInitialize(t *testing.T) {
 	f.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("a connection listed the tools %d times, want 1", n)
-	}
-}
-
-// The live sessions of one binding are capped: above the cap an
-// initialize gets 429 with Retry-After; another user of the same key is
-// another binding; a closed session frees its place.
-func TestSessionCap(t *testing.T) {
-	cfg := mcpserver.DefaultConfig()
-	cfg.MaxSessionsPerUser = 2
-	f := &fakeRunner{defs: []toolrunner.Definition{countDef}}
-	url := serveHTTP(t, f, cfg)
-	good := header{"Authorization": "Bearer good"}
-	first, err := httpClient(t, url, good, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := httpClient(t, url, good, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := httpClient(t, url, good, nil); err == nil {
-		t.Fatal("a third session of the same binding started")
-	}
-	resp, body := rawRequest(t, http.MethodPost, url, initializeBody, nil)
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("above the cap: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
-	}
-	if _, msg := rpcErrorOf(t, body); !strings.Contains(msg, "at most 2") {
-		t.Fatalf("above the cap: %s", body)
-	}
-	if _, err := httpClient(t, url, header{"Authorization": "Bearer good", mcpserver.HeaderUserID: "u9"}, nil); err != nil {
-		t.Fatalf("another user: %v", err)
-	}
-	if err := first.Close(); err != nil { // DELETE
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		cs, err := httpClient(t, url, good, nil)
-		if err == nil {
-			_ = cs
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no session after one was closed: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

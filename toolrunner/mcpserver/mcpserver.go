@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -61,6 +62,9 @@ type session struct {
 	report func(sc toolrunner.Scope, err error)
 	mu     sync.Mutex
 	tools  map[string]string // name -> JSON of the tool, as registered
+	// called: a tools/call reached a tool (the session is in use: the
+	// longer idle timeout applies).
+	called atomic.Bool
 }
 
 // NewServer returns the MCP server of the scope sc, its tools listed now.
@@ -199,6 +203,7 @@ func setTools(srv *mcp.Server, registered map[string]string, tools []*mcp.Tool, 
 // handler runs the tool name through the runner.
 func (s *session) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.called.Store(true)
 		sc := s.requestScope(ctx, req)
 		if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 			sc.Actor.Client = &schemas.ClientInfo{Protocol: ProtocolMCP, Name: clip(ip.ClientInfo.Name), Version: clip(ip.ClientInfo.Version)}

@@ -87,6 +87,10 @@ type fakeRunner struct {
 	// visibleErr fails Visible; visibleCalls counts its calls.
 	visibleErr   error
 	visibleCalls int
+	// gate, when set, holds each Visible until it is closed; gated
+	// counts the calls it held.
+	gate  chan struct{}
+	gated int
 }
 
 func (f *fakeRunner) ListRevision(context.Context, uuid.UUID, uuid.UUID) (string, error) {
@@ -96,6 +100,15 @@ func (f *fakeRunner) ListRevision(context.Context, uuid.UUID, uuid.UUID) (string
 }
 
 func (f *fakeRunner) Visible(context.Context, toolrunner.Scope) ([]toolrunner.Definition, []schemas.HookCall, error) {
+	f.mu.Lock()
+	gate := f.gate
+	if gate != nil {
+		f.gated++
+	}
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.visibleCalls++

@@ -3,8 +3,11 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,35 +20,71 @@ import (
 // that really asked), with the given options.
 type Dialer func(ctx context.Context, client *mcp.Implementation, opts *mcp.ClientOptions) (*mcp.ClientSession, error)
 
+// ErrRedirected is the error of a request that the endpoint answered with
+// a redirect: HTTPDialer's client follows none, so that the credential
+// goes to the endpoint given and nowhere else.
+var ErrRedirected = errors.New("the server answered with a redirect, which is not followed")
+
 // HTTPDialer dials the project's streamable HTTP endpoint with a bearer
-// key; user, when set, is sent as Auditrail-User-Id.
+// key; user, when set, is sent as Auditrail-User-Id. Its client (hc, or
+// the default one) follows no redirect (a redirect is the error
+// ErrRedirected), and the key and user go only to the endpoint's scheme,
+// host and port.
 func HTTPDialer(endpoint, key, user string, hc *http.Client) Dialer {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	var origin string
+	if u, err := url.Parse(endpoint); err == nil {
+		origin = u.Scheme + "://" + u.Host
+	}
 	return func(ctx context.Context, client *mcp.Implementation, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 		hc := *hc
-		hc.Transport = authTransport{base: hc.Transport, key: key, user: user}
+		hc.Transport = authTransport{base: hc.Transport, origin: origin, key: key, user: user}
+		hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 		return mcp.NewClient(client, opts).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &hc}, nil)
 	}
 }
 
+// bare is u without credentials, query or fragment (what a message may
+// show).
+func bare(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+// authTransport adds the credential to the requests to origin only, and
+// makes a redirect an error (ErrRedirected) rather than an answer.
 type authTransport struct {
-	base      http.RoundTripper
-	key, user string
+	base              http.RoundTripper
+	origin, key, user string
 }
 
 func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+a.key)
-	if a.user != "" {
-		r.Header.Set(HeaderUserID, a.user)
+	if a.origin != "" && strings.EqualFold(r.URL.Scheme+"://"+r.URL.Host, a.origin) {
+		r.Header.Set("Authorization", "Bearer "+a.key)
+		if a.user != "" {
+			r.Header.Set(HeaderUserID, a.user)
+		}
+	} else {
+		r.Header.Del("Authorization")
+		r.Header.Del(HeaderUserID)
 	}
 	base := a.base
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return base.RoundTrip(r)
+	resp, err := base.RoundTrip(r)
+	if err != nil || resp.StatusCode < 300 || resp.StatusCode > 399 || resp.StatusCode == http.StatusNotModified {
+		return resp, err
+	}
+	_ = resp.Body.Close()
+	to := "elsewhere"
+	if loc, err := resp.Location(); err == nil {
+		to = bare(loc)
+	}
+	return nil, fmt.Errorf("%w: %s answered %d, to %s; give the address to use with --url, if it is to be trusted with the key",
+		ErrRedirected, bare(r.URL), resp.StatusCode, to)
 }
 
 // proxy is an MCP server whose tools are those of an upstream session.

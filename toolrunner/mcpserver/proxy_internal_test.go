@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,5 +71,43 @@ func TestProxySpawnAfterClose(t *testing.T) {
 	}
 	if after == 0 {
 		t.Fatal("nothing ran before close")
+	}
+}
+
+// recorder is a RoundTripper that keeps the requests it is given.
+type recorder struct{ reqs []*http.Request }
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.reqs = append(r.reqs, req)
+	return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Request: req}, nil
+}
+
+// The credential and the user go to the endpoint's scheme, host and port
+// only, whatever reaches the transport.
+func TestAuthTransportOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		auth bool
+	}{
+		{"http://api.example:8080/mcp/v1/x", true},
+		{"http://API.example:8080/other", true},
+		{"http://api.example:8081/mcp/v1/x", false},
+		{"https://api.example:8080/mcp/v1/x", false},
+		{"http://evil.example/mcp/v1/x", false},
+	} {
+		rec := &recorder{}
+		tr := authTransport{base: rec, origin: "http://api.example:8080", key: "k", user: "u"}
+		req, _ := http.NewRequest(http.MethodPost, tc.url, nil)
+		req.Header.Set("Authorization", "Bearer set-by-someone-else")
+		if _, err := tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.reqs[0].Header
+		if tc.auth && (got.Get("Authorization") != "Bearer k" || got.Get(HeaderUserID) != "u") {
+			t.Errorf("%s: %v", tc.url, got)
+		}
+		if !tc.auth && (got.Get("Authorization") != "" || got.Get(HeaderUserID) != "") {
+			t.Errorf("%s: the credential went to another origin: %v", tc.url, got)
+		}
 	}
 }

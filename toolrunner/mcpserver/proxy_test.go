@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,6 +115,7 @@ func TestProxyAsksAuthorization(t *testing.T) {
 func TestProxyReconnects(t *testing.T) {
 	cfg := mcpserver.DefaultConfig()
 	cfg.SessionTimeout = 200 * time.Millisecond
+	cfg.UnusedSessionTimeout = cfg.SessionTimeout
 	f := &fakeRunner{defs: []toolrunner.Definition{countDef}, result: toolrunner.Result{ExecutionID: "e", Success: true, Output: 1.0}}
 	url := serveHTTP(t, f, cfg)
 	ctx := context.Background()
@@ -175,4 +178,47 @@ func proxyClient(t *testing.T, dial mcpserver.Dialer, opts *mcp.ClientOptions) *
 	}
 	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait(); _ = closeUp() })
 	return cs
+}
+
+// auditrail mcp follows no redirect: an endpoint answering 307 to another
+// server does not get the key sent there (the other server sees no
+// request at all), and the client gets a JSON-RPC error that says why.
+func TestProxyRefusesRedirects(t *testing.T) {
+	var seen []string // what the other server received
+	var mu sync.Mutex
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" auth="+r.Header.Get("Authorization")+" user="+r.Header.Get(mcpserver.HeaderUserID))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer other.Close()
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+r.URL.Path+"?t=secret", status)
+		}))
+		endpoint := redirecting.URL + "/mcp/v1/orgs/o/projects/p"
+		cs := proxyClient(t, mcpserver.HTTPDialer(endpoint, "the-users-key", "u7", &http.Client{Transport: transport}), nil)
+		for _, call := range []func() error{
+			func() error { _, err := cs.ListTools(context.Background(), nil); return err },
+			func() error {
+				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "Db.Count"})
+				return err
+			},
+		} {
+			err := call()
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != jsonrpc.CodeInternalError || !strings.Contains(je.Message, "redirect") ||
+				!strings.Contains(je.Message, other.URL) || strings.Contains(je.Message, "secret") {
+				t.Fatalf("%d: error %v", status, err)
+			}
+			t.Logf("%d: %v", status, err)
+		}
+		redirecting.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) > 0 {
+		t.Fatalf("the redirect target received %q", seen)
+	}
 }
