@@ -229,16 +229,23 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 		pages := readAhead(ctx, timeout, fetch)
 		// The CSV header row leaves at once (and the response's status and
 		// headers with it), before the first page is read.
+		// send writes out what the encoder holds: the page leaves memory;
+		// a gone client ends the export.
+		send := func() error {
+			if err := enc.flush(); err != nil {
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				return fmt.Errorf("flush: %w", err)
+			}
+			return nil
+		}
 		if err := enc.start(w); err != nil {
 			fail(err)
 			return
 		}
-		if err := enc.flush(); err != nil {
+		if err := send(); err != nil {
 			fail(err)
-			return
-		}
-		if err := w.Flush(); err != nil {
-			fail(fmt.Errorf("flush: %w", err))
 			return
 		}
 		for pg := range pages {
@@ -262,13 +269,8 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 					return
 				}
 			}
-			// Flush: the page leaves memory; a gone client ends the export.
-			if err := enc.flush(); err != nil {
+			if err := send(); err != nil {
 				fail(err)
-				return
-			}
-			if err := w.Flush(); err != nil {
-				fail(fmt.Errorf("flush: %w", err))
 				return
 			}
 		}

@@ -3,7 +3,6 @@ package query_test
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,18 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cptest"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
-	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
-	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
@@ -39,8 +35,7 @@ import (
 // real listener.
 type holdEnv struct {
 	*liveEnv
-	boot  string
-	hs    []byte // the HS256 key of the JWTs the server accepts
+	cp    *cptest.ControlPlane
 	org   uuid.UUID
 	store *sqlite.Store
 }
@@ -51,30 +46,8 @@ func newHoldEnv(t *testing.T, tune func(*query.Config, *query.LiveConfig), wrap 
 	t.Helper()
 	_, nc, js := testenv.NATS(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	scfg := controlplane.DefaultStateConfig()
-	scfg.Bucket = "cp_hold_test"
-	state, err := controlplane.OpenState(ctx, js, scfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &holdEnv{boot: "bootstrap-key-of-the-hold-test", hs: []byte("0123456789abcdef0123456789abcdef")}
-	jwks, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kty": "oct", "kid": "hs", "alg": "HS256", "k": base64.RawURLEncoding.EncodeToString(e.hs)}}})
-	jcfg := auth.DefaultJWTConfig()
-	jcfg.Leeway = 0
-	verifier, err := auth.ParseJWKS(jwks, jcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	access := controlplane.NewAccess(state, auth.HashKey(e.boot), verifier)
-	sealer, err := controlplane.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := &holdEnv{cp: cptest.Start(t, nc, js, "cp_hold_test")}
 	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), state, access, sealer, producers.NewRecorder(pub, 5*time.Second), httpx.TrustedProxies{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +71,7 @@ func newHoldEnv(t *testing.T, tune func(*query.Config, *query.LiveConfig), wrap 
 	for _, w := range wrap {
 		reader = w(e.store)
 	}
-	qs, err := query.New(cfg, reader, access, nil)
+	qs, err := query.New(cfg, reader, e.cp.Access, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +83,7 @@ func newHoldEnv(t *testing.T, tune func(*query.Config, *query.LiveConfig), wrap 
 		t.Fatal(err)
 	}
 	app := httpapi.NewApp(nil)
-	svc.Register(app)
+	e.cp.Service.Register(app)
 	qs.Register(app)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -132,7 +105,7 @@ func newHoldEnv(t *testing.T, tune func(*query.Config, *query.LiveConfig), wrap 
 		_ = e.store.Close()
 	})
 	e.liveEnv = &liveEnv{url: "http://" + ln.Addr().String(), js: js, pub: pub, qs: qs, stop: stopLive, client: &http.Client{Transport: tr}}
-	e.org = uuid.MustParse(e.call(t, "POST", "/api/v1/orgs", e.boot, `{"name": "Acme"}`, 201)["id"].(string))
+	e.org = uuid.MustParse(e.call(t, "POST", "/api/v1/orgs", cptest.Boot, `{"name": "Acme"}`, 201)["id"].(string))
 	return e
 }
 
@@ -169,8 +142,8 @@ func (e *holdEnv) call(t *testing.T, method, path, key, body string, want int) m
 func (e *holdEnv) member(t *testing.T, user string) (key, id string) {
 	t.Helper()
 	org := "/api/v1/orgs/" + e.org.String()
-	e.call(t, "PUT", org+"/members/"+user, e.boot, `{"role": "member", "display_name": "`+user+`"}`, 201)
-	d := e.call(t, "POST", org+"/api_keys", e.boot, `{"name": "k", "user_id": "`+user+`"}`, 201)
+	e.call(t, "PUT", org+"/members/"+user, cptest.Boot, `{"role": "member", "display_name": "`+user+`"}`, 201)
+	d := e.call(t, "POST", org+"/api_keys", cptest.Boot, `{"name": "k", "user_id": "`+user+`"}`, 201)
 	key, id = d["key"].(string), d["id"].(string)
 	eventually(t, user+"'s key accepted", func() bool {
 		req, _ := http.NewRequest("GET", e.url+org+"/audit_logs?limit=1", nil)
@@ -183,18 +156,6 @@ func (e *holdEnv) member(t *testing.T, user string) (key, id string) {
 		return resp.StatusCode == 200
 	})
 	return key, id
-}
-
-// jwt is a JWT of the server's key for sub, expiring at exp.
-func (e *holdEnv) jwt(t *testing.T, sub string, exp time.Time) string {
-	t.Helper()
-	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "exp": exp.Unix()})
-	tok.Header["kid"] = "hs"
-	s, err := tok.SignedString(e.hs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // endEvent waits (up to within) for the named event that ends c and
@@ -254,21 +215,21 @@ func TestStreamEndsWhenTheCallerMayNoLongerRead(t *testing.T) {
 	}{
 		{"key deleted", 401, 2 * time.Second, func(t *testing.T, user string) (string, func()) {
 			key, id := e.member(t, user)
-			return key, func() { e.call(t, "DELETE", org+"/api_keys/"+id, e.boot, "", 200) }
+			return key, func() { e.call(t, "DELETE", org+"/api_keys/"+id, cptest.Boot, "", 200) }
 		}},
 		{"key disabled", 401, 2 * time.Second, func(t *testing.T, user string) (string, func()) {
 			key, id := e.member(t, user)
-			return key, func() { e.call(t, "POST", org+"/api_keys/"+id+"/disable", e.boot, "", 200) }
+			return key, func() { e.call(t, "POST", org+"/api_keys/"+id+"/disable", cptest.Boot, "", 200) }
 		}},
 		{"member removed", 403, 2 * time.Second, func(t *testing.T, user string) (string, func()) {
 			key, _ := e.member(t, user)
-			return key, func() { e.call(t, "DELETE", org+"/members/"+user, e.boot, "", 200) }
+			return key, func() { e.call(t, "DELETE", org+"/members/"+user, cptest.Boot, "", 200) }
 		}},
 		{"JWT expired", 401, 5*time.Second + 1500*time.Millisecond, func(t *testing.T, user string) (string, func()) {
 			e.member(t, user)
 			// exp has a resolution of seconds: at least 2 s from now.
 			exp := time.Now().Truncate(time.Second).Add(3 * time.Second)
-			return e.jwt(t, user, exp), func() { time.Sleep(time.Until(exp)) }
+			return e.cp.JWT(t, user, exp), func() { time.Sleep(time.Until(exp)) }
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -381,7 +342,7 @@ func TestExportCutWhenTheKeyIsDeleted(t *testing.T) {
 	if _, err := r.ReadString('\n'); err != nil { // the header row
 		t.Fatal(err)
 	}
-	e.call(t, "DELETE", "/api/v1/orgs/"+e.org.String()+"/api_keys/"+id, e.boot, "", 200)
+	e.call(t, "DELETE", "/api/v1/orgs/"+e.org.String()+"/api_keys/"+id, cptest.Boot, "", 200)
 	time.Sleep(time.Second) // past a re-check
 	close(gate)
 	rows := 0
@@ -421,7 +382,7 @@ func TestWaitForAfterRevocation(t *testing.T) {
 		status <- resp.StatusCode
 	}()
 	time.Sleep(300 * time.Millisecond)
-	e.call(t, "DELETE", "/api/v1/orgs/"+e.org.String()+"/members/alice", e.boot, "", 200)
+	e.call(t, "DELETE", "/api/v1/orgs/"+e.org.String()+"/members/alice", cptest.Boot, "", 200)
 	if got := <-status; got != 403 {
 		t.Fatalf("a wait that outlived the membership: %d, want 403", got)
 	}
@@ -466,7 +427,7 @@ func TestExportCapPerCredential(t *testing.T) {
 	if r := get(key2); r.StatusCode != 200 {
 		t.Fatalf("bob's export: %d", r.StatusCode)
 	}
-	if r := get(e.boot); r.StatusCode != 200 {
+	if r := get(cptest.Boot); r.StatusCode != 200 {
 		t.Fatalf("the platform admin's export in a full org: %d", r.StatusCode)
 	}
 	if n := e.qs.OpenExports(); n != 3 {

@@ -17,15 +17,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cptest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
-	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
-	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -50,39 +47,22 @@ func newWaitEnv(t *testing.T) *waitEnv {
 	_, nc, js := testenv.NATS(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	scfg := controlplane.DefaultStateConfig()
-	scfg.Bucket = "cp_wait_test"
-	state, err := controlplane.OpenState(ctx, js, scfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &waitEnv{t: t, boot: "bootstrap-key-of-the-wait-test"}
-	access := controlplane.NewAccess(state, auth.HashKey(e.boot), nil)
-	sealer, err := controlplane.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), state, access, sealer, producers.NewRecorder(pub, 5*time.Second), httpx.TrustedProxies{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp := cptest.Start(t, nc, js, "cp_wait_test")
+	e := &waitEnv{t: t, boot: cptest.Boot}
+	var err error
 	if e.store, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.store.Close() })
 	cfg := query.DefaultConfig()
 	cfg.CursorKeys, cfg.WaitForMax = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}, waitBound
-	qs, err := query.New(cfg, e.store, access, nil)
+	qs, err := query.New(cfg, e.store, cp.Access, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.qs = qs
 	e.app = httpapi.NewApp(nil)
-	svc.Register(e.app)
+	cp.Service.Register(e.app)
 	qs.Register(e.app)
 
 	e.org = e.create("/api/v1/orgs", map[string]any{"name": "Acme"})

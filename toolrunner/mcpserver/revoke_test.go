@@ -2,8 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,14 +12,12 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/auditrail/auditrail/controlplane"
-	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/controlplane/cptest"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/mcpserver"
 )
@@ -33,45 +29,17 @@ type controlPlane struct {
 	admin        *fiber.App
 	access       *controlplane.Access
 	boot         string
-	jwtSecret    []byte
+	real         *cptest.ControlPlane
 	org, project string
 }
 
 func newControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
 	_, nc, js := testenv.NATS(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	scfg := controlplane.DefaultStateConfig()
-	scfg.Bucket = "cp_mcp_test"
-	state, err := controlplane.OpenState(ctx, js, scfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := &controlPlane{t: t, boot: "bootstrap-key-of-the-mcp-test", jwtSecret: make([]byte, 32)}
-	_, _ = rand.Read(cp.jwtSecret)
-	jcfg := auth.DefaultJWTConfig()
-	jcfg.Leeway = 0
-	verifier, err := auth.ParseJWKS([]byte(fmt.Sprintf(`{"keys":[{"kty":"oct","kid":"k1","alg":"HS256","k":%q}]}`,
-		base64.RawURLEncoding.EncodeToString(cp.jwtSecret))), jcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp.access = controlplane.NewAccess(state, auth.HashKey(cp.boot), verifier)
-	sealer, err := controlplane.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), state, cp.access, sealer, producers.NewRecorder(pub, 5*time.Second), httpx.TrustedProxies{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	real := cptest.Start(t, nc, js, "cp_mcp_test")
+	cp := &controlPlane{t: t, boot: cptest.Boot, access: real.Access, real: real}
 	cp.admin = httpapi.NewApp(nil)
-	svc.Register(cp.admin)
+	real.Service.Register(cp.admin)
 	cp.org = cp.call("POST", "/api/v1/orgs", `{"name":"Acme"}`)["id"].(string)
 	cp.project = cp.call("POST", "/api/v1/orgs/"+cp.org+"/projects", `{"name":"p"}`)["id"].(string)
 	return cp
@@ -106,13 +74,7 @@ func (cp *controlPlane) member(user string) {
 
 // jwtFor signs a JWT of sub that expires at exp.
 func (cp *controlPlane) jwtFor(sub string, exp time.Time) string {
-	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "exp": exp.Unix()})
-	tok.Header["kid"] = "k1"
-	s, err := tok.SignedString(cp.jwtSecret)
-	if err != nil {
-		cp.t.Fatal(err)
-	}
-	return s
+	return cp.real.JWT(cp.t, sub, exp)
 }
 
 // eventStream opens the GET event stream of a session; the channel is
