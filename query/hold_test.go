@@ -78,33 +78,14 @@ func newHoldEnv(t *testing.T, tune func(*query.Config, *query.LiveConfig), wrap 
 	qs.RecordExportsWith(producers.NewRecorder(pub, 5*time.Second))
 	durable := ingest.DefaultConfig().Durable
 	qs.ServeFeedsWith(query.FeedSource{Watermarks: ingest.NewWatermarks(js, 0), AuditDurable: durable, ExecutionDurable: ingest.ExecutionDurableFor(durable)})
-	liveCtx, stopLive := context.WithCancel(ctx)
-	if err := qs.ServeLive(liveCtx, js, lc); err != nil {
-		t.Fatal(err)
-	}
 	app := httpapi.NewApp(nil)
 	e.cp.Service.Register(app)
 	qs.Register(app)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- app.Listener(ln) }()
-	tr := &http.Transport{}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		stopLive()
-		qs.WaitStreams()
-		if err := app.ShutdownWithTimeout(5 * time.Second); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		<-served
+	e.liveEnv = serveLiveEnv(t, ctx, js, pub, qs, lc, app, func() {
 		cancel()
 		<-ingestDone
 		_ = e.store.Close()
 	})
-	e.liveEnv = &liveEnv{url: "http://" + ln.Addr().String(), js: js, pub: pub, qs: qs, stop: stopLive, client: &http.Client{Transport: tr}}
 	e.org = uuid.MustParse(e.call(t, "POST", "/api/v1/orgs", cptest.Boot, `{"name": "Acme"}`, 201)["id"].(string))
 	return e
 }

@@ -103,16 +103,30 @@ func newLiveEnv(t *testing.T, noIngest bool, tune func(*query.LiveConfig), mws .
 	if tune != nil {
 		tune(&lc)
 	}
-	liveCtx, stopLive := context.WithCancel(ctx)
-	if err := qs.ServeLive(liveCtx, js, lc); err != nil {
-		t.Fatal(err)
-	}
 	app := httpapi.NewApp(nil)
 	var mw []fiber.Handler
 	for _, m := range mws {
 		mw = append(mw, m(js))
 	}
 	qs.Register(app, mw...)
+	return serveLiveEnv(t, ctx, js, pub, qs, lc, app, func() {
+		cancel()
+		if ingestDone != nil {
+			<-ingestDone
+		}
+		_ = st.Close()
+	})
+}
+
+// serveLiveEnv serves app (qs registered) with live streams on a real
+// listener until the test ends; then the streams, the server and, last,
+// stop end.
+func serveLiveEnv(t *testing.T, ctx context.Context, js jetstream.JetStream, pub *producers.Publisher, qs *query.Server, lc query.LiveConfig, app *fiber.App, stop func()) *liveEnv {
+	t.Helper()
+	liveCtx, stopLive := context.WithCancel(ctx)
+	if err := qs.ServeLive(liveCtx, js, lc); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -128,11 +142,7 @@ func newLiveEnv(t *testing.T, noIngest bool, tune func(*query.LiveConfig), mws .
 			t.Errorf("shutdown: %v", err)
 		}
 		<-served
-		cancel()
-		if ingestDone != nil {
-			<-ingestDone
-		}
-		_ = st.Close()
+		stop()
 	})
 	return &liveEnv{url: "http://" + ln.Addr().String(), js: js, pub: pub, qs: qs, stop: stopLive, client: &http.Client{Transport: tr}}
 }
