@@ -181,7 +181,8 @@ func exportQuery(c *fiber.Ctx, allowed []string) (Getter, Getter, string, error)
 // next is read from the store (a goroutine of its own: at most two pages
 // in memory); each page is flushed before the next is written. A store
 // error after the first byte cannot change the status: it is logged and
-// ends the body early; a client gone ends the reading too.
+// the connection is cut (no final chunk, so the client sees an incomplete
+// transfer rather than a short file); a client gone ends the reading too.
 //
 // A JSONL export of a store with logs ends with the line
 // {"checkpoint":"<signed note>"}: the latest checkpoint of the org's log of
@@ -211,10 +212,18 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 	// client that reads nothing for that long is dropped.
 	conn := c.Context().Conn()
 	recheck := newRevalidator(g, s.cfg.Recheck)
+	// cut ends the connection without the final chunk: the client sees a
+	// transfer that did not complete, never a short file that looks whole.
+	cut := func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer release()
 		fail := func(err error) {
 			log.Error("export ended early", "kind", kind, "org", org.String(), "err", err)
+			cut()
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel() // ends the reader when the writing ends first
@@ -255,9 +264,7 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 			}
 			if ferr := recheck.check(ctx); ferr != nil {
 				log.Info("export cut: the caller may no longer read it", "kind", kind, "org", org.String(), "principal", g.principal.ID, "code", ferr.Code)
-				if conn != nil {
-					_ = conn.Close() // no terminating chunk: the client sees the cut
-				}
+				cut()
 				return
 			}
 			if conn != nil {

@@ -409,8 +409,10 @@ func (s *failAfter) ListAudit(ctx context.Context, q auditstore.Query) (auditsto
 	return s.Reader.ListAudit(ctx, q)
 }
 
-// A store failure after the first page ends the body after that page: the
-// status (200) is already sent, nothing is written twice or invented.
+// A store failure after the first page cuts the connection after that
+// page: the status (200) is already sent, so the client must see a
+// transfer that did not complete (no final chunk), never a short file that
+// looks whole; nothing is written twice or invented.
 func TestExportStoreFailsMidway(t *testing.T) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "audit.db"))
@@ -434,11 +436,33 @@ func TestExportStoreFailsMidway(t *testing.T) {
 	}
 	app := httpapi.NewApp(nil)
 	qs.Register(app)
-	r := doExport(t, app, "/api/v1/orgs/"+org.String()+"/audit_logs/export?format=jsonl", "k")
-	if r.status != 200 {
-		t.Fatalf("%d %s", r.status, r.body)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := jsonlIDs(t, r.body); len(got) != query.ExportPageSize {
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+	defer func() {
+		_ = app.ShutdownWithTimeout(5 * time.Second)
+		<-served
+	}()
+	req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/v1/orgs/"+org.String()+"/audit_logs/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer k")
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("the export ended with %v after %d bytes, want an incomplete transfer", err, len(body))
+	}
+	if got := jsonlIDs(t, body); len(got) != query.ExportPageSize {
 		t.Fatalf("%d lines, want the first page (%d)", len(got), query.ExportPageSize)
 	}
 }
