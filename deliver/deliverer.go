@@ -58,8 +58,8 @@ type Deliverer struct {
 	// cleanedAt is the last sweep of stale consumers.
 	cleanedAt time.Time
 
-	delivered, failures atomic.Uint64
-	obs                 Observer // nil: none
+	delivered, failures, rejected atomic.Uint64
+	obs                           Observer // nil: none
 }
 
 // Observer measures deliveries (metrics.Registry implements it). It has
@@ -72,6 +72,33 @@ type Observer interface {
 	Delivered(lags []time.Duration)
 	// DeliveryFailed reports a failed attempt.
 	DeliveryFailed()
+	// DeliveryRejected reports an event that is not delivered, for reason
+	// RejectUndecodable or RejectOrganizationMismatch.
+	DeliveryRejected(reason string)
+}
+
+// The reasons of Observer.DeliveryRejected.
+const (
+	// RejectUndecodable: the payload does not decode.
+	RejectUndecodable = "undecodable"
+	// RejectOrganizationMismatch: the payload names another organization
+	// than its subject (ErrOrganizationMismatch).
+	RejectOrganizationMismatch = "organization_mismatch"
+)
+
+// reject logs and counts an event of subject that is not delivered (err
+// from spec.encode). It is acknowledged with its batch: ingest sends such
+// a message to the dead-letter stream, where the operator sees it.
+func (d *Deliverer) reject(subject string, err error, log *slog.Logger) {
+	reason := RejectUndecodable
+	if errors.Is(err, ErrOrganizationMismatch) {
+		reason = RejectOrganizationMismatch
+	}
+	d.rejected.Add(1)
+	if d.obs != nil {
+		d.obs.DeliveryRejected(reason)
+	}
+	log.Warn("deliver: event not delivered (ingest sends it to the dead-letter stream)", "subject", subject, "reason", reason, "err", err)
 }
 
 // ObserveWith reports deliveries to o; call it before Run.
@@ -108,7 +135,7 @@ func (d *Deliverer) Stats() map[string]any {
 	d.mu.Lock()
 	n := len(d.workers)
 	d.mu.Unlock()
-	return map[string]any{"instance": d.cfg.Instance, "destinations": n, "delivered": d.delivered.Load(), "failed_attempts": d.failures.Load()}
+	return map[string]any{"instance": d.cfg.Instance, "destinations": n, "delivered": d.delivered.Load(), "failed_attempts": d.failures.Load(), "rejected": d.rejected.Load()}
 }
 
 // Run delivers until ctx ends; then it stops its workers (the batches in

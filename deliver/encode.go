@@ -3,8 +3,11 @@ package deliver
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -49,14 +52,36 @@ type hecEvent struct {
 // newline), or nil when its filter leaves it out. created is the time the
 // stream stored it (created_time). An error for an undecodable payload
 // (ingest sends it to the dead-letter stream; it is not delivered).
+//
+// An event is delivered only to the organization its subject names, and
+// only when its payload names that organization too (as ingest checks): a
+// message on auditrail.events.<A>.audit whose organization_id is B is an
+// error wrapping ErrOrganizationMismatch, delivered to neither A nor B.
 func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, error) {
-	_, kind, _ := schemas.ParseEventSubject(subject)
+	org, kind, ok := schemas.ParseEventSubject(subject)
+	if !ok {
+		return nil, fmt.Errorf("subject %q is not an event subject", subject)
+	}
+	subjectOrg, err := uuid.Parse(org)
+	if err != nil || subjectOrg != s.OrgID {
+		return nil, fmt.Errorf("%w: subject %s, destination of organization %s", ErrOrganizationMismatch, subject, s.OrgID)
+	}
+	// mismatch checks the organization the payload names.
+	mismatch := func(payload string) error {
+		if id, err := uuid.Parse(payload); err != nil || id != subjectOrg {
+			return fmt.Errorf("%w: organization_id %q on subject %s", ErrOrganizationMismatch, payload, subject)
+		}
+		return nil
+	}
 	var v any
 	var at time.Time
 	switch kind {
 	case schemas.KindAudit:
 		ev, err := schemas.UnmarshalAuditEvent(data)
 		if err != nil {
+			return nil, err
+		}
+		if err := mismatch(ev.OrganizationID.String()); err != nil {
 			return nil, err
 		}
 		if s.audit == nil || !s.audit.MatchAudit(&ev) {
@@ -72,6 +97,9 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 	case schemas.KindExecution:
 		ev, err := schemas.UnmarshalExecutionEvent(data)
 		if err != nil {
+			return nil, err
+		}
+		if err := mismatch(ev.OrganizationID); err != nil {
 			return nil, err
 		}
 		if s.executions == nil || !s.executions.MatchExecution(&ev) {
@@ -94,6 +122,15 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 		}
 		if !utf8.Valid(data) || len(data) > tlog.MaxCheckpointBytes {
 			return nil, fmt.Errorf("checkpoint is not a signed note")
+		}
+		// The note's first line is its origin: …/orgs/<org_id>/<kind>.
+		origin, _, _ := strings.Cut(string(data), "\n")
+		_, noteOrg, _, ok := tlog.ParseOrigin(origin)
+		if !ok {
+			return nil, fmt.Errorf("checkpoint origin %q names no organization", origin)
+		}
+		if err := mismatch(noteOrg.String()); err != nil {
+			return nil, err
 		}
 		at = created
 		v = CheckpointItem{Type: schemas.KindCheckpoint, Note: string(data)}

@@ -204,12 +204,21 @@ func testConfig() deliver.Config {
 // test ends (or stop).
 func (e *env) run(cfg deliver.Config, guard deliver.Guard) (*deliver.Deliverer, func()) {
 	e.t.Helper()
+	return e.runObserved(cfg, guard, nil)
+}
+
+// runObserved is run reporting to obs (none when nil).
+func (e *env) runObserved(cfg deliver.Config, guard deliver.Guard, obs deliver.Observer) (*deliver.Deliverer, func()) {
+	e.t.Helper()
 	if guard == nil {
 		guard = egress.AllowLoopback()
 	}
 	d, err := deliver.New(e.djs, e.src, guard, cfg, nil)
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if obs != nil {
+		d.ObserveWith(obs)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -3,6 +3,8 @@ package deliver
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +28,11 @@ type ReceiverConfig struct {
 	Tolerance time.Duration
 	// MaxBody bounds a delivery's body (413 above).
 	MaxBody int64
+	// DedupWindow is how many distinct event ids are remembered for
+	// duplicate detection (DefaultDedupWindow): the last ones first
+	// received. An event redelivered after this many others is counted
+	// again as new; memory stays bounded whatever the traffic.
+	DedupWindow int
 	// Log, when set, gets one line per delivery.
 	Log io.Writer
 	// Now is the clock (time.Now).
@@ -35,25 +42,71 @@ type ReceiverConfig struct {
 // DefaultMaxReceiveBody is the largest body a Receiver takes by default.
 const DefaultMaxReceiveBody = 16 << 20
 
+// DefaultDedupWindow is how many distinct event ids a Receiver remembers
+// by default (a few MiB).
+const DefaultDedupWindow = 100_000
+
+// MaxEventIDBytes bounds an event id a Receiver takes (a UUID has 36
+// bytes): the memory of its dedup window is bounded by DedupWindow ids of
+// at most this size.
+const MaxEventIDBytes = 256
+
 // Counts are what a Receiver took.
 type Counts struct {
 	Deliveries int64 `json:"deliveries"` // accepted POSTs
 	Events     int64 `json:"events"`     // events in them
-	Unique     int64 `json:"unique"`     // distinct event_id
-	Duplicates int64 `json:"duplicates"` // events seen before (redelivered)
+	Unique     int64 `json:"unique"`     // events whose event_id was not in the dedup window
+	Duplicates int64 `json:"duplicates"` // events whose event_id was (redelivered)
 	Rejected   int64 `json:"rejected"`   // POSTs refused (signature, token, body)
 }
 
 // Receiver takes signed deliveries: it verifies each body's signature
-// (constant time, time within the tolerance), dedups the events by
-// event_id and counts them. GET /counts answers the counts, GET /events
-// the distinct event ids in the order first received.
+// (constant time, time within the tolerance) or Splunk token (constant
+// time), dedups the events by event_id within its window and counts them.
+// GET /counts answers the counts, GET /events the distinct event ids of
+// the window in the order first received.
 type Receiver struct {
 	cfg    ReceiverConfig
+	token  [sha256.Size]byte // SHA-256 of the expected Authorization header (SplunkToken)
 	mu     sync.Mutex
-	seen   map[string]struct{}
-	order  []string
+	seen   *window
 	counts Counts
+}
+
+// window is a fixed-capacity set of the last ids first seen: a ring of
+// them in the order first seen, and their index.
+type window struct {
+	ring []string
+	next int // the oldest id's slot once the ring is full
+	in   map[string]struct{}
+}
+
+func newWindow(n int) *window {
+	return &window{ring: make([]string, 0, n), in: make(map[string]struct{}, n)}
+}
+
+// add records id and reports whether it is new; when the window is full
+// the oldest id is forgotten.
+func (w *window) add(id string) bool {
+	if _, ok := w.in[id]; ok {
+		return false
+	}
+	if len(w.ring) < cap(w.ring) {
+		w.ring = append(w.ring, id)
+	} else {
+		delete(w.in, w.ring[w.next])
+		w.ring[w.next] = id
+		w.next = (w.next + 1) % len(w.ring)
+	}
+	w.in[id] = struct{}{}
+	return true
+}
+
+// ids are the ids of the window, oldest first.
+func (w *window) ids() []string {
+	out := make([]string, 0, len(w.ring))
+	out = append(out, w.ring[w.next:]...)
+	return append(out, w.ring[:w.next]...)
 }
 
 // NewReceiver returns a receiver.
@@ -70,7 +123,21 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Receiver{cfg: cfg, seen: map[string]struct{}{}}, nil
+	if cfg.DedupWindow < 0 {
+		return nil, fmt.Errorf("%w: the dedup window must not be negative", ErrInvalidOption)
+	}
+	if cfg.DedupWindow == 0 {
+		cfg.DedupWindow = DefaultDedupWindow
+	}
+	return &Receiver{cfg: cfg, token: sha256.Sum256([]byte("Splunk " + cfg.SplunkToken)), seen: newWindow(cfg.DedupWindow)}, nil
+}
+
+// tokenOK reports whether an Authorization header carries the Splunk
+// token. Both sides are hashed first, so the comparison takes the same
+// time whatever the header's length and content.
+func (r *Receiver) tokenOK(header string) bool {
+	got := sha256.Sum256([]byte(header))
+	return subtle.ConstantTimeCompare(got[:], r.token[:]) == 1
 }
 
 // Counts returns the counts so far.
@@ -80,11 +147,12 @@ func (r *Receiver) Counts() Counts {
 	return r.counts
 }
 
-// EventIDs returns the distinct event ids, in the order first received.
+// EventIDs returns the distinct event ids of the dedup window (the last
+// DedupWindow first received), in the order first received.
 func (r *Receiver) EventIDs() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.order...)
+	return r.seen.ids()
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -127,7 +195,7 @@ func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
 		r.reject(w, http.StatusRequestEntityTooLarge, "body too large")
 		return
 	}
-	if r.cfg.SplunkToken != "" && req.Header.Get("Authorization") != "Splunk "+r.cfg.SplunkToken {
+	if r.cfg.SplunkToken != "" && !r.tokenOK(req.Header.Get("Authorization")) {
 		r.reject(w, http.StatusUnauthorized, "missing or wrong Splunk token")
 		return
 	}
@@ -142,15 +210,19 @@ func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
 		r.reject(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	for _, id := range ids {
+		if len(id) > MaxEventIDBytes {
+			r.reject(w, http.StatusBadRequest, fmt.Sprintf("an event id of %d bytes (at most %d)", len(id), MaxEventIDBytes))
+			return
+		}
+	}
 	r.mu.Lock()
 	fresh := 0
 	for _, id := range ids {
-		if _, ok := r.seen[id]; ok {
+		if !r.seen.add(id) {
 			r.counts.Duplicates++
 			continue
 		}
-		r.seen[id] = struct{}{}
-		r.order = append(r.order, id)
 		fresh++
 	}
 	r.counts.Deliveries++

@@ -234,7 +234,7 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 		}
 		line, err := sp.encode(m.Subject(), m.Data(), created)
 		if err != nil {
-			w.log.Warn("deliver: undecodable event not delivered (ingest sends it to the dead-letter stream)", "subject", m.Subject(), "err", err)
+			w.d.reject(m.Subject(), err, w.log)
 		}
 		if line != nil && cur.lines > 0 && len(cur.body)+len(line)+1 > w.d.cfg.MaxBodyBytes {
 			chunks = append(chunks, cur)

@@ -22,8 +22,9 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// startReceive runs `auditrail receive` on a free port until the test ends.
-func startReceive(t *testing.T, secret string) (string, *testenv.SyncBuffer) {
+// startReceive runs `auditrail receive` on a free port until the test
+// ends, with the flags of extra added.
+func startReceive(t *testing.T, secret string, extra ...string) (string, *testenv.SyncBuffer) {
 	t.Helper()
 	port, err := testenv.FreePort()
 	if err != nil {
@@ -31,7 +32,7 @@ func startReceive(t *testing.T, secret string) (string, *testenv.SyncBuffer) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	out := &testenv.SyncBuffer{}
-	cmd := exec.Command(binary(t), "receive", "--secret", secret, "--listen", addr)
+	cmd := exec.Command(binary(t), append([]string{"receive", "--secret", secret, "--listen", addr}, extra...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

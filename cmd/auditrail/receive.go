@@ -22,14 +22,18 @@ func runReceive(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "", "127.0.0.1:9000", "listener")
 	tolerance := fs.Duration("tolerance", "", deliver.DefaultTolerance, "how far a signature's time may be from this clock")
 	maxBody := fs.Int("max-body", "", deliver.DefaultMaxReceiveBody, "largest body taken, in bytes (413 above)")
+	window := fs.Int("dedup-window", "", deliver.DefaultDedupWindow, "how many distinct event ids are remembered to tell duplicates (the last first received; memory stays bounded)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if *secret == "" && *splunk == "" {
 		return usageErrorf("--secret is required (the secret of the destination)")
 	}
+	if *window < 1 {
+		return usageErrorf("--dedup-window must be at least 1")
+	}
 	r, err := deliver.NewReceiver(deliver.ReceiverConfig{Secret: []byte(*secret), SplunkToken: *splunk, Tolerance: *tolerance,
-		MaxBody: int64(*maxBody), Log: os.Stdout})
+		MaxBody: int64(*maxBody), DedupWindow: *window, Log: os.Stdout})
 	if err != nil {
 		return usageError{err}
 	}

@@ -55,6 +55,7 @@ type Registry struct {
 	deliveryLag     prometheus.Histogram
 	deliveredEvents prometheus.Counter
 	deliveryFailed  prometheus.Counter
+	deliveryReject  *prometheus.CounterVec
 }
 
 // New returns a registry with the Go and process collectors and the
@@ -86,8 +87,16 @@ func New() *Registry {
 		Help: "Events delivered to destinations (2xx)."})
 	r.deliveryFailed = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "delivery_failed_attempts_total",
 		Help: "Failed attempts to deliver a batch to a destination."})
+	r.deliveryReject = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "delivery_rejected_events_total",
+		Help: "Events not delivered to any destination, by reason: undecodable, or organization_mismatch (the payload's organization_id is not its subject's)."},
+		[]string{"reason"})
+	// Both reasons are served from the start (0), so that an alert on
+	// their rate needs no absent().
+	for _, reason := range []string{"undecodable", "organization_mismatch"} {
+		r.deliveryReject.WithLabelValues(reason)
+	}
 	for _, c := range []prometheus.Collector{r.httpRequests, r.httpDuration, r.rateLimited, r.commitDuration, r.hookCalls, r.hookFailOpen,
-		r.toolExecutions, r.toolDuration, r.deliveryLag, r.deliveredEvents, r.deliveryFailed} {
+		r.toolExecutions, r.toolDuration, r.deliveryLag, r.deliveredEvents, r.deliveryFailed, r.deliveryReject} {
 		f(c)
 	}
 	return r
@@ -190,3 +199,6 @@ func (r *Registry) Delivered(lags []time.Duration) {
 
 // DeliveryFailed counts a failed delivery attempt (deliver.Observer).
 func (r *Registry) DeliveryFailed() { r.deliveryFailed.Inc() }
+
+// DeliveryRejected counts an event not delivered (deliver.Observer).
+func (r *Registry) DeliveryRejected(reason string) { r.deliveryReject.WithLabelValues(reason).Inc() }
