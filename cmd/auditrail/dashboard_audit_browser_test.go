@@ -604,9 +604,18 @@ func testErrors(t *testing.T, d *dash) {
 	}
 	key, id := r.data()["key"].(string), r.data()["id"].(string)
 	d.signIn(t, key, "?view=audit")
-	d.do(t, "rows", until(rowsJS+` > 0`))
+	d.do(t, "rows", until(rowsJS+` > 0`), chromedp.Click(chromedp.CSS("#live")),
+		until(`document.getElementById("live-state").dataset.state === "live"`))
 	if r := d.c.call("DELETE", base+"/api_keys/"+id, d.boot, nil); r.status/100 != 2 {
 		t.Fatalf("delete key: %d %s", r.status, r.raw)
+	}
+	// The open live tail ends with the key (the stream's error event) and
+	// the page asks to sign in again, with nothing clicked.
+	for deleted := time.Now(); !value(t, d, "form", chromedp.Evaluate[bool](`!!document.getElementById("credential")`)); {
+		if time.Since(deleted) > 6*time.Second {
+			t.Fatal("the live tail of a deleted key is still open 6 s later")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	// The next call of the page answers 401: sign in again.
 	deadline := time.Now().Add(10 * time.Second)
