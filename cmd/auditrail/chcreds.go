@@ -76,14 +76,22 @@ func dsnPassword(dsn string) string {
 
 // roleStoreFlags are the ClickHouse flags of a production role that needs
 // the audit store: the DSN (required), the credentials given apart from it,
-// and the cluster.
+// the cluster, and whether the role runs the migrations.
 type roleStoreFlags struct {
 	dsn     *string
 	creds   chCredsFlags
 	cluster *string
+	migrate *bool // nil: the command always migrates (auditrail migrate)
 }
 
 func addRoleStoreFlags(fs *flags) roleStoreFlags {
+	f := addMigrateStoreFlags(fs)
+	f.migrate = fs.Bool("clickhouse-migrate", "", true, "create the database and apply the migrations at start (needs a user with DDL rights); false: run no DDL, wait until auditrail migrate has applied them (for a read-only or insert-only user)")
+	return f
+}
+
+// addMigrateStoreFlags are the ClickHouse flags of auditrail migrate.
+func addMigrateStoreFlags(fs *flags) roleStoreFlags {
 	return roleStoreFlags{
 		dsn:     fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)"),
 		creds:   addClickHouseCredsFlags(fs),
@@ -91,14 +99,15 @@ func addRoleStoreFlags(fs *flags) roleStoreFlags {
 	}
 }
 
-// resolve returns the DSN with the credentials in it, and the cluster; a
-// missing --clickhouse is a usage error.
-func (f roleStoreFlags) resolve() (dsn, cluster string, err error) {
+// resolve returns the store with the credentials in its DSN; a missing
+// --clickhouse is a usage error.
+func (f roleStoreFlags) resolve() (storeTarget, error) {
 	if *f.dsn == "" {
-		return "", "", usageErrorf("--clickhouse is required")
+		return storeTarget{}, usageErrorf("--clickhouse is required")
 	}
-	if dsn, err = f.creds.withCredentials(*f.dsn); err != nil {
-		return "", "", err
+	dsn, err := f.creds.withCredentials(*f.dsn)
+	if err != nil {
+		return storeTarget{}, err
 	}
-	return dsn, *f.cluster, nil
+	return storeTarget{dsn: dsn, cluster: *f.cluster, noMigrate: f.migrate != nil && !*f.migrate}, nil
 }

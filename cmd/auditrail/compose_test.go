@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,11 +39,22 @@ type composeService struct {
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
+	Networks map[string]struct {
+		IPv4Address string `yaml:"ipv4_address"`
+	} `yaml:"networks"`
 }
 
 type composeFile struct {
 	Services map[string]composeService `yaml:"services"`
 	Volumes  map[string]any            `yaml:"volumes"`
+	Networks map[string]struct {
+		IPAM struct {
+			Config []struct {
+				Subnet  string `yaml:"subnet"`
+				IPRange string `yaml:"ip_range"`
+			} `yaml:"config"`
+		} `yaml:"ipam"`
+	} `yaml:"networks"`
 }
 
 func readCompose(t *testing.T) composeFile {
@@ -69,11 +85,13 @@ func roleServices(doc composeFile) map[string][]string {
 }
 
 // docker-compose.yml parses, every auditrail role connects to NATS with its
-// own credentials, and the nats service loads the include that
-// `auditrail nats-setup` (as the compose file runs it) writes: a server
-// started from the cluster configuration and that include accepts each
-// role's credentials and refuses an anonymous client. (Docker itself
-// cannot run here.)
+// own credentials over TLS, and the nats service loads the include and the
+// TLS files that `auditrail nats-setup` (as the compose file runs it)
+// writes: a server started from the cluster configuration accepts each
+// role's credentials over TLS checked against the CA the roles are given,
+// and refuses an anonymous client and a client without TLS; two servers
+// form a route over TLS verified both ways, and a route without a
+// certificate of the CA is refused. (Docker itself cannot run here.)
 func TestComposeNATSAuth(t *testing.T) {
 	doc := readCompose(t)
 	roles := roleServices(doc)
@@ -97,6 +115,22 @@ func TestComposeNATSAuth(t *testing.T) {
 	}
 	if got := doc.Services["emit"].Environment["AUDITRAIL_NATS_CREDS"]; got != "/nats-auth/admin.creds" {
 		t.Errorf("emit: AUDITRAIL_NATS_CREDS %q", got)
+	}
+	// Every client of NATS checks the servers against the CA nats-setup
+	// writes beside the credentials; only the servers (and nats-setup)
+	// mount the servers' key.
+	for svc, s := range doc.Services {
+		if s.Environment["AUDITRAIL_NATS_URL"] != "" && s.Environment["AUDITRAIL_NATS_TLS_CA"] != "/nats-auth/ca.pem" {
+			t.Errorf("%s connects to NATS without TLS (AUDITRAIL_NATS_TLS_CA %q)", svc, s.Environment["AUDITRAIL_NATS_TLS_CA"])
+		}
+		natsServer := strings.HasPrefix(svc, "nats-") && svc != "nats-setup"
+		mountsTLS := strings.Contains(strings.Join(s.Volumes, " "), "nats-tls:")
+		switch {
+		case natsServer && !slices.Contains(s.Volumes, "nats-tls:/etc/nats/tls:ro"):
+			t.Errorf("%s does not mount nats-tls read-only at /etc/nats/tls: %v", svc, s.Volumes)
+		case !natsServer && svc != "nats-setup" && mountsTLS:
+			t.Errorf("%s mounts the NATS servers' key", svc)
+		}
 	}
 	setup := doc.Services["nats-setup"]
 	if len(setup.Command) == 0 || setup.Command[0] != "nats-setup" {
@@ -142,17 +176,22 @@ func TestComposeNATSAuth(t *testing.T) {
 	for i, a := range setup.Command {
 		a = strings.ReplaceAll(a, "/nats-auth", filepath.Join(dir, "auth"))
 		a = strings.ReplaceAll(a, "/nats-stream", filepath.Join(dir, "stream"))
+		a = strings.ReplaceAll(a, "/nats-tls", filepath.Join(dir, "tls"))
 		args[i] = strings.ReplaceAll(a, "/nats-keys", filepath.Join(dir, "keys"))
 	}
 	if out, err := exec.Command(binary(t), args...).CombinedOutput(); err != nil {
 		t.Fatalf("nats-setup: %v\n%s", err, out)
 	}
 	// The cluster configuration as the nats services load it: next to the
-	// include, in auth/.
+	// include, in auth/, the TLS files where nats-tls is mounted.
 	conf, err := os.ReadFile("../../deploy/nats/cluster.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(string(conf), "/etc/nats/tls/") {
+		t.Fatal("cluster.conf names no file of /etc/nats/tls (the nats-tls volume)")
+	}
+	conf = []byte(strings.ReplaceAll(string(conf), "/etc/nats/tls/", filepath.Join(dir, "tls")+"/"))
 	if err := os.WriteFile(filepath.Join(dir, "cluster.conf"), conf, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +203,13 @@ func TestComposeNATSAuth(t *testing.T) {
 	if opts.ServerName != "nats-2" || opts.Cluster.Name != "auditrail" || len(opts.Routes) != 3 || !opts.JetStream || len(opts.TrustedOperators) != 1 {
 		t.Fatalf("cluster configuration: name %q, cluster %q, %d routes, jetstream %v, %d operators", opts.ServerName, opts.Cluster.Name, len(opts.Routes), opts.JetStream, len(opts.TrustedOperators))
 	}
+	if opts.TLSConfig == nil || opts.Cluster.TLSConfig == nil || opts.Cluster.TLSConfig.ClientAuth != tls.RequireAndVerifyClientCert {
+		t.Fatalf("cluster configuration: client TLS %v, cluster TLS %v (verify required)", opts.TLSConfig != nil, opts.Cluster.TLSConfig)
+	}
+	if opts.HTTPHost != "127.0.0.1" {
+		t.Errorf("monitoring listens on %q, not inside the container only", opts.HTTPHost)
+	}
+	checkNATSRoutesTLS(t, opts)
 	// Served here alone (the other servers' names do not resolve).
 	opts.Cluster, opts.Routes, opts.HTTPPort = server.ClusterOpts{}, nil, 0
 	opts.Host, opts.Port, opts.JetStream, opts.StoreDir, opts.NoSigs, opts.NoLog = "127.0.0.1", server.RANDOM_PORT, true, t.TempDir(), true, true
@@ -176,7 +222,18 @@ func TestComposeNATSAuth(t *testing.T) {
 	if !s.ReadyForConnections(10 * time.Second) {
 		t.Fatal("server from the include not ready")
 	}
-	if nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(0)); err == nil {
+	// The roles' TLS: the CA that nats-setup put beside the credentials,
+	// the server's name as the compose network resolves it.
+	caFile := filepath.Join(dir, "auth", "ca.pem")
+	roleTLS := func() nats.Option {
+		cfg, err := natsx.TLSFiles{CA: caFile}.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ServerName = "nats-2"
+		return nats.Secure(cfg)
+	}
+	if nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(0), roleTLS()); err == nil {
 		nc.Close()
 		t.Fatal("anonymous connection accepted")
 	}
@@ -185,11 +242,33 @@ func TestComposeNATSAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nc, err := nats.Connect(s.ClientURL(), copts...)
+		nc, err := nats.Connect(s.ClientURL(), append(copts, roleTLS())...)
 		if err != nil {
 			t.Fatalf("%s credentials refused: %v", role, err)
 		}
+		if !nc.TLSRequired() {
+			t.Errorf("%s: the server does not require TLS", role)
+		}
 		nc.Close()
+	}
+	// Without TLS, or trusting another CA, valid credentials get nowhere.
+	copts, err := natsx.CredsOptions(filepath.Join(dir, "auth", "ingest.creds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = plain.SetDeadline(time.Now().Add(5 * time.Second))
+	info, _ := bufio.NewReader(plain).ReadString('\n')
+	plain.Close()
+	if !strings.Contains(info, `"tls_required":true`) {
+		t.Errorf("the server does not require TLS of its clients: %s", info)
+	}
+	if nc, err := nats.Connect(s.ClientURL(), append(copts, nats.MaxReconnects(0), nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12, ServerName: "nats-2"}))...); err == nil {
+		nc.Close()
+		t.Fatal("a client that does not trust the deployment's CA connected (it would trust any server)")
 	}
 	// A stream credential signed with the key the control plane gets
 	// connects to the server of the include (account AUDITRAIL_SIEM).
@@ -206,7 +285,7 @@ func TestComposeNATSAuth(t *testing.T) {
 	if err := os.WriteFile(credsPath, siem, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(s.ClientURL(), nats.UserCredentials(credsPath), nats.CustomInboxPrefix(natsx.StreamInboxPrefix(id)))
+	nc, err := nats.Connect(s.ClientURL(), nats.UserCredentials(credsPath), nats.CustomInboxPrefix(natsx.StreamInboxPrefix(id)), roleTLS())
 	if err != nil {
 		t.Fatalf("a stream credential is refused by the include's server: %v", err)
 	}
@@ -216,6 +295,75 @@ func TestComposeNATSAuth(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "keys", "operator.nk")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("operator seed: %v %v", fi, err)
+	}
+	for _, f := range []string{filepath.Join(dir, "tls", natsx.ServerKeyFile), filepath.Join(dir, "keys", natsx.CAKeyFile)} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, fi, err)
+		}
+	}
+}
+
+// checkNATSRoutesTLS starts two servers with the cluster TLS of opts (the
+// compose file's, loaded) and no JetStream: their route comes up over TLS
+// verified both ways (each server is named nats-1 as the compose network
+// resolves it; the servers share a certificate for every name), and a
+// peer without a certificate of the deployment's CA cannot open a route.
+func checkNATSRoutesTLS(t *testing.T, loaded *server.Options) {
+	t.Helper()
+	start := func(name string, routes []*url.URL) *server.Server {
+		t.Helper()
+		o := loaded.Clone()
+		o.ServerName, o.JetStream, o.HTTPPort, o.NoSigs, o.NoLog = name, false, 0, true, true
+		o.Host, o.Port = "127.0.0.1", server.RANDOM_PORT
+		o.Cluster.Host, o.Cluster.Port = "127.0.0.1", server.RANDOM_PORT
+		o.Cluster.TLSConfig = loaded.Cluster.TLSConfig.Clone()
+		o.Cluster.TLSConfig.ServerName = "nats-1"
+		o.Routes = routes
+		s, err := server.NewServer(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		t.Cleanup(s.Shutdown)
+		if !s.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("%s not ready", name)
+		}
+		return s
+	}
+	a := start("nats-a", nil)
+	routeURL, _ := url.Parse("nats://" + a.ClusterAddr().String())
+	b := start("nats-b", []*url.URL{routeURL})
+	deadline := time.Now().Add(10 * time.Second)
+	for a.NumRoutes() == 0 || b.NumRoutes() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no route over the cluster TLS: %d and %d routes", a.NumRoutes(), b.NumRoutes())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A peer that trusts the CA, speaking the route protocol (TLS first,
+	// then the server's INFO): with the deployment's certificate it gets
+	// the INFO; without a certificate of its own, nothing.
+	routePeer := func(certs []tls.Certificate) error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", a.ClusterAddr().String(),
+			&tls.Config{RootCAs: loaded.Cluster.TLSConfig.ClientCAs, ServerName: "nats-1", MinVersion: tls.VersionTLS12, Certificates: certs})
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err == nil && !strings.HasPrefix(line, "INFO ") {
+			err = fmt.Errorf("answer %q", line)
+		}
+		return err
+	}
+	if err := routePeer(loaded.Cluster.TLSConfig.Certificates); err != nil {
+		t.Fatalf("a peer with the deployment's certificate: %v", err)
+	}
+	if err := routePeer(nil); err == nil {
+		t.Fatal("a route without a client certificate was accepted")
+	} else {
+		t.Logf("a route without a certificate: %v", err)
 	}
 }
 
@@ -352,7 +500,7 @@ func TestComposeTopology(t *testing.T) {
 	}
 	chReplicas := 0
 	for name, s := range doc.Services {
-		if strings.HasPrefix(name, "clickhouse-") {
+		if strings.HasPrefix(name, "clickhouse-") && strings.HasPrefix(s.Image, "clickhouse/clickhouse-server") {
 			chReplicas++
 			if s.Environment["CLICKHOUSE_PASSWORD"] == "" || s.Environment["CLICKHOUSE_USER"] == "" || s.Environment["CLICKHOUSE_REPLICA"] != name {
 				t.Errorf("%s: user, password or replica macro missing: %v", name, s.Environment)
@@ -373,7 +521,8 @@ func TestComposeTopology(t *testing.T) {
 	if docker, err := exec.LookPath("docker"); err == nil && exec.Command(docker, "compose", "version").Run() == nil {
 		cmd := exec.Command(docker, "compose", "-f", "../../docker-compose.yml", "config", "-q")
 		cmd.Env = append(os.Environ(), "AUDITRAIL_BOOTSTRAP_KEY=k", "AUDITRAIL_CURSOR_KEYS=k", "AUDITRAIL_SECRETS_KEYS=k", "AUDITRAIL_PAGE_TOKEN_KEYS=k",
-			"AUDITRAIL_CLICKHOUSE_PASSWORD=k", "GRAFANA_ADMIN_PASSWORD=k")
+			"AUDITRAIL_CLICKHOUSE_PASSWORD=k", "AUDITRAIL_CLICKHOUSE_INGEST_PASSWORD=k", "AUDITRAIL_CLICKHOUSE_QUERY_PASSWORD=k",
+			"AUDITRAIL_CLICKHOUSE_TLOG_PASSWORD=k", "GRAFANA_ADMIN_PASSWORD=k")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("docker compose config: %v\n%s", err, out)
 		}

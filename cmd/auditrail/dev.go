@@ -423,7 +423,7 @@ func (d *devProcess) openStore(ctx context.Context) error {
 	d.later(func() { _ = d.store.Close() })
 	d.storeErr = make(chan error, 1)
 	if *d.f.clickhouse == "" {
-		s, err := openStore(ctx, "", "", *d.f.data, d.f.log)
+		s, err := openStore(ctx, storeTarget{dataDir: *d.f.data}, d.f.log)
 		if err != nil {
 			return err
 		}
@@ -431,7 +431,7 @@ func (d *devProcess) openStore(ctx context.Context) error {
 		return nil
 	}
 	go func() {
-		if err := d.store.openWithRetry(ctx, *d.f.clickhouse, *d.f.chCluster, "", d.f.log); err != nil && ctx.Err() == nil {
+		if err := d.store.openWithRetry(ctx, storeTarget{dsn: *d.f.clickhouse, cluster: *d.f.chCluster}, d.f.log); err != nil && ctx.Err() == nil {
 			d.storeErr <- err
 		}
 	}()

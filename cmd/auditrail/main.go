@@ -40,6 +40,7 @@ func commands() []command {
 		{"dlq", "list the dead letters, and replay them once their cause is fixed", runDLQ},
 		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},
 		{"nats-setup", "write the NATS server authentication include and the credentials of every role", runNATSSetup},
+		{"migrate", "create the ClickHouse database and apply the migrations, then exit (run as a user with DDL rights)", runMigrate},
 		{"bench", "run the benchmarks and print figures beside their references", runBench},
 		{"healthcheck", "ask a role's /healthz once: exit 0 on 200 (container healthchecks; the image has no shell)", runHealthcheck},
 		{"version", "print the version, the commit and the Go version", runVersion},

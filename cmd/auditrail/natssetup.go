@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/auditrail/auditrail/internal/natsx"
 )
@@ -61,6 +64,8 @@ func runNATSSetup(_ context.Context, args []string) error {
 	out := fs.String("out", envNATSSetupOut, "", "directory of the server include (auth.conf) and the credentials <role>.creds (required)")
 	keys := fs.String("keys", envNATSSetupKeys, "", "directory of the operator and account seeds (default OUT/keys; keep it away from the roles)")
 	streamKey := fs.String("stream-key", "AUDITRAIL_NATS_SETUP_STREAM_KEY", "", "also copy the key that signs stream credentials (KEYS/siem.nk) to this file (0600), for the controlplane role's --nats-stream-key")
+	tlsOut := fs.String("tls-out", "AUDITRAIL_NATS_SETUP_TLS_OUT_DIR", "", "also write the NATS servers' TLS files here: ca.pem, and server.pem and server.key (0600) for --tls-hosts, signed by a CA kept in KEYS; the CA is also written to OUT/ca.pem, the roles' --nats-tls-ca")
+	tlsHosts := fs.String("tls-hosts", "AUDITRAIL_NATS_SETUP_TLS_HOSTS", "localhost", "comma-separated host names (or IPs) of the NATS servers, in the servers' certificate")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -112,5 +117,34 @@ func runNATSSetup(_ context.Context, args []string) error {
 		keyPath = *streamKey
 	}
 	fmt.Printf("stream credentials key:     %s (controlplane --nats-stream-key; signs the organizations' stream credentials)\n", keyPath)
+	if *tlsOut == "" {
+		return nil
+	}
+	var hosts []string
+	for _, h := range strings.Split(*tlsHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	issued, err := natsx.ServerTLS(*keys, *tlsOut, hosts, time.Now())
+	if err != nil {
+		if errors.Is(err, natsx.ErrInvalidOption) {
+			return usageError{fmt.Errorf("--tls-hosts: %w", err)}
+		}
+		return err
+	}
+	ca, err := os.ReadFile(filepath.Join(*tlsOut, natsx.CAFile))
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(*out, natsx.CAFile), ca, 0o644); err != nil {
+		return err
+	}
+	state := "kept"
+	if issued {
+		state = "issued"
+	}
+	fmt.Printf("nats servers' tls:          %s (%s, %s, %s; certificate %s for %s)\n", *tlsOut, natsx.CAFile, natsx.ServerCertFile, natsx.ServerKeyFile, state, strings.Join(hosts, ", "))
+	fmt.Printf("the roles' --nats-tls-ca:   %s\n", filepath.Join(*out, natsx.CAFile))
 	return nil
 }

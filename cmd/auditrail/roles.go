@@ -42,7 +42,7 @@ func runIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	chDSN, chCluster, err := sf.resolve()
+	chStore, err := sf.resolve()
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func runIngest(ctx context.Context, args []string) error {
 		return err
 	}
 	sw.set("the audit store")
-	if err := store.openWithRetry(ctx, chDSN, chCluster, "", log); err != nil {
+	if err := store.openWithRetry(ctx, chStore, log); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -144,7 +144,7 @@ func runQuery(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	chDSN, chCluster, err := sf.resolve()
+	chStore, err := sf.resolve()
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func runQuery(ctx context.Context, args []string) error {
 	defer store.Close()
 	storeErr := make(chan error, 1)
 	go func() {
-		if err := store.openWithRetry(ctx, chDSN, chCluster, "", log); err != nil && ctx.Err() == nil {
+		if err := store.openWithRetry(ctx, chStore, log); err != nil && ctx.Err() == nil {
 			storeErr <- err
 		}
 	}()

@@ -51,13 +51,19 @@ func (p *pendingStore) get() (store, error) {
 }
 
 // openWithRetry opens the store (openStore) until it answers, with back-off;
-// a malformed DSN is permanent. It returns nil once the store is ready.
-func (p *pendingStore) openWithRetry(ctx context.Context, dsn, cluster, dataDir string, log *slog.Logger) error {
+// a malformed DSN, or a user that may not run the migrations it was asked
+// to run, is permanent. Migrations not run yet (--clickhouse-migrate=false)
+// are waited for. It returns nil once the store is ready.
+func (p *pendingStore) openWithRetry(ctx context.Context, t storeTarget, log *slog.Logger) error {
+	dsn := t.dsn
 	policy := retry.Policy{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2, Jitter: 0.2}
 	err := retry.Do(ctx, policy, func(ctx context.Context) error {
-		s, err := openStore(ctx, dsn, cluster, dataDir, log)
+		s, err := openStore(ctx, t, log)
 		if errors.Is(err, clickhouse.ErrInvalidDSN) {
 			return retry.Permanent(usageError{err})
+		}
+		if errors.Is(err, clickhouse.ErrNoDDL) {
+			return retry.Permanent(redact.Error(err, dsn, dsnPassword(dsn)))
 		}
 		if err == nil {
 			p.set(s)

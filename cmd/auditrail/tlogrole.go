@@ -172,7 +172,7 @@ func runTLog(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	chDSN, chCluster, err := sf.resolve()
+	chStore, err := sf.resolve()
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func runTLog(ctx context.Context, args []string) error {
 	store := newPendingStore()
 	defer store.Close()
 	sw.set("the audit store")
-	if err := store.openWithRetry(ctx, chDSN, chCluster, "", log); err != nil {
+	if err := store.openWithRetry(ctx, chStore, log); err != nil {
 		return startFailed(ctx, served, err)
 	}
 	t, err := startTLog(ctx, nc, store, keys, cfg, nf.replicaCount(), *durable, m, log)

@@ -36,9 +36,20 @@ type store interface {
 	auditstore.LogStore
 }
 
-// openStore opens ClickHouse when dsn is set (on cluster when it is not
-// empty: --clickhouse-cluster), else the SQLite file in dataDir.
-func openStore(ctx context.Context, dsn, cluster, dataDir string, log *slog.Logger) (store, error) {
+// storeTarget is where a process keeps its audit store: ClickHouse when
+// dsn is set (on cluster when cluster is: --clickhouse-cluster), else the
+// SQLite file in dataDir.
+type storeTarget struct {
+	dsn, cluster string
+	// noMigrate opens ClickHouse without DDL (--clickhouse-migrate=false):
+	// the migrations must have run (auditrail migrate).
+	noMigrate bool
+	dataDir   string
+}
+
+// openStore opens the store of t.
+func openStore(ctx context.Context, t storeTarget, log *slog.Logger) (store, error) {
+	dsn, cluster, dataDir := t.dsn, t.cluster, t.dataDir
 	timeout := 60 * time.Second
 	if cluster != "" {
 		// ON CLUSTER DDL waits for every node (distributed_ddl_task_timeout).
@@ -47,11 +58,11 @@ func openStore(ctx context.Context, dsn, cluster, dataDir string, log *slog.Logg
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if dsn != "" {
-		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster, Leaves: query.Leaves{}})
+		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster, Leaves: query.Leaves{}, NoMigrate: t.noMigrate})
 		if err != nil {
 			return nil, redact.Error(err, dsn)
 		}
-		log.Info("audit store: clickhouse", "dsn", redact.URL(dsn), "cluster", cluster)
+		log.Info("audit store: clickhouse", "dsn", redact.URL(dsn), "cluster", cluster, "migrated", !t.noMigrate)
 		return s, nil
 	}
 	path := filepath.Join(dataDir, "audit.db")

@@ -32,6 +32,10 @@ type Server struct {
 	// usersXML, when set, is the server's users configuration (else the
 	// machine's /etc/clickhouse-server/users.xml).
 	usersXML string
+	// usersD are files merged into the users configuration (users.d/).
+	usersD map[string][]byte
+	// env is added to the process's environment.
+	env []string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -85,6 +89,47 @@ func Start(dir string) (*Server, error) {
 	return s, nil
 }
 
+// Options configure a throwaway server beyond its directory and ports.
+type Options struct {
+	// UsersXML is the users configuration (default: the machine's
+	// /etc/clickhouse-server/users.xml, copied into the directory when
+	// UsersD is set, so that users.d sits beside it).
+	UsersXML string
+	// UsersD are users files merged into it, as a deployment mounts them
+	// into /etc/clickhouse-server/users.d/: name → content.
+	UsersD map[string][]byte
+	// Env is added to the server's environment (what the configuration
+	// reads with from_env).
+	Env []string
+}
+
+// StartWith is Start with options.
+func StartWith(dir string, o Options) (*Server, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(dir, ports[0], ports[1])
+	if err != nil {
+		return nil, err
+	}
+	s.usersXML, s.usersD, s.env = o.UsersXML, o.UsersD, o.Env
+	if s.usersXML == "" && len(s.usersD) > 0 {
+		b, err := os.ReadFile("/etc/clickhouse-server/users.xml")
+		if err != nil {
+			return nil, fmt.Errorf("users.xml to merge users.d into: %w", err)
+		}
+		s.usersXML = string(b)
+	}
+	if err := s.writeConfig(""); err != nil {
+		return nil, err
+	}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // newServer describes a server under dir on the given ports; nothing is started.
 func newServer(dir string, tcp, httpPort int) (*Server, error) {
 	bin, err := Binary()
@@ -108,6 +153,16 @@ func (s *Server) writeConfig(extra string) error {
 		if err := os.WriteFile(users, []byte(s.usersXML), 0o644); err != nil {
 			return err
 		}
+		if len(s.usersD) > 0 {
+			if err := os.MkdirAll(filepath.Join(s.Dir, "users.d"), 0o755); err != nil {
+				return err
+			}
+		}
+		for name, b := range s.usersD {
+			if err := os.WriteFile(filepath.Join(s.Dir, "users.d", filepath.Base(name)), b, 0o644); err != nil {
+				return err
+			}
+		}
 	}
 	cfg := strings.NewReplacer("{{dir}}", s.Dir, "{{tcp}}", fmt.Sprint(s.TCPPort), "{{http}}", fmt.Sprint(s.HTTPPort), "{{extra}}", extra,
 		"{{users}}", users).Replace(configTemplate)
@@ -123,6 +178,9 @@ func (s *Server) Start() error {
 	}
 	cmd := exec.Command(s.bin, "--config-file="+filepath.Join(s.Dir, "config.xml"))
 	cmd.Dir = s.Dir
+	if len(s.env) > 0 {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	out, err := os.OpenFile(filepath.Join(s.Dir, "log", "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

@@ -34,6 +34,16 @@ var (
 // ErrInvalidDSN is returned for a DSN that cannot be used.
 var ErrInvalidDSN = errors.New("invalid clickhouse dsn")
 
+// ErrNotMigrated is returned by OpenWith with NoMigrate while the database
+// lacks a migration of this binary (the migrations have not run yet, or
+// were run by an older release): it may pass once they ran.
+var ErrNotMigrated = errors.New("clickhouse schema not migrated")
+
+// ErrNoDDL is returned by OpenWith when the migrations must run but the
+// server refuses DDL to the user (a read-only or insert-only user): a
+// configuration mistake that waiting does not fix.
+var ErrNoDDL = errors.New("the clickhouse user may not run the migrations (DDL)")
+
 // Store is the ClickHouse audit store.
 type Store struct {
 	conn    driver.Conn
@@ -77,6 +87,12 @@ type Options struct {
 	// is written (column leaf, and feed_leaves: 0013_feed_leaves.sql);
 	// nil writes none (the sequencer then reads the entries back).
 	Leaves auditstore.Leaves
+	// NoMigrate opens the store without any DDL: the database must exist
+	// and hold every embedded migration (ErrNotMigrated otherwise), run
+	// beforehand by a user with DDL rights (`auditrail migrate`). For the
+	// roles' own users: read-only (query) or without DDL (ingest, tlog).
+	// False: the database is created and the migrations applied.
+	NoMigrate bool
 }
 
 // Validate checks the options.
@@ -106,7 +122,11 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if db == "" {
 		db = "default"
 	}
-	if db != "default" {
+	// The database is created through the default database, unless it
+	// exists on this one server (a user may reach its database and no
+	// other). On a cluster it is always created ON CLUSTER: a server added
+	// later gets it so.
+	if db != "default" && !o.NoMigrate && (o.Cluster != "" || !databaseAnswers(ctx, opts)) {
 		boot := *opts
 		boot.Auth.Database = "default"
 		c, err := ch.Open(&boot)
@@ -120,7 +140,7 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 		err = c.Exec(ctx, create)
 		c.Close()
 		if err != nil {
-			return nil, fmt.Errorf("create database %s: %w", db, err)
+			return nil, fmt.Errorf("create database %s: %w", db, noDDL(err))
 		}
 	}
 	if opts.DialTimeout == 0 {
@@ -145,11 +165,82 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.Cluster != "" {
 		s.conn = clusterConn{conn}
 	}
-	if err := s.migrate(ctx); err != nil {
+	if o.NoMigrate {
+		err = s.checkMigrated(ctx)
+	} else if err = s.migrate(ctx); err != nil {
+		err = noDDL(err)
+	}
+	if err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// databaseAnswers reports whether a connection to the database of opts
+// succeeds (it exists, and the user may use it).
+func databaseAnswers(ctx context.Context, opts *ch.Options) bool {
+	o := *opts
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	c, err := ch.Open(&o)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	return c.Ping(ctx) == nil
+}
+
+// noDDL wraps err with ErrNoDDL when the server refused a DDL statement
+// for the user's rights: READONLY (164), QUERY_IS_PROHIBITED (392, a
+// profile with allow_ddl = 0), ACCESS_DENIED (497, the GRANTs of current
+// releases).
+func noDDL(err error) error {
+	var exc *ch.Exception
+	if errors.As(err, &exc) && (exc.Code == 164 || exc.Code == 392 || exc.Code == 497) {
+		return fmt.Errorf("%w: %w: run `auditrail migrate` as a user with DDL rights, and start the roles with --clickhouse-migrate=false", ErrNoDDL, err)
+	}
+	return err
+}
+
+// checkMigrated returns nil when schema_migrations lists every embedded
+// migration, else an error wrapping ErrNotMigrated.
+func (s *Store) checkMigrated(ctx context.Context) error {
+	ms, err := auditstore.LoadMigrations(schemas.ClickHouseDDL, "clickhouse")
+	if err != nil {
+		return err
+	}
+	rows, err := s.conn.Query(ctx, `SELECT DISTINCT name FROM schema_migrations`)
+	if err != nil {
+		var exc *ch.Exception
+		if errors.As(err, &exc) && (exc.Code == 60 || exc.Code == 81) { // UNKNOWN_TABLE, UNKNOWN_DATABASE
+			return fmt.Errorf("%w: database %s has no schema_migrations: run `auditrail migrate`: %w", ErrNotMigrated, s.db, err)
+		}
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	applied := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return fmt.Errorf("read schema_migrations: %w", err)
+		}
+		applied[name] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	var missing []string
+	for _, m := range ms {
+		if !applied[m.Name] {
+			missing = append(missing, m.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %d of %d migrations not applied in %s (%s): run `auditrail migrate`", ErrNotMigrated, len(missing), len(ms), s.db, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 func (s *Store) migrate(ctx context.Context) error {
