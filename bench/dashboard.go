@@ -165,7 +165,11 @@ func Dashboard(ctx context.Context, cfg DashboardConfig, progress io.Writer) (r 
 	if err != nil {
 		return r, err
 	}
-	r.RSSGrowth = peak - rssBefore
+	// The kernel's high-water mark is not raised again for memory the Go
+	// runtime gave back with madvise between the reset and the RSS read, so
+	// an export that grows nothing can read as a small negative growth:
+	// that is no growth.
+	r.RSSGrowth = max(0, peak-rssBefore)
 	if r.EncodeRowsPerSec, err = encodeReference(ctx, dev, base+"/export?format=jsonl&since="+from); err != nil {
 		return r, err
 	}

@@ -25,6 +25,7 @@ const healthDeliver = "deliver"
 type deliverFlags struct {
 	batch          *int
 	requestTimeout *time.Duration
+	lease          *time.Duration
 }
 
 func addDeliverFlags(fs *flags) deliverFlags {
@@ -32,12 +33,14 @@ func addDeliverFlags(fs *flags) deliverFlags {
 	return deliverFlags{
 		batch:          fs.Int("deliver-batch", "", d.BatchSize, "push destinations: most events per POST (and left unacknowledged) per destination"),
 		requestTimeout: fs.Duration("deliver-timeout", "", d.RequestTimeout, "push destinations: longest POST, answer included"),
+		lease: fs.Duration("deliver-lease", "", d.LeaseTTL, "push destinations: how long an instance's lease on a destination lasts "+
+			"(renewed every third of it): a stopped instance's destinations move to the others after this, a new instance takes its share within a third of it; at least 3s"),
 	}
 }
 
 func (f deliverFlags) config() (deliver.Config, error) {
 	cfg := deliver.DefaultConfig()
-	cfg.BatchSize, cfg.RequestTimeout = *f.batch, *f.requestTimeout
+	cfg.BatchSize, cfg.RequestTimeout, cfg.LeaseTTL = *f.batch, *f.requestTimeout, *f.lease
 	if cfg.AckWait < 2*(cfg.Retry.Max+cfg.RequestTimeout) {
 		cfg.AckWait = 2 * (cfg.Retry.Max + cfg.RequestTimeout)
 	}

@@ -143,7 +143,9 @@ func TestDevDeliversToReceive(t *testing.T) {
 // every event, and its /healthz reports what it delivered.
 func TestDeliverRoleProcess(t *testing.T) {
 	const secret = "the-secret-of-the-role-destination"
-	p, boot := devWithKey(t)
+	// Short leases: the new instance takes its share within a second, not
+	// the default lease's five.
+	p, boot := devWithKey(t, "--deliver-lease", "3s")
 	keys, err := os.ReadFile(filepath.Join(p.data, secretsKeyFile))
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +154,7 @@ func TestDeliverRoleProcess(t *testing.T) {
 	health := fmt.Sprintf("127.0.0.1:%d", hp)
 	out := &testenv.SyncBuffer{}
 	cmd := exec.Command(binary(t), append([]string{"deliver", "--http", health, "--secrets-keys", strings.TrimSpace(string(keys)),
-		"--allow-private-egress"}, p.natsArgs(natsx.RoleDeliver)...)...)
+		"--allow-private-egress", "--deliver-lease", "3s"}, p.natsArgs(natsx.RoleDeliver)...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

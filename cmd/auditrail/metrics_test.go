@@ -346,7 +346,8 @@ func TestMetricsOnEveryRole(t *testing.T) {
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-shared-by-instances!!"))
 	devMetrics := freeAddr(t)
-	dev := startDev(t, t.TempDir(), "--clickhouse", dsn, "--bootstrap-key", boot, "--secrets-keys", secrets, "--cursor-keys", cursorKey, "--metrics", devMetrics)
+	dev := startDev(t, t.TempDir(), "--clickhouse", dsn, "--bootstrap-key", boot, "--secrets-keys", secrets, "--cursor-keys", cursorKey, "--metrics", devMetrics,
+		"--checkpoint-interval", "300ms") // either checkpointer may hold the lease: neither waits its default minute
 	pageKeys := base64.StdEncoding.EncodeToString([]byte("page-token-key-shared-by-runners"))
 	roles := []struct {
 		role string
