@@ -102,7 +102,7 @@ func TestQueryExecutionsBenchmarkRuns(t *testing.T) {
 func TestSQLiteBenchmarkRuns(t *testing.T) {
 	defer func(n int) { pageSamples = n }(pageSamples)
 	pageSamples = 5
-	r, err := SQLite(context.Background(), 20_000, io.Discard)
+	r, err := SQLite(context.Background(), 2_000, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestProofBenchmarkRuns(t *testing.T) {
 	ctx := context.Background()
 	t.Run("WriteLog", func(t *testing.T) { checkWriteLog(ctx, t) })
 	var out bytes.Buffer
-	r, err := Proof(ctx, 20_000, 30, &out)
+	r, err := Proof(ctx, 2_000, 30, &out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func TestBenchDashboardRuns(t *testing.T) {
 	testenv.ClickHouse(t) // a missing clickhouse-server fails (or skips) here
 	testenv.Chromium(t)
-	out, err := exec.Command(binary(t), "bench", "--run", "dashboard", "--query-events", "20000",
+	out, err := exec.Command(binary(t), "bench", "--run", "dashboard", "--query-events", "2000",
 		"--dashboard-samples", "3", "--dashboard-renders", "2").CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
