@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -212,18 +214,11 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 	// client that reads nothing for that long is dropped.
 	conn := c.Context().Conn()
 	recheck := newRevalidator(g, s.cfg.Recheck)
-	// cut ends the connection without the final chunk: the client sees a
-	// transfer that did not complete, never a short file that looks whole.
-	cut := func() {
-		if conn != nil {
-			_ = conn.Close()
-		}
-	}
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+	streamBody(c, log, func(w *bufio.Writer) error {
 		defer release()
-		fail := func(err error) {
+		fail := func(err error) error {
 			log.Error("export ended early", "kind", kind, "org", org.String(), "err", err)
-			cut()
+			return err
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel() // ends the reader when the writing ends first
@@ -231,13 +226,10 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 		if format == FormatJSONL {
 			var err error
 			if note, err = s.latestNote(ctx, org, logKind); err != nil {
-				fail(err)
-				return
+				return fail(err)
 			}
 		}
 		pages := readAhead(ctx, timeout, fetch)
-		// The CSV header row leaves at once (and the response's status and
-		// headers with it), before the first page is read.
 		// send writes out what the encoder holds: the page leaves memory;
 		// a gone client ends the export.
 		send := func() error {
@@ -249,44 +241,65 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 			}
 			return nil
 		}
+		// The CSV header row leaves at once (and the response's status and
+		// headers with it), before the first page is read.
 		if err := enc.start(w); err != nil {
-			fail(err)
-			return
+			return fail(err)
 		}
 		if err := send(); err != nil {
-			fail(err)
-			return
+			return fail(err)
 		}
 		for pg := range pages {
 			if pg.err != nil {
-				fail(pg.err)
-				return
+				return fail(pg.err)
 			}
 			if ferr := recheck.check(ctx); ferr != nil {
 				log.Info("export cut: the caller may no longer read it", "kind", kind, "org", org.String(), "principal", g.principal.ID, "code", ferr.Code)
-				cut()
-				return
+				return ferr
 			}
 			if conn != nil {
 				_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 			}
 			for i := range pg.items {
 				if err := enc.write(w, pg.items[i]); err != nil {
-					fail(err)
-					return
+					return fail(err)
 				}
 			}
 			if err := send(); err != nil {
-				fail(err)
-				return
+				return fail(err)
 			}
 		}
 		if note != nil {
 			if err := writeCheckpointLine(w, note); err != nil {
-				fail(err)
+				return fail(err)
 			}
 		}
+		return nil
 	})
+}
+
+// streamBody answers the body written by sw, which runs in a goroutine of
+// its own once the handler has returned (as with fasthttp's
+// SetBodyStreamWriter, so nothing there may use c). sw's error ends the
+// response without its final chunk, after everything written before it
+// has left: the client sees a transfer that did not complete, never a
+// short body that looks whole. A client gone makes sw's writes fail.
+func streamBody(c *fiber.Ctx, log *slog.Logger, sw func(w *bufio.Writer) error) {
+	pr, pw := io.Pipe()
+	go func() {
+		err := errors.New("the body's writer panicked")
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("streamed body panicked", "panic", r)
+			}
+			_ = pw.CloseWithError(err) // nil: the body ends (EOF)
+		}()
+		w := bufio.NewWriter(pw)
+		if err = sw(w); err == nil {
+			err = w.Flush()
+		}
+	}()
+	c.Context().SetBodyStream(pr, -1)
 }
 
 // CheckpointLine is the member of an export's last line,
