@@ -552,7 +552,7 @@ func TestStreamRevocationSurvivesNATSRestart(t *testing.T) {
 	s.Shutdown()
 	s.WaitForShutdown()
 	s = start()
-	defer s.Shutdown()
+	defer func() { s.Shutdown(); s.WaitForShutdown() }() // its goroutines gone before goleak looks
 	read := func(id string) error {
 		creds, _, err := auth.StreamSigner().Issue(streamOrgA, id, time.Now().Add(time.Hour))
 		if err != nil {

@@ -48,7 +48,7 @@ func NATSWithoutStreams(t testing.TB) (*server.Server, *nats.Conn) {
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}
-	t.Cleanup(s.Shutdown)
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() }) // its goroutines gone before goleak looks
 	nc, err := nats.Connect(s.ClientURL())
 	if err != nil {
 		t.Fatalf("connect nats: %v", err)
@@ -86,7 +86,7 @@ func NATSAuth(t testing.TB) *AuthNATS {
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}
-	t.Cleanup(s.Shutdown)
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() }) // its goroutines gone before goleak looks
 	a := &AuthNATS{Server: s, Auth: auth, CredsDir: dir}
 	js, err := jetstream.New(a.Connect(t, natsx.RoleAdmin))
 	if err != nil {
