@@ -184,7 +184,7 @@ func TestDestinationsAPI(t *testing.T) {
 	do("GET", path, bob, nil, 404)
 
 	// One SETTING event per change, never with a secret.
-	eventually(t, "the audit events", func() bool { return len(auditOf(t, js, id)) == 7 })
+	testenv.Eventually(t, 10*time.Second, "the audit events", func() bool { return len(auditOf(t, js, id)) == 7 })
 	for _, ev := range auditOf(t, js, id) {
 		if ev.ResourceType == nil || *ev.ResourceType != schemas.ResourceTypeSetting {
 			t.Fatalf("resource type %v", ev.ResourceType)

@@ -62,7 +62,7 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 	cancel()
 
 	e.expireSoon("bob")
-	eventually(t, "the tool runner sees the expiry", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the tool runner sees the expiry", func() bool {
 		var u UserConnection
 		_, err := tr.state.get(key, &u)
 		return err == nil && dueForRefresh(u, time.Now())
@@ -93,7 +93,7 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 		t.Fatalf("%d refresh grants (%d requests) for %d concurrent calls, want 1", s.RefreshGrants, e.refreshCalls.Load(), n)
 	}
 	// Stored by the control plane: both mirrors hold it.
-	eventually(t, "the mirrors hold the refreshed token", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the mirrors hold the refreshed token", func() bool {
 		_, _, a, err1 := e.svc.openConn(key)
 		_, _, b, err2 := tr.svc.openConn(key)
 		return err1 == nil && err2 == nil && a.AccessToken == got[0] && b.AccessToken == got[0]
@@ -131,7 +131,7 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 	e.remember("bob")
 	e.expireSoon("bob")
 	e.emu.RevokeUser("u-1")
-	eventually(t, "the tool runner sees the expiry", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the tool runner sees the expiry", func() bool {
 		var u UserConnection
 		_, err := tr.state.get(key, &u)
 		return err == nil && dueForRefresh(u, time.Now())
@@ -233,7 +233,7 @@ func TestConnRefreshAnswerOfTheControlPlaneOnly(t *testing.T) {
 	old := e.remember("bob")
 	key := connKey(e.org, e.project, "bob", "corp")
 	e.expireSoon("bob")
-	eventually(t, "the reader sees the expiry", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the reader sees the expiry", func() bool {
 		var u UserConnection
 		_, err := ro.state.get(key, &u)
 		return err == nil && dueForRefresh(u, time.Now())

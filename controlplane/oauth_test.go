@@ -373,7 +373,7 @@ func TestOAuthFlowConnectsAndMergesScopes(t *testing.T) {
 		t.Fatalf("replay: %d %s", st, body)
 	}
 	var evs []schemas.AuditEvent
-	eventually(t, "two connection events", func() bool { evs = e.connEvents(); return len(evs) >= 2 })
+	testenv.Eventually(t, 10*time.Second, "two connection events", func() bool { evs = e.connEvents(); return len(evs) >= 2 })
 	time.Sleep(100 * time.Millisecond)
 	if evs = e.connEvents(); len(evs) != 2 || evs[0].Action != schemas.AuditActionCreated || evs[1].Action != schemas.AuditActionUpdated {
 		t.Fatalf("events: %d", len(evs))
@@ -541,7 +541,7 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the reader's mirror holds the refreshed token", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the reader's mirror holds the refreshed token", func() bool {
 		_, _, tk, err := ro.svc.openConn(key)
 		return err == nil && tk.AccessToken == a.AccessToken
 	})
@@ -551,7 +551,7 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 	// The read-only instance (the tool runner) gets a refresh too: the
 	// control plane performs and stores it, the reader writes nothing.
 	e.expireSoon("bob")
-	eventually(t, "the reader sees the expiry", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the reader sees the expiry", func() bool {
 		var u UserConnection
 		_, err := ro.state.get(key, &u)
 		return err == nil && dueForRefresh(u, time.Now())
@@ -564,7 +564,7 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 	// the mirror still holds the old, rotated refresh token would refresh
 	// with it (refused, then resolved to the reader's token) and count a
 	// third request.
-	eventually(t, "the writer's mirror holds the reader's token", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the writer's mirror holds the reader's token", func() bool {
 		_, _, tk, err := e.svc.openConn(key)
 		return err == nil && tk.AccessToken == b.AccessToken
 	})
@@ -715,7 +715,7 @@ func TestConnectionSelfServiceAndRevocation(t *testing.T) {
 		t.Fatal("still connected after delete")
 	}
 	var dels []schemas.AuditEvent
-	eventually(t, "the deletion events", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the deletion events", func() bool {
 		dels = dels[:0]
 		for _, ev := range e.connEvents() {
 			if ev.Action == schemas.AuditActionDeleted {

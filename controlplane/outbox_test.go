@@ -27,7 +27,7 @@ func TestConcurrentConflictingChangesRecordExactlyTheApplied(t *testing.T) {
 	nodes[0].must(201, "PUT", members+"u1", bootKey, map[string]any{"role": "member"})
 	nodes[0].must(201, "PUT", members+"u2", bootKey, map[string]any{"role": "member"})
 	for _, n := range nodes {
-		eventually(t, "every instance sees the members", func() bool {
+		testenv.Eventually(t, 10*time.Second, "every instance sees the members", func() bool {
 			r := n.call("GET", "/api/v1/orgs/"+org+"/members", bootKey, nil)
 			return r.status == 200 && strings.Count(string(r.Data), `"user_id"`) == 2
 		})
@@ -144,7 +144,7 @@ func TestCrashBetweenWriteAndPublishEventAppearsOnceAfterRestart(t *testing.T) {
 			if r.status != 500 || id == "" {
 				t.Fatalf("crashed request: %d %q %s", r.status, id, r.Msg)
 			}
-			eventually(t, "the change is applied", tc.applied)
+			testenv.Eventually(t, 10*time.Second, "the change is applied", tc.applied)
 			if n := count(eventIDs(t, nc), id); n != 0 {
 				t.Fatalf("event published before the restart (%d)", n)
 			}
@@ -155,8 +155,8 @@ func TestCrashBetweenWriteAndPublishEventAppearsOnceAfterRestart(t *testing.T) {
 
 			restarted := newNode(t, srv.ClientURL(), nodeOpts{})
 			restarted.run()
-			eventually(t, "the event is published after the restart", func() bool { return count(eventIDs(t, nc), id) == 1 })
-			eventually(t, "the outbox is empty", func() bool {
+			testenv.Eventually(t, 10*time.Second, "the event is published after the restart", func() bool { return count(eventIDs(t, nc), id) == 1 })
+			testenv.Eventually(t, 10*time.Second, "the outbox is empty", func() bool {
 				return restarted.state.pendingCount() == 0 && live.state.pendingCount() == 0
 			})
 			// A second sweep of the same entry (another instance that saw
@@ -204,7 +204,7 @@ func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
 	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the waiting events are published", func() bool { return n.state.pendingCount() == 0 })
+	testenv.Eventually(t, 10*time.Second, "the waiting events are published", func() bool { return n.state.pendingCount() == 0 })
 	stored := eventIDs(t, nc)
 	if len(stored) != 2 || count(stored, ids[0]) != 1 || count(stored, ids[1]) != 1 {
 		t.Fatalf("stream holds %v, want %v once each", stored, ids)

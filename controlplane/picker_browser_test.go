@@ -218,7 +218,7 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("pick in the browser: %v", err)
 	}
-	eventually(t, "a report refused", func() bool { return strings.Contains(e.logs.String(), "picker: report not recorded") })
+	testenv.Eventually(t, 10*time.Second, "a report refused", func() bool { return strings.Contains(e.logs.String(), "picker: report not recorded") })
 	atomicBatches(true)
 	if err := chromedp.Do(tab, chromedp.WaitVisible(chromedp.CSS("#status.ok"))); err != nil {
 		t.Fatalf("the page's retried report: %v", err)
@@ -253,7 +253,7 @@ func TestPickerGrantsAccessInBrowser(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, "the picker event", func() bool { return picks() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the picker event", func() bool { return picks() == 1 })
 
 	// Once only, in the browser too; an expired URL opens nothing.
 	again, err := chromedp.Run(tab, chromedp.NavigateResponse(pickerURL))

@@ -240,7 +240,7 @@ func TestPickerURLAndPage(t *testing.T) {
 		}
 	}
 	var evs []schemas.AuditEvent
-	eventually(t, "the picker event", func() bool { evs = e.connEvents(); return len(evs) >= 2 })
+	testenv.Eventually(t, 10*time.Second, "the picker event", func() bool { evs = e.connEvents(); return len(evs) >= 2 })
 	ev := evs[len(evs)-1]
 	var data struct {
 		Before, After struct {
@@ -502,7 +502,7 @@ func TestPickerReportWindow(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, "two picker events", func() bool { return picks() == 2 })
+	testenv.Eventually(t, 10*time.Second, "two picker events", func() bool { return picks() == 2 })
 	time.Sleep(200 * time.Millisecond)
 	if n := picks(); n != 2 {
 		t.Fatalf("%d picker events, want 2", n)
@@ -548,7 +548,7 @@ func TestPickerReportRetryableAfterCommitFailure(t *testing.T) {
 	if st, msg := b.picked(onePick); st != 409 {
 		t.Fatalf("report after the recorded one: %d %s", st, msg)
 	}
-	eventually(t, "the picker event", func() bool { return len(e.connEvents()) == before+1 })
+	testenv.Eventually(t, 10*time.Second, "the picker event", func() bool { return len(e.connEvents()) == before+1 })
 	time.Sleep(200 * time.Millisecond)
 	if evs := e.connEvents(); len(evs) != before+1 || !strings.Contains(string(evs[len(evs)-1].Data), `"picker_files":[{"id":"f1"`) {
 		t.Fatalf("%d events after the retry, want %d", len(evs), before+1)

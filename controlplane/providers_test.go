@@ -176,7 +176,7 @@ func TestAuthProviderCRUDAndAudit(t *testing.T) {
 
 	// Every change is one event; no event or answer holds the secret.
 	var evs []schemas.AuditEvent
-	eventually(t, "the provider events", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the provider events", func() bool {
 		evs = eventsOf(t, e.nc, schemas.ResourceTypeAuthProvider)
 		return len(evs) == 4
 	})
@@ -270,7 +270,7 @@ func TestProviderURLChangeAuditedWithBeforeAndAfter(t *testing.T) {
 		"client_secret": providerSecret, "api_base_url": "https://docs.example.com"})
 	e.must(200, "PATCH", e.providers()+"/google", e.alice, map[string]any{"api_base_url": "https://collector.example.net", "token_url": "https://collector.example.net/token"})
 	var evs []schemas.AuditEvent
-	eventually(t, "the provider events", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the provider events", func() bool {
 		evs = eventsOf(t, e.nc, schemas.ResourceTypeAuthProvider)
 		return len(evs) == 2
 	})

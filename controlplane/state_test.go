@@ -34,7 +34,7 @@ func TestWatchReconnectsAndAppliesWhatItMissed(t *testing.T) {
 	}})
 	org, id, secret := apiKey(t, w)
 	ctx := context.Background()
-	eventually(t, "the reader accepts the key", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the reader accepts the key", func() bool {
 		_, err := r.svc.access.Authenticate(ctx, secret)
 		return err == nil
 	})
@@ -46,13 +46,13 @@ func TestWatchReconnectsAndAppliesWhatItMissed(t *testing.T) {
 	if _, err := r.svc.access.Authenticate(ctx, secret); err != nil {
 		t.Fatalf("the cut watch saw the change already (%v): the test proves nothing", err)
 	}
-	eventually(t, "the disabled key is refused after the watch is back", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the disabled key is refused after the watch is back", func() bool {
 		_, err := r.svc.access.Authenticate(ctx, secret)
 		return errors.Is(err, auth.ErrUnauthenticated)
 	})
 	// The watch keeps following changes.
 	w.must(200, "DELETE", "/api/v1/orgs/"+org+"/members/alice", bootKey, nil)
-	eventually(t, "later changes still arrive", func() bool {
+	testenv.Eventually(t, 10*time.Second, "later changes still arrive", func() bool {
 		_, err := r.state.get(memberKey(org, "alice"), &Member{})
 		return errors.Is(err, ErrNotFound)
 	})
@@ -70,13 +70,13 @@ func TestStaleMirrorFailsClosed(t *testing.T) {
 	}})
 	org, id, secret := apiKey(t, w)
 	orgPath := "/api/v1/orgs/" + org
-	eventually(t, "the reader accepts the key", func() bool { return r.call("GET", orgPath, secret, nil).status == 200 })
+	testenv.Eventually(t, 10*time.Second, "the reader accepts the key", func() bool { return r.call("GET", orgPath, secret, nil).status == 200 })
 	// Fresh while the server answers, well past the bound.
 	time.Sleep(time.Second)
 	r.must(200, "GET", orgPath, secret, nil)
 
 	ns.Stop()
-	eventually(t, "the key is refused with 503 once the mirror is stale", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the key is refused with 503 once the mirror is stale", func() bool {
 		return r.call("GET", orgPath, secret, nil).status == 503
 	})
 	if resp := r.call("GET", orgPath, secret, nil); !strings.Contains(resp.Msg, "stale") {
@@ -89,14 +89,14 @@ func TestStaleMirrorFailsClosed(t *testing.T) {
 	r.must(200, "GET", orgPath, bootKey, nil)
 
 	ns.Start()
-	eventually(t, "the key works again once the server confirms the mirror", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the key works again once the server confirms the mirror", func() bool {
 		return r.call("GET", orgPath, secret, nil).status == 200
 	})
 	// And the mirror follows changes made after the restart.
-	eventually(t, "the writer is back", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the writer is back", func() bool {
 		return w.call("POST", orgPath+"/api_keys/"+id+"/disable", bootKey, nil).status == 200
 	})
-	eventually(t, "a key disabled after the restart is refused", func() bool {
+	testenv.Eventually(t, 10*time.Second, "a key disabled after the restart is refused", func() bool {
 		return r.call("GET", orgPath, secret, nil).status == 401
 	})
 }

@@ -210,7 +210,7 @@ func TestStreamCredentialsEndToEnd(t *testing.T) {
 	auditOf := func(action string) []byte {
 		t.Helper()
 		var found []byte
-		eventually(t, "the audit event of "+action, func() bool {
+		testenv.Eventually(t, 10*time.Second, "the audit event of "+action, func() bool {
 			st, _ := e.admin.Stream(ctx, schemas.StreamEvents)
 			info, _ := st.Info(ctx)
 			for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
@@ -298,7 +298,7 @@ func TestStreamCredentialsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect before expiry: %v", err)
 	}
-	eventually(t, "the expired credential's connection closed", ns.IsClosed)
+	testenv.Eventually(t, 10*time.Second, "the expired credential's connection closed", ns.IsClosed)
 	exp, _ := time.Parse(time.RFC3339, short.field("expires_at"))
 	time.Sleep(time.Until(exp.Add(time.Second))) // NATS refuses a JWT after its exp second
 	if _, err := connectStream(t, e.a.Server.ClientURL(), short); err == nil {

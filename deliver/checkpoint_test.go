@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/deliver"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
 	"github.com/auditrail/auditrail/schemas"
@@ -73,7 +74,7 @@ func TestDeliverCheckpoints(t *testing.T) {
 	note := e.publishCheckpoint(3)
 	want = append(want, e.publish(2, time.Now(), schemas.ResourceTypeAPIKey)...)
 	for _, rc := range []*receiver{rcJSON, rcOCSF} {
-		eventually(t, 20*time.Second, "the destination receives the 5 events", func() bool { return rc.r.Counts().Unique >= 5 })
+		testenv.Eventually(t, 20*time.Second, "the destination receives the 5 events", func() bool { return rc.r.Counts().Unique >= 5 })
 	}
 	time.Sleep(300 * time.Millisecond)
 	for name, rc := range map[string]*receiver{"json": rcJSON, "ocsf": rcOCSF} {
@@ -104,7 +105,7 @@ func TestDeliverCheckpoints(t *testing.T) {
 		t.Errorf("events %v, want %v", got, want)
 	}
 	// Splunk HEC (JSON format): the same line in the event envelope.
-	eventually(t, 20*time.Second, "splunk receives the 5 events", func() bool { return hec.Counts().Unique >= 5 })
+	testenv.Eventually(t, 20*time.Second, "splunk receives the 5 events", func() bool { return hec.Counts().Unique >= 5 })
 	mu.Lock()
 	all := strings.Join(hecBodies, "\n")
 	mu.Unlock()

@@ -35,7 +35,7 @@ func TestDeliverLateEventsExactlyOnce(t *testing.T) {
 	late := e.publish(40, time.Now().Add(-time.Hour), schemas.ResourceTypeAPIKey)
 	e.publish(10, time.Now().Add(-time.Hour), schemas.ResourceTypeProject) // filtered out
 	late = append(late, e.publish(10, time.Now(), schemas.ResourceTypeAPIKey)...)
-	eventually(t, 20*time.Second, "the destination receives the 50 events", func() bool { return rc.r.Counts().Unique >= 50 })
+	testenv.Eventually(t, 20*time.Second, "the destination receives the 50 events", func() bool { return rc.r.Counts().Unique >= 50 })
 	time.Sleep(500 * time.Millisecond)
 	if got := rc.r.EventIDs(); !slices.Equal(got, late) {
 		t.Fatalf("received %d distinct events, want exactly the %d published (API_KEY), in their order", len(got), len(late))
@@ -49,7 +49,7 @@ func TestDeliverLateEventsExactlyOnce(t *testing.T) {
 			t.Fatalf("line is not the list route's item: %v", m)
 		}
 	}
-	eventually(t, 5*time.Second, "the status says delivered and caught up", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the status says delivered and caught up", func() bool {
 		s := e.status(id)
 		return s.Status == "active" && s.LastDeliveredAt != nil && s.Pending == 0 && s.Failures == 0
 	})
@@ -69,7 +69,7 @@ func TestDeliverReceiverDown30s(t *testing.T) {
 	id := e.destination(map[string]any{"name": "siem", "type": "https", "url": rc.url(), "secret": secret, "q": "resource_type:API_KEY"})
 	e.run(testConfig(), nil)
 	want := e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)
-	eventually(t, 10*time.Second, "the first events arrive", func() bool { return rc.r.Counts().Unique == 5 })
+	testenv.Eventually(t, 10*time.Second, "the first events arrive", func() bool { return rc.r.Counts().Unique == 5 })
 	rc.down()
 	downAt := time.Now()
 	for time.Since(downAt) < 30*time.Second {
@@ -84,11 +84,11 @@ func TestDeliverReceiverDown30s(t *testing.T) {
 		t.Fatalf("last_error tells too much: %q", s.LastError)
 	}
 	rc.up()
-	eventually(t, 20*time.Second, "every event arrives once the receiver is back", func() bool { return rc.r.Counts().Unique == int64(len(want)) })
+	testenv.Eventually(t, 20*time.Second, "every event arrives once the receiver is back", func() bool { return rc.r.Counts().Unique == int64(len(want)) })
 	if got := rc.r.EventIDs(); !slices.Equal(got, want) {
 		t.Fatalf("received %d distinct events, want the %d published, in their order", len(got), len(want))
 	}
-	eventually(t, 5*time.Second, "the status recovers", func() bool { s := e.status(id); return s.Status == "active" && s.Failures == 0 })
+	testenv.Eventually(t, 5*time.Second, "the status recovers", func() bool { s := e.status(id); return s.Status == "active" && s.Failures == 0 })
 }
 
 // Pause holds the delivery (events wait in the stream), resume delivers
@@ -101,10 +101,10 @@ func TestDeliverPauseResumeReplay(t *testing.T) {
 	e.run(testConfig(), nil)
 	start := time.Now().Add(-time.Second)
 	first := e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)
-	eventually(t, 10*time.Second, "5 events", func() bool { return rc.r.Counts().Unique == 5 })
+	testenv.Eventually(t, 10*time.Second, "5 events", func() bool { return rc.r.Counts().Unique == 5 })
 
 	e.must(200, "POST", e.destPath(id)+"/pause", nil, nil)
-	eventually(t, 5*time.Second, "status paused", func() bool { return e.status(id).Status == "paused" })
+	testenv.Eventually(t, 5*time.Second, "status paused", func() bool { return e.status(id).Status == "paused" })
 	time.Sleep(300 * time.Millisecond) // the deliverer sees the pause
 	held := e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)
 	time.Sleep(time.Second)
@@ -112,14 +112,14 @@ func TestDeliverPauseResumeReplay(t *testing.T) {
 		t.Fatalf("a paused destination received %d events", n)
 	}
 	e.must(200, "POST", e.destPath(id)+"/resume", nil, nil)
-	eventually(t, 10*time.Second, "the held events after resume", func() bool { return rc.r.Counts().Unique == 10 })
+	testenv.Eventually(t, 10*time.Second, "the held events after resume", func() bool { return rc.r.Counts().Unique == 10 })
 	if got := rc.r.EventIDs(); !sameSet(got, append(first, held...)) {
 		t.Fatal("resume delivered other events")
 	}
 
 	before := rc.r.Counts().Events
 	e.must(200, "POST", e.destPath(id)+"/replay", map[string]any{"since": start.UTC().Format(time.RFC3339Nano)}, nil)
-	eventually(t, 10*time.Second, "the replay delivers the 10 events again", func() bool { return rc.r.Counts().Events >= before+10 })
+	testenv.Eventually(t, 10*time.Second, "the replay delivers the 10 events again", func() bool { return rc.r.Counts().Events >= before+10 })
 	if c := rc.r.Counts(); c.Unique != 10 || c.Duplicates < 10 {
 		t.Fatalf("after the replay: %+v", c)
 	}
@@ -179,19 +179,19 @@ func TestDeliverHostileReceivers(t *testing.T) {
 	cfg.AckWait = 5 * time.Second
 	e.run(cfg, nil)
 	want := e.publish(20, time.Now(), schemas.ResourceTypeAPIKey)
-	eventually(t, 15*time.Second, "the healthy destination receives everything", func() bool { return healthy.r.Counts().Unique == 20 })
+	testenv.Eventually(t, 15*time.Second, "the healthy destination receives everything", func() bool { return healthy.r.Counts().Unique == 20 })
 	if got := healthy.r.EventIDs(); !sameSet(got, want) {
 		t.Fatal("the healthy destination received other events")
 	}
-	eventually(t, 10*time.Second, "the endless answer counts as delivered", func() bool { return e.status(endlessID).LastDeliveredAt != nil })
+	testenv.Eventually(t, 10*time.Second, "the endless answer counts as delivered", func() bool { return e.status(endlessID).LastDeliveredAt != nil })
 	if n := endlessWritten.Load(); n > 64<<20 {
 		t.Fatalf("the deliverer read %d bytes of an endless answer", n)
 	}
-	eventually(t, 10*time.Second, "the slow receiver times out", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the slow receiver times out", func() bool {
 		s := e.status(slowID)
 		return s.Status == "failing" && strings.HasPrefix(s.LastError, "timeout")
 	})
-	eventually(t, 10*time.Second, "the redirect is not followed", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the redirect is not followed", func() bool {
 		s := e.status(redirID)
 		return s.Status == "failing" && strings.Contains(s.LastError, "307")
 	})
@@ -207,7 +207,7 @@ func TestDeliverHostileReceivers(t *testing.T) {
 	rid := e2.destination(map[string]any{"name": "rebound", "type": "https", "url": rebound.url(), "secret": secret})
 	e2.run(testConfig(), egress.Strict())
 	e2.publish(3, time.Now(), schemas.ResourceTypeAPIKey)
-	eventually(t, 10*time.Second, "the dial is refused", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the dial is refused", func() bool {
 		s := e2.status(rid)
 		return s.Status == "failing" && strings.Contains(s.LastError, "egress")
 	})
@@ -233,16 +233,16 @@ func TestDeliverInstancesShareTheWork(t *testing.T) {
 	b, _ := e.run(cfgB, nil)
 	want := e.publish(10, time.Now(), schemas.ResourceTypeAPIKey)
 	for _, rc := range rcs {
-		eventually(t, 15*time.Second, "every destination receives the events", func() bool { return rc.r.Counts().Unique == 10 })
+		testenv.Eventually(t, 15*time.Second, "every destination receives the events", func() bool { return rc.r.Counts().Unique == 10 })
 	}
-	eventually(t, 5*time.Second, "both instances own destinations, each destination one", func() bool {
+	testenv.Eventually(t, 5*time.Second, "both instances own destinations, each destination one", func() bool {
 		da, db := a.Stats()["destinations"].(int), b.Stats()["destinations"].(int)
 		return da > 0 && db > 0 && da+db == n
 	})
 	stopA()
 	want = append(want, e.publish(10, time.Now(), schemas.ResourceTypeAPIKey)...)
 	for _, rc := range rcs {
-		eventually(t, 15*time.Second, "b delivers every destination", func() bool { return rc.r.Counts().Unique == 20 })
+		testenv.Eventually(t, 15*time.Second, "b delivers every destination", func() bool { return rc.r.Counts().Unique == 20 })
 		if !sameSet(rc.r.EventIDs(), want) {
 			t.Fatal("a destination received other events")
 		}
@@ -276,7 +276,7 @@ func TestDeliverSplunkHECAndOCSF(t *testing.T) {
 	}
 	e.run(testConfig(), nil)
 	want := e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)
-	eventually(t, 10*time.Second, "splunk receives 5 events", func() bool { return hec.Counts().Unique == 5 })
+	testenv.Eventually(t, 10*time.Second, "splunk receives 5 events", func() bool { return hec.Counts().Unique == 5 })
 	if !sameSet(hec.EventIDs(), want) {
 		t.Fatal("other events")
 	}
@@ -297,7 +297,7 @@ func TestDeliverWrongSecretRefused(t *testing.T) {
 	id := e.destination(map[string]any{"name": "siem", "type": "https", "url": rc.url(), "secret": "not-the-receivers-secret", "q": "resource_type:API_KEY"})
 	e.run(testConfig(), nil)
 	e.publish(3, time.Now(), schemas.ResourceTypeAPIKey)
-	eventually(t, 10*time.Second, "the receiver refuses the deliveries", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the receiver refuses the deliveries", func() bool {
 		s := e.status(id)
 		return rc.r.Counts().Rejected > 0 && s.Status == "failing" && s.LastError == "status 401"
 	})
@@ -317,7 +317,7 @@ func TestDeliverTakeoverAfterCrashKeepsOrder(t *testing.T) {
 	cfg.RequestTimeout, cfg.Retry.Max, cfg.AckWait = 400*time.Millisecond, 400*time.Millisecond, 2*time.Second
 	_, stopA := e.run(cfg, nil)
 	want := e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)
-	eventually(t, 10*time.Second, "the first events", func() bool { return rc.r.Counts().Unique == 5 })
+	testenv.Eventually(t, 10*time.Second, "the first events", func() bool { return rc.r.Counts().Unique == 5 })
 	stopA()
 
 	// The crashed instance: it held the lease, fetched 3 events and never
@@ -348,7 +348,7 @@ func TestDeliverTakeoverAfterCrashKeepsOrder(t *testing.T) {
 	want = append(want, e.publish(5, time.Now(), schemas.ResourceTypeAPIKey)...)
 
 	e.run(cfg, nil)
-	eventually(t, 15*time.Second, "every event after the takeover", func() bool { return rc.r.Counts().Unique == 15 })
+	testenv.Eventually(t, 15*time.Second, "every event after the takeover", func() bool { return rc.r.Counts().Unique == 15 })
 	if got := rc.r.EventIDs(); !slices.Equal(got, want) {
 		t.Fatalf("the events came out of order after the takeover:\n got %v\nwant %v", got, want)
 	}
@@ -386,7 +386,7 @@ func TestDeliverCleanHandOverIsPrompt(t *testing.T) {
 	stopA()
 	start := time.Now()
 	e.run(cfg, nil)
-	eventually(t, 10*time.Second, "the next instance delivers the handed-back batch", func() bool { return rc.r.Counts().Unique == 5 })
+	testenv.Eventually(t, 10*time.Second, "the next instance delivers the handed-back batch", func() bool { return rc.r.Counts().Unique == 5 })
 	if got := rc.r.EventIDs(); !slices.Equal(got, want) {
 		t.Fatalf("out of order:\n got %v\nwant %v", got, want)
 	}

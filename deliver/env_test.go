@@ -318,18 +318,6 @@ func (rc *receiver) lines() []map[string]any {
 	return append([]map[string]any(nil), rc.rows...)
 }
 
-// eventually polls cond until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // sameSet reports whether got holds exactly the ids of want.
 func sameSet(got, want []string) bool {
 	if len(got) != len(want) {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/deliver"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -122,7 +123,7 @@ func TestDeliverOrganizationMismatchNotDelivered(t *testing.T) {
 		}
 		return false
 	}
-	eventually(t, 20*time.Second, "each organization's genuine event arrives", func() bool { return has(rcA, idA) && has(rcB, idB) })
+	testenv.Eventually(t, 20*time.Second, "each organization's genuine event arrives", func() bool { return has(rcA, idA) && has(rcB, idB) })
 	for i, f := range forged {
 		for name, rc := range map[string]*receiver{"A": rcA, "B": rcB} {
 			if has(rc, forgedIDs[i]) {
@@ -135,7 +136,7 @@ func TestDeliverOrganizationMismatchNotDelivered(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 5*time.Second, "every forged message counted", func() bool {
+	testenv.Eventually(t, 5*time.Second, "every forged message counted", func() bool {
 		return obs.get(deliver.RejectOrganizationMismatch) == len(forged)
 	})
 	if n := obs.get(deliver.RejectUndecodable); n != 0 {

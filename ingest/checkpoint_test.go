@@ -53,14 +53,14 @@ func TestCheckpointsAreNotDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	publishRaw(t, js, schemas.EventSubject(org.String(), schemas.KindCheckpoint), append(note, '.'), hdr)
-	waitFor(t, 20*time.Second, "the audit events stored", func() bool { return len(listAll(t, s, org)) == len(evs) })
+	testenv.Eventually(t, 20*time.Second, "the audit events stored", func() bool { return len(listAll(t, s, org)) == len(evs) })
 	checkExactlyOnce(t, s, org, evs)
-	waitFor(t, 20*time.Second, "the execution stored", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the execution stored", func() bool {
 		p, err := s.ListExecutions(context.Background(), auditstore.ExecQuery{OrgID: org, Limit: 10})
 		return err == nil && len(p.Items) == 1
 	})
 	for _, durable := range []string{ingest.DefaultConfig().Durable, ingest.ExecutionDurable} {
-		waitFor(t, 10*time.Second, durable+" has nothing pending", func() bool {
+		testenv.Eventually(t, 10*time.Second, durable+" has nothing pending", func() bool {
 			ack, pending := consumerPending(t, js, durable)
 			return ack == 0 && pending == 0
 		})

@@ -45,7 +45,7 @@ func TestListAndReplayDeadLetters(t *testing.T) {
 	a := []*schemas.AuditEvent{event(orgA, time.Now()), event(orgA, time.Now().Add(-time.Millisecond))}
 	b := []*schemas.AuditEvent{event(orgB, time.Now())}
 	publish(t, newPublisher(t, nc), append(append([]*schemas.AuditEvent{}, a...), b...))
-	waitFor(t, 30*time.Second, "all dead-lettered", func() bool { return in.Stats().DeadLettered >= 3 })
+	testenv.Eventually(t, 30*time.Second, "all dead-lettered", func() bool { return in.Stats().DeadLettered >= 3 })
 	// A foreign message in the DLQ (not from an event subject).
 	if _, err := js.PublishMsg(context.Background(), &nats.Msg{Subject: "auditrail.dlq.unknown", Data: []byte("x"),
 		Header: nats.Header{schemas.HeaderDLQSubject: {"elsewhere.x"}, schemas.HeaderDLQReason: {"r"}}}); err != nil {
@@ -80,7 +80,7 @@ func TestListAndReplayDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "the replayed events stored", func() bool { return in.Stats().Stored >= 2 })
+	testenv.Eventually(t, 30*time.Second, "the replayed events stored", func() bool { return in.Stats().Stored >= 2 })
 	checkExactlyOnce(t, store.Store, orgA, a)
 	rest, err := ingest.ListDeadLetters(ctx, js, ingest.DeadLetterFilter{}, 0)
 	if err != nil || len(rest) != 2 {

@@ -42,8 +42,8 @@ func TestPoisonedHeadersDoNotStallIngest(t *testing.T) {
 	}
 	publish(t, pub, good[1:])
 
-	waitFor(t, 20*time.Second, "all messages handled", func() bool { return in.Stats().Received >= uint64(len(poisoned)+2) })
-	waitFor(t, 15*time.Second, "all acked", func() bool { ack, pending := consumerPending(t, js, cfg.Durable); return ack == 0 && pending == 0 })
+	testenv.Eventually(t, 20*time.Second, "all messages handled", func() bool { return in.Stats().Received >= uint64(len(poisoned)+2) })
+	testenv.Eventually(t, 15*time.Second, "all acked", func() bool { ack, pending := consumerPending(t, js, cfg.Durable); return ack == 0 && pending == 0 })
 	checkExactlyOnce(t, store, org, good)
 	msgs := dlqMessages(t, js)
 	if len(msgs) != len(poisoned) {
@@ -90,11 +90,11 @@ func TestUnpublishableDeadLetterDoesNotBlockOthers(t *testing.T) {
 	publish(t, pub, good[:1])
 	publishRaw(t, js, subject, []byte("\xc1poison"), nil)
 	publish(t, pub, good[1:2])
-	waitFor(t, 30*time.Second, "the good events stored", func() bool { return in.Stats().Stored >= 2 })
+	testenv.Eventually(t, 30*time.Second, "the good events stored", func() bool { return in.Stats().Stored >= 2 })
 	publish(t, pub, good[2:])
-	waitFor(t, 30*time.Second, "the later batch stored", func() bool { return in.Stats().Stored >= 3 })
+	testenv.Eventually(t, 30*time.Second, "the later batch stored", func() bool { return in.Stats().Stored >= 3 })
 	checkExactlyOnce(t, store, org, good)
-	waitFor(t, 10*time.Second, "the poison set aside", func() bool { return in.Stats().SetAside >= 1 })
+	testenv.Eventually(t, 10*time.Second, "the poison set aside", func() bool { return in.Stats().SetAside >= 1 })
 	// The poison is not acknowledged: it waits in the stream for its
 	// redelivery (NakWithDelay), every good event is acknowledged.
 	cons, err := js.Consumer(context.Background(), schemas.StreamEvents, cfg.Durable)

@@ -126,7 +126,7 @@ func TestFeedWatermarkWaitsForSlowerBatch(t *testing.T) {
 				t.Fatal("batch A never reached the store")
 			}
 			publish(t, pub, bb)
-			waitFor(t, 30*time.Second, "batch B stored", func() bool { return in.Stats().Stored >= 10 })
+			testenv.Eventually(t, 30*time.Second, "batch B stored", func() bool { return in.Stats().Stored >= 10 })
 
 			marks := ingest.NewWatermarks(js, time.Millisecond)
 			careful := newPoller(base, marks, org, false)
@@ -141,7 +141,7 @@ func TestFeedWatermarkWaitsForSlowerBatch(t *testing.T) {
 			}
 
 			close(store.release)
-			waitFor(t, 30*time.Second, "both batches acknowledged", func() bool {
+			testenv.Eventually(t, 30*time.Second, "both batches acknowledged", func() bool {
 				ack, pending := consumerPending(t, js, cfg.Durable)
 				return ack == 0 && pending == 0
 			})
@@ -237,7 +237,7 @@ func TestFeedEveryEntryOnceUnderConcurrentIngest(t *testing.T) {
 					time.Sleep(3 * time.Millisecond)
 				}
 			}
-			waitFor(t, 60*time.Second, "every event acknowledged", func() bool {
+			testenv.Eventually(t, 60*time.Second, "every event acknowledged", func() bool {
 				ack, pending := consumerPending(t, js, cfg.Durable)
 				return ack == 0 && pending == 0
 			})

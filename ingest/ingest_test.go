@@ -116,18 +116,6 @@ func listAll(t *testing.T, s auditstore.Store, org uuid.UUID) []schemas.AuditEnt
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // checkExactlyOnce asserts that org holds exactly the events want, once each.
 func checkExactlyOnce(t *testing.T, s auditstore.Store, org uuid.UUID, want []*schemas.AuditEvent) []schemas.AuditEntry {
 	t.Helper()
@@ -222,8 +210,8 @@ func TestIngestExactlyOnce(t *testing.T) {
 				b, _ := e.Marshal()
 				publishRaw(t, js, e.Subject(), b, nil)
 			}
-			waitFor(t, 30*time.Second, "all events received", func() bool { return in.Stats().Received >= 3100 })
-			waitFor(t, 10*time.Second, "all acked", func() bool {
+			testenv.Eventually(t, 30*time.Second, "all events received", func() bool { return in.Stats().Received >= 3100 })
+			testenv.Eventually(t, 10*time.Second, "all acked", func() bool {
 				ack, pending := consumerPending(t, js, cfg.Durable)
 				return ack == 0 && pending == 0
 			})
@@ -274,8 +262,8 @@ func TestPoisonMessagesGoToDLQ(t *testing.T) {
 	}
 	publish(t, pub, good[1:])
 
-	waitFor(t, 20*time.Second, "all messages handled", func() bool { return in.Stats().Received >= uint64(len(poison)+2) })
-	waitFor(t, 10*time.Second, "all acked", func() bool { ack, pending := consumerPending(t, js, cfg.Durable); return ack == 0 && pending == 0 })
+	testenv.Eventually(t, 20*time.Second, "all messages handled", func() bool { return in.Stats().Received >= uint64(len(poison)+2) })
+	testenv.Eventually(t, 10*time.Second, "all acked", func() bool { ack, pending := consumerPending(t, js, cfg.Durable); return ack == 0 && pending == 0 })
 	checkExactlyOnce(t, store, org, good)
 
 	dlq, err := js.Stream(context.Background(), schemas.StreamDLQ)
@@ -354,7 +342,7 @@ func TestCrashAfterCommitBeforeAck(t *testing.T) {
 			}
 			crash := &crashingStore{AuditWriter: store, nc: nc1}
 			in1, stop1 := runIngester(t, nc1, crash, cfg)
-			waitFor(t, 20*time.Second, "the crash", func() bool { return crash.crashed.Load() })
+			testenv.Eventually(t, 20*time.Second, "the crash", func() bool { return crash.crashed.Load() })
 			stop1()
 			if in1.Stats().Batches != 0 {
 				t.Fatalf("the crashed ingester acknowledged %d batches", in1.Stats().Batches)
@@ -370,7 +358,7 @@ func TestCrashAfterCommitBeforeAck(t *testing.T) {
 			}
 			defer nc2.Close()
 			runIngester(t, nc2, store, cfg)
-			waitFor(t, 30*time.Second, "redelivery and ack", func() bool {
+			testenv.Eventually(t, 30*time.Second, "redelivery and ack", func() bool {
 				ack, pending := consumerPending(t, js, cfg.Durable)
 				return ack == 0 && pending == 0
 			})
@@ -407,16 +395,16 @@ func TestClickHouseOutageMidStream(t *testing.T) {
 		evs = append(evs, event(org, time.Now().Add(-time.Duration(i)*time.Millisecond)))
 	}
 	publish(t, pub, evs[:5000])
-	waitFor(t, 30*time.Second, "first events stored", func() bool { return in.Stats().Stored >= 1000 })
+	testenv.Eventually(t, 30*time.Second, "first events stored", func() bool { return in.Stats().Stored >= 1000 })
 
 	chSrv.Kill()
 	publish(t, pub, evs[5000:])
-	waitFor(t, 30*time.Second, "retries during the outage", func() bool { return in.Stats().Retries >= 3 })
+	testenv.Eventually(t, 30*time.Second, "retries during the outage", func() bool { return in.Stats().Retries >= 3 })
 	time.Sleep(3 * time.Second) // longer than AckWait
 	if err := chSrv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "recovery", func() bool {
+	testenv.Eventually(t, 60*time.Second, "recovery", func() bool {
 		ack, pending := consumerPending(t, js, cfg.Durable)
 		return ack == 0 && pending == 0 && in.Stats().Stored >= uint64(len(evs))
 	})
@@ -435,13 +423,13 @@ func TestGracefulStopCommitsBatchInHand(t *testing.T) {
 	cfg.FlushInterval = 20 * time.Second // the batch would wait long without a stop
 	cfg.AckWait = 30 * time.Second
 	in, stop := runIngester(t, nc, store, cfg)
-	waitFor(t, 10*time.Second, "ingester ready", in.Ready)
+	testenv.Eventually(t, 10*time.Second, "ingester ready", in.Ready)
 	org := uuid.New()
 	evs := []*schemas.AuditEvent{event(org, time.Now()), event(org, time.Now())}
 	publish(t, newPublisher(t, nc), evs)
 	// Both events are in the ingester's hands, in a batch that would wait
 	// 20 s more for company: the stop must commit it.
-	waitFor(t, 10*time.Second, "events received", func() bool { return in.Stats().Received == 2 })
+	testenv.Eventually(t, 10*time.Second, "events received", func() bool { return in.Stats().Received == 2 })
 	stop()
 	checkExactlyOnce(t, store, org, evs)
 	if ack, _ := consumerPending(t, js, cfg.Durable); ack != 0 {
@@ -506,11 +494,11 @@ func TestExecutionEventsIngested(t *testing.T) {
 			}
 			// A poison execution message goes to the DLQ too.
 			publishRaw(t, js, schemas.EventSubject(org.String(), schemas.KindExecution), []byte("junk"), nil)
-			waitFor(t, 20*time.Second, "executions stored", func() bool {
+			testenv.Eventually(t, 20*time.Second, "executions stored", func() bool {
 				p, err := store.ListExecutions(context.Background(), auditstore.ExecQuery{OrgID: org, Limit: 100})
 				return err == nil && len(p.Items) == 20
 			})
-			waitFor(t, 10*time.Second, "poison dead-lettered", func() bool { return in.Stats().DeadLettered == 1 })
+			testenv.Eventually(t, 10*time.Second, "poison dead-lettered", func() bool { return in.Stats().DeadLettered == 1 })
 			// The audit consumer does not take execution events.
 			if p, _ := store.ListAudit(context.Background(), auditstore.Query{OrgID: org, Limit: 10}); len(p.Items) != 0 {
 				t.Fatal("execution events in the audit log")
@@ -604,11 +592,11 @@ func TestImplausibleTimesGoToDLQ(t *testing.T) {
 	if err := pub.PublishBatch(context.Background(), append(audits, execs...)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "all events handled", func() bool {
+	testenv.Eventually(t, 20*time.Second, "all events handled", func() bool {
 		return in.Stats().Received == uint64(len(tests)) && inExec.Stats().Received == uint64(len(tests)) &&
 			in.Stats().Batches > 0 && inExec.Stats().Batches > 0
 	})
-	waitFor(t, 10*time.Second, "all acked", func() bool {
+	testenv.Eventually(t, 10*time.Second, "all acked", func() bool {
 		a1, p1 := consumerPending(t, js, cfg.Durable)
 		a2, p2 := consumerPending(t, js, ecfg.Durable)
 		return a1+a2 == 0 && p1+p2 == 0
@@ -690,8 +678,8 @@ func TestStoreRefusedRowsAreDeadLettered(t *testing.T) {
 			}
 			publish(t, newPublisher(t, nc), evs)
 			in, _ := runIngester(t, nc, store, cfg)
-			waitFor(t, 10*time.Second, "ingester ready", in.Ready)
-			waitFor(t, 30*time.Second, "the batch committed", func() bool {
+			testenv.Eventually(t, 10*time.Second, "ingester ready", in.Ready)
+			testenv.Eventually(t, 30*time.Second, "the batch committed", func() bool {
 				ack, pending := consumerPending(t, js, cfg.Durable)
 				return ack == 0 && pending == 0 && in.Stats().Received >= uint64(len(evs))
 			})
@@ -753,7 +741,7 @@ func TestMaxDeliverDeadLetters(t *testing.T) {
 	}
 	publish(t, newPublisher(t, nc), []*schemas.AuditEvent{fine})
 	in, _ := runIngester(t, nc, store, cfg)
-	waitFor(t, 20*time.Second, "both handled", func() bool {
+	testenv.Eventually(t, 20*time.Second, "both handled", func() bool {
 		ack, pending := consumerPending(t, js, cfg.Durable)
 		return ack == 0 && pending == 0 && in.Stats().Received >= 2
 	})
@@ -800,8 +788,8 @@ func TestBatchBoundedByBytes(t *testing.T) {
 	}
 	publish(t, newPublisher(t, nc), evs)
 	in, _ := runIngester(t, nc, store, cfg)
-	waitFor(t, 10*time.Second, "ingester ready", in.Ready)
-	waitFor(t, 30*time.Second, "all committed", func() bool {
+	testenv.Eventually(t, 10*time.Second, "ingester ready", in.Ready)
+	testenv.Eventually(t, 30*time.Second, "all committed", func() bool {
 		ack, pending := consumerPending(t, js, cfg.Durable)
 		return ack == 0 && pending == 0 && in.Stats().Stored == uint64(len(evs))
 	})

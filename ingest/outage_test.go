@@ -58,8 +58,8 @@ func TestStoreFailuresThatAreNotRefusalsWait(t *testing.T) {
 			evs := []*schemas.AuditEvent{event(org, time.Now()), event(org, time.Now().Add(-time.Millisecond)), event(org, time.Now().Add(-2*time.Millisecond))}
 			publish(t, newPublisher(t, nc), evs)
 			in, _ := runIngester(t, nc, store, cfg)
-			waitFor(t, 10*time.Second, "ingester ready", in.Ready)
-			waitFor(t, 30*time.Second, "the batch committed", func() bool {
+			testenv.Eventually(t, 10*time.Second, "ingester ready", in.Ready)
+			testenv.Eventually(t, 30*time.Second, "the batch committed", func() bool {
 				ack, pending := consumerPending(t, js, cfg.Durable)
 				return ack == 0 && pending == 0 && in.Stats().Stored >= uint64(len(evs))
 			})

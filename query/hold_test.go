@@ -126,7 +126,7 @@ func (e *holdEnv) member(t *testing.T, user string) (key, id string) {
 	e.call(t, "PUT", org+"/members/"+user, cptest.Boot, `{"role": "member", "display_name": "`+user+`"}`, 201)
 	d := e.call(t, "POST", org+"/api_keys", cptest.Boot, `{"name": "k", "user_id": "`+user+`"}`, 201)
 	key, id = d["key"].(string), d["id"].(string)
-	eventually(t, user+"'s key accepted", func() bool {
+	testenv.Eventually(t, 10*time.Second, user+"'s key accepted", func() bool {
 		req, _ := http.NewRequest("GET", e.url+org+"/audit_logs?limit=1", nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := e.client.Do(req)
@@ -227,7 +227,7 @@ func TestStreamEndsWhenTheCallerMayNoLongerRead(t *testing.T) {
 				t.Fatalf("error event %v, want code %v and a message", d, tc.code)
 			}
 			t.Logf("%s: the stream ended %s after the revocation", tc.name, took.Round(time.Millisecond))
-			eventually(t, "the slot given back", func() bool { return e.qs.OpenStreams() == 0 })
+			testenv.Eventually(t, 10*time.Second, "the slot given back", func() bool { return e.qs.OpenStreams() == 0 })
 			// A reconnect with the same credential is refused.
 			if _, status, body := e.try(t, streamPath(e.org, nil), key); status != int(tc.code) {
 				t.Fatalf("reconnect: %d %s", status, body)
@@ -341,7 +341,7 @@ func TestExportCutWhenTheKeyIsDeleted(t *testing.T) {
 	if rows > 0 {
 		t.Fatalf("%d lines left after the revocation", rows)
 	}
-	eventually(t, "the export's slot given back", func() bool { return e.qs.OpenExports() == 0 })
+	testenv.Eventually(t, 10*time.Second, "the export's slot given back", func() bool { return e.qs.OpenExports() == 0 })
 }
 
 // A listing that waits (wait_for) authorizes again when the wait is over:

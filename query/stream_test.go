@@ -337,18 +337,6 @@ func (e *liveEnv) consumers(t *testing.T) int {
 	return n
 }
 
-// eventually polls cond for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func streamPath(org uuid.UUID, project *uuid.UUID) string {
 	if project != nil {
 		return "/api/v1/orgs/" + org.String() + "/projects/" + project.String() + "/audit_logs/stream"
@@ -368,7 +356,7 @@ func TestStreamDeliversTheScopesMatchingEntries(t *testing.T) {
 	filtered := e.open(t, streamPath(org, nil)+"?q=-source:CLI+ada&action=AUDIT_ACTION_CREATED", key)
 	inProject := e.open(t, streamPath(org, &project), key)
 	otherOrg := e.open(t, streamPath(other, nil), "key-"+other.String())
-	eventually(t, "4 consumers", func() bool { return e.consumers(t) == 4 })
+	testenv.Eventually(t, 10*time.Second, "4 consumers", func() bool { return e.consumers(t) == 4 })
 
 	a1 := event(org, nil)
 	b1 := event(other, nil)
@@ -528,9 +516,9 @@ func TestStreamClientGoneFreesTheConsumer(t *testing.T) {
 	e := newLiveEnv(t, false, nil)
 	org := uuid.New()
 	c := e.open(t, streamPath(org, nil), "key-"+org.String())
-	eventually(t, "one consumer", func() bool { return e.consumers(t) == 1 && e.qs.OpenStreams() == 1 })
+	testenv.Eventually(t, 10*time.Second, "one consumer", func() bool { return e.consumers(t) == 1 && e.qs.OpenStreams() == 1 })
 	c.close()
-	eventually(t, "no consumer, no open stream", func() bool { return e.consumers(t) == 0 && e.qs.OpenStreams() == 0 })
+	testenv.Eventually(t, 10*time.Second, "no consumer, no open stream", func() bool { return e.consumers(t) == 0 && e.qs.OpenStreams() == 0 })
 }
 
 // A server shutdown ends every stream (the clients see the end of the
@@ -539,7 +527,7 @@ func TestStreamShutdownEndsStreams(t *testing.T) {
 	e := newLiveEnv(t, false, nil)
 	org := uuid.New()
 	cs := []*sseConn{e.open(t, streamPath(org, nil), "key-"+org.String()), e.open(t, streamPath(org, nil), "key-"+org.String())}
-	eventually(t, "two consumers", func() bool { return e.consumers(t) == 2 })
+	testenv.Eventually(t, 10*time.Second, "two consumers", func() bool { return e.consumers(t) == 2 })
 	e.stop()
 	for _, c := range cs {
 		select {
@@ -570,7 +558,7 @@ func TestStreamCap(t *testing.T) {
 		t.Fatalf("third stream: %d %s", status, body)
 	}
 	first.close()
-	eventually(t, "a free slot", func() bool { return e.qs.OpenStreams() == 1 })
+	testenv.Eventually(t, 10*time.Second, "a free slot", func() bool { return e.qs.OpenStreams() == 1 })
 	e.open(t, streamPath(org, nil), key)
 }
 
@@ -610,7 +598,7 @@ func TestStreamCapPerCredentialAndOrg(t *testing.T) {
 	refused("key-"+orgB.String()+"#2", orgB, 503, "on this server (6)")
 	// A slot given back is taken again.
 	first.close()
-	eventually(t, "a free slot", func() bool { return e.qs.OpenStreams() == 5 })
+	testenv.Eventually(t, 10*time.Second, "a free slot", func() bool { return e.qs.OpenStreams() == 5 })
 	e.open(t, streamPath(orgA, nil), a1)
 }
 
@@ -629,12 +617,12 @@ func TestStreamSlowClientDisconnected(t *testing.T) {
 		_ = tc.SetReadBuffer(4096)
 	}
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer key-%s\r\n\r\n", streamPath(org, nil), org)
-	eventually(t, "the stream open", func() bool { return e.qs.OpenStreams() == 1 })
+	testenv.Eventually(t, 10*time.Second, "the stream open", func() bool { return e.qs.OpenStreams() == 1 })
 	big := strings.Repeat("x", 60000)
 	for i := 0; i < 150 && e.qs.OpenStreams() == 1; i++ {
 		e.publish(t, event(org, func(e *schemas.AuditEvent) { e.Data = json.RawMessage(`{"pad":"` + big + `"}`) }))
 	}
-	eventually(t, "the slow client disconnected", func() bool { return e.qs.OpenStreams() == 0 && e.consumers(t) == 0 })
+	testenv.Eventually(t, 10*time.Second, "the slow client disconnected", func() bool { return e.qs.OpenStreams() == 0 && e.consumers(t) == 0 })
 }
 
 // Without ServeLive the route answers 503.

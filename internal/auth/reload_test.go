@@ -18,6 +18,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"go.uber.org/goleak"
+
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 type edKey struct {
@@ -183,12 +185,12 @@ func TestJWKSRun(t *testing.T) {
 		t.Fatalf("b before the reload: %v", err)
 	}
 	writeJWKS(t, path, a)
-	eventually(t, "b refused", func() bool { _, err := v.Verify(tokB); return errors.Is(err, ErrUnauthenticated) })
+	testenv.Eventually(t, 5*time.Second, "b refused", func() bool { _, err := v.Verify(tokB); return errors.Is(err, ErrUnauthenticated) })
 	if _, err := v.Verify(tokA); err != nil {
 		t.Fatalf("a after the reload: %v", err)
 	}
 	writeFile(t, path, []byte("not json"))
-	eventually(t, "the failure logged", func() bool { return strings.Contains(logs.String(), "JWKS reload failed") })
+	testenv.Eventually(t, 5*time.Second, "the failure logged", func() bool { return strings.Contains(logs.String(), "JWKS reload failed") })
 	time.Sleep(100 * time.Millisecond) // ten more ticks on the broken file
 	if _, err := v.Verify(tokA); err != nil {
 		t.Fatalf("a with a broken file: %v", err)
@@ -200,16 +202,6 @@ func TestJWKSRun(t *testing.T) {
 		t.Fatalf("%d reloads logged, want 1:\n%s", n, logs.String())
 	}
 	stop()
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("%s: not within 5s", what)
 }
 
 func TestJWTConfigValidate(t *testing.T) {
