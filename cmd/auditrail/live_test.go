@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,8 +20,7 @@ import (
 func TestLiveStreamInDev(t *testing.T) {
 	p, key := devWithKey(t)
 	org, other := uuid.New(), uuid.New()
-	type msg struct{ id, data string }
-	open := func(org uuid.UUID) (<-chan msg, <-chan struct{}) {
+	open := func(org uuid.UUID) (<-chan sseFrame, <-chan struct{}) {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://"+p.http+"/api/v1/orgs/"+org.String()+"/audit_logs/stream", nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := http.DefaultClient.Do(req)
@@ -31,25 +31,7 @@ func TestLiveStreamInDev(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
-		msgs, done := make(chan msg, 100), make(chan struct{})
-		go func() {
-			defer close(done)
-			r := bufio.NewScanner(resp.Body)
-			r.Buffer(make([]byte, 0, 64<<10), 1<<20)
-			var m msg
-			for r.Scan() {
-				line := r.Text()
-				switch {
-				case strings.HasPrefix(line, "id: "):
-					m.id = line[4:]
-				case strings.HasPrefix(line, "data: "):
-					m.data = line[6:]
-				case line == "" && m.id != "":
-					msgs <- m
-					m = msg{}
-				}
-			}
-		}()
+		msgs, done := readSSE(resp.Body)
 		return msgs, done
 	}
 	msgs, done := open(org)
@@ -122,25 +104,7 @@ func TestLiveStreamRevokedInDev(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("stream: %d", resp.StatusCode)
 	}
-	type frame struct{ event, data string }
-	frames, done := make(chan frame, 100), make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		var f frame
-		for sc.Scan() {
-			switch line := sc.Text(); {
-			case strings.HasPrefix(line, "event: "):
-				f.event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				f.data = line[6:]
-			case line == "" && f.data != "":
-				frames <- f
-				f = frame{}
-			}
-		}
-	}()
+	frames, done := readSSE(resp.Body)
 	project := func(name string) string {
 		t.Helper()
 		r := api.call("POST", org+"/projects", boot, map[string]any{"name": name})
@@ -164,7 +128,7 @@ func TestLiveStreamRevokedInDev(t *testing.T) {
 	for i := range 3 {
 		later = append(later, project("after-"+string(rune('a'+i))))
 	}
-	var ended *frame
+	var ended *sseFrame
 	for ended == nil {
 		select {
 		case f := <-frames:
@@ -204,4 +168,34 @@ func TestLiveStreamRevokedInDev(t *testing.T) {
 	if r := api.call("GET", org+"/audit_logs/stream", key, nil); r.status != 403 {
 		t.Fatalf("reconnect of the removed member: %d %s", r.status, r.raw)
 	}
+}
+
+// sseFrame is one message of a live stream: its id, its event name (empty
+// for an entry) and its data.
+type sseFrame struct{ id, event, data string }
+
+// readSSE reads the messages of a live stream from body until it ends
+// (done closes then).
+func readSSE(body io.Reader) (chan sseFrame, <-chan struct{}) {
+	frames, done := make(chan sseFrame, 100), make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		var f sseFrame
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case strings.HasPrefix(line, "id: "):
+				f.id = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				f.event = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				f.data = line[6:]
+			case line == "" && f.data != "":
+				frames <- f
+				f = sseFrame{}
+			}
+		}
+	}()
+	return frames, done
 }

@@ -59,7 +59,7 @@ const (
 // proof of each entry when the root cannot be confirmed, and, with a kept
 // checkpoint, the consistency proof from it.
 func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
-	o.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	o.client = keyClient(0) // each request has its own timeout
 	ks, err := o.keys(ctx, stdout)
 	if err != nil {
 		return err
