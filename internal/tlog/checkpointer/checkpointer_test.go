@@ -140,7 +140,13 @@ func TestKeyringSealsPrivateKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := priv.Marshal()
-	secret := raw[strings.LastIndexByte(string(raw), '+')+1:] // the key's base64
+	// PRIVATE+KEY+name+hash+base64: the base64 may itself hold '+', so it
+	// is everything after the fourth '+', never after the last one.
+	parts := bytes.SplitN(raw, []byte("+"), 5)
+	if len(parts) != 5 || len(parts[4]) < 40 {
+		t.Fatalf("unexpected private key encoding (%d parts)", len(parts))
+	}
+	secret := parts[4]
 	e, err := kv.Get(ctx, keyPrefix+pub.KeyID)
 	if err != nil {
 		t.Fatal(err)
