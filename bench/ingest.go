@@ -56,14 +56,39 @@ func (r IngestResult) Figures() []Figure {
 	}
 }
 
-// ingestExe is the auditrail binary whose ingest role is measured: this
-// executable (`auditrail bench`), or AUDITRAIL_BENCH_INGEST_EXE (tests,
-// which run from a test binary).
+// auditrailExe is the auditrail binary whose roles the benchmarks run
+// (SetAuditrail; by default the one beside this executable).
+var auditrailExe string
+
+// SetAuditrail names the auditrail binary whose roles (ingest, dev) the
+// benchmarks run.
+func SetAuditrail(path string) { auditrailExe = path }
+
+// AuditrailBinary is the auditrail binary beside this executable (make
+// bench builds bin/auditrail-bench beside bin/auditrail).
+func AuditrailBinary() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	exe := filepath.Join(filepath.Dir(self), "auditrail")
+	if _, err := os.Stat(exe); err != nil {
+		return "", fmt.Errorf("the benchmarks run the roles of the auditrail binary, expected beside %s (make bench builds both): %w", self, err)
+	}
+	return exe, nil
+}
+
+// ingestExe is the auditrail binary whose ingest role is measured:
+// AUDITRAIL_BENCH_INGEST_EXE (tests, which run from a test binary), the
+// one SetAuditrail named, or the one beside this executable.
 func ingestExe() (string, error) {
 	if exe := os.Getenv("AUDITRAIL_BENCH_INGEST_EXE"); exe != "" {
 		return exe, nil
 	}
-	return os.Executable()
+	if auditrailExe != "" {
+		return auditrailExe, nil
+	}
+	return AuditrailBinary()
 }
 
 // runIngestChild runs `auditrail ingest` against the NATS server and the

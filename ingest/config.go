@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/auditrail/auditrail/internal/cli"
 )
 
 // ErrInvalidOption wraps every configuration error.
@@ -34,7 +36,7 @@ type Config struct {
 	// MaxAckPending bounds the unacknowledged messages of the consumer; it
 	// must exceed BatchSize, because a batch is acknowledged only after
 	// commit, and is raised to (Writers+1)*BatchSize+FetchSize, what the
-	// batches in flight hold.
+	// batches in flight hold (0: just that).
 	MaxAckPending int
 	// AckWait is how long JetStream waits for an ack before redelivering.
 	// Batches held while the store is down are kept alive with progress acks.
@@ -106,6 +108,19 @@ func ExecutionDurableFor(audit string) string {
 	return audit + "-execution"
 }
 
+// RegisterFlags adds the flags that tune the batches to fs, each defaulting
+// to c's value. MaxAckPending becomes 0: derived from the batch bounds
+// (what the batches in flight hold).
+func (c *Config) RegisterFlags(fs *cli.Flags) {
+	fs.IntVar(&c.BatchSize, "batch-size", "", "most events per store batch")
+	fs.IntVar(&c.BatchBytes, "batch-bytes", "", "most payload bytes per store batch (bounds the memory of ingest)")
+	fs.IntVar(&c.FetchSize, "fetch-size", "", "most messages the JetStream client buffers ahead of the batch being received")
+	fs.IntVar(&c.Writers, "writers", "", "batches written to the store at once, beside the one being received")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", "", "longest wait for a batch to fill")
+	fs.DurationVar(&c.AckWait, "ack-wait", "", "JetStream redelivery timeout of unacknowledged events")
+	c.MaxAckPending = 0
+}
+
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	switch {
@@ -121,7 +136,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: writers %d not in 1..16", ErrInvalidOption, c.Writers)
 	case c.FetchSize < 1:
 		return fmt.Errorf("%w: fetch size %d < 1", ErrInvalidOption, c.FetchSize)
-	case c.MaxAckPending <= c.BatchSize:
+	case c.MaxAckPending != 0 && c.MaxAckPending <= c.BatchSize:
 		return fmt.Errorf("%w: max ack pending %d must exceed batch size %d", ErrInvalidOption, c.MaxAckPending, c.BatchSize)
 	case c.AckWait <= c.FlushInterval:
 		return fmt.Errorf("%w: ack wait %s must exceed flush interval %s", ErrInvalidOption, c.AckWait, c.FlushInterval)

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
@@ -29,7 +30,7 @@ type adminCommand struct {
 	args       []string // positional arguments, by name
 	usage      string
 	// flags adds the command's flags; run builds the request from args and flags.
-	flags func(fs *flags) func(a map[string]string) (method, path string, body any, err error)
+	flags func(fs *cli.Flags) func(a map[string]string) (method, path string, body any, err error)
 }
 
 func esc(s string) string { return url.PathEscape(s) }
@@ -52,7 +53,7 @@ func readValue(flagValue, what string) (string, error) {
 	}
 	v := strings.TrimRight(string(b), "\r\n")
 	if v == "" {
-		return "", usageErrorf("%s: give --value or pipe it on standard input", what)
+		return "", cli.UsageErrorf("%s: give --value or pipe it on standard input", what)
 	}
 	return v, nil
 }
@@ -69,13 +70,13 @@ func readJSONFile(path string) (json.RawMessage, error) {
 		return nil, err
 	}
 	if !json.Valid(b) {
-		return nil, usageErrorf("%s is not JSON", path)
+		return nil, cli.UsageErrorf("%s is not JSON", path)
 	}
 	return b, nil
 }
 
-func noFlags(build func(a map[string]string) (string, string, any, error)) func(fs *flags) func(a map[string]string) (string, string, any, error) {
-	return func(*flags) func(a map[string]string) (string, string, any, error) { return build }
+func noFlags(build func(a map[string]string) (string, string, any, error)) func(fs *cli.Flags) func(a map[string]string) (string, string, any, error) {
+	return func(*cli.Flags) func(a map[string]string) (string, string, any, error) { return build }
 }
 
 func adminCommands() []adminCommand {
@@ -84,7 +85,7 @@ func adminCommands() []adminCommand {
 		if withHook {
 			args = append(args, "HOOK")
 		}
-		return adminCommand{noun: "hook", verb: verb, args: args, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+		return adminCommand{noun: "hook", verb: verb, args: args, flags: func(fs *cli.Flags) func(a map[string]string) (string, string, any, error) {
 			project := fs.FlagSet.String("project", "", "project id (default: an organization hook)")
 			var file *string
 			if withFile {
@@ -100,7 +101,7 @@ func adminCommands() []adminCommand {
 					return method, path, nil, nil
 				}
 				if *file == "" {
-					return "", "", nil, usageErrorf("--file is required")
+					return "", "", nil, cli.UsageErrorf("--file is required")
 				}
 				body, err := readJSONFile(*file)
 				return method, path, body, err
@@ -112,7 +113,7 @@ func adminCommands() []adminCommand {
 		if withID {
 			args = append(args, "ID")
 		}
-		return adminCommand{noun: "provider", verb: verb, args: args, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+		return adminCommand{noun: "provider", verb: verb, args: args, flags: func(fs *cli.Flags) func(a map[string]string) (string, string, any, error) {
 			var file *string
 			if withFile {
 				file = fs.FlagSet.String("file", "", "JSON file of the AuthProvider (patch: the fields to change); - for standard input, which keeps client_secret out of shell history")
@@ -126,7 +127,7 @@ func adminCommands() []adminCommand {
 					return method, path, nil, nil
 				}
 				if *file == "" {
-					return "", "", nil, usageErrorf("--file is required")
+					return "", "", nil, cli.UsageErrorf("--file is required")
 				}
 				body, err := readJSONFile(*file)
 				return method, path, body, err
@@ -149,7 +150,7 @@ func adminCommands() []adminCommand {
 		{noun: "project", verb: "list", args: []string{"ORG"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
 			return "GET", "/api/v1/orgs/" + esc(a["ORG"]) + "/projects", nil, nil
 		})},
-		{noun: "member", verb: "set", args: []string{"ORG", "USER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+		{noun: "member", verb: "set", args: []string{"ORG", "USER"}, flags: func(fs *cli.Flags) func(a map[string]string) (string, string, any, error) {
 			role := fs.FlagSet.String("role", "member", "owner, admin or member")
 			name := fs.FlagSet.String("display-name", "", "display name")
 			return func(a map[string]string) (string, string, any, error) {
@@ -162,7 +163,7 @@ func adminCommands() []adminCommand {
 		{noun: "member", verb: "list", args: []string{"ORG"}, flags: noFlags(func(a map[string]string) (string, string, any, error) {
 			return "GET", "/api/v1/orgs/" + esc(a["ORG"]) + "/members", nil, nil
 		})},
-		{noun: "project-member", verb: "set", args: []string{"ORG", "PROJECT", "USER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+		{noun: "project-member", verb: "set", args: []string{"ORG", "PROJECT", "USER"}, flags: func(fs *cli.Flags) func(a map[string]string) (string, string, any, error) {
 			role := fs.FlagSet.String("role", "member", "admin or member")
 			return func(a map[string]string) (string, string, any, error) {
 				return "PUT", projectBase(a, a["PROJECT"]) + "/members/" + esc(a["USER"]), map[string]string{"role": *role}, nil
@@ -192,7 +193,7 @@ func adminCommands() []adminCommand {
 		hookCmd("patch", "PATCH", "", true, true),
 		hookCmd("disable", "POST", "/disable", true, false),
 		hookCmd("delete", "DELETE", "", true, false),
-		{noun: "secret", verb: "set", args: []string{"ORG", "PROJECT", "NAME"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+		{noun: "secret", verb: "set", args: []string{"ORG", "PROJECT", "NAME"}, flags: func(fs *cli.Flags) func(a map[string]string) (string, string, any, error) {
 			value := fs.FlagSet.String("value", "", "the value (default: read from standard input, which keeps it out of shell history)")
 			return func(a map[string]string) (string, string, any, error) {
 				v, err := readValue(*value, "secret value")
@@ -210,14 +211,14 @@ func adminCommands() []adminCommand {
 		providerCmd("get", "GET", true, false),
 		providerCmd("patch", "PATCH", true, true),
 		providerCmd("delete", "DELETE", true, false),
-		{noun: "connection", verb: "authorize", args: []string{"ORG", "PROJECT", "USER", "PROVIDER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+		{noun: "connection", verb: "authorize", args: []string{"ORG", "PROJECT", "USER", "PROVIDER"}, flags: func(fs *cli.Flags) func(a map[string]string) (string, string, any, error) {
 			scopes := fs.FlagSet.String("scopes", "", "comma-separated scopes to ask for, besides the provider's defaults and those already granted")
 			return func(a map[string]string) (string, string, any, error) {
 				return "POST", projectBase(a, a["PROJECT"]) + "/users/" + esc(a["USER"]) + "/connections/" + esc(a["PROVIDER"]) + "/authorize",
 					map[string]any{"scopes": splitList(*scopes)}, nil
 			}
 		}},
-		{noun: "connection", verb: "set", args: []string{"ORG", "PROJECT", "USER", "PROVIDER"}, flags: func(fs *flags) func(a map[string]string) (string, string, any, error) {
+		{noun: "connection", verb: "set", args: []string{"ORG", "PROJECT", "USER", "PROVIDER"}, flags: func(fs *cli.Flags) func(a map[string]string) (string, string, any, error) {
 			access := fs.FlagSet.String("access-token", "", "access token (default: read from standard input)")
 			refresh := fs.FlagSet.String("refresh-token", "", "refresh token")
 			scopes := fs.FlagSet.String("scopes", "", "comma-separated scopes")
@@ -231,7 +232,7 @@ func adminCommands() []adminCommand {
 				if *expires != "" {
 					t, err := time.Parse(time.RFC3339, *expires)
 					if err != nil {
-						return "", "", nil, usageErrorf("--expires-at: %v", err)
+						return "", "", nil, cli.UsageErrorf("--expires-at: %v", err)
 					}
 					body["expires_at"] = t
 				}
@@ -274,11 +275,11 @@ func adminUsage(w io.Writer) {
 
 // runAdmin is the admin API from a terminal.
 func runAdmin(ctx context.Context, args []string) error {
-	fs := newFlags("admin")
+	fs := cli.NewFlags("auditrail admin")
 	base := fs.String("url", "", "http://127.0.0.1:8080", "base URL of the admin and audit API")
 	key := fs.String("key", "", "", "API key, JWT or bootstrap key (prefer the environment: a flag shows in the process list)")
 	fs.Usage = func() { adminUsage(fs.Output()); fs.PrintDefaults() }
-	if err := fs.parseKeepArgs(args); err != nil {
+	if err := fs.ParseKeepArgs(args); err != nil {
 		return err
 	}
 	if err := checkBaseURL(*base); err != nil {
@@ -301,20 +302,20 @@ func runAdmin(ctx context.Context, args []string) error {
 	}
 	if len(rest) < 2 {
 		adminUsage(os.Stderr)
-		return usageErrorf("name a command")
+		return cli.UsageErrorf("name a command")
 	}
 	for _, c := range adminCommands() {
 		if c.noun != rest[0] || c.verb != rest[1] {
 			continue
 		}
-		cfs := newFlags("admin " + c.noun + " " + c.verb)
+		cfs := cli.NewFlags("auditrail admin " + c.noun + " " + c.verb)
 		build := c.flags(cfs)
 		positional, err := parseInterleaved(cfs, rest[2:])
 		if err != nil {
 			return err
 		}
 		if len(positional) != len(c.args) {
-			return usageErrorf("usage: auditrail admin %s %s %s", c.noun, c.verb, strings.Join(c.args, " "))
+			return cli.UsageErrorf("usage: auditrail admin %s %s %s", c.noun, c.verb, strings.Join(c.args, " "))
 		}
 		a := map[string]string{}
 		for i, name := range c.args {
@@ -331,7 +332,7 @@ func runAdmin(ctx context.Context, args []string) error {
 		return printJSON(os.Stdout, data)
 	}
 	adminUsage(os.Stderr)
-	return usageErrorf("unknown command %q", strings.Join(rest[:2], " "))
+	return cli.UsageErrorf("unknown command %q", strings.Join(rest[:2], " "))
 }
 
 // checkBaseURL refuses a --url that is not an absolute http(s) URL, naming
@@ -347,17 +348,17 @@ func checkBaseURL(base string) error {
 		if !strings.Contains(base, "://") {
 			hint = "did you mean http://" + shown + "?"
 		}
-		return usageErrorf("--url %q is not an absolute http(s) URL (%s)", shown, hint)
+		return cli.UsageErrorf("--url %q is not an absolute http(s) URL (%s)", shown, hint)
 	}
 	return nil
 }
 
 // parseInterleaved parses flags that may stand before, between or after the
 // positional arguments.
-func parseInterleaved(fs *flags, args []string) ([]string, error) {
+func parseInterleaved(fs *cli.Flags, args []string) ([]string, error) {
 	var positional []string
 	for {
-		if err := fs.parseKeepArgs(args); err != nil {
+		if err := fs.ParseKeepArgs(args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
@@ -402,7 +403,7 @@ func adminCall(ctx context.Context, base, key, method, path string, body any) (j
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
 	if err != nil {
-		return nil, usageError{redact.Error(fmt.Errorf("--url: %w", err), base)}
+		return nil, cli.Usage(redact.Error(fmt.Errorf("--url: %w", err), base))
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -469,7 +470,7 @@ func printJSON(w io.Writer, data json.RawMessage) error {
 
 // adminLogs lists audit logs, one page or (--all) every page.
 func adminLogs(ctx context.Context, base, key string, args []string) error {
-	fs := newFlags("admin logs")
+	fs := cli.NewFlags("auditrail admin logs")
 	project := fs.FlagSet.String("project", "", "project id")
 	action := fs.FlagSet.String("action", "", "action: CREATED, UPDATED, DELETED, DISABLED (or AUDIT_ACTION_…)")
 	source := fs.FlagSet.String("source", "", "source: API, DASHBOARD, CLI, SDK, SYSTEM (or AUDIT_SOURCE_…)")
@@ -482,10 +483,10 @@ func adminLogs(ctx context.Context, base, key string, args []string) error {
 		return err
 	}
 	if len(positional) != 1 {
-		return usageErrorf("usage: auditrail admin logs ORG [flags]")
+		return cli.UsageErrorf("usage: auditrail admin logs ORG [flags]")
 	}
 	if *format != "table" && *format != "json" {
-		return usageErrorf("--format: table or json")
+		return cli.UsageErrorf("--format: table or json")
 	}
 	q := url.Values{}
 	for _, f := range []struct {
@@ -501,7 +502,7 @@ func adminLogs(ctx context.Context, base, key string, args []string) error {
 		}
 		name, err := f.parse(strings.ToUpper(strings.TrimSpace(f.value)))
 		if err != nil {
-			return usageErrorf("%s: %s", f.flag, strings.TrimPrefix(strings.TrimPrefix(err.Error(), schemas.ErrUnknownEnum.Error()+": "), schemas.ErrUnspecifiedFilter.Error()+": "))
+			return cli.UsageErrorf("%s: %s", f.flag, strings.TrimPrefix(strings.TrimPrefix(err.Error(), schemas.ErrUnknownEnum.Error()+": "), schemas.ErrUnspecifiedFilter.Error()+": "))
 		}
 		q.Set(f.param, name)
 	}
@@ -517,7 +518,7 @@ func adminLogs(ctx context.Context, base, key string, args []string) error {
 
 // adminExecutions lists tool executions as a table, one page or (--all) every page.
 func adminExecutions(ctx context.Context, base, key string, args []string) error {
-	fs := newFlags("admin executions")
+	fs := cli.NewFlags("auditrail admin executions")
 	user := fs.FlagSet.String("user", "", "only the executions for this user")
 	success := fs.FlagSet.String("success", "", "true or false")
 	limit := fs.FlagSet.Int("limit", 50, "entries per page (1-100)")
@@ -528,13 +529,13 @@ func adminExecutions(ctx context.Context, base, key string, args []string) error
 		return err
 	}
 	if len(positional) < 1 || len(positional) > 2 {
-		return usageErrorf("usage: auditrail admin executions ORG [PROJECT] [flags]")
+		return cli.UsageErrorf("usage: auditrail admin executions ORG [PROJECT] [flags]")
 	}
 	if *format != "table" && *format != "json" {
-		return usageErrorf("--format: table or json")
+		return cli.UsageErrorf("--format: table or json")
 	}
 	if *success != "" && *success != "true" && *success != "false" {
-		return usageErrorf("--success: true or false")
+		return cli.UsageErrorf("--success: true or false")
 	}
 	project := ""
 	if len(positional) == 2 {

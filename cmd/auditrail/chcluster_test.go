@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/chserver"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
@@ -300,7 +301,7 @@ func TestClickHouseClusterFlag(t *testing.T) {
 		{[]string{"--clickhouse", "clickhouse://127.0.0.1:9000/db", "--clickhouse-cluster", "x` ON CLUSTER y"}, false},
 	} {
 		_, err := parseDevFlags(append([]string{"--data", t.TempDir()}, tc.args...))
-		var ue usageError
+		var ue cli.UsageError
 		if (err == nil) != tc.ok || (err != nil && !errors.As(err, &ue)) {
 			t.Errorf("dev %v: %v", tc.args, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/auditrail/auditrail/internal/cli"
 )
 
 // envClickHousePassword is the ClickHouse password from the environment;
@@ -14,7 +16,7 @@ const envClickHousePassword = "AUDITRAIL_CLICKHOUSE_PASSWORD"
 // user, and a password from a file or the environment.
 type chCredsFlags struct{ user, passwordFile *string }
 
-func addClickHouseCredsFlags(fs *flags) chCredsFlags {
+func addClickHouseCredsFlags(fs *cli.Flags) chCredsFlags {
 	return chCredsFlags{
 		user:         fs.String("clickhouse-user", "", "", "ClickHouse user (default: the DSN's, else default)"),
 		passwordFile: fs.String("clickhouse-password-file", "", "", "file holding the ClickHouse password (one line); or the password itself in "+envClickHousePassword+"; never put it in the DSN on a command line"),
@@ -28,11 +30,11 @@ func (f chCredsFlags) withCredentials(dsn string) (string, error) {
 	pw, havePW := os.LookupEnv(envClickHousePassword)
 	if *f.passwordFile != "" {
 		if havePW {
-			return "", usageErrorf("the ClickHouse password is given twice: --clickhouse-password-file and %s", envClickHousePassword)
+			return "", cli.UsageErrorf("the ClickHouse password is given twice: --clickhouse-password-file and %s", envClickHousePassword)
 		}
 		b, err := os.ReadFile(*f.passwordFile)
 		if err != nil {
-			return "", usageErrorf("--clickhouse-password-file: %v", err)
+			return "", cli.UsageErrorf("--clickhouse-password-file: %v", err)
 		}
 		pw, havePW = strings.TrimRight(string(b), "\r\n"), true
 	}
@@ -41,13 +43,13 @@ func (f chCredsFlags) withCredentials(dsn string) (string, error) {
 	}
 	u, err := url.Parse(dsn)
 	if err != nil || u.Scheme == "" {
-		return "", usageErrorf("--clickhouse: not a URL (clickhouse://host:9000/db)")
+		return "", cli.UsageErrorf("--clickhouse: not a URL (clickhouse://host:9000/db)")
 	}
 	user := "default"
 	if u.User != nil {
 		user = u.User.Username()
 		if _, set := u.User.Password(); set && havePW {
-			return "", usageErrorf("the ClickHouse password is given twice: in --clickhouse and apart")
+			return "", cli.UsageErrorf("the ClickHouse password is given twice: in --clickhouse and apart")
 		}
 		if p, set := u.User.Password(); set {
 			pw, havePW = p, true
@@ -84,14 +86,14 @@ type roleStoreFlags struct {
 	migrate *bool // nil: the command always migrates (auditrail migrate)
 }
 
-func addRoleStoreFlags(fs *flags) roleStoreFlags {
+func addRoleStoreFlags(fs *cli.Flags) roleStoreFlags {
 	f := addMigrateStoreFlags(fs)
 	f.migrate = fs.Bool("clickhouse-migrate", "", true, "create the database and apply the migrations at start (needs a user with DDL rights); false: run no DDL, wait until auditrail migrate has applied them (for a read-only or insert-only user)")
 	return f
 }
 
 // addMigrateStoreFlags are the ClickHouse flags of auditrail migrate.
-func addMigrateStoreFlags(fs *flags) roleStoreFlags {
+func addMigrateStoreFlags(fs *cli.Flags) roleStoreFlags {
 	return roleStoreFlags{
 		dsn:     fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db (required)"),
 		creds:   addClickHouseCredsFlags(fs),
@@ -103,7 +105,7 @@ func addMigrateStoreFlags(fs *flags) roleStoreFlags {
 // --clickhouse is a usage error.
 func (f roleStoreFlags) resolve() (storeTarget, error) {
 	if *f.dsn == "" {
-		return storeTarget{}, usageErrorf("--clickhouse is required")
+		return storeTarget{}, cli.UsageErrorf("--clickhouse is required")
 	}
 	dsn, err := f.creds.withCredentials(*f.dsn)
 	if err != nil {

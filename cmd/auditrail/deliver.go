@@ -12,6 +12,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/deliver"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
@@ -28,7 +29,7 @@ type deliverFlags struct {
 	lease          *time.Duration
 }
 
-func addDeliverFlags(fs *flags) deliverFlags {
+func addDeliverFlags(fs *cli.Flags) deliverFlags {
 	d := deliver.DefaultConfig()
 	return deliverFlags{
 		batch:          fs.Int("deliver-batch", "", d.BatchSize, "push destinations: most events per POST (and left unacknowledged) per destination"),
@@ -45,7 +46,7 @@ func (f deliverFlags) config() (deliver.Config, error) {
 		cfg.AckWait = 2 * (cfg.Retry.Max + cfg.RequestTimeout)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{err}
+		return cfg, cli.Usage(err)
 	}
 	return cfg, nil
 }
@@ -55,7 +56,7 @@ func (f deliverFlags) config() (deliver.Config, error) {
 func newDeliverer(nc *nats.Conn, state *controlplane.State, secretsKeys [][]byte, guard *egress.Guard, cfg deliver.Config, log *slog.Logger) (*deliver.Deliverer, error) {
 	sealer, err := controlplane.NewSealer(secretsKeys...)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.Usage(err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -76,15 +77,15 @@ func deliverCheck(d *deliver.Deliverer) check {
 
 // runDeliver is the production delivery role: push destinations.
 func runDeliver(ctx context.Context, args []string) error {
-	fs := newFlags("deliver")
+	fs := cli.NewFlags("auditrail deliver")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8084", "listener of /healthz")
 	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they open the destinations' secrets)")
 	allowPrivate := addEgressFlag(fs)
 	df := addDeliverFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
-	mkLog := fs.logFlags("json")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("json")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)

@@ -21,6 +21,7 @@ import (
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
@@ -48,7 +49,7 @@ type natsFlags struct {
 // natsTLSFlags are the PEM files of the TLS connection to NATS.
 type natsTLSFlags struct{ ca, cert, key *string }
 
-func addNATSTLSFlags(fs *flags) natsTLSFlags {
+func addNATSTLSFlags(fs *cli.Flags) natsTLSFlags {
 	return natsTLSFlags{
 		ca:   fs.String("nats-tls-ca", "AUDITRAIL_NATS_TLS_CA", "", "PEM file of the CA that signed the NATS servers' certificates (turns TLS on; empty with a tls:// URL: the system's roots)"),
 		cert: fs.String("nats-tls-cert", "AUDITRAIL_NATS_TLS_CERT", "", "PEM file of this role's client certificate, for NATS servers that verify clients (with --nats-tls-key)"),
@@ -62,7 +63,7 @@ func (f natsTLSFlags) files() natsx.TLSFiles {
 
 // addNATSFlags adds --nats-url and --nats-creds, and --stream-max-age when
 // the role creates the streams (controlplane, dev).
-func addNATSFlags(fs *flags, defURL string, createsStreams bool) natsFlags {
+func addNATSFlags(fs *cli.Flags, defURL string, createsStreams bool) natsFlags {
 	f := natsFlags{
 		url:   fs.String("nats-url", "", defURL, "NATS server URL"),
 		creds: fs.String("nats-creds", "", "", "NATS credentials file of this role (written by auditrail dev in DATA/nats, or by auditrail nats-setup; read again when it changes)"),
@@ -77,7 +78,7 @@ func addNATSFlags(fs *flags, defURL string, createsStreams bool) natsFlags {
 
 // withReplicas adds --nats-replicas, for the roles that create streams or
 // KV buckets.
-func (f natsFlags) withReplicas(fs *flags) natsFlags {
+func (f natsFlags) withReplicas(fs *cli.Flags) natsFlags {
 	f.replicas = fs.Int("nats-replicas", "", 1, "replicas of every stream and KV bucket this role creates, 1..5 (3 in a JetStream cluster); an existing one is raised or lowered to it")
 	return f
 }
@@ -93,11 +94,11 @@ func (f natsFlags) replicaCount() int {
 // connect dials NATS with the role's credentials.
 func (f natsFlags) connect(name string, log *slog.Logger) (*nats.Conn, error) {
 	if err := natsx.ValidateReplicas(f.replicaCount()); err != nil {
-		return nil, usageErrorf("--nats-replicas: %v", err)
+		return nil, cli.UsageErrorf("--nats-replicas: %v", err)
 	}
 	opts, err := f.tls.files().Options()
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.Usage(err)
 	}
 	f.setCredsPoll()
 	return natsx.Connect(*f.url, name, *f.creds, log, opts...)
@@ -140,36 +141,6 @@ func waitStreams(ctx context.Context, nc *nats.Conn, log *slog.Logger, names ...
 		return err
 	}
 	return natsx.WaitStreams(ctx, js, log, names...)
-}
-
-type ingestFlags struct {
-	batch, batchBytes, fetch, writers *int
-	flush                             *time.Duration
-	ackWait                           *time.Duration
-}
-
-func addIngestFlags(fs *flags) ingestFlags {
-	d := ingest.DefaultConfig()
-	return ingestFlags{
-		batch:      fs.Int("batch-size", "", d.BatchSize, "most events per store batch"),
-		batchBytes: fs.Int("batch-bytes", "", d.BatchBytes, "most payload bytes per store batch (bounds the memory of ingest)"),
-		fetch:      fs.Int("fetch-size", "", d.FetchSize, "most messages the JetStream client buffers ahead of the batch being received"),
-		writers:    fs.Int("writers", "", d.Writers, "batches written to the store at once, beside the one being received"),
-		flush:      fs.Duration("flush-interval", "", d.FlushInterval, "longest wait for a batch to fill"),
-		ackWait:    fs.Duration("ack-wait", "", d.AckWait, "JetStream redelivery timeout of unacknowledged events"),
-	}
-}
-
-func (f ingestFlags) config() ingest.Config {
-	cfg := ingest.DefaultConfig()
-	cfg.BatchSize = *f.batch
-	cfg.BatchBytes = *f.batchBytes
-	cfg.FetchSize = *f.fetch
-	cfg.Writers = *f.writers
-	cfg.FlushInterval = *f.flush
-	cfg.AckWait = *f.ackWait
-	cfg.MaxAckPending = cfg.BatchSize * 5 / 2
-	return cfg
 }
 
 // runDev runs every role in one process: embedded NATS (unless
@@ -227,7 +198,7 @@ type devFlags struct {
 
 // parseDevFlags parses the command line of dev and makes its logger.
 func parseDevFlags(args []string) (devFlags, error) {
-	fs := newFlags("dev")
+	fs := cli.NewFlags("auditrail dev")
 	f := devFlags{
 		http:       fs.String("http", "", "127.0.0.1:8080", "one listener for every HTTP API and the dashboard (/dashboard/)"),
 		natsListen: fs.String("nats-listen", "", "127.0.0.1:4222", "client port of the embedded NATS server"),
@@ -243,7 +214,8 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.secretsKeys = fs.String("secrets-keys", "", "", "keys that encrypt secrets at rest, comma-separated base64 of 32 bytes, the first seals (default: generated and kept in DATA)")
 	f.rate, f.adminRate, f.toolRate = auditLimit.add(fs), adminLimit.add(fs), toolLimit.add(fs)
 	f.reads = addReadFlags(fs)
-	inf := addIngestFlags(fs)
+	f.ingest = ingest.DefaultConfig()
+	f.ingest.RegisterFlags(fs)
 	df := addDeliverFlags(fs)
 	f.tlog = addTLogFlags(fs)
 	f.demo = fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
@@ -253,8 +225,8 @@ func parseDevFlags(args []string) (devFlags, error) {
 	f.allowPrivate = addEgressFlag(fs)
 	f.streamKey = addStreamKeyFlag(fs)
 	f.metrics = addMetricsFlag(fs)
-	mkLog := fs.logFlags("text")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("text")
+	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	var err error
@@ -264,15 +236,14 @@ func parseDevFlags(args []string) (devFlags, error) {
 	if *f.clickhouse, err = f.chCreds.withCredentials(*f.clickhouse); err != nil {
 		return f, err
 	}
-	f.ingest = inf.config()
 	if err := f.ingest.Validate(); err != nil {
-		return f, usageError{err}
+		return f, cli.Usage(err)
 	}
 	if *f.chCluster != "" && *f.clickhouse == "" {
-		return f, usageErrorf("--clickhouse-cluster needs --clickhouse")
+		return f, cli.UsageErrorf("--clickhouse-cluster needs --clickhouse")
 	}
 	if err := clickhouse.ValidateCluster(*f.chCluster); err != nil {
-		return f, usageError{err}
+		return f, cli.Usage(err)
 	}
 	if f.deliver, err = df.config(); err != nil {
 		return f, err
@@ -400,7 +371,7 @@ func (d *devProcess) startNATS(ctx context.Context) error {
 	if d.ns == nil { // an external server: TLS as asked
 		var err error
 		if opts, err = d.f.nats.tls.files().Options(); err != nil {
-			return usageError{err}
+			return cli.Usage(err)
 		}
 	}
 	d.conns = map[string]*nats.Conn{}

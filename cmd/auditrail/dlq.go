@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -22,14 +23,14 @@ import (
 // `auditrail dlq replay`, with the admin NATS credentials.
 func runDLQ(ctx context.Context, args []string) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "replay" && args[0] != "-h" && args[0] != "--help") {
-		return usageErrorf("dlq: list or replay (auditrail dlq list -h)")
+		return cli.UsageErrorf("dlq: list or replay (auditrail dlq list -h)")
 	}
 	sub := args[0]
 	if sub == "-h" || sub == "--help" {
 		fmt.Fprint(os.Stdout, "usage: auditrail dlq list|replay [flags]\n\n  list    the dead letters of AUDITRAIL_DLQ: sequence, time, original subject, reason\n  replay  publish dead letters again to their original subjects (after fixing the cause), then remove them from the DLQ\n")
 		return nil
 	}
-	fs := newFlags("dlq " + sub)
+	fs := cli.NewFlags("auditrail dlq " + sub)
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	orgFlag := fs.String("org", "", "", "only the dead letters of this organization")
 	seqFlag := fs.String("seq", "", "", "only these DLQ sequences, comma-separated (list shows them)")
@@ -43,8 +44,8 @@ func runDLQ(ctx context.Context, args []string) error {
 		all = fs.Bool("all", "", false, "replay every dead letter that --org selects (without --seq)")
 		dryRun = fs.Bool("dry-run", "", false, "say what would be replayed, replay nothing")
 	}
-	mkLog := fs.logFlags("text")
-	if err := fs.parse(args[1:]); err != nil {
+	mkLog := fs.LogFlags("text")
+	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
@@ -54,7 +55,7 @@ func runDLQ(ctx context.Context, args []string) error {
 	var f ingest.DeadLetterFilter
 	if *orgFlag != "" {
 		if f.Org, err = uuid.Parse(*orgFlag); err != nil {
-			return usageErrorf("--org %q is not a UUID", *orgFlag)
+			return cli.UsageErrorf("--org %q is not a UUID", *orgFlag)
 		}
 	}
 	if *seqFlag != "" {
@@ -62,16 +63,16 @@ func runDLQ(ctx context.Context, args []string) error {
 		for _, s := range strings.Split(*seqFlag, ",") {
 			n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 			if err != nil || n == 0 {
-				return usageErrorf("--seq: %q is not a DLQ sequence", s)
+				return cli.UsageErrorf("--seq: %q is not a DLQ sequence", s)
 			}
 			f.Seqs[n] = true
 		}
 	}
 	if sub == "list" && *format != "table" && *format != "json" {
-		return usageErrorf("--format: table or json")
+		return cli.UsageErrorf("--format: table or json")
 	}
 	if sub == "replay" && !*all && len(f.Seqs) == 0 {
-		return usageErrorf("replay: name the dead letters with --seq (see auditrail dlq list), or pass --all")
+		return cli.UsageErrorf("replay: name the dead letters with --seq (see auditrail dlq list), or pass --all")
 	}
 	nc, err := nf.connect("auditrail-dlq", log)
 	if err != nil {

@@ -10,21 +10,22 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/term"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
 
 func runEmit(ctx context.Context, args []string) error {
-	fs := newFlags("emit")
+	fs := cli.NewFlags("auditrail emit")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	orgFlag := fs.String("org", "", "", "organization UUID of the events (default: a new scratch organization, so that no real trail gets synthetic events)")
 	count := fs.Int("count", "", 1000, "number of events")
 	rate := fs.Float("rate", "", 0, "events per second (0: as fast as the stream acknowledges)")
 	projects := fs.Int("projects", "", 3, "number of projects the events spread over")
 	batch := fs.Int("batch", "", 10000, "events per publish batch")
-	mkLog := fs.logFlags("text")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("text")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
@@ -36,10 +37,10 @@ func runEmit(ctx context.Context, args []string) error {
 	if scratch {
 		org = uuid.New()
 	} else if org, err = uuid.Parse(*orgFlag); err != nil {
-		return usageErrorf("--org %q is not a UUID", *orgFlag)
+		return cli.UsageErrorf("--org %q is not a UUID", *orgFlag)
 	}
 	if *count < 1 || *batch < 1 || *rate < 0 || *projects < 0 {
-		return usageErrorf("--count and --batch must be at least 1; --rate and --projects not negative")
+		return cli.UsageErrorf("--count and --batch must be at least 1; --rate and --projects not negative")
 	}
 	if scratch {
 		fmt.Fprintf(os.Stderr, "emit: %d synthetic events into a new scratch organization %s (readable by the platform admin; --org sends them elsewhere)\n", *count, org)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
@@ -19,7 +20,7 @@ import (
 // addIngestDurableFlag adds --ingest-durable: the durable consumer of the
 // ingest instances, whose progress (its watermark) bounds what the role
 // reads; bounds says what (the feeds, the logs).
-func addIngestDurableFlag(fs *flags, bounds string) *string {
+func addIngestDurableFlag(fs *cli.Flags, bounds string) *string {
 	return fs.String("ingest-durable", "AUDITRAIL_INGEST_DURABLE", ingest.DefaultConfig().Durable,
 		"durable consumer of the ingest instances (their --durable): "+bounds)
 }

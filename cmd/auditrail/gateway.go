@@ -9,19 +9,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/gateway"
 )
 
 // runGateway is the one origin in front of the roles run apart: it routes
 // each request by path to the query, toolrunner or controlplane instances.
 func runGateway(ctx context.Context, args []string) error {
-	fs := newFlags("gateway")
+	fs := cli.NewFlags("auditrail gateway")
 	addr := fs.String("http", "", "127.0.0.1:8000", "listener of the gateway (the one base URL of the APIs and the dashboard)")
 	q := fs.String("query", "", "", "base URLs of the query instances, comma-separated (required)")
 	tr := fs.String("toolrunner", "", "", "base URLs of the toolrunner instances, comma-separated (required)")
 	cp := fs.String("controlplane", "", "", "base URLs of the controlplane instances, comma-separated (required)")
-	mkLog := fs.logFlags("json")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("json")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
@@ -40,7 +41,7 @@ func runGateway(ctx context.Context, args []string) error {
 	g, err := gateway.New(gateway.Config{Upstreams: map[gateway.Role][]string{
 		gateway.Query: list(*q), gateway.ToolRunner: list(*tr), gateway.ControlPlane: list(*cp)}}, log.With("role", "gateway"))
 	if err != nil {
-		return usageError{fmt.Errorf("%w (give --query, --toolrunner and --controlplane)", err)}
+		return cli.Usage(fmt.Errorf("%w (give --query, --toolrunner and --controlplane)", err))
 	}
 	srv := &http.Server{Addr: *addr, Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	errc := make(chan error, 1)

@@ -7,22 +7,24 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/auditrail/auditrail/internal/cli"
 )
 
 // runHealthcheck asks a role's /healthz once: exit 0 on 200, else 1. The
 // image has no shell and no HTTP client; a container healthcheck runs this.
 func runHealthcheck(ctx context.Context, args []string) error {
-	fs := newFlags("healthcheck")
+	fs := cli.NewFlags("auditrail healthcheck")
 	timeout := fs.Duration("timeout", "", 3*time.Second, "how long to wait for the answer")
-	if err := fs.parseKeepArgs(args); err != nil {
+	if err := fs.ParseKeepArgs(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErrorf("usage: auditrail healthcheck [--timeout D] http://127.0.0.1:PORT/healthz")
+		return cli.UsageErrorf("usage: auditrail healthcheck [--timeout D] http://127.0.0.1:PORT/healthz")
 	}
 	u, err := url.Parse(fs.Arg(0))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageErrorf("%q is not an http(s) URL", fs.Arg(0))
+		return cli.UsageErrorf("%q is not an http(s) URL", fs.Arg(0))
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

@@ -12,19 +12,20 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/hookproxy/example"
+	"github.com/auditrail/auditrail/internal/cli"
 )
 
 // runHooksExample serves the reference webhook server.
 func runHooksExample(ctx context.Context, args []string) error {
-	fs := newFlags("hooks-example")
+	fs := cli.NewFlags("auditrail hooks-example")
 	listen := fs.String("listen", "AUDITRAIL_HOOKS_LISTEN", "127.0.0.1:9090", "listener of the webhook server")
 	policyPath := fs.String("policy", "AUDITRAIL_HOOKS_POLICY", "", "YAML policy file (see hookproxy/example/testdata/policy.yaml); empty allows everything")
 	token := fs.String("token", "AUDITRAIL_HOOKS_TOKEN", "", "bearer token the platform must send (the hook configuration's auth.token)")
 	cert := fs.String("tls-cert", "", "", "server certificate (PEM); with --tls-key, serve HTTPS")
 	key := fs.String("tls-key", "", "", "server private key (PEM)")
 	clientCA := fs.String("client-ca", "", "", "CA of client certificates (PEM): require mTLS")
-	mkLog := fs.logFlags("text")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("text")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
@@ -34,7 +35,7 @@ func runHooksExample(ctx context.Context, args []string) error {
 	var policy example.Policy
 	if *policyPath != "" {
 		if policy, err = example.LoadPolicy(*policyPath); err != nil {
-			return usageError{err}
+			return cli.Usage(err)
 		}
 	}
 	if *token == "" && *clientCA == "" {
@@ -44,14 +45,14 @@ func runHooksExample(ctx context.Context, args []string) error {
 	if *clientCA != "" {
 		pem, err := os.ReadFile(*clientCA)
 		if err != nil {
-			return usageErrorf("--client-ca: %v", err)
+			return cli.UsageErrorf("--client-ca: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return usageErrorf("--client-ca: no certificate in %s", *clientCA)
+			return cli.UsageErrorf("--client-ca: no certificate in %s", *clientCA)
 		}
 		if *cert == "" || *key == "" {
-			return usageErrorf("--client-ca needs --tls-cert and --tls-key")
+			return cli.UsageErrorf("--client-ca needs --tls-cert and --tls-key")
 		}
 		srv.TLSConfig = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/query"
 )
@@ -22,7 +23,7 @@ type readFlags struct {
 }
 
 // addReadFlags adds the read flags.
-func addReadFlags(fs *flags) readFlags {
+func addReadFlags(fs *cli.Flags) readFlags {
 	ex := query.DefaultExportLimits()
 	return readFlags{
 		streams: fs.Int("max-streams", "AUDITRAIL_MAX_STREAMS", query.DefaultMaxStreams,
@@ -50,7 +51,7 @@ func (r readFlags) queryConfig(keys [][]byte, proxies httpx.TrustedProxies) (que
 	cfg.CursorKeys, cfg.Proxies = keys, proxies
 	cfg.Exports = query.Limits{Max: *r.exports, PerOrg: *r.exportsPerOrg, PerCredential: *r.exportsPerCred}
 	if err := cfg.Exports.Validate("exports"); err != nil {
-		return cfg, usageErrorf("--max-exports, --max-exports-per-org, --max-exports-per-credential: %v", err)
+		return cfg, cli.UsageErrorf("--max-exports, --max-exports-per-org, --max-exports-per-credential: %v", err)
 	}
 	return cfg, nil
 }
@@ -67,7 +68,7 @@ func (r readFlags) serveLive(ctx context.Context, qs *query.Server, nc *nats.Con
 	cfg.MaxStreams, cfg.MaxStreamsPerOrg, cfg.MaxStreamsPerCredential = *r.streams, *r.streamsPerOrg, *r.streamsPerCred
 	cfg.MaxLifetime = *r.streamLifetime
 	if err := qs.ServeLive(ctx, js, cfg); err != nil {
-		return usageErrorf("--max-streams, --max-streams-per-org, --max-streams-per-credential, --stream-lifetime: %v", err)
+		return cli.UsageErrorf("--max-streams, --max-streams-per-org, --max-streams-per-credential, --stream-lifetime: %v", err)
 	}
 	return nil
 }

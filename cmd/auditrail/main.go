@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 )
 
@@ -41,7 +42,6 @@ func commands() []command {
 		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},
 		{"nats-setup", "write the NATS server authentication include and the credentials of every role", runNATSSetup},
 		{"migrate", "create the ClickHouse database and apply the migrations, then exit (run as a user with DDL rights)", runMigrate},
-		{"bench", "run the benchmarks and print figures beside their references", runBench},
 		{"healthcheck", "ask a role's /healthz once: exit 0 on 200 (container healthchecks; the image has no shell)", runHealthcheck},
 		{"version", "print the version, the commit and the Go version", runVersion},
 	}
@@ -82,7 +82,7 @@ func main() {
 			if err != nil {
 				// Last line of defence: no URL credential reaches the terminal.
 				fmt.Fprintf(os.Stderr, "auditrail %s: %s\n", c.name, redact.String(err.Error()))
-				var ue usageError
+				var ue cli.UsageError
 				if errors.As(err, &ue) {
 					os.Exit(2)
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/toolrunner/mcpserver"
 )
 
@@ -19,13 +20,13 @@ import (
 // NATS; the upstream session is opened as the local client (its
 // clientInfo is what the executions record).
 func runMCP(ctx context.Context, args []string) error {
-	fs := newFlags("mcp")
+	fs := cli.NewFlags("auditrail mcp")
 	base := fs.String("url", "", "http://127.0.0.1:8080", "base URL of the API (the tool runner, or the gateway)")
 	key := fs.String("key", "", "", "API key or JWT (prefer the environment: a flag shows in the process list)")
 	org := fs.String("org", "", "", "organization UUID (required)")
 	project := fs.String("project", "", "", "project UUID (required)")
 	user := fs.String("user", "", "", "the end user a service key acts for (sent as Auditrail-User-Id); a user's key acts as its user")
-	if err := fs.parse(args); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := checkBaseURL(*base); err != nil {
@@ -33,11 +34,11 @@ func runMCP(ctx context.Context, args []string) error {
 	}
 	for _, f := range []struct{ name, v string }{{"org", *org}, {"project", *project}} {
 		if _, err := uuid.Parse(f.v); err != nil || len(f.v) != 36 {
-			return usageErrorf("--%s %q is not a UUID", f.name, f.v)
+			return cli.UsageErrorf("--%s %q is not a UUID", f.name, f.v)
 		}
 	}
 	if *key == "" {
-		return usageErrorf("--key (or AUDITRAIL_KEY) is required")
+		return cli.UsageErrorf("--key (or AUDITRAIL_KEY) is required")
 	}
 	// stdout carries the protocol: logs go to stderr.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

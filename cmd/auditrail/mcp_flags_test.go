@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/auditrail/auditrail/internal/cli"
 )
 
 // The MCP endpoint's flags (dev, toolrunner) make its configuration: the
@@ -26,13 +28,13 @@ func TestMCPFlags(t *testing.T) {
 		{[]string{"--mcp-unused-session-timeout=31m"}, "--mcp-unused-session-timeout"},
 		{[]string{"--mcp-allowed-origins=app.example"}, "AllowedOrigins"},
 	} {
-		fs := newFlags("test")
+		fs := cli.NewFlags("auditrail test")
 		mf := addMCPFlags(fs)
-		if err := fs.parse(tc.args); err != nil {
+		if err := fs.Parse(tc.args); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
 		cfg, err := mf.config("https://auditrail.example")
-		var ue usageError
+		var ue cli.UsageError
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.args, err)

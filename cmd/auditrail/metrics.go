@@ -15,6 +15,7 @@ import (
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/producers"
@@ -26,7 +27,7 @@ import (
 // empty, the default of every role, dev included). It is a listener of
 // its own, never the API's: the operator's Prometheus scrapes it, tenants
 // do not reach it.
-func addMetricsFlag(fs *flags) *string {
+func addMetricsFlag(fs *cli.Flags) *string {
 	return fs.String("metrics", "", "", "listener of GET /metrics (Prometheus text format) for the operator, apart from the API; empty: off")
 }
 

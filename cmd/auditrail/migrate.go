@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -17,11 +18,11 @@ import (
 // rights. The roles then run as users without them, with
 // --clickhouse-migrate=false (they wait until this step has run).
 func runMigrate(ctx context.Context, args []string) error {
-	fs := newFlags("migrate")
+	fs := cli.NewFlags("auditrail migrate")
 	sf := addMigrateStoreFlags(fs)
 	wait := fs.Duration("wait", "", 5*time.Minute, "how long to retry while ClickHouse does not answer")
-	mkLog := fs.logFlags("text")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("text")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
@@ -29,7 +30,7 @@ func runMigrate(ctx context.Context, args []string) error {
 		return err
 	}
 	if *wait <= 0 {
-		return usageErrorf("--wait must be positive")
+		return cli.UsageErrorf("--wait must be positive")
 	}
 	t, err := sf.resolve()
 	if err != nil {

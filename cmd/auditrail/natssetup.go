@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/natsx"
 )
 
@@ -35,7 +36,7 @@ type deprecatedEnv struct{ old, flag, env string }
 
 // applyDeprecatedEnv sets each flag given neither on the command line nor
 // by its current variable from its deprecated variable, and warns on w.
-func (f *flags) applyDeprecatedEnv(w io.Writer, deps []deprecatedEnv) error {
+func applyDeprecatedEnv(f *cli.Flags, w io.Writer, deps []deprecatedEnv) error {
 	given := map[string]bool{}
 	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	for _, d := range deps {
@@ -49,7 +50,7 @@ func (f *flags) applyDeprecatedEnv(w io.Writer, deps []deprecatedEnv) error {
 		}
 		fmt.Fprintf(w, "warning: %s is deprecated, use %s (or --%s); it stops working in the next release\n", d.old, d.env, d.flag)
 		if err := f.Set(d.flag, v); err != nil {
-			return usageErrorf("%s: %w", d.old, err)
+			return cli.UsageErrorf("%s: %w", d.old, err)
 		}
 	}
 	return nil
@@ -60,20 +61,20 @@ func (f *flags) applyDeprecatedEnv(w io.Writer, deps []deprecatedEnv) error {
 // of every role. Keys already in --keys are kept, so running it again
 // re-issues credentials without invalidating the server configuration.
 func runNATSSetup(_ context.Context, args []string) error {
-	fs := newFlags("nats-setup")
+	fs := cli.NewFlags("auditrail nats-setup")
 	out := fs.String("out", envNATSSetupOut, "", "directory of the server include (auth.conf) and the credentials <role>.creds (required)")
 	keys := fs.String("keys", envNATSSetupKeys, "", "directory of the operator and account seeds (default OUT/keys; keep it away from the roles)")
 	streamKey := fs.String("stream-key", "AUDITRAIL_NATS_SETUP_STREAM_KEY", "", "also copy the key that signs stream credentials (KEYS/siem.nk) to this file (0600), for the controlplane role's --nats-stream-key")
 	tlsOut := fs.String("tls-out", "AUDITRAIL_NATS_SETUP_TLS_OUT_DIR", "", "also write the NATS servers' TLS files here: ca.pem, and server.pem and server.key (0600) for --tls-hosts, signed by a CA kept in KEYS; the CA is also written to OUT/ca.pem, the roles' --nats-tls-ca")
 	tlsHosts := fs.String("tls-hosts", "AUDITRAIL_NATS_SETUP_TLS_HOSTS", "localhost", "comma-separated host names (or IPs) of the NATS servers, in the servers' certificate")
-	if err := fs.parse(args); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := fs.applyDeprecatedEnv(os.Stderr, natsSetupDeprecatedEnv); err != nil {
+	if err := applyDeprecatedEnv(fs, os.Stderr, natsSetupDeprecatedEnv); err != nil {
 		return err
 	}
 	if *out == "" {
-		return usageErrorf("--out is required")
+		return cli.UsageErrorf("--out is required")
 	}
 	if *keys == "" {
 		*keys = filepath.Join(*out, "keys")
@@ -129,7 +130,7 @@ func runNATSSetup(_ context.Context, args []string) error {
 	issued, err := natsx.ServerTLS(*keys, *tlsOut, hosts, time.Now())
 	if err != nil {
 		if errors.Is(err, natsx.ErrInvalidOption) {
-			return usageError{fmt.Errorf("--tls-hosts: %w", err)}
+			return cli.Usage(fmt.Errorf("--tls-hosts: %w", err))
 		}
 		return err
 	}

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/auditrail/auditrail/schemas/openapitest"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
 // apiClient calls a running auditrail and validates every response of a

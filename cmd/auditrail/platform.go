@@ -12,6 +12,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/ratelimit"
 	"github.com/auditrail/auditrail/internal/retry"
@@ -24,7 +25,7 @@ type accessFlags struct {
 	jwksReload                                     *time.Duration
 }
 
-func addAccessFlags(fs *flags) accessFlags {
+func addAccessFlags(fs *cli.Flags) accessFlags {
 	return accessFlags{
 		bootKey:     fs.String("bootstrap-key", "", "", "platform-admin API key (dev default: generated, printed, kept in DATA)"),
 		jwks:        fs.String("jwks", "", "", "JWKS file of the keys that sign bearer JWTs (HS256 oct, RS256 RSA, EdDSA OKP); JWTs are refused without it"),
@@ -55,17 +56,17 @@ type controlPlane struct {
 func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir string, readOnly bool, replicas int, log *slog.Logger) (*controlPlane, error) {
 	proxies, err := httpx.ParseTrustedProxies(*f.trusted)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.Usage(err)
 	}
 	var verifier *auth.JWTVerifier
 	if *f.jwks != "" {
 		if verifier, err = auth.LoadJWKSFile(*f.jwks, auth.JWTConfig{Issuer: *f.jwtIssuer, Audience: *f.jwtAudience, Leeway: 30 * time.Second, Reload: *f.jwksReload}); err != nil {
-			return nil, usageError{err}
+			return nil, cli.Usage(err)
 		}
 		go func() { _ = verifier.Run(ctx, log) }() // reads the file again until ctx ends
 	}
 	if *f.bootKey == "" && dataDir == "" {
-		return nil, usageErrorf("--bootstrap-key is required")
+		return nil, cli.UsageErrorf("--bootstrap-key is required")
 	}
 	hash, freshKey, err := bootstrapKey(*f.bootKey, dataDir, os.Stdout)
 	if err != nil {
@@ -115,7 +116,7 @@ func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, data
 	}
 	sealer, err := controlplane.NewSealer(keys...)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.Usage(err)
 	}
 	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), cp.state, cp.access, sealer, producers.NewRecorder(pub, 2*time.Second), cp.proxies, log)
 	if err != nil {
@@ -138,7 +139,7 @@ var (
 type limitFamily struct{ flag, bucket, def, what string }
 
 // add defines the family's flag.
-func (f limitFamily) add(fs *flags) *string {
+func (f limitFamily) add(fs *cli.Flags) *string {
 	return fs.String(f.flag, "", f.def, f.what+" requests per window per client IP, shared by all instances")
 }
 
@@ -147,7 +148,7 @@ func (f limitFamily) add(fs *flags) *string {
 func rateLimiter(ctx context.Context, nc *nats.Conn, f limitFamily, replicas int, spec string, log *slog.Logger) (*ratelimit.Limiter, error) {
 	s, err := ratelimit.ParseSpec(spec)
 	if err != nil {
-		return nil, usageErrorf("--%s: %v", f.flag, err)
+		return nil, cli.UsageErrorf("--%s: %v", f.flag, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -10,32 +10,33 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/deliver"
+	"github.com/auditrail/auditrail/internal/cli"
 )
 
 // runReceive is a receiver of push deliveries: it verifies their
 // signatures, dedups their events by event_id and counts them (a line per
 // delivery on stdout; GET /counts and GET /events).
 func runReceive(ctx context.Context, args []string) error {
-	fs := newFlags("receive")
+	fs := cli.NewFlags("auditrail receive")
 	secret := fs.String("secret", "", "", "the destination's secret: every POST must carry a valid Auditrail-Signature (required unless --splunk-token)")
 	splunk := fs.String("splunk-token", "", "", "act as Splunk HEC: require Authorization: Splunk <token>")
 	listen := fs.String("listen", "", "127.0.0.1:9000", "listener")
 	tolerance := fs.Duration("tolerance", "", deliver.DefaultTolerance, "how far a signature's time may be from this clock")
 	maxBody := fs.Int("max-body", "", deliver.DefaultMaxReceiveBody, "largest body taken, in bytes (413 above)")
 	window := fs.Int("dedup-window", "", deliver.DefaultDedupWindow, "how many distinct event ids are remembered to tell duplicates (the last first received; memory stays bounded)")
-	if err := fs.parse(args); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *secret == "" && *splunk == "" {
-		return usageErrorf("--secret is required (the secret of the destination)")
+		return cli.UsageErrorf("--secret is required (the secret of the destination)")
 	}
 	if *window < 1 {
-		return usageErrorf("--dedup-window must be at least 1")
+		return cli.UsageErrorf("--dedup-window must be at least 1")
 	}
 	r, err := deliver.NewReceiver(deliver.ReceiverConfig{Secret: []byte(*secret), SplunkToken: *splunk, Tolerance: *tolerance,
 		MaxBody: int64(*maxBody), DedupWindow: *window, Log: os.Stdout})
 	if err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

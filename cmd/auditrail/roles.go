@@ -12,6 +12,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
@@ -25,17 +26,18 @@ import (
 
 // runIngest is the production ingest role.
 func runIngest(ctx context.Context, args []string) error {
-	fs := newFlags("ingest")
+	fs := cli.NewFlags("auditrail ingest")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	sf := addRoleStoreFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8081", "listener of /healthz")
 	durable := fs.String("durable", "", ingest.DefaultConfig().Durable, "durable consumer name shared by the ingest instances")
-	inf := addIngestFlags(fs)
+	icfg := ingest.DefaultConfig()
+	icfg.RegisterFlags(fs)
 	gcPercent := fs.Int("gc-percent", "", defaultGCPercent, "GOGC of the process, unless GOGC is set")
 	memLimit := fs.Int("memory-limit", "", 0, "soft limit of the Go heap in MiB, unless GOMEMLIMIT is set (0: derived from the batch bounds)")
 	metricsAddr := addMetricsFlag(fs)
-	mkLog := fs.logFlags("json")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("json")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
@@ -46,13 +48,12 @@ func runIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	icfg := inf.config()
 	icfg.Durable = *durable
 	if err := icfg.Validate(); err != nil {
-		return usageError{err}
+		return cli.Usage(err)
 	}
 	if *gcPercent < 1 || *memLimit < 0 {
-		return usageErrorf("--gc-percent must be positive and --memory-limit not negative")
+		return cli.UsageErrorf("--gc-percent must be positive and --memory-limit not negative")
 	}
 	setGC(icfg, *gcPercent, int64(*memLimit)<<20, log)
 	m, err := startMetrics(ctx, *metricsAddr, log)
@@ -61,7 +62,7 @@ func runIngest(ctx context.Context, args []string) error {
 	}
 	// A CPU profile of the role, for `auditrail bench -run ingest`, whose
 	// child process inherits the variable.
-	stopProfile, err := startCPUProfile(os.Getenv("AUDITRAIL_INGEST_CPUPROFILE"))
+	stopProfile, err := cli.StartCPUProfile(os.Getenv("AUDITRAIL_INGEST_CPUPROFILE"))
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func runIngest(ctx context.Context, args []string) error {
 // runQuery is the production query role: the audit API over ClickHouse,
 // authenticating against the control-plane state in NATS.
 func runQuery(ctx context.Context, args []string) error {
-	fs := newFlags("query")
+	fs := cli.NewFlags("auditrail query")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
 	sf := addRoleStoreFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8080", "listener of the audit API")
@@ -136,8 +137,8 @@ func runQuery(ctx context.Context, args []string) error {
 	reads := addReadFlags(fs)
 	feedDurable := addIngestDurableFlag(fs, "the feeds show what it has committed")
 	metricsAddr := addMetricsFlag(fs)
-	mkLog := fs.logFlags("json")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("json")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
@@ -264,8 +265,8 @@ type adminRole struct {
 
 // startAdminRole parses the role's flags (addr is its default listener)
 // and connects it; the caller defers stop.
-func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily, args []string, more ...func(*flags)) (*adminRole, string, error) {
-	fs := newFlags(name)
+func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily, args []string, more ...func(*cli.Flags)) (*adminRole, string, error) {
+	fs := cli.NewFlags("auditrail " + name)
 	for _, add := range more {
 		add(fs)
 	}
@@ -277,8 +278,8 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 	rate := limit.add(fs)
 	allowPrivate := addEgressFlag(fs)
 	metricsAddr := addMetricsFlag(fs)
-	mkLog := fs.logFlags("json")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("json")
+	if err := fs.Parse(args); err != nil {
 		return nil, "", err
 	}
 	log, err := mkLog(os.Stderr)
@@ -357,7 +358,7 @@ func startAdminRole(ctx context.Context, name, defAddr string, limit limitFamily
 // runControlPlane is the production admin API role.
 func runControlPlane(ctx context.Context, args []string) error {
 	var streamKey *string
-	r, _, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", adminLimit, args, func(fs *flags) { streamKey = addStreamKeyFlag(fs) })
+	r, _, err := startAdminRole(ctx, "controlplane", "127.0.0.1:8082", adminLimit, args, func(fs *cli.Flags) { streamKey = addStreamKeyFlag(fs) })
 	if err != nil {
 		return err
 	}
@@ -382,7 +383,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 func runToolRunner(ctx context.Context, args []string) error {
 	var outboxDir, pageKeys *string
 	var mf mcpFlags
-	r, _, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", toolLimit, args, func(fs *flags) {
+	r, _, err := startAdminRole(ctx, "toolrunner", "127.0.0.1:8083", toolLimit, args, func(fs *cli.Flags) {
 		mf = addMCPFlags(fs)
 		outboxDir = fs.String("outbox", "", "./outbox", "directory of the durable outbox of execution events (one process each; events kept while NATS is unreachable are published from it)")
 		pageKeys = fs.String("page-token-keys", "", "", "keys that sign the toolkits' pagination tokens, comma-separated base64 of at least 16 bytes, the first signs, all verify (required; give every instance the same keys)")

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/valyala/fasthttp"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/retry"
 )
@@ -113,7 +114,7 @@ func (w *startWait) until(ctx context.Context, what string, fn func(ctx context.
 	w.set(what)
 	err := retry.Do(ctx, startPolicy, func(ctx context.Context) error {
 		err := fn(ctx)
-		if _, usage := errors.AsType[usageError](err); usage {
+		if _, usage := errors.AsType[cli.UsageError](err); usage {
 			return retry.Permanent(err)
 		}
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpapi"
 )
 
@@ -66,7 +67,7 @@ func TestStartWaitFront(t *testing.T) {
 	}
 	// A usage error is not retried.
 	usage := 0
-	if err := w.until(context.Background(), "x", func(context.Context) error { usage++; return usageErrorf("bad") }); usage != 1 || err == nil {
+	if err := w.until(context.Background(), "x", func(context.Context) error { usage++; return cli.UsageErrorf("bad") }); usage != 1 || err == nil {
 		t.Fatalf("usage error: %v after %d calls", err, usage)
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/query"
@@ -60,7 +61,7 @@ func (p *pendingStore) openWithRetry(ctx context.Context, t storeTarget, log *sl
 	err := retry.Do(ctx, policy, func(ctx context.Context) error {
 		s, err := openStore(ctx, t, log)
 		if errors.Is(err, clickhouse.ErrInvalidDSN) {
-			return retry.Permanent(usageError{err})
+			return retry.Permanent(cli.Usage(err))
 		}
 		if errors.Is(err, clickhouse.ErrNoDDL) {
 			return retry.Permanent(redact.Error(err, dsn, dsnPassword(dsn)))

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/natsx"
 )
 
@@ -17,7 +18,7 @@ const envNATSStreamKey = "AUDITRAIL_NATS_STREAM_KEY_FILE"
 
 // addStreamKeyFlag adds --nats-stream-key, the file of the key that signs
 // stream credentials (the seed of the AUDITRAIL_SIEM account).
-func addStreamKeyFlag(fs *flags) *string {
+func addStreamKeyFlag(fs *cli.Flags) *string {
 	return fs.String("nats-stream-key", envNATSStreamKey, "", "file of the key that signs stream credentials (KEYS/siem.nk, written by auditrail nats-setup; never printed); without it the stream_credentials routes answer 503")
 }
 
@@ -56,7 +57,7 @@ func loadStreamCredentials(ctx context.Context, admin *controlplane.Service, pat
 	}
 	signer, err := natsx.LoadStreamSigner(path)
 	if err != nil {
-		return usageErrorf("--nats-stream-key: %v", err)
+		return cli.UsageErrorf("--nats-stream-key: %v", err)
 	}
 	return useStreamCredentials(ctx, admin, signer, nc, log)
 }

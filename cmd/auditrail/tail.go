@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/ocsf"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
@@ -22,14 +23,14 @@ import (
 // runTail follows an organization's events on the stream, as JSON lines
 // (the API's item shapes) or as OCSF API Activity events.
 func runTail(ctx context.Context, args []string) error {
-	fs := newFlags("tail")
+	fs := cli.NewFlags("auditrail tail")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	orgFlag := fs.String("org", "", "", "organization UUID to follow (required)")
 	format := fs.String("format", "", "json", "json (the API's item shapes) or ocsf (OCSF 1.1 API Activity)")
 	since := fs.Duration("since", "", 0, "also print the events of this past period (0: only new events)")
 	kinds := fs.String("kinds", "", "audit,execution", "event kinds to follow: audit, execution")
-	mkLog := fs.logFlags("text")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("text")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)
@@ -37,14 +38,14 @@ func runTail(ctx context.Context, args []string) error {
 		return err
 	}
 	if *orgFlag == "" {
-		return usageErrorf("--org is required: the organization whose events to follow (auditrail admin org list shows them)")
+		return cli.UsageErrorf("--org is required: the organization whose events to follow (auditrail admin org list shows them)")
 	}
 	org, err := uuid.Parse(*orgFlag)
 	if err != nil {
-		return usageErrorf("--org %q is not a UUID", *orgFlag)
+		return cli.UsageErrorf("--org %q is not a UUID", *orgFlag)
 	}
 	if *format != "json" && *format != "ocsf" {
-		return usageErrorf("--format: json or ocsf")
+		return cli.UsageErrorf("--format: json or ocsf")
 	}
 	var subjects []string
 	for _, k := range strings.Split(*kinds, ",") {
@@ -52,7 +53,7 @@ func runTail(ctx context.Context, args []string) error {
 		case schemas.KindAudit, schemas.KindExecution:
 			subjects = append(subjects, schemas.EventSubject(org.String(), k))
 		default:
-			return usageErrorf("--kinds: %q is not audit or execution", k)
+			return cli.UsageErrorf("--kinds: %q is not audit or execution", k)
 		}
 	}
 	nc, err := nf.connect("auditrail-tail", log)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
@@ -35,7 +36,7 @@ type tlogFlags struct {
 	keyName     *string
 }
 
-func addTLogFlags(fs *flags) tlogFlags {
+func addTLogFlags(fs *cli.Flags) tlogFlags {
 	c := checkpointer.DefaultConfig()
 	return tlogFlags{
 		prefix:      fs.String("tlog-origin", "", c.Prefix, "tamper evidence: the start of every checkpoint's origin (<prefix>/orgs/<org_id>/audit_logs): name the deployment"),
@@ -50,7 +51,7 @@ func (f tlogFlags) config(instance string) (checkpointer.Config, error) {
 	c.Instance, c.Prefix, c.Interval = instance, *f.prefix, *f.interval
 	c.Keyring.KeyLifetime, c.Keyring.Name = *f.keyLifetime, *f.keyName
 	if err := c.Validate(); err != nil {
-		return c, usageError{err}
+		return c, cli.Usage(err)
 	}
 	return c, nil
 }
@@ -78,7 +79,7 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	ingestDurable string, m *metrics.Registry, log *slog.Logger) (*tlogRole, error) {
 	sealer, err := controlplane.NewSealer(secretsKeys...)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.Usage(err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -106,7 +107,7 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	scfg.AuditDurable, scfg.ExecutionDurable = ingestDurable, ingest.ExecutionDurableFor(ingestDurable)
 	runner, err := sequencer.NewRunner(scfg, sequencer.New(st), js, kv, ingest.NewWatermarks(js, 0), log.With("role", "tlog"))
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.Usage(err)
 	}
 	deps := checkpointer.Deps{Store: st, KV: kv, JS: js, Sealer: sealer, Log: log.With("role", "tlog")}
 	if m != nil {
@@ -116,7 +117,7 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	}
 	cp, err := checkpointer.New(cfg, deps)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.Usage(err)
 	}
 	t := &tlogRole{runner: runner, cp: cp}
 	ctx, t.cancel = context.WithCancel(ctx)
@@ -156,7 +157,7 @@ func (t *tlogRole) check() check {
 // runTLog is the production tamper-evidence role: it appends every stored
 // entry to its organization's log and signs checkpoints.
 func runTLog(ctx context.Context, args []string) error {
-	fs := newFlags("tlog")
+	fs := cli.NewFlags("auditrail tlog")
 	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
 	sf := addRoleStoreFlags(fs)
 	httpAddr := fs.String("http", "", "127.0.0.1:8085", "listener of /healthz")
@@ -164,8 +165,8 @@ func runTLog(ctx context.Context, args []string) error {
 	durable := addIngestDurableFlag(fs, "the logs take what it has committed")
 	tf := addTLogFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
-	mkLog := fs.logFlags("json")
-	if err := fs.parse(args); err != nil {
+	mkLog := fs.LogFlags("json")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	log, err := mkLog(os.Stderr)

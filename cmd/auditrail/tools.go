@@ -16,6 +16,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/hookproxy"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/oauthflow"
@@ -39,7 +40,7 @@ type mcpFlags struct {
 // addMCPFlags adds --mcp-allowed-origins (the web origins besides the
 // public URL's that may call the MCP endpoint), the session caps and the
 // idle timeout of unused sessions.
-func addMCPFlags(fs *flags) mcpFlags {
+func addMCPFlags(fs *cli.Flags) mcpFlags {
 	def := mcpserver.DefaultConfig()
 	return mcpFlags{
 		origins: fs.String("mcp-allowed-origins", "", "",
@@ -68,18 +69,18 @@ func (f mcpFlags) config(publicURL string) (mcpserver.Config, error) {
 	cfg.UnusedSessionTimeout = *f.unusedTimeout
 	switch {
 	case cfg.MaxSessionsPerUser < 1:
-		return cfg, usageErrorf("--mcp-max-sessions-per-user %d: want at least 1", cfg.MaxSessionsPerUser)
+		return cfg, cli.UsageErrorf("--mcp-max-sessions-per-user %d: want at least 1", cfg.MaxSessionsPerUser)
 	case cfg.MaxSessionsPerPrincipal < cfg.MaxSessionsPerUser || cfg.MaxSessionsPerProject < cfg.MaxSessionsPerUser:
-		return cfg, usageErrorf("--mcp-max-sessions-per-user %d: want at most --mcp-max-sessions-per-principal (%d) and --mcp-max-sessions-per-project (%d)",
+		return cfg, cli.UsageErrorf("--mcp-max-sessions-per-user %d: want at most --mcp-max-sessions-per-principal (%d) and --mcp-max-sessions-per-project (%d)",
 			cfg.MaxSessionsPerUser, cfg.MaxSessionsPerPrincipal, cfg.MaxSessionsPerProject)
 	case cfg.MaxSessions < cfg.MaxSessionsPerPrincipal || cfg.MaxSessions < cfg.MaxSessionsPerProject:
-		return cfg, usageErrorf("--mcp-max-sessions %d: want at least --mcp-max-sessions-per-principal (%d) and --mcp-max-sessions-per-project (%d)",
+		return cfg, cli.UsageErrorf("--mcp-max-sessions %d: want at least --mcp-max-sessions-per-principal (%d) and --mcp-max-sessions-per-project (%d)",
 			cfg.MaxSessions, cfg.MaxSessionsPerPrincipal, cfg.MaxSessionsPerProject)
 	case cfg.UnusedSessionTimeout <= 0 || cfg.UnusedSessionTimeout > cfg.SessionTimeout:
-		return cfg, usageErrorf("--mcp-unused-session-timeout %s: want more than 0 and at most %s", cfg.UnusedSessionTimeout, cfg.SessionTimeout)
+		return cfg, cli.UsageErrorf("--mcp-unused-session-timeout %s: want more than 0 and at most %s", cfg.UnusedSessionTimeout, cfg.SessionTimeout)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{err}
+		return cfg, cli.Usage(err)
 	}
 	return cfg, nil
 }
@@ -97,7 +98,7 @@ func originList(s string) []string {
 
 // addEgressFlag is --allow-private-egress, of every role that calls hook
 // servers or databases or checks their addresses.
-func addEgressFlag(fs *flags) *bool {
+func addEgressFlag(fs *cli.Flags) *bool {
 	return fs.Bool("allow-private-egress", "AUDITRAIL_ALLOW_PRIVATE_EGRESS", false,
 		"let hook endpoints and database hosts be on loopback, private, link-local (169.254.169.254) and shared addresses (default: public addresses only; auditrail dev also allows loopback)")
 }
@@ -118,7 +119,7 @@ func newEgress(allowPrivate, dev bool, log *slog.Logger) (*egress.Guard, error) 
 
 // addPublicURLFlag is --public-url of the roles that start or finish the
 // OAuth flow of users' connections (its redirect URI is derived from it).
-func addPublicURLFlag(fs *flags, def string) *string {
+func addPublicURLFlag(fs *cli.Flags, def string) *string {
 	return fs.String("public-url", "", def, "external base URL of the platform's APIs; the OAuth redirect URI registered at each provider is this plus "+oauthCallbackPath)
 }
 
@@ -148,7 +149,7 @@ func callbackURL(publicURL string) (string, error) {
 	u, err := url.Parse(publicURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return "", usageErrorf("--public-url %s: want an absolute http(s) URL without credentials, path or query", redact.URL(publicURL))
+		return "", cli.UsageErrorf("--public-url %s: want an absolute http(s) URL without credentials, path or query", redact.URL(publicURL))
 	}
 	return strings.TrimSuffix(publicURL, "/") + oauthCallbackPath, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/verify"
 )
@@ -19,7 +20,7 @@ func runVerify(ctx context.Context, args []string) error { return verifyCmd(ctx,
 
 // verifyCmd is runVerify printing the report on stdout.
 func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlags("verify")
+	fs := cli.NewFlags("auditrail verify")
 	export := fs.String("export", "", "", "the JSONL export to verify (GET …/audit_logs/export?format=jsonl or …/tool_executions/export): one entry per line with its leaf_index, the last line possibly its checkpoint")
 	checkpoint := fs.String("checkpoint", "", "", "a file holding the signed checkpoint to verify against (optional when the export ends with one)")
 	keys := fs.String("keys", "", "", "the public keys the checkpoint must be signed by (offline and online): the answer of GET /api/v1/audit_keys saved to a file, or its data array")
@@ -32,27 +33,27 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	maxExport := fs.Int64("max-export-bytes", "", defaultMaxExportBytes, "online: the largest export written to the temporary file, in bytes; a larger one fails the verification")
 	trust := fs.FlagSet.Bool("trust-server-keys", false, "online without --keys: trust the keys the server lists (GET /api/v1/audit_keys): the result then shows that the log is consistent with itself, not that it is the log those keys were published for (command line only: no environment twin)")
 	grace := fs.Duration("pending-grace", "", verify.DefaultPendingGrace, "an entry not in the log yet (leaf_index null) is reported, not failed, when stored less than this before the checkpoint; older, it was inserted behind the log's back. Set it above the largest auditrail_tlog_sequencer_delay_seconds of the tlog role")
-	if err := fs.parse(args); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *grace <= 0 {
-		return usageErrorf("--pending-grace %v: want a positive duration, e.g. 5m", *grace)
+		return cli.UsageErrorf("--pending-grace %v: want a positive duration, e.g. 5m", *grace)
 	}
 	// The command line chooses the mode; the environment's settings of the
 	// other one are ignored (the quick start exports AUDITRAIL_URL, and
 	// `verify --export FILE` must still verify that file offline).
 	switch {
-	case fs.onCommandLine("url") && fs.onCommandLine("export"):
+	case fs.OnCommandLine("url") && fs.OnCommandLine("export"):
 		// both: refused below
-	case fs.onCommandLine("export"):
-		fs.ignoreEnv("url", "key", "org", "kind", "save-checkpoint", "max-export-bytes")
-	case fs.onCommandLine("url"):
-		fs.ignoreEnv("export", "checkpoint")
+	case fs.OnCommandLine("export"):
+		fs.IgnoreEnv("url", "key", "org", "kind", "save-checkpoint", "max-export-bytes")
+	case fs.OnCommandLine("url"):
+		fs.IgnoreEnv("export", "checkpoint")
 	}
 	if *base != "" {
 		for _, off := range []struct{ name, value string }{{"export", *export}, {"checkpoint", *checkpoint}} {
 			if off.value != "" {
-				return usageErrorf("%s verifies online: %s is for an offline verification", fs.source("url"), fs.source(off.name))
+				return cli.UsageErrorf("%s verifies online: %s is for an offline verification", fs.Source("url"), fs.Source(off.name))
 			}
 		}
 		o, err := parseOnline(*base, *apiKey, *org, *kind)
@@ -61,7 +62,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		switch {
 		case *keys != "" && *trust:
-			return usageErrorf("%s and --trust-server-keys exclude each other: --keys pins the keys the checkpoint must be signed by, --trust-server-keys takes those the server lists", fs.source("keys"))
+			return cli.UsageErrorf("%s and --trust-server-keys exclude each other: --keys pins the keys the checkpoint must be signed by, --trust-server-keys takes those the server lists", fs.Source("keys"))
 		case *keys != "":
 			ks, err := readKeys(*keys)
 			if err != nil {
@@ -69,10 +70,10 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			o.pinned = &ks
 		case !*trust:
-			return usageErrorf("--url needs --keys FILE: the public keys you trust (the answer of GET /api/v1/audit_keys saved once and checked apart from this server), so that a server that rewrote its log and signed it with a new key fails; or --trust-server-keys to take the keys the server lists, which proves that the log is consistent, not that it is authentic")
+			return cli.UsageErrorf("--url needs --keys FILE: the public keys you trust (the answer of GET /api/v1/audit_keys saved once and checked apart from this server), so that a server that rewrote its log and signed it with a new key fails; or --trust-server-keys to take the keys the server lists, which proves that the log is consistent, not that it is authentic")
 		}
 		if *maxExport <= 0 {
-			return usageErrorf("--max-export-bytes %d: want a positive number of bytes", *maxExport)
+			return cli.UsageErrorf("--max-export-bytes %d: want a positive number of bytes", *maxExport)
 		}
 		if o.since, err = readCheckpoint("--since-checkpoint", *since); err != nil {
 			return err
@@ -81,13 +82,13 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return o.run(ctx, stdout)
 	}
 	if *trust {
-		return usageErrorf("--trust-server-keys is for --url: offline, the keys are --keys FILE")
+		return cli.UsageErrorf("--trust-server-keys is for --url: offline, the keys are --keys FILE")
 	}
 	if *export == "" {
-		return usageErrorf("--export is required (offline), or --url, --key and --org (online)")
+		return cli.UsageErrorf("--export is required (offline), or --url, --key and --org (online)")
 	}
 	if *keys == "" {
-		return usageErrorf("--keys is required: the answer of GET /api/v1/audit_keys saved to a file")
+		return cli.UsageErrorf("--keys is required: the answer of GET /api/v1/audit_keys saved to a file")
 	}
 	ks, err := readKeys(*keys)
 	if err != nil {
@@ -107,7 +108,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	defer f.Close()
 	rep, err := verify.Export(ctx, f, cfg)
 	if errors.Is(err, verify.ErrNoCheckpoint) {
-		return usageErrorf("the export does not end with a checkpoint line: give --checkpoint (the export was cut, or made without one)")
+		return cli.UsageErrorf("the export does not end with a checkpoint line: give --checkpoint (the export was cut, or made without one)")
 	}
 	if err != nil {
 		return err

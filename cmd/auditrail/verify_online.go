@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/verify"
@@ -329,7 +330,7 @@ func (o *onlineVerify) export(ctx context.Context, w io.Writer) error {
 func (o *onlineVerify) do(ctx context.Context, path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(o.base, "/")+path, nil)
 	if err != nil {
-		return nil, usageError{redact.Error(fmt.Errorf("--url: %w", err), o.base)}
+		return nil, cli.Usage(redact.Error(fmt.Errorf("--url: %w", err), o.base))
 	}
 	req.Header.Set("Authorization", "Bearer "+o.key)
 	req.Header.Set("X-Auditrail-Source", "CLI")
@@ -421,17 +422,17 @@ func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, usageErrorf("--url: %v", err)
+		return nil, cli.UsageErrorf("--url: %v", err)
 	}
 	if u.Scheme != "https" && !loopbackHost(u.Hostname()) {
-		return nil, usageErrorf("--url %q: https required: plain http is taken only to a loopback host (127.0.0.0/8, ::1, localhost), elsewhere anyone on the way could read the API key and serve another log", redact.URL(base))
+		return nil, cli.UsageErrorf("--url %q: https required: plain http is taken only to a loopback host (127.0.0.0/8, ::1, localhost), elsewhere anyone on the way could read the API key and serve another log", redact.URL(base))
 	}
 	if key == "" {
-		return nil, usageErrorf("--key is required with --url: an API key that may read the organization")
+		return nil, cli.UsageErrorf("--key is required with --url: an API key that may read the organization")
 	}
 	id, err := uuid.Parse(org)
 	if err != nil || org == "" {
-		return nil, usageErrorf("--org %q is not an organization id (a UUID)", org)
+		return nil, cli.UsageErrorf("--org %q is not an organization id (a UUID)", org)
 	}
 	o := &onlineVerify{base: base, key: key, org: id, maxExport: defaultMaxExportBytes}
 	switch kind {
@@ -440,7 +441,7 @@ func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
 	case "executions":
 		o.route = "tool_executions"
 	default:
-		return nil, usageErrorf("--kind %q is not audit or executions", kind)
+		return nil, cli.UsageErrorf("--kind %q is not audit or executions", kind)
 	}
 	return o, nil
 }

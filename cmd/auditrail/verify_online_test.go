@@ -24,6 +24,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/tlog"
@@ -428,7 +429,7 @@ func TestVerifyOnlineUsage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			err := verifyCmd(context.Background(), tc.args, &out)
-			var u usageError
+			var u cli.UsageError
 			if !errors.As(err, &u) {
 				t.Fatalf("%v, want a usage error\n%s", err, out.String())
 			}
@@ -492,7 +493,7 @@ func TestVerifyOnlinePinnedKeys(t *testing.T) {
 			r := e.rewritten(t, store.open, 12)
 			out, err := r.verifyWith(t, "--keys", pinned)
 			t.Log("\n" + out)
-			var u usageError
+			var u cli.UsageError
 			if err == nil || errors.As(err, &u) {
 				t.Fatalf("the rewritten log: %v, want a failed verification (exit 1)\n%s", err, out)
 			}

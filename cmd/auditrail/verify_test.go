@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/tlogtest"
@@ -159,7 +160,7 @@ func TestVerifyExport(t *testing.T) {
 			path := f.write(t, "export.jsonl", jsonl(l))
 			var out bytes.Buffer
 			err := verifyCmd(context.Background(), append([]string{"--export", path, "--keys", f.keysFile}, tc.flags...), &out)
-			var ue usageError
+			var ue cli.UsageError
 			switch {
 			case tc.says == "" && err != nil:
 				t.Fatalf("%v\n%s", err, out.String())
@@ -266,7 +267,7 @@ func TestVerifyFlagsWinOverEnvironment(t *testing.T) {
 			}
 			var out bytes.Buffer
 			err := verifyCmd(context.Background(), tc.args, &out)
-			var ue usageError
+			var ue cli.UsageError
 			switch {
 			case tc.usage && !errors.As(err, &ue):
 				t.Fatalf("%v, want a usage error\n%s", err, out.String())

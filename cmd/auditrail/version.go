@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/auditrail/auditrail/internal/cli"
 )
 
 // runVersion prints the module version, the commit it was built from and
 // the Go version.
 func runVersion(_ context.Context, args []string) error {
-	fs := newFlags("version")
-	if err := fs.parse(args); err != nil {
+	fs := cli.NewFlags("auditrail version")
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stdout, versionLine())

@@ -20,6 +20,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/query"
 )
@@ -91,7 +92,7 @@ const (
 func bootstrapKey(given, dataDir string, out io.Writer) (hash, known string, err error) {
 	if given != "" {
 		if len(given) < 16 {
-			return "", "", usageErrorf("--bootstrap-key must be at least 16 characters")
+			return "", "", cli.UsageErrorf("--bootstrap-key must be at least 16 characters")
 		}
 		return auth.HashKey(given), "", nil
 	}
@@ -140,14 +141,14 @@ func keyList(flagName, given, dataDir, file string, exact int) ([][]byte, error)
 				if exact != 0 {
 					want = fmt.Sprintf("%d bytes", exact)
 				}
-				return nil, usageErrorf("--%s: each key must be base64 of %s", flagName, want)
+				return nil, cli.UsageErrorf("--%s: each key must be base64 of %s", flagName, want)
 			}
 			keys = append(keys, k)
 		}
 		return keys, nil
 	}
 	if dataDir == "" {
-		return nil, usageErrorf("--%s is required (comma-separated base64 keys; the first is used, all are accepted)", flagName)
+		return nil, cli.UsageErrorf("--%s is required (comma-separated base64 keys; the first is used, all are accepted)", flagName)
 	}
 	path := filepath.Join(dataDir, file)
 	if b, err := os.ReadFile(path); err == nil {
@@ -233,7 +234,7 @@ func serve(ctx context.Context, app *fiber.App, addr string, log *slog.Logger) e
 
 // addClusterFlag adds --clickhouse-cluster to a role that opens the
 // ClickHouse store.
-func addClusterFlag(fs *flags) *string {
+func addClusterFlag(fs *cli.Flags) *string {
 	return fs.String("clickhouse-cluster", "AUDITRAIL_CLICKHOUSE_CLUSTER", "",
 		"cluster of the ClickHouse servers' remote_servers: DDL ON CLUSTER, ReplicatedMergeTree tables under Distributed tables sharded by organization (empty: one server)")
 }

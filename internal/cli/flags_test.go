@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -37,24 +37,24 @@ func TestFlagsEnvironmentTwins(t *testing.T) {
 					t.Setenv(name, v)
 				}
 			}
-			fs := newFlags("test")
+			fs := NewFlags("auditrail test")
 			a := fs.String("a", "", "defA", "a")
 			b := fs.String("b", "", "defB", "b")
-			if err := fs.parse(tc.args); err != nil {
+			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
 			envB := fs.fromEnv["b"]
-			fs.ignoreEnv(tc.ignore...)
+			fs.IgnoreEnv(tc.ignore...)
 			if *a != tc.wantA || *b != tc.wantB {
 				t.Errorf("a=%q b=%q, want %q %q", *a, *b, tc.wantA, tc.wantB)
 			}
-			if got := fs.onCommandLine("a"); got != tc.cmdlineA {
+			if got := fs.OnCommandLine("a"); got != tc.cmdlineA {
 				t.Errorf("onCommandLine(a) = %v", got)
 			}
 			if envB != tc.envB {
 				t.Errorf("b from the environment: %v", envB)
 			}
-			if got := fs.source("a"); got != tc.sourceA {
+			if got := fs.Source("a"); got != tc.sourceA {
 				t.Errorf("source(a) = %q, want %q", got, tc.sourceA)
 			}
 		})

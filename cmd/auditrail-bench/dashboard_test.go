@@ -8,14 +8,14 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
-// TestBenchDashboardRuns: `auditrail bench --run dashboard` on a small
+// TestBenchDashboardRuns: `auditrail-bench --run dashboard` on a small
 // tenant prints every figure of the dashboard (search, stats, export,
 // first render), each with its reference — the harness works end to end;
 // its figures are meaningful at the default 10M events only.
 func TestBenchDashboardRuns(t *testing.T) {
 	testenv.ClickHouse(t) // a missing clickhouse-server fails (or skips) here
 	testenv.Chromium(t)
-	out, err := exec.Command(binary(t), "bench", "--run", "dashboard", "--query-events", "2000",
+	out, err := exec.Command(binaries(t), "--run", "dashboard", "--query-events", "2000",
 		"--dashboard-samples", "3", "--dashboard-renders", "2").CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)

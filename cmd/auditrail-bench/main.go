@@ -1,18 +1,45 @@
+// Command auditrail-bench runs the benchmarks of auditrail, each printing
+// its figure beside a reference measured in the same run. It is a harness,
+// not part of the product: the roles it measures run from the auditrail
+// binary beside it (make bench builds both).
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/auditrail/auditrail/bench"
+	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/cli"
 )
 
-func runBench(ctx context.Context, args []string) error {
-	fs := newFlags("bench")
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "auditrail-bench: %v\n", err)
+		var ue cli.UsageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := cli.NewFlags("auditrail-bench")
+	exeFlag := fs.String("auditrail", "AUDITRAIL_BENCH_AUDITRAIL", "", "the auditrail binary whose roles are measured (default: the one beside auditrail-bench)")
 	which := fs.String("run", "", "decode,hooks,connections,mcp,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog,proof", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, mcp, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog, proof")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
@@ -31,12 +58,21 @@ func runBench(ctx context.Context, args []string) error {
 	proofLeaves := fs.Int("proof-leaves", "", 10_000_000, "leaves of the one log the proof benchmark writes into ClickHouse and proves random events of")
 	proofSamples := fs.Int("proof-samples", "", 1000, "timed inclusion proofs of the proof benchmark")
 	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
-	inf := addIngestFlags(fs)
+	icfg := ingest.DefaultConfig()
+	icfg.RegisterFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
-	if err := fs.parse(args); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(*cpuProfile)
+	exe := *exeFlag
+	if exe == "" {
+		var err error
+		if exe, err = bench.AuditrailBinary(); err != nil {
+			return err
+		}
+	}
+	bench.SetAuditrail(exe)
+	stopProfile, err := cli.StartCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
 	}
@@ -131,9 +167,8 @@ func runBench(ctx context.Context, args []string) error {
 			figures = append(figures, bench.Decode())
 		case "ingest":
 			fmt.Printf("== ingest: %d events published, measured until all are committed in ClickHouse\n", *events)
-			icfg := inf.config()
 			if err := icfg.Validate(); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			r, err := bench.Ingest(ctx, *events, icfg, os.Stdout)
 			if err != nil {
@@ -159,10 +194,6 @@ func runBench(ctx context.Context, args []string) error {
 			figures = append(figures, bench.QueryFigures("executions ", rs)...)
 		case "dashboard":
 			fmt.Printf("== dashboard: one tenant holding %d events in ClickHouse behind `auditrail dev`; search, stats, export and the page's first render\n", *queryEvents)
-			exe, err := os.Executable()
-			if err != nil {
-				return err
-			}
 			cfg := bench.DefaultDashboardConfig(exe)
 			cfg.Events, cfg.Samples, cfg.Renders = *queryEvents, *dashSamples, *dashRenders
 			r, err := bench.Dashboard(ctx, cfg, os.Stdout)
@@ -176,10 +207,6 @@ func runBench(ctx context.Context, args []string) error {
 			figures = append(figures, r.Figures()...)
 		case "feed":
 			fmt.Printf("== feed: %d entries published through `auditrail dev` (ClickHouse), read by following the feed and by walking the list; publish to visible in dev (SQLite)\n", *feedEntries)
-			exe, err := os.Executable()
-			if err != nil {
-				return err
-			}
 			cfg := bench.DefaultFeedConfig(exe)
 			cfg.Entries, cfg.Duration = *feedEntries, *feedFor
 			r, err := bench.Feed(ctx, cfg, os.Stdout)
@@ -189,10 +216,6 @@ func runBench(ctx context.Context, args []string) error {
 			figures = append(figures, r.Figures()...)
 		case "cluster":
 			fmt.Printf("== cluster: ingest of %d events into ClickHouse 2 shards x 2 replicas against one server; publish -> queryable at %d events/s on each\n", *clusterEvents, *clusterRate)
-			exe, err := os.Executable()
-			if err != nil {
-				return err
-			}
 			cfg := bench.DefaultClusterConfig(exe)
 			cfg.Events, cfg.LargeBatch, cfg.Rate, cfg.Duration = *clusterEvents, *clusterBatch, *clusterRate, *clusterFor
 			r, err := bench.Cluster(ctx, cfg, os.Stdout)
@@ -210,7 +233,7 @@ func runBench(ctx context.Context, args []string) error {
 				msf(r.First.P50), msf(r.First.P99), msf(r.Deep.P50), msf(r.Deep.P99), msf(r.ProjectDeep.P50), msf(r.ProjectDeep.P99))
 			figures = append(figures, r.Figures()...)
 		default:
-			return usageErrorf("unknown benchmark %q", name)
+			return cli.UsageErrorf("unknown benchmark %q", name)
 		}
 	}
 	fmt.Println()
@@ -232,20 +255,3 @@ func printQueryResults(rs []bench.QueryResult) {
 }
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// startCPUProfile writes a CPU profile of the process to path until stop
-// is called; with no path it does nothing.
-func startCPUProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}

@@ -8,12 +8,12 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
-// TestBenchFeedRuns: `auditrail bench --run feed` on a small tenant prints
+// TestBenchFeedRuns: `auditrail-bench --run feed` on a small tenant prints
 // both figures of the feed with their references — the harness works end
 // to end; its figures are meaningful at the defaults only.
 func TestBenchFeedRuns(t *testing.T) {
 	testenv.ClickHouse(t) // a missing clickhouse-server fails (or skips) here
-	out, err := exec.Command(binary(t), "bench", "--run", "feed", "--feed-entries", "5000", "--feed-duration", "2s").CombinedOutput()
+	out, err := exec.Command(binaries(t), "--run", "feed", "--feed-entries", "5000", "--feed-duration", "2s").CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}

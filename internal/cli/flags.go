@@ -1,4 +1,6 @@
-package main
+// Package cli is what the command-line programs share: flag sets whose
+// flags have AUDITRAIL_… environment twins, usage errors (exit status 2).
+package cli
 
 import (
 	"errors"
@@ -11,20 +13,29 @@ import (
 	"time"
 )
 
-// usageError is a mistake in the command line (exit status 2).
-type usageError struct{ error }
+// UsageError is a mistake in the command line (exit status 2).
+type UsageError struct{ Err error }
 
-func usageErrorf(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
 
-// flags is a FlagSet whose flags have AUDITRAIL_… environment twins.
+// Usage marks err as a mistake in the command line.
+func Usage(err error) error { return UsageError{Err: err} }
+
+// UsageErrorf is a UsageError with a formatted message.
+func UsageErrorf(format string, args ...any) error {
+	return UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// Flags is a FlagSet whose flags have AUDITRAIL_… environment twins.
 //
 // An environment value is applied after parsing, to the flags not given on
 // the command line; it never becomes a flag's default, so usage text never
 // shows it, and an error about it names the variable, never the value (it
 // may be a key or a DSN with a password). A flag given on the command line
 // wins over its own twin, and a command whose flags exclude each other lets
-// the command line's choice win over the twins of the others (ignoreEnv).
-type flags struct {
+// the command line's choice win over the twins of the others (IgnoreEnv).
+type Flags struct {
 	*flag.FlagSet
 	envs []envTwin
 	// cmdline and fromEnv are the flags given on the command line and those
@@ -35,12 +46,13 @@ type flags struct {
 // envTwin is the environment variable of a flag and what it must parse as.
 type envTwin struct{ flag, env, want string }
 
-func newFlags(name string) *flags {
-	fs := flag.NewFlagSet("auditrail "+name, flag.ContinueOnError)
-	f := &flags{FlagSet: fs}
+// NewFlags is the flag set of command (e.g. "auditrail dev").
+func NewFlags(command string) *Flags {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	f := &Flags{FlagSet: fs}
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: auditrail %s [flags]\n\nflags (each has the AUDITRAIL_… environment twin shown):\n", name)
+		fmt.Fprintf(fs.Output(), "usage: %s [flags]\n\nflags (each has the AUDITRAIL_… environment twin shown):\n", command)
 		fs.PrintDefaults()
 	}
 	return f
@@ -52,7 +64,7 @@ func envName(flagName string) string {
 
 // twin records the environment twin of flag name (envOverride, or
 // AUDITRAIL_<NAME>) and returns the usage text naming it.
-func (f *flags) twin(name, envOverride, want, usage string) string {
+func (f *Flags) twin(name, envOverride, want, usage string) string {
 	env := envName(name)
 	if envOverride != "" {
 		env = envOverride
@@ -62,33 +74,44 @@ func (f *flags) twin(name, envOverride, want, usage string) string {
 }
 
 // String defines a string flag; env overrides the AUDITRAIL_<NAME> twin.
-func (f *flags) String(name, env, def, usage string) *string {
+func (f *Flags) String(name, env, def, usage string) *string {
 	return f.FlagSet.String(name, def, f.twin(name, env, "a string", usage))
 }
 
-func (f *flags) Int(name, env string, def int, usage string) *int {
+func (f *Flags) Int(name, env string, def int, usage string) *int {
 	return f.FlagSet.Int(name, def, f.twin(name, env, "an integer", usage))
 }
 
-func (f *flags) Int64(name, env string, def int64, usage string) *int64 {
+func (f *Flags) Int64(name, env string, def int64, usage string) *int64 {
 	return f.FlagSet.Int64(name, def, f.twin(name, env, "an integer", usage))
 }
 
-func (f *flags) Float(name, env string, def float64, usage string) *float64 {
+func (f *Flags) Float(name, env string, def float64, usage string) *float64 {
 	return f.FlagSet.Float64(name, def, f.twin(name, env, "a number", usage))
 }
 
-func (f *flags) Duration(name, env string, def time.Duration, usage string) *time.Duration {
+func (f *Flags) Duration(name, env string, def time.Duration, usage string) *time.Duration {
 	return f.FlagSet.Duration(name, def, f.twin(name, env, "a duration", usage))
 }
 
-func (f *flags) Bool(name, env string, def bool, usage string) *bool {
+func (f *Flags) Bool(name, env string, def bool, usage string) *bool {
 	return f.FlagSet.Bool(name, def, f.twin(name, env, "a boolean", usage))
+}
+
+// IntVar defines an int flag stored in p, whose value is its default.
+func (f *Flags) IntVar(p *int, name, env, usage string) {
+	f.FlagSet.IntVar(p, name, *p, f.twin(name, env, "an integer", usage))
+}
+
+// DurationVar defines a duration flag stored in p, whose value is its
+// default.
+func (f *Flags) DurationVar(p *time.Duration, name, env, usage string) {
+	f.FlagSet.DurationVar(p, name, *p, f.twin(name, env, "a duration", usage))
 }
 
 // applyEnv sets the flags not given on the command line from their
 // environment twins. Errors name the variable only.
-func (f *flags) applyEnv() error {
+func (f *Flags) applyEnv() error {
 	f.cmdline, f.fromEnv = map[string]bool{}, map[string]bool{}
 	f.Visit(func(fl *flag.Flag) { f.cmdline[fl.Name] = true })
 	var errs error
@@ -106,15 +129,15 @@ func (f *flags) applyEnv() error {
 	return errs
 }
 
-// onCommandLine reports whether flag name was given on the command line
+// OnCommandLine reports whether flag name was given on the command line
 // (not by its environment twin, not left at its default).
-func (f *flags) onCommandLine(name string) bool { return f.cmdline[name] }
+func (f *Flags) OnCommandLine(name string) bool { return f.cmdline[name] }
 
-// ignoreEnv sets back to their defaults those of the flags named that
+// IgnoreEnv sets back to their defaults those of the flags named that
 // their environment twins set: for a command whose command line chose a
 // mode those variables belong to the other side of (the command line wins
 // over the environment, also over the twins of the flags it excludes).
-func (f *flags) ignoreEnv(names ...string) {
+func (f *Flags) IgnoreEnv(names ...string) {
 	for _, name := range names {
 		if !f.fromEnv[name] {
 			continue
@@ -125,9 +148,9 @@ func (f *flags) ignoreEnv(names ...string) {
 	}
 }
 
-// source names where flag name's value came from, for an error: the flag,
+// Source names where flag name's value came from, for an error: the flag,
 // or its environment twin.
-func (f *flags) source(name string) string {
+func (f *Flags) Source(name string) string {
 	if f.fromEnv[name] {
 		for _, e := range f.envs {
 			if e.flag == name {
@@ -138,11 +161,11 @@ func (f *flags) source(name string) string {
 	return "--" + name
 }
 
-// parseKeepArgs parses args, prints the usage on stdout for -h/--help (and
+// ParseKeepArgs parses args, prints the usage on stdout for -h/--help (and
 // returns flag.ErrHelp) or on stderr for a mistake (a usage error), then
 // applies the environment.
-func (f *flags) parseKeepArgs(args []string) error {
-	err := f.Parse(args)
+func (f *Flags) ParseKeepArgs(args []string) error {
+	err := f.FlagSet.Parse(args)
 	if err != nil {
 		out := io.Writer(os.Stderr)
 		if errors.Is(err, flag.ErrHelp) {
@@ -154,33 +177,33 @@ func (f *flags) parseKeepArgs(args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return Usage(err)
 	}
 	if err := f.applyEnv(); err != nil {
-		return usageError{err}
+		return Usage(err)
 	}
 	return nil
 }
 
-// parse is parseKeepArgs refusing positional arguments.
-func (f *flags) parse(args []string) error {
-	if err := f.parseKeepArgs(args); err != nil {
+// Parse is ParseKeepArgs refusing positional arguments.
+func (f *Flags) Parse(args []string) error {
+	if err := f.ParseKeepArgs(args); err != nil {
 		return err
 	}
 	if f.NArg() > 0 {
-		return usageErrorf("unexpected arguments: %v", f.Args())
+		return UsageErrorf("unexpected arguments: %v", f.Args())
 	}
 	return nil
 }
 
-// logFlags adds --log-level and --log-format and returns a constructor.
-func (f *flags) logFlags(defFormat string) func(w io.Writer) (*slog.Logger, error) {
+// LogFlags adds --log-level and --log-format and returns a constructor.
+func (f *Flags) LogFlags(defFormat string) func(w io.Writer) (*slog.Logger, error) {
 	level := f.String("log-level", "", "info", "log level: debug, info, warn, error")
 	format := f.String("log-format", "", defFormat, "log format: text or json")
 	return func(w io.Writer) (*slog.Logger, error) {
 		var lv slog.Level
 		if err := lv.UnmarshalText([]byte(*level)); err != nil {
-			return nil, usageErrorf("--log-level: want debug, info, warn or error")
+			return nil, UsageErrorf("--log-level: want debug, info, warn or error")
 		}
 		opts := &slog.HandlerOptions{Level: lv}
 		switch *format {
@@ -189,6 +212,6 @@ func (f *flags) logFlags(defFormat string) func(w io.Writer) (*slog.Logger, erro
 		case "json":
 			return slog.New(slog.NewJSONHandler(w, opts)), nil
 		}
-		return nil, usageErrorf("--log-format: want text or json")
+		return nil, UsageErrorf("--log-format: want text or json")
 	}
 }
