@@ -20,11 +20,12 @@ test: vet
 # (chserver.FreePort reserves each port it gives across processes).
 CLUSTER_TESTS = ^(TestClusterFailover|TestClickHouseClusterIngestAndList|TestClickHouseClusterFlag|TestEveryRoleTwice|TestClusterConformance|TestClusterOptionsValidate|TestClusterNodeAddedLater)$$
 
-## build: bin/auditrail (the first build compiles every dependency: several
+## build: bin/auditrail, and bin/auditrail-demo (the demo's servers, which
+## dev --demo runs; not part of the product) (the first build compiles every dependency: several
 ## minutes, about 5 on 2 cores; -v lists each package as it is compiled)
 build:
 	@test -x $(BIN) || echo "building $(BIN): the first build compiles every dependency, several minutes (about 5 on 2 cores); packages are listed as they compile"
-	$(GO) build -v -buildvcs=auto -o $(BIN) ./cmd/auditrail
+	$(GO) build -v -buildvcs=auto -o bin/ ./cmd/auditrail ./cmd/auditrail-demo
 
 ## bench: the benchmarks, each beside its reference measured in the same run
 ## (bin/auditrail-bench, a harness apart from the product, runs the roles of

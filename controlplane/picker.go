@@ -78,7 +78,7 @@ func (s *Service) publicURL() string {
 	if s.flow == nil {
 		return ""
 	}
-	return strings.TrimSuffix(s.flow.RedirectURL(), "/api/v1/oauth/callback")
+	return strings.TrimSuffix(s.flow.RedirectURL(), oauthflow.CallbackPath)
 }
 
 // PickerURL returns a single-use URL of the file picker for the user's

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,17 +34,4 @@ func lockDataDir(dir string) (release func(), err error) {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return func() { _ = f.Close() }, nil
-}
-
-// checkFree fails at once when addr cannot be listened on (another process
-// holds the port), instead of after a start-up timeout.
-func checkFree(what, addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("%s %s: address already in use", what, addr)
-		}
-		return fmt.Errorf("%s %s: %w", what, addr, err)
-	}
-	return ln.Close()
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/deliver"
+	"github.com/auditrail/auditrail/demo"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
@@ -320,14 +321,14 @@ func (d *devProcess) prepare(ctx context.Context) error {
 		return err
 	}
 	d.later(unlock)
-	if err := checkFree("--http", *d.f.http); err != nil {
+	if err := cli.CheckFree("--http", *d.f.http); err != nil {
 		return err
 	}
 	if d.m, err = startMetrics(ctx, *d.f.metrics, d.f.log); err != nil {
 		return err
 	}
 	if *d.f.nats.url == "" {
-		return checkFree("--nats-listen", *d.f.natsListen)
+		return cli.CheckFree("--nats-listen", *d.f.natsListen)
 	}
 	return nil
 }
@@ -620,12 +621,13 @@ func (d *devProcess) buildAPI(ctx context.Context) error {
 	return nil
 }
 
-// startDemo, with --demo, starts the emulators and the demo organization.
+// startDemo, with --demo, starts the demo's servers (auditrail-demo) and
+// sets up the demo organization.
 func (d *devProcess) startDemo(ctx context.Context) error {
 	if !*d.f.demo {
 		return nil
 	}
-	env := demoEnv{API: strings.TrimSuffix(*d.f.publicURL, "/"), BootKey: d.cp.freshBootKey, Scopes: providerScopes(d.reg),
+	env := demo.Env{API: strings.TrimSuffix(*d.f.publicURL, "/"), BootKey: d.cp.freshBootKey, Scopes: providerScopes(d.reg),
 		TrustPickerScripts: d.admin.TrustPickerScripts}
 	if d.ns != nil {
 		env.NATS = d.ns.ClientURL()
@@ -634,7 +636,12 @@ func (d *devProcess) startDemo(ctx context.Context) error {
 			return err
 		}
 	}
-	stopDemo, err := startDemo(ctx, d.app, d.cp.access, *d.f.data, *d.f.newKey, env, os.Stdout, d.f.log)
+	exe, err := demo.ServersBinary()
+	if err != nil {
+		return err
+	}
+	stopDemo, err := demo.Start(ctx, demo.Config{App: d.app, Access: d.cp.access, DataDir: *d.f.data, NewKey: *d.f.newKey,
+		Env: env, ServersBinary: exe, Out: os.Stdout, Log: d.f.log})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -33,7 +33,8 @@ var (
 	buildErr  error
 )
 
-// binary builds cmd/auditrail once per test run.
+// binary builds cmd/auditrail (and auditrail-demo beside it) once per
+// test run.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -43,7 +44,8 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "auditrail")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		// auditrail-demo beside it: dev --demo runs the demo's servers from it.
+		out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../auditrail-demo").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v: %s", err, out)
 		}

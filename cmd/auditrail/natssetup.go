@@ -96,7 +96,7 @@ func runNATSSetup(_ context.Context, args []string) error {
 	confPath := filepath.Join(*out, natsx.ServerConfFile)
 	// The include holds only public JWTs; world-readable so that a server
 	// running as another user can read it.
-	if err := writeFileAtomic(confPath, []byte(conf), 0o644); err != nil {
+	if err := cli.WriteFileAtomic(confPath, []byte(conf), 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("nats-server include: %s (nats-server -c %s --jetstream, or `include` it)\n", confPath, confPath)
@@ -112,7 +112,7 @@ func runNATSSetup(_ context.Context, args []string) error {
 		if err := os.MkdirAll(filepath.Dir(*streamKey), 0o700); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(*streamKey, seed, 0o600); err != nil {
+		if err := cli.WriteFileAtomic(*streamKey, seed, 0o600); err != nil {
 			return err
 		}
 		keyPath = *streamKey
@@ -138,7 +138,7 @@ func runNATSSetup(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(*out, natsx.CAFile), ca, 0o644); err != nil {
+	if err := cli.WriteFileAtomic(filepath.Join(*out, natsx.CAFile), ca, 0o644); err != nil {
 		return err
 	}
 	state := "kept"

@@ -60,7 +60,7 @@ func runIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// A CPU profile of the role, for `auditrail bench -run ingest`, whose
+	// A CPU profile of the role, for `auditrail-bench -run ingest`, whose
 	// child process inherits the variable.
 	stopProfile, err := cli.StartCPUProfile(os.Getenv("AUDITRAIL_INGEST_CPUPROFILE"))
 	if err != nil {

@@ -120,7 +120,7 @@ func newEgress(allowPrivate, dev bool, log *slog.Logger) (*egress.Guard, error) 
 // addPublicURLFlag is --public-url of the roles that start or finish the
 // OAuth flow of users' connections (its redirect URI is derived from it).
 func addPublicURLFlag(fs *cli.Flags, def string) *string {
-	return fs.String("public-url", "", def, "external base URL of the platform's APIs; the OAuth redirect URI registered at each provider is this plus "+oauthCallbackPath)
+	return fs.String("public-url", "", def, "external base URL of the platform's APIs; the OAuth redirect URI registered at each provider is this plus "+oauthflow.CallbackPath)
 }
 
 // useOAuth gives the admin service the OAuth flow of users' connections:
@@ -151,7 +151,7 @@ func callbackURL(publicURL string) (string, error) {
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 		return "", cli.UsageErrorf("--public-url %s: want an absolute http(s) URL without credentials, path or query", redact.URL(publicURL))
 	}
-	return strings.TrimSuffix(publicURL, "/") + oauthCallbackPath, nil
+	return strings.TrimSuffix(publicURL, "/") + oauthflow.CallbackPath, nil
 }
 
 // proxyHook is a control-plane hook as the hook client calls it.

@@ -122,7 +122,7 @@ func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 		fmt.Fprintln(stdout, trustVerdict)
 	}
 	if o.save != "" {
-		if err := writeFileAtomic(o.save, note, 0o644); err != nil {
+		if err := cli.WriteFileAtomic(o.save, note, 0o644); err != nil {
 			return fmt.Errorf("--save-checkpoint: %w", err)
 		}
 		fmt.Fprintf(stdout, "saved the verified checkpoint (size %d) to %s\n", cp.Size, o.save)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,12 +116,12 @@ func bootstrapKey(given, dataDir string, out io.Writer) (hash, known string, err
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", "", err
 	}
-	key := "ark_" + randomToken(32)
+	key := "ark_" + cli.RandomToken(32)
 	h := auth.HashKey(key)
-	if err := writeFileAtomic(plainPath, []byte(key+"\n"), 0o600); err != nil {
+	if err := cli.WriteFileAtomic(plainPath, []byte(key+"\n"), 0o600); err != nil {
 		return "", "", err
 	}
-	if err := writeFileAtomic(path, []byte(h+"\n"), 0o600); err != nil {
+	if err := cli.WriteFileAtomic(path, []byte(h+"\n"), 0o600); err != nil {
 		return "", "", err
 	}
 	fmt.Fprintf(out, "bootstrap key (platform admin, kept in %s): %s\n", plainPath, key)
@@ -162,26 +163,10 @@ func keyList(flagName, given, dataDir, file string, exact int) ([][]byte, error)
 	if _, err := rand.Read(k); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(path, []byte(base64.StdEncoding.EncodeToString(k)+"\n"), 0o600); err != nil {
+	if err := cli.WriteFileAtomic(path, []byte(base64.StdEncoding.EncodeToString(k)+"\n"), 0o600); err != nil {
 		return nil, err
 	}
 	return [][]byte{k}, nil
-}
-
-func randomToken(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // check is one readiness check of /healthz.
@@ -237,4 +222,21 @@ func serve(ctx context.Context, app *fiber.App, addr string, log *slog.Logger) e
 func addClusterFlag(fs *cli.Flags) *string {
 	return fs.String("clickhouse-cluster", "AUDITRAIL_CLICKHOUSE_CLUSTER", "",
 		"cluster of the ClickHouse servers' remote_servers: DDL ON CLUSTER, ReplicatedMergeTree tables under Distributed tables sharded by organization (empty: one server)")
+}
+
+// clientURL is the http URL a client on this host uses for a listen
+// address: an unspecified host (":8080", "0.0.0.0:8080") is reached on the
+// loopback address.
+func clientURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+		if ip != nil && ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

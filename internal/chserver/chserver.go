@@ -1,6 +1,6 @@
 // Package chserver runs a throwaway ClickHouse server from the machine's
 // clickhouse-server binary, in a directory of its own on free ports: for
-// tests (through testenv) and for `auditrail bench`.
+// tests (through testenv) and for `auditrail-bench`.
 package chserver
 
 import (

@@ -54,6 +54,10 @@ const (
 
 // maxState bounds the state and the ticket accepted by OpenState and
 // OpenTicket.
+// CallbackPath is the platform's OAuth redirect route (CONTRACT.md): a
+// provider redirects to the public URL plus this path.
+const CallbackPath = "/api/v1/oauth/callback"
+
 const maxState = 4096
 
 // maxAnswer caps a token, revoke or userinfo answer: the largest real ones

@@ -1,4 +1,10 @@
-package main
+// Package demo sets up the demo tenant of `auditrail dev --demo`: an
+// organization, a project, a user who owns both and is connected to the
+// google and microsoft providers, the project's DB_CONNECTION_STRING and an
+// API key, all through the admin API as the platform itself. The demo's
+// servers (the provider emulators and a MongoDB-wire server with sample
+// data) run in the auditrail-demo binary, outside the product (Servers).
+package demo
 
 import (
 	"context"
@@ -7,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,14 +25,15 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/controlplane/linkbrowser"
-	"github.com/auditrail/auditrail/internal/ferret"
+	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 )
 
-const demoFile = "demo.json"
+// File is the demo tenant's file in DATA.
+const File = "demo.json"
 
-// demoIDs are the demo tenant, kept in DATA across restarts.
-type demoIDs struct {
+// IDs are the demo tenant, kept in DATA across restarts.
+type IDs struct {
 	Org     string `json:"organization_id"`
 	Project string `json:"project_id"`
 	User    string `json:"user_id"`
@@ -41,44 +47,65 @@ type demoIDs struct {
 	Key   string `json:"key,omitempty"`
 	// Emulators is where the provider emulators listened; Clients are the
 	// OAuth clients registered there for the google and microsoft providers.
-	Emulators string                `json:"emulators,omitempty"`
-	Clients   map[string]demoClient `json:"clients,omitempty"`
+	Emulators string            `json:"emulators,omitempty"`
+	Clients   map[string]Client `json:"clients,omitempty"`
 }
 
-// demoProviders are the auth providers of the demo org, by id (= type).
-var demoProviders = []string{oauthflow.TypeGoogle, oauthflow.TypeMicrosoft}
+// providers are the auth providers of the demo org, by id (= type).
+var providers = []string{oauthflow.TypeGoogle, oauthflow.TypeMicrosoft}
 
-// startDemo starts the embedded MongoDB-wire server with the sample
-// database and sets up the demo tenant through the admin API (as the
-// platform itself: source SYSTEM): an organization, a project, a user who
-// owns both, the project's DB_CONNECTION_STRING and an API key, printed
-// once. A restart reuses all of it (the server listens where it did, so the
-// secret stays as it is): no new key, no new audit events; newKey mints and
-// prints a fresh key. It ends with the shell lines (export ORG=… PROJECT=…
-// KEY=…) that the README's examples use.
-func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access, dataDir string, newKey bool, env demoEnv, out io.Writer, log *slog.Logger) (func(), error) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ids := demoIDs{User: demoUser}
-	path := filepath.Join(dataDir, demoFile)
+// Config is what Start needs from dev.
+type Config struct {
+	// App serves the platform's APIs; Start calls them in process, as the
+	// platform itself (source SYSTEM), before it listens.
+	App    *fiber.App
+	Access *controlplane.Access
+	// DataDir keeps the demo tenant (File) and the servers' data.
+	DataDir string
+	// NewKey mints and prints a new demo key, replacing the kept one.
+	NewKey bool
+	Env    Env
+	// ServersBinary is the auditrail-demo binary (ServersBinary()).
+	ServersBinary string
+	Out           io.Writer
+	Log           *slog.Logger
+}
+
+// Start starts the demo's servers and sets up the demo tenant through the
+// admin API (as the platform itself: source SYSTEM): an organization, a
+// project, a user who owns both, the project's DB_CONNECTION_STRING and an
+// API key, printed once. A restart reuses all of it (the servers listen
+// where they did, so the secret stays as it is): no new key, no new audit
+// events; NewKey mints and prints a fresh key. It ends with the shell lines
+// (export ORG=… PROJECT=… KEY=…) that the README's examples use.
+func Start(ctx context.Context, cfg Config) (func(), error) {
+	app, access, env, out, log := cfg.App, cfg.Access, cfg.Env, cfg.Out, cfg.Log
+	ids := IDs{User: User}
+	path := filepath.Join(cfg.DataDir, File)
 	if b, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(b, &ids)
 	}
-	addr := "127.0.0.1:0"
-	if u, err := url.Parse(ids.MongoURI); err == nil && u.Host != "" && checkFree("demo MongoDB-wire server", u.Host) == nil {
-		addr = u.Host
+	if ids.Clients == nil {
+		ids.Clients = map[string]Client{}
 	}
-	srv, err := ferret.StartOn(filepath.Join(dataDir, "ferretdb"), addr, quiet)
+	for _, p := range providers {
+		if _, ok := ids.Clients[p]; !ok {
+			ids.Clients[p] = Client{ID: "auditrail-demo-" + p, Secret: cli.RandomToken(24)}
+		}
+	}
+	mongoAddr := ""
+	if u, err := url.Parse(ids.MongoURI); err == nil {
+		mongoAddr = u.Host
+	}
+	srv, err := StartServers(ctx, cfg.ServersBinary, ServersConfig{
+		Data: cfg.DataDir, Mongo: mongoAddr, Emulators: ids.Emulators,
+		Redirect: env.API + oauthflow.CallbackPath, Clients: ids.Clients,
+	}, log)
 	if err != nil {
 		return nil, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if err := ferret.Seed(sctx, srv.URI); err != nil {
-		srv.Stop()
-		return nil, err
-	}
 	cred := access.SystemCredential()
-	var call demoCall = func(method, path string, body any) (map[string]any, int, error) {
+	var call caller = func(method, path string, body any) (map[string]any, int, error) {
 		var rd io.Reader
 		if body != nil {
 			b, _ := json.Marshal(body)
@@ -133,20 +160,20 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 	}
 	save := func() error {
 		b, _ := json.MarshalIndent(ids, "", "  ")
-		return writeFileAtomic(path, b, 0o600)
+		return cli.WriteFileAtomic(path, b, 0o600)
 	}
 	// The secret changes only when the server could not listen where it did.
-	if srv.URI != ids.MongoURI {
-		if _, _, err := call("PUT", "/api/v1/orgs/"+ids.Org+"/projects/"+ids.Project+"/secrets/DB_CONNECTION_STRING", map[string]any{"value": srv.URI}); err != nil {
+	if srv.MongoURI != ids.MongoURI {
+		if _, _, err := call("PUT", "/api/v1/orgs/"+ids.Org+"/projects/"+ids.Project+"/secrets/DB_CONNECTION_STRING", map[string]any{"value": srv.MongoURI}); err != nil {
 			return fail(err)
 		}
-		ids.MongoURI = srv.URI
+		ids.MongoURI = srv.MongoURI
 		if err := save(); err != nil {
 			return fail(err)
 		}
 	}
 	k := ids.Key
-	if newKey || k == "" || !demoKeyValid(call, ids) {
+	if cfg.NewKey || k == "" || !keyValid(call, ids) {
 		key, _, err := call("POST", "/api/v1/orgs/"+ids.Org+"/api_keys", map[string]any{"name": "demo " + time.Now().UTC().Format(time.RFC3339), "user_id": ids.User})
 		if err != nil {
 			return fail(err)
@@ -170,23 +197,21 @@ func startDemo(ctx context.Context, app *fiber.App, access *controlplane.Access,
 			}
 		}
 	}
-	emu, err := demoEmulators(ctx, app, call, &ids, dataDir, env, save, log)
-	if err != nil {
+	if err := connectProviders(ctx, app, call, &ids, srv, env, save); err != nil {
 		return fail(err)
 	}
-	stop := func() { emu.Stop(); srv.Stop() }
 	fmt.Fprintf(out, "demo: organization %s, project %s, user %s\n", ids.Org, ids.Project, ids.User)
 	fmt.Fprintf(out, "demo: API key of %s (kept in %s; --new-key replaces it): %s\n", ids.User, path, k)
-	fmt.Fprintf(out, "demo: MongoDB-wire server with the sample database \"shop\" at %s\n", srv.URI)
+	fmt.Fprintf(out, "demo: MongoDB-wire server with the sample database \"shop\" at %s\n", srv.MongoURI)
 	fmt.Fprintf(out, "demo: provider emulators at %s (OAuth for google and microsoft; Google Docs and Drive with %d sample documents; an Outlook mailbox on Microsoft Graph; %s is connected to both)\n",
-		emu.Base, len(emu.Samples), ids.User)
-	fmt.Fprint(out, demoExports(ids, k, env))
+		srv.Emulators, srv.Samples, ids.User)
+	fmt.Fprint(out, Exports(ids, k, env))
 	log.Info("demo ready", "organization_id", ids.Org, "project_id", ids.Project)
-	return stop, nil
+	return srv.Stop, nil
 }
 
-// demoEnv is what the printed shell lines need beside the demo tenant.
-type demoEnv struct {
+// Env is what the printed shell lines need beside the demo tenant.
+type Env struct {
 	// API is the base URL of the HTTP APIs; NATS the embedded server's
 	// client URL ("" when dev runs against an outside NATS).
 	API, NATS string
@@ -202,10 +227,10 @@ type demoEnv struct {
 	TrustPickerScripts func(origins ...string)
 }
 
-// demoExports are the shell lines the README's examples use verbatim:
+// Exports are the shell lines the README's examples use verbatim:
 // export lines for what is known now, and a comment for a key printed at an
 // earlier start (only its hash is kept).
-func demoExports(ids demoIDs, key string, env demoEnv) string {
+func Exports(ids IDs, key string, env Env) string {
 	var b strings.Builder
 	b.WriteString("demo: in the shell where you follow the README, run:\n")
 	fmt.Fprintf(&b, "export ORG=%s PROJECT=%s", ids.Org, ids.Project)
@@ -230,12 +255,12 @@ func demoExports(ids demoIDs, key string, env demoEnv) string {
 	return b.String()
 }
 
-// demoCall is an admin API call as the platform itself: the answer's data
+// caller is an admin API call as the platform itself: the answer's data
 // and status; an error for a status over 299 other than 404.
-type demoCall func(method, path string, body any) (map[string]any, int, error)
+type caller func(method, path string, body any) (map[string]any, int, error)
 
-// demoKeyValid reports whether the kept demo key still exists and is enabled.
-func demoKeyValid(call demoCall, ids demoIDs) bool {
+// keyValid reports whether the kept demo key still exists and is enabled.
+func keyValid(call caller, ids IDs) bool {
 	if ids.KeyID == "" {
 		return false
 	}
@@ -252,59 +277,22 @@ func demoKeyValid(call demoCall, ids demoIDs) bool {
 	return false
 }
 
-// clientURL is the http URL a client on this host uses for a listen
-// address: an unspecified host (":8080", "0.0.0.0:8080") is reached on the
-// loopback address.
-func clientURL(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "http://" + listen
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-		if ip != nil && ip.To4() == nil {
-			host = "::1"
-		}
-	}
-	return "http://" + net.JoinHostPort(host, port)
-}
-
-// demoEmulators starts the provider emulators (where they listened
-// before, when free), points the demo org's google and microsoft providers
-// at them and connects the demo user to both through the real OAuth flow
-// (the emulator approves at once). What exists is kept: a restart records
-// nothing.
-func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demoIDs, dataDir string, env demoEnv,
-	save func() error, log *slog.Logger) (*emulators, error) {
-	publicURL := env.API
-	if ids.Clients == nil {
-		ids.Clients = map[string]demoClient{}
-	}
-	for _, p := range demoProviders {
-		if _, ok := ids.Clients[p]; !ok {
-			ids.Clients[p] = demoClient{ID: "auditrail-demo-" + p, Secret: randomToken(24)}
-		}
-	}
-	addr := "127.0.0.1:0"
-	if ids.Emulators != "" && checkFree("demo provider emulators", ids.Emulators) == nil {
-		addr = ids.Emulators
-	}
-	emu, err := startEmulators(dataDir, addr, publicURL+oauthCallbackPath, ids.Clients, log)
-	if err != nil {
-		return nil, err
-	}
-	ids.Emulators = strings.TrimPrefix(emu.Base, "http://")
+// connectProviders points the demo org's google and microsoft providers at
+// the emulators and connects the demo user to both through the real OAuth
+// flow (the emulator approves at once). What exists is kept: a restart
+// records nothing.
+func connectProviders(ctx context.Context, app *fiber.App, call caller, ids *IDs, srv *Servers, env Env, save func() error) error {
+	ids.Emulators = strings.TrimPrefix(srv.Emulators, "http://")
 	if env.TrustPickerScripts != nil {
-		env.TrustPickerScripts(emu.Base)
+		env.TrustPickerScripts(srv.Emulators)
 	}
 	if err := save(); err != nil {
-		emu.Stop()
-		return nil, err
+		return err
 	}
 	orgBase := "/api/v1/orgs/" + ids.Org
 	userBase := orgBase + "/projects/" + ids.Project + "/users/" + ids.User + "/connections"
-	for _, id := range demoProviders {
-		want := emu.provider(id, id, ids.Clients[id])
+	for _, id := range providers {
+		want := provider(srv.Emulators, id, ids.Clients[id])
 		got, status, err := call("GET", orgBase+"/auth_providers/"+id, nil)
 		switch {
 		case err != nil:
@@ -315,14 +303,12 @@ func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demo
 			_, _, err = call("PATCH", orgBase+"/auth_providers/"+id, want)
 		}
 		if err != nil {
-			emu.Stop()
-			return nil, err
+			return err
 		}
 	}
 	conns, _, err := call("GET", userBase, nil)
 	if err != nil {
-		emu.Stop()
-		return nil, err
+		return err
 	}
 	connected := map[string]bool{}
 	items, _ := conns["items"].([]any)
@@ -340,24 +326,34 @@ func demoEmulators(ctx context.Context, app *fiber.App, call demoCall, ids *demo
 		p := fmt.Sprint(c["provider"])
 		connected[p] = oauthflow.HasScopes(granted, env.Scopes[p])
 	}
-	for _, id := range demoProviders {
+	for _, id := range providers {
 		if connected[id] {
 			continue
 		}
-		if err := demoConnect(ctx, app, call, userBase+"/"+id+"/authorize", env.Scopes[id], publicURL); err != nil {
-			emu.Stop()
-			return nil, fmt.Errorf("demo: connecting %s to %s: %w", ids.User, id, err)
+		if err := connect(ctx, app, call, userBase+"/"+id+"/authorize", env.Scopes[id], env.API); err != nil {
+			return fmt.Errorf("demo: connecting %s to %s: %w", ids.User, id, err)
 		}
 	}
-	return emu, nil
+	return nil
 }
 
-// demoConnect runs the authorization-code flow for the demo user, asking
+// provider is the AuthProvider body that points provider id (its type too)
+// at the emulators at base.
+func provider(base, id string, c Client) map[string]any {
+	return map[string]any{
+		"id": id, "type": id, "client_id": c.ID, "client_secret": c.Secret,
+		"authorize_url": base + "/oauth/authorize", "token_url": base + "/oauth/token",
+		"revoke_url": base + "/oauth/revoke", "userinfo_url": base + "/oauth/userinfo",
+		"api_base_url": base + "/" + id, "scopes_default": oauthflow.Defaults[id].ScopesDefault,
+	}
+}
+
+// connect runs the authorization-code flow for the demo user, asking
 // for scopes (merged with the provider's defaults) as a browser does: the
 // authorize route's link (the platform's start page; asked as the platform
 // itself, it needs no sign-in), Continue, the emulator's redirect, and the
 // callback. The platform answers in process (it does not listen yet).
-func demoConnect(ctx context.Context, app *fiber.App, call demoCall, authorizePath string, scopes []string, publicURL string) error {
+func connect(ctx context.Context, app *fiber.App, call caller, authorizePath string, scopes []string, publicURL string) error {
 	body := map[string]any{}
 	if len(scopes) > 0 {
 		body["scopes"] = scopes

@@ -11,17 +11,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/auditrail/auditrail/demo"
 	"github.com/auditrail/auditrail/internal/emulators/google"
 	"github.com/auditrail/auditrail/internal/emulators/graph"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
-)
-
-// demoUser and demoUserEmail are the demo user's account at the emulated
-// providers.
-const (
-	demoUser      = "demo-user"
-	demoUserEmail = "demo-user@example.com"
 )
 
 // emulators are the provider emulators of the demo on one loopback
@@ -39,22 +33,16 @@ type emulators struct {
 	done    chan struct{}
 }
 
-// demoClient is the OAuth client the demo registers for a provider.
-type demoClient struct {
-	ID     string `json:"id"`
-	Secret string `json:"secret"`
-}
-
 // startEmulators listens on addr (the last start's, when free) and serves
 // the emulators; their grants are kept in DATA/emulators so that a
 // restart keeps the demo user's connections valid. clients are registered
 // with redirect URI redirect.
-func startEmulators(dataDir, addr, redirect string, clients map[string]demoClient, log *slog.Logger) (*emulators, error) {
+func startEmulators(dataDir, addr, redirect string, clients map[string]demo.Client, log *slog.Logger) (*emulators, error) {
 	cfg := oauth.DefaultConfig()
 	for _, c := range clients {
 		cfg.Clients = append(cfg.Clients, oauth.Client{ID: c.ID, Secret: c.Secret, RedirectURIs: []string{redirect}})
 	}
-	cfg.Users = []oauth.User{{ID: demoUser, Email: demoUserEmail, Name: "Demo User"}}
+	cfg.Users = []oauth.User{{ID: demo.User, Email: demo.UserEmail, Name: "Demo User"}}
 	// The demo approves at once as the demo user; a real provider shows
 	// its consent page (the emulator has one too, for the tests).
 	cfg.AutoApprove = true
@@ -81,7 +69,7 @@ func startEmulators(dataDir, addr, redirect string, clients map[string]demoClien
 	// The sample documents, as if the demo's google client had made them
 	// (its drive.file tokens see them). The emulator keeps documents in
 	// memory: a restart seeds them afresh.
-	samples, err := gs.SeedSample(demoUser, clients[oauthflow.TypeGoogle].ID)
+	samples, err := gs.SeedSample(demo.User, clients[oauthflow.TypeGoogle].ID)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("google emulator: %w", err)
@@ -92,7 +80,7 @@ func startEmulators(dataDir, addr, redirect string, clients map[string]demoClien
 	mcfg.Auth, mcfg.Logger, mcfg.Users = as, log, cfg.Users
 	ms, err := graph.New(mcfg)
 	if err == nil {
-		err = ms.SeedSample(demoUser, demoUserEmail)
+		err = ms.SeedSample(demo.User, demo.UserEmail)
 	}
 	if err != nil {
 		ln.Close()
@@ -113,18 +101,6 @@ func startEmulators(dataDir, addr, redirect string, clients map[string]demoClien
 	return e, nil
 }
 
-// provider is the AuthProvider body that points provider id (of type typ)
-// at the emulators.
-func (e *emulators) provider(id, typ string, c demoClient) map[string]any {
-	scopes := oauthflow.Defaults[typ].ScopesDefault
-	return map[string]any{
-		"id": id, "type": typ, "client_id": c.ID, "client_secret": c.Secret,
-		"authorize_url": e.Base + "/oauth/authorize", "token_url": e.Base + "/oauth/token",
-		"revoke_url": e.Base + "/oauth/revoke", "userinfo_url": e.Base + "/oauth/userinfo",
-		"api_base_url": e.Base + "/" + id, "scopes_default": scopes,
-	}
-}
-
 // Stop ends the listener.
 func (e *emulators) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -132,6 +108,3 @@ func (e *emulators) Stop() {
 	_ = e.srv.Shutdown(ctx)
 	<-e.done
 }
-
-// oauthCallbackPath is the platform's OAuth redirect route (CONTRACT.md).
-const oauthCallbackPath = "/api/v1/oauth/callback"

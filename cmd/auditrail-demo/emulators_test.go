@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"testing"
+
+	"github.com/auditrail/auditrail/demo"
 )
 
 // TestEmulatorsServeGraph: the demo's microsoft api_base_url
@@ -13,12 +15,12 @@ import (
 // sample mailbox.
 func TestEmulatorsServeGraph(t *testing.T) {
 	e, err := startEmulators(t.TempDir(), "127.0.0.1:0", "http://127.0.0.1/cb",
-		map[string]demoClient{"microsoft": {ID: "m", Secret: "s"}}, slog.New(slog.DiscardHandler))
+		map[string]demo.Client{"microsoft": {ID: "m", Secret: "s"}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Stop()
-	if n, err := e.Graph.MessageCount(demoUser, "inbox"); err != nil || n < 10 {
+	if n, err := e.Graph.MessageCount(demo.User, "inbox"); err != nil || n < 10 {
 		t.Fatalf("demo inbox: %d messages, %v", n, err)
 	}
 	resp, err := http.Get(e.Base + "/microsoft/me/messages")
