@@ -13,13 +13,12 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/apiclient"
 	"github.com/auditrail/auditrail/internal/cli"
-	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -282,7 +281,7 @@ func runAdmin(ctx context.Context, args []string) error {
 	if err := fs.ParseKeepArgs(args); err != nil {
 		return err
 	}
-	if err := checkBaseURL(*base); err != nil {
+	if err := apiclient.CheckBaseURL(*base); err != nil {
 		return err
 	}
 	rest := fs.Args()
@@ -325,7 +324,7 @@ func runAdmin(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		data, err := adminCall(ctx, *base, *key, method, path, body)
+		data, err := apiclient.New(*base, *key, 30*time.Second).Call(ctx, method, path, body)
 		if err != nil {
 			return err
 		}
@@ -333,24 +332,6 @@ func runAdmin(ctx context.Context, args []string) error {
 	}
 	adminUsage(os.Stderr)
 	return cli.UsageErrorf("unknown command %q", strings.Join(rest[:2], " "))
-}
-
-// checkBaseURL refuses a --url that is not an absolute http(s) URL, naming
-// it (without any password it holds) and what it should look like.
-func checkBaseURL(base string) error {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		shown := redact.URL(base)
-		if i := strings.LastIndex(shown, "@"); i >= 0 && !strings.Contains(shown, "://") {
-			shown = redact.Mask + shown[i:] // user or token@host without a scheme
-		}
-		hint := "like http://127.0.0.1:8080"
-		if !strings.Contains(base, "://") {
-			hint = "did you mean http://" + shown + "?"
-		}
-		return cli.UsageErrorf("--url %q is not an absolute http(s) URL (%s)", shown, hint)
-	}
-	return nil
 }
 
 // parseInterleaved parses flags that may stand before, between or after the
@@ -369,90 +350,6 @@ func parseInterleaved(fs *cli.Flags, args []string) ([]string, error) {
 		args = args[1:]
 	}
 }
-
-// maxAdminAnswer bounds an answer of the admin API read by the CLI.
-const maxAdminAnswer = 16 << 20
-
-// keyClient is the HTTP client of a command that sends the user's key: it
-// follows no redirect (Go's client would keep the Authorization header on a
-// redirect to a subdomain or from https to http of the same host), so the
-// key goes to the URL the user gave and nowhere else.
-func keyClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-// refuseRedirect turns a redirect answer into an error naming where it
-// pointed: give --url the final address.
-func refuseRedirect(resp *http.Response, base string) error {
-	if resp.StatusCode < 300 || resp.StatusCode >= 400 || resp.Header.Get("Location") == "" {
-		return nil
-	}
-	return fmt.Errorf("the server answered %d, a redirect to %s: auditrail follows no redirect with your key; give --url the address it redirects to",
-		resp.StatusCode, redact.URL(resp.Header.Get("Location")))
-}
-
-// adminCall sends one request and returns data, or an error with the API's message.
-func adminCall(ctx context.Context, base, key, method, path string, body any) (json.RawMessage, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
-	if err != nil {
-		return nil, cli.Usage(redact.Error(fmt.Errorf("--url: %w", err), base))
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	req.Header.Set("X-Auditrail-Source", "CLI")
-	resp, err := keyClient(30 * time.Second).Do(req)
-	if err != nil {
-		return nil, redact.Error(err, base)
-	}
-	defer resp.Body.Close()
-	if err := refuseRedirect(resp, base); err != nil {
-		return nil, err
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminAnswer+1))
-	if err != nil {
-		return nil, redact.Error(fmt.Errorf("%s %s: %w", method, path, err), base)
-	}
-	if len(raw) > maxAdminAnswer {
-		return nil, fmt.Errorf("%s %s: the answer is larger than %d bytes", method, path, maxAdminAnswer)
-	}
-	var env struct {
-		Code int             `json:"code"`
-		Msg  string          `json:"msg"`
-		Data json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, fmt.Errorf("%s %s: %d, not an auditrail answer: %.200s", method, path, resp.StatusCode, raw)
-	}
-	if resp.StatusCode >= 300 {
-		e := &apiError{status: resp.StatusCode, msg: env.Msg}
-		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-			e.retryAfter = time.Duration(secs) * time.Second
-		}
-		return nil, e
-	}
-	return env.Data, nil
-}
-
-// apiError is an error answer of the API; retryAfter is set on a 429.
-type apiError struct {
-	status     int
-	msg        string
-	retryAfter time.Duration
-}
-
-func (e *apiError) Error() string { return fmt.Sprintf("%d: %s", e.status, e.msg) }
 
 func printJSON(w io.Writer, data json.RawMessage) error {
 	if len(data) == 0 {
@@ -584,7 +481,7 @@ func countMore(ctx context.Context, base, key, path string, q url.Values, cursor
 	n := 0
 	for range maxCountPages {
 		q.Set("cursor", cursor)
-		data, err := adminCall(ctx, base, key, "GET", path+"?"+q.Encode(), nil)
+		data, err := apiclient.New(base, key, 30*time.Second).Call(ctx, "GET", path+"?"+q.Encode(), nil)
 		if err != nil {
 			return "more entries"
 		}
@@ -616,10 +513,10 @@ func walkListing(ctx context.Context, base, key, cmd, path string, q url.Values,
 	}
 	rows := 0
 	for {
-		data, err := adminCall(ctx, base, key, "GET", path+"?"+q.Encode(), nil)
-		if ae, ok := errors.AsType[*apiError](err); ok && ae.status == http.StatusTooManyRequests && all {
+		data, err := apiclient.New(base, key, 30*time.Second).Call(ctx, "GET", path+"?"+q.Encode(), nil)
+		if ae, ok := errors.AsType[*apiclient.Error](err); ok && ae.Status == http.StatusTooManyRequests && all {
 			// Walking a long log runs into the rate limit: wait it out.
-			wait := max(ae.retryAfter, time.Second)
+			wait := max(ae.RetryAfter, time.Second)
 			fmt.Fprintf(os.Stderr, "auditrail %s: %d rows so far; rate limited, continuing in %s\n", cmd, rows, wait)
 			if !retry.Sleep(ctx, wait) {
 				return ctx.Err()

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/apiclient"
 	"github.com/auditrail/auditrail/internal/cli"
 )
 
@@ -32,7 +33,7 @@ func runHealthcheck(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := apiclient.NoRedirect(0)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/auditrail/auditrail/internal/apiclient"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/toolrunner/mcpserver"
 )
@@ -29,7 +30,7 @@ func runMCP(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := checkBaseURL(*base); err != nil {
+	if err := apiclient.CheckBaseURL(*base); err != nil {
 		return err
 	}
 	for _, f := range []struct{ name, v string }{{"org", *org}, {"project", *project}} {

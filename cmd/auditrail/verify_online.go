@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/apiclient"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/tlog"
@@ -60,15 +60,15 @@ const (
 // proof of each entry when the root cannot be confirmed, and, with a kept
 // checkpoint, the consistency proof from it.
 func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
-	o.client = keyClient(0) // each request has its own timeout
+	o.client = apiclient.NoRedirect(0) // each request has its own timeout
 	ks, err := o.keys(ctx, stdout)
 	if err != nil {
 		return err
 	}
 	cpRaw, err := o.get(ctx, "/api/v1/orgs/"+o.org.String()+"/"+o.route+"/checkpoint")
-	var ae *apiError
-	if errors.As(err, &ae) && ae.status == http.StatusNotFound {
-		return fmt.Errorf("the log has no checkpoint yet: nothing to verify (%s)", ae.msg)
+	var ae *apiclient.Error
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return fmt.Errorf("the log has no checkpoint yet: nothing to verify (%s)", ae.Msg)
 	}
 	if err != nil {
 		return err
@@ -205,11 +205,11 @@ func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoin
 		}
 		asked++
 		raw, err := o.get(ctx, fmt.Sprintf("/api/v1/orgs/%s/%s/proof?event_id=%s&size=%d", o.org, o.route, url.QueryEscape(e.EventID()), cp.Size))
-		var ae *apiError
-		if errors.As(err, &ae) && (ae.status == http.StatusNotFound || ae.status == http.StatusBadRequest) {
+		var ae *apiclient.Error
+		if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusBadRequest) {
 			found++
 			rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: e.LeafIndex, Line: line, Message: fmt.Sprintf(
-				"leaf %d (event %q) is not in the log at that place: the proof route answered %d (%.200q): an entry inserted, or its event_id or leaf_index changed", e.LeafIndex, e.EventID(), ae.status, ae.msg)})
+				"leaf %d (event %q) is not in the log at that place: the proof route answered %d (%.200q): an entry inserted, or its event_id or leaf_index changed", e.LeafIndex, e.EventID(), ae.Status, ae.Msg)})
 			continue
 		}
 		if err != nil {
@@ -311,7 +311,7 @@ func (o *onlineVerify) export(ctx context.Context, w io.Writer) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return answerError(resp)
+		return apiclient.ErrorFrom(resp)
 	}
 	limit := o.maxExport
 	if limit < math.MaxInt64 {
@@ -337,6 +337,10 @@ func (o *onlineVerify) do(ctx context.Context, path string) (*http.Response, err
 	resp, err := o.client.Do(req)
 	if err != nil {
 		return nil, redact.Error(err, o.base)
+	}
+	if err := apiclient.RefuseRedirect(resp); err != nil {
+		resp.Body.Close()
+		return nil, err
 	}
 	return resp, nil
 }
@@ -384,7 +388,7 @@ func (o *onlineVerify) getOnce(ctx context.Context, path string) (_ json.RawMess
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, wait, answerError(resp)
+		return nil, wait, apiclient.ErrorFrom(resp)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, verifyMaxAnswer+1))
 	if err != nil {
@@ -402,29 +406,16 @@ func (o *onlineVerify) getOnce(ctx context.Context, path string) (_ json.RawMess
 	return env.Data, 0, nil
 }
 
-// answerError is the API's error answer.
-func answerError(resp *http.Response) error {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var env struct {
-		Msg string `json:"msg"`
-	}
-	_ = json.Unmarshal(raw, &env)
-	if env.Msg == "" {
-		env.Msg = fmt.Sprintf("%.200s", raw)
-	}
-	return &apiError{status: resp.StatusCode, msg: env.Msg}
-}
-
 // parseOnline reads the online flags (checked: url, key, org, kind).
 func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
-	if err := checkBaseURL(base); err != nil {
+	if err := apiclient.CheckBaseURL(base); err != nil {
 		return nil, err
 	}
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, cli.UsageErrorf("--url: %v", err)
 	}
-	if u.Scheme != "https" && !loopbackHost(u.Hostname()) {
+	if u.Scheme != "https" && !apiclient.IsLoopbackHost(u.Hostname()) {
 		return nil, cli.UsageErrorf("--url %q: https required: plain http is taken only to a loopback host (127.0.0.0/8, ::1, localhost), elsewhere anyone on the way could read the API key and serve another log", redact.URL(base))
 	}
 	if key == "" {
@@ -444,14 +435,4 @@ func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
 		return nil, cli.UsageErrorf("--kind %q is not audit or executions", kind)
 	}
 	return o, nil
-}
-
-// loopbackHost reports whether host (a URL's, without port or brackets) is
-// localhost or a loopback address.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -1,4 +1,4 @@
-package main
+package apiclient
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The admin CLI sends the user's key to the URL it was given and nowhere
@@ -26,7 +27,7 @@ func TestAdminCallFollowsNoRedirect(t *testing.T) {
 		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, target.URL+r.URL.Path, code)
 		}))
-		_, err := adminCall(context.Background(), front.URL, "ak_secret", "GET", "/api/v1/orgs", nil)
+		_, err := New(front.URL, "ak_secret", 30*time.Second).Call(context.Background(), "GET", "/api/v1/orgs", nil)
 		front.Close()
 		if err == nil || !strings.Contains(err.Error(), "redirect to "+target.URL) {
 			t.Fatalf("%d: %v, want an error naming the redirect", code, err)
