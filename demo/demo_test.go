@@ -41,4 +41,3 @@ func TestDemoExports(t *testing.T) {
 		})
 	}
 }
-
