@@ -1,12 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/auditrail/auditrail/internal/testenv"
@@ -14,33 +12,10 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-var (
-	buildOnce sync.Once
-	benchPath string
-	buildErr  error
-)
-
 // binaries builds auditrail-bench and, beside it, the auditrail binary
-// whose roles it runs, once per test run; it returns auditrail-bench.
+// whose roles it runs; it returns auditrail-bench.
 func binaries(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "auditrail-bench-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../auditrail").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-			return
-		}
-		benchPath = filepath.Join(dir, "auditrail-bench")
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return benchPath
+	return testenv.Binaries(t, "github.com/auditrail/auditrail/cmd/auditrail-bench", "github.com/auditrail/auditrail/cmd/auditrail")
 }
 
 // Without the auditrail binary beside it, the harness says where it looked

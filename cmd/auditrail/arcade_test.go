@@ -27,6 +27,7 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
+	"github.com/auditrail/auditrail/toolrunner/platform"
 )
 
 // arcadeTool is a tool of the test toolkit; it keeps the calls it got.
@@ -123,7 +124,7 @@ func TestArcadeHookServerEndToEnd(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	runner, proxy := newToolRunner(reg, svc, pub, egress.AllowLoopback(), log)
+	runner, proxy := platform.NewRunner(reg, svc, pub, egress.AllowLoopback(), log)
 	defer proxy.Close()
 	cp := httpapi.NewApp(log)
 	svc.Register(cp)

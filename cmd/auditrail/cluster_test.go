@@ -17,6 +17,7 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
@@ -121,7 +122,11 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 		proc *roleProc
 		want string // in waiting_for
 	}{
-		{launchRole(t, "query", append(natsArgs(natsx.RoleQuery, 3), "--clickhouse", dsn, "--bootstrap-key", boot, "--cursor-keys", cursor)...),
+		// A rate limit the polls below cannot reach: an ingest consumer made
+		// while the stream's replicas change may wait out a missed
+		// heartbeat (30 s) before it receives.
+		{launchRole(t, "query", append(natsArgs(natsx.RoleQuery, 3), "--clickhouse", dsn, "--bootstrap-key", boot, "--cursor-keys", cursor,
+			"--rate-limit", "100000/60s")...),
 			"KV bucket " + controlplane.DefaultBucket},
 		{launchRole(t, "toolrunner", append(natsArgs(natsx.RoleToolRunner, 3), "--bootstrap-key", boot, "--secrets-keys", secrets,
 			"--page-token-keys", pages, "--outbox", t.TempDir())...), "stream " + schemas.StreamEvents},
@@ -130,7 +135,7 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 	}
 	for _, w := range waiting {
 		body := w.proc.waitHealth(t, http.StatusServiceUnavailable, 30*time.Second)
-		if got, _ := body[healthWaitingFor].(string); !strings.Contains(got, w.want) {
+		if got, _ := body[httpapi.HealthWaitingFor].(string); !strings.Contains(got, w.want) {
 			t.Errorf("%s: waiting_for %q, want it to name %q (%v)", w.proc.role, got, w.want, body)
 		}
 	}
@@ -154,7 +159,7 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 	admin := newAPIClient(t, cp.addr)
 	org := admin.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
 	q := newAPIClient(t, waiting[0].proc.addr)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		r := q.call("GET", "/api/v1/orgs/"+org+"/audit_logs", boot, nil)
 		if items, _ := r.data()["items"].([]any); r.status == 200 && len(items) == 1 {

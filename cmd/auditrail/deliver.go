@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,9 +13,6 @@ import (
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/egress"
-	"github.com/auditrail/auditrail/internal/httpapi"
-	"github.com/auditrail/auditrail/internal/natsx"
-	"github.com/auditrail/auditrail/schemas"
 )
 
 // healthDeliver is the /healthz key of the delivery role.
@@ -73,84 +69,4 @@ func deliverCheck(d *deliver.Deliverer) check {
 		}
 		return nil
 	}}
-}
-
-// runDeliver is the production delivery role: push destinations.
-func runDeliver(ctx context.Context, args []string) error {
-	fs := cli.NewFlags("auditrail deliver")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
-	httpAddr := fs.String("http", "", "127.0.0.1:8084", "listener of /healthz")
-	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they open the destinations' secrets)")
-	allowPrivate := addEgressFlag(fs)
-	df := addDeliverFlags(fs)
-	metricsAddr := addMetricsFlag(fs)
-	mkLog := fs.LogFlags("json")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log, err := mkLog(os.Stderr)
-	if err != nil {
-		return err
-	}
-	m, err := startMetrics(ctx, *metricsAddr, log)
-	if err != nil {
-		return err
-	}
-	cfg, err := df.config()
-	if err != nil {
-		return err
-	}
-	cfg.Replicas = nf.replicaCount()
-	keys, err := keyList("secrets-keys", *secKeys, "", "", 32)
-	if err != nil {
-		return err
-	}
-	guard, err := newEgress(*allowPrivate, false, log)
-	if err != nil {
-		return err
-	}
-	nc, err := nf.connect("auditrail-deliver", log)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	// Serve at once: /healthz is 503, naming what the role waits for,
-	// until the stream and the control-plane bucket exist.
-	ctx, listenFailed := context.WithCancel(ctx)
-	defer listenFailed()
-	sw := newStartWait(log)
-	served := sw.serve(ctx, *httpAddr, listenFailed)
-	err = sw.waitStreams(ctx, nc, schemas.StreamEvents)
-	if err == nil {
-		err = sw.waitBucket(ctx, nc, controlplane.DefaultBucket, natsx.RoleControlPlane)
-	}
-	if err != nil {
-		return startFailed(ctx, served, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
-	scfg := controlplane.DefaultStateConfig()
-	scfg.ReadOnly = true
-	state, err := controlplane.OpenState(bg, js, scfg, log)
-	if err != nil {
-		return err
-	}
-	d, err := newDeliverer(nc, state, keys, guard, cfg, log)
-	if err != nil {
-		return err
-	}
-	observeDeliver(m, d)
-	app := httpapi.NewApp(log)
-	observeApp(m, app)
-	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{natsx.RoleDeliver: nc}), deliverCheck(d)}, func() map[string]any {
-		return map[string]any{healthDeliver: d.Stats()}
-	}))
-	sw.open(app)
-	err = d.Run(ctx)
-	_ = nc.Drain()
-	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/internal/datadir"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
@@ -146,7 +147,7 @@ func TestDeliverRoleProcess(t *testing.T) {
 	// Short leases: the new instance takes its share within a second, not
 	// the default lease's five.
 	p, boot := devWithKey(t, "--deliver-lease", "3s")
-	keys, err := os.ReadFile(filepath.Join(p.data, secretsKeyFile))
+	keys, err := os.ReadFile(filepath.Join(p.data, datadir.SecretsKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}

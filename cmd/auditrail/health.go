@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/ingest"
-	"github.com/auditrail/auditrail/internal/auditstore"
 )
 
 // The keys of /healthz: one name per component, the same in "checks" (its
@@ -57,13 +56,9 @@ func natsCheck(conns map[string]*nats.Conn) check {
 	}}
 }
 
-// roleChecks are the readiness checks of a process that serves from the
-// store and ingests into it with cs (none for the query role).
-func roleChecks(conns map[string]*nats.Conn, store auditstore.Store, cs consumers) []check {
-	checks := []check{
-		natsCheck(conns),
-		{healthStore, store.Ping},
-	}
+// consumerChecks are the readiness checks of the consumers cs.
+func consumerChecks(cs consumers) []check {
+	var checks []check
 	for name, c := range cs {
 		checks = append(checks, check{name, func(context.Context) error {
 			if !c.Ready() {

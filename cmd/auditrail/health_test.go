@@ -37,7 +37,7 @@ func TestHealthKeysAgree(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var store auditstore.Store = newPendingStore()
-			checks := roleChecks(map[string]*nats.Conn{}, store, tt.cs)
+			checks := append([]check{natsCheck(map[string]*nats.Conn{}), {healthStore, store.Ping}}, consumerChecks(tt.cs)...)
 			var names []string
 			for _, c := range checks {
 				names = append(names, c.name)

@@ -12,6 +12,16 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/auditrail/auditrail/commands/admin"
+	"github.com/auditrail/auditrail/commands/dlq"
+	emitcmd "github.com/auditrail/auditrail/commands/emit"
+	"github.com/auditrail/auditrail/commands/gatewaycmd"
+	"github.com/auditrail/auditrail/commands/healthcheck"
+	"github.com/auditrail/auditrail/commands/hooksexample"
+	"github.com/auditrail/auditrail/commands/natssetup"
+	"github.com/auditrail/auditrail/commands/receive"
+	"github.com/auditrail/auditrail/commands/tail"
+	"github.com/auditrail/auditrail/commands/verifycmd"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 )
@@ -31,18 +41,18 @@ func commands() []command {
 		{"toolrunner", "serve the tool runner API (production role)", runToolRunner},
 		{"deliver", "push events to the organizations' destinations (production role)", runDeliver},
 		{"tlog", "the tamper-evidence logs: append every stored entry to its organization's log, sign checkpoints (production role)", runTLog},
-		{"gateway", "one origin in front of the roles run apart: routes by path to query, toolrunner and controlplane", runGateway},
-		{"receive", "a receiver of push deliveries: verifies signatures, dedups by event_id, counts", runReceive},
-		{"admin", "the admin API from a terminal (source CLI)", runAdmin},
-		{"emit", "publish synthetic audit events", runEmit},
-		{"tail", "follow an organization's events (JSON lines or OCSF)", runTail},
+		{"gateway", "one origin in front of the roles run apart: routes by path to query, toolrunner and controlplane", gatewaycmd.Run},
+		{"receive", "a receiver of push deliveries: verifies signatures, dedups by event_id, counts", receive.Run},
+		{"admin", "the admin API from a terminal (source CLI)", admin.Run},
+		{"emit", "publish synthetic audit events", emitcmd.Run},
+		{"tail", "follow an organization's events (JSON lines or OCSF)", tail.Run},
 		{"mcp", "serve one project's tools to a local MCP client over stdio, through the HTTP API", runMCP},
-		{"verify", "verify an organization's log against pinned public keys: an export offline, or the organization online through the API", runVerify},
-		{"dlq", "list the dead letters, and replay them once their cause is fixed", runDLQ},
-		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", runHooksExample},
-		{"nats-setup", "write the NATS server authentication include and the credentials of every role", runNATSSetup},
+		{"verify", "verify an organization's log against pinned public keys: an export offline, or the organization online through the API", verifycmd.Run},
+		{"dlq", "list the dead letters, and replay them once their cause is fixed", dlq.Run},
+		{"hooks-example", "the reference webhook server (contract 1.0) with YAML policies", hooksexample.Run},
+		{"nats-setup", "write the NATS server authentication include and the credentials of every role", natssetup.Run},
 		{"migrate", "create the ClickHouse database and apply the migrations, then exit (run as a user with DDL rights)", runMigrate},
-		{"healthcheck", "ask a role's /healthz once: exit 0 on 200 (container healthchecks; the image has no shell)", runHealthcheck},
+		{"healthcheck", "ask a role's /healthz once: exit 0 on 200 (container healthchecks; the image has no shell)", healthcheck.Run},
 		{"version", "print the version, the commit and the Go version", runVersion},
 	}
 }

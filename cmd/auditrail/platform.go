@@ -13,6 +13,8 @@ import (
 	"github.com/auditrail/auditrail/controlplane"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/cli"
+	"github.com/auditrail/auditrail/internal/datadir"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/ratelimit"
 	"github.com/auditrail/auditrail/internal/retry"
@@ -68,7 +70,7 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	if *f.bootKey == "" && dataDir == "" {
 		return nil, cli.UsageErrorf("--bootstrap-key is required")
 	}
-	hash, freshKey, err := bootstrapKey(*f.bootKey, dataDir, os.Stdout)
+	hash, freshKey, err := datadir.BootstrapKey(*f.bootKey, dataDir, os.Stdout)
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +86,14 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	// answer that never comes, although the bucket is made (the next
 	// attempt finds it).
 	var state *controlplane.State
-	err = retry.Do(ctx, startPolicy, func(ctx context.Context) error {
+	err = retry.Do(ctx, httpapi.StartPolicy, func(ctx context.Context) error {
 		// The state's watch lives on actx: it is cancelled only when the
 		// attempt fails or runs out of time, not when it succeeds.
 		actx, cancel := context.WithCancel(ctx)
-		timer := time.AfterFunc(natsAttemptTimeout, cancel)
+		timer := time.AfterFunc(cli.NATSAttemptTimeout, cancel)
 		st, err := controlplane.OpenState(actx, js, scfg, log)
 		if !timer.Stop() && err == nil {
-			err = fmt.Errorf("control-plane bucket: no answer in %s", natsAttemptTimeout)
+			err = fmt.Errorf("control-plane bucket: no answer in %s", cli.NATSAttemptTimeout)
 		}
 		if err != nil {
 			cancel()
@@ -110,7 +112,7 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 
 // adminService builds the admin API: sealer, recorder, service.
 func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, dataDir string, log *slog.Logger) (*controlplane.Service, error) {
-	keys, err := keyList("secrets-keys", secretsKeys, dataDir, secretsKeyFile, 32)
+	keys, err := datadir.Keys("secrets-keys", secretsKeys, dataDir, datadir.SecretsKeyFile, 32)
 	if err != nil {
 		return nil, err
 	}

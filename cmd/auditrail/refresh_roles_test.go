@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/toolrunner/platform"
 )
 
 // The toolrunner role, connected with its own credentials (which may not
@@ -53,8 +54,8 @@ func TestToolRunnerRoleRefreshesThroughControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, closeToolkits := toolkits(guard, nil, [][]byte{[]byte("page-token-key-of-this-test!")}, slog.Default())
-	scopes := providerScopes(reg)["google"]
+	reg, closeToolkits := platform.Toolkits(guard, nil, [][]byte{[]byte("page-token-key-of-this-test!")}, slog.Default())
+	scopes := platform.ProviderScopes(reg)["google"]
 	closeToolkits()
 	must(cp, 201, "PUT", projPath+"/users/bob/connections/google", map[string]any{"access_token": "ya29.old", "refresh_token": "r-1",
 		"scopes": scopes, "expires_at": time.Now().Add(30 * time.Second).UTC().Format(time.RFC3339)})

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -21,7 +19,6 @@ import (
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
-	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/sequencer"
 )
 
@@ -87,10 +84,10 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	}
 	// Retried, each attempt bounded: two instances creating the same
 	// replicated bucket at once may both wait for an answer that never
-	// comes, although the bucket is made (natsAttemptTimeout).
+	// comes, although the bucket is made (cli.NATSAttemptTimeout).
 	var kv jetstream.KeyValue
-	err = retry.Do(ctx, startPolicy, func(ctx context.Context) error {
-		actx, cancel := context.WithTimeout(ctx, natsAttemptTimeout)
+	err = retry.Do(ctx, httpapi.StartPolicy, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, cli.NATSAttemptTimeout)
 		defer cancel()
 		var err error
 		kv, err = js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket, Replicas: max(1, replicas),
@@ -152,72 +149,4 @@ func (t *tlogRole) check() check {
 		defer t.mu.Unlock()
 		return t.err
 	}}
-}
-
-// runTLog is the production tamper-evidence role: it appends every stored
-// entry to its organization's log and signs checkpoints.
-func runTLog(ctx context.Context, args []string) error {
-	fs := cli.NewFlags("auditrail tlog")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false).withReplicas(fs)
-	sf := addRoleStoreFlags(fs)
-	httpAddr := fs.String("http", "", "127.0.0.1:8085", "listener of /healthz")
-	secKeys := fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they seal the signing keys)")
-	durable := addIngestDurableFlag(fs, "the logs take what it has committed")
-	tf := addTLogFlags(fs)
-	metricsAddr := addMetricsFlag(fs)
-	mkLog := fs.LogFlags("json")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	log, err := mkLog(os.Stderr)
-	if err != nil {
-		return err
-	}
-	chStore, err := sf.resolve()
-	if err != nil {
-		return err
-	}
-	keys, err := keyList("secrets-keys", *secKeys, "", "", 32)
-	if err != nil {
-		return err
-	}
-	cfg, err := tf.config(uuid.NewString()[:8])
-	if err != nil {
-		return err
-	}
-	m, err := startMetrics(ctx, *metricsAddr, log)
-	if err != nil {
-		return err
-	}
-	nc, err := nf.connect("auditrail-tlog", log)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	ctx, listenFailed := context.WithCancel(ctx)
-	defer listenFailed()
-	sw := newStartWait(log)
-	served := sw.serve(ctx, *httpAddr, listenFailed)
-	if err := sw.waitStreams(ctx, nc, schemas.StreamEvents); err != nil {
-		return startFailed(ctx, served, err)
-	}
-	store := newPendingStore()
-	defer store.Close()
-	sw.set("the audit store")
-	if err := store.openWithRetry(ctx, chStore, log); err != nil {
-		return startFailed(ctx, served, err)
-	}
-	t, err := startTLog(ctx, nc, store, keys, cfg, nf.replicaCount(), *durable, m, log)
-	if err != nil {
-		return startFailed(ctx, served, err)
-	}
-	sw.set("")
-	app := httpapi.NewApp(log)
-	observeApp(m, app)
-	app.Get("/healthz", healthHandler([]check{natsCheck(map[string]*nats.Conn{natsx.RoleTLog: nc}), t.check()}, nil))
-	sw.open(app)
-	<-ctx.Done()
-	err = t.stop()
-	_ = nc.Drain()
-	return err
 }

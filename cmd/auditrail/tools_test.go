@@ -19,6 +19,7 @@ import (
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/toolrunner/platform"
 )
 
 // Hooks configured through the admin API reach the hook client as configured.
@@ -68,7 +69,7 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 	disabled := call("POST", "/api/v1/orgs/"+org+"/hooks", `{"name":"off","endpoint":"https://c.example","points":{"pre":{}},"auth":{"type":"bearer","token":"x"}}`)
 	call("POST", "/api/v1/orgs/"+org+"/hooks/"+disabled["id"].(string)+"/disable", ``)
 
-	hooks, err := hookSource{svc}.Hooks(ctx, uuid.MustParse(org), uuid.MustParse(project))
+	hooks, err := platform.HookSource{Svc: svc}.Hooks(ctx, uuid.MustParse(org), uuid.MustParse(project))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 	}
 	// A change gives a new revision (new clients and breakers, access cache miss).
 	call("PATCH", "/api/v1/orgs/"+org+"/hooks/"+a.ID, `{"timeout_ms":900}`)
-	again, _ := hookSource{svc}.Hooks(ctx, uuid.MustParse(org), uuid.MustParse(project))
+	again, _ := platform.HookSource{Svc: svc}.Hooks(ctx, uuid.MustParse(org), uuid.MustParse(project))
 	for _, h := range again {
 		if h.ID == a.ID && h.Revision == a.Revision {
 			t.Fatal("revision unchanged after a PATCH")

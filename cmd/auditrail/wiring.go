@@ -2,17 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,7 +12,6 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
-	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/query"
@@ -76,99 +67,6 @@ func openStore(ctx context.Context, t storeTarget, log *slog.Logger) (store, err
 	return s, nil
 }
 
-const (
-	bootstrapHashFile = "bootstrap_key.sha256"
-	bootstrapKeyFile  = "bootstrap.key"
-	cursorKeyFile     = "cursor.key"
-	pageTokenKeyFile  = "page_token.key"
-	secretsKeyFile    = "secrets.key"
-)
-
-// bootstrapKey returns the hash of the platform-admin key: the given key, or
-// the one kept in dataDir (dev), or a new one that is printed to out and
-// kept in dataDir. A dev data directory is not a production tenant: the key
-// is kept there in the clear too (bootstrap.key, 0600), so that `dev --demo`
-// prints it in full at every start; known is that key (or "" when only its
-// hash is kept, by a data directory of an earlier release).
-func bootstrapKey(given, dataDir string, out io.Writer) (hash, known string, err error) {
-	if given != "" {
-		if len(given) < 16 {
-			return "", "", cli.UsageErrorf("--bootstrap-key must be at least 16 characters")
-		}
-		return auth.HashKey(given), "", nil
-	}
-	path := filepath.Join(dataDir, bootstrapHashFile)
-	plainPath := filepath.Join(dataDir, bootstrapKeyFile)
-	if b, err := os.ReadFile(path); err == nil {
-		h := strings.TrimSpace(string(b))
-		if raw, err := hex.DecodeString(h); err != nil || len(raw) != 32 {
-			return "", "", fmt.Errorf("%s is corrupt; delete it to generate a new bootstrap key", path)
-		}
-		if p, err := os.ReadFile(plainPath); err == nil {
-			if key := strings.TrimSpace(string(p)); auth.HashKey(key) == h {
-				fmt.Fprintf(out, "bootstrap key: kept in %s (platform admin; delete %s and it to get a new one)\n", plainPath, bootstrapHashFile)
-				return h, key, nil
-			}
-			return "", "", fmt.Errorf("%s does not match %s; delete both to generate a new bootstrap key", plainPath, path)
-		}
-		fmt.Fprintf(out, "bootstrap key: kept as a hash in %s (it was printed at the first start; delete that file to get a new one)\n", path)
-		return h, "", nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", "", err
-	}
-	key := "ark_" + cli.RandomToken(32)
-	h := auth.HashKey(key)
-	if err := cli.WriteFileAtomic(plainPath, []byte(key+"\n"), 0o600); err != nil {
-		return "", "", err
-	}
-	if err := cli.WriteFileAtomic(path, []byte(h+"\n"), 0o600); err != nil {
-		return "", "", err
-	}
-	fmt.Fprintf(out, "bootstrap key (platform admin, kept in %s): %s\n", plainPath, key)
-	return h, key, nil
-}
-
-// keyList parses comma-separated base64 keys of flag, or keeps a generated
-// key in dataDir/file when none are given (dev). exact: every key must be
-// that many bytes; otherwise at least 16.
-func keyList(flagName, given, dataDir, file string, exact int) ([][]byte, error) {
-	okLen := func(k []byte) bool { return (exact == 0 && len(k) >= 16) || (exact != 0 && len(k) == exact) }
-	if given != "" {
-		var keys [][]byte
-		for _, part := range strings.Split(given, ",") {
-			k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(part))
-			if err != nil || !okLen(k) {
-				want := "at least 16 bytes"
-				if exact != 0 {
-					want = fmt.Sprintf("%d bytes", exact)
-				}
-				return nil, cli.UsageErrorf("--%s: each key must be base64 of %s", flagName, want)
-			}
-			keys = append(keys, k)
-		}
-		return keys, nil
-	}
-	if dataDir == "" {
-		return nil, cli.UsageErrorf("--%s is required (comma-separated base64 keys; the first is used, all are accepted)", flagName)
-	}
-	path := filepath.Join(dataDir, file)
-	if b, err := os.ReadFile(path); err == nil {
-		k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
-		if err != nil || !okLen(k) {
-			return nil, fmt.Errorf("%s is corrupt", path)
-		}
-		return [][]byte{k}, nil
-	}
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		return nil, err
-	}
-	if err := cli.WriteFileAtomic(path, []byte(base64.StdEncoding.EncodeToString(k)+"\n"), 0o600); err != nil {
-		return nil, err
-	}
-	return [][]byte{k}, nil
-}
-
 // check is one readiness check of /healthz.
 type check struct {
 	name string
@@ -199,22 +97,6 @@ func healthHandler(checks []check, extra func() map[string]any) fiber.Handler {
 		}
 		return c.Status(status).JSON(body)
 	}
-}
-
-// serve runs app on addr until ctx ends, then shuts it down gracefully.
-func serve(ctx context.Context, app *fiber.App, addr string, log *slog.Logger) error {
-	errc := make(chan error, 1)
-	go func() { errc <- app.Listen(addr) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("listen %s: %w", addr, err)
-	case <-ctx.Done():
-	}
-	log.Info("http: draining")
-	if err := app.ShutdownWithTimeout(10 * time.Second); err != nil {
-		log.Warn("http shutdown", "err", err)
-	}
-	return nil
 }
 
 // addClusterFlag adds --clickhouse-cluster to a role that opens the

@@ -278,14 +278,21 @@ func (l *Limiter) Allow(ctx context.Context, client string) (Decision, error) {
 	return d, nil
 }
 
+// floodRaces is how many compare-and-set races a request must lose before
+// running out of time means a flood of its client rather than a slow
+// bucket (a leader change: its few races and its timeout are the bucket's
+// failure, counted in the process).
+const floodRaces = 10
+
 // count counts a request in the bucket and returns the count of the window
 // with it, whether it is allowed, and on failure the last count read (0
-// if none). Running out of time after losing compare-and-set races is no
-// failure of the bucket, which answered: the request is refused.
+// if none). Running out of time after losing floodRaces compare-and-set
+// races is no failure of the bucket, which answered: the request is
+// refused.
 func (l *Limiter) count(ctx context.Context, kv jetstream.KeyValue, key string) (n int, allowed bool, err error) {
 	for attempt := 0; attempt < 50; attempt++ {
 		failed := func(err error) (int, bool, error) {
-			if attempt > 0 && ctx.Err() != nil {
+			if attempt >= floodRaces && ctx.Err() != nil {
 				return l.spec.Limit, false, nil // raced out of time: a flood of this client
 			}
 			return n, false, fmt.Errorf("rate limit: %w", err)

@@ -1,4 +1,5 @@
-package main
+// Package receive is `auditrail receive`: a receiver of push deliveries that verifies signatures.
+package receive
 
 import (
 	"context"
@@ -13,10 +14,10 @@ import (
 	"github.com/auditrail/auditrail/internal/cli"
 )
 
-// runReceive is a receiver of push deliveries: it verifies their
+// Run is a receiver of push deliveries: it verifies their
 // signatures, dedups their events by event_id and counts them (a line per
 // delivery on stdout; GET /counts and GET /events).
-func runReceive(ctx context.Context, args []string) error {
+func Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail receive")
 	secret := fs.String("secret", "", "", "the destination's secret: every POST must carry a valid Auditrail-Signature (required unless --splunk-token)")
 	splunk := fs.String("splunk-token", "", "", "act as Splunk HEC: require Authorization: Splunk <token>")

@@ -1,4 +1,5 @@
-package main
+// Package verifycmd is `auditrail verify`: verify an organization's log against pinned public keys, an export offline or online through the API.
+package verifycmd
 
 import (
 	"context"
@@ -12,11 +13,11 @@ import (
 	"github.com/auditrail/auditrail/internal/tlog/verify"
 )
 
-// runVerify checks an organization's log offline (an export against a
+// Run checks an organization's log offline (an export against a
 // signed checkpoint and the public keys) or online (through the API,
 // against the pinned public keys). Exit 0 only when everything verifies; 1
 // with what is wrong where; 2 for a usage mistake.
-func runVerify(ctx context.Context, args []string) error { return verifyCmd(ctx, args, os.Stdout) }
+func Run(ctx context.Context, args []string) error { return verifyCmd(ctx, args, os.Stdout) }
 
 // verifyCmd is runVerify printing the report on stdout.
 func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
@@ -30,7 +31,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	org := fs.String("org", "", "", "online: the organization to verify")
 	kind := fs.String("kind", "", "audit", "online: the log to verify, audit or executions")
 	save := fs.String("save-checkpoint", "", "", "online: once everything verifies, write the verified checkpoint to this file (give it as --since-checkpoint next time)")
-	maxExport := fs.Int64("max-export-bytes", "", defaultMaxExportBytes, "online: the largest export written to the temporary file, in bytes; a larger one fails the verification")
+	maxExport := fs.Int64("max-export-bytes", "", verify.DefaultMaxExportBytes, "online: the largest export written to the temporary file, in bytes; a larger one fails the verification")
 	trust := fs.FlagSet.Bool("trust-server-keys", false, "online without --keys: trust the keys the server lists (GET /api/v1/audit_keys): the result then shows that the log is consistent with itself, not that it is the log those keys were published for (command line only: no environment twin)")
 	grace := fs.Duration("pending-grace", "", verify.DefaultPendingGrace, "an entry not in the log yet (leaf_index null) is reported, not failed, when stored less than this before the checkpoint; older, it was inserted behind the log's back. Set it above the largest auditrail_tlog_sequencer_delay_seconds of the tlog role")
 	if err := fs.Parse(args); err != nil {
@@ -56,7 +57,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 				return cli.UsageErrorf("%s verifies online: %s is for an offline verification", fs.Source("url"), fs.Source(off.name))
 			}
 		}
-		o, err := parseOnline(*base, *apiKey, *org, *kind)
+		o, err := verify.ParseOnline(*base, *apiKey, *org, *kind)
 		if err != nil {
 			return err
 		}
@@ -68,18 +69,18 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
-			o.pinned = &ks
+			o.Pinned = &ks
 		case !*trust:
 			return cli.UsageErrorf("--url needs --keys FILE: the public keys you trust (the answer of GET /api/v1/audit_keys saved once and checked apart from this server), so that a server that rewrote its log and signed it with a new key fails; or --trust-server-keys to take the keys the server lists, which proves that the log is consistent, not that it is authentic")
 		}
 		if *maxExport <= 0 {
 			return cli.UsageErrorf("--max-export-bytes %d: want a positive number of bytes", *maxExport)
 		}
-		if o.since, err = readCheckpoint("--since-checkpoint", *since); err != nil {
+		if o.Since, err = readCheckpoint("--since-checkpoint", *since); err != nil {
 			return err
 		}
-		o.save, o.grace, o.maxExport = *save, *grace, *maxExport
-		return o.run(ctx, stdout)
+		o.Save, o.Grace, o.MaxExport = *save, *grace, *maxExport
+		return o.Run(ctx, stdout)
 	}
 	if *trust {
 		return cli.UsageErrorf("--trust-server-keys is for --url: offline, the keys are --keys FILE")

@@ -1,4 +1,4 @@
-package main
+package verify
 
 import (
 	"bufio"
@@ -22,29 +22,33 @@ import (
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/internal/tlog/verify"
 )
 
-// onlineVerify is what `auditrail verify --url` checks.
-type onlineVerify struct {
+// Online is what `auditrail verify --url` checks.
+type Online struct {
 	base, key string
 	org       uuid.UUID
-	route     string        // audit_logs or tool_executions
-	pinned    *tlog.KeySet  // the keys of --keys; nil: trust those the server lists
-	since     []byte        // a kept checkpoint (optional)
-	save      string        // where to write the verified checkpoint (optional)
-	grace     time.Duration // see verify.Config.PendingGrace
-	maxExport int64         // the largest export taken, in bytes
+	route     string // audit_logs or tool_executions
+	// Pinned are the keys of --keys; nil: trust those the server lists.
+	Pinned *tlog.KeySet
+	// Since is a kept checkpoint (optional): the log must extend it.
+	Since []byte
+	// Save is where to write the verified checkpoint (optional).
+	Save string
+	// Grace is Config.PendingGrace.
+	Grace time.Duration
+	// MaxExport is the largest export taken, in bytes.
+	MaxExport int64
 	client    *http.Client
 }
 
-// verifyHTTPTimeout bounds each small request; the export is bounded by
+// httpTimeout bounds each small request; the export is bounded by
 // its own (long) timeout and by --max-export-bytes.
 const (
-	verifyHTTPTimeout     = 30 * time.Second
-	verifyExportTimeout   = 6 * time.Hour
-	verifyMaxAnswer       = 1 << 20
-	defaultMaxExportBytes = 8 << 30
+	httpTimeout           = 30 * time.Second
+	exportTimeout         = 6 * time.Hour
+	maxAnswer             = 1 << 20
+	DefaultMaxExportBytes = 8 << 30
 )
 
 // trustWarning is printed first when the keys are the server's own, and
@@ -54,12 +58,12 @@ const (
 	trustVerdict = "WARNING: --trust-server-keys: consistent with the keys the server lists, not authenticated by keys you pinned"
 )
 
-// runOnline verifies an organization's log through the API: the latest
+// Run verifies an organization's log through the API: the latest
 // checkpoint against the pinned keys (or, with --trust-server-keys, the
 // server's), the whole JSONL export (verified as offline), the inclusion
 // proof of each entry when the root cannot be confirmed, and, with a kept
 // checkpoint, the consistency proof from it.
-func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
+func (o *Online) Run(ctx context.Context, stdout io.Writer) error {
 	o.client = apiclient.NoRedirect(0) // each request has its own timeout
 	ks, err := o.keys(ctx, stdout)
 	if err != nil {
@@ -102,7 +106,7 @@ func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("temporary export file: %w", err)
 	}
-	rep, err := verify.Export(ctx, f, verify.Config{Keys: ks, Checkpoint: note, Since: o.since, PendingGrace: o.grace})
+	rep, err := Export(ctx, f, Config{Keys: ks, Checkpoint: note, Since: o.Since, PendingGrace: o.Grace})
 	if err != nil {
 		return err
 	}
@@ -118,29 +122,29 @@ func (o *onlineVerify) run(ctx context.Context, stdout io.Writer) error {
 	if !rep.OK() || !consistent {
 		return errors.New("not verified")
 	}
-	if o.pinned == nil {
+	if o.Pinned == nil {
 		fmt.Fprintln(stdout, trustVerdict)
 	}
-	if o.save != "" {
-		if err := cli.WriteFileAtomic(o.save, note, 0o644); err != nil {
+	if o.Save != "" {
+		if err := cli.WriteFileAtomic(o.Save, note, 0o644); err != nil {
 			return fmt.Errorf("--save-checkpoint: %w", err)
 		}
-		fmt.Fprintf(stdout, "saved the verified checkpoint (size %d) to %s\n", cp.Size, o.save)
+		fmt.Fprintf(stdout, "saved the verified checkpoint (size %d) to %s\n", cp.Size, o.Save)
 	}
 	return nil
 }
 
 // keys are the keys the checkpoint must be signed by: the pinned ones, or
 // (--trust-server-keys, said on stdout) those the server lists.
-func (o *onlineVerify) keys(ctx context.Context, stdout io.Writer) (tlog.KeySet, error) {
-	if o.pinned != nil {
-		return *o.pinned, nil
+func (o *Online) keys(ctx context.Context, stdout io.Writer) (tlog.KeySet, error) {
+	if o.Pinned != nil {
+		return *o.Pinned, nil
 	}
 	fmt.Fprintln(stdout, trustWarning)
 	return o.serverKeys(ctx)
 }
 
-func (o *onlineVerify) serverKeys(ctx context.Context) (tlog.KeySet, error) {
+func (o *Online) serverKeys(ctx context.Context) (tlog.KeySet, error) {
 	raw, err := o.get(ctx, "/api/v1/audit_keys")
 	if err != nil {
 		return tlog.KeySet{}, err
@@ -156,12 +160,12 @@ func (o *onlineVerify) serverKeys(ctx context.Context) (tlog.KeySet, error) {
 // the keys. Signed by a key not pinned, it says whether the server lists
 // that key (a rotation after the keys file was saved, or a log signed
 // again by whoever rewrote it: only a check apart from this server tells).
-func (o *onlineVerify) checkpointFailed(ctx context.Context, note []byte, err error, stdout io.Writer) {
-	if o.pinned == nil {
+func (o *Online) checkpointFailed(ctx context.Context, note []byte, err error, stdout io.Writer) {
+	if o.Pinned == nil {
 		fmt.Fprintf(stdout, "FAIL: the log's latest checkpoint: %v\n", strings.TrimPrefix(err.Error(), "tlog: "))
 		return
 	}
-	fmt.Fprintf(stdout, "FAIL: the log's latest checkpoint: %s\n", verify.Describe(err))
+	fmt.Fprintf(stdout, "FAIL: the log's latest checkpoint: %s\n", Describe(err))
 	if !errors.Is(err, tlog.ErrUnknownKey) {
 		return
 	}
@@ -186,7 +190,7 @@ const maxLocateProofs = 5000
 // the entry's own bytes is an altered (or swapped) entry, one that does not
 // verify at all or that the log does not have is an entry not in the log
 // at its place.
-func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoint, rep *verify.Report) error {
+func (o *Online) locate(ctx context.Context, f *os.File, cp tlog.Checkpoint, rep *Report) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -208,7 +212,7 @@ func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoin
 		var ae *apiclient.Error
 		if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusBadRequest) {
 			found++
-			rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: e.LeafIndex, Line: line, Message: fmt.Sprintf(
+			rep.Add(Problem{Kind: KindAltered, Leaf: e.LeafIndex, Line: line, Message: fmt.Sprintf(
 				"leaf %d (event %q) is not in the log at that place: the proof route answered %d (%.200q): an entry inserted, or its event_id or leaf_index changed", e.LeafIndex, e.EventID(), ae.Status, ae.Msg)})
 			continue
 		}
@@ -236,7 +240,7 @@ func (o *onlineVerify) locate(ctx context.Context, f *os.File, cp tlog.Checkpoin
 			tlog.VerifyInclusion(cp.Size, cp.Root, d.LeafIndex, recorded[0], proof) == nil {
 			msg = fmt.Sprintf("leaf %d (event %q) was altered: its entry does not hash to the leaf that the log recorded and the checkpoint proves", e.LeafIndex, e.EventID())
 		}
-		rep.Add(verify.Problem{Kind: verify.KindAltered, Leaf: e.LeafIndex, Line: line, Message: msg})
+		rep.Add(Problem{Kind: KindAltered, Leaf: e.LeafIndex, Line: line, Message: msg})
 	}
 	if err := sc.Err(); err != nil {
 		return err
@@ -265,11 +269,11 @@ func decodeHashes(ss []string) ([]tlog.Hash, error) {
 
 // checkConsistency asks the consistency proof from the kept checkpoint to
 // cp and checks it (true: nothing to check, or it verifies).
-func (o *onlineVerify) checkConsistency(ctx context.Context, ks tlog.KeySet, cp tlog.Checkpoint, stdout io.Writer) bool {
-	if o.since == nil {
+func (o *Online) checkConsistency(ctx context.Context, ks tlog.KeySet, cp tlog.Checkpoint, stdout io.Writer) bool {
+	if o.Since == nil {
 		return true
 	}
-	kept, _, err := tlog.Open(o.since, ks)
+	kept, _, err := tlog.Open(o.Since, ks)
 	if err != nil {
 		return true // the export's verification reports the kept checkpoint
 	}
@@ -302,8 +306,8 @@ func (o *onlineVerify) checkConsistency(ctx context.Context, ks tlog.KeySet, cp 
 }
 
 // export writes the org's whole JSONL export to w.
-func (o *onlineVerify) export(ctx context.Context, w io.Writer) error {
-	ctx, cancel := context.WithTimeout(ctx, verifyExportTimeout)
+func (o *Online) export(ctx context.Context, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, exportTimeout)
 	defer cancel()
 	resp, err := o.do(ctx, "/api/v1/orgs/"+o.org.String()+"/"+o.route+"/export?format=jsonl")
 	if err != nil {
@@ -313,7 +317,7 @@ func (o *onlineVerify) export(ctx context.Context, w io.Writer) error {
 	if resp.StatusCode != http.StatusOK {
 		return apiclient.ErrorFrom(resp)
 	}
-	limit := o.maxExport
+	limit := o.MaxExport
 	if limit < math.MaxInt64 {
 		limit++ // one byte more tells a larger export
 	}
@@ -321,13 +325,13 @@ func (o *onlineVerify) export(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("reading the export: %w", err)
 	}
-	if n > o.maxExport {
-		return fmt.Errorf("the export is larger than --max-export-bytes (%d bytes): not verified (for a larger organization, raise it)", o.maxExport)
+	if n > o.MaxExport {
+		return fmt.Errorf("the export is larger than --max-export-bytes (%d bytes): not verified (for a larger organization, raise it)", o.MaxExport)
 	}
 	return nil
 }
 
-func (o *onlineVerify) do(ctx context.Context, path string) (*http.Response, error) {
+func (o *Online) do(ctx context.Context, path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(o.base, "/")+path, nil)
 	if err != nil {
 		return nil, cli.Usage(redact.Error(fmt.Errorf("--url: %w", err), o.base))
@@ -345,20 +349,20 @@ func (o *onlineVerify) do(ctx context.Context, path string) (*http.Response, err
 	return resp, nil
 }
 
-// verifyRateLimitWaits bounds the answers 429 (rate limited) a request
-// waits out, verifyMaxRetryAfter each wait: the inclusion proofs of a
+// rateLimitWaits bounds the answers 429 (rate limited) a request
+// waits out, maxRetryAfter each wait: the inclusion proofs of a
 // large log are many requests, and the audit API counts them.
 const (
-	verifyRateLimitWaits = 5
-	verifyMaxRetryAfter  = 2 * time.Minute
+	rateLimitWaits = 5
+	maxRetryAfter  = 2 * time.Minute
 )
 
 // get answers the data of a small GET, waiting out a rate limit (429 and
 // its Retry-After) a few times.
-func (o *onlineVerify) get(ctx context.Context, path string) (json.RawMessage, error) {
+func (o *Online) get(ctx context.Context, path string) (json.RawMessage, error) {
 	for waits := 0; ; waits++ {
 		raw, wait, err := o.getOnce(ctx, path)
-		if wait == 0 || waits == verifyRateLimitWaits {
+		if wait == 0 || waits == rateLimitWaits {
 			return raw, err
 		}
 		t := time.NewTimer(wait)
@@ -373,8 +377,8 @@ func (o *onlineVerify) get(ctx context.Context, path string) (json.RawMessage, e
 
 // getOnce is one GET of get; wait is how long a 429 asks to wait (0: not
 // rate limited).
-func (o *onlineVerify) getOnce(ctx context.Context, path string) (_ json.RawMessage, wait time.Duration, _ error) {
-	ctx, cancel := context.WithTimeout(ctx, verifyHTTPTimeout)
+func (o *Online) getOnce(ctx context.Context, path string) (_ json.RawMessage, wait time.Duration, _ error) {
+	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
 	defer cancel()
 	resp, err := o.do(ctx, path)
 	if err != nil {
@@ -384,18 +388,18 @@ func (o *onlineVerify) getOnce(ctx context.Context, path string) (_ json.RawMess
 	if resp.StatusCode == http.StatusTooManyRequests {
 		wait = time.Second
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			wait = min(time.Duration(s)*time.Second, verifyMaxRetryAfter)
+			wait = min(time.Duration(s)*time.Second, maxRetryAfter)
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, wait, apiclient.ErrorFrom(resp)
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, verifyMaxAnswer+1))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		return nil, 0, fmt.Errorf("GET %s: %w", path, err)
 	}
-	if len(raw) > verifyMaxAnswer {
-		return nil, 0, fmt.Errorf("GET %s: an answer over %d bytes", path, verifyMaxAnswer)
+	if len(raw) > maxAnswer {
+		return nil, 0, fmt.Errorf("GET %s: an answer over %d bytes", path, maxAnswer)
 	}
 	var env struct {
 		Data json.RawMessage `json:"data"`
@@ -406,8 +410,8 @@ func (o *onlineVerify) getOnce(ctx context.Context, path string) (_ json.RawMess
 	return env.Data, 0, nil
 }
 
-// parseOnline reads the online flags (checked: url, key, org, kind).
-func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
+// ParseOnline reads the online flags (checked: url, key, org, kind).
+func ParseOnline(base, key, org, kind string) (*Online, error) {
 	if err := apiclient.CheckBaseURL(base); err != nil {
 		return nil, err
 	}
@@ -425,7 +429,7 @@ func parseOnline(base, key, org, kind string) (*onlineVerify, error) {
 	if err != nil || org == "" {
 		return nil, cli.UsageErrorf("--org %q is not an organization id (a UUID)", org)
 	}
-	o := &onlineVerify{base: base, key: key, org: id, maxExport: defaultMaxExportBytes}
+	o := &Online{base: base, key: key, org: id, MaxExport: DefaultMaxExportBytes}
 	switch kind {
 	case "audit", "":
 		o.route = "audit_logs"

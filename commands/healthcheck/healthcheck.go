@@ -1,4 +1,5 @@
-package main
+// Package healthcheck is `auditrail healthcheck`: ask a role's /healthz once (container healthchecks).
+package healthcheck
 
 import (
 	"context"
@@ -12,9 +13,9 @@ import (
 	"github.com/auditrail/auditrail/internal/cli"
 )
 
-// runHealthcheck asks a role's /healthz once: exit 0 on 200, else 1. The
+// Run asks a role's /healthz once: exit 0 on 200, else 1. The
 // image has no shell and no HTTP client; a container healthcheck runs this.
-func runHealthcheck(ctx context.Context, args []string) error {
+func Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail healthcheck")
 	timeout := fs.Duration("timeout", "", 3*time.Second, "how long to wait for the answer")
 	if err := fs.ParseKeepArgs(args); err != nil {

@@ -1,4 +1,5 @@
-package main
+// Package emit is `auditrail emit`: publish synthetic audit events.
+package emit
 
 import (
 	"context"
@@ -16,9 +17,9 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-func runEmit(ctx context.Context, args []string) error {
+func Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail emit")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
+	nf := cli.AddNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	orgFlag := fs.String("org", "", "", "organization UUID of the events (default: a new scratch organization, so that no real trail gets synthetic events)")
 	count := fs.Int("count", "", 1000, "number of events")
 	rate := fs.Float("rate", "", 0, "events per second (0: as fast as the stream acknowledges)")
@@ -47,14 +48,14 @@ func runEmit(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintf(os.Stderr, "emit: WARNING: %d SYNTHETIC events go into the audit trail of organization %s and stay there (a trail cannot be edited); leave out --org for a scratch organization\n", *count, org)
 	}
-	nc, err := nf.connect("auditrail-emit", log)
+	nc, err := nf.Connect("auditrail-emit", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := waitStreams(wctx, nc, log, schemas.StreamEvents); err != nil {
+	if err := cli.WaitStreams(wctx, nc, log, schemas.StreamEvents); err != nil {
 		return fmt.Errorf("%w (is the platform up? its controlplane creates the streams)", err)
 	}
 	pub, err := producers.New(nc, producers.DefaultConfig(), log)

@@ -1,4 +1,5 @@
-package main
+// Package gatewaycmd is `auditrail gateway`: one origin in front of the roles run apart.
+package gatewaycmd
 
 import (
 	"context"
@@ -13,9 +14,9 @@ import (
 	"github.com/auditrail/auditrail/internal/gateway"
 )
 
-// runGateway is the one origin in front of the roles run apart: it routes
+// Run is the one origin in front of the roles run apart: it routes
 // each request by path to the query, toolrunner or controlplane instances.
-func runGateway(ctx context.Context, args []string) error {
+func Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail gateway")
 	addr := fs.String("http", "", "127.0.0.1:8000", "listener of the gateway (the one base URL of the APIs and the dashboard)")
 	q := fs.String("query", "", "", "base URLs of the query instances, comma-separated (required)")

@@ -1,4 +1,5 @@
-package main
+// Package hooksexample is `auditrail hooks-example`: the reference webhook server.
+package hooksexample
 
 import (
 	"context"
@@ -15,8 +16,8 @@ import (
 	"github.com/auditrail/auditrail/internal/cli"
 )
 
-// runHooksExample serves the reference webhook server.
-func runHooksExample(ctx context.Context, args []string) error {
+// Run serves the reference webhook server.
+func Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail hooks-example")
 	listen := fs.String("listen", "AUDITRAIL_HOOKS_LISTEN", "127.0.0.1:9090", "listener of the webhook server")
 	policyPath := fs.String("policy", "AUDITRAIL_HOOKS_POLICY", "", "YAML policy file (see hookproxy/example/testdata/policy.yaml); empty allows everything")

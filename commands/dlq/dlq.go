@@ -1,4 +1,5 @@
-package main
+// Package dlq is `auditrail dlq list|replay`: review and replay dead letters.
+package dlq
 
 import (
 	"context"
@@ -19,9 +20,9 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// runDLQ reviews and replays dead letters: `auditrail dlq list` and
+// Run reviews and replays dead letters: `auditrail dlq list` and
 // `auditrail dlq replay`, with the admin NATS credentials.
-func runDLQ(ctx context.Context, args []string) error {
+func Run(ctx context.Context, args []string) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "replay" && args[0] != "-h" && args[0] != "--help") {
 		return cli.UsageErrorf("dlq: list or replay (auditrail dlq list -h)")
 	}
@@ -31,7 +32,7 @@ func runDLQ(ctx context.Context, args []string) error {
 		return nil
 	}
 	fs := cli.NewFlags("auditrail dlq " + sub)
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
+	nf := cli.AddNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	orgFlag := fs.String("org", "", "", "only the dead letters of this organization")
 	seqFlag := fs.String("seq", "", "", "only these DLQ sequences, comma-separated (list shows them)")
 	var format *string
@@ -74,7 +75,7 @@ func runDLQ(ctx context.Context, args []string) error {
 	if sub == "replay" && !*all && len(f.Seqs) == 0 {
 		return cli.UsageErrorf("replay: name the dead letters with --seq (see auditrail dlq list), or pass --all")
 	}
-	nc, err := nf.connect("auditrail-dlq", log)
+	nc, err := nf.Connect("auditrail-dlq", log)
 	if err != nil {
 		return err
 	}

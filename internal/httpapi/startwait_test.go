@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -13,14 +13,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/auditrail/auditrail/internal/cli"
-	"github.com/auditrail/auditrail/internal/httpapi"
 )
 
 // Until the role's app is open, /healthz answers 503 naming what the role
 // waits for and why, every other route 503 in the envelope; then every
 // request, /healthz included, is the role's app's.
 func TestStartWaitFront(t *testing.T) {
-	w := newStartWait(slog.New(slog.DiscardHandler))
+	w := NewStartWait(slog.New(slog.DiscardHandler))
 	front := w.newFront()
 	get := func(path string) (int, map[string]any, string) {
 		t.Helper()
@@ -40,18 +39,18 @@ func TestStartWaitFront(t *testing.T) {
 	calls := 0
 	done := make(chan error, 1)
 	go func() {
-		done <- w.until(ctx, "KV bucket b", func(context.Context) error { calls++; return errors.New("nats: bucket not found") })
+		done <- w.Until(ctx, "KV bucket b", func(context.Context) error { calls++; return errors.New("nats: bucket not found") })
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		status, body, _ := get("/healthz")
 		checks, _ := body["checks"].(map[string]any)
-		if status != 503 || body[healthWaitingFor] != "KV bucket b" {
-			if status == 503 && body[healthWaitingFor] == starting {
+		if status != 503 || body[HealthWaitingFor] != "KV bucket b" {
+			if status == 503 && body[HealthWaitingFor] == starting {
 				continue // the wait has not begun yet
 			}
 			t.Fatalf("healthz while waiting: %d %v", status, body)
 		}
-		if checks[healthStartup] == "waiting for KV bucket b: nats: bucket not found" {
+		if checks[HealthStartup] == "waiting for KV bucket b: nats: bucket not found" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -67,14 +66,14 @@ func TestStartWaitFront(t *testing.T) {
 	}
 	// A usage error is not retried.
 	usage := 0
-	if err := w.until(context.Background(), "x", func(context.Context) error { usage++; return cli.UsageErrorf("bad") }); usage != 1 || err == nil {
+	if err := w.Until(context.Background(), "x", func(context.Context) error { usage++; return cli.UsageErrorf("bad") }); usage != 1 || err == nil {
 		t.Fatalf("usage error: %v after %d calls", err, usage)
 	}
 
-	app := httpapi.NewApp(slog.New(slog.DiscardHandler))
+	app := NewApp(slog.New(slog.DiscardHandler))
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(map[string]any{"status": "ok"}) })
-	app.Get("/api/v1/me", func(c *fiber.Ctx) error { return httpapi.Reply(c, 200, map[string]any{"me": true}) })
-	w.open(app)
+	app.Get("/api/v1/me", func(c *fiber.Ctx) error { return Reply(c, 200, map[string]any{"me": true}) })
+	w.Open(app)
 	tests := []struct {
 		path   string
 		status int

@@ -1,4 +1,5 @@
-package main
+// Package natssetup is `auditrail nats-setup`: the NATS server authentication include and the credentials of every role.
+package natssetup
 
 import (
 	"context"
@@ -56,11 +57,11 @@ func applyDeprecatedEnv(f *cli.Flags, w io.Writer, deps []deprecatedEnv) error {
 	return nil
 }
 
-// runNATSSetup writes what a nats-server needs to serve auditrail with
+// Run writes what a nats-server needs to serve auditrail with
 // authentication (operator mode, memory resolver), and the credentials
 // of every role. Keys already in --keys are kept, so running it again
 // re-issues credentials without invalidating the server configuration.
-func runNATSSetup(_ context.Context, args []string) error {
+func Run(_ context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail nats-setup")
 	out := fs.String("out", envNATSSetupOut, "", "directory of the server include (auth.conf) and the credentials <role>.creds (required)")
 	keys := fs.String("keys", envNATSSetupKeys, "", "directory of the operator and account seeds (default OUT/keys; keep it away from the roles)")

@@ -1,4 +1,5 @@
-package main
+// Package tail is `auditrail tail`: follow an organization's events (JSON lines or OCSF).
+package tail
 
 import (
 	"context"
@@ -20,11 +21,11 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// runTail follows an organization's events on the stream, as JSON lines
+// Run follows an organization's events on the stream, as JSON lines
 // (the API's item shapes) or as OCSF API Activity events.
-func runTail(ctx context.Context, args []string) error {
+func Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail tail")
-	nf := addNATSFlags(fs, "nats://127.0.0.1:4222", false)
+	nf := cli.AddNATSFlags(fs, "nats://127.0.0.1:4222", false)
 	orgFlag := fs.String("org", "", "", "organization UUID to follow (required)")
 	format := fs.String("format", "", "json", "json (the API's item shapes) or ocsf (OCSF 1.1 API Activity)")
 	since := fs.Duration("since", "", 0, "also print the events of this past period (0: only new events)")
@@ -56,14 +57,14 @@ func runTail(ctx context.Context, args []string) error {
 			return cli.UsageErrorf("--kinds: %q is not audit or execution", k)
 		}
 	}
-	nc, err := nf.connect("auditrail-tail", log)
+	nc, err := nf.Connect("auditrail-tail", log)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := waitStreams(wctx, nc, log, schemas.StreamEvents); err != nil {
+	if err := cli.WaitStreams(wctx, nc, log, schemas.StreamEvents); err != nil {
 		return fmt.Errorf("%w (is the platform up? its controlplane creates the streams)", err)
 	}
 	js, err := jetstream.New(nc)

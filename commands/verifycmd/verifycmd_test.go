@@ -1,4 +1,4 @@
-package main
+package verifycmd
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/synth"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/tlogtest"
 	"github.com/auditrail/auditrail/query"
@@ -188,7 +189,7 @@ func TestVerifyBinary(t *testing.T) {
 	bad := f.write(t, "bad.jsonl", jsonl(append(l[:4:4], l[5:]...)))
 	var env []string
 	run := func(args ...string) (string, int) {
-		cmd := exec.Command(binary(t), append([]string{"verify"}, args...)...)
+		cmd := exec.Command(testenv.Binaries(t, "github.com/auditrail/auditrail/cmd/auditrail"), append([]string{"verify"}, args...)...)
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
@@ -283,3 +284,5 @@ func TestVerifyFlagsWinOverEnvironment(t *testing.T) {
 		})
 	}
 }
+
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -1,4 +1,4 @@
-package main
+package verifycmd
 
 import (
 	"bytes"
@@ -28,6 +28,7 @@ import (
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/internal/tlog/verify"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/sequencer"
@@ -468,7 +469,7 @@ func TestVerifyOnlineURL(t *testing.T) {
 		{"http://localhost.example.com:8080", false},
 		{"http://127.0.0.1.example.com:8080", false},
 	} {
-		_, err := parseOnline(tc.url, "k", org, "audit")
+		_, err := verify.ParseOnline(tc.url, "k", org, "audit")
 		if tc.ok != (err == nil) {
 			t.Errorf("%s: %v, want accepted %v", tc.url, err, tc.ok)
 		}

@@ -1,4 +1,6 @@
-package main
+// Package admin is `auditrail admin NOUN VERB`: the admin and audit API
+// from a terminal (source CLI), through apiclient.
+package admin
 
 import (
 	"bytes"
@@ -273,7 +275,8 @@ func adminUsage(w io.Writer) {
 }
 
 // runAdmin is the admin API from a terminal.
-func runAdmin(ctx context.Context, args []string) error {
+// Run runs `auditrail admin` with args.
+func Run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail admin")
 	base := fs.String("url", "", "http://127.0.0.1:8080", "base URL of the admin and audit API")
 	key := fs.String("key", "", "", "API key, JWT or bootstrap key (prefer the environment: a flag shows in the process list)")
