@@ -3,22 +3,35 @@ BIN     := bin/auditrail
 ARGS    ?=
 FUZZTIME ?= 30s
 
-.PHONY: run test build bench fuzz vet clean
+.PHONY: run test test-e2e build bench fuzz vet clean
 
 ## run: build and run every role in one process on embedded defaults, with the demo
 run: build
 	$(BIN) dev --demo $(ARGS)
 
-## test: the whole suite (CI: AUDITRAIL_REQUIRE_ALL=1 make test)
+## test: the in-process tests under the race detector (what CI and a
+## contributor run first; about 10 minutes on 2 cores)
 test: vet
 	$(GO) test -race -count=1 -timeout 14m ./...
-	$(GO) test -count=1 -timeout 14m -run '$(CLUSTER_TESTS)' ./cmd/auditrail ./internal/auditstore/clickhouse
 
-# The cluster tests (files built with !race): a 3-server NATS cluster and
-# ClickHouse 2 shards x 2 replicas with ZooKeeper, run without the race
-# detector (see cmd/auditrail/scaleout_test.go); the two packages at once
-# (chserver.FreePort reserves each port it gives across processes).
-CLUSTER_TESTS = ^(TestClusterFailover|TestClickHouseClusterIngestAndList|TestClickHouseClusterFlag|TestEveryRoleTwice|TestClusterConformance|TestClusterOptionsValidate|TestClusterNodeAddedLater)$$
+## test-e2e: the process-level tests (build tag e2e: they run the binaries,
+## built without -race, so the race detector adds nothing) and the cluster
+## tests (3 NATS servers, ClickHouse 2 shards x 2 replicas with ZooKeeper;
+## CLUSTER_EVENTS events in the failover test), in two streams at once: the
+## cluster tests, and the rest. CI runs both tiers.
+test-e2e:
+	$(GO) vet -tags e2e ./cmd/... ./commands/... ./bench/...
+	@set -u; \
+	( AUDITRAIL_CLUSTER_EVENTS=$(CLUSTER_EVENTS) $(GO) test -tags e2e -count=1 -timeout 30m -run '$(CLUSTER_E2E)' ./cmd/auditrail && \
+	  $(GO) test -count=1 -timeout 14m -run '$(CLUSTER_STORE)' ./internal/auditstore/clickhouse ) & cluster=$$!; \
+	$(GO) test -tags e2e -count=1 -timeout 30m -skip '$(CLUSTER_E2E)' ./cmd/... ./commands/... ./bench/... & rest=$$!; \
+	status=0; wait $$cluster || status=1; wait $$rest || status=1; exit $$status
+
+CLUSTER_EVENTS ?= 50000
+# The cluster tests: of the binary (cmd/auditrail) and of the store (files
+# built with !race, run without the race detector as the e2e tier).
+CLUSTER_E2E = ^(TestEveryRoleTwice|TestClickHouseClusterIngestAndList|TestClickHouseClusterFlag|TestClusterFailover|TestRolesStartInAnyOrderOnACluster|TestNATSReplicasFlag)$$
+CLUSTER_STORE = ^(TestClusterConformance|TestClusterOptionsValidate|TestClusterNodeAddedLater)$$
 
 ## build: bin/auditrail, and bin/auditrail-demo (the demo's servers, which
 ## dev --demo runs; not part of the product) (the first build compiles every dependency: several

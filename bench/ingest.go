@@ -78,13 +78,9 @@ func AuditrailBinary() (string, error) {
 	return exe, nil
 }
 
-// ingestExe is the auditrail binary whose ingest role is measured:
-// AUDITRAIL_BENCH_INGEST_EXE (tests, which run from a test binary), the
+// ingestExe is the auditrail binary whose ingest role is measured: the
 // one SetAuditrail named, or the one beside this executable.
 func ingestExe() (string, error) {
-	if exe := os.Getenv("AUDITRAIL_BENCH_INGEST_EXE"); exe != "" {
-		return exe, nil
-	}
 	if auditrailExe != "" {
 		return auditrailExe, nil
 	}

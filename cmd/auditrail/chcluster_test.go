@@ -1,4 +1,4 @@
-//go:build !race
+//go:build e2e && !race
 
 // The cluster tests run without the race detector, in the second step of
 // `make test`: what they test runs in other processes (the roles, the

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -17,58 +19,9 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"gopkg.in/yaml.v3"
 
 	"github.com/auditrail/auditrail/internal/natsx"
 )
-
-// composeService is what the tests read of a service of docker-compose.yml.
-type composeService struct {
-	Image       string            `yaml:"image"`
-	Build       any               `yaml:"build"`
-	Command     []string          `yaml:"command"`
-	Entrypoint  []string          `yaml:"entrypoint"`
-	Environment map[string]string `yaml:"environment"`
-	Volumes     []string          `yaml:"volumes"`
-	Ports       []string          `yaml:"ports"`
-	Restart     string            `yaml:"restart"`
-	Profiles    []string          `yaml:"profiles"`
-	DependsOn   map[string]struct {
-		Condition string `yaml:"condition"`
-	} `yaml:"depends_on"`
-	Healthcheck *struct {
-		Test []string `yaml:"test"`
-	} `yaml:"healthcheck"`
-	Networks map[string]struct {
-		IPv4Address string `yaml:"ipv4_address"`
-	} `yaml:"networks"`
-}
-
-type composeFile struct {
-	Services map[string]composeService `yaml:"services"`
-	Volumes  map[string]any            `yaml:"volumes"`
-	Networks map[string]struct {
-		IPAM struct {
-			Config []struct {
-				Subnet  string `yaml:"subnet"`
-				IPRange string `yaml:"ip_range"`
-			} `yaml:"config"`
-		} `yaml:"ipam"`
-	} `yaml:"networks"`
-}
-
-func readCompose(t *testing.T) composeFile {
-	t.Helper()
-	raw, err := os.ReadFile("../../docker-compose.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc composeFile
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatalf("docker-compose.yml: %v", err)
-	}
-	return doc
-}
 
 // roleServices are the auditrail role services of doc by role: each name
 // is <role>-<n>.

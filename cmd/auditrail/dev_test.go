@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -24,8 +26,6 @@ import (
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 )
-
-func TestMain(m *testing.M) { testenv.Main(m) }
 
 var (
 	buildOnce sync.Once

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -16,16 +18,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
-
-// scrape is one parsed answer of GET /metrics.
-type scrape map[string]*dto.MetricFamily
 
 // scrapeMetrics gets and parses addr's /metrics.
 func scrapeMetrics(t *testing.T, addr string) scrape {
@@ -45,44 +43,6 @@ func scrapeMetrics(t *testing.T, addr string) scrape {
 		t.Fatalf("parse /metrics: %v", err)
 	}
 	return fams
-}
-
-// value sums the series of name whose labels include want (a counter's or
-// gauge's value, a histogram's count); -1 when no series matches.
-func (s scrape) value(name string, want ...string) float64 {
-	fam, ok := s[name]
-	if !ok {
-		return -1
-	}
-	found, sum := false, 0.0
-	for _, m := range fam.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for i := 0; i+1 < len(want); i += 2 {
-			match = match && labels[want[i]] == want[i+1]
-		}
-		if !match {
-			continue
-		}
-		found = true
-		switch {
-		case m.Counter != nil:
-			sum += m.Counter.GetValue()
-		case m.Gauge != nil:
-			sum += m.Gauge.GetValue()
-		case m.Histogram != nil:
-			sum += float64(m.Histogram.GetSampleCount())
-		case m.Untyped != nil:
-			sum += m.Untyped.GetValue()
-		}
-	}
-	if !found {
-		return -1
-	}
-	return sum
 }
 
 // delta is after's value minus before's (a missing series counts 0).
