@@ -25,6 +25,7 @@ import (
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/query/dashboard"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // DashboardResult holds what the dashboard benchmark measured: the routes
@@ -441,10 +442,10 @@ func encodeReference(ctx context.Context, d *devProcess, path string) (float64, 
 	if err != nil {
 		return 0, err
 	}
-	var items []query.Item
+	var items []apiitem.Item
 	dec := json.NewDecoder(bytes.NewReader(body))
 	for dec.More() {
-		var it query.Item
+		var it apiitem.Item
 		if err := dec.Decode(&it); err != nil {
 			return 0, fmt.Errorf("decode export line %d: %w", len(items)+1, err)
 		}

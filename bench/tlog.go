@@ -13,12 +13,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/chserver"
 	"github.com/auditrail/auditrail/internal/natsx"
-	"github.com/auditrail/auditrail/sequencer"
 )
 
 // TlogResult holds what the tamper-evidence log benchmark measured.
@@ -113,7 +113,7 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 	}
 	scfg := sequencer.DefaultConfig()
 	scfg.Instance, scfg.AuditDurable, scfg.ExecutionDurable = "bench", icfg.Durable, ingest.ExecutionDurableFor(icfg.Durable)
-	runner, err := sequencer.NewRunner(scfg, sequencer.New(on), bn.js, kv, ingest.NewWatermarks(bn.js, 0), slog.New(slog.DiscardHandler))
+	runner, err := sequencer.NewRunner(scfg, sequencer.New(on), bn.js, kv, natsx.NewWatermarks(bn.js, 0), slog.New(slog.DiscardHandler))
 	if err != nil {
 		return r, err
 	}

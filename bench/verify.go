@@ -21,8 +21,8 @@ import (
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/tlogtest"
 	"github.com/auditrail/auditrail/internal/tlog/verify"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // VerifyResult is what the verify benchmark measured.
@@ -43,7 +43,7 @@ type VerifyResult struct {
 // Figures is the verification rate beside the reference.
 func (r VerifyResult) Figures() []Figure {
 	return []Figure{{Name: fmt.Sprintf("verify %d exported entries (entries/s)", r.Entries), Value: rate(r.Entries, r.Verify), Unit: "entries/s",
-		Reference: rate(r.Entries, r.Decode), RefName: "read + encoding/json into query.Item, same workers", Goal: 1, Min: 500_000}}
+		Reference: rate(r.Entries, r.Decode), RefName: "read + encoding/json into apiitem.Item, same workers", Goal: 1, Min: 500_000}}
 }
 
 // VerifyRuns is how many times each side runs; the best run counts (the
@@ -51,12 +51,12 @@ func (r VerifyResult) Figures() []Figure {
 const VerifyRuns = 2
 
 // Verify writes n generated audit entries (internal/synth events rendered
-// as query.Item, each with its leaf_index, the last line the signed
+// as apiitem.Item, each with its leaf_index, the last line the signed
 // checkpoint) to a JSONL file in a temporary directory and measures the
 // offline verifier over it (auditrail verify --export: parse, canonicalize
 // and hash every line on every core, place the leaves, recompute the root),
 // against the floor any verifier pays: reading the file and decoding every
-// line into a query.Item with encoding/json on as many workers.
+// line into a apiitem.Item with encoding/json on as many workers.
 func Verify(ctx context.Context, n int, w io.Writer) (VerifyResult, error) {
 	r := VerifyResult{Entries: n, Workers: runtime.GOMAXPROCS(0)}
 	dir, err := os.MkdirTemp("", "auditrail-bench-verify-")
@@ -131,7 +131,7 @@ func writeVerifyExport(path string, n int, key tlog.PrivateKey) (int64, error) {
 					ts := base.Add(time.Duration(i) * time.Millisecond)
 					ev := g.Event(ts)
 					e := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: ts}
-					item, err := json.Marshal(query.NewItem(&e))
+					item, err := json.Marshal(apiitem.NewItem(&e))
 					if err == nil {
 						var en tlog.Entry
 						en, err = tlog.ParseEntry(nil, item)
@@ -203,7 +203,7 @@ func timeVerify(ctx context.Context, path string, keys tlog.KeySet, n int64) (ti
 }
 
 // timeDecode reads the file and decodes every entry line into a
-// query.Item on workers goroutines.
+// apiitem.Item on workers goroutines.
 func timeDecode(path string, workers int) (time.Duration, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -228,7 +228,7 @@ func timeDecode(path string, workers int) (time.Duration, error) {
 					if bytes.HasPrefix(line, []byte(`{"checkpoint"`)) {
 						continue
 					}
-					var it query.Item
+					var it apiitem.Item
 					if err := json.Unmarshal(line, &it); err != nil {
 						mu.Lock()
 						decErr = err

@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/destination"
 	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
@@ -106,24 +107,9 @@ func checkDestinationURL(raw string) error {
 	return invalid("url", "%q is not an https URL (http only to a loopback address)", u.Scheme+"://"+u.Host)
 }
 
-// DestinationFilter parses a destination's q: the search language of the
-// listings, as a search of audit entries, of executions, or both (free
-// text alone). It returns the query of each kind it parses as (nil for a
-// kind it does not apply to: those events are not delivered); an empty q
-// delivers everything. An error when it parses as neither.
+// DestinationFilter is destination.Filter.
 func DestinationFilter(q string) (audit, executions *search.Query, err error) {
-	qa, errA := search.Parse(search.Audit, q)
-	qe, errE := search.Parse(search.Executions, q)
-	if errA != nil && errE != nil {
-		return nil, nil, errA
-	}
-	if errA == nil {
-		audit = &qa
-	}
-	if errE == nil {
-		executions = &qe
-	}
-	return audit, executions, nil
+	return destination.Filter(q)
 }
 
 // destinationView is a destination as the API and audit events show it.

@@ -5,70 +5,48 @@ package controlplane
 // bucket of its own (DeliverBucket) and the admin API reads.
 
 import (
+	"github.com/auditrail/auditrail/controlplane/destination"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Destination types and formats (CONTRACT.md "Delivery to pollers and SIEMs").
-const (
-	DestHTTPS     = "https"
-	DestSplunkHEC = "splunk_hec"
-	FormatJSON    = "json"
-	FormatOCSF    = "ocsf"
+// The destination model lives in controlplane/destination, which the
+// delivery role imports without the admin API.
+type (
+	Destination         = destination.Destination
+	DestinationSecrets  = destination.DestinationSecrets
+	ResolvedDestination = destination.ResolvedDestination
+	DeliveryStatus      = destination.DeliveryStatus
 )
 
-// Destination is an organization's push destination. The secret (https:
-// the HMAC key of Auditrail-Signature) and the token (splunk_hec) are
-// sealed in Sealed and never returned.
-type Destination struct {
-	ID     uuid.UUID `json:"id"`
-	OrgID  uuid.UUID `json:"organization_id"`
-	Name   string    `json:"name"`
-	Type   string    `json:"type"`
-	URL    string    `json:"url"`
-	Format string    `json:"format"`
-	Q      string    `json:"q"`
-	Paused bool      `json:"paused"`
-	// Generation counts the replays: the delivery role keeps one consumer
-	// per generation, starting at StartAt (the creation, then each
-	// replay's since).
-	Generation int       `json:"generation"`
-	StartAt    time.Time `json:"start_at"`
-	// SecretSet and TokenSet say which secrets are sealed.
-	SecretSet bool      `json:"secret_set"`
-	TokenSet  bool      `json:"token_set"`
-	Sealed    []byte    `json:"sealed,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
+// Destination types and formats, delivery states, the delivery bucket:
+// see controlplane/destination.
+const (
+	DestHTTPS        = destination.DestHTTPS
+	DestSplunkHEC    = destination.DestSplunkHEC
+	FormatJSON       = destination.FormatJSON
+	FormatOCSF       = destination.FormatOCSF
+	DeliverBucket    = destination.DeliverBucket
+	DeliveryActive   = destination.DeliveryActive
+	DeliveryFailing  = destination.DeliveryFailing
+	DeliveryPaused   = destination.DeliveryPaused
+	DeliveryStarting = destination.DeliveryStarting
+)
 
-// DestinationSecrets are the sealed part of a Destination.
-type DestinationSecrets struct {
-	Secret string `json:"secret,omitempty"`
-	Token  string `json:"token,omitempty"`
-}
+// DeliveryStatusKey is destination.DeliveryStatusKey.
+func DeliveryStatusKey(id uuid.UUID) string { return destination.DeliveryStatusKey(id) }
 
 func destinationKey(org, id string) string { return "dest." + org + "." + id }
 
 // destinationPrefix is the prefix of every destination's key.
 const destinationPrefix = "dest."
-
-// ResolvedDestination is a destination with its secrets opened, for the
-// delivery role. Err is set (and the secrets empty) when they do not open
-// here (a key this process lacks): the destination exists, but this
-// process cannot deliver it.
-type ResolvedDestination struct {
-	Destination
-	Secret, Token string
-	Err           error
-}
 
 // DestinationReader lists the destinations of every organization with
 // their secrets, from a (read-only) mirror of the control-plane state.
@@ -120,42 +98,6 @@ func openDestination(sealer *Sealer, key string, d Destination) (DestinationSecr
 	}
 	err = json.Unmarshal(pt, &sec)
 	return sec, err
-}
-
-// DeliverBucket is the KV bucket that the delivery role alone writes
-// (natsx.DeliverBucket): status.<destination id>, lease.<destination id>,
-// instance.<instance id>.
-const DeliverBucket = "auditrail_deliver"
-
-// DeliveryStatusKey is the key of a destination's status in DeliverBucket.
-func DeliveryStatusKey(id uuid.UUID) string { return "status." + id.String() }
-
-// Delivery states of DeliveryStatus.State.
-const (
-	DeliveryActive  = "active"  // delivering, or caught up
-	DeliveryFailing = "failing" // the last attempt failed; retried with back-off
-	DeliveryPaused  = "paused"
-	// DeliveryStarting: no delivery instance has reported on it yet.
-	DeliveryStarting = "starting"
-)
-
-// DeliveryStatus is what the delivery role reports of a destination.
-// Pending counts the events matching the destination's subjects that are
-// not yet acknowledged by the receiver (before the q filter); OldestPending
-// is the stream time of the first of them. Failures counts the failed
-// attempts since the last success; LastError is generic (a status code, a
-// timeout, a refused address), never a body or a secret.
-type DeliveryStatus struct {
-	State           string     `json:"state"`
-	Generation      int        `json:"generation"`
-	Instance        string     `json:"instance"`
-	LastDeliveredAt *time.Time `json:"last_delivered_at"`
-	Pending         uint64     `json:"pending"`
-	OldestPending   *time.Time `json:"oldest_pending,omitempty"`
-	Failures        int        `json:"failures"`
-	LastError       string     `json:"last_error"`
-	Delivered       uint64     `json:"delivered"`
-	UpdatedAt       time.Time  `json:"updated_at"`
 }
 
 // deliveryStatuses reads the statuses the delivery role writes; the

@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/deliver"
+	"github.com/auditrail/auditrail/evidence/checkpointer"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
 	"github.com/auditrail/auditrail/schemas"
 )
 

@@ -19,13 +19,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/destination"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
 )
 
-// DefaultBucket is the delivery bucket (controlplane.DeliverBucket).
-const DefaultBucket = controlplane.DeliverBucket
+// DefaultBucket is the delivery bucket (destination.DeliverBucket).
+const DefaultBucket = destination.DeliverBucket
 
 // Config configures a Deliverer.
 type Config struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/destination"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
@@ -27,7 +27,7 @@ import (
 // Source lists the destinations with their secrets
 // (controlplane.DestinationReader).
 type Source interface {
-	Destinations() ([]controlplane.ResolvedDestination, error)
+	Destinations() ([]destination.ResolvedDestination, error)
 	// Fresh returns nil while the list is confirmed current: consumers of
 	// destinations missing from it are deleted only then.
 	Fresh() error
@@ -213,7 +213,7 @@ func (d *Deliverer) step(ctx context.Context) {
 	if err != nil {
 		d.log.Warn("deliver: destinations that cannot be read are skipped", "err", err)
 	}
-	all := make(map[uuid.UUID]controlplane.ResolvedDestination, len(dests))
+	all := make(map[uuid.UUID]destination.ResolvedDestination, len(dests))
 	for _, dst := range dests {
 		all[dst.ID] = dst
 	}
@@ -401,7 +401,7 @@ func (d *Deliverer) forget(ctx context.Context, id uuid.UUID, gen int) {
 	if err := d.js.DeleteConsumer(ctx, schemas.StreamEvents, consumerName(id, gen)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		d.log.Warn("deliver: delete the consumer of a deleted destination", "destination", id, "err", err)
 	}
-	_ = d.kv.Delete(ctx, controlplane.DeliveryStatusKey(id))
+	_ = d.kv.Delete(ctx, destination.DeliveryStatusKey(id))
 	d.release(ctx, id)
 	d.log.Info("deliver: destination deleted", "destination", id)
 }
@@ -429,7 +429,7 @@ func parseConsumerName(name string) (uuid.UUID, int, bool) {
 // cleanup deletes the consumers of destinations that no longer exist and
 // of generations replaced by a replay, once older than CleanupAge, and
 // only while the list of destinations is confirmed current.
-func (d *Deliverer) cleanup(ctx context.Context, all map[uuid.UUID]controlplane.ResolvedDestination) {
+func (d *Deliverer) cleanup(ctx context.Context, all map[uuid.UUID]destination.ResolvedDestination) {
 	if d.src.Fresh() != nil {
 		return
 	}
@@ -450,7 +450,7 @@ func (d *Deliverer) cleanup(ctx context.Context, all map[uuid.UUID]controlplane.
 			d.log.Info("deliver: stale consumer deleted", "consumer", info.Name)
 		}
 		if _, exists := all[id]; !exists {
-			_ = d.kv.Delete(ctx, controlplane.DeliveryStatusKey(id))
+			_ = d.kv.Delete(ctx, destination.DeliveryStatusKey(id))
 		}
 	}
 	if err := lister.Err(); err != nil {

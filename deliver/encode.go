@@ -9,23 +9,23 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/destination"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/internal/ocsf"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // spec is a destination as a worker delivers it: its filters parsed.
 type spec struct {
-	controlplane.ResolvedDestination
+	destination.ResolvedDestination
 	audit, executions *search.Query
 }
 
-func newSpec(d controlplane.ResolvedDestination) (*spec, error) {
-	qa, qe, err := controlplane.DestinationFilter(d.Q)
+func newSpec(d destination.ResolvedDestination) (*spec, error) {
+	qa, qe, err := destination.Filter(d.Q)
 	if err != nil {
 		return nil, fmt.Errorf("destination %s: q: %w", d.ID, err)
 	}
@@ -88,11 +88,11 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 			return nil, nil
 		}
 		at = ev.Timestamp
-		if s.Format == controlplane.FormatOCSF {
+		if s.Format == destination.FormatOCSF {
 			v = ocsf.Audit(&ev)
 		} else {
 			entry := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: created}
-			v = query.NewItem(&entry)
+			v = apiitem.NewItem(&entry)
 		}
 	case schemas.KindExecution:
 		ev, err := schemas.UnmarshalExecutionEvent(data)
@@ -106,10 +106,10 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 			return nil, nil
 		}
 		at = ev.StartedAt
-		if s.Format == controlplane.FormatOCSF {
+		if s.Format == destination.FormatOCSF {
 			v = ocsf.Execution(&ev)
 		} else {
-			v = query.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev, CreatedTime: created})
+			v = apiitem.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev, CreatedTime: created})
 		}
 	case schemas.KindCheckpoint:
 		// A signed checkpoint of the org's logs (issue 24): delivered in
@@ -117,7 +117,7 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 		// a log, and the SIEM needs it to verify what it got); skipped in
 		// OCSF, which has no class for a signed tree head (an invented one
 		// would not validate against the OCSF schema).
-		if s.Format == controlplane.FormatOCSF {
+		if s.Format == destination.FormatOCSF {
 			return nil, nil
 		}
 		if !utf8.Valid(data) || len(data) > tlog.MaxCheckpointBytes {
@@ -137,9 +137,9 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 	default:
 		return nil, fmt.Errorf("subject %q is not an event subject", subject)
 	}
-	if s.Type == controlplane.DestSplunkHEC {
+	if s.Type == destination.DestSplunkHEC {
 		st := "auditrail:" + kind
-		if s.Format == controlplane.FormatOCSF {
+		if s.Format == destination.FormatOCSF {
 			st = "ocsf:api_activity"
 		}
 		v = hecEvent{Time: float64(at.UnixMilli()) / 1000, Host: "auditrail", Source: "auditrail", Sourcetype: st, Event: v}
@@ -149,7 +149,7 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 
 // contentType is the Content-Type of the destination's bodies.
 func (s *spec) contentType() string {
-	if s.Type == controlplane.DestSplunkHEC {
+	if s.Type == destination.DestSplunkHEC {
 		return "application/json"
 	}
 	return "application/x-ndjson"

@@ -19,7 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/destination"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/retry"
@@ -41,7 +41,7 @@ type worker struct {
 	log        *slog.Logger
 
 	// The status, written by the worker's goroutine only.
-	st        controlplane.DeliveryStatus
+	st        destination.DeliveryStatus
 	writtenAt time.Time
 }
 
@@ -50,12 +50,12 @@ func newWorker(d *Deliverer, sp *spec, l lease) *worker {
 	w := &worker{d: d, id: sp.ID, gen: sp.Generation, leaseUntil: l.until, takeover: l.takeover, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		log: d.log.With("destination", sp.ID, "generation", sp.Generation)}
 	w.spec.Store(sp)
-	w.st = controlplane.DeliveryStatus{State: controlplane.DeliveryActive, Generation: sp.Generation, Instance: d.cfg.Instance}
+	w.st = destination.DeliveryStatus{State: destination.DeliveryActive, Generation: sp.Generation, Instance: d.cfg.Instance}
 	return w
 }
 
 // update takes a changed destination (pause, URL, secret, q, format).
-func (w *worker) update(dst controlplane.ResolvedDestination, log *slog.Logger) {
+func (w *worker) update(dst destination.ResolvedDestination, log *slog.Logger) {
 	cur := w.spec.Load()
 	if cur.UpdatedAt.Equal(dst.UpdatedAt) && cur.Paused == dst.Paused {
 		return
@@ -101,7 +101,7 @@ func (w *worker) run() {
 	bo := w.d.cfg.Retry.Backoff()
 	for w.ctx.Err() == nil {
 		if sp := w.spec.Load(); sp.Paused {
-			w.setStatus(controlplane.DeliveryPaused, false)
+			w.setStatus(destination.DeliveryPaused, false)
 			retry.Sleep(w.ctx, w.d.cfg.Tick)
 			continue
 		}
@@ -123,7 +123,7 @@ func (w *worker) run() {
 		bo.Reset()
 		if len(msgs) == 0 {
 			w.st.Pending, w.st.OldestPending = 0, nil
-			w.setStatus(controlplane.DeliveryActive, false)
+			w.setStatus(destination.DeliveryActive, false)
 			continue
 		}
 		w.deliver(msgs)
@@ -280,7 +280,7 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 	if w.st.Pending == 0 {
 		w.st.OldestPending = nil
 	}
-	w.setStatus(controlplane.DeliveryActive, w.st.Pending == 0)
+	w.setStatus(destination.DeliveryActive, w.st.Pending == 0)
 }
 
 // lags are the times since the stream stored the events of c, at now (at
@@ -360,7 +360,7 @@ func (w *worker) post(sp *spec, c chunk, batch []jetstream.Msg) error {
 		}
 		w.st.Failures++
 		w.st.LastError = describe(err, w.d.cfg.RequestTimeout)
-		w.setStatus(controlplane.DeliveryFailing, true)
+		w.setStatus(destination.DeliveryFailing, true)
 		w.log.Warn("deliver: attempt failed", "err", redact.Error(err, sp.Secret, sp.Token), "failures", w.st.Failures, "retry_in", next)
 		for _, m := range batch {
 			_ = m.InProgress()
@@ -395,7 +395,7 @@ func (w *worker) send(ctx context.Context, sp *spec, deliveryID string, body []b
 	if sp.Secret != "" {
 		req.Header.Set(HeaderSignature, Sign([]byte(sp.Secret), time.Now(), body))
 	}
-	if sp.Type == controlplane.DestSplunkHEC {
+	if sp.Type == destination.DestSplunkHEC {
 		req.Header.Set("Authorization", "Splunk "+sp.Token)
 	}
 	resp, err := w.d.client.Do(req)
@@ -455,7 +455,7 @@ func (w *worker) setStatus(state string, force bool) {
 	b, _ := json.Marshal(w.st)
 	ctx, cancel := context.WithTimeout(w.ctx, 5*time.Second)
 	defer cancel()
-	if _, err := w.d.kv.Put(ctx, controlplane.DeliveryStatusKey(w.id), b); err != nil && w.ctx.Err() == nil {
+	if _, err := w.d.kv.Put(ctx, destination.DeliveryStatusKey(w.id), b); err != nil && w.ctx.Err() == nil {
 		w.log.Warn("deliver: write status", "err", err)
 	}
 }

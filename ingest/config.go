@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/internal/cli"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 // ErrInvalidOption wraps every configuration error.
@@ -66,7 +67,7 @@ type Config struct {
 // events far larger than the usual half kilobyte, lower --fetch-size.
 func DefaultConfig() Config {
 	return Config{
-		Durable:       "auditrail-ingest-audit",
+		Durable:       schemas.IngestAuditDurable,
 		BatchSize:     10_000,
 		BatchBytes:    6 << 20,
 		FetchSize:     10_000,
@@ -96,7 +97,7 @@ func (c Config) MemoryLimit() int64 {
 }
 
 // ExecutionDurable is the default durable consumer of execution events.
-const ExecutionDurable = "auditrail-ingest-execution"
+const ExecutionDurable = schemas.IngestExecutionDurable
 
 // ExecutionDurableFor is the durable consumer of execution events of the
 // ingest whose audit durable is audit: ExecutionDurable beside the default,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -52,7 +53,7 @@ func (s *gatedStore) WriteAudit(ctx context.Context, evs []schemas.AuditEvent) e
 // whatever is stored).
 type poller struct {
 	store  feedStore
-	marks  *ingest.Watermarks
+	marks  *natsx.Watermarks
 	org    uuid.UUID
 	naive  bool // ignore the watermark
 	after  auditstore.FeedKey
@@ -61,7 +62,7 @@ type poller struct {
 	orders int // positions that went backwards
 }
 
-func newPoller(s feedStore, marks *ingest.Watermarks, org uuid.UUID, naive bool) *poller {
+func newPoller(s feedStore, marks *natsx.Watermarks, org uuid.UUID, naive bool) *poller {
 	return &poller{store: s, marks: marks, org: org, naive: naive, seen: map[uuid.UUID]int{}}
 }
 
@@ -128,7 +129,7 @@ func TestFeedWatermarkWaitsForSlowerBatch(t *testing.T) {
 			publish(t, pub, bb)
 			testenv.Eventually(t, 30*time.Second, "batch B stored", func() bool { return in.Stats().Stored >= 10 })
 
-			marks := ingest.NewWatermarks(js, time.Millisecond)
+			marks := natsx.NewWatermarks(js, time.Millisecond)
 			careful := newPoller(base, marks, org, false)
 			naive := newPoller(base, marks, org, true)
 			careful.poll(t, 7)
@@ -195,7 +196,7 @@ func TestFeedEveryEntryOnceUnderConcurrentIngest(t *testing.T) {
 			for i := range 2 {
 				runIngester(t, nc, &slowStore{Store: base, rng: rand.New(rand.NewPCG(uint64(i), 42))}, cfg)
 			}
-			marks := ingest.NewWatermarks(js, 5*time.Millisecond)
+			marks := natsx.NewWatermarks(js, 5*time.Millisecond)
 			p := newPoller(base, marks, org, false)
 
 			const producers, perProducer = 3, 700

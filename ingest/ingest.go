@@ -15,11 +15,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -81,31 +81,13 @@ type ExecutionWriter interface {
 // NewExecution returns the ingester of tool execution events
 // (auditrail.events.*.execution); cfg.Durable should differ from the audit one.
 func NewExecution(nc *nats.Conn, store ExecutionWriter, cfg Config, log *slog.Logger) (*Ingester[schemas.ExecutionEvent], error) {
-	return newIngester(nc, cfg, log, schemas.SubjectExecAll, DecodeExecution, "started_at",
+	return newIngester(nc, cfg, log, schemas.SubjectExecAll, natsx.DecodeExecution, "started_at",
 		func(e *schemas.ExecutionEvent) time.Time { return e.StartedAt }, store.WriteExecutions, store.Ping)
-}
-
-// DecodeExecution decodes an execution message and checks it against its
-// subject and headers; an error means the message belongs in the DLQ.
-func DecodeExecution(m jetstream.Msg) (schemas.ExecutionEvent, error) {
-	if s := m.Headers().Get(schemas.HeaderSchema); s != "" && s != schemas.SchemaExecutionV1 {
-		return schemas.ExecutionEvent{}, fmt.Errorf("%w: schema %q on an execution subject", ErrRejected, s)
-	}
-	ev, err := schemas.UnmarshalExecutionEvent(m.Data())
-	if err != nil {
-		return ev, err
-	}
-	org, _, ok := schemas.ParseEventSubject(m.Subject())
-	if !ok || org != ev.OrganizationID {
-		return schemas.ExecutionEvent{}, fmt.Errorf("%w: organization_id %s does not match subject %s", ErrRejected, ev.OrganizationID, m.Subject())
-	}
-	ev.Stored = persisted(m)
-	return ev, nil
 }
 
 // NewAudit returns the ingester of audit events (auditrail.events.*.audit).
 func NewAudit(nc *nats.Conn, store AuditWriter, cfg Config, log *slog.Logger) (*Ingester[schemas.AuditEvent], error) {
-	return newIngester(nc, cfg, log, schemas.SubjectAuditAll, DecodeAudit, "timestamp",
+	return newIngester(nc, cfg, log, schemas.SubjectAuditAll, natsx.DecodeAudit, "timestamp",
 		func(e *schemas.AuditEvent) time.Time { return e.Timestamp }, store.WriteAudit, store.Ping)
 }
 
@@ -127,42 +109,9 @@ func newIngester[T any](nc *nats.Conn, cfg Config, log *slog.Logger, filter stri
 		field: field, when: when, write: write, ping: ping}, nil
 }
 
-// ErrRejected marks a message that is sent to the dead-letter stream.
-var ErrRejected = errors.New("rejected")
-
-// DecodeAudit decodes an audit message and checks it against its subject and
-// headers; an error means the message belongs in the DLQ.
-func DecodeAudit(m jetstream.Msg) (schemas.AuditEvent, error) {
-	if s := m.Headers().Get(schemas.HeaderSchema); s != "" && s != schemas.SchemaAuditV1 {
-		return schemas.AuditEvent{}, fmt.Errorf("%w: schema %q on an audit subject", ErrRejected, s)
-	}
-	ev, err := schemas.UnmarshalAuditEvent(m.Data())
-	if err != nil {
-		return ev, err
-	}
-	org, _, ok := schemas.ParseEventSubject(m.Subject())
-	if !ok || !sameUUID(org, ev.OrganizationID) {
-		return schemas.AuditEvent{}, fmt.Errorf("%w: organization_id %s does not match subject %s", ErrRejected, ev.OrganizationID, m.Subject())
-	}
-	ev.Stored = persisted(m)
-	return ev, nil
-}
-
-// persisted is where and when the stream stored m (zero for a message
-// that does not come from a JetStream consumer).
-func persisted(m jetstream.Msg) schemas.Persisted {
-	meta, err := m.Metadata()
-	if err != nil {
-		return schemas.Persisted{}
-	}
-	return schemas.Persisted{Seq: meta.Sequence.Stream, Time: meta.Timestamp.UTC()}
-}
-
-// sameUUID compares a subject token with a UUID without allocating.
-func sameUUID(token string, id uuid.UUID) bool {
-	u, err := uuid.Parse(token)
-	return err == nil && u == id
-}
+// ErrRejected marks a message that is sent to the dead-letter stream
+// (natsx.ErrRejected, the decoders' too).
+var ErrRejected = natsx.ErrRejected
 
 // Observer times the commits of an ingester (metrics.Registry's ingest
 // observer implements it).

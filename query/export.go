@@ -24,6 +24,7 @@ import (
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // EventRecorder publishes audit events (producers.Recorder): Prepare
@@ -407,7 +408,7 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, newAuditEncoder(format), g, release, func(ctx context.Context, after *auditstore.Key) ([]Item, *auditstore.Key, error) {
+		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, newAuditEncoder(format), g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.Item, *auditstore.Key, error) {
 			page, err := s.store.ListAudit(ctx, auditQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list audit logs: %w", err)
@@ -416,9 +417,9 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, nil, err
 			}
-			items := make([]Item, len(page.Items))
+			items := make([]apiitem.Item, len(page.Items))
 			for i := range page.Items {
-				items[i] = NewItem(&page.Items[i])
+				items[i] = apiitem.NewItem(&page.Items[i])
 				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
 			}
 			return items, page.Next(), nil
@@ -438,7 +439,7 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 		if err != nil {
 			return err
 		}
-		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, newExecutionEncoder(format), g, release, func(ctx context.Context, after *auditstore.Key) ([]ExecutionItem, *auditstore.Key, error) {
+		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, newExecutionEncoder(format), g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.ExecutionItem, *auditstore.Key, error) {
 			page, err := store.ListExecutions(ctx, execQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list tool executions: %w", err)
@@ -447,9 +448,9 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 			if err != nil {
 				return nil, nil, err
 			}
-			items := make([]ExecutionItem, len(page.Items))
+			items := make([]apiitem.ExecutionItem, len(page.Items))
 			for i := range page.Items {
-				items[i] = NewExecutionItem(&page.Items[i])
+				items[i] = apiitem.NewExecutionItem(&page.Items[i])
 				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
 			}
 			return items, page.Next(), nil
@@ -560,7 +561,7 @@ func csvQuote(v string) bool {
 // EncodeAudit writes items as an export in format (FormatCSV or
 // FormatJSONL) would: the benchmark's reference, the encoder without the
 // store.
-func EncodeAudit(w io.Writer, format string, items []Item) error {
+func EncodeAudit(w io.Writer, format string, items []apiitem.Item) error {
 	enc := newAuditEncoder(format)
 	if err := enc.start(w); err != nil {
 		return err
@@ -573,12 +574,12 @@ func EncodeAudit(w io.Writer, format string, items []Item) error {
 	return enc.flush()
 }
 
-func newAuditEncoder(format string) *encoder[Item] {
-	return &encoder[Item]{header: AuditCSVHeader, row: auditRow, csv: format == FormatCSV}
+func newAuditEncoder(format string) *encoder[apiitem.Item] {
+	return &encoder[apiitem.Item]{header: AuditCSVHeader, row: auditRow, csv: format == FormatCSV}
 }
 
-func newExecutionEncoder(format string) *encoder[ExecutionItem] {
-	return &encoder[ExecutionItem]{header: ExecutionCSVHeader, row: executionRow, csv: format == FormatCSV}
+func newExecutionEncoder(format string) *encoder[apiitem.ExecutionItem] {
+	return &encoder[apiitem.ExecutionItem]{header: ExecutionCSVHeader, row: executionRow, csv: format == FormatCSV}
 }
 
 // CSVSafe defuses a cell that a spreadsheet would read as a formula (OWASP
@@ -666,7 +667,7 @@ func compactJSON(raw json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-func auditRow(it Item) ([]string, error) {
+func auditRow(it apiitem.Item) ([]string, error) {
 	data, err := compactJSON(it.Data)
 	if err != nil {
 		return nil, err
@@ -676,7 +677,7 @@ func auditRow(it Item) ([]string, error) {
 		str(it.ResourceType), str(it.ResourceID), str(it.ResourceDisplay), data, it.CreatedTime, indexCell(it.LeafIndex)}, nil
 }
 
-func executionRow(it ExecutionItem) ([]string, error) {
+func executionRow(it apiitem.ExecutionItem) ([]string, error) {
 	tool, err := jsonCell(it.Tool)
 	if err != nil {
 		return nil, err

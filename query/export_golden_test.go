@@ -16,6 +16,7 @@ import (
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -106,7 +107,7 @@ func TestExportGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := range entries {
-					if err := enc.write(&buf, NewItem(&entries[i])); err != nil {
+					if err := enc.write(&buf, apiitem.NewItem(&entries[i])); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -119,7 +120,7 @@ func TestExportGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := range execs {
-					if err := enc.write(&buf, NewExecutionItem(&execs[i])); err != nil {
+					if err := enc.write(&buf, apiitem.NewExecutionItem(&execs[i])); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // FeedReader reads the feeds (persistence order) of a store.
@@ -25,7 +26,7 @@ type FeedReader interface {
 
 // Watermarks tells how far the store is complete: the stream sequence up
 // to which every message of an ingest durable is committed
-// (ingest.Watermarks).
+// (natsx.Watermarks).
 type Watermarks interface {
 	Watermark(ctx context.Context, durable string) (uint64, error)
 }
@@ -57,13 +58,13 @@ var (
 // the entry's place in the event stream (increasing along the feed; 0 for
 // entries stored before feeds existed, which come first).
 type FeedItem struct {
-	Item
+	apiitem.Item
 	Position uint64 `json:"position"`
 }
 
 // ExecutionFeedItem is an execution of a feed (see FeedItem).
 type ExecutionFeedItem struct {
-	ExecutionItem
+	apiitem.ExecutionItem
 	Position uint64 `json:"position"`
 }
 
@@ -202,7 +203,7 @@ func (s *Server) feedAudit(store FeedReader, withProject bool) fiber.Handler {
 			}
 			items := make([]FeedItem, len(page.Items))
 			for i := range page.Items {
-				items[i] = FeedItem{Item: NewItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
+				items[i] = FeedItem{Item: apiitem.NewItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
 				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
 			}
 			return items, page.Next, page.HasMore, nil
@@ -253,7 +254,7 @@ func (s *Server) feedExecutions(store FeedReader, withProject bool) fiber.Handle
 			}
 			items := make([]ExecutionFeedItem, len(page.Items))
 			for i := range page.Items {
-				items[i] = ExecutionFeedItem{ExecutionItem: NewExecutionItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
+				items[i] = ExecutionFeedItem{ExecutionItem: apiitem.NewExecutionItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
 				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
 			}
 			return items, page.Next, page.HasMore, nil

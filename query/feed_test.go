@@ -22,7 +22,7 @@ import (
 	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
-// watermark is a watermark the test moves (ingest.Watermarks reads it from
+// watermark is a watermark the test moves (natsx.Watermarks reads it from
 // JetStream; the ingest and dev tests cover that).
 type watermark struct {
 	seq  atomic.Uint64

@@ -23,6 +23,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
@@ -77,7 +78,7 @@ func newHoldEnv(t *testing.T, tune func(*query.Config, *query.LiveConfig), wrap 
 	}
 	qs.RecordExportsWith(producers.NewRecorder(pub, 5*time.Second))
 	durable := ingest.DefaultConfig().Durable
-	qs.ServeFeedsWith(query.FeedSource{Watermarks: ingest.NewWatermarks(js, 0), AuditDurable: durable, ExecutionDurable: ingest.ExecutionDurableFor(durable)})
+	qs.ServeFeedsWith(query.FeedSource{Watermarks: natsx.NewWatermarks(js, 0), AuditDurable: durable, ExecutionDurable: ingest.ExecutionDurableFor(durable)})
 	app := httpapi.NewApp(nil)
 	e.cp.Service.Register(app)
 	qs.Register(app)

@@ -19,6 +19,7 @@ import (
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/internal/retry"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // Reader is the store as the query service needs it.
@@ -295,9 +296,9 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 			if err != nil {
 				return nil, nil, false, err
 			}
-			items := make([]ExecutionItem, len(page.Items))
+			items := make([]apiitem.ExecutionItem, len(page.Items))
 			for i := range page.Items {
-				items[i] = NewExecutionItem(&page.Items[i])
+				items[i] = apiitem.NewExecutionItem(&page.Items[i])
 				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
 			}
 			return items, page.Next(), page.HasMore, nil
@@ -418,9 +419,9 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, nil, false, err
 			}
-			items := make([]Item, len(page.Items))
+			items := make([]apiitem.Item, len(page.Items))
 			for i := range page.Items {
-				items[i] = NewItem(&page.Items[i])
+				items[i] = apiitem.NewItem(&page.Items[i])
 				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
 			}
 			return items, page.Next(), page.HasMore, nil

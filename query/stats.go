@@ -12,6 +12,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // StatsReader answers the stats routes (auditstore.StatsStore). The routes
@@ -149,7 +150,7 @@ type StatsValue struct {
 // without a resource type under RESOURCE_TYPE_UNSPECIFIED).
 func NewStatsData(p StatsParams, st auditstore.Stats) StatsData {
 	q := p.storeQuery()
-	d := StatsData{Bucket: p.Bucket, By: string(p.By), Since: formatTime(*p.Since), Until: formatTime(*p.Until),
+	d := StatsData{Bucket: p.Bucket, By: string(p.By), Since: apiitem.FormatTime(*p.Since), Until: apiitem.FormatTime(*p.Until),
 		Buckets: []StatsBucket{}, Top: StatsTops{Actors: []StatsValue{}, Resources: []StatsValue{}}}
 	name := map[auditstore.StatsKey]func(uint8) string{
 		auditstore.ByAction:       func(k uint8) string { return schemas.AuditAction(k).String() },
@@ -159,7 +160,7 @@ func NewStatsData(p StatsParams, st auditstore.Stats) StatsData {
 	_, hi := q.Bounds()
 	i := 0
 	for start := q.FirstBucket(); start < hi; start += q.BucketMS() {
-		b := StatsBucket{Start: formatTime(time.UnixMilli(start)), Counts: map[string]uint64{}}
+		b := StatsBucket{Start: apiitem.FormatTime(time.UnixMilli(start)), Counts: map[string]uint64{}}
 		// The store's buckets are inside the window and oldest first.
 		for i < len(st.Buckets) && st.Buckets[i].Start.UnixMilli() < start {
 			i++

@@ -23,6 +23,7 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
@@ -51,7 +52,7 @@ func checkStats(t *testing.T, data map[string]any, evs []schemas.AuditEvent, q a
 		for k, n := range b.Counts {
 			m[name(k)] = float64(n)
 		}
-		counts[b.Start.Format(query.TimeFormat)] = m
+		counts[b.Start.Format(apiitem.TimeFormat)] = m
 	}
 	step := q.Bucket
 	start := q.Since.Truncate(step) // UTC: Truncate aligns on the zero time, as the epoch does for these steps
@@ -62,8 +63,8 @@ func checkStats(t *testing.T, data map[string]any, evs []schemas.AuditEvent, q a
 			t.Fatalf("%d buckets, want more (up to %s)", len(buckets), q.Until)
 		}
 		b := buckets[n].(map[string]any)
-		if b["start"] != at.UTC().Format(query.TimeFormat) {
-			t.Fatalf("bucket %d starts at %v, want %s", n, b["start"], at.UTC().Format(query.TimeFormat))
+		if b["start"] != at.UTC().Format(apiitem.TimeFormat) {
+			t.Fatalf("bucket %d starts at %v, want %s", n, b["start"], at.UTC().Format(apiitem.TimeFormat))
 		}
 		got := map[string]float64{}
 		for k, v := range b["counts"].(map[string]any) {

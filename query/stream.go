@@ -15,11 +15,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // The live stream (GET …/audit_logs/stream): Server-Sent Events, one
@@ -598,7 +599,7 @@ func (st *stream) pump(ctx context.Context, it jetstream.MessagesContext, queue 
 			}
 			continue
 		}
-		ev, err := ingest.DecodeAudit(m)
+		ev, err := natsx.DecodeAudit(m)
 		if err != nil {
 			continue // a dead letter: never listed, never streamed
 		}
@@ -623,7 +624,7 @@ func frame(ev *schemas.AuditEvent, m jetstream.Msg) ([]byte, error) {
 	if meta, err := m.Metadata(); err == nil {
 		e.CreatedTime = auditstore.Millis(meta.Timestamp)
 	}
-	b, err := json.Marshal(NewItem(&e))
+	b, err := json.Marshal(apiitem.NewItem(&e))
 	if err != nil {
 		return nil, fmt.Errorf("encode item: %w", err)
 	}

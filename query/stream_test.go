@@ -28,6 +28,7 @@ import (
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 	"github.com/auditrail/auditrail/schemas/openapitest"
 )
 
@@ -384,8 +385,8 @@ func TestStreamDeliversTheScopesMatchingEntries(t *testing.T) {
 			}
 			listed := e.listed(t, "key-"+ev.OrganizationID.String(), listPath(ev.OrganizationID), m.id)
 			// created_time: the stream's time, no later than the store's.
-			streamed, err1 := time.Parse(query.TimeFormat, got["created_time"].(string))
-			stored, err2 := time.Parse(query.TimeFormat, listed["created_time"].(string))
+			streamed, err1 := time.Parse(apiitem.TimeFormat, got["created_time"].(string))
+			stored, err2 := time.Parse(apiitem.TimeFormat, listed["created_time"].(string))
 			if err1 != nil || err2 != nil || streamed.After(stored) {
 				t.Fatalf("created_time streamed %v, stored %v (%v %v)", got["created_time"], listed["created_time"], err1, err2)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/httpapi"
@@ -18,7 +19,6 @@ import (
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
-	"github.com/auditrail/auditrail/sequencer"
 )
 
 // logEnv is an organization's audit log in SQLite, sequenced and

@@ -2,6 +2,13 @@ package schemas
 
 import "strings"
 
+// The default durable consumers of ingest, whose acknowledgements say what
+// the store holds: the feeds and the tamper-evidence logs follow them.
+const (
+	IngestAuditDurable     = "auditrail-ingest-audit"
+	IngestExecutionDurable = "auditrail-ingest-execution"
+)
+
 // Stream and subject names of the event stream (CONTRACT.md "Event stream").
 const (
 	StreamEvents = "AUDITRAIL_EVENTS"

@@ -22,8 +22,8 @@ import (
 	"github.com/auditrail/auditrail/internal/chserver"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // deployBaseUsers is the users configuration the roles' users.d file is
@@ -88,7 +88,7 @@ func TestDeployClickHouseUsers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	open := func(user string, noMigrate bool) (*clickhouse.Store, error) {
-		return clickhouse.OpenWith(ctx, dsn(user), clickhouse.Options{NoMigrate: noMigrate, Leaves: query.Leaves{}})
+		return clickhouse.OpenWith(ctx, dsn(user), clickhouse.Options{NoMigrate: noMigrate, Leaves: apiitem.Leaves{}})
 	}
 	roles := []string{"auditrail_ingest", "auditrail_tlog", "auditrail_query"}
 

@@ -9,11 +9,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/evidence/checkpointer"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
 	"github.com/auditrail/auditrail/query"
 )
 
@@ -33,7 +33,7 @@ func serveFeeds(qs *query.Server, nc *nats.Conn, auditDurable string) error {
 	if err != nil {
 		return fmt.Errorf("feeds: %w", err)
 	}
-	qs.ServeFeedsWith(query.FeedSource{Watermarks: ingest.NewWatermarks(js, 0),
+	qs.ServeFeedsWith(query.FeedSource{Watermarks: natsx.NewWatermarks(js, 0),
 		AuditDurable: auditDurable, ExecutionDurable: ingest.ExecutionDurableFor(auditDurable)})
 	return nil
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/evidence/checkpointer"
+	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/retry"
-	"github.com/auditrail/auditrail/internal/tlog/checkpointer"
-	"github.com/auditrail/auditrail/sequencer"
 )
 
 // healthTLog is the /healthz key of the tamper-evidence log role.
@@ -102,7 +102,7 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	scfg := sequencer.DefaultConfig()
 	scfg.Instance = cfg.Instance
 	scfg.AuditDurable, scfg.ExecutionDurable = ingestDurable, ingest.ExecutionDurableFor(ingestDurable)
-	runner, err := sequencer.NewRunner(scfg, sequencer.New(st), js, kv, ingest.NewWatermarks(js, 0), log.With("role", "tlog"))
+	runner, err := sequencer.NewRunner(scfg, sequencer.New(st), js, kv, natsx.NewWatermarks(js, 0), log.With("role", "tlog"))
 	if err != nil {
 		return nil, cli.Usage(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // store keeps audit entries and tool executions, and looks them up by id
@@ -51,7 +52,7 @@ func openStore(ctx context.Context, t storeTarget, log *slog.Logger) (store, err
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if dsn != "" {
-		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster, Leaves: query.Leaves{}, NoMigrate: t.noMigrate})
+		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster, Leaves: apiitem.Leaves{}, NoMigrate: t.noMigrate})
 		if err != nil {
 			return nil, redact.Error(err, dsn)
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/ocsf"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // Run follows an organization's events on the stream, as JSON lines
@@ -120,14 +120,14 @@ func tailRecord(subject string, data []byte, format string) (any, error) {
 		if format == "ocsf" {
 			return ocsf.Execution(&ev), nil
 		}
-		return query.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev}), nil
+		return apiitem.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev}), nil
 	}
 	ev, err := schemas.UnmarshalAuditEvent(data)
 	if err != nil {
 		return nil, err
 	}
 	entry := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev}
-	item := query.NewItem(&entry)
+	item := apiitem.NewItem(&entry)
 	item.CreatedTime = "" // not yet stored
 	if format == "ocsf" {
 		return ocsf.Audit(&ev), nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/cli"
@@ -31,7 +32,6 @@ import (
 	"github.com/auditrail/auditrail/internal/tlog/verify"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
-	"github.com/auditrail/auditrail/sequencer"
 )
 
 // onlineEnv is the query role in process over a store (SQLite or

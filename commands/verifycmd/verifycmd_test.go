@@ -19,8 +19,8 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/tlogtest"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // verifyFixture is a log of n audit entries rendered as the list route
@@ -45,7 +45,7 @@ func newVerifyFixture(t *testing.T, n int) *verifyFixture {
 		ts := f.t0.Add(-time.Hour + time.Duration(i)*time.Second)
 		ev := g.Event(ts)
 		e := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: ts}
-		b, err := json.Marshal(query.NewItem(&e))
+		b, err := json.Marshal(apiitem.NewItem(&e))
 		if err != nil {
 			t.Fatal(err)
 		}

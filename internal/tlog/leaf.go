@@ -26,8 +26,8 @@ var canonicalizers = sync.Pool{New: func() any { return new(canonicalizer) }}
 // Canonical returns the RFC 8785 (JCS) bytes of item, a JSON object, with
 // a top-level leaf_index member removed if present: the bytes a leaf
 // hashes. item is the JSON text ([]byte or json.RawMessage) or a value
-// that encoding/json marshals to an object (query.Item,
-// query.ExecutionItem).
+// that encoding/json marshals to an object (apiitem.Item,
+// apiitem.ExecutionItem).
 func Canonical(item any) ([]byte, error) {
 	var src []byte
 	switch v := item.(type) {

@@ -15,8 +15,8 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 var update = flag.Bool("update", false, "rewrite the .json goldens (the .jcs and .leaf files are checked by hand, never rewritten)")
@@ -27,7 +27,7 @@ func ptr(s string) *string { return &s }
 // return them: nulls, non-ASCII text, characters encoding/json escapes
 // (<, >, &, U+2028) and JCS does not, a float duration, nested data.
 func goldenItems() map[string]any {
-	audit := query.Item{
+	audit := apiitem.Item{
 		ID: "0b4f6d2e-3a51-5c7e-9d10-2f3e4a5b6c7d", EventID: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
 		Timestamp: "2026-11-26T18:00:00.123Z", ClientIP: ptr("198.51.100.7"), Action: "AUDIT_ACTION_UPDATED",
 		Source: "AUDIT_SOURCE_DASHBOARD", DisplayName: "Zoë Ångström 日本 😀", CustomerID: nil,
@@ -37,14 +37,14 @@ func goldenItems() map[string]any {
 		Data:        json.RawMessage(`{"before":{"enabled":true,"timeout_ms":1.5e3},"after":{"enabled":false,"€":"x","a":[1,0.10,-0]}}`),
 		CreatedTime: "2026-11-26T18:00:00.456Z",
 	}
-	exec := query.ExecutionItem{
+	exec := apiitem.ExecutionItem{
 		ExecutionID: "exec_01", EventID: "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b", OrganizationID: "5b1c2d3e-4f50-4617-8a9b-0c1d2e3f4a5b",
 		ProjectID: ptr("7c6d5e4f-3a2b-4c1d-9e8f-7a6b5c4d3e2f"), UserID: "ann@example.com", PrincipalID: "key_9",
 		PrincipalType: "SERVICE_KEY", DisplayName: "Ann Ö", ClientIP: nil,
 		Tool:     schemas.ToolRef{Toolkit: "DocsToolkit", Name: "EditDocument", Version: "1.2.0"},
 		ToolName: "DocsToolkit.EditDocument", StartedAt: "2026-11-26T18:00:01.000Z", EndedAt: "2026-11-26T18:00:01.234Z",
 		DurationMS: 234.56700000000001, Success: false, ExecutionCode: "TOOL_ERROR",
-		Error: &query.ExecutionError{Kind: "upstream", Message: "Drive said: \"quota\"\nretry later"},
+		Error: &apiitem.ExecutionError{Kind: "upstream", Message: "Drive said: \"quota\"\nretry later"},
 		Hooks: []schemas.HookCall{{HookID: "hk_1", HookName: "pre-check", Point: "pre", Code: "OK", HTTPStatus: 200, Attempts: 1,
 			LatencyMS: 3.25, Decision: "allow"}},
 		CreatedTime: "2026-11-26T18:00:01.300Z",

@@ -16,8 +16,8 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -46,7 +46,7 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// Leaves stored beside the entries as ingest writes them (query.Leaves),
+// Leaves stored beside the entries as ingest writes them (apiitem.Leaves),
 // read by position; entries of a writer without Leaves listed unknown.
 func TestLeafFeed(t *testing.T) {
 	verifyNoLeaks(t)
@@ -60,7 +60,7 @@ func TestLeafFeed(t *testing.T) {
 			return s
 		}
 	}
-	storetest.RunLeafFeed(t, open(nil), open(query.Leaves{}), query.Leaves{})
+	storetest.RunLeafFeed(t, open(nil), open(apiitem.Leaves{}), apiitem.Leaves{})
 }
 
 // A database created before executions carried the principal and kept

@@ -1,6 +1,6 @@
 // Package tlogtest builds exports of a log in memory, as the export route
 // writes them, for the tests and the benchmark of the verifier. The items
-// themselves (query.Item JSON) come from the caller: internal/ does not
+// themselves (apiitem.Item JSON) come from the caller: internal/ does not
 // import the components.
 package tlogtest
 
@@ -16,7 +16,7 @@ import (
 
 // Line is item (a JSON object) with its leaf_index appended, as an export
 // line (without the newline).
-// A list item's own "leaf_index":null at its end (query.Item before it is
+// A list item's own "leaf_index":null at its end (apiitem.Item before it is
 // sequenced) is replaced.
 func Line(item []byte, index int64) []byte {
 	item = bytes.TrimSuffix(item, []byte(`,"leaf_index":null}`))

@@ -20,8 +20,8 @@ import (
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/internal/tlog/tlogtest"
 	"github.com/auditrail/auditrail/internal/tlog/verify"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
@@ -392,7 +392,7 @@ func FuzzExport(f *testing.F) {
 }
 
 // auditItems renders n synthetic audit events of org as the list route
-// returns them (query.Item JSON), one second apart from start.
+// returns them (apiitem.Item JSON), one second apart from start.
 func auditItems(org uuid.UUID, n int, seed uint64, start time.Time) [][]byte {
 	g := synth.New(org, 3, seed)
 	out := make([][]byte, n)
@@ -400,7 +400,7 @@ func auditItems(org uuid.UUID, n int, seed uint64, start time.Time) [][]byte {
 		ts := start.Add(time.Duration(i) * time.Second)
 		ev := g.Event(ts)
 		e := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: ts.Add(20 * time.Millisecond)}
-		b, err := json.Marshal(query.NewItem(&e))
+		b, err := json.Marshal(apiitem.NewItem(&e))
 		if err != nil {
 			panic(err)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/tlog/lease"
@@ -43,7 +42,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Durable: natsx.TLogDurable, LeaseTTL: 10 * time.Second, Fetch: 50_000,
-		AuditDurable: ingest.DefaultConfig().Durable, ExecutionDurable: ingest.ExecutionDurable, Idle: time.Second, Parallel: 4}
+		AuditDurable: schemas.IngestAuditDurable, ExecutionDurable: schemas.IngestExecutionDurable, Idle: time.Second, Parallel: 4}
 }
 
 // ErrInvalidConfig is returned by Validate.

@@ -11,14 +11,14 @@ import (
 	"github.com/google/uuid"
 	xtlog "golang.org/x/mod/sumdb/tlog"
 
+	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/schemas"
-	"github.com/auditrail/auditrail/sequencer"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
@@ -72,7 +72,7 @@ func expectedRoot(t *testing.T, s *sqlite.Store, org uuid.UUID, order []uuid.UUI
 			t.Fatalf("event %s not stored", id)
 		}
 		var err error
-		if leaves[i], err = (query.Leaves{}).AuditLeaf(&e); err != nil {
+		if leaves[i], err = (apiitem.Leaves{}).AuditLeaf(&e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -220,7 +220,7 @@ func (l *leafStore) FeedLeaves(ctx context.Context, q auditstore.LeafFeedQuery) 
 	}
 	out := auditstore.LeafPage{Next: p.Next, HasMore: p.HasMore}
 	for i := range p.Items {
-		h, err := query.Leaves{}.AuditLeaf(&p.Items[i])
+		h, err := apiitem.Leaves{}.AuditLeaf(&p.Items[i])
 		if err != nil {
 			return auditstore.LeafPage{}, err
 		}

@@ -1,4 +1,4 @@
-package query
+package apiitem
 
 import (
 	"encoding/json"

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
@@ -23,7 +24,6 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
-	"github.com/auditrail/auditrail/sequencer"
 )
 
 func runIngest(t *testing.T, nc *nats.Conn, s *sqlite.Store) {
@@ -70,7 +70,7 @@ func newRunner(t *testing.T, nc *nats.Conn, js jetstream.JetStream, s *sqlite.St
 	}
 	cfg := sequencer.DefaultConfig()
 	cfg.Instance, cfg.LeaseTTL, cfg.Idle = instance, time.Second, 100*time.Millisecond
-	r, err := sequencer.NewRunner(cfg, sequencer.New(s), js, kv, ingest.NewWatermarks(js, 10*time.Millisecond), slog.New(slog.DiscardHandler))
+	r, err := sequencer.NewRunner(cfg, sequencer.New(s), js, kv, natsx.NewWatermarks(js, 10*time.Millisecond), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 // so none can later appear before an entry already sequenced), takes each
 // entry's leaf (stored beside it by ingest where the store keeps leaves:
 // auditstore.LeafFeed; else computed from the entry as the list route
-// returns it, query.Leaves), and stores the leaves and the tree hashes
+// returns it, apiitem.Leaves), and stores the leaves and the tree hashes
 // they add (golang.org/x/mod/sumdb/tlog numbering).
 //
 // The log is a function of the feed: two sequencers of one organization
@@ -24,7 +24,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
-	"github.com/auditrail/auditrail/query"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // Store is what the sequencer reads and writes: the log's head and hashes,
@@ -47,7 +47,7 @@ const (
 // Sequencer appends to the logs of one store.
 type Sequencer struct {
 	store  Store
-	leaves query.Leaves
+	leaves apiitem.Leaves
 
 	mu sync.Mutex
 	// frontiers keeps, per log, the hashes that appending its next leaf

@@ -1,4 +1,8 @@
-package query
+// Package apiitem is an entry as the audit API serves it (the list routes'
+// items) and its tamper-evidence leaf, which hashes the JCS of that item:
+// what the query service, the sequencer, the delivery role and the
+// verifier share.
+package apiitem
 
 import (
 	"encoding/json"
@@ -42,11 +46,11 @@ type Item struct {
 // NewItem converts a stored entry.
 func NewItem(e *schemas.AuditEntry) Item {
 	it := Item{
-		ID: e.ID.String(), EventID: e.EventID.String(), Timestamp: formatTime(e.Timestamp),
+		ID: e.ID.String(), EventID: e.EventID.String(), Timestamp: FormatTime(e.Timestamp),
 		ClientIP: e.ClientIP, Action: e.Action.String(), Source: e.Source.String(), DisplayName: e.DisplayName,
 		CustomerID: uuidPtr(e.CustomerID), OrganizationID: e.OrganizationID.String(), ProjectID: uuidPtr(e.ProjectID),
 		PrincipalID: e.PrincipalID, UserID: e.UserID, PrincipalType: e.PrincipalType,
-		ResourceID: e.ResourceID, ResourceDisplay: e.ResourceDisplay, Data: e.Data, CreatedTime: formatTime(e.CreatedTime),
+		ResourceID: e.ResourceID, ResourceDisplay: e.ResourceDisplay, Data: e.Data, CreatedTime: FormatTime(e.CreatedTime),
 	}
 	if e.ResourceType != nil {
 		s := e.ResourceType.String()
@@ -55,7 +59,8 @@ func NewItem(e *schemas.AuditEntry) Item {
 	return it
 }
 
-func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+// FormatTime is t as the API shows times (TimeFormat).
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 func uuidPtr(u *uuid.UUID) *string {
 	if u == nil {
@@ -104,8 +109,8 @@ type ExecutionError struct {
 func NewExecutionItem(e *auditstore.Execution) ExecutionItem {
 	it := ExecutionItem{ExecutionID: e.ExecutionID, EventID: e.EventID, OrganizationID: e.OrganizationID, UserID: e.UserID,
 		PrincipalID: e.PrincipalID, PrincipalType: e.PrincipalType, DisplayName: e.DisplayName,
-		Tool: e.Tool, ToolName: e.Tool.Toolkit + "." + e.Tool.Name, StartedAt: formatTime(e.StartedAt), EndedAt: formatTime(e.EndedAt),
-		DurationMS: e.DurationMS, Success: e.Success, ExecutionCode: e.ExecutionCode, Hooks: e.Hooks, CreatedTime: formatTime(e.CreatedTime),
+		Tool: e.Tool, ToolName: e.Tool.Toolkit + "." + e.Tool.Name, StartedAt: FormatTime(e.StartedAt), EndedAt: FormatTime(e.EndedAt),
+		DurationMS: e.DurationMS, Success: e.Success, ExecutionCode: e.ExecutionCode, Hooks: e.Hooks, CreatedTime: FormatTime(e.CreatedTime),
 		Client: e.Client}
 	if e.ProjectID != "" {
 		p := e.ProjectID
@@ -122,45 +127,4 @@ func NewExecutionItem(e *auditstore.Execution) ExecutionItem {
 		it.Hooks = []schemas.HookCall{}
 	}
 	return it
-}
-
-// leafIndex is the index of id in m as a leaf_index (nil: not in the log).
-func leafIndex(m map[uuid.UUID]int64, id uuid.UUID) *int64 {
-	if x, ok := m[id]; ok {
-		return &x
-	}
-	return nil
-}
-
-// eventIDs are the event ids of audit entries.
-func eventIDs(es []schemas.AuditEntry) []uuid.UUID {
-	out := make([]uuid.UUID, len(es))
-	for i := range es {
-		out[i] = es[i].EventID
-	}
-	return out
-}
-
-// execEventIDs are the event ids of executions (an id that does not parse
-// has no leaf).
-func execEventIDs(es []auditstore.Execution) []uuid.UUID {
-	out := make([]uuid.UUID, 0, len(es))
-	for i := range es {
-		if id, err := uuid.Parse(es[i].EventID); err == nil {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// execLeafIndex is leafIndex for an execution's event id.
-func execLeafIndex(m map[uuid.UUID]int64, id string) *int64 {
-	if len(m) == 0 {
-		return nil
-	}
-	u, err := uuid.Parse(id)
-	if err != nil {
-		return nil
-	}
-	return leafIndex(m, u)
 }
