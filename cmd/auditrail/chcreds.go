@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/auditrail/auditrail/internal/auditstore/backend"
 	"github.com/auditrail/auditrail/internal/cli"
 )
 
@@ -66,16 +67,6 @@ func (f chCredsFlags) withCredentials(dsn string) (string, error) {
 	return u.String(), nil
 }
 
-// dsnPassword is the password in dsn, to be hidden from its errors.
-func dsnPassword(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return ""
-	}
-	pw, _ := u.User.Password()
-	return pw
-}
-
 // roleStoreFlags are the ClickHouse flags of a production role that needs
 // the audit store: the DSN (required), the credentials given apart from it,
 // the cluster, and whether the role runs the migrations.
@@ -103,13 +94,13 @@ func addMigrateStoreFlags(fs *cli.Flags) roleStoreFlags {
 
 // resolve returns the store with the credentials in its DSN; a missing
 // --clickhouse is a usage error.
-func (f roleStoreFlags) resolve() (storeTarget, error) {
+func (f roleStoreFlags) resolve() (backend.Target, error) {
 	if *f.dsn == "" {
-		return storeTarget{}, cli.UsageErrorf("--clickhouse is required")
+		return backend.Target{}, cli.UsageErrorf("--clickhouse is required")
 	}
 	dsn, err := f.creds.withCredentials(*f.dsn)
 	if err != nil {
-		return storeTarget{}, err
+		return backend.Target{}, err
 	}
-	return storeTarget{dsn: dsn, cluster: *f.cluster, noMigrate: f.migrate != nil && !*f.migrate}, nil
+	return backend.Target{DSN: dsn, Cluster: *f.cluster, NoMigrate: f.migrate != nil && !*f.migrate}, nil
 }

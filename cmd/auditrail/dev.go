@@ -67,17 +67,17 @@ func parseDevFlags(args []string) (settings, error) {
 		access: &af, writesState: true, cursorKeys: *cursorKeys, pageTokenKeys: *pageTokenKeys, secretsKeys: *secretsKeys,
 		limits: limits, reads: reads, ingest: icfg, demo: *demoFlag, newKey: *newKey, allowPrivate: *allowPrivate,
 		streamKey: *streamKey, metrics: *metricsAddr, publicURL: *publicURL}
-	if s.store.dsn, err = chCreds.withCredentials(*chDSN); err != nil {
+	if s.store.DSN, err = chCreds.withCredentials(*chDSN); err != nil {
 		return s, err
 	}
-	s.store.cluster = *chCluster
+	s.store.Cluster = *chCluster
 	if err := s.ingest.Validate(); err != nil {
 		return s, cli.Usage(err)
 	}
-	if s.store.cluster != "" && s.store.dsn == "" {
+	if s.store.Cluster != "" && s.store.DSN == "" {
 		return s, cli.UsageErrorf("--clickhouse-cluster needs --clickhouse")
 	}
-	if err := clickhouse.ValidateCluster(s.store.cluster); err != nil {
+	if err := clickhouse.ValidateCluster(s.store.Cluster); err != nil {
 		return s, cli.Usage(err)
 	}
 	if s.deliver, err = df.config(); err != nil {

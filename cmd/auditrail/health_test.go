@@ -11,6 +11,7 @@ import (
 
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/backend"
 )
 
 type fakeConsumer struct{ ready bool }
@@ -36,7 +37,7 @@ func TestHealthKeysAgree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var store auditstore.Store = newPendingStore()
+			var store auditstore.Store = backend.NewPending()
 			checks := append([]check{natsCheck(map[string]*nats.Conn{}), {healthStore, store.Ping}}, consumerChecks(tt.cs)...)
 			var names []string
 			for _, c := range checks {

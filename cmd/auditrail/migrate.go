@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/backend"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/schemas"
@@ -42,18 +43,18 @@ func runMigrate(ctx context.Context, args []string) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, *wait)
 	defer cancel()
-	store := newPendingStore()
+	store := backend.NewPending()
 	defer store.Close()
-	if err := store.openWithRetry(wctx, t, log); err != nil {
+	if err := store.OpenWithRetry(wctx, t, log); err != nil {
 		if ctx.Err() != nil {
 			return nil // interrupted
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			_, last := store.get()
+			last := store.Err()
 			return fmt.Errorf("clickhouse did not take the migrations within --wait %s: %w", *wait, last)
 		}
 		return err
 	}
-	fmt.Printf("auditrail migrate: %s holds the %d migrations of this release\n", redact.URL(t.dsn), len(ms))
+	fmt.Printf("auditrail migrate: %s holds the %d migrations of this release\n", redact.URL(t.DSN), len(ms))
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/auditrail/auditrail/evidence/checkpointer"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
+	"github.com/auditrail/auditrail/internal/auditstore/backend"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/datadir"
 	"github.com/auditrail/auditrail/internal/egress"
@@ -85,7 +86,7 @@ type settings struct {
 	// waitStreams are the streams a role that does not create them waits
 	// for (nil: none; empty: every stream).
 	waitStreams []string
-	store       storeTarget
+	store       backend.Target
 	// access authenticates callers (nil: the process serves no API).
 	access *accessFlags
 	// writesState: the process writes the control-plane state and creates
@@ -102,6 +103,10 @@ type settings struct {
 	streamKey, outboxDir                   string
 	demo, newKey                           bool
 }
+
+// The query role finds its log routes by this interface: a method missing
+// from the store would turn them off.
+var _ query.LogReader = (*backend.Pending)(nil)
 
 // process is one running auditrail: what its modules share.
 type process struct {
@@ -124,7 +129,7 @@ type process struct {
 	checks []check
 	extras []func(map[string]any)
 
-	store     *pendingStore
+	store     *backend.Pending
 	storeErr  chan error
 	bg        context.Context // the life of the state mirror and the limiters
 	stopBG    context.CancelFunc
@@ -485,7 +490,7 @@ func (p *process) stopNATS() error {
 // malformed DSN, stops the process: Run).
 func (p *process) startStore(ctx context.Context) error {
 	s := &p.s
-	p.store = newPendingStore()
+	p.store = backend.NewPending()
 	p.storeErr = make(chan error, 1)
 	p.addHealth(&check{healthStore, p.store.Ping}, func(m map[string]any) {
 		select {
@@ -496,16 +501,16 @@ func (p *process) startStore(ctx context.Context) error {
 			}
 		}
 	})
-	if s.store.dsn == "" {
-		st, err := openStore(ctx, storeTarget{dataDir: s.dataDir}, s.log)
+	if s.store.DSN == "" {
+		st, err := backend.Open(ctx, backend.Target{DataDir: s.dataDir}, s.log)
 		if err != nil {
 			return err
 		}
-		p.store.set(st)
+		p.store.Set(st)
 		return nil
 	}
 	go func() {
-		if err := p.store.openWithRetry(ctx, s.store, s.log); err != nil && ctx.Err() == nil {
+		if err := p.store.OpenWithRetry(ctx, s.store, s.log); err != nil && ctx.Err() == nil {
 			p.storeErr <- err
 		}
 	}()
@@ -751,8 +756,8 @@ func (p *process) startDemo(ctx context.Context) (func(), error) {
 func (p *process) banner() {
 	s := &p.s
 	storeName := "sqlite " + filepath.Join(s.dataDir, "audit.db")
-	if s.store.dsn != "" {
-		storeName = "clickhouse " + redact.URL(s.store.dsn)
+	if s.store.DSN != "" {
+		storeName = "clickhouse " + redact.URL(s.store.DSN)
 	}
 	fmt.Fprintf(os.Stdout, "auditrail dev: http://%s  nats %s  store %s\n", s.http, redact.URL(p.natsURL), storeName)
 	fmt.Fprintf(os.Stdout, "dashboard: %s%s (sign in with an API key)\n", strings.TrimSuffix(s.publicURL, "/"), dashboard.Path)

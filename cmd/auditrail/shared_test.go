@@ -4,9 +4,10 @@ import (
 	"os"
 	"testing"
 
-	"github.com/auditrail/auditrail/internal/testenv"
 	dto "github.com/prometheus/client_model/go"
 	"gopkg.in/yaml.v3"
+
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 // Helpers shared by the in-process tests and the process-level ones (build

@@ -2,71 +2,13 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"net"
-	"path/filepath"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/auditrail/auditrail/internal/auditstore"
-	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
-	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/cli"
-	"github.com/auditrail/auditrail/internal/redact"
-	"github.com/auditrail/auditrail/query"
-	"github.com/auditrail/auditrail/schemas/apiitem"
 )
-
-// store keeps audit entries and tool executions, and looks them up by id
-// (wait_for).
-type store interface {
-	auditstore.Store
-	auditstore.ExecutionStore
-	query.Reader
-	query.ExecutionReader
-	query.StatsReader
-	query.FeedReader
-	auditstore.LogStore
-}
-
-// storeTarget is where a process keeps its audit store: ClickHouse when
-// dsn is set (on cluster when cluster is: --clickhouse-cluster), else the
-// SQLite file in dataDir.
-type storeTarget struct {
-	dsn, cluster string
-	// noMigrate opens ClickHouse without DDL (--clickhouse-migrate=false):
-	// the migrations must have run (auditrail migrate).
-	noMigrate bool
-	dataDir   string
-}
-
-// openStore opens the store of t.
-func openStore(ctx context.Context, t storeTarget, log *slog.Logger) (store, error) {
-	dsn, cluster, dataDir := t.dsn, t.cluster, t.dataDir
-	timeout := 60 * time.Second
-	if cluster != "" {
-		// ON CLUSTER DDL waits for every node (distributed_ddl_task_timeout).
-		timeout = 5 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if dsn != "" {
-		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster, Leaves: apiitem.Leaves{}, NoMigrate: t.noMigrate})
-		if err != nil {
-			return nil, redact.Error(err, dsn)
-		}
-		log.Info("audit store: clickhouse", "dsn", redact.URL(dsn), "cluster", cluster, "migrated", !t.noMigrate)
-		return s, nil
-	}
-	path := filepath.Join(dataDir, "audit.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	log.Info("audit store: sqlite", "path", path)
-	return s, nil
-}
 
 // check is one readiness check of /healthz.
 type check struct {
