@@ -66,10 +66,7 @@ func TestWatchQuietWhenItsConnectionCloses(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.close(nc)
-			deadline := time.Now().Add(2 * time.Second)
-			for !nc.IsClosed() && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			testenv.Eventually(t, 10*time.Second, "the connection closed", nc.IsClosed)
 			time.Sleep(500 * time.Millisecond) // a re-created watch would have warned by now
 			if s := logs.String(); strings.Contains(s, "level=WARN") || strings.Contains(s, "level=ERROR") {
 				t.Fatalf("closing the connection logged:\n%s", s)

@@ -39,9 +39,9 @@ func devWithKey(t *testing.T, extra ...string) (*devProc, string) {
 // and returns them, newest first.
 func auditEntries(t *testing.T, c *apiClient, key, path string, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var all []map[string]any
+	var all []map[string]any
+	testenv.Eventually(t, 20*time.Second, func() string { return fmt.Sprintf("%s holds %d entries, want %d", path, len(all), n) }, func() bool {
+		all = nil
 		cursor := ""
 		for {
 			p := path + "?limit=100"
@@ -60,14 +60,12 @@ func auditEntries(t *testing.T, c *apiClient, key, path string, n int) []map[str
 			}
 			cursor = r.data()["next_cursor"].(string)
 		}
-		if len(all) >= n || time.Now().After(deadline) {
-			if len(all) != n {
-				t.Fatalf("%s holds %d entries, want %d", path, len(all), n)
-			}
-			return all
+		if len(all) > n {
+			t.Fatalf("%s holds %d entries, want %d", path, len(all), n)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(all) == n
+	})
+	return all
 }
 
 func TestAdminAPIAndAuditTrail(t *testing.T) {
@@ -404,13 +402,7 @@ func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for stored() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiting event was not published after the audit log returned")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, "the waiting event published after the audit log returned", func() bool { return stored() > 0 })
 	time.Sleep(2 * time.Second) // further sweeps
 	if n := stored(); n != 1 {
 		t.Fatalf("event stored %d times", n)

@@ -135,15 +135,12 @@ func TestIngestRoleClickHousePassword(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	addr, out, stop := run(bad)
-	deadline := time.Now().Add(30 * time.Second)
 	var code int
 	var body string
-	for code, body = health(addr); code != 503 || !strings.Contains(strings.ToLower(body), "password") && !strings.Contains(body, "uthenticat"); code, body = health(addr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("with a wrong password: /healthz %d %s\n%s", code, body, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("with a wrong password: /healthz %d %s\n%s", code, body, out) }, func() bool {
+		code, body = health(addr)
+		return code == 503 && (strings.Contains(strings.ToLower(body), "password") || strings.Contains(body, "uthenticat"))
+	})
 	time.Sleep(500 * time.Millisecond) // a retry or two logged
 	stop()
 	if strings.Contains(body, pw) || strings.Contains(out.String(), pw) {
@@ -151,13 +148,10 @@ func TestIngestRoleClickHousePassword(t *testing.T) {
 	}
 	addr, out, stop = run(good)
 	defer stop()
-	deadline = time.Now().Add(30 * time.Second)
-	for code, body = health(addr); code != 200; code, body = health(addr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("with the password: /healthz %d %s\n%s", code, body, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("with the password: /healthz %d %s\n%s", code, body, out) }, func() bool {
+		code, body = health(addr)
+		return code == 200
+	})
 	if strings.Contains(out.String(), pw) {
 		t.Fatalf("the password is shown:\n%s", out)
 	}

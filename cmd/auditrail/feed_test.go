@@ -182,20 +182,16 @@ func TestFeedLateEventsAndIngestRestart(t *testing.T) {
 	}()
 	waitAll := func(what string, within time.Duration) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for {
-			got, twice := p.count(published)
-			if twice > 0 {
+		got := 0
+		testenv.Eventually(t, within, func() string {
+			return fmt.Sprintf("%s: the poller received %d of %d events (errors: %v)", what, got, len(published), p.errs)
+		}, func() bool {
+			var twice int
+			if got, twice = p.count(published); twice > 0 {
 				t.Fatalf("%s: %d events received twice", what, twice)
 			}
-			if got == len(published) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the poller received %d of %d events (errors: %v)", what, got, len(published), p.errs)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return got == len(published)
+		})
 	}
 
 	round(400, 0)
