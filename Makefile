@@ -10,21 +10,24 @@ run: build
 	$(BIN) dev --demo $(ARGS)
 
 ## test: the in-process tests under the race detector (what CI and a
-## contributor run first; about 10 minutes on 2 cores)
+## contributor run first; under 10 minutes on 2 cores). The tests that start
+## the binaries are not built here (build tag e2e): make test-e2e.
 test: vet
 	$(GO) test -race -count=1 -timeout 14m ./...
 
 ## test-e2e: the process-level tests (build tag e2e: they run the binaries,
-## built without -race, so the race detector adds nothing) and the cluster
-## tests (3 NATS servers, ClickHouse 2 shards x 2 replicas with ZooKeeper;
-## CLUSTER_EVENTS events in the failover test), in two streams at once: the
-## cluster tests, and the rest. CI runs both tiers.
+## built without -race, so the race detector adds nothing; those that share
+## nothing run in parallel) and the cluster tests (3 NATS servers,
+## ClickHouse 2 shards x 2 replicas with ZooKeeper; CLUSTER_EVENTS events,
+## default 50,000, in the failover and ClickHouse cluster tests), in two
+## streams at once: the cluster tests, and the rest. Only the tests of the
+## e2e files run here: the others ran in make test. CI runs both tiers.
 test-e2e:
 	$(GO) vet -tags e2e ./cmd/... ./commands/... ./bench/...
 	@set -u; \
 	( AUDITRAIL_CLUSTER_EVENTS=$(CLUSTER_EVENTS) $(GO) test -tags e2e -count=1 -timeout 30m -run '$(CLUSTER_E2E)' ./cmd/auditrail && \
 	  $(GO) test -count=1 -timeout 14m -run '$(CLUSTER_STORE)' ./internal/auditstore/clickhouse ) & cluster=$$!; \
-	$(GO) test -tags e2e -count=1 -timeout 30m -skip '$(CLUSTER_E2E)' ./cmd/... ./commands/... ./bench/... & rest=$$!; \
+	$(GO) test -tags e2e -count=1 -timeout 30m -run '^($(E2E_TESTS))$$' -skip '$(CLUSTER_E2E)' ./cmd/... ./commands/... ./bench/... & rest=$$!; \
 	status=0; wait $$cluster || status=1; wait $$rest || status=1; exit $$status
 
 CLUSTER_EVENTS ?= 50000
@@ -32,6 +35,9 @@ CLUSTER_EVENTS ?= 50000
 # built with !race, run without the race detector as the e2e tier).
 CLUSTER_E2E = ^(TestEveryRoleTwice|TestClickHouseClusterIngestAndList|TestClickHouseClusterFlag|TestClusterFailover|TestRolesStartInAnyOrderOnACluster|TestNATSReplicasFlag)$$
 CLUSTER_STORE = ^(TestClusterConformance|TestClusterOptionsValidate|TestClusterNodeAddedLater)$$
+# The tests of the files with build tag e2e (the tier's own; the packages'
+# other tests ran under the race detector in make test).
+E2E_TESTS = $(shell grep -rl --include='*_test.go' '^//go:build e2e' cmd commands bench | xargs sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' | sort -u | paste -sd'|' -)
 
 ## build: bin/auditrail, and bin/auditrail-demo (the demo's servers, which
 ## dev --demo runs; not part of the product) (the first build compiles every dependency: several

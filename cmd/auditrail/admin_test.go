@@ -16,6 +16,7 @@ import (
 )
 
 func TestAdminCLI(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	run := func(stdin string, args ...string) (string, int) {
 		t.Helper()
@@ -147,6 +148,7 @@ func TestAdminCLI(t *testing.T) {
 // The API takes the enum names (the seed's), refuses a short name as an
 // unknown name, and refuses *_UNSPECIFIED with a message that says what to do.
 func TestFilterNamesInTheAPI(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	org := "00000000-0000-4000-8000-0000000000aa"
 	for _, tc := range []struct {
@@ -171,6 +173,7 @@ func TestFilterNamesInTheAPI(t *testing.T) {
 // `admin logs --all` waits out the rate limit (Retry-After) with a progress
 // line and finishes the walk.
 func TestAdminLogsWaitsOutRateLimit(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t, "--rate-limit", "3/1s")
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Walk"}).data()["id"].(string)

@@ -69,6 +69,7 @@ func auditEntries(t *testing.T, c *apiClient, key, path string, n int) []map[str
 }
 
 func TestAdminAPIAndAuditTrail(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { adminAndAudit(t) })
 	t.Run("clickhouse", func(t *testing.T) { adminAndAudit(t, "--clickhouse", testenv.ClickHouse(t)) })
 }
@@ -362,6 +363,7 @@ func adminAndAudit(t *testing.T, extra ...string) {
 // ServiceConfig.MaxPending waiting events, mutations are refused with 503:
 // controlplane.TestMutationAuditedWhenAuditLogReturns.)
 func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
@@ -432,6 +434,7 @@ func outboxPending(t *testing.T, addr string) int {
 }
 
 func TestRateLimitSharedAndTrustedProxies(t *testing.T) {
+	t.Parallel()
 	// Day-long windows, entered well before their end: the counts below
 	// cannot be split by a new window starting mid-test.
 	if left := time.Until(time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)); left < 2*time.Minute {
@@ -493,6 +496,7 @@ func writeJWKS(t *testing.T, secret []byte) string {
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 func TestJWTUsers(t *testing.T) {
+	t.Parallel()
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	p, boot := devWithKey(t, "--jwks", writeJWKS(t, secret), "--jwt-issuer", "https://idp.example")
 	c := newAPIClient(t, p.http)

@@ -34,15 +34,17 @@ import (
 
 // The ClickHouse cluster through the production roles: dev (its ingest)
 // and a query role run with --clickhouse-cluster against 2 shards × 2
-// replicas. 200k events of 50 organizations are published while a replica
+// replicas. AUDITRAIL_CLUSTER_EVENTS events (default 50,000; the scenario is
+// the same with more) of 50 organizations are published while a replica
 // of shard 2 is killed and, later, started again. Every event is listed
 // exactly once by the query role (every page of every organization), each
 // organization's rows are on one shard only, and the restarted replica
 // catches up with its peer.
 func TestClickHouseClusterIngestAndList(t *testing.T) {
-	testenv.Long(t, "200k events through a 2×2 cluster")
+	testenv.Long(t, "tens of thousands of events through a 2×2 cluster")
+	const orgs = 50
+	perOrg := clusterEvents(t) / orgs
 	cluster, dsn := testenv.ClickHouseCluster(t)
-	const orgs, perOrg = 50, 4000
 	boot := "bootstrap-key-of-the-cluster-test"
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-of-the-cluster-test!!"))
 	common := []string{"--clickhouse", dsn, "--clickhouse-cluster", testenv.ClusterName, "--bootstrap-key", boot,

@@ -104,6 +104,7 @@ func passwordClickHouse(t *testing.T, pw string) *chserver.Server {
 // file; with a wrong password it waits (503) and says why, and the
 // password is in none of its output or answers.
 func TestIngestRoleClickHousePassword(t *testing.T) {
+	t.Parallel()
 	const pw = "the-clickhouse-password-of-the-test"
 	srv := passwordClickHouse(t, pw)
 	p := startDev(t, t.TempDir())

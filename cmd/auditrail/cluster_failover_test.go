@@ -31,9 +31,10 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// clusterEvents is the number of events of the failover test
-// (AUDITRAIL_CLUSTER_EVENTS, default 50,000: the failover happens at the
-// same fractions of the run with more; make test-e2e CLUSTER_EVENTS=200000).
+// clusterEvents is the number of events of the cluster tests: the failover
+// test and the ClickHouse cluster's (AUDITRAIL_CLUSTER_EVENTS, default
+// 50,000: the failover happens at the same fractions of the run with more;
+// make test-e2e CLUSTER_EVENTS=200000).
 func clusterEvents(t *testing.T) int {
 	n := 50_000
 	if v := os.Getenv("AUDITRAIL_CLUSTER_EVENTS"); v != "" {
@@ -78,7 +79,7 @@ func (w *apiWatch) add(status int, what string, ok bool) {
 // the failover is in the state and in the audit log, and every tool
 // execution answered is stored.
 func TestClusterFailover(t *testing.T) {
-	testenv.Long(t, "three NATS servers and 200k events")
+	testenv.Long(t, "three NATS servers and tens of thousands of events")
 	n := clusterEvents(t)
 	began := time.Now()
 	cluster := testenv.NewNATSCluster(t, 3)

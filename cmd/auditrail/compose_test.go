@@ -347,6 +347,7 @@ func helpOf(t *testing.T, cmd string) (flags, envs map[string]bool) {
 // metrics listener; Grafana with the dashboard; one gateway publishing the
 // APIs. `docker compose config` checks it too where Docker is installed.
 func TestComposeTopology(t *testing.T) {
+	t.Parallel()
 	doc := readCompose(t)
 	if _, err := os.Stat("../../.dockerignore"); err != nil {
 		t.Error("no .dockerignore")

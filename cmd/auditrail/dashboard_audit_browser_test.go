@@ -268,6 +268,7 @@ func jsString(s string) string {
 // plant, executions with their hook calls, keyboard and phone width, and
 // the error states (401 after the key is deleted, 429).
 func TestDashboardAudit(t *testing.T) {
+	t.Parallel()
 	dashStores(t, func(t *testing.T, extra ...string) {
 		d := openDashboard(t, append(extra, "--rate-limit", "600/60s")...)
 		tn := seedTenant(t, d, true)
@@ -643,6 +644,7 @@ func testErrors(t *testing.T, d *dash) {
 // TestDashboardScreenshot takes the README's screenshot (docs/dashboard.png,
 // 1280×800) when AUDITRAIL_SCREENSHOT=1.
 func TestDashboardScreenshot(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("AUDITRAIL_SCREENSHOT") != "1" {
 		t.Skip("set AUDITRAIL_SCREENSHOT=1 to take docs/dashboard.png")
 	}

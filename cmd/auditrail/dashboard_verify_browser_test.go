@@ -31,6 +31,7 @@ import (
 // (JCS, leaf, inclusion proof, signed note) is checked first against
 // vectors made by internal/tlog.
 func TestDashboardVerifies(t *testing.T) {
+	t.Parallel()
 	d := openDashboard(t, "--checkpoint-interval", "300ms")
 	d.do(t, "page", chromedp.Navigate(d.url("")), chromedp.WaitVisible(chromedp.CSS("#credential")))
 	t.Run("js_against_go_vectors", func(t *testing.T) { testJSVectors(t, d) })

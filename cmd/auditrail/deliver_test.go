@@ -66,6 +66,7 @@ func receiveCounts(t *testing.T, addr string) map[string]float64 {
 // receive` gets the events published an hour late, every one, signed;
 // after dedup exactly the published ones; the destination's status says so.
 func TestDevDeliversToReceive(t *testing.T) {
+	t.Parallel()
 	const secret = "the-secret-of-the-dev-destination"
 	p, boot := devWithKey(t)
 	addr, out := startReceive(t, secret)
@@ -131,6 +132,7 @@ func TestDevDeliversToReceive(t *testing.T) {
 // share the destinations (each delivers some), every destination gets
 // every event, and its /healthz reports what it delivered.
 func TestDeliverRoleProcess(t *testing.T) {
+	t.Parallel()
 	const secret = "the-secret-of-the-role-destination"
 	// Short leases: the new instance takes its share within a second, not
 	// the default lease's five.

@@ -21,6 +21,7 @@ var (
 // Right after `auditrail dev --demo` (make run) a newcomer can call the
 // DocumentDbToolkit through the API with the printed key.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	p := startDev(t, data, "--demo")
 	boot := keyRe.FindString(p.stdout.String())
@@ -111,6 +112,7 @@ func toStrings(v any) []string {
 }
 
 func TestClientURL(t *testing.T) {
+	t.Parallel()
 	for listen, want := range map[string]string{
 		"127.0.0.1:8080": "http://127.0.0.1:8080",
 		":8080":          "http://127.0.0.1:8080",

@@ -265,6 +265,7 @@ func walk(t *testing.T, base, path, key string, limit int) []string {
 var keyRe = regexp.MustCompile(`ark_[A-Za-z0-9_-]+`)
 
 func TestDevEndToEnd(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { devEndToEnd(t) })
 	t.Run("clickhouse", func(t *testing.T) { devEndToEnd(t, "--clickhouse", testenv.ClickHouse(t)) })
 }
@@ -384,6 +385,7 @@ func devEndToEnd(t *testing.T, extra ...string) {
 // credentials (0600) and prints the admin one; a role's credentials carry
 // only that role's permissions.
 func TestDevNATSAuth(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	p := startDev(t, data)
 	if !strings.Contains(p.stdout.String(), p.creds(natsx.RoleAdmin)) {
@@ -438,6 +440,7 @@ func TestDevNATSAuth(t *testing.T) {
 // A ClickHouse that is not up when dev starts: dev serves at once with
 // /healthz 503, keeps trying, then ingests once the store answers.
 func TestDevWaitsForStore(t *testing.T) {
+	t.Parallel()
 	srv, dsn := testenv.ClickHouseDedicated(t)
 	srv.Stop()
 	p := launchDev(t, t.TempDir(), "--clickhouse", dsn, "--bootstrap-key", "bootstrap-key-of-the-late-store")

@@ -26,6 +26,7 @@ import (
 // refuses to run without a selection, and replaying its sequence stores
 // the event: it is listed by the audit API, and the DLQ is empty.
 func TestDLQListAndReplay(t *testing.T) {
+	t.Parallel()
 	p := startDev(t, t.TempDir())
 	key := keyRe.FindString(p.stdout.String())
 	nc := p.connect(t)

@@ -18,6 +18,7 @@ import (
 )
 
 func TestToolExecutionsListing(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { toolExecutions(t) })
 }
 

@@ -116,6 +116,7 @@ func (p *feedPoller) count(ids []string) (got, twice int) {
 // killed mid-way and started again. The poller receives every event
 // exactly once, in increasing positions; the list route holds them too.
 func TestFeedLateEventsAndIngestRestart(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.ClickHouse(t)
 	boot := "bootstrap-key-of-the-feed-test"
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-of-the-feed-test-1234"))

@@ -60,6 +60,7 @@ func startRole(t *testing.T, role string, args ...string) string {
 // Two instances (dev and a separate query role) share the control-plane
 // state and the rate limit through NATS, and the cursor keys.
 func TestInstancesShareStateAndLimits(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.ClickHouse(t)
 	boot := "bootstrap-key-for-two-instances"
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-shared-by-instances!!"))
@@ -152,6 +153,7 @@ func TestInstancesShareStateAndLimits(t *testing.T) {
 
 // The controlplane and toolrunner roles run alone against a NATS server.
 func TestControlPlaneAndToolRunnerRoles(t *testing.T) {
+	t.Parallel()
 	dev := startDev(t, t.TempDir(), "--bootstrap-key", "bootstrap-key-of-the-roles-test")
 	boot := "bootstrap-key-of-the-roles-test"
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))

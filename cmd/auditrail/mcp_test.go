@@ -103,6 +103,7 @@ func text(res *mcp.CallToolResult) string {
 // `dev --demo` as the HTTP API does: the same list, the same pipeline
 // (hooks, connections), the same trail, with its name and version recorded.
 func TestMCPInDev(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t, "--demo")
 	out := p.stdout.String()
 	key, ids := demoKeyRe.FindStringSubmatch(out), demoIDsRe.FindStringSubmatch(out)

@@ -97,6 +97,7 @@ func settled(t *testing.T, addr string) scrape {
 // not on the tenant listener. The deploy files name only metrics that a
 // real scrape holds (checkDeployFiles).
 func TestMetricsEndToEnd(t *testing.T) {
+	t.Parallel()
 	maddr := freeAddr(t)
 	const toolLimit = 6
 	p, boot := devWithKey(t, "--metrics", maddr, "--tool-rate-limit", fmt.Sprintf("%d/60s", toolLimit))
@@ -295,6 +296,7 @@ func lintScrape(t *testing.T, addr string) {
 // ingest role) sharing the durable consumer store the emitted events
 // exactly once between them, as their counters say.
 func TestMetricsOnEveryRole(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.ClickHouse(t)
 	boot := "bootstrap-key-of-the-metrics-test"
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))

@@ -23,6 +23,7 @@ import (
 // user, without a restart, and serves on. Without the client certificate it
 // does not start, and says why.
 func TestRoleOverTLSRotatesCredentials(t *testing.T) {
+	t.Parallel()
 	pki := testenv.NewTLSFiles(t)
 	ns, auth, dir := testenv.NATSAuthTLS(t, pki)
 	url := strings.Replace(ns.ClientURL(), "nats://", "tls://", 1)

@@ -22,6 +22,7 @@ import (
 // --jwks-reload, so a key removed from it stops verifying without a
 // restart (issue 19 points 7 and 11).
 func TestForwardedLinesAndJWKSReload(t *testing.T) {
+	t.Parallel()
 	k1, k2 := []byte("0123456789abcdef0123456789abcdef"), []byte("fedcba9876543210fedcba9876543210")
 	path := filepath.Join(t.TempDir(), "jwks.json")
 	writeKeys := func(keys map[string][]byte) {

@@ -36,6 +36,7 @@ var (
 // lines anyway; the hook server's 127.0.0.1:9090 and its policy file are
 // replaced here).
 func TestReadmeQuickstart(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			testenv.Missing(t, "%s is not installed (the README's examples use it)", tool)

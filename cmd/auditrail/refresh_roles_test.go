@@ -21,6 +21,7 @@ import (
 // publish to the control-plane bucket), gets an expiring token refreshed:
 // the controlplane role calls the provider once and stores the tokens.
 func TestToolRunnerRoleRefreshesThroughControlPlane(t *testing.T) {
+	t.Parallel()
 	var refreshes atomic.Int64
 	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/token" && r.ParseForm() == nil && r.PostForm.Get("grant_type") == "refresh_token" && r.PostForm.Get("refresh_token") == "r-1" {

@@ -19,6 +19,7 @@ import (
 
 // The tool runner API is served by dev with the rules of every /api/v1 route.
 func TestToolRunnerAPIInDev(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
@@ -117,6 +118,7 @@ func TestToolRunnerAPIInDev(t *testing.T) {
 
 // The reference webhook server runs from the binary with a policy file.
 func TestHooksExampleCommand(t *testing.T) {
+	t.Parallel()
 	port, _ := testenv.FreePort()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	out := &testenv.SyncBuffer{}
