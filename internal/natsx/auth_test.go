@@ -85,7 +85,7 @@ func TestRolePermissions(t *testing.T) {
 		t.Fatalf("controlplane marks a state used: %v", err)
 	}
 
-	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 2*time.Second) }
+	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 700*time.Millisecond) } // a refused publish waits it out; denied() is the proof
 
 	t.Run("toolrunner reads but cannot write the bucket", func(t *testing.T) {
 		nc, errs := a.ConnectErrs(t, natsx.RoleToolRunner)
