@@ -14,16 +14,12 @@ run: build
 ## the binaries are not built here (build tag e2e): make test-e2e.
 test: fmtcheck
 	$(GO) vet -race ./...
-	$(GO) test -race -count=1 -p $(TEST_P) -timeout 14m $(SLOW_FIRST) ./...
+	$(GO) test -race -count=1 -timeout 14m $(SLOW_FIRST) ./...
 
 # The packages whose tests take longest under the race detector, named first
-# so that go test starts them first (it runs TEST_P packages at once, in the
-# order named): started last, one of them would run alone at the end.
+# so that go test starts them first (it runs GOMAXPROCS packages at once, in
+# the order named): started last, one of them would run alone at the end.
 SLOW_FIRST = ./query ./internal/auditstore/clickhouse ./internal/natsx ./bench ./evidence/sequencer ./controlplane ./ingest
-# Packages tested at once. Most of the tests' time is spent waiting on a
-# server (ClickHouse, NATS) or a timer, not on the CPU: on 2 cores, 4 at
-# once keep the cores busy where GOMAXPROCS (2) left them idle half the time.
-TEST_P ?= 4
 
 ## test-e2e: the process-level tests (build tag e2e: they run the binaries,
 ## built without -race, so the race detector adds nothing; those that share
