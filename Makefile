@@ -3,15 +3,16 @@ BIN     := bin/auditrail
 ARGS    ?=
 FUZZTIME ?= 30s
 
-.PHONY: run test test-e2e build bench fuzz vet clean
+.PHONY: run test test-e2e build bench fuzz fmt vet clean
 
 ## run: build and run every role in one process on embedded defaults, with the demo
 run: build
 	$(BIN) dev --demo $(ARGS)
 
 ## test: the in-process tests under the race detector (what CI and a
-## contributor run first; about 10 minutes on 2 cores)
-test: vet
+## contributor run first; under 10 minutes on 2 cores). go test runs the
+## high-value vet checks itself; the full go vet runs in test-e2e.
+test: fmt
 	$(GO) test -race -count=1 -timeout 14m ./...
 
 ## test-e2e: the process-level tests (build tag e2e: they run the binaries,
@@ -19,8 +20,7 @@ test: vet
 ## tests (3 NATS servers, ClickHouse 2 shards x 2 replicas with ZooKeeper;
 ## CLUSTER_EVENTS events in the failover test), in two streams at once: the
 ## cluster tests, and the rest. CI runs both tiers.
-test-e2e:
-	$(GO) vet -tags e2e ./cmd/... ./commands/... ./bench/...
+test-e2e: vet
 	@set -u; \
 	( AUDITRAIL_CLUSTER_EVENTS=$(CLUSTER_EVENTS) $(GO) test -tags e2e -count=1 -timeout 30m -run '$(CLUSTER_E2E)' ./cmd/auditrail && \
 	  $(GO) test -count=1 -timeout 14m -run '$(CLUSTER_STORE)' ./internal/auditstore/clickhouse ) & cluster=$$!; \
@@ -90,9 +90,12 @@ fuzz:
 	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseSearch -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/graph -run '^$$' -fuzz FuzzHTMLToText -fuzztime $(FUZZTIME)
 
-vet:
+fmt:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
-	$(GO) vet ./...
+
+## vet: gofmt and go vet of every file, those of the e2e tier included
+vet: fmt
+	$(GO) vet -tags e2e ./...
 
 clean:
 	rm -rf bin

@@ -139,3 +139,42 @@ func ReadFeed(rows Rows) ([]schemas.AuditEntry, error) {
 	}
 	return items, nil
 }
+
+// ScanOrgIDs reads rows of one organization id each (a log's owner).
+func ScanOrgIDs(rows Rows) ([]uuid.UUID, error) {
+	var out []uuid.UUID
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// ScanLogSizes reads rows of (organization id, log size); a log listed
+// more than once (unmerged parts) has its largest size. N is the size's
+// column type in the backend.
+func ScanLogSizes[N int64 | uint64](rows Rows) (map[uuid.UUID]int64, error) {
+	out := map[uuid.UUID]int64{}
+	for rows.Next() {
+		var (
+			id   string
+			size N
+		)
+		if err := rows.Scan(&id, &size); err != nil {
+			return nil, err
+		}
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return nil, err
+		}
+		out[u] = max(out[u], int64(size))
+	}
+	return out, rows.Err()
+}

@@ -540,19 +540,11 @@ func (s *Store) LogOrgs(ctx context.Context, kind auditstore.LogKind) ([]uuid.UU
 		return nil, fmt.Errorf("clickhouse log orgs: %w", err)
 	}
 	defer rows.Close()
-	var out []uuid.UUID
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("clickhouse log orgs: %w", err)
-		}
-		u, err := uuid.Parse(id)
-		if err != nil {
-			return nil, fmt.Errorf("clickhouse log orgs: %w", err)
-		}
-		out = append(out, u)
+	out, err := auditstore.ScanOrgIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse log orgs: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // LogHeads implements auditstore.LogStore (a scan of log_heads: a row per
@@ -566,22 +558,8 @@ func (s *Store) LogHeads(ctx context.Context, kind auditstore.LogKind) (map[uuid
 		return nil, fmt.Errorf("clickhouse log heads: %w", err)
 	}
 	defer rows.Close()
-	out := map[uuid.UUID]int64{}
-	for rows.Next() {
-		var (
-			id   string
-			size uint64
-		)
-		if err := rows.Scan(&id, &size); err != nil {
-			return nil, fmt.Errorf("clickhouse log heads: %w", err)
-		}
-		u, err := uuid.Parse(id)
-		if err != nil {
-			return nil, fmt.Errorf("clickhouse log heads: %w", err)
-		}
-		out[u] = int64(size)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := auditstore.ScanLogSizes[uint64](rows)
+	if err != nil {
 		return nil, fmt.Errorf("clickhouse log heads: %w", err)
 	}
 	return out, nil
