@@ -23,9 +23,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 
+	"github.com/auditrail/auditrail/evidence/lease"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/internal/tlog/lease"
 	"github.com/auditrail/auditrail/schemas"
 )
 
