@@ -122,7 +122,7 @@ type Deps struct {
 	// KV is the tlog bucket (lease and keys); JS publishes the checkpoints.
 	KV jetstream.KeyValue
 	JS Publisher
-	// Sealer seals the private keys (controlplane.Sealer, the control
+	// Sealer seals the private keys (cpstate.Sealer, the control
 	// plane's --secrets-keys).
 	Sealer   Sealer
 	Observer Observer
