@@ -447,21 +447,7 @@ func (s *Store) leafIDs(ctx context.Context, org uuid.UUID, kind auditstore.LogK
 		return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			id string
-			i  int64
-		)
-		if err := rows.Scan(&id, &i); err != nil {
-			return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
-		}
-		u, err := uuid.Parse(id)
-		if err != nil {
-			return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
-		}
-		out[u] = i
-	}
-	if err := rows.Err(); err != nil {
+	if err := auditstore.ScanIDInts[int64](rows, out); err != nil {
 		return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
 	}
 	return out, nil
@@ -540,7 +526,7 @@ func (s *Store) LogOrgs(ctx context.Context, kind auditstore.LogKind) ([]uuid.UU
 		return nil, fmt.Errorf("clickhouse log orgs: %w", err)
 	}
 	defer rows.Close()
-	out, err := auditstore.ScanOrgIDs(rows)
+	out, err := auditstore.ScanIDs(rows)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse log orgs: %w", err)
 	}
@@ -558,8 +544,8 @@ func (s *Store) LogHeads(ctx context.Context, kind auditstore.LogKind) (map[uuid
 		return nil, fmt.Errorf("clickhouse log heads: %w", err)
 	}
 	defer rows.Close()
-	out, err := auditstore.ScanLogSizes[uint64](rows)
-	if err != nil {
+	out := map[uuid.UUID]int64{}
+	if err := auditstore.ScanIDInts[uint64](rows, out); err != nil {
 		return nil, fmt.Errorf("clickhouse log heads: %w", err)
 	}
 	return out, nil

@@ -299,21 +299,7 @@ func leafIndexes(ctx context.Context, q querier, org uuid.UUID, kind auditstore.
 		return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			id string
-			i  int64
-		)
-		if err := rows.Scan(&id, &i); err != nil {
-			return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
-		}
-		u, err := uuid.Parse(id)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
-		}
-		out[u] = i
-	}
-	if err := rows.Err(); err != nil {
+	if err := auditstore.ScanIDInts[int64](rows, out); err != nil {
 		return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
 	}
 	return out, nil
@@ -434,7 +420,7 @@ func (s *Store) LogOrgs(ctx context.Context, kind auditstore.LogKind) ([]uuid.UU
 		return nil, fmt.Errorf("sqlite log orgs: %w", err)
 	}
 	defer rows.Close()
-	out, err := auditstore.ScanOrgIDs(rows)
+	out, err := auditstore.ScanIDs(rows)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite log orgs: %w", err)
 	}
@@ -452,8 +438,8 @@ func (s *Store) LogHeads(ctx context.Context, kind auditstore.LogKind) (map[uuid
 		return nil, fmt.Errorf("sqlite log heads: %w", err)
 	}
 	defer rows.Close()
-	out, err := auditstore.ScanLogSizes[int64](rows)
-	if err != nil {
+	out := map[uuid.UUID]int64{}
+	if err := auditstore.ScanIDInts[int64](rows, out); err != nil {
 		return nil, fmt.Errorf("sqlite log heads: %w", err)
 	}
 	return out, nil
