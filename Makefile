@@ -10,21 +10,30 @@ run: build
 	$(BIN) dev --demo $(ARGS)
 
 ## test: the in-process tests under the race detector (what CI and a
-## contributor run first; under 10 minutes on 2 cores). go test runs the
-## high-value vet checks itself; the full go vet runs in test-e2e.
+## contributor run first; under 10 minutes on 2 cores). The tests that start
+## the binaries are not built here (build tag e2e): make test-e2e. go test
+## runs the high-value vet checks itself; the full go vet runs in test-e2e.
 test: fmt
-	$(GO) test -race -count=1 -timeout 14m ./...
+	$(GO) test -race -count=1 -timeout 14m $(SLOW_FIRST) ./...
 
-## test-e2e: the process-level tests (build tag e2e: they run the binaries,
-## built without -race, so the race detector adds nothing) and the cluster
+# The packages whose tests take longest under the race detector, named first
+# so that go test starts them first (it runs GOMAXPROCS packages at once, in
+# the order named): started last, one of them would run alone at the end.
+SLOW_FIRST = ./query ./internal/auditstore/clickhouse ./internal/natsx ./evidence/sequencer ./controlplane ./ingest ./deliver
+
+## test-e2e: go vet of every file, then the process-level tests (build tag
+## e2e: they run the binaries, built without -race, so the race detector
+## adds nothing; those that share nothing run in parallel) and the cluster
 ## tests (3 NATS servers, ClickHouse 2 shards x 2 replicas with ZooKeeper;
-## CLUSTER_EVENTS events in the failover test), in two streams at once: the
-## cluster tests, and the rest. CI runs both tiers.
+## CLUSTER_EVENTS events, default 50,000, in the failover and ClickHouse
+## cluster tests), in two streams at once: the cluster tests, and the rest.
+## Only the tests of the e2e files run here: the others ran in make test.
+## CI runs both tiers.
 test-e2e: vet
 	@set -u; \
 	( AUDITRAIL_CLUSTER_EVENTS=$(CLUSTER_EVENTS) $(GO) test -tags e2e -count=1 -timeout 30m -run '$(CLUSTER_E2E)' ./cmd/auditrail && \
 	  $(GO) test -count=1 -timeout 14m -run '$(CLUSTER_STORE)' ./internal/auditstore/clickhouse ) & cluster=$$!; \
-	$(GO) test -tags e2e -count=1 -timeout 30m -skip '$(CLUSTER_E2E)' ./cmd/... ./commands/... ./bench/... & rest=$$!; \
+	$(GO) test -tags e2e -count=1 -timeout 30m -run '^($(E2E_TESTS))$$' -skip '$(CLUSTER_E2E)' ./cmd/... ./commands/... ./bench/... & rest=$$!; \
 	status=0; wait $$cluster || status=1; wait $$rest || status=1; exit $$status
 
 CLUSTER_EVENTS ?= 50000
@@ -32,6 +41,9 @@ CLUSTER_EVENTS ?= 50000
 # built with !race, run without the race detector as the e2e tier).
 CLUSTER_E2E = ^(TestEveryRoleTwice|TestClickHouseClusterIngestAndList|TestClickHouseClusterFlag|TestClusterFailover|TestRolesStartInAnyOrderOnACluster|TestNATSReplicasFlag)$$
 CLUSTER_STORE = ^(TestClusterConformance|TestClusterOptionsValidate|TestClusterNodeAddedLater)$$
+# The tests of the files with build tag e2e (the tier's own; the packages'
+# other tests ran under the race detector in make test).
+E2E_TESTS = $(shell grep -rl --include='*_test.go' '^//go:build e2e' cmd commands bench | xargs sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' | sort -u | paste -sd'|' -)
 
 ## build: bin/auditrail, and bin/auditrail-demo (the demo's servers, which
 ## dev --demo runs; not part of the product) (the first build compiles every dependency: several

@@ -45,7 +45,7 @@ func TestQueryExecutionsBenchmarkRuns(t *testing.T) {
 	pageSamples = 5
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rs, err := QueryExecutions(ctx, 30_000, io.Discard)
+	rs, err := QueryExecutions(ctx, 10_000, io.Discard) // 10 users: user_7 holds pages
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,13 +100,8 @@ func TestConcurrentConflictingChangesRecordExactlyTheApplied(t *testing.T) {
 			// An entry leaves the outbox just after its publish is acked:
 			// wait for that, not for more.
 			for _, n := range nodes {
-				deadline := time.Now().Add(5 * time.Second)
-				for n.state.PendingCount() != 0 && time.Now().Before(deadline) {
-					time.Sleep(10 * time.Millisecond)
-				}
-				if p := n.state.PendingCount(); p != 0 {
-					t.Fatalf("%d events left in the outbox", p)
-				}
+				testenv.Eventually(t, 5*time.Second, func() string { return fmt.Sprintf("%d events left in the outbox", n.state.PendingCount()) },
+					func() bool { return n.state.PendingCount() == 0 })
 			}
 		})
 	}

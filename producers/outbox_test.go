@@ -104,13 +104,8 @@ func TestOutboxKeepsEventsWhileNATSIsDown(t *testing.T) {
 		t.Fatalf("30 publishes while NATS was down took %v: only the first should wait", d)
 	}
 	srv.Start()
-	deadline := time.Now().Add(30 * time.Second)
-	for ob.Stats().Pending > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("outbox not drained: %+v", ob.Stats())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("outbox drained: %+v", ob.Stats()) },
+		func() bool { return ob.Stats().Pending == 0 })
 	publish(3) // empty again: direct
 	ids := storedIDs(t, js, org)
 	got := map[string]int{}

@@ -129,6 +129,7 @@ func jsonlIDs(t *testing.T, body []byte) []string {
 // request, read from the store in pages of at most ExportPageSize (the
 // handler holds one page at a time), in both formats, on both stores.
 func TestExportAllPages(t *testing.T) {
+	t.Parallel() // among the slowest of the package: they share nothing
 	t.Run("sqlite", func(t *testing.T) {
 		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
 		if err != nil {
@@ -565,6 +566,7 @@ func TestExportRecorded(t *testing.T) {
 // reads: behind a real limit of 2 per window, an export of three pages
 // leaves one request, the next none, the third is refused (429).
 func TestExportCountsOnceAgainstTheRateLimit(t *testing.T) {
+	t.Parallel() // among the slowest of the package: they share nothing
 	_, _, js := testenv.NATS(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

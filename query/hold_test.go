@@ -373,6 +373,7 @@ func TestWaitForAfterRevocation(t *testing.T) {
 // Exports have a share per credential and per organization: beyond it,
 // 429 with Retry-After.
 func TestExportCapPerCredential(t *testing.T) {
+	t.Parallel() // among the slowest of the package: they share nothing
 	e := newHoldEnv(t, func(c *query.Config, _ *query.LiveConfig) {
 		c.Exports = query.Limits{Max: 10, PerOrg: 2, PerCredential: 1}
 	})

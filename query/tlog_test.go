@@ -75,6 +75,7 @@ func hashes(t *testing.T, ss []string) []tlog.Hash {
 // The checkpoint, proof and consistency routes answer what verifies
 // against the signed checkpoints, and refuse what they cannot prove.
 func TestLogRoutes(t *testing.T) {
+	t.Parallel() // among the slowest of the package: they share nothing
 	e := newLogEnv(t, 300)
 	first := e.size
 	firstNote := e.checkpoint(t, 120) // an older checkpoint kept beside the latest
@@ -281,6 +282,7 @@ func (c *countingLogs) ReadLogHashes(ctx context.Context, org uuid.UUID, kind au
 // large one that ends up answering without the store) equals the proof
 // read without a cache; each proof reads the store's hashes once at most.
 func TestProofCacheEqualsStore(t *testing.T) {
+	t.Parallel() // among the slowest of the package: they share nothing
 	e := newLogEnv(t, 600)
 	e.checkpoint(t, 333)
 	store := &countingLogs{Store: e.st}
@@ -354,6 +356,7 @@ func (c *countingLeaves) LeafIndexes(ctx context.Context, org uuid.UUID, kind au
 // An export asks the leaf indexes once per page of ExportPageSize, a list
 // page once; every exported entry carries its own.
 func TestLeafIndexesOnePerPage(t *testing.T) {
+	t.Parallel() // among the slowest of the package: they share nothing
 	n := query.ExportPageSize + 1500
 	e := newLogEnv(t, n)
 	store := &countingLeaves{Store: e.st}

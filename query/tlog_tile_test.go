@@ -96,6 +96,7 @@ func proofApp(t *testing.T, st any, cacheBytes int64) *fiber.App {
 // store holds hashes above the log's size that differ (leftovers): none
 // is ever served, before or after the log grows over them.
 func TestProofOneReadWhenWarm(t *testing.T) {
+	t.Parallel() // among the slowest of the package: they share nothing
 	const n, grown = 70_000, 70_500
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
 	if err != nil {

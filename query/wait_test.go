@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -79,14 +80,12 @@ func newWaitEnv(t *testing.T) *waitEnv {
 	}
 	e.alice = r.data()["key"].(string)
 	// The key works once the access mirror has it.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if r := e.call("GET", other+"/audit_logs", e.alice, ""); r.status == 200 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("alice cannot read her own org: %d %s", r.status, r.raw)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var last string
+	testenv.Eventually(t, 10*time.Second, func() string { return "alice reads her own org: " + last }, func() bool {
+		r := e.call("GET", other+"/audit_logs", e.alice, "")
+		last = fmt.Sprintf("%d %s", r.status, r.raw)
+		return r.status == 200
+	})
 	return e
 }
 

@@ -2,6 +2,7 @@ package toolrunner_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,11 +62,8 @@ func TestExecutionEventsSurviveNATSOutage(t *testing.T) {
 		t.Fatalf("while NATS is down: %+v, want the 10 events pending", st)
 	}
 	srv.Start()
-	for deadline := time.Now().Add(30 * time.Second); outbox.Stats().Pending > 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("outbox not drained: %+v", outbox.Stats())
-		}
-	}
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("outbox drained: %+v", outbox.Stats()) },
+		func() bool { return outbox.Stats().Pending == 0 })
 	c, err := js.OrderedConsumer(ctx, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{schemas.EventSubject(sc.Org.String(), schemas.KindExecution)}})
 	if err != nil {

@@ -5,14 +5,18 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 func TestAdminCLI(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	run := func(stdin string, args ...string) (string, int) {
 		t.Helper()
@@ -90,23 +94,21 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("missing argument: %d %s", code, out)
 	}
 	// Every change above is in the audit log, with source CLI.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var last string
+	testenv.Eventually(t, 15*time.Second, func() string { return "8 entries in logs: " + last }, func() bool {
 		out, code := run("", "logs", org, "--format", "json", "--all", "--limit", "2")
+		last = fmt.Sprintf("%d %s", code, out)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if code == 0 && len(lines) == 8 { // org, project, member, key, secret, 3 provider changes
-			for _, l := range lines {
-				if !strings.Contains(l, `"source":"AUDIT_SOURCE_CLI"`) {
-					t.Fatalf("entry without source CLI: %s", l)
-				}
+		if code != 0 || len(lines) != 8 { // org, project, member, key, secret, 3 provider changes
+			return false
+		}
+		for _, l := range lines {
+			if !strings.Contains(l, `"source":"AUDIT_SOURCE_CLI"`) {
+				t.Fatalf("entry without source CLI: %s", l)
 			}
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("logs: %d %s", code, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true
+	})
 	out, code = run("", "logs", org)
 	if code != 0 || !strings.Contains(out, "TIMESTAMP") || !strings.Contains(out, "SECRET") {
 		t.Fatalf("logs table: %d %s", code, out)
@@ -146,6 +148,7 @@ func TestAdminCLI(t *testing.T) {
 // The API takes the enum names (the seed's), refuses a short name as an
 // unknown name, and refuses *_UNSPECIFIED with a message that says what to do.
 func TestFilterNamesInTheAPI(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	org := "00000000-0000-4000-8000-0000000000aa"
 	for _, tc := range []struct {
@@ -170,6 +173,7 @@ func TestFilterNamesInTheAPI(t *testing.T) {
 // `admin logs --all` waits out the rate limit (Retry-After) with a progress
 // line and finishes the walk.
 func TestAdminLogsWaitsOutRateLimit(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t, "--rate-limit", "3/1s")
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Walk"}).data()["id"].(string)

@@ -39,9 +39,9 @@ func devWithKey(t *testing.T, extra ...string) (*devProc, string) {
 // and returns them, newest first.
 func auditEntries(t *testing.T, c *apiClient, key, path string, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var all []map[string]any
+	var all []map[string]any
+	testenv.Eventually(t, 20*time.Second, func() string { return fmt.Sprintf("%s holds %d entries, want %d", path, len(all), n) }, func() bool {
+		all = nil
 		cursor := ""
 		for {
 			p := path + "?limit=100"
@@ -60,17 +60,16 @@ func auditEntries(t *testing.T, c *apiClient, key, path string, n int) []map[str
 			}
 			cursor = r.data()["next_cursor"].(string)
 		}
-		if len(all) >= n || time.Now().After(deadline) {
-			if len(all) != n {
-				t.Fatalf("%s holds %d entries, want %d", path, len(all), n)
-			}
-			return all
+		if len(all) > n {
+			t.Fatalf("%s holds %d entries, want %d", path, len(all), n)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(all) == n
+	})
+	return all
 }
 
 func TestAdminAPIAndAuditTrail(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { adminAndAudit(t) })
 	t.Run("clickhouse", func(t *testing.T) { adminAndAudit(t, "--clickhouse", testenv.ClickHouse(t)) })
 }
@@ -364,6 +363,7 @@ func adminAndAudit(t *testing.T, extra ...string) {
 // ServiceConfig.MaxPending waiting events, mutations are refused with 503:
 // controlplane.TestMutationAuditedWhenAuditLogReturns.)
 func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
@@ -404,13 +404,7 @@ func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for stored() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiting event was not published after the audit log returned")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, "the waiting event published after the audit log returned", func() bool { return stored() > 0 })
 	time.Sleep(2 * time.Second) // further sweeps
 	if n := stored(); n != 1 {
 		t.Fatalf("event stored %d times", n)
@@ -440,6 +434,7 @@ func outboxPending(t *testing.T, addr string) int {
 }
 
 func TestRateLimitSharedAndTrustedProxies(t *testing.T) {
+	t.Parallel()
 	// Day-long windows, entered well before their end: the counts below
 	// cannot be split by a new window starting mid-test.
 	if left := time.Until(time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)); left < 2*time.Minute {
@@ -501,6 +496,7 @@ func writeJWKS(t *testing.T, secret []byte) string {
 func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 func TestJWTUsers(t *testing.T) {
+	t.Parallel()
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	p, boot := devWithKey(t, "--jwks", writeJWKS(t, secret), "--jwt-issuer", "https://idp.example")
 	c := newAPIClient(t, p.http)

@@ -104,6 +104,7 @@ func passwordClickHouse(t *testing.T, pw string) *chserver.Server {
 // file; with a wrong password it waits (503) and says why, and the
 // password is in none of its output or answers.
 func TestIngestRoleClickHousePassword(t *testing.T) {
+	t.Parallel()
 	const pw = "the-clickhouse-password-of-the-test"
 	srv := passwordClickHouse(t, pw)
 	p := startDev(t, t.TempDir())
@@ -135,15 +136,12 @@ func TestIngestRoleClickHousePassword(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	addr, out, stop := run(bad)
-	deadline := time.Now().Add(30 * time.Second)
 	var code int
 	var body string
-	for code, body = health(addr); code != 503 || !strings.Contains(strings.ToLower(body), "password") && !strings.Contains(body, "uthenticat"); code, body = health(addr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("with a wrong password: /healthz %d %s\n%s", code, body, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("with a wrong password: /healthz %d %s\n%s", code, body, out) }, func() bool {
+		code, body = health(addr)
+		return code == 503 && (strings.Contains(strings.ToLower(body), "password") || strings.Contains(body, "uthenticat"))
+	})
 	time.Sleep(500 * time.Millisecond) // a retry or two logged
 	stop()
 	if strings.Contains(body, pw) || strings.Contains(out.String(), pw) {
@@ -151,13 +149,10 @@ func TestIngestRoleClickHousePassword(t *testing.T) {
 	}
 	addr, out, stop = run(good)
 	defer stop()
-	deadline = time.Now().Add(30 * time.Second)
-	for code, body = health(addr); code != 200; code, body = health(addr) {
-		if time.Now().After(deadline) {
-			t.Fatalf("with the password: /healthz %d %s\n%s", code, body, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("with the password: /healthz %d %s\n%s", code, body, out) }, func() bool {
+		code, body = health(addr)
+		return code == 200
+	})
 	if strings.Contains(out.String(), pw) {
 		t.Fatalf("the password is shown:\n%s", out)
 	}

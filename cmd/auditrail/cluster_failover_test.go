@@ -31,9 +31,10 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// clusterEvents is the number of events of the failover test
-// (AUDITRAIL_CLUSTER_EVENTS, default 50,000: the failover happens at the
-// same fractions of the run with more; make test-e2e CLUSTER_EVENTS=200000).
+// clusterEvents is the number of events of the cluster tests: the failover
+// test and the ClickHouse cluster's (AUDITRAIL_CLUSTER_EVENTS, default
+// 50,000: the failover happens at the same fractions of the run with more;
+// make test-e2e CLUSTER_EVENTS=200000).
 func clusterEvents(t *testing.T) int {
 	n := 50_000
 	if v := os.Getenv("AUDITRAIL_CLUSTER_EVENTS"); v != "" {
@@ -78,7 +79,7 @@ func (w *apiWatch) add(status int, what string, ok bool) {
 // the failover is in the state and in the audit log, and every tool
 // execution answered is stored.
 func TestClusterFailover(t *testing.T) {
-	testenv.Long(t, "three NATS servers and 200k events")
+	testenv.Long(t, "three NATS servers and tens of thousands of events")
 	n := clusterEvents(t)
 	began := time.Now()
 	cluster := testenv.NewNATSCluster(t, 3)
@@ -238,23 +239,21 @@ func TestClusterFailover(t *testing.T) {
 	// Once in the stream.
 	deadline := time.Now().Add(60 * time.Second)
 	subject := schemas.EventSubject(loadOrg.String(), schemas.KindAudit)
-	for {
-		st, err := js.Stream(ctx, schemas.StreamEvents)
-		var inStream uint64
-		if err == nil {
+	var inStream uint64
+	var streamErr error
+	testenv.Eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("%d events of the load in the stream, want %d (%v)", inStream, n, streamErr)
+	}, func() bool {
+		var st jetstream.Stream
+		inStream = 0
+		if st, streamErr = js.Stream(ctx, schemas.StreamEvents); streamErr == nil {
 			info, ierr := st.Info(ctx, jetstream.WithSubjectFilter(subject))
 			if ierr == nil {
 				inStream = info.State.Subjects[subject]
 			}
 		}
-		if inStream == uint64(n) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d events of the load in the stream, want %d (%v)", inStream, n, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return inStream == uint64(n)
+	})
 	// Once in the store.
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "audit.db")+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
@@ -298,21 +297,16 @@ func TestClusterFailover(t *testing.T) {
 			t.Errorf("member %s, added during the failover, is not in the state: %.300s", u, list.raw)
 		}
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		var recorded, stored int
+	var recorded, stored int
+	testenv.Eventually(t, 30*time.Second, func() string {
+		return fmt.Sprintf("%d of %d admin changes recorded, %d of %d tool executions stored", recorded, len(members), stored, len(executions))
+	}, func() bool {
 		if err := db.QueryRow(`SELECT count(DISTINCT resource_id) FROM audit_logs WHERE organization_id = ? AND resource_id LIKE 'fo-user-%'`, org).Scan(&recorded); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.QueryRow(`SELECT count(DISTINCT execution_id) FROM tool_executions WHERE organization_id = ?`, org).Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
-		if recorded >= len(members) && stored >= len(executions) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d admin changes recorded, %d of %d tool executions stored", recorded, len(members), stored, len(executions))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return recorded >= len(members) && stored >= len(executions)
+	})
 }

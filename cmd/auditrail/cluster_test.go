@@ -72,17 +72,15 @@ func (p *roleProc) health() (int, map[string]any) {
 // waitHealth waits until /healthz answers want, and returns its body.
 func (p *roleProc) waitHealth(t *testing.T, want int, within time.Duration) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		status, body := p.health()
-		if status == want {
-			return body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: /healthz %d %v, want %d; output:\n%s", p.role, status, body, want, p.out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var status int
+	var body map[string]any
+	testenv.Eventually(t, within, func() string {
+		return fmt.Sprintf("%s: /healthz %d %v, want %d; output:\n%s", p.role, status, body, want, p.out)
+	}, func() bool {
+		status, body = p.health()
+		return status == want
+	})
+	return body
 }
 
 // streamReplicas is the replica count of each stream (a bucket is KV_<name>).
@@ -162,17 +160,13 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 	admin := newAPIClient(t, cp.addr)
 	org := admin.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
 	q := newAPIClient(t, waiting[0].proc.addr)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var last string
+	testenv.Eventually(t, 60*time.Second, func() string { return "the org's creation listed by the query role: " + last }, func() bool {
 		r := q.call("GET", "/api/v1/orgs/"+org+"/audit_logs", boot, nil)
-		if items, _ := r.data()["items"].([]any); r.status == 200 && len(items) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the org's creation is not listed by the query role: %d %s", r.status, r.raw)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		last = fmt.Sprintf("%d %s", r.status, r.raw)
+		items, _ := r.data()["items"].([]any)
+		return r.status == 200 && len(items) == 1
+	})
 
 	// The tool runner's API works too: an execution is answered and listed.
 	project := admin.call("POST", "/api/v1/orgs/"+org+"/projects", boot, map[string]any{"name": "p"}).data()["id"].(string)
@@ -182,16 +176,12 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 	if r.status != 200 || execID == "" {
 		t.Fatalf("tool execution on the tool runner: %d %s", r.status, r.raw)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	testenv.Eventually(t, 30*time.Second, func() string { return "the execution listed by the query role: " + last }, func() bool {
 		l := q.call("GET", "/api/v1/orgs/"+org+"/tool_executions?limit=1", boot, nil)
-		if items, _ := l.data()["items"].([]any); len(items) == 1 && items[0].(map[string]any)["execution_id"] == execID {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the execution is not listed by the query role: %d %s", l.status, l.raw)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		last = fmt.Sprintf("%d %s", l.status, l.raw)
+		items, _ := l.data()["items"].([]any)
+		return len(items) == 1 && items[0].(map[string]any)["execution_id"] == execID
+	})
 
 	js, err := jetstream.New(cluster.Connect(t, natsx.RoleAdmin))
 	if err != nil {
@@ -225,34 +215,31 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 		}
 	}
 	// Every replica catches up.
-	deadline = time.Now().Add(30 * time.Second)
 	for _, s := range cpStreams {
-		for {
+		testenv.Eventually(t, 30*time.Second, func() string { return s + ": replicas current: " + last }, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			st, err := js.Stream(ctx, s)
 			cancel()
-			if err == nil && st.CachedInfo().Cluster != nil && len(st.CachedInfo().Cluster.Replicas) == 1 && st.CachedInfo().Cluster.Replicas[0].Current {
-				break
+			if err != nil {
+				last = err.Error()
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: replicas not current: %+v %v", s, st.CachedInfo().Cluster, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			last = fmt.Sprintf("%+v", st.CachedInfo().Cluster)
+			return st.CachedInfo().Cluster != nil && len(st.CachedInfo().Cluster.Replicas) == 1 && st.CachedInfo().Cluster.Replicas[0].Current
+		})
 	}
 	// Ingest's durable consumer, created at one replica, follows its stream.
-	for {
+	testenv.Eventually(t, 30*time.Second, func() string { return "ingest's consumer follows its stream to 2 replicas: " + last }, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		ci, err := js.Consumer(ctx, schemas.StreamEvents, ingest.DefaultConfig().Durable)
 		cancel()
-		if err == nil && ci.CachedInfo().Cluster != nil && len(ci.CachedInfo().Cluster.Replicas) == 1 {
-			break
+		if err != nil {
+			last = err.Error()
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ingest's consumer did not follow its stream to 2 replicas: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		last = fmt.Sprintf("%+v", ci.CachedInfo().Cluster)
+		return ci.CachedInfo().Cluster != nil && len(ci.CachedInfo().Cluster.Replicas) == 1
+	})
 }
 
 // --nats-replicas outside 1..5 is a usage error.

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 // roleServices are the auditrail role services of doc by role: each name
@@ -286,13 +287,9 @@ func checkNATSRoutesTLS(t *testing.T, loaded *server.Options) {
 	a := start("nats-a", nil)
 	routeURL, _ := url.Parse("nats://" + a.ClusterAddr().String())
 	b := start("nats-b", []*url.URL{routeURL})
-	deadline := time.Now().Add(10 * time.Second)
-	for a.NumRoutes() == 0 || b.NumRoutes() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no route over the cluster TLS: %d and %d routes", a.NumRoutes(), b.NumRoutes())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, func() string {
+		return fmt.Sprintf("a route over the cluster TLS: %d and %d routes", a.NumRoutes(), b.NumRoutes())
+	}, func() bool { return a.NumRoutes() > 0 && b.NumRoutes() > 0 })
 	// A peer that trusts the CA, speaking the route protocol (TLS first,
 	// then the server's INFO): with the deployment's certificate it gets
 	// the INFO; without a certificate of its own, nothing.
@@ -350,6 +347,7 @@ func helpOf(t *testing.T, cmd string) (flags, envs map[string]bool) {
 // metrics listener; Grafana with the dashboard; one gateway publishing the
 // APIs. `docker compose config` checks it too where Docker is installed.
 func TestComposeTopology(t *testing.T) {
+	t.Parallel()
 	doc := readCompose(t)
 	if _, err := os.Stat("../../.dockerignore"); err != nil {
 		t.Error("no .dockerignore")

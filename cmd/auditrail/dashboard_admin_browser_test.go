@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/testenv/browser"
 )
 
@@ -197,9 +199,11 @@ func dashboardAdmin(t *testing.T, extra ...string) {
 			{"AUDIT_ACTION_DISABLED", "RESOURCE_TYPE_HOOK", "policy"},
 			{"AUDIT_ACTION_UPDATED", "RESOURCE_TYPE_HOOK", "policy"},
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			var got []change
+		var got, missing []change
+		testenv.Eventually(t, 20*time.Second, func() string {
+			return fmt.Sprintf("audit log with source DASHBOARD: %v\nmissing %v", got, missing)
+		}, func() bool {
+			got = nil
 			cursor := ""
 			for {
 				p := orgPath + "/audit_logs?limit=100"
@@ -224,15 +228,9 @@ func dashboardAdmin(t *testing.T, extra ...string) {
 				}
 				cursor = r.data()["next_cursor"].(string)
 			}
-			missing := slices.DeleteFunc(slices.Clone(want), func(c change) bool { return slices.Contains(got, c) })
-			if len(missing) == 0 && len(got) == len(want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("audit log with source DASHBOARD: %v\nmissing %v", got, missing)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			missing = slices.DeleteFunc(slices.Clone(want), func(c change) bool { return slices.Contains(got, c) })
+			return len(missing) == 0 && len(got) == len(want)
+		})
 	})
 
 	t.Run("member", func(t *testing.T) {

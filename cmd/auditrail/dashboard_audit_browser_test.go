@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/testenv/browser"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -213,9 +214,9 @@ func seedTenant(t *testing.T, d *dash, plant bool) auditTenant {
 // waitIDs waits until the listing at path holds every event id of want.
 func (d *dash) waitIDs(t *testing.T, path string, want map[string]bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		seen := 0
+	seen := 0
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("%s holds %d of the %d events published", path, seen, len(want)) }, func() bool {
+		seen = 0
 		cursor := ""
 		for {
 			p := path + "?limit=100"
@@ -246,14 +247,8 @@ func (d *dash) waitIDs(t *testing.T, path string, want map[string]bool) {
 			}
 			cursor = env.Data.NextCursor
 		}
-		if seen == len(want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d of the %d events published", path, seen, len(want))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return seen == len(want)
+	})
 }
 
 // rows is the number of entry rows shown.
@@ -275,6 +270,7 @@ func jsString(s string) string {
 // plant, executions with their hook calls, keyboard and phone width, and
 // the error states (401 after the key is deleted, 429).
 func TestDashboardAudit(t *testing.T) {
+	t.Parallel()
 	dashStores(t, func(t *testing.T, extra ...string) {
 		d := openDashboard(t, append(extra, "--rate-limit", "600/60s")...)
 		tn := seedTenant(t, d, true)
@@ -615,24 +611,20 @@ func testErrors(t *testing.T, d *dash) {
 	}
 	// The open live tail ends with the key (the stream's error event) and
 	// the page asks to sign in again, with nothing clicked.
-	for deleted := time.Now(); !value(t, d, "form", chromedp.Evaluate[bool](`!!document.getElementById("credential")`)); {
-		if time.Since(deleted) > 6*time.Second {
-			t.Fatal("the live tail of a deleted key is still open 6 s later")
-		}
-		time.Sleep(100 * time.Millisecond)
+	signIn := func() bool {
+		return value(t, d, "form", chromedp.Evaluate[bool](`!!document.getElementById("credential")`))
 	}
+	testenv.Eventually(t, 6*time.Second, "the live tail of a deleted key ends and the page asks to sign in", signIn)
 	// The next call of the page answers 401: sign in again.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	first := true
+	testenv.Eventually(t, 10*time.Second, "a deleted key no longer reads the log", func() bool {
+		if !first {
+			d.do(t, "another q", until(`(document.getElementById("q").value = "x" + Date.now(), true)`))
+		}
+		first = false
 		d.do(t, "search", until(`(document.getElementById("search-go") && document.getElementById("search-go").click(), true)`), chromedp.Sleep(150*time.Millisecond))
-		if value(t, d, "form", chromedp.Evaluate[bool](`!!document.getElementById("credential")`)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a deleted key still reads the log")
-		}
-		d.do(t, "another q", until(`(document.getElementById("q").value = "x" + Date.now(), true)`))
-	}
+		return signIn()
+	})
 	if msg := value(t, d, "msg", chromedp.Text(chromedp.CSS("#signin-error"))); !strings.Contains(msg, "sign in again") {
 		t.Errorf("after a 401: %q", msg)
 	}
@@ -667,6 +659,7 @@ func testErrors(t *testing.T, d *dash) {
 // TestDashboardScreenshot takes the README's screenshot (docs/dashboard.png,
 // 1280×800) when AUDITRAIL_SCREENSHOT=1.
 func TestDashboardScreenshot(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("AUDITRAIL_SCREENSHOT") != "1" {
 		t.Skip("set AUDITRAIL_SCREENSHOT=1 to take docs/dashboard.png")
 	}

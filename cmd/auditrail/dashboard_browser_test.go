@@ -112,6 +112,7 @@ func (d *dash) signIn(t *testing.T, key, query string) {
 // without inline script or eval, nothing sniffed, nothing framed — and
 // no file outside the embedded ones.
 func TestDashboardServed(t *testing.T) {
+	t.Parallel()
 	p := startDev(t, t.TempDir())
 	get := func(path string, hdr ...string) (*http.Response, string) {
 		t.Helper()
@@ -170,6 +171,7 @@ func TestDashboardServed(t *testing.T) {
 // one shows the organization and its projects from /api/v1/me and stays
 // for a reload of the tab; signing out forgets it.
 func TestDashboardSignIn(t *testing.T) {
+	t.Parallel()
 	d := openDashboard(t)
 	d.do(t, "a wrong key",
 		chromedp.Navigate(d.url("")),

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 )
 
@@ -30,6 +31,7 @@ import (
 // (JCS, leaf, inclusion proof, signed note) is checked first against
 // vectors made by internal/tlog.
 func TestDashboardVerifies(t *testing.T) {
+	t.Parallel()
 	d := openDashboard(t, "--checkpoint-interval", "300ms")
 	d.do(t, "page", chromedp.Navigate(d.url("")), chromedp.WaitVisible(chromedp.CSS("#credential")))
 	t.Run("js_against_go_vectors", func(t *testing.T) { testJSVectors(t, d) })
@@ -180,9 +182,10 @@ type coveredItem struct {
 // a leaf_index and the latest checkpoint covers them all.
 func (d *dash) waitCovered(t *testing.T, kind string) covered {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var c covered
+	var c covered
+	var last string
+	testenv.Eventually(t, 30*time.Second, func() string { return kind + ": a checkpoint covering every entry: " + last }, func() bool {
+		c = covered{}
 		code, b := d.rawGet(t, "/api/v1/orgs/"+d.org+"/"+kind+"?limit=100", d.boot)
 		var list struct {
 			Data struct {
@@ -214,13 +217,12 @@ func (d *dash) waitCovered(t *testing.T, kind string) covered {
 		code, b = d.rawGet(t, "/api/v1/orgs/"+d.org+"/"+kind+"/checkpoint", d.boot)
 		if ok && code == 200 && json.Unmarshal(b, &cp) == nil && cp.Data.Size >= int64(len(c.items)) {
 			c.cp.Size, c.cp.RootHash, c.cp.KeyID = cp.Data.Size, cp.Data.RootHash, cp.Data.KeyID
-			return c
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no checkpoint covering the %d entries after 30 s (checkpoint: %d %.300s)", kind, len(list.Data.Items), code, b)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		last = fmt.Sprintf("%d entries (checkpoint: %d %.300s)", len(list.Data.Items), code, b)
+		return false
+	})
+	return c
 }
 
 // jsVectors are made by internal/tlog; the page's tlog.js must agree.

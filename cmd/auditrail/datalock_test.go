@@ -14,6 +14,7 @@ import (
 
 // One --data directory belongs to one process; a busy port fails at once.
 func TestOneProcessPerDataDirAndBusyPorts(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	first := startDev(t, data)
 	free := func() string { p, _ := testenv.FreePort(); return fmt.Sprintf("127.0.0.1:%d", p) }

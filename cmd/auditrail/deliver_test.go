@@ -42,13 +42,8 @@ func startReceive(t *testing.T, secret string, extra ...string) (string, *testen
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "listening") {
-		if time.Now().After(deadline) {
-			t.Fatalf("receive did not start:\n%s", out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, func() string { return "receive starts:\n" + out.String() },
+		func() bool { return strings.Contains(out.String(), "listening") })
 	return addr, out
 }
 
@@ -71,6 +66,7 @@ func receiveCounts(t *testing.T, addr string) map[string]float64 {
 // receive` gets the events published an hour late, every one, signed;
 // after dedup exactly the published ones; the destination's status says so.
 func TestDevDeliversToReceive(t *testing.T) {
+	t.Parallel()
 	const secret = "the-secret-of-the-dev-destination"
 	p, boot := devWithKey(t)
 	addr, out := startReceive(t, secret)
@@ -103,13 +99,10 @@ func TestDevDeliversToReceive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for receiveCounts(t, addr)["unique"] < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("receive got %v, want %d events\n%s", receiveCounts(t, addr), n, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, func() string {
+		return fmt.Sprintf("receive got %v, want %d events\n%s", receiveCounts(t, addr), n, out)
+	},
+		func() bool { return receiveCounts(t, addr)["unique"] >= n })
 	time.Sleep(300 * time.Millisecond)
 	if got := receiveCounts(t, addr); got["unique"] != n || got["rejected"] != 0 {
 		t.Fatalf("receive counts %v", got)
@@ -117,17 +110,11 @@ func TestDevDeliversToReceive(t *testing.T) {
 	if !strings.Contains(out.String(), "delivery ") {
 		t.Fatalf("receive printed no delivery line:\n%s", out)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, func() string { return "destination active, delivered, nothing pending: " + string(r.raw) }, func() bool {
 		r = c.call("GET", "/api/v1/orgs/"+org+"/destinations/"+dest, boot, nil)
-		if d := r.data(); d["status"] == "active" && d["last_delivered_at"] != nil && d["pending"] == 0.0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("destination status %s", r.raw)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		d := r.data()
+		return d["status"] == "active" && d["last_delivered_at"] != nil && d["pending"] == 0.0
+	})
 	resp, err := http.Get("http://" + p.http + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +132,7 @@ func TestDevDeliversToReceive(t *testing.T) {
 // share the destinations (each delivers some), every destination gets
 // every event, and its /healthz reports what it delivered.
 func TestDeliverRoleProcess(t *testing.T) {
+	t.Parallel()
 	const secret = "the-secret-of-the-role-destination"
 	// Short leases: the new instance takes its share within a second, not
 	// the default lease's five.
@@ -188,13 +176,10 @@ func TestDeliverRoleProcess(t *testing.T) {
 	// dev's instance may hold every lease until its next heartbeat shows it
 	// the new instance (a third of the lease): wait for the hand-over, so
 	// that the events below are delivered by both.
-	deadline := time.Now().Add(30 * time.Second)
-	for deliverHealth(t, health).Destinations == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the deliver role took no destination: %+v", deliverHealth(t, health))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, func() string {
+		return fmt.Sprintf("the deliver role takes a destination: %+v", deliverHealth(t, health))
+	},
+		func() bool { return deliverHealth(t, health).Destinations > 0 })
 	js, err := jetstream.New(p.connect(t))
 	if err != nil {
 		t.Fatal(err)
@@ -209,14 +194,9 @@ func TestDeliverRoleProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline = time.Now().Add(30 * time.Second)
 	for _, addr := range addrs {
-		for receiveCounts(t, addr)["unique"] < 10 {
-			if time.Now().After(deadline) {
-				t.Fatalf("receiver %s got %v", addr, receiveCounts(t, addr))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("receiver %s got %v, want 10", addr, receiveCounts(t, addr)) },
+			func() bool { return receiveCounts(t, addr)["unique"] >= 10 })
 	}
 	if h := deliverHealth(t, health); h.Destinations == 0 || h.Delivered == 0 {
 		t.Fatalf("the deliver role's /healthz: %+v", h)

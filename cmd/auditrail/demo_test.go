@@ -3,10 +3,13 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 var (
@@ -18,6 +21,7 @@ var (
 // Right after `auditrail dev --demo` (make run) a newcomer can call the
 // DocumentDbToolkit through the API with the printed key.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	p := startDev(t, data, "--demo")
 	boot := keyRe.FindString(p.stdout.String())
@@ -70,23 +74,20 @@ func TestDemo(t *testing.T) {
 			t.Fatalf("limit 5000: %d %s", r.status, r.raw)
 		}
 		// The executions and the set-up (source SYSTEM) are in the trail.
-		deadline := time.Now().Add(15 * time.Second)
-		for {
+		var last string
+		testenv.Eventually(t, 15*time.Second, func() string {
+			return "executions and set-up in the trail (each set-up once): " + last
+		}, func() bool {
 			ex := c.call("GET", base+"/tool_executions", key[1], nil)
 			logs := c.call("GET", "/api/v1/orgs/"+ids[1]+"/audit_logs?source=AUDIT_SOURCE_SYSTEM&resource_type=RESOURCE_TYPE_SECRET", boot, nil)
 			providers := c.call("GET", "/api/v1/orgs/"+ids[1]+"/audit_logs?resource_type=RESOURCE_TYPE_AUTH_PROVIDER", boot, nil)
 			conns := c.call("GET", "/api/v1/orgs/"+ids[1]+"/audit_logs?resource_type=RESOURCE_TYPE_USER_CONNECTION", boot, nil)
 			// The secret is set once, the two providers made and connected
 			// once: restarts add no audit events.
-			if ex.status == 200 && len(ex.data()["items"].([]any)) >= 3*(round+1) && logs.status == 200 && len(logs.data()["items"].([]any)) == 1 &&
-				len(providers.data()["items"].([]any)) == 2 && len(conns.data()["items"].([]any)) == 2 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("executions or set-up not in the trail (or recorded twice): %s / %s / %s / %s", ex.raw, logs.raw, providers.raw, conns.raw)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			last = fmt.Sprintf("%s / %s / %s / %s", ex.raw, logs.raw, providers.raw, conns.raw)
+			return ex.status == 200 && len(ex.data()["items"].([]any)) >= 3*(round+1) && logs.status == 200 && len(logs.data()["items"].([]any)) == 1 &&
+				len(providers.data()["items"].([]any)) == 2 && len(conns.data()["items"].([]any)) == 2
+		})
 		if round < 2 {
 			// A restart keeps the demo tenant; --new-key prints a new key.
 			p.stop(t)
@@ -111,6 +112,7 @@ func toStrings(v any) []string {
 }
 
 func TestClientURL(t *testing.T) {
+	t.Parallel()
 	for listen, want := range map[string]string{
 		"127.0.0.1:8080": "http://127.0.0.1:8080",
 		":8080":          "http://127.0.0.1:8080",

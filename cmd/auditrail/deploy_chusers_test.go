@@ -57,6 +57,7 @@ const deployBaseUsers = `<?xml version="1.0"?>
 // CREATE fail, no role reaches another database, and a role asked to
 // migrate with its own user stops with ErrNoDDL.
 func TestDeployClickHouseUsers(t *testing.T) {
+	t.Parallel()
 	if _, err := chserver.Binary(); err != nil {
 		testenv.Missing(t, "%v", err)
 	}

@@ -22,6 +22,7 @@ import (
 // believed. Loopback addresses play the hosts: the gateway reaches the
 // role from 127.0.0.1, the attackers connect from 127.0.0.2 and 127.0.0.3.
 func TestDeployForwardedForOnlyFromGateway(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t, "--trusted-proxies", "127.0.0.1")
 	g, err := gateway.New(gateway.Config{Upstreams: map[gateway.Role][]string{
 		gateway.Query: {"http://" + p.http}, gateway.ToolRunner: {"http://" + p.http}, gateway.ControlPlane: {"http://" + p.http}}}, nil)

@@ -42,6 +42,7 @@ func (p *devProc) terminate(t *testing.T) (time.Duration, string, error) {
 // watches, subscriptions and consumers it closes itself, within 2 s when
 // idle; events emitted just before the signal are all stored.
 func TestDevShutdown(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		extra  []string

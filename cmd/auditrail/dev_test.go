@@ -128,13 +128,12 @@ func startDev(t *testing.T, data string, extra ...string) *devProc {
 // waitHealthy waits until /healthz answers 200.
 func (p *devProc) waitHealthy(t *testing.T, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testenv.Eventually(t, within, func() string { return "dev healthy\n" + p.stderr.String() }, func() bool {
 		resp, err := http.Get("http://" + p.http + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return
+				return true
 			}
 		}
 		select {
@@ -142,11 +141,8 @@ func (p *devProc) waitHealthy(t *testing.T, within time.Duration) {
 			t.Fatalf("dev exited at start: %v\n%s", err, p.stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dev not healthy after %s\n%s", within, p.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // creds is the NATS credentials file of role that dev wrote.
@@ -269,6 +265,7 @@ func walk(t *testing.T, base, path, key string, limit int) []string {
 var keyRe = regexp.MustCompile(`ark_[A-Za-z0-9_-]+`)
 
 func TestDevEndToEnd(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { devEndToEnd(t) })
 	t.Run("clickhouse", func(t *testing.T) { devEndToEnd(t, "--clickhouse", testenv.ClickHouse(t)) })
 }
@@ -285,11 +282,10 @@ func devEndToEnd(t *testing.T, extra ...string) {
 
 	path := "/api/v1/orgs/" + org.String() + "/audit_logs"
 	var ids []string
-	deadline := time.Now().Add(20 * time.Second)
-	for len(ids) < 1200 && time.Now().Before(deadline) {
+	testenv.Eventually(t, 20*time.Second, func() string { return fmt.Sprintf("listed %d events, want 1200", len(ids)) }, func() bool {
 		ids = walk(t, p.http, path, key, 100)
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(ids) >= 1200
+	})
 	if len(ids) != 1200 {
 		t.Fatalf("listed %d events, want 1200", len(ids))
 	}
@@ -379,13 +375,9 @@ func devEndToEnd(t *testing.T, extra ...string) {
 	}
 	org2 := uuid.New()
 	emit(t, p2, org2, 10)
-	deadline = time.Now().Add(10 * time.Second)
-	for len(walk(t, p2.http, "/api/v1/orgs/"+org2.String()+"/audit_logs", key, 100)) != 10 {
-		if time.Now().After(deadline) {
-			t.Fatal("events after restart not ingested")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "events after restart ingested", func() bool {
+		return len(walk(t, p2.http, "/api/v1/orgs/"+org2.String()+"/audit_logs", key, 100)) == 10
+	})
 	p2.stop(t)
 }
 
@@ -393,6 +385,7 @@ func devEndToEnd(t *testing.T, extra ...string) {
 // credentials (0600) and prints the admin one; a role's credentials carry
 // only that role's permissions.
 func TestDevNATSAuth(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	p := startDev(t, data)
 	if !strings.Contains(p.stdout.String(), p.creds(natsx.RoleAdmin)) {
@@ -447,16 +440,11 @@ func TestDevNATSAuth(t *testing.T) {
 // A ClickHouse that is not up when dev starts: dev serves at once with
 // /healthz 503, keeps trying, then ingests once the store answers.
 func TestDevWaitsForStore(t *testing.T) {
+	t.Parallel()
 	srv, dsn := testenv.ClickHouseDedicated(t)
 	srv.Stop()
 	p := launchDev(t, t.TempDir(), "--clickhouse", dsn, "--bootstrap-key", "bootstrap-key-of-the-late-store")
-	deadline := time.Now().Add(30 * time.Second)
-	for p.health() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no /healthz answer\n%s", p.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, func() string { return "a /healthz answer\n" + p.stderr.String() }, func() bool { return p.health() != 0 })
 	// Not ready, and still so a few seconds later: the process waits.
 	for i := 0; i < 30; i++ {
 		if code := p.health(); code != 503 {
@@ -478,12 +466,8 @@ func TestDevWaitsForStore(t *testing.T) {
 		t.Errorf("no retry logged:\n%s", p.stderr)
 	}
 	key := "bootstrap-key-of-the-late-store"
-	deadline = time.Now().Add(20 * time.Second)
-	for len(walk(t, p.http, "/api/v1/orgs/"+org.String()+"/audit_logs", key, 100)) != 20 {
-		if time.Now().After(deadline) {
-			t.Fatal("the events published while the store was down were not ingested")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, "the events published while the store was down ingested", func() bool {
+		return len(walk(t, p.http, "/api/v1/orgs/"+org.String()+"/audit_logs", key, 100)) == 20
+	})
 	p.stop(t)
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -24,6 +26,7 @@ import (
 // refuses to run without a selection, and replaying its sequence stores
 // the event: it is listed by the audit API, and the DLQ is empty.
 func TestDLQListAndReplay(t *testing.T) {
+	t.Parallel()
 	p := startDev(t, t.TempDir())
 	key := keyRe.FindString(p.stdout.String())
 	nc := p.connect(t)
@@ -78,17 +81,12 @@ func TestDLQListAndReplay(t *testing.T) {
 	if out, code := run("replay", "--seq", strconv.FormatUint(d.Seq, 10)); code != 0 || !strings.Contains(out, "replayed 1 dead letter") {
 		t.Fatalf("dlq replay: %d %s", code, out)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var last string
+	testenv.Eventually(t, 20*time.Second, func() string { return "the replayed event listed: " + last }, func() bool {
 		_, lr, _ := get(t, p.http, "/api/v1/orgs/"+org.String()+"/audit_logs", key)
-		if len(lr.Data.Items) == 1 && lr.Data.Items[0]["event_id"] == ev.EventID.String() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replayed event is not listed: %+v", lr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		last = fmt.Sprintf("%+v", lr)
+		return len(lr.Data.Items) == 1 && lr.Data.Items[0]["event_id"] == ev.EventID.String()
+	})
 	if out, code := run("list", "--org", org.String()); code != 0 || !strings.Contains(out, "no dead letters") {
 		t.Fatalf("dlq list after the replay: %d %s", code, out)
 	}

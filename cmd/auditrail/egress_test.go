@@ -13,6 +13,7 @@ import (
 // address and private ranges; a hook on a closed port fails with a
 // generic failure; --allow-private-egress allows private ranges.
 func TestHookEgressInDev(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)

@@ -15,6 +15,7 @@ import (
 // Errors that help: each names what was wrong and what to do, and hides
 // only secrets.
 func TestErrorsThatHelp(t *testing.T) {
+	t.Parallel()
 	run := func(args ...string) (string, int) {
 		t.Helper()
 		out, err := exec.Command(binary(t), args...).CombinedOutput()
@@ -53,6 +54,7 @@ func TestErrorsThatHelp(t *testing.T) {
 // hooks-example binds before it says it listens: on a busy port it exits
 // non-zero at once, without claiming to listen.
 func TestHooksExampleBusyPort(t *testing.T) {
+	t.Parallel()
 	l, _ := testenv.CountingListener(t)
 	done := make(chan struct{})
 	var out []byte

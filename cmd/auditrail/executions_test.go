@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,11 +12,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
 
 func TestToolExecutionsListing(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { toolExecutions(t) })
 }
 
@@ -48,9 +51,8 @@ func toolExecutions(t *testing.T, extra ...string) {
 		t.Fatal(err)
 	}
 	path := "/api/v1/orgs/" + org + "/projects/" + project + "/tool_executions"
-	deadline := time.Now().Add(15 * time.Second)
 	var got []map[string]any
-	for {
+	testenv.Eventually(t, 15*time.Second, func() string { return fmt.Sprintf("%d executions listed, want 25", len(got)) }, func() bool {
 		got = nil
 		cursor := ""
 		for {
@@ -70,14 +72,8 @@ func toolExecutions(t *testing.T, extra ...string) {
 			}
 			cursor = r.data()["next_cursor"].(string)
 		}
-		if len(got) == 25 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(got) != 25 {
-		t.Fatalf("%d executions listed, want 25", len(got))
-	}
+		return len(got) == 25
+	})
 	newest := got[0]
 	if newest["execution_id"] != evs[24].(*schemas.ExecutionEvent).ExecutionID || newest["tool_name"] != "DocumentDbToolkit.CountDocuments" || newest["error"] != nil {
 		t.Fatalf("newest: %v", newest)

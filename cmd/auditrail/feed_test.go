@@ -116,6 +116,7 @@ func (p *feedPoller) count(ids []string) (got, twice int) {
 // killed mid-way and started again. The poller receives every event
 // exactly once, in increasing positions; the list route holds them too.
 func TestFeedLateEventsAndIngestRestart(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.ClickHouse(t)
 	boot := "bootstrap-key-of-the-feed-test"
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-of-the-feed-test-1234"))
@@ -182,20 +183,16 @@ func TestFeedLateEventsAndIngestRestart(t *testing.T) {
 	}()
 	waitAll := func(what string, within time.Duration) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for {
-			got, twice := p.count(published)
-			if twice > 0 {
+		got := 0
+		testenv.Eventually(t, within, func() string {
+			return fmt.Sprintf("%s: the poller received %d of %d events (errors: %v)", what, got, len(published), p.errs)
+		}, func() bool {
+			var twice int
+			if got, twice = p.count(published); twice > 0 {
 				t.Fatalf("%s: %d events received twice", what, twice)
 			}
-			if got == len(published) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the poller received %d of %d events (errors: %v)", what, got, len(published), p.errs)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return got == len(published)
+		})
 	}
 
 	round(400, 0)

@@ -13,6 +13,7 @@ import (
 // `auditrail healthcheck URL` exits 0 on a 200 only: a 503, a redirect (not
 // followed), a closed port and a malformed URL fail, the first three with 1.
 func TestHealthcheckCommand(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/ok":

@@ -46,24 +46,21 @@ func startRole(t *testing.T, role string, args ...string) string {
 			t.Logf("%s role output:\n%s", role, out)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return addr
-			}
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("%s role healthy:\n%s", role, out) }, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s role not healthy:\n%s", role, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return addr
 }
 
 // Two instances (dev and a separate query role) share the control-plane
 // state and the rate limit through NATS, and the cursor keys.
 func TestInstancesShareStateAndLimits(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.ClickHouse(t)
 	boot := "bootstrap-key-for-two-instances"
 	cursorKey := base64.StdEncoding.EncodeToString([]byte("cursor-key-shared-by-instances!!"))
@@ -98,22 +95,20 @@ func TestInstancesShareStateAndLimits(t *testing.T) {
 	// 6-request limit above does not interfere.
 	n := 0
 	ip := func() string { n++; return fmt.Sprintf("198.18.%d.%d", n/250, 1+n%250) }
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var last string
+	testenv.Eventually(t, 5*time.Second, func() string { return "key usable on the second instance: " + last }, func() bool {
 		r := b.call("GET", logs, key, nil, "X-Forwarded-For", ip())
-		if r.status == 200 && len(r.data()["items"].([]any)) == 1 {
-			// A cursor of one instance pages on the other.
-			cur := r.data()["next_cursor"].(string)
-			if r2 := a.call("GET", logs+"&cursor="+url.QueryEscape(cur), key, nil, "X-Forwarded-For", ip()); r2.status != 200 {
-				t.Fatalf("cursor of the other instance: %d %s", r2.status, r2.raw)
-			}
-			break
+		last = fmt.Sprintf("%d %s", r.status, r.raw)
+		if r.status != 200 || len(r.data()["items"].([]any)) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("key not usable on the second instance: %d %s", r.status, r.raw)
+		// A cursor of one instance pages on the other.
+		cur := r.data()["next_cursor"].(string)
+		if r2 := a.call("GET", logs+"&cursor="+url.QueryEscape(cur), key, nil, "X-Forwarded-For", ip()); r2.status != 200 {
+			t.Fatalf("cursor of the other instance: %d %s", r2.status, r2.raw)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 	// An export on the query role, with the role's own NATS credentials,
 	// is recorded in the organization's audit log.
 	req, _ := http.NewRequest("GET", "http://"+q+"/api/v1/orgs/"+org+"/audit_logs/export?format=jsonl", nil)
@@ -128,21 +123,21 @@ func TestInstancesShareStateAndLimits(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("export on the query role: %d", resp.StatusCode)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	testenv.Eventually(t, 10*time.Second, func() string { return "the export in the audit log: " + last }, func() bool {
 		r := a.call("GET", "/api/v1/orgs/"+org+"/audit_logs?limit=1", boot, nil, "X-Forwarded-For", ip())
-		if items, _ := r.data()["items"].([]any); len(items) == 1 {
-			it := items[0].(map[string]any)
-			if d, _ := it["data"].(map[string]any); d != nil && it["principal_id"] == keyID {
-				if after, _ := d["after"].(map[string]any); after != nil && after["export"] != nil {
-					break
-				}
-			}
+		last = string(r.raw)
+		items, _ := r.data()["items"].([]any)
+		if len(items) != 1 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the export is not in the audit log: %s", r.raw)
+		it := items[0].(map[string]any)
+		d, _ := it["data"].(map[string]any)
+		if d == nil || it["principal_id"] != keyID {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		after, _ := d["after"].(map[string]any)
+		return after != nil && after["export"] != nil
+	})
 	if r := a.call("POST", "/api/v1/orgs/"+org+"/api_keys/"+keyID+"/disable", boot, nil); r.status != 200 {
 		t.Fatalf("disable: %d", r.status)
 	}
@@ -158,6 +153,7 @@ func TestInstancesShareStateAndLimits(t *testing.T) {
 
 // The controlplane and toolrunner roles run alone against a NATS server.
 func TestControlPlaneAndToolRunnerRoles(t *testing.T) {
+	t.Parallel()
 	dev := startDev(t, t.TempDir(), "--bootstrap-key", "bootstrap-key-of-the-roles-test")
 	boot := "bootstrap-key-of-the-roles-test"
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))

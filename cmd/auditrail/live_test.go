@@ -20,6 +20,7 @@ import (
 // stream with its own NATS credentials), a second org's stream none of
 // them, and SIGTERM ends the open streams and lets dev exit promptly.
 func TestLiveStreamInDev(t *testing.T) {
+	t.Parallel()
 	p, key := devWithKey(t)
 	org, other := uuid.New(), uuid.New()
 	open := func(org uuid.UUID) (<-chan sseFrame, <-chan struct{}) {
@@ -81,6 +82,7 @@ func TestLiveStreamInDev(t *testing.T) {
 // removal, and the entries recorded afterwards never reach it; a reconnect
 // with the same key is refused.
 func TestLiveStreamRevokedInDev(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	api := newAPIClient(t, p.http)
 	r := api.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"})

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/schemas/openapitest"
 )
@@ -102,6 +103,7 @@ func text(res *mcp.CallToolResult) string {
 // `dev --demo` as the HTTP API does: the same list, the same pipeline
 // (hooks, connections), the same trail, with its name and version recorded.
 func TestMCPInDev(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t, "--demo")
 	out := p.stdout.String()
 	key, ids := demoKeyRe.FindStringSubmatch(out), demoIDsRe.FindStringSubmatch(out)
@@ -195,15 +197,11 @@ func TestMCPInDev(t *testing.T) {
 	if he.status != 200 || httpExecution == "" {
 		t.Fatalf("execute over HTTP: %d %s", he.status, he.raw)
 	}
-	execs := c.call("GET", projPath+"/tool_executions?limit=100", boot, nil)
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(string(execs.raw), mcpExecution) || !strings.Contains(string(execs.raw), httpExecution) {
-		if time.Now().After(deadline) {
-			t.Fatalf("MCP execution %s not listed: %s", mcpExecution, execs.raw)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var execs apiResp
+	testenv.Eventually(t, 15*time.Second, func() string { return fmt.Sprintf("MCP execution %s listed: %s", mcpExecution, execs.raw) }, func() bool {
 		execs = c.call("GET", projPath+"/tool_executions?limit=100", boot, nil)
-	}
+		return strings.Contains(string(execs.raw), mcpExecution) && strings.Contains(string(execs.raw), httpExecution)
+	})
 	ev := executionEvent(t, p.connect(t), org, mcpExecution)
 	if ev.Client == nil || *ev.Client != (schemas.ClientInfo{Protocol: "mcp", Name: "mcp-test-client", Version: "9.8.7"}) || ev.UserID != "demo-user" {
 		t.Fatalf("execution event: client %+v user %q", ev.Client, ev.UserID)
@@ -247,22 +245,19 @@ func TestMCPInDev(t *testing.T) {
 		}
 	}
 	// Listed in tool_executions with the desktop client's name.
-	for deadline := time.Now().Add(15 * time.Second); ; {
+	var client []byte
+	testenv.Eventually(t, 15*time.Second, func() string {
+		return fmt.Sprintf("stdio execution %s listed with the desktop client (%s)", stdioExecution, client)
+	}, func() bool {
 		execs = c.call("GET", projPath+"/tool_executions?limit=100", boot, nil)
-		var client []byte
+		client = nil
 		for _, it := range execs.data()["items"].([]any) {
 			if item := it.(map[string]any); item["execution_id"] == stdioExecution {
 				client, _ = json.Marshal(item["client"])
 			}
 		}
-		if string(client) == `{"name":"desktop-app","protocol":"mcp","version":"0.9"}` {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stdio execution %s listed with client %s", stdioExecution, client)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return string(client) == `{"name":"desktop-app","protocol":"mcp","version":"0.9"}`
+	})
 
 	// A pre hook that denies: an MCP tool error with the kind and message.
 	deny := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

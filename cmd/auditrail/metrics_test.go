@@ -97,6 +97,7 @@ func settled(t *testing.T, addr string) scrape {
 // not on the tenant listener. The deploy files name only metrics that a
 // real scrape holds (checkDeployFiles).
 func TestMetricsEndToEnd(t *testing.T) {
+	t.Parallel()
 	maddr := freeAddr(t)
 	const toolLimit = 6
 	p, boot := devWithKey(t, "--metrics", maddr, "--tool-rate-limit", fmt.Sprintf("%d/60s", toolLimit))
@@ -182,19 +183,15 @@ func TestMetricsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait for what ingest must do, then for quiet.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := scrapeMetrics(t, maddr)
-		if delta(before, s, "auditrail_ingest_rows_total", "kind", "audit") >= emitted && delta(before, s, "auditrail_ingest_rows_total", "kind", "execution") >= 1 &&
-			delta(before, s, "auditrail_stream_messages", "stream", schemas.StreamDLQ) >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ingest did not take the traffic within 30s: rows audit +%v execution +%v, dlq +%v", delta(before, s, "auditrail_ingest_rows_total", "kind", "audit"),
-				delta(before, s, "auditrail_ingest_rows_total", "kind", "execution"), delta(before, s, "auditrail_stream_messages", "stream", schemas.StreamDLQ))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var s scrape
+	testenv.Eventually(t, 30*time.Second, func() string {
+		return fmt.Sprintf("ingest takes the traffic: rows audit +%v execution +%v, dlq +%v", delta(before, s, "auditrail_ingest_rows_total", "kind", "audit"),
+			delta(before, s, "auditrail_ingest_rows_total", "kind", "execution"), delta(before, s, "auditrail_stream_messages", "stream", schemas.StreamDLQ))
+	}, func() bool {
+		s = scrapeMetrics(t, maddr)
+		return delta(before, s, "auditrail_ingest_rows_total", "kind", "audit") >= emitted && delta(before, s, "auditrail_ingest_rows_total", "kind", "execution") >= 1 &&
+			delta(before, s, "auditrail_stream_messages", "stream", schemas.StreamDLQ) >= 1
+	})
 	after := settled(t, maddr)
 
 	listRoute := "/api/v1/orgs/:org_id/projects/:project_id/tools"
@@ -257,19 +254,17 @@ func TestMetricsEndToEnd(t *testing.T) {
 		}
 	}
 	// Every event the receiver took is counted once as delivered, with its lag.
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		s, got := scrapeMetrics(t, maddr), receiveCounts(t, raddr)
-		delivered, lags := s.value("auditrail_delivered_events_total"), s.value("auditrail_delivery_lag_seconds")
-		if got["unique"] >= emitted && delivered == got["events"] && lags == delivered {
-			t.Logf("delivered %v events (%v unique)", delivered, got["unique"])
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivered %v, lag observations %v; the receiver took %v", delivered, lags, got)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var delivered, lags float64
+	var got map[string]float64
+	testenv.Eventually(t, 30*time.Second, func() string {
+		return fmt.Sprintf("every delivery counted: delivered %v, lag observations %v; the receiver took %v", delivered, lags, got)
+	}, func() bool {
+		s := scrapeMetrics(t, maddr)
+		got = receiveCounts(t, raddr)
+		delivered, lags = s.value("auditrail_delivered_events_total"), s.value("auditrail_delivery_lag_seconds")
+		return got["unique"] >= emitted && delivered == got["events"] && lags == delivered
+	})
+	t.Logf("delivered %v events (%v unique)", delivered, got["unique"])
 	checkDeployFiles(t, after)
 	checkReadmeMetrics(t, after)
 	lintScrape(t, maddr)
@@ -301,6 +296,7 @@ func lintScrape(t *testing.T, addr string) {
 // ingest role) sharing the durable consumer store the emitted events
 // exactly once between them, as their counters say.
 func TestMetricsOnEveryRole(t *testing.T) {
+	t.Parallel()
 	dsn := testenv.ClickHouse(t)
 	boot := "bootstrap-key-of-the-metrics-test"
 	secrets := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
@@ -351,40 +347,35 @@ func TestMetricsOnEveryRole(t *testing.T) {
 	beforeDev, beforeIngest := settled(t, devMetrics), settled(t, scrapes["ingest"])
 	const emitted = 3000
 	emit(t, dev, uuid.New(), emitted)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var d, i float64
+	testenv.Eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("rows stored: %v by dev + %v by the ingest role, want %d", d, i, emitted)
+	}, func() bool {
 		afterDev, afterIngest := scrapeMetrics(t, devMetrics), scrapeMetrics(t, scrapes["ingest"])
-		d, i := delta(beforeDev, afterDev, "auditrail_ingest_rows_total", "kind", "audit"), delta(beforeIngest, afterIngest, "auditrail_ingest_rows_total", "kind", "audit")
-		if d+i == emitted {
-			t.Logf("rows stored: %v by dev, %v by the ingest role", d, i)
-			break
-		}
-		if d+i > emitted || time.Now().After(deadline) {
+		d, i = delta(beforeDev, afterDev, "auditrail_ingest_rows_total", "kind", "audit"), delta(beforeIngest, afterIngest, "auditrail_ingest_rows_total", "kind", "audit")
+		if d+i > emitted {
 			t.Fatalf("rows stored: %v by dev + %v by the ingest role, want %d", d, i, emitted)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return d+i == emitted
+	})
+	t.Logf("rows stored: %v by dev, %v by the ingest role", d, i)
 	// The tamper-evidence logs: dev and the tlog role run a sequencer and a
 	// checkpointer each, one of each at work at a time (leases): between
 	// them every entry is appended once, and checkpoints are signed.
-	deadline = time.Now().Add(60 * time.Second)
-	for {
+	var appended, signed float64
+	testenv.Eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("tlog: %v leaves appended (emitted %d), %v checkpoints signed", appended, emitted, signed)
+	}, func() bool {
 		afterDev, afterTLog := scrapeMetrics(t, devMetrics), scrapeMetrics(t, scrapes["tlog"])
-		appended := afterDev.value("auditrail_tlog_sequencer_leaves_appended_total", "kind", "audit_logs") +
+		appended = afterDev.value("auditrail_tlog_sequencer_leaves_appended_total", "kind", "audit_logs") +
 			afterTLog.value("auditrail_tlog_sequencer_leaves_appended_total", "kind", "audit_logs")
-		signed := afterDev.value("auditrail_tlog_checkpoints_signed_total", "kind", "audit_logs") +
+		signed = afterDev.value("auditrail_tlog_checkpoints_signed_total", "kind", "audit_logs") +
 			afterTLog.value("auditrail_tlog_checkpoints_signed_total", "kind", "audit_logs")
 		_, devSince := afterDev["auditrail_tlog_seconds_since_last_checkpoint"]
 		_, roleSince := afterTLog["auditrail_tlog_seconds_since_last_checkpoint"]
-		if appended >= emitted && signed >= 1 && (devSince || roleSince) {
-			t.Logf("tlog: %v leaves appended, %v checkpoints signed", appended, signed)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tlog: %v leaves appended (emitted %d), %v checkpoints signed", appended, emitted, signed)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return appended >= emitted && signed >= 1 && (devSince || roleSince)
+	})
+	t.Logf("tlog: %v leaves appended, %v checkpoints signed", appended, signed)
 }
 
 // freeAddr is a free loopback address.

@@ -14,6 +14,7 @@ import (
 // a look-alike of the admin CLI's AUDITRAIL_KEY); the former names work for
 // one release, with a warning, and lose to the flag and to the new names.
 func TestNATSSetupEnv(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		env      func(dir string) []string

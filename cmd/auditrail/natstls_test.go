@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/base64"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 // user, without a restart, and serves on. Without the client certificate it
 // does not start, and says why.
 func TestRoleOverTLSRotatesCredentials(t *testing.T) {
+	t.Parallel()
 	pki := testenv.NewTLSFiles(t)
 	ns, auth, dir := testenv.NATSAuthTLS(t, pki)
 	url := strings.Replace(ns.ClientURL(), "nats://", "tls://", 1)
@@ -71,27 +73,15 @@ func TestRoleOverTLSRotatesCredentials(t *testing.T) {
 	if err := os.WriteFile(creds, next, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		now := users()
-		fresh := false
+	var now map[string]bool
+	testenv.Eventually(t, 15*time.Second, func() string { return fmt.Sprintf("only new users: before the rotation %v, now %v", before, now) }, func() bool {
+		now = users()
+		stale := false
 		for u := range now {
-			fresh = fresh || !before[u]
+			stale = stale || before[u]
 		}
-		if fresh && len(now) > 0 {
-			stale := false
-			for u := range now {
-				stale = stale || before[u]
-			}
-			if !stale {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("users before the rotation %v, now %v", before, now)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(now) > 0 && !stale
+	})
 	if r := cp.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "after the rotation"}); r.status != 201 {
 		t.Fatalf("create an org after the rotation: %d %s", r.status, r.raw)
 	}

@@ -36,6 +36,7 @@ var (
 // lines anyway; the hook server's 127.0.0.1:9090 and its policy file are
 // replaced here).
 func TestReadmeQuickstart(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			testenv.Missing(t, "%s is not installed (the README's examples use it)", tool)
@@ -77,13 +78,8 @@ func TestReadmeQuickstart(t *testing.T) {
 	}
 	p := launchCmd(t, dir, filepath.Join(dir, "bin", "auditrail"), line[2:], false)
 	p.waitHealthy(t, 60*time.Second)
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(p.stdout.String(), "auditrail dev: ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("dev printed no ready line:\n%s", p.stdout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, func() string { return "dev prints its ready line:\n" + p.stdout.String() },
+		func() bool { return strings.Contains(p.stdout.String(), "auditrail dev: ") })
 	out := p.stdout.String()
 
 	// What the README says the demo prints, line by line, in order ("…"

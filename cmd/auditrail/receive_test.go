@@ -19,6 +19,7 @@ import (
 // event ids: a redelivery within them is a duplicate, an id older than
 // that counts as new again; a window below 1 is a usage mistake.
 func TestReceiveDedupWindow(t *testing.T) {
+	t.Parallel()
 	const secret = "a-secret-of-the-receive-test"
 	addr, out := startReceive(t, secret, "--dedup-window", "3")
 	post := func(ids ...string) {

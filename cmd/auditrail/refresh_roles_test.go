@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/toolrunner/platform"
 )
 
@@ -20,6 +21,7 @@ import (
 // publish to the control-plane bucket), gets an expiring token refreshed:
 // the controlplane role calls the provider once and stores the tokens.
 func TestToolRunnerRoleRefreshesThroughControlPlane(t *testing.T) {
+	t.Parallel()
 	var refreshes atomic.Int64
 	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/token" && r.ParseForm() == nil && r.PostForm.Get("grant_type") == "refresh_token" && r.PostForm.Get("refresh_token") == "r-1" {
@@ -63,13 +65,10 @@ func TestToolRunnerRoleRefreshesThroughControlPlane(t *testing.T) {
 		"scopes": scopes, "expires_at": time.Now().Add(30 * time.Second).UTC().Format(time.RFC3339)})
 
 	// The tool runner's mirror may lag a moment: run until it refreshes.
-	for deadline := time.Now().Add(15 * time.Second); refreshes.Load() == 0; {
+	testenv.Eventually(t, 15*time.Second, "a refresh reaches the provider", func() bool {
 		must(tr, 200, "POST", projPath+"/tools/execute", map[string]any{"tool_name": "DocsToolkit.WhoAmI", "input": map[string]any{}, "user_id": "bob"})
-		if time.Now().After(deadline) {
-			t.Fatal("no refresh reached the provider")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return refreshes.Load() > 0
+	})
 	// Stored by the control plane: its listing shows the new expiry, and
 	// the next execution refreshes nothing.
 	items := must(cp, 200, "GET", projPath+"/users/bob/connections", nil)["items"].([]any)

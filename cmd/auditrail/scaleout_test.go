@@ -86,17 +86,14 @@ func TestEveryRoleTwice(t *testing.T) {
 		return strings.Join(u, ",")
 	}
 	gw := launchRole(t, "gateway", "--query", urls(qs), "--toolrunner", urls(trs), "--controlplane", urls(cps))
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + gw.addr + "/gateway/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+	testenv.Eventually(t, 30*time.Second, "the gateway healthy", func() bool {
+		resp, err := http.Get("http://" + gw.addr + "/gateway/healthz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the gateway is not healthy")
-		}
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
 	base := "http://" + gw.addr
 
 	// The admin CLI through the gateway, as the compose file's header says.
@@ -156,7 +153,7 @@ func TestEveryRoleTwice(t *testing.T) {
 	n := 0
 	ip := func() string { n++; return fmt.Sprintf("198.18.%d.%d", n/250, 1+n%250) }
 	seen := map[string]int{}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	testenv.Eventually(t, 60*time.Second, func() string { return fmt.Sprintf("%d of %d events listed", len(seen), events) }, func() bool {
 		clear(seen)
 		for cur := ""; ; {
 			path := "/api/v1/orgs/" + org + "/audit_logs?limit=100&q=" + "resource_type:HOOK"
@@ -176,10 +173,8 @@ func TestEveryRoleTwice(t *testing.T) {
 			}
 			cur = next
 		}
-		if len(seen) >= events || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(seen) >= events
+	})
 	for id, n := range seen {
 		if n != 1 || !ids[id] {
 			t.Fatalf("event %s listed %d times (published: %v)", id, n, ids[id])
@@ -210,15 +205,13 @@ func TestEveryRoleTwice(t *testing.T) {
 
 	// The two tlog instances: every entry in the org's log once, under a
 	// checkpoint that verifies through the gateway.
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+	var last string
+	testenv.Eventually(t, 60*time.Second, func() string { return fmt.Sprintf("a checkpoint of the %d events: %s", events, last) }, func() bool {
 		r := g.call("GET", "/api/v1/orgs/"+org+"/audit_logs/checkpoint", boot, nil, "X-Forwarded-For", ip())
-		if size, _ := r.data()["size"].(float64); r.status == 200 && size >= events {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint of the %d events after 60 s: %d %s", events, r.status, r.raw)
-		}
-	}
+		last = fmt.Sprintf("%d %s", r.status, r.raw)
+		size, _ := r.data()["size"].(float64)
+		return r.status == 200 && size >= events
+	})
 	keys := g.call("GET", "/api/v1/audit_keys", boot, nil, "X-Forwarded-For", ip())
 	if keys.status != 200 {
 		t.Fatalf("audit_keys through the gateway: %d %s", keys.status, keys.raw)
@@ -245,14 +238,15 @@ func TestEveryRoleTwice(t *testing.T) {
 			map[string]any{"tool_name": "DocumentDbToolkit.DiscoverDatabases", "input": map[string]any{}})
 	}
 	var execIDs []string
-	for deadline := time.Now().Add(10 * time.Second); len(execIDs) < 4; time.Sleep(50 * time.Millisecond) {
+	testenv.Eventually(t, 10*time.Second, func() string { return "4 tool executions with the new key: " + last }, func() bool {
 		r := exec1(trs[len(execIDs)%2], key)
 		if id, _ := r.data()["execution_id"].(string); r.status == 200 && id != "" {
 			execIDs = append(execIDs, id)
-		} else if time.Now().After(deadline) {
-			t.Fatalf("tool execution with the new key: %d %s", r.status, r.raw)
+		} else {
+			last = fmt.Sprintf("%d %s", r.status, r.raw)
 		}
-	}
+		return len(execIDs) >= 4
+	})
 	if r := newAPIClient(t, cps[1].addr).call("POST", "/api/v1/orgs/"+org+"/api_keys/"+keyID+"/disable", boot, nil); r.status != 200 {
 		t.Fatalf("disable on the second control plane: %d %s", r.status, r.raw)
 	}
@@ -281,9 +275,10 @@ func TestEveryRoleTwice(t *testing.T) {
 	wg.Wait()
 
 	// The executions of both tool runners, listed once each.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	var count map[string]int
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("executions listed %v, want each of %v once", count, execIDs) }, func() bool {
 		r := g.call("GET", "/api/v1/orgs/"+org+"/tool_executions?limit=100", boot, nil)
-		count := map[string]int{}
+		count = map[string]int{}
 		for _, it := range r.data()["items"].([]any) {
 			count[it.(map[string]any)["execution_id"].(string)]++
 		}
@@ -291,13 +286,8 @@ func TestEveryRoleTwice(t *testing.T) {
 		for _, id := range execIDs {
 			ok = ok && count[id] == 1
 		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("executions listed %v, want each of %v once", count, execIDs)
-		}
-	}
+		return ok
+	})
 
 	// One rate limit over both query instances (40 an hour per client).
 	inOneRateWindow(time.Hour)

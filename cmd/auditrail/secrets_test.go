@@ -15,6 +15,7 @@ import (
 // whatever goes wrong: --help, an unknown flag, a malformed variable, or a
 // start that fails to reach its servers.
 func TestSecretsNeverPrinted(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	secrets := map[string]string{
 		"AUDITRAIL_BOOTSTRAP_KEY":  "SECRET-bootstrap-key-0001",

@@ -25,6 +25,7 @@ import (
 // dev's NATS and stops when it is revoked; without the flag the routes
 // answer 503.
 func TestStreamCredentialsOnDevAndControlPlaneRole(t *testing.T) {
+	t.Parallel()
 	const boot = "bootstrap-key-of-the-streams-test"
 	data := t.TempDir()
 	dev := startDev(t, data, "--bootstrap-key", boot)

@@ -53,6 +53,7 @@ func tailLines(t *testing.T, p *devProc, n int, args ...string) []map[string]any
 }
 
 func TestTail(t *testing.T) {
+	t.Parallel()
 	p := startDev(t, t.TempDir())
 	org := uuid.New()
 	emit(t, p, org, 5)

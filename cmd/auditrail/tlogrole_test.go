@@ -29,6 +29,7 @@ import (
 // bucket reaches the org's subject, whose root is the root of the entries
 // exactly as the feed route returns them, in the feed's order.
 func TestDevSignsCheckpointsOfTheFeed(t *testing.T) {
+	t.Parallel()
 	t.Run("sqlite", func(t *testing.T) { testDevSignsCheckpoints(t) })
 	t.Run("clickhouse", func(t *testing.T) { testDevSignsCheckpoints(t, "--clickhouse", testenv.ClickHouse(t)) })
 }

@@ -19,6 +19,7 @@ import (
 
 // The tool runner API is served by dev with the rules of every /api/v1 route.
 func TestToolRunnerAPIInDev(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
@@ -80,42 +81,44 @@ func TestToolRunnerAPIInDev(t *testing.T) {
 		{"bob", svc.data()["id"].(string), "SERVICE_KEY", "agent platform"},
 		{"alice", "", "API_KEY", "Alice"},
 	} {
-		deadline := time.Now().Add(15 * time.Second)
-		for {
+		var last string
+		testenv.Eventually(t, 15*time.Second, func() string { return "one execution for " + want.user + ": " + last }, func() bool {
 			r := c.call("GET", execs+want.user, boot, nil)
+			last = fmt.Sprintf("%d %s", r.status, r.raw)
 			items, _ := r.data()["items"].([]any)
-			if r.status == 200 && len(items) == 1 {
-				e := items[0].(map[string]any)
-				if e["user_id"] != want.user || e["principal_type"] != want.ptype || e["display_name"] != want.name ||
-					e["client_ip"] != "127.0.0.1" || (want.principal != "" && e["principal_id"] != want.principal) {
-					t.Fatalf("execution for %s: %v", want.user, e)
-				}
-				break
+			if len(items) > 1 {
+				t.Fatalf("executions for %s: %s", want.user, last)
 			}
-			if time.Now().After(deadline) || len(items) > 1 {
-				t.Fatalf("executions for %s: %d %s", want.user, r.status, r.raw)
+			if r.status != 200 || len(items) != 1 {
+				return false
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			e := items[0].(map[string]any)
+			if e["user_id"] != want.user || e["principal_type"] != want.ptype || e["display_name"] != want.name ||
+				e["client_ip"] != "127.0.0.1" || (want.principal != "" && e["principal_id"] != want.principal) {
+				t.Fatalf("execution for %s: %v", want.user, e)
+			}
+			return true
+		})
 	}
 
 	// The creation is in the audit log as an API key of the project.
-	deadline := time.Now().Add(15 * time.Second)
-	for found := false; !found; {
+	var last []byte
+	testenv.Eventually(t, 15*time.Second, func() string { return fmt.Sprintf("service key creation in the audit log: %s", last) }, func() bool {
 		logs := c.call("GET", orgPath+"/audit_logs?resource_type=RESOURCE_TYPE_API_KEY&limit=100", boot, nil)
+		last = logs.raw
 		for _, it := range logs.data()["items"].([]any) {
 			e := it.(map[string]any)
-			found = found || (e["resource_display"] == "agent platform" && e["action"] == "AUDIT_ACTION_CREATED" && e["project_id"] == project)
+			if e["resource_display"] == "agent platform" && e["action"] == "AUDIT_ACTION_CREATED" && e["project_id"] == project {
+				return true
+			}
 		}
-		if !found && time.Now().After(deadline) {
-			t.Fatalf("service key creation not in the audit log: %s", logs.raw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // The reference webhook server runs from the binary with a policy file.
 func TestHooksExampleCommand(t *testing.T) {
+	t.Parallel()
 	port, _ := testenv.FreePort()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	out := &testenv.SyncBuffer{}
@@ -126,21 +129,18 @@ func TestHooksExampleCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if resp, err := http.Get("http://" + addr + "/health"); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != `{"status":"healthy"}` {
-				t.Fatalf("health: %d %s", resp.StatusCode, b)
-			}
-			break
+	testenv.Eventually(t, 10*time.Second, func() string { return "hooks-example starts: " + out.String() }, func() bool {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hooks-example did not start: %s", out)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != `{"status":"healthy"}` {
+			t.Fatalf("health: %d %s", resp.StatusCode, b)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 	post := func(token, body string) (int, map[string]any) {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/pre", bytes.NewReader([]byte(body)))
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -12,6 +12,7 @@ import (
 // version prints the module version, the commit and the Go version; every
 // --help goes to stdout with exit status 0.
 func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(binary(t), "version").Output()
 	if err != nil || !regexp.MustCompile(`^auditrail \S+ commit \S+( \(modified\))? go1\.\d+`).Match(out) {
 		t.Fatalf("version: %v %q", err, out)

@@ -13,6 +13,7 @@ import (
 // item (Auditrail-Wait-For: found), although ingest stores it about a
 // second later.
 func TestWaitForOwnEvent(t *testing.T) {
+	t.Parallel()
 	p, boot := devWithKey(t)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)

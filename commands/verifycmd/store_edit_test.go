@@ -120,19 +120,14 @@ func (e clickhouseEditor) exec(t *testing.T, q string, args ...any) {
 func (e clickhouseEditor) mutate(t *testing.T, table, q string, args ...any) {
 	t.Helper()
 	e.exec(t, "ALTER TABLE "+table+" "+q, args...)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testenv.Eventually(t, 30*time.Second, "ALTER TABLE "+table+" "+q+" done", func() bool {
 		var pending uint64
 		if err := e.conn.QueryRow(context.Background(), `SELECT count() FROM system.mutations
 			WHERE database = currentDatabase() AND table = ? AND is_done = 0`, table).Scan(&pending); err != nil {
 			t.Fatal(err)
 		}
-		if pending == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ALTER TABLE %s %s: not done after 30 s", table, q)
-		}
-	}
+		return pending == 0
+	})
 }
 
 // count is the number of rows of table that where keeps.

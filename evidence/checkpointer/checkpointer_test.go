@@ -526,19 +526,13 @@ func TestCheckpointerOneAtATime(t *testing.T) {
 		go func() { defer wg.Done(); _ = c.Run(ctx) }()
 	}
 	defer func() { cancel(); wg.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(f.published(t, org)) < 1 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "a checkpoint", func() bool { return len(f.published(t, org)) >= 1 })
 	time.Sleep(time.Second) // several intervals of both
 	if n := len(f.published(t, org)); n != 1 {
 		t.Fatalf("%d checkpoints of an unchanged log, want 1", n)
 	}
 	f.grow(t, org, auditstore.LogAudit, m, 2)
-	deadline = time.Now().Add(10 * time.Second)
-	for len(f.published(t, org)) < 2 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "a second checkpoint", func() bool { return len(f.published(t, org)) >= 2 })
 	time.Sleep(time.Second)
 	msgs := f.published(t, org)
 	if len(msgs) != 2 {
@@ -584,16 +578,10 @@ func TestCheckpointerWithRoleCredentials(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(runCtx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok, _ := s.LatestCheckpoint(ctx, org, auditstore.LogAudit); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint with the tlog role's credentials")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "a checkpoint with the tlog role's credentials", func() bool {
+		_, ok, _ := s.LatestCheckpoint(ctx, org, auditstore.LogAudit)
+		return ok
+	})
 	admin, _ := jetstream.New(a.Connect(t, natsx.RoleAdmin))
 	st, _ := admin.Stream(ctx, schemas.StreamEvents)
 	msg, err := st.GetLastMsgForSubject(ctx, schemas.EventSubject(org.String(), schemas.KindCheckpoint))

@@ -3,6 +3,7 @@ package sequencer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -104,20 +105,17 @@ func publishN(t *testing.T, nc *nats.Conn, orgs []uuid.UUID, n int) map[uuid.UUI
 
 func waitSize(t *testing.T, s *sqlite.Store, org uuid.UUID, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		size, _, err := s.LogHead(context.Background(), org, auditstore.LogAudit)
-		if err != nil {
+	var size int64
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("log of %s: size %d, want %d", org, size, want) }, func() bool {
+		var err error
+		if size, _, err = s.LogHead(context.Background(), org, auditstore.LogAudit); err != nil {
 			t.Fatal(err)
 		}
-		if size == want {
-			return
-		}
-		if size > want || time.Now().After(deadline) {
+		if size > want {
 			t.Fatalf("log of %s: size %d, want %d", org, size, want)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return size == want
+	})
 }
 
 // Published events are sequenced by whichever runner holds the lease,
@@ -173,20 +171,16 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := cons.Info(context.Background())
-		if err != nil {
+	var info *jetstream.ConsumerInfo
+	testenv.Eventually(t, 10*time.Second, func() string {
+		return fmt.Sprintf("sequencer consumer: %d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
+	}, func() bool {
+		var err error
+		if info, err = cons.Info(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if info.NumPending == 0 && info.NumAckPending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sequencer consumer: %d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return info.NumPending == 0 && info.NumAckPending == 0
+	})
 	if obs.appended() != 20 {
 		t.Errorf("observer: %d leaves appended, want 20", obs.appended())
 	}

@@ -881,12 +881,10 @@ func (p *platform) ingest(t *testing.T, s store, name string, audits, execs int)
 			}
 		}
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for inA.Stats().Received < uint64(audits) || inE.Stats().Received < uint64(execs) ||
-		inA.Stats().Stored+inE.Stats().Stored < uint64(audits+execs) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: audit %+v, executions %+v, want %d and %d", name, inA.Stats(), inE.Stats(), audits, execs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 60*time.Second, func() string {
+		return fmt.Sprintf("%s: audit %+v, executions %+v, want %d and %d", name, inA.Stats(), inE.Stats(), audits, execs)
+	}, func() bool {
+		return inA.Stats().Received >= uint64(audits) && inE.Stats().Received >= uint64(execs) &&
+			inA.Stats().Stored+inE.Stats().Stored >= uint64(audits+execs)
+	})
 }

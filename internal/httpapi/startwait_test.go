@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/auditrail/auditrail/internal/cli"
+	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 // Until the role's app is open, /healthz answers 503 naming what the role
@@ -41,22 +43,19 @@ func TestStartWaitFront(t *testing.T) {
 	go func() {
 		done <- w.Until(ctx, "KV bucket b", func(context.Context) error { calls++; return errors.New("nats: bucket not found") })
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	var last map[string]any
+	testenv.Eventually(t, 10*time.Second, func() string { return fmt.Sprintf("healthz says why: %v", last) }, func() bool {
 		status, body, _ := get("/healthz")
+		last = body
 		checks, _ := body["checks"].(map[string]any)
 		if status != 503 || body[HealthWaitingFor] != "KV bucket b" {
 			if status == 503 && body[HealthWaitingFor] == starting {
-				continue // the wait has not begun yet
+				return false // the wait has not begun yet
 			}
 			t.Fatalf("healthz while waiting: %d %v", status, body)
 		}
-		if checks[HealthStartup] == "waiting for KV bucket b: nats: bucket not found" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("healthz does not say why: %v", body)
-		}
-	}
+		return checks[HealthStartup] == "waiting for KV bucket b: nats: bucket not found"
+	})
 	cancel()
 	if err := <-done; err == nil || calls == 0 {
 		t.Fatalf("until after cancel: %v (%d calls)", err, calls)

@@ -400,13 +400,7 @@ func TestStreamCredentialRevokedAndExpired(t *testing.T) {
 	if _, err := jb.Consumer(ctx, schemas.StreamEvents, natsx.StreamConsumer(e.idB)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(6 * time.Second)
-	for !nb.IsClosed() {
-		if time.Now().After(deadline) {
-			t.Fatal("the connection of an expired credential is still open")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, 6*time.Second, "the connection of an expired credential closes", nb.IsClosed)
 	// The server refuses a JWT once its exp (whole seconds) has passed.
 	time.Sleep(time.Until(time.Unix(exp.Unix()+1, 0)))
 	if _, _, err := e.connect(t, creds, e.idB); err == nil {

@@ -121,13 +121,10 @@ func TestCredentialsRotateWithoutRestart(t *testing.T) {
 	if err := os.WriteFile(creds, next, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for u := user(); u == first || u == ""; u = user() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still connected as %s after the credentials changed", first)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "connected as another user than "+first+" after the credentials changed", func() bool {
+		u := user()
+		return u != first && u != ""
+	})
 	if _, err := nc.Request("$JS.API.INFO", nil, 5*time.Second); err != nil {
 		t.Fatalf("a request after the rotation: %v", err)
 	}

@@ -191,16 +191,13 @@ func TestStoreDownStillLimits(t *testing.T) {
 				return
 			}
 			r.Start()
-			for deadline := time.Now().Add(10 * time.Second); !nc.IsConnected() && time.Now().Before(deadline); {
-				time.Sleep(20 * time.Millisecond)
-			}
+			testenv.Eventually(t, 10*time.Second, "reconnected", nc.IsConnected)
 			var d ratelimit.Decision
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			testenv.Eventually(t, 10*time.Second, "a count by the server", func() bool {
 				clock.Add(time.Second)
-				if d, _ = l.Allow(ctx, "198.51.100.9"); !d.Local {
-					break
-				}
-			}
+				d, _ = l.Allow(ctx, "198.51.100.9")
+				return !d.Local
+			})
 			if d.Local || !d.Allowed || d.Remaining != 9 {
 				t.Fatalf("the server is back but the count is local: %+v", d)
 			}

@@ -38,4 +38,13 @@ func TestEventually(t *testing.T) {
 	if r.failed != "not within 60ms: never" {
 		t.Fatalf("failure %q does not name what was waited for", r.failed)
 	}
+	// what may be a func telling the last state seen, called at the failure.
+	last := 0
+	func() {
+		defer func() { _ = recover() }()
+		Eventually(r, 60*time.Millisecond, func() string { return fmt.Sprintf("last %d", last) }, func() bool { last++; return false })
+	}()
+	if want := fmt.Sprintf("not within 60ms: last %d", last); r.failed != want || last < 2 {
+		t.Fatalf("failure %q, want %q", r.failed, want)
+	}
 }

@@ -497,11 +497,5 @@ func TestListBackoffDuringOutage(t *testing.T) {
 	if n := strings.Count(logs.String(), "level=ERROR msg=\"mcp: tools not listed"); n != 1 {
 		t.Fatalf("the outage logged %d errors, want 1:\n%s", n, logs.String())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for strings.Count(logs.String(), "tools listed again") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no recovery after the outage")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 5*time.Second, "recovery after the outage", func() bool { return strings.Contains(logs.String(), "tools listed again") })
 }

@@ -169,17 +169,12 @@ func TestSessionEndsWithItsCredential(t *testing.T) {
 				h[mcpserver.HeaderUserID] = user
 			}
 			// The credential works once the control plane's mirror has it.
-			var id string
-			for deadline := time.Now().Add(10 * time.Second); ; {
+			var id, last string
+			testenv.Eventually(t, 10*time.Second, func() string { return "initialize: " + last }, func() bool {
 				resp, body := rawRequest(t, http.MethodPost, url, initializeBody, h)
-				if id = resp.Header.Get("Mcp-Session-Id"); resp.StatusCode == http.StatusOK && id != "" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("initialize: %d %s", resp.StatusCode, body)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				id, last = resp.Header.Get("Mcp-Session-Id"), fmt.Sprintf("%d %s", resp.StatusCode, body)
+				return resp.StatusCode == http.StatusOK && id != ""
+			})
 			session := header{"Mcp-Session-Id": id}
 			for k, v := range h {
 				session[k] = v
@@ -191,12 +186,8 @@ func TestSessionEndsWithItsCredential(t *testing.T) {
 				return f.visibleCalls
 			}
 			// The session lists in the background (the access hooks).
-			for n, deadline := lists(), time.Now().Add(5*time.Second); lists() < n+2; {
-				if time.Now().After(deadline) {
-					t.Fatal("no list in the background")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			n0 := lists()
+			testenv.Eventually(t, 5*time.Second, "a list in the background", func() bool { return lists() >= n0+2 })
 			from := expires
 			if revoke != nil {
 				revoke()

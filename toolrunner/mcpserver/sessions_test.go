@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/mcpserver"
 )
@@ -108,9 +109,9 @@ func TestSessionCaps(t *testing.T) {
 				time.Sleep(2 * time.Millisecond) // distinct times of use
 			}
 			// Ended sessions are closed in the background.
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				var alive []int
+			var alive []int
+			testenv.Eventually(t, 5*time.Second, func() string { return fmt.Sprintf("open sessions %v, want %v", alive, tc.alive) }, func() bool {
+				alive = nil
 				for i := range tc.n {
 					_, _, p := tc.who(i)
 					switch st := sessionStatus(t, url(p), whose[i].key, whose[i].user, ids[i]); st {
@@ -121,14 +122,8 @@ func TestSessionCaps(t *testing.T) {
 						t.Fatalf("session %d: ping %d", i, st)
 					}
 				}
-				if slices.Equal(alive, tc.alive) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("open sessions %v, want %v", alive, tc.alive)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return slices.Equal(alive, tc.alive)
+			})
 		})
 	}
 }
@@ -151,17 +146,10 @@ func TestEvictedClient(t *testing.T) {
 			t.Fatalf("a session above the cap was refused: %v", err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, 5*time.Second, "the least recently used session ends", func() bool {
 		_, err := first.ListTools(context.Background(), nil)
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the least recently used session still answers")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err != nil
+	})
 }
 
 // goroutinesAtMost waits until the process runs at most n goroutines and
@@ -265,17 +253,11 @@ func TestSessionCapWhileStarting(t *testing.T) {
 		}
 	}()
 	// The first initialize lists the tools (held at the gate).
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testenv.Eventually(t, 5*time.Second, "the first initialize lists the tools", func() bool {
 		f.mu.Lock()
-		n := f.gated
-		f.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first initialize did not list the tools")
-		}
-	}
+		defer f.mu.Unlock()
+		return f.gated == 1
+	})
 	resp, body := rawRequest(t, http.MethodPost, url, initializeBody, nil)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("while the only session of the binding starts: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)

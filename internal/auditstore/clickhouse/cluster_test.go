@@ -108,23 +108,16 @@ func TestClusterNodeAddedLater(t *testing.T) {
 		return n
 	}
 	local := "SELECT count() FROM `" + db + "`.audit_logs_local"
-	deadline := time.Now().Add(time.Minute)
-	for count(nc, local) != count(pc, local) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the newcomer holds %d rows, its peer %d", count(nc, local), count(pc, local))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, time.Minute, func() string {
+		return fmt.Sprintf("the newcomer holds %d rows, its peer %d", count(nc, local), count(pc, local))
+	}, func() bool { return count(nc, local) == count(pc, local) })
 	if count(pc, local) == 0 {
 		t.Fatal("no rows on shard 2: the test proves nothing")
 	}
 	stats := "SELECT sum(n) FROM `" + db + "`.audit_stats_local WHERE kind = 0 AND scope = ''"
-	for count(nc, stats) != count(pc, stats) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the newcomer's stats hold %d, its peer's %d", count(nc, stats), count(pc, stats))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, time.Minute, func() string {
+		return fmt.Sprintf("the newcomer's stats hold %d, its peer's %d", count(nc, stats), count(pc, stats))
+	}, func() bool { return count(nc, stats) == count(pc, stats) })
 	if got := count(nc, "SELECT sum(n) FROM `"+db+"`.audit_stats WHERE kind = 0 AND scope = ''"); got != uint64(len(evs)) {
 		t.Fatalf("stats count %d events, want %d (a backfill ran again?)", got, len(evs))
 	}
