@@ -362,6 +362,10 @@ func TestLeafIndexesOnePerPage(t *testing.T) {
 	store := &countingLeaves{Store: e.st}
 	cfg := query.DefaultConfig()
 	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	// It counts queries, not time: a page of 10,000 entries read from
+	// SQLite under the race detector, beside the package's other parallel
+	// tests, may take longer than a store query's default bound.
+	cfg.StoreTimeout = 2 * time.Minute
 	qs, err := query.New(cfg, store, allowAll{}, nil)
 	if err != nil {
 		t.Fatal(err)
