@@ -3,7 +3,7 @@ BIN     := bin/auditrail
 ARGS    ?=
 FUZZTIME ?= 30s
 
-.PHONY: run test test-e2e build bench fuzz vet fmtcheck clean
+.PHONY: run test test-e2e build bench fuzz fmt vet clean
 
 ## run: build and run every role in one process on embedded defaults, with the demo
 run: build
@@ -11,25 +11,25 @@ run: build
 
 ## test: the in-process tests under the race detector (what CI and a
 ## contributor run first; under 10 minutes on 2 cores). The tests that start
-## the binaries are not built here (build tag e2e): make test-e2e.
-test: fmtcheck
-	$(GO) vet -race ./...
+## the binaries are not built here (build tag e2e): make test-e2e. go test
+## runs the high-value vet checks itself; the full go vet runs in test-e2e.
+test: fmt
 	$(GO) test -race -count=1 -timeout 14m $(SLOW_FIRST) ./...
 
 # The packages whose tests take longest under the race detector, named first
 # so that go test starts them first (it runs GOMAXPROCS packages at once, in
 # the order named): started last, one of them would run alone at the end.
-SLOW_FIRST = ./query ./internal/auditstore/clickhouse ./internal/natsx ./bench ./evidence/sequencer ./controlplane ./ingest
+SLOW_FIRST = ./query ./internal/auditstore/clickhouse ./internal/natsx ./evidence/sequencer ./controlplane ./ingest ./deliver
 
-## test-e2e: the process-level tests (build tag e2e: they run the binaries,
-## built without -race, so the race detector adds nothing; those that share
-## nothing run in parallel) and the cluster tests (3 NATS servers,
-## ClickHouse 2 shards x 2 replicas with ZooKeeper; CLUSTER_EVENTS events,
-## default 50,000, in the failover and ClickHouse cluster tests), in two
-## streams at once: the cluster tests, and the rest. Only the tests of the
-## e2e files run here: the others ran in make test. CI runs both tiers.
-test-e2e:
-	$(GO) vet -tags e2e ./cmd/... ./commands/... ./bench/... ./internal/auditstore/clickhouse
+## test-e2e: go vet of every file, then the process-level tests (build tag
+## e2e: they run the binaries, built without -race, so the race detector
+## adds nothing; those that share nothing run in parallel) and the cluster
+## tests (3 NATS servers, ClickHouse 2 shards x 2 replicas with ZooKeeper;
+## CLUSTER_EVENTS events, default 50,000, in the failover and ClickHouse
+## cluster tests), in two streams at once: the cluster tests, and the rest.
+## Only the tests of the e2e files run here: the others ran in make test.
+## CI runs both tiers.
+test-e2e: vet
 	@set -u; \
 	( AUDITRAIL_CLUSTER_EVENTS=$(CLUSTER_EVENTS) $(GO) test -tags e2e -count=1 -timeout 30m -run '$(CLUSTER_E2E)' ./cmd/auditrail && \
 	  $(GO) test -count=1 -timeout 14m -run '$(CLUSTER_STORE)' ./internal/auditstore/clickhouse ) & cluster=$$!; \
@@ -102,14 +102,12 @@ fuzz:
 	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseSearch -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/graph -run '^$$' -fuzz FuzzHTMLToText -fuzztime $(FUZZTIME)
 
-## vet: gofmt, and go vet on the default build (make test vets with -race,
-## as it builds, so that the two share their compiles; make test-e2e vets
-## the e2e files)
-vet: fmtcheck
-	$(GO) vet ./...
-
-fmtcheck:
+fmt:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
+
+## vet: gofmt and go vet of every file, those of the e2e tier included
+vet: fmt
+	$(GO) vet -tags e2e ./...
 
 clean:
 	rm -rf bin

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
@@ -53,15 +54,15 @@ func ConnectionFigures(ctx context.Context, progress io.Writer) ([]Figure, error
 	nc, js := bn.nc, bn.js
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	state, err := controlplane.OpenState(ctx, js, controlplane.DefaultStateConfig(), quiet)
+	state, err := cpstate.OpenState(ctx, js, cpstate.DefaultStateConfig(), quiet)
 	if err != nil {
 		return nil, err
 	}
 	bootKey := uuid.NewString()
-	access := controlplane.NewAccess(state, auth.HashKey(bootKey), nil)
+	access := cpstate.NewAccess(state, auth.HashKey(bootKey), nil)
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	sealer, err := controlplane.NewSealer(key)
+	sealer, err := cpstate.NewSealer(key)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/egress"
 )
 
@@ -43,7 +44,7 @@ func (s *Service) checkConnectionString(ctx context.Context, uri string) error {
 			err = g.CheckHost(ctx, h)
 		}
 		if errors.Is(err, egress.ErrRefused) {
-			return invalid("value", "database host %s: %v: databases must be on public addresses", h, err)
+			return cpstate.Invalid("value", "database host %s: %v: databases must be on public addresses", h, err)
 		}
 	}
 	return nil

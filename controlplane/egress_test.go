@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/testenv"
@@ -46,7 +47,7 @@ var testNames = names{"hooks.example.com": "93.184.216.34", "inside.example.com"
 // proxyMonitor is cmd/auditrail's wiring of the hook client, in short.
 type proxyMonitor struct{ p *hookproxy.Proxy }
 
-func (m proxyMonitor) CheckHealth(ctx context.Context, h Hook, cfg HookConfig) HookHealth {
+func (m proxyMonitor) CheckHealth(ctx context.Context, h cpstate.Hook, cfg cpstate.HookConfig) HookHealth {
 	hk := hookproxy.Hook{ID: h.ID.String(), Name: cfg.Name, Revision: h.UpdatedAt.String(), Endpoint: cfg.Endpoint, BearerToken: cfg.Auth.Token,
 		Points: map[hookproxy.Point]hookproxy.PointConfig{}}
 	for name, p := range cfg.Points {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/producers"
@@ -18,18 +19,18 @@ import (
 
 // connView is a connection as the API and audit events show it: never a
 // token.
-func (s *Service) connView(u UserConnection) any {
+func (s *Service) connView(u cpstate.UserConnection) any {
 	connected := false
 	if !u.Broken() {
 		if u.ExpiresAt == nil || s.now().Before(*u.ExpiresAt) {
 			connected = true
-		} else if _, _, t, err := s.openConn(connKey(u.OrgID.String(), u.ProjectID.String(), u.UserID, u.Provider)); err == nil {
+		} else if _, _, t, err := s.openConn(cpstate.ConnKey(u.OrgID.String(), u.ProjectID.String(), u.UserID, u.Provider)); err == nil {
 			connected = t.RefreshToken != ""
 		}
 	}
-	status := ConnStatusConnected
+	status := cpstate.ConnStatusConnected
 	if u.Broken() {
-		status = ConnStatusBroken
+		status = cpstate.ConnStatusBroken
 	}
 	return map[string]any{"organization_id": u.OrgID, "project_id": u.ProjectID, "user_id": u.UserID, "provider": u.Provider,
 		"scopes": nonNil(u.Scopes), "connected": connected, "status": status, "account": u.Account, "expires_at": u.ExpiresAt,
@@ -41,7 +42,7 @@ func (s *Service) listConnections(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return listItems(s, c, "conn."+org.ID.String()+"."+p.ID.String()+"."+enc(user)+".", s.connView)
+	return listItems(s, c, cpstate.UserConnPrefix(org.ID.String(), p.ID.String(), user), s.connView)
 }
 
 func (s *Service) connTarget(c *fiber.Ctx) (*call, string, string, string, producers.Mutation, error) {
@@ -56,12 +57,12 @@ func (s *Service) connTarget(c *fiber.Ctx) (*call, string, string, string, produ
 	return connMutation(cl, org, *p, user)
 }
 
-func connMutation(cl *call, org Org, p Project, user string) (*call, string, string, string, producers.Mutation, error) {
+func connMutation(cl *call, org cpstate.Org, p cpstate.Project, user string) (*call, string, string, string, producers.Mutation, error) {
 	provider, err := textParam(cl.c, "provider")
 	if err != nil {
 		return nil, "", "", "", producers.Mutation{}, err
 	}
-	return cl, connKey(org.ID.String(), p.ID.String(), user, provider), user, provider, producers.Mutation{
+	return cl, cpstate.ConnKey(org.ID.String(), p.ID.String(), user, provider), user, provider, producers.Mutation{
 		ResourceType: schemas.ResourceTypeUserConnection, ResourceID: user + "/" + provider,
 		ResourceDisplay: provider + " for " + user, OrgID: org.ID, ProjectID: &p.ID}, nil
 }
@@ -83,17 +84,17 @@ func (s *Service) putConnection(c *fiber.Ctx) error {
 		return err
 	}
 	if body.AccessToken == "" {
-		return httpError(invalid("access_token", "required"))
+		return httpError(cpstate.Invalid("access_token", "required"))
 	}
 	for _, sc := range body.Scopes {
 		if err := validScope(sc); err != nil {
-			return httpError(invalid("scopes", "%v", err))
+			return httpError(cpstate.Invalid("scopes", "%v", err))
 		}
 	}
-	return putRecorded(s, cl, key, mut, s.connView, func(before UserConnection, _ bool, _ *producers.Mutation) (UserConnection, error) {
-		sealed, err := s.sealTokens(key, ConnectionTokens{AccessToken: body.AccessToken, RefreshToken: body.RefreshToken})
-		return UserConnection{OrgID: mut.OrgID, ProjectID: *mut.ProjectID, UserID: user, Provider: provider, Scopes: nonNil(oauthflow.MergeScopes(body.Scopes)),
-			ExpiresAt: body.ExpiresAt, Status: ConnStatusConnected, Account: before.Account, Sealed: sealed, UpdatedAt: s.now().UTC()}, err
+	return putRecorded(s, cl, key, mut, s.connView, func(before cpstate.UserConnection, _ bool, _ *producers.Mutation) (cpstate.UserConnection, error) {
+		sealed, err := s.sealTokens(key, cpstate.ConnectionTokens{AccessToken: body.AccessToken, RefreshToken: body.RefreshToken})
+		return cpstate.UserConnection{OrgID: mut.OrgID, ProjectID: *mut.ProjectID, UserID: user, Provider: provider, Scopes: nonNil(oauthflow.MergeScopes(body.Scopes)),
+			ExpiresAt: body.ExpiresAt, Status: cpstate.ConnStatusConnected, Account: before.Account, Sealed: sealed, UpdatedAt: s.now().UTC()}, err
 	})
 }
 
@@ -116,20 +117,20 @@ func (s *Service) deleteConnection(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.state.get(key, &UserConnection{}); err != nil {
-		return httpError(fmt.Errorf("%w: connection %s of %s", ErrNotFound, provider, user))
+	if _, err := s.state.Get(key, &cpstate.UserConnection{}); err != nil {
+		return httpError(fmt.Errorf("%w: connection %s of %s", cpstate.ErrNotFound, provider, user))
 	}
 	revocation := s.revokeConnection(c.UserContext(), key, org.ID, provider)
 	defer s.lock(key)()
-	var before UserConnection
-	rev, err := s.state.get(key, &before)
+	var before cpstate.UserConnection
+	rev, err := s.state.Get(key, &before)
 	if err != nil {
-		return httpError(fmt.Errorf("%w: connection %s of %s", ErrNotFound, provider, user))
+		return httpError(fmt.Errorf("%w: connection %s of %s", cpstate.ErrNotFound, provider, user))
 	}
 	view := s.connView(before).(map[string]any)
 	view["revoked"] = revocation == revocationDone
 	mut.Action, mut.Before = schemas.AuditActionDeleted, view
-	if err := s.commitRecorded(cl, mut, deleteKey(key, rev)); err != nil {
+	if err := s.commitRecorded(cl, mut, cpstate.DeleteKey(key, rev)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(c, fiber.StatusOK, map[string]any{"provider": provider, "revoked": revocation == revocationDone, "revocation": revocation})

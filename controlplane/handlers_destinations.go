@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/controlplane/destination"
 	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/internal/egress"
@@ -50,40 +51,40 @@ const (
 func (in *destinationInput) normalize() error {
 	in.Name = strings.TrimSpace(in.Name)
 	if in.Name == "" || len(in.Name) > 200 {
-		return invalid("name", "required, at most 200 characters")
+		return cpstate.Invalid("name", "required, at most 200 characters")
 	}
 	if in.Type != DestHTTPS && in.Type != DestSplunkHEC {
-		return invalid("type", "%q is not https or splunk_hec", in.Type)
+		return cpstate.Invalid("type", "%q is not https or splunk_hec", in.Type)
 	}
 	if in.Format == "" {
 		in.Format = FormatJSON
 	}
 	if in.Format != FormatJSON && in.Format != FormatOCSF {
-		return invalid("format", "%q is not json or ocsf", in.Format)
+		return cpstate.Invalid("format", "%q is not json or ocsf", in.Format)
 	}
 	if err := checkDestinationURL(in.URL); err != nil {
 		return err
 	}
 	in.Q = strings.TrimSpace(in.Q)
 	if _, _, err := DestinationFilter(in.Q); err != nil {
-		return invalid("q", "%v", err)
+		return cpstate.Invalid("q", "%v", err)
 	}
-	if in.Secret == Redacted || in.Token == Redacted {
-		return invalid("secret", "%s is the placeholder of a stored secret, not a secret", Redacted)
+	if in.Secret == cpstate.Redacted || in.Token == cpstate.Redacted {
+		return cpstate.Invalid("secret", "%s is the placeholder of a stored secret, not a secret", cpstate.Redacted)
 	}
 	if in.Secret != "" && (len(in.Secret) < minDestSecret || len(in.Secret) > maxDestSecret) {
-		return invalid("secret", "%d to %d characters", minDestSecret, maxDestSecret)
+		return cpstate.Invalid("secret", "%d to %d characters", minDestSecret, maxDestSecret)
 	}
 	if len(in.Token) > maxDestSecret {
-		return invalid("token", "at most %d characters", maxDestSecret)
+		return cpstate.Invalid("token", "at most %d characters", maxDestSecret)
 	}
 	switch {
 	case in.Type == DestHTTPS && in.Secret == "":
-		return invalid("secret", "required for type https: the key of Auditrail-Signature (at least %d characters)", minDestSecret)
+		return cpstate.Invalid("secret", "required for type https: the key of Auditrail-Signature (at least %d characters)", minDestSecret)
 	case in.Type == DestHTTPS && in.Token != "":
-		return invalid("token", "only for type splunk_hec")
+		return cpstate.Invalid("token", "only for type splunk_hec")
 	case in.Type == DestSplunkHEC && in.Token == "":
-		return invalid("token", "required for type splunk_hec: the HEC token")
+		return cpstate.Invalid("token", "required for type splunk_hec: the HEC token")
 	}
 	return nil
 }
@@ -94,7 +95,7 @@ func (in *destinationInput) normalize() error {
 func checkDestinationURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || len(raw) > maxDestURL || u.User != nil || u.Fragment != "" {
-		return invalid("url", "an absolute https URL without user information, at most %d bytes", maxDestURL)
+		return cpstate.Invalid("url", "an absolute https URL without user information, at most %d bytes", maxDestURL)
 	}
 	switch u.Scheme {
 	case "https":
@@ -104,7 +105,7 @@ func checkDestinationURL(raw string) error {
 			return nil
 		}
 	}
-	return invalid("url", "%q is not an https URL (http only to a loopback address)", u.Scheme+"://"+u.Host)
+	return cpstate.Invalid("url", "%q is not an https URL (http only to a loopback address)", u.Scheme+"://"+u.Host)
 }
 
 // DestinationFilter is destination.Filter.
@@ -123,10 +124,10 @@ func destView(d Destination) any {
 	v := destinationView{Destination: d}
 	v.Sealed = nil
 	if d.SecretSet {
-		v.Secret = Redacted
+		v.Secret = cpstate.Redacted
 	}
 	if d.TokenSet {
-		v.Token = Redacted
+		v.Token = cpstate.Redacted
 	}
 	return v
 }
@@ -168,11 +169,11 @@ func (s *Service) checkDestinationEgress(ctx context.Context, raw string) ([]str
 	case err == nil:
 		return nil, nil
 	case errors.Is(err, egress.ErrRefused):
-		return nil, invalid("url", "%v: destinations must be on public addresses", err)
+		return nil, cpstate.Invalid("url", "%v: destinations must be on public addresses", err)
 	case errors.Is(err, egress.ErrUnresolved):
 		return []string{"url: the host name does not resolve now"}, nil
 	}
-	return nil, invalid("url", "%v", err)
+	return nil, cpstate.Invalid("url", "%v", err)
 }
 
 // registerDestinations mounts the destination routes.
@@ -193,7 +194,7 @@ func (s *Service) listDestinations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return listItems(s, c, destinationPrefix+org.ID.String()+".", destView)
+	return listItems(s, c, cpstate.DestinationPrefix+org.ID.String()+".", destView)
 }
 
 func (s *Service) createDestination(c *fiber.Ctx) error {
@@ -215,13 +216,13 @@ func (s *Service) createDestination(c *fiber.Ctx) error {
 	now := s.now().UTC()
 	d := Destination{ID: uuid.New(), OrgID: org.ID, Name: in.Name, Type: in.Type, URL: in.URL, Format: in.Format, Q: in.Q,
 		StartAt: now, CreatedAt: now, UpdatedAt: now}
-	key := destinationKey(org.ID.String(), d.ID.String())
+	key := cpstate.DestinationKey(org.ID.String(), d.ID.String())
 	if err := s.sealDestination(key, &d, in); err != nil {
 		return err
 	}
 	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeSetting,
 		ResourceID: d.ID.String(), ResourceDisplay: "destination " + d.Name, OrgID: org.ID, After: destView(d)},
-		setKey(key, d, 0)); err != nil {
+		cpstate.SetKey(key, d, 0)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(c, fiber.StatusCreated, destinationReply{destinationView: destView(d).(destinationView), Status: DeliveryStarting, Warnings: warnings})
@@ -238,10 +239,10 @@ func (s *Service) destinationTarget(c *fiber.Ctx) (*call, string, Destination, p
 	if err != nil {
 		return nil, "", Destination{}, producers.Mutation{}, err
 	}
-	key := destinationKey(org.ID.String(), id.String())
+	key := cpstate.DestinationKey(org.ID.String(), id.String())
 	var d Destination
-	if _, err := s.state.get(key, &d); err != nil {
-		return nil, "", Destination{}, producers.Mutation{}, httpError(fmt.Errorf("%w: destination %s", ErrNotFound, id))
+	if _, err := s.state.Get(key, &d); err != nil {
+		return nil, "", Destination{}, producers.Mutation{}, httpError(fmt.Errorf("%w: destination %s", cpstate.ErrNotFound, id))
 	}
 	mut := producers.Mutation{Action: schemas.AuditActionUpdated, ResourceType: schemas.ResourceTypeSetting, ResourceID: id.String(),
 		ResourceDisplay: "destination " + d.Name, OrgID: org.ID}
@@ -256,7 +257,7 @@ func (s *Service) getDestination(c *fiber.Ctx) error {
 	out := destinationReply{destinationView: destView(d).(destinationView), Status: DeliveryStarting}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 5*time.Second)
 	defer cancel()
-	st, err := s.state.deliveryStatus(ctx, d.ID)
+	st, err := s.state.DeliveryStatus(ctx, d.ID)
 	if err != nil {
 		s.log.Warn("delivery status unavailable", "destination", d.ID, "err", err)
 	}
@@ -289,7 +290,7 @@ func (s *Service) patchDestination(c *fiber.Ctx) error {
 	var warnings []string
 	var after Destination
 	err = updateRecorded(s, cl, key, "destination "+mut.ResourceID, mut, destView, func(d Destination) (Destination, bool, error) {
-		sec, err := openDestination(s.sealer, key, d)
+		sec, err := cpstate.OpenDestination(s.sealer, key, d)
 		if err != nil {
 			return d, false, fmt.Errorf("open destination secrets: %w", err)
 		}
@@ -297,13 +298,13 @@ func (s *Service) patchDestination(c *fiber.Ctx) error {
 		curJSON, _ := json.Marshal(cur)
 		merged, err := mergePatch(curJSON, c.Body())
 		if err != nil {
-			return d, false, invalid("body", "%v", err)
+			return d, false, cpstate.Invalid("body", "%v", err)
 		}
 		var next destinationInput
 		dec := json.NewDecoder(bytes.NewReader(merged))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&next); err != nil {
-			return d, false, invalid("body", "%v", err)
+			return d, false, cpstate.Invalid("body", "%v", err)
 		}
 		if next.Type == DestHTTPS {
 			next.Token = "" // a token left from a splunk_hec destination

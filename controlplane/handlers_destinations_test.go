@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
@@ -102,7 +103,7 @@ func TestDestinationsAPI(t *testing.T) {
 		{"url", func(m map[string]any) { m["url"] = "https://169.254.169.254/latest/meta-data" }},
 		{"secret", func(m map[string]any) { delete(m, "secret") }},
 		{"secret", func(m map[string]any) { m["secret"] = "short" }},
-		{"secret", func(m map[string]any) { m["secret"] = Redacted }},
+		{"secret", func(m map[string]any) { m["secret"] = cpstate.Redacted }},
 		{"token", func(m map[string]any) { m["type"] = "splunk_hec"; delete(m, "secret") }},
 		{"q", func(m map[string]any) { m["q"] = `"unterminated` }},
 		{"q", func(m map[string]any) { m["q"] = "action:NOPE" }},
@@ -123,7 +124,7 @@ func TestDestinationsAPI(t *testing.T) {
 	}
 	_ = json.Unmarshal(raw, &created)
 	id, _ := created.Data["id"].(string)
-	if created.Data["secret"] != Redacted || created.Data["sealed"] != nil || strings.Contains(string(raw), destSecret) {
+	if created.Data["secret"] != cpstate.Redacted || created.Data["sealed"] != nil || strings.Contains(string(raw), destSecret) {
 		t.Fatalf("create answer: %s", raw)
 	}
 	path := dests + "/" + id
@@ -151,7 +152,7 @@ func TestDestinationsAPI(t *testing.T) {
 		t.Fatalf("status: %+v", d)
 	}
 
-	reader := NewDestinationReader(n.state, n.svc.sealer)
+	reader := cpstate.NewDestinationReader(n.state, n.svc.sealer)
 	secretOf := func() string {
 		ds, err := reader.Destinations()
 		if err != nil || len(ds) != 1 {

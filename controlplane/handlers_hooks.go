@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
@@ -32,7 +33,7 @@ type Egress interface {
 type HookMonitor interface {
 	// CheckHealth calls the hook server's GET /health with the hook's
 	// authentication (cfg holds its secrets) and remembers the outcome.
-	CheckHealth(ctx context.Context, h Hook, cfg HookConfig) HookHealth
+	CheckHealth(ctx context.Context, h cpstate.Hook, cfg cpstate.HookConfig) HookHealth
 	// HookStatus is what the client knows of a hook; false when it has
 	// neither called nor checked it.
 	HookStatus(id uuid.UUID) (HookStatus, bool)
@@ -94,16 +95,16 @@ func (s *Service) checkEndpoint(ctx context.Context, endpoint string) ([]string,
 	case err == nil:
 		return nil, nil
 	case errors.Is(err, egress.ErrRefused):
-		return nil, invalid("endpoint", "%v: hook servers must be on public addresses", err)
+		return nil, cpstate.Invalid("endpoint", "%v: hook servers must be on public addresses", err)
 	case errors.Is(err, egress.ErrUnresolved):
 		return []string{"endpoint: the host name does not resolve now"}, nil
 	}
-	return nil, invalid("endpoint", "%v", err)
+	return nil, cpstate.Invalid("endpoint", "%v", err)
 }
 
 // health checks a hook server after a create or an enable: a failure is a
 // warning of the answer, not a refusal.
-func (s *Service) health(ctx context.Context, h Hook, cfg HookConfig) []string {
+func (s *Service) health(ctx context.Context, h cpstate.Hook, cfg cpstate.HookConfig) []string {
 	if s.monitor == nil {
 		return nil
 	}
@@ -120,17 +121,17 @@ func (s *Service) health(ctx context.Context, h Hook, cfg HookConfig) []string {
 // hookReply is a hook as the API answers it: redacted, with the warnings
 // of a create or enable, or (GET) its status in this process's hook client.
 type hookReply struct {
-	Hook
+	cpstate.Hook
 	Status   *HookStatus `json:"status,omitempty"`
 	Warnings []string    `json:"warnings,omitempty"`
 }
 
 // hookScope resolves the org, the project (nil for org hooks) and the KV scope token.
-func (s *Service) hookScope(c *fiber.Ctx, mutate bool) (*call, Org, *Project, string, error) {
+func (s *Service) hookScope(c *fiber.Ctx, mutate bool) (*call, cpstate.Org, *cpstate.Project, string, error) {
 	withProject := c.Params("project_id") != ""
 	cl, org, p, err := s.scope(c, mutate, withProject)
 	if err != nil {
-		return nil, Org{}, nil, "", err
+		return nil, cpstate.Org{}, nil, "", err
 	}
 	if p == nil {
 		return cl, org, nil, "org", nil
@@ -139,8 +140,8 @@ func (s *Service) hookScope(c *fiber.Ctx, mutate bool) (*call, Org, *Project, st
 }
 
 // sealHook moves the secret parts of cfg.Auth into SealedAuth.
-func (s *Service) sealHook(key string, h *Hook, cfg HookConfig) error {
-	secrets, _ := json.Marshal(HookAuth{Token: cfg.Auth.Token, ClientKeyPEM: cfg.Auth.ClientKeyPEM})
+func (s *Service) sealHook(key string, h *cpstate.Hook, cfg cpstate.HookConfig) error {
+	secrets, _ := json.Marshal(cpstate.HookAuth{Token: cfg.Auth.Token, ClientKeyPEM: cfg.Auth.ClientKeyPEM})
 	sealed, err := s.sealer.Seal(key, secrets)
 	if err != nil {
 		return err
@@ -156,17 +157,17 @@ func redactedIfSet(s string) string {
 	if s == "" {
 		return ""
 	}
-	return Redacted
+	return cpstate.Redacted
 }
 
 // unsealedConfig returns the configuration of a stored hook with its secrets.
-func (s *Service) unsealedConfig(key string, h Hook) (HookConfig, error) {
+func (s *Service) unsealedConfig(key string, h cpstate.Hook) (cpstate.HookConfig, error) {
 	cfg := h.Config
 	pt, err := s.sealer.Open(key, h.SealedAuth)
 	if err != nil {
 		return cfg, err
 	}
-	var a HookAuth
+	var a cpstate.HookAuth
 	if err := json.Unmarshal(pt, &a); err != nil {
 		return cfg, err
 	}
@@ -175,7 +176,7 @@ func (s *Service) unsealedConfig(key string, h Hook) (HookConfig, error) {
 }
 
 // hookView is a hook as the API and audit events show it.
-func hookView(h Hook) any {
+func hookView(h cpstate.Hook) any {
 	h.Config = h.Config.Redacted()
 	h.SealedAuth = nil
 	return h
@@ -194,7 +195,7 @@ func (s *Service) createHook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var cfg HookConfig
+	var cfg cpstate.HookConfig
 	if err := decodeBody(c, &cfg); err != nil {
 		return err
 	}
@@ -206,23 +207,23 @@ func (s *Service) createHook(c *fiber.Ctx) error {
 		return httpError(err)
 	}
 	now := s.now().UTC()
-	h := Hook{ID: uuid.New(), OrgID: org.ID, CreatedAt: now, UpdatedAt: now}
+	h := cpstate.Hook{ID: uuid.New(), OrgID: org.ID, CreatedAt: now, UpdatedAt: now}
 	if p != nil {
 		h.ProjectID = &p.ID
 	}
-	key := hookKey(org.ID.String(), scope, h.ID.String())
+	key := cpstate.HookKey(org.ID.String(), scope, h.ID.String())
 	if err := s.sealHook(key, &h, cfg); err != nil {
 		return err
 	}
 	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeHook,
 		ResourceID: h.ID.String(), ResourceDisplay: cfg.Name, OrgID: org.ID, ProjectID: h.ProjectID, After: hookView(h)},
-		setKey(key, h, 0)); err != nil {
+		cpstate.SetKey(key, h, 0)); err != nil {
 		return httpError(err)
 	}
 	if *cfg.Enabled {
 		warnings = append(warnings, s.health(c.UserContext(), h, cfg)...)
 	}
-	return httpapi.Reply(c, fiber.StatusCreated, hookReply{Hook: hookView(h).(Hook), Warnings: warnings})
+	return httpapi.Reply(c, fiber.StatusCreated, hookReply{Hook: hookView(h).(cpstate.Hook), Warnings: warnings})
 }
 
 // hookTarget resolves the hook of a hook route: its KV key and the
@@ -236,14 +237,14 @@ func (s *Service) hookTarget(c *fiber.Ctx, mutate bool) (*call, string, producer
 	if err != nil {
 		return nil, "", producers.Mutation{}, err
 	}
-	key := hookKey(org.ID.String(), scope, id.String())
+	key := cpstate.HookKey(org.ID.String(), scope, id.String())
 	mut := producers.Mutation{ResourceType: schemas.ResourceTypeHook, ResourceID: id.String(), OrgID: org.ID}
 	if p != nil {
 		mut.ProjectID = &p.ID
 	}
-	var h Hook
-	if _, err := s.state.get(key, &h); err != nil {
-		return nil, "", producers.Mutation{}, httpError(fmt.Errorf("%w: hook %s", ErrNotFound, id))
+	var h cpstate.Hook
+	if _, err := s.state.Get(key, &h); err != nil {
+		return nil, "", producers.Mutation{}, httpError(fmt.Errorf("%w: hook %s", cpstate.ErrNotFound, id))
 	}
 	mut.ResourceDisplay = h.Config.Name
 	return cl, key, mut, nil
@@ -254,11 +255,11 @@ func (s *Service) getHook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var h Hook
-	if _, err := s.state.get(key, &h); err != nil {
-		return httpError(fmt.Errorf("%w: hook", ErrNotFound))
+	var h cpstate.Hook
+	if _, err := s.state.Get(key, &h); err != nil {
+		return httpError(fmt.Errorf("%w: hook", cpstate.ErrNotFound))
 	}
-	out := hookReply{Hook: hookView(h).(Hook)}
+	out := hookReply{Hook: hookView(h).(cpstate.Hook)}
 	if s.monitor != nil {
 		st, _ := s.monitor.HookStatus(h.ID)
 		if st.Breakers == nil {
@@ -284,11 +285,11 @@ func (s *Service) patchHook(c *fiber.Ctx) error {
 	// checks the server's /health once stored.
 	var (
 		checkHealth bool
-		after       Hook
-		unsealed    HookConfig
+		after       cpstate.Hook
+		unsealed    cpstate.HookConfig
 		warnings    []string
 	)
-	err = updateRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, func(h Hook) (Hook, bool, error) {
+	err = updateRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, func(h cpstate.Hook) (cpstate.Hook, bool, error) {
 		cur, err := s.unsealedConfig(key, h)
 		if err != nil {
 			return h, false, fmt.Errorf("open hook secrets: %w", err)
@@ -296,13 +297,13 @@ func (s *Service) patchHook(c *fiber.Ctx) error {
 		curJSON, _ := json.Marshal(cur)
 		merged, err := mergePatch(curJSON, c.Body())
 		if err != nil {
-			return h, false, invalid("body", "%v", err)
+			return h, false, cpstate.Invalid("body", "%v", err)
 		}
-		var next HookConfig
+		var next cpstate.HookConfig
 		dec := json.NewDecoder(bytes.NewReader(merged))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&next); err != nil {
-			return h, false, invalid("body", "%v", err)
+			return h, false, cpstate.Invalid("body", "%v", err)
 		}
 		if err := next.Normalize(); err != nil {
 			return h, false, err
@@ -326,7 +327,7 @@ func (s *Service) patchHook(c *fiber.Ctx) error {
 		return nil
 	}
 	// The answer written by updateRecorded, with the warnings.
-	return httpapi.Reply(c, fiber.StatusOK, hookReply{Hook: hookView(after).(Hook), Warnings: warnings})
+	return httpapi.Reply(c, fiber.StatusOK, hookReply{Hook: hookView(after).(cpstate.Hook), Warnings: warnings})
 }
 
 func (s *Service) disableHook(c *fiber.Ctx) error {
@@ -335,7 +336,7 @@ func (s *Service) disableHook(c *fiber.Ctx) error {
 		return err
 	}
 	mut.Action = schemas.AuditActionDisabled
-	return updateRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, func(h Hook) (Hook, bool, error) {
+	return updateRecorded(s, cl, key, "hook "+mut.ResourceID, mut, hookView, func(h cpstate.Hook) (cpstate.Hook, bool, error) {
 		if h.Config.Enabled != nil && !*h.Config.Enabled {
 			return h, false, nil
 		}

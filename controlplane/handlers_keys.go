@@ -4,13 +4,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
 
-func keyView(k APIKey) any { return k.Public() }
+func keyView(k cpstate.APIKey) any { return k.Public() }
 
 func (s *Service) listAPIKeys(c *fiber.Ctx) error {
 	_, org, _, err := s.scope(c, false, false)
@@ -39,47 +40,47 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 		return httpError(err)
 	}
 	if body.UserID == "" {
-		return httpError(invalid("user_id", "required"))
+		return httpError(cpstate.Invalid("user_id", "required"))
 	}
-	if _, err := s.state.get(memberKey(org.ID.String(), body.UserID), &Member{}); err != nil {
-		return httpError(invalid("user_id", "%s is not a member of the organization", body.UserID))
+	if _, err := s.state.Get(cpstate.MemberKey(org.ID.String(), body.UserID), &cpstate.Member{}); err != nil {
+		return httpError(cpstate.Invalid("user_id", "%s is not a member of the organization", body.UserID))
 	}
-	return s.issueKey(cl, APIKey{OrgID: org.ID, Kind: KeyKindUser, UserID: body.UserID, Name: name}, nil)
+	return s.issueKey(cl, cpstate.APIKey{OrgID: org.ID, Kind: cpstate.KeyKindUser, UserID: body.UserID, Name: name}, nil)
 }
 
 // issueKey completes k with a new id and secret (32 random bytes), records
 // its creation, stores only its SHA-256 and returns the secret once.
-func (s *Service) issueKey(cl *call, k APIKey, project *uuid.UUID) error {
+func (s *Service) issueKey(cl *call, k cpstate.APIKey, project *uuid.UUID) error {
 	secret := newAPIKeySecret()
 	k.ID, k.Prefix, k.Hash, k.CreatedAt = uuid.New(), secret[:10], auth.HashKey(secret), s.now().UTC()
 	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeAPIKey,
 		ResourceID: k.ID.String(), ResourceDisplay: k.Name, OrgID: k.OrgID, ProjectID: project, After: k.Public()},
-		setKey(apiKeyKey(k.OrgID.String(), k.ID.String()), k, 0)); err != nil {
+		cpstate.SetKey(cpstate.APIKeyKey(k.OrgID.String(), k.ID.String()), k, 0)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(cl.c, fiber.StatusCreated, struct {
-		APIKey
+		cpstate.APIKey
 		Key string `json:"key"`
 	}{k.Public(), secret})
 }
 
 // keyTarget resolves the key of a key route.
-func (s *Service) keyTarget(c *fiber.Ctx) (*call, Org, string, error) {
+func (s *Service) keyTarget(c *fiber.Ctx) (*call, cpstate.Org, string, error) {
 	cl, org, _, err := s.scope(c, true, false)
 	if err != nil {
-		return nil, Org{}, "", err
+		return nil, cpstate.Org{}, "", err
 	}
 	id, err := uuidParam(c, "key_id")
 	if err != nil {
-		return nil, Org{}, "", err
+		return nil, cpstate.Org{}, "", err
 	}
 	return cl, org, id.String(), nil
 }
 
-func (s *Service) keyMutation(org Org, id string) producers.Mutation {
+func (s *Service) keyMutation(org cpstate.Org, id string) producers.Mutation {
 	m := producers.Mutation{ResourceType: schemas.ResourceTypeAPIKey, ResourceID: id, OrgID: org.ID}
-	var k APIKey
-	if _, err := s.state.get(apiKeyKey(org.ID.String(), id), &k); err == nil {
+	var k cpstate.APIKey
+	if _, err := s.state.Get(cpstate.APIKeyKey(org.ID.String(), id), &k); err == nil {
 		m.ResourceDisplay = k.Name
 	}
 	return m
@@ -92,8 +93,8 @@ func (s *Service) disableAPIKey(c *fiber.Ctx) error {
 	}
 	mut := s.keyMutation(org, id)
 	mut.Action = schemas.AuditActionDisabled
-	return updateRecorded(s, cl, apiKeyKey(org.ID.String(), id), "API key "+id, mut, keyView,
-		func(k APIKey) (APIKey, bool, error) {
+	return updateRecorded(s, cl, cpstate.APIKeyKey(org.ID.String(), id), "API key "+id, mut, keyView,
+		func(k cpstate.APIKey) (cpstate.APIKey, bool, error) {
 			changed := !k.Disabled // disabling a disabled key changes nothing and records nothing
 			k.Disabled = true
 			return k, changed, nil
@@ -105,5 +106,5 @@ func (s *Service) deleteAPIKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return deleteRecorded(s, cl, apiKeyKey(org.ID.String(), id), "API key "+id, s.keyMutation(org, id), keyView, nil)
+	return deleteRecorded(s, cl, cpstate.APIKeyKey(org.ID.String(), id), "API key "+id, s.keyMutation(org, id), keyView, nil)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 )
@@ -22,17 +23,17 @@ type MePrincipal struct {
 // MeOrg is an organization the caller may read, with their role and the
 // projects they may read in it.
 type MeOrg struct {
-	ID       uuid.UUID   `json:"id"`
-	Name     string      `json:"name"`
-	Role     Role        `json:"role"`
-	Projects []MeProject `json:"projects"`
+	ID       uuid.UUID    `json:"id"`
+	Name     string       `json:"name"`
+	Role     cpstate.Role `json:"role"`
+	Projects []MeProject  `json:"projects"`
 }
 
 // MeProject is a project the caller may read, with their role.
 type MeProject struct {
-	ID   uuid.UUID `json:"id"`
-	Name string    `json:"name"`
-	Role Role      `json:"role"`
+	ID   uuid.UUID    `json:"id"`
+	Name string       `json:"name"`
+	Role cpstate.Role `json:"role"`
 }
 
 // Me is the data of GET /api/v1/me.
@@ -73,16 +74,16 @@ func (s *Service) whoIs(p auth.Principal) (Me, error) {
 		u := p.UserID
 		me.Principal.UserID = &u
 	}
-	orgs, err := listAs[Org](s.state, "org.")
+	orgs, err := cpstate.ListAs[cpstate.Org](s.state, "org.")
 	if err != nil {
 		return Me{}, err
 	}
 	byName := func(a, b string, x, y uuid.UUID) int {
 		return cmp.Or(cmp.Compare(a, b), slices.Compare(x[:], y[:]))
 	}
-	slices.SortFunc(orgs, func(a, b Org) int { return byName(a.Name, b.Name, a.ID, b.ID) })
+	slices.SortFunc(orgs, func(a, b cpstate.Org) int { return byName(a.Name, b.Name, a.ID, b.ID) })
 	for _, o := range orgs {
-		var role Role
+		var role cpstate.Role
 		switch {
 		case p.PlatformAdmin:
 		case p.IsServiceKey():
@@ -96,14 +97,14 @@ func (s *Service) whoIs(p auth.Principal) (Me, error) {
 			}
 			role = r
 		}
-		projects, err := listAs[Project](s.state, "project."+o.ID.String()+".")
+		projects, err := cpstate.ListAs[cpstate.Project](s.state, "project."+o.ID.String()+".")
 		if err != nil {
 			return Me{}, err
 		}
-		slices.SortFunc(projects, func(a, b Project) int { return byName(a.Name, b.Name, a.ID, b.ID) })
+		slices.SortFunc(projects, func(a, b cpstate.Project) int { return byName(a.Name, b.Name, a.ID, b.ID) })
 		mo := MeOrg{ID: o.ID, Name: o.Name, Role: role, Projects: []MeProject{}}
 		for _, pr := range projects {
-			var prole Role
+			var prole cpstate.Role
 			switch {
 			case p.PlatformAdmin:
 			case p.IsServiceKey():
@@ -111,8 +112,8 @@ func (s *Service) whoIs(p auth.Principal) (Me, error) {
 					continue
 				}
 			default:
-				var pm ProjectMember
-				if _, err := s.state.get(pmemberKey(o.ID.String(), pr.ID.String(), p.UserID), &pm); err == nil {
+				var pm cpstate.ProjectMember
+				if _, err := s.state.Get(cpstate.ProjectMemberKey(o.ID.String(), pr.ID.String(), p.UserID), &pm); err == nil {
 					prole = pm.Role
 				} else if role.CanMutate() {
 					prole = role

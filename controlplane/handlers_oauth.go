@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/oauthflow"
@@ -97,7 +98,7 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 			Message: "This authorization was started in another browser (or this browser no longer holds its cookie). Nothing was connected.",
 			Hint:    "Open the link again in the browser where you started it."})
 	}
-	fresh, err := s.state.claimState(ctx, st.Nonce)
+	fresh, err := s.state.ClaimState(ctx, st.Nonce)
 	if err != nil {
 		s.log.Error("OAuth callback: cannot mark the state used", "err", err)
 		return failPage(c, fiber.StatusServiceUnavailable, "Try again", "The platform cannot complete authorizations right now.")
@@ -125,7 +126,7 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 	// The link is spent by the first flow of it that comes back with a code:
 	// whoever holds it cannot replace the connection afterwards.
 	if st.Ticket != "" {
-		fresh, err := s.state.claimState(ctx, "ticket."+st.Ticket)
+		fresh, err := s.state.ClaimState(ctx, "ticket."+st.Ticket)
 		if err != nil {
 			s.log.Error("OAuth callback: cannot mark the link used", "err", err)
 			return failPage(c, fiber.StatusServiceUnavailable, "Try again", "The platform cannot complete authorizations right now.")
@@ -139,7 +140,7 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 	if err != nil {
 		return failPage(c, fiber.StatusBadRequest, "Provider not configured", fmt.Sprintf("The organization no longer has the auth provider %s.", st.Provider))
 	}
-	if _, err := s.state.get(projectKey(st.Org.String(), st.Project.String()), &Project{}); err != nil {
+	if _, err := s.state.Get(cpstate.ProjectKey(st.Org.String(), st.Project.String()), &cpstate.Project{}); err != nil {
 		return failPage(c, fiber.StatusBadRequest, "Project not found", "The project of this authorization no longer exists.")
 	}
 	xctx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -153,12 +154,12 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 		s.log.Warn("OAuth callback: code exchange failed", "provider", st.Provider, "user", st.User, "err", err)
 		return failPage(c, fiber.StatusBadGateway, "Provider unavailable", fmt.Sprintf("%s did not complete the authorization.", st.Provider))
 	}
-	var account *ConnectionAccount
+	var account *cpstate.ConnectionAccount
 	if p.UserinfoURL != "" {
 		if a, err := s.flow.Userinfo(xctx, p, tok.AccessToken); err != nil {
 			s.log.Warn("OAuth callback: userinfo failed; connected without the account", "provider", st.Provider, "user", st.User, "err", err)
 		} else if a != (oauthflow.Account{}) {
-			account = &ConnectionAccount{Subject: a.Subject, Email: a.Email, Name: a.Name}
+			account = &cpstate.ConnectionAccount{Subject: a.Subject, Email: a.Email, Name: a.Name}
 		}
 	}
 	if err := s.storeConnection(c, st, tok, account); err != nil {
@@ -167,14 +168,14 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 	}
 	msg := fmt.Sprintf("Connected to %s for platform user %s. You can close this window.", st.Provider, st.User)
 	if account != nil {
-		msg = fmt.Sprintf("Connected to %s as %s, for platform user %s. You can close this window.", st.Provider, account.label(), st.User)
+		msg = fmt.Sprintf("Connected to %s as %s, for platform user %s. You can close this window.", st.Provider, accountLabel(account), st.User)
 	}
 	return writePage(c, fiber.StatusOK, page{OK: true, Title: "Connected", Message: msg})
 }
 
-// label names a provider account for a person: "Name <email>", or what
+// accountLabel names a provider account for a person: "Name <email>", or what
 // there is of it.
-func (a *ConnectionAccount) label() string {
+func accountLabel(a *cpstate.ConnectionAccount) string {
 	switch {
 	case a.Name != "" && a.Email != "":
 		return a.Name + " <" + a.Email + ">"
@@ -189,27 +190,27 @@ func (a *ConnectionAccount) label() string {
 // storeConnection stores the tokens of a completed flow, its scopes merged
 // with those already granted, recorded as USER_CONNECTION CREATED or
 // UPDATED by the user (principal type ACCOUNT).
-func (s *Service) storeConnection(c *fiber.Ctx, st oauthflow.State, tok oauthflow.Token, account *ConnectionAccount) error {
+func (s *Service) storeConnection(c *fiber.Ctx, st oauthflow.State, tok oauthflow.Token, account *cpstate.ConnectionAccount) error {
 	org, project := st.Org.String(), st.Project.String()
-	key := connKey(org, project, st.User, st.Provider)
+	key := cpstate.ConnKey(org, project, st.User, st.Provider)
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
 	cl := &call{c: c, source: schemas.AuditSourceAPI, ip: s.proxies.ClientIP(peer, c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)).String(),
 		p: auth.Principal{ID: st.User, Type: auth.TypeAccount, UserID: st.User, DisplayName: st.User}}
 	projectID := st.Project
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if err = s.putConnectionTokens(cl, key, st, projectID, tok, account); !errors.Is(err, ErrConflict) {
+		if err = s.putConnectionTokens(cl, key, st, projectID, tok, account); !errors.Is(err, cpstate.ErrConflict) {
 			return err
 		}
 	}
 	return err
 }
 
-func (s *Service) putConnectionTokens(cl *call, key string, st oauthflow.State, projectID uuid.UUID, tok oauthflow.Token, account *ConnectionAccount) error {
+func (s *Service) putConnectionTokens(cl *call, key string, st oauthflow.State, projectID uuid.UUID, tok oauthflow.Token, account *cpstate.ConnectionAccount) error {
 	defer s.lock(key)()
-	var before UserConnection
-	rev, err := s.state.get(key, &before)
-	if err != nil && err != ErrNotFound {
+	var before cpstate.UserConnection
+	rev, err := s.state.Get(key, &before)
+	if err != nil && err != cpstate.ErrNotFound {
 		return err
 	}
 	scopes, refresh := tok.Scopes, tok.RefreshToken
@@ -224,9 +225,9 @@ func (s *Service) putConnectionTokens(cl *call, key string, st oauthflow.State, 
 			account = before.Account
 		}
 	}
-	after := UserConnection{OrgID: st.Org, ProjectID: projectID, UserID: st.User, Provider: st.Provider, Scopes: nonNil(oauthflow.MergeScopes(scopes)),
-		ExpiresAt: tok.ExpiresAt, Status: ConnStatusConnected, Account: account, UpdatedAt: s.now().UTC()}
-	if after.Sealed, err = s.sealTokens(key, ConnectionTokens{AccessToken: tok.AccessToken, RefreshToken: refresh}); err != nil {
+	after := cpstate.UserConnection{OrgID: st.Org, ProjectID: projectID, UserID: st.User, Provider: st.Provider, Scopes: nonNil(oauthflow.MergeScopes(scopes)),
+		ExpiresAt: tok.ExpiresAt, Status: cpstate.ConnStatusConnected, Account: account, UpdatedAt: s.now().UTC()}
+	if after.Sealed, err = s.sealTokens(key, cpstate.ConnectionTokens{AccessToken: tok.AccessToken, RefreshToken: refresh}); err != nil {
 		return err
 	}
 	mut := producers.Mutation{ResourceType: schemas.ResourceTypeUserConnection, ResourceID: st.User + "/" + st.Provider,
@@ -235,7 +236,7 @@ func (s *Service) putConnectionTokens(cl *call, key string, st oauthflow.State, 
 	if rev != 0 {
 		mut.Action, mut.Before = schemas.AuditActionUpdated, s.connView(before)
 	}
-	return s.commitRecorded(cl, mut, setKey(key, after, rev))
+	return s.commitRecorded(cl, mut, cpstate.SetKey(key, after, rev))
 }
 
 // Connection routes: who may act on user U's connections in a project.
@@ -252,33 +253,33 @@ const (
 // project's admins; the user themself (a member acting with their own API
 // key or JWT); for connAuthorize also the project's service keys (they act
 // for the end users they name). 403 comes before 404.
-func (s *Service) connScope(c *fiber.Ctx, op connOp) (*call, Org, Project, string, error) {
+func (s *Service) connScope(c *fiber.Ctx, op connOp) (*call, cpstate.Org, cpstate.Project, string, error) {
 	cl, err := s.begin(c)
 	if err != nil {
-		return nil, Org{}, Project{}, "", err
+		return nil, cpstate.Org{}, cpstate.Project{}, "", err
 	}
 	orgID, err := uuidParam(c, "org_id")
 	if err != nil {
-		return nil, Org{}, Project{}, "", err
+		return nil, cpstate.Org{}, cpstate.Project{}, "", err
 	}
 	projectID, err := uuidParam(c, "project_id")
 	if err != nil {
-		return nil, Org{}, Project{}, "", err
+		return nil, cpstate.Org{}, cpstate.Project{}, "", err
 	}
 	user, err := textParam(c, "user_id")
 	if err != nil {
-		return nil, Org{}, Project{}, "", err
+		return nil, cpstate.Org{}, cpstate.Project{}, "", err
 	}
 	if !s.mayActOnConnections(cl.p, orgID, projectID, user, op) {
-		return nil, Org{}, Project{}, "", httpError(fmt.Errorf("%w: only the user, the organization's owners and admins and the project's admins act on the user's connections", auth.ErrForbidden))
+		return nil, cpstate.Org{}, cpstate.Project{}, "", httpError(fmt.Errorf("%w: only the user, the organization's owners and admins and the project's admins act on the user's connections", auth.ErrForbidden))
 	}
-	var org Org
-	if _, err := s.state.get(orgKey(orgID.String()), &org); err != nil {
-		return nil, Org{}, Project{}, "", httpError(fmt.Errorf("%w: organization %s", ErrNotFound, orgID))
+	var org cpstate.Org
+	if _, err := s.state.Get(cpstate.OrgKey(orgID.String()), &org); err != nil {
+		return nil, cpstate.Org{}, cpstate.Project{}, "", httpError(fmt.Errorf("%w: organization %s", cpstate.ErrNotFound, orgID))
 	}
 	p, err := s.projectFor(cl, org)
 	if err != nil {
-		return nil, Org{}, Project{}, "", httpError(err)
+		return nil, cpstate.Org{}, cpstate.Project{}, "", httpError(err)
 	}
 	return cl, org, p, user, nil
 }
@@ -296,9 +297,9 @@ func (s *Service) mayActOnConnections(p auth.Principal, org, project uuid.UUID, 
 	if p.UserID == user {
 		return true
 	}
-	var pm ProjectMember
-	_, err := s.state.get(pmemberKey(org.String(), project.String(), p.UserID), &pm)
-	return err == nil && pm.Role == RoleAdmin
+	var pm cpstate.ProjectMember
+	_, err := s.state.Get(cpstate.ProjectMemberKey(org.String(), project.String(), p.UserID), &pm)
+	return err == nil && pm.Role == cpstate.RoleAdmin
 }
 
 // authorizeConnection answers the link that starts the flow for a user:
@@ -322,7 +323,7 @@ func (s *Service) authorizeConnection(c *fiber.Ctx) error {
 		}
 	}
 	if len(body.Scopes) > 100 {
-		return httpError(invalid("scopes", "at most 100"))
+		return httpError(cpstate.Invalid("scopes", "at most 100"))
 	}
 	url, st, err := s.newTicket(org.ID, p.ID, user, provider, body.Scopes, byApp(cl.p))
 	switch {

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
@@ -16,7 +17,7 @@ import (
 func validName(field, v string) (string, error) {
 	v = strings.TrimSpace(v)
 	if v == "" || len(v) > 200 {
-		return "", invalid(field, "required, 1 to 200 characters")
+		return "", cpstate.Invalid(field, "required, 1 to 200 characters")
 	}
 	return v, nil
 }
@@ -45,16 +46,16 @@ func (s *Service) createOrg(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	org := Org{ID: uuid.New(), Name: name, CreatedAt: s.now().UTC()}
+	org := cpstate.Org{ID: uuid.New(), Name: name, CreatedAt: s.now().UTC()}
 	after := map[string]any{"organization": org}
-	var owner *Member
+	var owner *cpstate.Member
 	if !cl.p.PlatformAdmin {
-		owner = &Member{OrgID: org.ID, UserID: cl.p.UserID, Role: RoleOwner, DisplayName: cl.p.DisplayName, UpdatedAt: org.CreatedAt}
+		owner = &cpstate.Member{OrgID: org.ID, UserID: cl.p.UserID, Role: cpstate.RoleOwner, DisplayName: cl.p.DisplayName, UpdatedAt: org.CreatedAt}
 		after["owner"] = owner
 	}
-	writes := []write{setKey(orgKey(org.ID.String()), org, 0)}
+	writes := []cpstate.Write{cpstate.SetKey(cpstate.OrgKey(org.ID.String()), org, 0)}
 	if owner != nil {
-		writes = append(writes, setKey(memberKey(org.ID.String(), owner.UserID), owner, 0))
+		writes = append(writes, cpstate.SetKey(cpstate.MemberKey(org.ID.String(), owner.UserID), owner, 0))
 	}
 	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeOrganization,
 		ResourceID: org.ID.String(), ResourceDisplay: org.Name, OrgID: org.ID, After: after}, writes...); err != nil {
@@ -65,8 +66,8 @@ func (s *Service) createOrg(c *fiber.Ctx) error {
 
 // orgWithRole is an organization with the caller's role in it.
 type orgWithRole struct {
-	Org
-	Role Role `json:"role,omitempty"`
+	cpstate.Org
+	Role cpstate.Role `json:"role,omitempty"`
 }
 
 // listOrgs answers the organizations the caller may read: every one for the
@@ -77,7 +78,7 @@ func (s *Service) listOrgs(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	orgs, err := listAs[Org](s.state, "org.")
+	orgs, err := cpstate.ListAs[cpstate.Org](s.state, "org.")
 	if err != nil {
 		return err
 	}
@@ -109,10 +110,10 @@ func (s *Service) createProject(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	p := Project{ID: uuid.New(), OrgID: org.ID, Name: name, CreatedAt: s.now().UTC()}
+	p := cpstate.Project{ID: uuid.New(), OrgID: org.ID, Name: name, CreatedAt: s.now().UTC()}
 	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeProject,
 		ResourceID: p.ID.String(), ResourceDisplay: p.Name, OrgID: org.ID, ProjectID: &p.ID, After: p},
-		setKey(projectKey(org.ID.String(), p.ID.String()), p, 0)); err != nil {
+		cpstate.SetKey(cpstate.ProjectKey(org.ID.String(), p.ID.String()), p, 0)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(c, fiber.StatusCreated, p)
@@ -120,7 +121,7 @@ func (s *Service) createProject(c *fiber.Ctx) error {
 
 // listItems replies with the values under prefix, shown through view.
 func listItems[T any](s *Service, c *fiber.Ctx, prefix string, view func(T) any) error {
-	values, err := listAs[T](s.state, prefix)
+	values, err := cpstate.ListAs[T](s.state, prefix)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (s *Service) listProjects(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return listItems(s, c, "project."+org.ID.String()+".", asIs[Project])
+	return listItems(s, c, "project."+org.ID.String()+".", asIs[cpstate.Project])
 }
 
 func (s *Service) listMembers(c *fiber.Ctx) error {
@@ -144,7 +145,7 @@ func (s *Service) listMembers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return listItems(s, c, "member."+org.ID.String()+".", asIs[Member])
+	return listItems(s, c, "member."+org.ID.String()+".", asIs[cpstate.Member])
 }
 
 func (s *Service) putMember(c *fiber.Ctx) error {
@@ -163,22 +164,22 @@ func (s *Service) putMember(c *fiber.Ctx) error {
 	if err := decodeBody(c, &body); err != nil {
 		return err
 	}
-	role, err := parseRole("role", body.Role, true)
+	role, err := cpstate.ParseRole("role", body.Role, true)
 	if err != nil {
 		return httpError(err)
 	}
 	if len(body.DisplayName) > 200 {
-		return httpError(invalid("display_name", "at most 200 characters"))
+		return httpError(cpstate.Invalid("display_name", "at most 200 characters"))
 	}
-	return putRecorded(s, cl, memberKey(org.ID.String(), user),
-		producers.Mutation{ResourceType: schemas.ResourceTypeUser, ResourceID: user, OrgID: org.ID}, asIs[Member],
-		func(before Member, exists bool, mut *producers.Mutation) (Member, error) {
-			if exists && before.Role == RoleOwner && role != RoleOwner {
+	return putRecorded(s, cl, cpstate.MemberKey(org.ID.String(), user),
+		producers.Mutation{ResourceType: schemas.ResourceTypeUser, ResourceID: user, OrgID: org.ID}, asIs[cpstate.Member],
+		func(before cpstate.Member, exists bool, mut *producers.Mutation) (cpstate.Member, error) {
+			if exists && before.Role == cpstate.RoleOwner && role != cpstate.RoleOwner {
 				if err := s.keepAnOwner(org.ID, user); err != nil {
-					return Member{}, err
+					return cpstate.Member{}, err
 				}
 			}
-			m := Member{OrgID: org.ID, UserID: user, Role: role, DisplayName: strings.TrimSpace(body.DisplayName), UpdatedAt: s.now().UTC()}
+			m := cpstate.Member{OrgID: org.ID, UserID: user, Role: role, DisplayName: strings.TrimSpace(body.DisplayName), UpdatedAt: s.now().UTC()}
 			if m.DisplayName == "" {
 				m.DisplayName = before.DisplayName
 			}
@@ -189,16 +190,16 @@ func (s *Service) putMember(c *fiber.Ctx) error {
 
 // keepAnOwner refuses a change that would leave org without an owner.
 func (s *Service) keepAnOwner(org uuid.UUID, leaving string) error {
-	members, err := listAs[Member](s.state, "member."+org.String()+".")
+	members, err := cpstate.ListAs[cpstate.Member](s.state, "member."+org.String()+".")
 	if err != nil {
 		return err
 	}
 	for _, m := range members {
-		if m.Role == RoleOwner && m.UserID != leaving {
+		if m.Role == cpstate.RoleOwner && m.UserID != leaving {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s is the last owner of the organization", ErrConflict, leaving)
+	return fmt.Errorf("%w: %s is the last owner of the organization", cpstate.ErrConflict, leaving)
 }
 
 func displayOr(display, id string) string {
@@ -217,11 +218,11 @@ func (s *Service) deleteMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return deleteRecorded(s, cl, memberKey(org.ID.String(), user), "member "+user,
-		producers.Mutation{ResourceType: schemas.ResourceTypeUser, ResourceID: user, OrgID: org.ID}, asIs[Member],
-		func(m Member, mut *producers.Mutation) error {
+	return deleteRecorded(s, cl, cpstate.MemberKey(org.ID.String(), user), "member "+user,
+		producers.Mutation{ResourceType: schemas.ResourceTypeUser, ResourceID: user, OrgID: org.ID}, asIs[cpstate.Member],
+		func(m cpstate.Member, mut *producers.Mutation) error {
 			mut.ResourceDisplay = displayOr(m.DisplayName, user)
-			if m.Role == RoleOwner {
+			if m.Role == cpstate.RoleOwner {
 				return s.keepAnOwner(org.ID, user)
 			}
 			return nil
@@ -233,7 +234,7 @@ func (s *Service) listProjectMembers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return listItems(s, c, "pmember."+org.ID.String()+"."+p.ID.String()+".", asIs[ProjectMember])
+	return listItems(s, c, "pmember."+org.ID.String()+"."+p.ID.String()+".", asIs[cpstate.ProjectMember])
 }
 
 func (s *Service) putProjectMember(c *fiber.Ctx) error {
@@ -251,18 +252,18 @@ func (s *Service) putProjectMember(c *fiber.Ctx) error {
 	if err := decodeBody(c, &body); err != nil {
 		return err
 	}
-	role, err := parseRole("role", body.Role, false)
+	role, err := cpstate.ParseRole("role", body.Role, false)
 	if err != nil {
 		return httpError(err)
 	}
-	if _, err := s.state.get(memberKey(org.ID.String(), user), &Member{}); err != nil {
-		return httpError(invalid("user_id", "%s is not a member of the organization", user))
+	if _, err := s.state.Get(cpstate.MemberKey(org.ID.String(), user), &cpstate.Member{}); err != nil {
+		return httpError(cpstate.Invalid("user_id", "%s is not a member of the organization", user))
 	}
-	return putRecorded(s, cl, pmemberKey(org.ID.String(), p.ID.String(), user),
+	return putRecorded(s, cl, cpstate.ProjectMemberKey(org.ID.String(), p.ID.String(), user),
 		producers.Mutation{ResourceType: schemas.ResourceTypeProjectMember, ResourceID: user, ResourceDisplay: user + " in " + p.Name,
-			OrgID: org.ID, ProjectID: &p.ID}, asIs[ProjectMember],
-		func(ProjectMember, bool, *producers.Mutation) (ProjectMember, error) {
-			return ProjectMember{OrgID: org.ID, ProjectID: p.ID, UserID: user, Role: role, UpdatedAt: s.now().UTC()}, nil
+			OrgID: org.ID, ProjectID: &p.ID}, asIs[cpstate.ProjectMember],
+		func(cpstate.ProjectMember, bool, *producers.Mutation) (cpstate.ProjectMember, error) {
+			return cpstate.ProjectMember{OrgID: org.ID, ProjectID: p.ID, UserID: user, Role: role, UpdatedAt: s.now().UTC()}, nil
 		})
 }
 
@@ -275,7 +276,7 @@ func (s *Service) deleteProjectMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return deleteRecorded(s, cl, pmemberKey(org.ID.String(), p.ID.String(), user), "project member "+user,
+	return deleteRecorded(s, cl, cpstate.ProjectMemberKey(org.ID.String(), p.ID.String(), user), "project member "+user,
 		producers.Mutation{ResourceType: schemas.ResourceTypeProjectMember, ResourceID: user, ResourceDisplay: user + " in " + p.Name,
-			OrgID: org.ID, ProjectID: &p.ID}, asIs[ProjectMember], nil)
+			OrgID: org.ID, ProjectID: &p.ID}, asIs[cpstate.ProjectMember], nil)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/oauthflow"
@@ -31,13 +32,13 @@ var (
 )
 
 // providerView is a provider as the API and audit events show it.
-func providerView(p AuthProvider) any {
+func providerView(p cpstate.AuthProvider) any {
 	v := map[string]any{"id": p.ID, "organization_id": p.OrgID, "type": p.Type, "client_id": p.ClientID,
 		"client_secret_set": len(p.SealedSecret) > 0, "authorize_url": p.AuthorizeURL, "token_url": p.TokenURL,
 		"revoke_url": p.RevokeURL, "userinfo_url": p.UserinfoURL, "api_base_url": p.APIBaseURL,
 		"scopes_default": nonNil(p.ScopesDefault), "picker_api_key": p.PickerAPIKey, "created_at": p.CreatedAt, "updated_at": p.UpdatedAt}
 	if len(p.SealedSecret) > 0 {
-		v["client_secret"] = Redacted
+		v["client_secret"] = cpstate.Redacted
 	}
 	return v
 }
@@ -65,7 +66,7 @@ type providerBody struct {
 }
 
 // apply sets the given fields of p (the secret is returned for sealing).
-func (b providerBody) apply(p *AuthProvider) {
+func (b providerBody) apply(p *cpstate.AuthProvider) {
 	set := func(dst *string, v *string) {
 		if v != nil {
 			*dst = strings.TrimSpace(*v)
@@ -86,9 +87,9 @@ func (b providerBody) apply(p *AuthProvider) {
 
 // normalizeProvider validates p and fills the empty endpoints of google
 // and microsoft with their real ones; an oauth2 provider names its own.
-func normalizeProvider(p *AuthProvider) error {
+func normalizeProvider(p *cpstate.AuthProvider) error {
 	if !providerID.MatchString(p.ID) {
-		return invalid("id", "%q: a lowercase letter, then up to 62 of a-z 0-9 _ -", p.ID)
+		return cpstate.Invalid("id", "%q: a lowercase letter, then up to 62 of a-z 0-9 _ -", p.ID)
 	}
 	switch p.Type {
 	case oauthflow.TypeGoogle, oauthflow.TypeMicrosoft:
@@ -109,16 +110,16 @@ func normalizeProvider(p *AuthProvider) error {
 		}
 	case oauthflow.TypeOAuth2:
 		if p.AuthorizeURL == "" {
-			return invalid("authorize_url", "required for type oauth2")
+			return cpstate.Invalid("authorize_url", "required for type oauth2")
 		}
 		if p.TokenURL == "" {
-			return invalid("token_url", "required for type oauth2")
+			return cpstate.Invalid("token_url", "required for type oauth2")
 		}
 	default:
-		return invalid("type", "%q is not one of google, microsoft, oauth2", p.Type)
+		return cpstate.Invalid("type", "%q is not one of google, microsoft, oauth2", p.Type)
 	}
 	if p.ClientID == "" || len(p.ClientID) > 1024 {
-		return invalid("client_id", "required, at most 1024 characters")
+		return cpstate.Invalid("client_id", "required, at most 1024 characters")
 	}
 	for _, f := range []struct{ name, v string }{
 		{"authorize_url", p.AuthorizeURL}, {"token_url", p.TokenURL}, {"revoke_url", p.RevokeURL},
@@ -129,21 +130,21 @@ func normalizeProvider(p *AuthProvider) error {
 		}
 		u, err := url.Parse(f.v)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(f.v) > 2048 {
-			return invalid(f.name, "%q is not an absolute http(s) URL", f.v)
+			return cpstate.Invalid(f.name, "%q is not an absolute http(s) URL", f.v)
 		}
 		if u.User != nil || u.Fragment != "" {
-			return invalid(f.name, "must not hold credentials or a fragment")
+			return cpstate.Invalid(f.name, "must not hold credentials or a fragment")
 		}
 	}
 	if p.PickerAPIKey != "" && !pickerAPIKey.MatchString(p.PickerAPIKey) {
-		return invalid("picker_api_key", "a Google browser API key: letters, digits, _ and -, at most 256")
+		return cpstate.Invalid("picker_api_key", "a Google browser API key: letters, digits, _ and -, at most 256")
 	}
 	if len(p.ScopesDefault) > 100 {
-		return invalid("scopes_default", "at most 100 scopes")
+		return cpstate.Invalid("scopes_default", "at most 100 scopes")
 	}
 	for _, sc := range p.ScopesDefault {
 		if err := validScope(sc); err != nil {
-			return invalid("scopes_default", "%v", err)
+			return cpstate.Invalid("scopes_default", "%v", err)
 		}
 	}
 	p.ScopesDefault = oauthflow.MergeScopes(p.ScopesDefault)
@@ -162,7 +163,7 @@ func validScope(sc string) error {
 // calls server-side — token, revoke, userinfo, API base — on an address the
 // egress guard refuses. The authorize URL is only opened by the user's
 // browser. Every connection is checked again when made.
-func (s *Service) checkProviderURLs(ctx context.Context, p AuthProvider) error {
+func (s *Service) checkProviderURLs(ctx context.Context, p cpstate.AuthProvider) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	g := s.egressGuard()
@@ -173,15 +174,15 @@ func (s *Service) checkProviderURLs(ctx context.Context, p AuthProvider) error {
 			continue
 		}
 		if err := g.CheckURL(ctx, f.v); errors.Is(err, egress.ErrRefused) {
-			return invalid(f.name, "%v: auth provider endpoints must be on public addresses", err)
+			return cpstate.Invalid(f.name, "%v: auth provider endpoints must be on public addresses", err)
 		}
 	}
 	return nil
 }
 
-func (s *Service) sealProviderSecret(key string, p *AuthProvider, secret string) error {
+func (s *Service) sealProviderSecret(key string, p *cpstate.AuthProvider, secret string) error {
 	if len(secret) > 4096 {
-		return invalid("client_secret", "at most 4096 characters")
+		return cpstate.Invalid("client_secret", "at most 4096 characters")
 	}
 	if secret == "" {
 		p.SealedSecret = nil
@@ -195,7 +196,7 @@ func (s *Service) sealProviderSecret(key string, p *AuthProvider, secret string)
 	return nil
 }
 
-func providerMutation(org Org, id string) producers.Mutation {
+func providerMutation(org cpstate.Org, id string) producers.Mutation {
 	return producers.Mutation{ResourceType: schemas.ResourceTypeAuthProvider, ResourceID: id, ResourceDisplay: id, OrgID: org.ID}
 }
 
@@ -217,13 +218,13 @@ func (s *Service) createProvider(c *fiber.Ctx) error {
 		return err
 	}
 	if body.ID == nil {
-		return httpError(invalid("id", "required"))
+		return httpError(cpstate.Invalid("id", "required"))
 	}
 	if body.Type == nil {
-		return httpError(invalid("type", "required"))
+		return httpError(cpstate.Invalid("type", "required"))
 	}
 	now := s.now().UTC()
-	p := AuthProvider{ID: strings.TrimSpace(*body.ID), OrgID: org.ID, CreatedAt: now, UpdatedAt: now}
+	p := cpstate.AuthProvider{ID: strings.TrimSpace(*body.ID), OrgID: org.ID, CreatedAt: now, UpdatedAt: now}
 	body.apply(&p)
 	if err := normalizeProvider(&p); err != nil {
 		return httpError(err)
@@ -231,35 +232,35 @@ func (s *Service) createProvider(c *fiber.Ctx) error {
 	if err := s.checkProviderURLs(c.UserContext(), p); err != nil {
 		return httpError(err)
 	}
-	key := providerKey(org.ID.String(), p.ID)
+	key := cpstate.ProviderKey(org.ID.String(), p.ID)
 	if body.ClientSecret != nil {
 		if err := s.sealProviderSecret(key, &p, *body.ClientSecret); err != nil {
 			return httpError(err)
 		}
 	}
 	defer s.lock(key)()
-	if _, err := s.state.get(key, &AuthProvider{}); err == nil {
-		return httpError(fmt.Errorf("%w: auth provider %s exists (PATCH it)", ErrConflict, p.ID))
+	if _, err := s.state.Get(key, &cpstate.AuthProvider{}); err == nil {
+		return httpError(fmt.Errorf("%w: auth provider %s exists (PATCH it)", cpstate.ErrConflict, p.ID))
 	}
 	mut := providerMutation(org, p.ID)
 	mut.Action, mut.After = schemas.AuditActionCreated, providerView(p)
-	if err := s.commitRecorded(cl, mut, setKey(key, p, 0)); err != nil {
+	if err := s.commitRecorded(cl, mut, cpstate.SetKey(key, p, 0)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(c, fiber.StatusCreated, providerView(p))
 }
 
 // providerTarget resolves the provider of a provider route.
-func (s *Service) providerTarget(c *fiber.Ctx) (*call, Org, string, producers.Mutation, error) {
+func (s *Service) providerTarget(c *fiber.Ctx) (*call, cpstate.Org, string, producers.Mutation, error) {
 	cl, org, _, err := s.scope(c, true, false)
 	if err != nil {
-		return nil, Org{}, "", producers.Mutation{}, err
+		return nil, cpstate.Org{}, "", producers.Mutation{}, err
 	}
 	id, err := textParam(c, "provider_id")
 	if err != nil {
-		return nil, Org{}, "", producers.Mutation{}, err
+		return nil, cpstate.Org{}, "", producers.Mutation{}, err
 	}
-	return cl, org, providerKey(org.ID.String(), id), providerMutation(org, id), nil
+	return cl, org, cpstate.ProviderKey(org.ID.String(), id), providerMutation(org, id), nil
 }
 
 func (s *Service) getProvider(c *fiber.Ctx) error {
@@ -267,9 +268,9 @@ func (s *Service) getProvider(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var p AuthProvider
-	if _, err := s.state.get(key, &p); err != nil {
-		return httpError(fmt.Errorf("%w: auth provider %s", ErrNotFound, mut.ResourceID))
+	var p cpstate.AuthProvider
+	if _, err := s.state.Get(key, &p); err != nil {
+		return httpError(fmt.Errorf("%w: auth provider %s", cpstate.ErrNotFound, mut.ResourceID))
 	}
 	return httpapi.Reply(c, fiber.StatusOK, providerView(p))
 }
@@ -286,10 +287,10 @@ func (s *Service) patchProvider(c *fiber.Ctx) error {
 		return err
 	}
 	if body.ID != nil && *body.ID != mut.ResourceID {
-		return httpError(invalid("id", "cannot be changed (create another provider)"))
+		return httpError(cpstate.Invalid("id", "cannot be changed (create another provider)"))
 	}
 	mut.Action = schemas.AuditActionUpdated
-	return updateRecorded(s, cl, key, "auth provider "+mut.ResourceID, mut, providerView, func(p AuthProvider) (AuthProvider, bool, error) {
+	return updateRecorded(s, cl, key, "auth provider "+mut.ResourceID, mut, providerView, func(p cpstate.AuthProvider) (cpstate.AuthProvider, bool, error) {
 		next := p
 		next.ScopesDefault = slices.Clone(p.ScopesDefault)
 		if body.Type != nil && *body.Type != p.Type {
@@ -319,7 +320,7 @@ func (s *Service) patchProvider(c *fiber.Ctx) error {
 	})
 }
 
-func providerEqual(a, b AuthProvider) bool {
+func providerEqual(a, b cpstate.AuthProvider) bool {
 	ja, _ := json.Marshal(providerView(a))
 	jb, _ := json.Marshal(providerView(b))
 	return string(ja) == string(jb)

@@ -5,14 +5,15 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
 
 // secretView is a secret as shown: its name, never its value.
-func secretView(sec Secret) any {
+func secretView(sec cpstate.Secret) any {
 	return map[string]any{"organization_id": sec.OrgID, "project_id": sec.ProjectID, "name": sec.Name,
-		"value": Redacted, "updated_at": sec.UpdatedAt}
+		"value": cpstate.Redacted, "updated_at": sec.UpdatedAt}
 }
 
 func (s *Service) listSecrets(c *fiber.Ctx) error {
@@ -27,7 +28,7 @@ func validSecretName(name string) error {
 	if len(name) > 128 || strings.TrimFunc(name, func(r rune) bool {
 		return r == '_' || r == '-' || r == '.' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
 	}) != "" {
-		return invalid("name", "%q: use letters, digits, _ - . (at most 128)", name)
+		return cpstate.Invalid("name", "%q: use letters, digits, _ - . (at most 128)", name)
 	}
 	return nil
 }
@@ -41,7 +42,7 @@ func (s *Service) secretTarget(c *fiber.Ctx) (*call, string, producers.Mutation,
 	if err != nil {
 		return nil, "", producers.Mutation{}, err
 	}
-	return cl, secretKey(org.ID.String(), p.ID.String(), name), producers.Mutation{ResourceType: schemas.ResourceTypeSecret,
+	return cl, cpstate.SecretKey(org.ID.String(), p.ID.String(), name), producers.Mutation{ResourceType: schemas.ResourceTypeSecret,
 		ResourceID: name, ResourceDisplay: name, OrgID: org.ID, ProjectID: &p.ID}, nil
 }
 
@@ -60,19 +61,19 @@ func (s *Service) putSecret(c *fiber.Ctx) error {
 		return err
 	}
 	if body.Value == nil || *body.Value == "" {
-		return httpError(invalid("value", "required"))
+		return httpError(cpstate.Invalid("value", "required"))
 	}
 	if len(*body.Value) > 64<<10 {
-		return httpError(invalid("value", "at most 64 KiB"))
+		return httpError(cpstate.Invalid("value", "at most 64 KiB"))
 	}
 	if mut.ResourceID == DBConnectionSecret {
 		if err := s.checkConnectionString(c.UserContext(), *body.Value); err != nil {
 			return httpError(err)
 		}
 	}
-	return putRecorded(s, cl, key, mut, secretView, func(Secret, bool, *producers.Mutation) (Secret, error) {
+	return putRecorded(s, cl, key, mut, secretView, func(cpstate.Secret, bool, *producers.Mutation) (cpstate.Secret, error) {
 		sealed, err := s.sealer.Seal(key, []byte(*body.Value))
-		return Secret{OrgID: mut.OrgID, ProjectID: *mut.ProjectID, Name: mut.ResourceID, Sealed: sealed, UpdatedAt: s.now().UTC()}, err
+		return cpstate.Secret{OrgID: mut.OrgID, ProjectID: *mut.ProjectID, Name: mut.ResourceID, Sealed: sealed, UpdatedAt: s.now().UTC()}, err
 	})
 }
 
@@ -86,9 +87,9 @@ func (s *Service) deleteSecret(c *fiber.Ctx) error {
 
 // SecretValue returns the plaintext of a project secret, for the tool runner.
 func (s *Service) SecretValue(org, project, name string) (string, error) {
-	key := secretKey(org, project, name)
-	var sec Secret
-	if _, err := s.state.get(key, &sec); err != nil {
+	key := cpstate.SecretKey(org, project, name)
+	var sec cpstate.Secret
+	if _, err := s.state.Get(key, &sec); err != nil {
 		return "", err
 	}
 	pt, err := s.sealer.Open(key, sec.Sealed)

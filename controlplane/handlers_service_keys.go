@@ -3,6 +3,7 @@ package controlplane
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/httpapi"
 )
 
@@ -12,13 +13,13 @@ func (s *Service) listServiceKeys(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	keys, err := listAs[APIKey](s.state, "apikey."+org.ID.String()+".")
+	keys, err := cpstate.ListAs[cpstate.APIKey](s.state, "apikey."+org.ID.String()+".")
 	if err != nil {
 		return err
 	}
 	items := make([]any, 0, len(keys))
 	for _, k := range keys {
-		if k.Kind == KeyKindService && k.ProjectID != nil && *k.ProjectID == p.ID {
+		if k.Kind == cpstate.KeyKindService && k.ProjectID != nil && *k.ProjectID == p.ID {
 			items = append(items, k.Public())
 		}
 	}
@@ -45,5 +46,5 @@ func (s *Service) createServiceKey(c *fiber.Ctx) error {
 		return httpError(err)
 	}
 	project := p.ID
-	return s.issueKey(cl, APIKey{OrgID: org.ID, Kind: KeyKindService, ProjectID: &project, Name: name}, &project)
+	return s.issueKey(cl, cpstate.APIKey{OrgID: org.ID, Kind: cpstate.KeyKindService, ProjectID: &project, Name: name}, &project)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -26,20 +27,20 @@ func (s *Service) registerStreamCredentials(v routes) {
 }
 
 // viewStreamCred shows a credential with its status now.
-func (s *Service) viewStreamCred(c StreamCredential) any {
+func (s *Service) viewStreamCred(c cpstate.StreamCredential) any {
 	return streamCredView{StreamCredential: c, Status: streamCredStatus(c, s.now())}
 }
 
 // streamCredScope authorizes an owner or admin of the organization (reads
 // too: the list says who can read the organization's stream) and checks
 // that stream credentials are configured.
-func (s *Service) streamCredScope(c *fiber.Ctx) (*call, Org, error) {
+func (s *Service) streamCredScope(c *fiber.Ctx) (*call, cpstate.Org, error) {
 	cl, org, _, err := s.scope(c, true, false)
 	if err != nil {
-		return nil, Org{}, err
+		return nil, cpstate.Org{}, err
 	}
 	if s.streamCreds == nil {
-		return nil, Org{}, fiber.NewError(fiber.StatusServiceUnavailable, "stream credentials are not configured on this control plane (--nats-stream-key)")
+		return nil, cpstate.Org{}, fiber.NewError(fiber.StatusServiceUnavailable, "stream credentials are not configured on this control plane (--nats-stream-key)")
 	}
 	return cl, org, nil
 }
@@ -61,9 +62,9 @@ func (s *Service) getStreamCredential(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var rec StreamCredential
-	if _, err := s.state.get(streamCredKey(org.ID.String(), id.String()), &rec); err != nil {
-		return httpError(fmt.Errorf("%w: stream credential %s", ErrNotFound, id))
+	var rec cpstate.StreamCredential
+	if _, err := s.state.Get(cpstate.StreamCredKey(org.ID.String(), id.String()), &rec); err != nil {
+		return httpError(fmt.Errorf("%w: stream credential %s", cpstate.ErrNotFound, id))
 	}
 	return httpapi.Reply(c, fiber.StatusOK, s.viewStreamCred(rec))
 }
@@ -72,15 +73,15 @@ func (s *Service) getStreamCredential(c *fiber.Ctx) error {
 // MaxStreamCredentialLifetime ahead; whole seconds (a JWT's exp).
 func (s *Service) parseExpiry(v *time.Time) (time.Time, error) {
 	if v == nil {
-		return time.Time{}, invalid("expires_at", "required (RFC 3339; at most %d days ahead)", int(MaxStreamCredentialLifetime/(24*time.Hour)))
+		return time.Time{}, cpstate.Invalid("expires_at", "required (RFC 3339; at most %d days ahead)", int(MaxStreamCredentialLifetime/(24*time.Hour)))
 	}
 	now := s.now()
 	exp := v.UTC().Truncate(time.Second)
 	switch {
 	case !exp.After(now):
-		return time.Time{}, invalid("expires_at", "must be in the future")
+		return time.Time{}, cpstate.Invalid("expires_at", "must be in the future")
 	case exp.After(now.Add(MaxStreamCredentialLifetime)):
-		return time.Time{}, invalid("expires_at", "at most %d days ahead", int(MaxStreamCredentialLifetime/(24*time.Hour)))
+		return time.Time{}, cpstate.Invalid("expires_at", "at most %d days ahead", int(MaxStreamCredentialLifetime/(24*time.Hour)))
 	}
 	return exp, nil
 }
@@ -112,7 +113,7 @@ func (s *Service) createStreamCredential(c *fiber.Ctx) error {
 	if n, err := s.activeStreamCreds(orgID); err != nil {
 		return err
 	} else if limit := cmp.Or(s.maxCreds, MaxStreamCredentials); n >= limit {
-		return httpError(fmt.Errorf("%w: the organization holds %d active stream credentials, the most allowed; revoke one", ErrConflict, n))
+		return httpError(fmt.Errorf("%w: the organization holds %d active stream credentials, the most allowed; revoke one", cpstate.ErrConflict, n))
 	}
 	id := uuid.New()
 	creds, user, err := s.streamCreds.Issue(orgID, id.String(), exp)
@@ -123,14 +124,14 @@ func (s *Service) createStreamCredential(c *fiber.Ctx) error {
 	defer cancel()
 	if err := s.streamCreds.CreateConsumer(ctx, orgID, id.String(), name); err != nil {
 		s.log.Warn("stream credential: create consumer", "err", err)
-		return httpError(fmt.Errorf("%w: create the credential's consumer", ErrUnavailabe))
+		return httpError(fmt.Errorf("%w: create the credential's consumer", cpstate.ErrUnavailabe))
 	}
-	rec := StreamCredential{ID: id, OrgID: org.ID, Name: name, User: user, Stream: streamName,
+	rec := cpstate.StreamCredential{ID: id, OrgID: org.ID, Name: name, User: user, Stream: streamName,
 		Subjects: []string{schemas.EventSubject(orgID, ">")}, Consumer: streamConsumerPrefix + id.String(),
 		InboxPrefix: streamInboxPrefix + id.String(), ExpiresAt: exp, CreatedAt: s.now().UTC()}
 	if err := s.commitRecorded(cl, producers.Mutation{Action: schemas.AuditActionCreated, ResourceType: schemas.ResourceTypeSetting,
 		ResourceID: id.String(), ResourceDisplay: "stream credential " + name, OrgID: org.ID, After: s.viewStreamCred(rec)},
-		setKey(streamCredKey(orgID, id.String()), rec, 0)); err != nil {
+		cpstate.SetKey(cpstate.StreamCredKey(orgID, id.String()), rec, 0)); err != nil {
 		// Nothing was recorded: the consumer goes too (the sweep does not
 		// know it).
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(c.UserContext()), 10*time.Second)
@@ -162,20 +163,20 @@ func (s *Service) revokeStreamCredential(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	key := streamCredKey(org.ID.String(), id.String())
-	var rec StreamCredential
-	if _, err := s.state.get(key, &rec); err != nil {
-		return httpError(fmt.Errorf("%w: stream credential %s", ErrNotFound, id))
+	key := cpstate.StreamCredKey(org.ID.String(), id.String())
+	var rec cpstate.StreamCredential
+	if _, err := s.state.Get(key, &rec); err != nil {
+		return httpError(fmt.Errorf("%w: stream credential %s", cpstate.ErrNotFound, id))
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 10*time.Second)
 	defer cancel()
 	if err := s.streamCreds.DeleteConsumer(ctx, id.String()); err != nil {
 		s.log.Warn("stream credential: delete consumer", "err", err)
-		return httpError(fmt.Errorf("%w: delete the credential's consumer", ErrUnavailabe))
+		return httpError(fmt.Errorf("%w: delete the credential's consumer", cpstate.ErrUnavailabe))
 	}
 	mut := producers.Mutation{Action: schemas.AuditActionDeleted, ResourceType: schemas.ResourceTypeSetting,
 		ResourceID: id.String(), ResourceDisplay: "stream credential " + rec.Name, OrgID: org.ID}
-	err = updateRecorded(s, cl, key, "stream credential "+id.String(), mut, s.viewStreamCred, func(rec StreamCredential) (StreamCredential, bool, error) {
+	err = updateRecorded(s, cl, key, "stream credential "+id.String(), mut, s.viewStreamCred, func(rec cpstate.StreamCredential) (cpstate.StreamCredential, bool, error) {
 		if rec.RevokedAt != nil {
 			return rec, false, nil
 		}

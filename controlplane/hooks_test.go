@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
@@ -43,16 +44,16 @@ func ptr(n int) *int { return &n }
 
 func TestHookConfigNormalize(t *testing.T) {
 	cert, key := selfSigned(t)
-	base := func() HookConfig {
-		return HookConfig{Name: "policy", Endpoint: "https://hooks.example.com", Points: map[string]*HookPoint{"pre": {}},
-			Auth: HookAuth{Type: "bearer", Token: "t"}}
+	base := func() cpstate.HookConfig {
+		return cpstate.HookConfig{Name: "policy", Endpoint: "https://hooks.example.com", Points: map[string]*cpstate.HookPoint{"pre": {}},
+			Auth: cpstate.HookAuth{Type: "bearer", Token: "t"}}
 	}
 	c := base()
-	c.Points["access"] = &HookPoint{TimeoutMS: 100}
+	c.Points["access"] = &cpstate.HookPoint{TimeoutMS: 100}
 	if err := c.Normalize(); err != nil {
 		t.Fatal(err)
 	}
-	if p := c.Points["pre"]; p.Path != "/pre" || p.TimeoutMS != 5000 || p.FailureMode != FailClosed {
+	if p := c.Points["pre"]; p.Path != "/pre" || p.TimeoutMS != 5000 || p.FailureMode != cpstate.FailClosed {
 		t.Errorf("pre defaults: %+v", p)
 	}
 	if p := c.Points["access"]; p.Path != "/access" || p.TimeoutMS != 100 {
@@ -65,61 +66,63 @@ func TestHookConfigNormalize(t *testing.T) {
 
 	tests := []struct {
 		field string
-		mut   func(c *HookConfig)
+		mut   func(c *cpstate.HookConfig)
 	}{
-		{"name", func(c *HookConfig) { c.Name = " " }},
-		{"endpoint", func(c *HookConfig) { c.Endpoint = "hooks.example.com" }},
-		{"points", func(c *HookConfig) { c.Points = nil }},
-		{"points", func(c *HookConfig) { c.Points["during"] = &HookPoint{} }},
-		{"points.pre.path", func(c *HookConfig) { c.Points["pre"].Path = "pre" }},
-		{"points.pre.timeout_ms", func(c *HookConfig) { c.Points["pre"].TimeoutMS = 70_000 }},
-		{"points.pre.failure_mode", func(c *HookConfig) { c.Points["pre"].FailureMode = "open" }},
-		{"auth.type", func(c *HookConfig) { c.Auth.Type = "basic" }},
-		{"auth.token", func(c *HookConfig) { c.Auth.Token = "" }},
-		{"endpoint", func(c *HookConfig) {
-			c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key}
+		{"name", func(c *cpstate.HookConfig) { c.Name = " " }},
+		{"endpoint", func(c *cpstate.HookConfig) { c.Endpoint = "hooks.example.com" }},
+		{"points", func(c *cpstate.HookConfig) { c.Points = nil }},
+		{"points", func(c *cpstate.HookConfig) { c.Points["during"] = &cpstate.HookPoint{} }},
+		{"points.pre.path", func(c *cpstate.HookConfig) { c.Points["pre"].Path = "pre" }},
+		{"points.pre.timeout_ms", func(c *cpstate.HookConfig) { c.Points["pre"].TimeoutMS = 70_000 }},
+		{"points.pre.failure_mode", func(c *cpstate.HookConfig) { c.Points["pre"].FailureMode = "open" }},
+		{"auth.type", func(c *cpstate.HookConfig) { c.Auth.Type = "basic" }},
+		{"auth.token", func(c *cpstate.HookConfig) { c.Auth.Token = "" }},
+		{"endpoint", func(c *cpstate.HookConfig) {
+			c.Auth = cpstate.HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key}
 			c.Endpoint = "http://h"
 		}},
-		{"auth.client_cert_pem", func(c *HookConfig) { c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: "nope"} }},
-		{"auth.ca_cert_pem", func(c *HookConfig) {
-			c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key, CACertPEM: "x"}
+		{"auth.client_cert_pem", func(c *cpstate.HookConfig) {
+			c.Auth = cpstate.HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: "nope"}
 		}},
-		{"timeout_ms", func(c *HookConfig) { c.TimeoutMS = -1 }},
-		{"retries.max_attempts", func(c *HookConfig) { c.Retries.MaxAttempts = ptr(11) }},
-		{"retries.max_attempts", func(c *HookConfig) { c.Retries.MaxAttempts = ptr(6) }},
-		{"retries.max_attempts", func(c *HookConfig) { c.Retries.MaxAttempts = ptr(0) }},
-		{"retries.backoff_ms", func(c *HookConfig) { c.Retries.BackoffMS = ptr(-5) }},
-		{"retries.backoff_ms", func(c *HookConfig) { c.Retries.BackoffMS = ptr(0) }},
-		{"retries.backoff_ms", func(c *HookConfig) { c.Retries.BackoffMS = ptr(5001) }},
-		{"breaker.consecutive_failures", func(c *HookConfig) { c.Breaker.ConsecutiveFailures = -1 }},
-		{"breaker.open_ms", func(c *HookConfig) { c.Breaker.OpenMS = 50 }},
-		{"phase", func(c *HookConfig) { c.Phase = "middle" }},
+		{"auth.ca_cert_pem", func(c *cpstate.HookConfig) {
+			c.Auth = cpstate.HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key, CACertPEM: "x"}
+		}},
+		{"timeout_ms", func(c *cpstate.HookConfig) { c.TimeoutMS = -1 }},
+		{"retries.max_attempts", func(c *cpstate.HookConfig) { c.Retries.MaxAttempts = ptr(11) }},
+		{"retries.max_attempts", func(c *cpstate.HookConfig) { c.Retries.MaxAttempts = ptr(6) }},
+		{"retries.max_attempts", func(c *cpstate.HookConfig) { c.Retries.MaxAttempts = ptr(0) }},
+		{"retries.backoff_ms", func(c *cpstate.HookConfig) { c.Retries.BackoffMS = ptr(-5) }},
+		{"retries.backoff_ms", func(c *cpstate.HookConfig) { c.Retries.BackoffMS = ptr(0) }},
+		{"retries.backoff_ms", func(c *cpstate.HookConfig) { c.Retries.BackoffMS = ptr(5001) }},
+		{"breaker.consecutive_failures", func(c *cpstate.HookConfig) { c.Breaker.ConsecutiveFailures = -1 }},
+		{"breaker.open_ms", func(c *cpstate.HookConfig) { c.Breaker.OpenMS = 50 }},
+		{"phase", func(c *cpstate.HookConfig) { c.Phase = "middle" }},
 	}
 	for _, tc := range tests {
 		c := base()
 		tc.mut(&c)
 		err := c.Normalize()
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+		if !errors.Is(err, cpstate.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: err = %v", tc.field, err)
 		}
 	}
 	// The bounds themselves are accepted.
 	b := base()
-	b.Retries = HookRetries{MaxAttempts: ptr(MaxHookAttempts), BackoffMS: ptr(MaxHookBackoffMS)}
+	b.Retries = cpstate.HookRetries{MaxAttempts: ptr(cpstate.MaxHookAttempts), BackoffMS: ptr(cpstate.MaxHookBackoffMS)}
 	if err := b.Normalize(); err != nil {
 		t.Fatalf("retries at their bounds: %v", err)
 	}
 	m := base()
-	m.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key, CACertPEM: cert}
+	m.Auth = cpstate.HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key, CACertPEM: cert}
 	if err := m.Normalize(); err != nil {
 		t.Fatalf("mtls: %v", err)
 	}
 	r := m.Redacted()
-	if r.Auth.ClientKeyPEM != Redacted || r.Auth.ClientCertPEM != cert {
+	if r.Auth.ClientKeyPEM != cpstate.Redacted || r.Auth.ClientCertPEM != cert {
 		t.Errorf("redacted mtls: %+v", r.Auth)
 	}
 	// A hook stored before the contract setting shows the default.
-	if old := (HookConfig{Auth: HookAuth{Type: "bearer"}}).Redacted(); old.Contract != ContractAuditrail {
+	if old := (cpstate.HookConfig{Auth: cpstate.HookAuth{Type: "bearer"}}).Redacted(); old.Contract != cpstate.ContractAuditrail {
 		t.Errorf("contract of an older hook: %q", old.Contract)
 	}
 }
@@ -153,39 +156,39 @@ func TestHookConfigContractAndBearerWithMTLS(t *testing.T) {
 	cert, key := selfSigned(t)
 	tests := []struct {
 		name         string
-		mut          func(c *HookConfig)
+		mut          func(c *cpstate.HookConfig)
 		field        string // "" when valid
 		contract     string
 		token, ckey  string
-		redactedAuth HookAuth
+		redactedAuth cpstate.HookAuth
 	}{
-		{name: "default contract", mut: func(c *HookConfig) {}, contract: ContractAuditrail, token: "t",
-			redactedAuth: HookAuth{Type: "bearer", Token: Redacted}},
-		{name: "arcade", mut: func(c *HookConfig) { c.Contract = "arcade" }, contract: ContractArcade, token: "t",
-			redactedAuth: HookAuth{Type: "bearer", Token: Redacted}},
-		{name: "unknown contract", mut: func(c *HookConfig) { c.Contract = "soap" }, field: "contract"},
-		{name: "contract in another case", mut: func(c *HookConfig) { c.Contract = "Arcade" }, field: "contract"},
-		{name: "mtls with bearer", mut: func(c *HookConfig) {
-			c.Auth = HookAuth{Type: "mtls", Token: "both", ClientCertPEM: cert, ClientKeyPEM: key}
-		}, contract: ContractAuditrail, token: "both", ckey: key,
-			redactedAuth: HookAuth{Type: "mtls", Token: Redacted, ClientCertPEM: cert, ClientKeyPEM: Redacted}},
-		{name: "mtls alone", mut: func(c *HookConfig) {
-			c.Auth = HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key}
-		}, contract: ContractAuditrail, ckey: key,
-			redactedAuth: HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: Redacted}},
-		{name: "the placeholder as a token", mut: func(c *HookConfig) { c.Auth.Token = Redacted }, field: "auth.token"},
-		{name: "the placeholder beside mtls", mut: func(c *HookConfig) {
-			c.Auth = HookAuth{Type: "mtls", Token: Redacted, ClientCertPEM: cert, ClientKeyPEM: key}
+		{name: "default contract", mut: func(c *cpstate.HookConfig) {}, contract: cpstate.ContractAuditrail, token: "t",
+			redactedAuth: cpstate.HookAuth{Type: "bearer", Token: cpstate.Redacted}},
+		{name: "arcade", mut: func(c *cpstate.HookConfig) { c.Contract = "arcade" }, contract: cpstate.ContractArcade, token: "t",
+			redactedAuth: cpstate.HookAuth{Type: "bearer", Token: cpstate.Redacted}},
+		{name: "unknown contract", mut: func(c *cpstate.HookConfig) { c.Contract = "soap" }, field: "contract"},
+		{name: "contract in another case", mut: func(c *cpstate.HookConfig) { c.Contract = "Arcade" }, field: "contract"},
+		{name: "mtls with bearer", mut: func(c *cpstate.HookConfig) {
+			c.Auth = cpstate.HookAuth{Type: "mtls", Token: "both", ClientCertPEM: cert, ClientKeyPEM: key}
+		}, contract: cpstate.ContractAuditrail, token: "both", ckey: key,
+			redactedAuth: cpstate.HookAuth{Type: "mtls", Token: cpstate.Redacted, ClientCertPEM: cert, ClientKeyPEM: cpstate.Redacted}},
+		{name: "mtls alone", mut: func(c *cpstate.HookConfig) {
+			c.Auth = cpstate.HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: key}
+		}, contract: cpstate.ContractAuditrail, ckey: key,
+			redactedAuth: cpstate.HookAuth{Type: "mtls", ClientCertPEM: cert, ClientKeyPEM: cpstate.Redacted}},
+		{name: "the placeholder as a token", mut: func(c *cpstate.HookConfig) { c.Auth.Token = cpstate.Redacted }, field: "auth.token"},
+		{name: "the placeholder beside mtls", mut: func(c *cpstate.HookConfig) {
+			c.Auth = cpstate.HookAuth{Type: "mtls", Token: cpstate.Redacted, ClientCertPEM: cert, ClientKeyPEM: key}
 		}, field: "auth.token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := HookConfig{Name: "policy", Endpoint: "https://hooks.example.com", Points: map[string]*HookPoint{"pre": {}},
-				Auth: HookAuth{Type: "bearer", Token: "t"}}
+			c := cpstate.HookConfig{Name: "policy", Endpoint: "https://hooks.example.com", Points: map[string]*cpstate.HookPoint{"pre": {}},
+				Auth: cpstate.HookAuth{Type: "bearer", Token: "t"}}
 			tc.mut(&c)
 			err := c.Normalize()
 			if tc.field != "" {
-				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), ": "+tc.field+": ") {
+				if !errors.Is(err, cpstate.ErrInvalid) || !strings.Contains(err.Error(), ": "+tc.field+": ") {
 					t.Fatalf("err = %v, want one naming %s", err, tc.field)
 				}
 				return
@@ -244,7 +247,7 @@ func TestHookContractAndMTLSBearerStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := string(m.Data); !strings.Contains(ev, id) || !strings.Contains(ev, "arcade") || strings.Count(ev, Redacted) < 2 ||
+	if ev := string(m.Data); !strings.Contains(ev, id) || !strings.Contains(ev, "arcade") || strings.Count(ev, cpstate.Redacted) < 2 ||
 		strings.Contains(ev, "bearer-too") || strings.Contains(ev, "PRIVATE KEY") {
 		t.Fatalf("audit event of the creation: %q", ev)
 	}
@@ -261,11 +264,11 @@ func TestHookContractAndMTLSBearerStored(t *testing.T) {
 	}
 	for _, cfg := range []map[string]any{data(body)["config"].(map[string]any), view()} {
 		auth := cfg["auth"].(map[string]any)
-		if cfg["contract"] != "arcade" || auth["token"] != Redacted || auth["client_key_pem"] != Redacted || auth["client_cert_pem"] != cert {
+		if cfg["contract"] != "arcade" || auth["token"] != cpstate.Redacted || auth["client_key_pem"] != cpstate.Redacted || auth["client_cert_pem"] != cert {
 			t.Fatalf("view: %v", cfg)
 		}
 	}
-	resolved := func() HookConfig {
+	resolved := func() cpstate.HookConfig {
 		t.Helper()
 		orgUUID, projUUID := uuid.MustParse(orgID), uuid.MustParse(data(p)["id"].(string))
 		hs, err := n.svc.EnabledHooks(orgUUID, projUUID)
@@ -274,7 +277,7 @@ func TestHookContractAndMTLSBearerStored(t *testing.T) {
 		}
 		return hs[0].Config
 	}
-	if c := resolved(); c.Auth.Token != "bearer-too" || c.Auth.ClientKeyPEM != key || c.Contract != ContractArcade {
+	if c := resolved(); c.Auth.Token != "bearer-too" || c.Auth.ClientKeyPEM != key || c.Contract != cpstate.ContractArcade {
 		t.Fatalf("resolved: contract %q token %q", c.Contract, c.Auth.Token)
 	}
 
@@ -293,10 +296,10 @@ func TestHookContractAndMTLSBearerStored(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if c := resolved(); c.Auth.Token != "" || c.Auth.ClientKeyPEM != key || c.Contract != ContractAuditrail {
+	if c := resolved(); c.Auth.Token != "" || c.Auth.ClientKeyPEM != key || c.Contract != cpstate.ContractAuditrail {
 		t.Fatalf("after patch: contract %q token %q", c.Contract, c.Auth.Token)
 	}
-	if auth := view()["auth"].(map[string]any); auth["token"] != nil || auth["client_key_pem"] != Redacted {
+	if auth := view()["auth"].(map[string]any); auth["token"] != nil || auth["client_key_pem"] != cpstate.Redacted {
 		t.Fatalf("view after patch: %v", auth)
 	}
 }

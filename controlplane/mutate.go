@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -12,14 +13,14 @@ import (
 
 // scope authenticates a request and resolves its organization (authorized
 // to read, or to mutate) and, when withProject, its project.
-func (s *Service) scope(c *fiber.Ctx, mutate, withProject bool) (*call, Org, *Project, error) {
+func (s *Service) scope(c *fiber.Ctx, mutate, withProject bool) (*call, cpstate.Org, *cpstate.Project, error) {
 	cl, err := s.begin(c)
 	if err != nil {
-		return nil, Org{}, nil, err
+		return nil, cpstate.Org{}, nil, err
 	}
 	org, err := s.orgFor(cl, mutate)
 	if err != nil {
-		return nil, Org{}, nil, httpError(err)
+		return nil, cpstate.Org{}, nil, httpError(err)
 	}
 	if !withProject {
 		return cl, org, nil, nil
@@ -31,17 +32,17 @@ func (s *Service) scope(c *fiber.Ctx, mutate, withProject bool) (*call, Org, *Pr
 		// themselves members of any). 403 before 404, as for the org.
 		id, err := uuidParam(c, "project_id")
 		if err != nil {
-			return nil, Org{}, nil, err
+			return nil, cpstate.Org{}, nil, err
 		}
 		if s.access.AuthorizeMutate(cl.p, org.ID) != nil {
 			if err := s.access.AuthorizeRead(c.UserContext(), cl.p, org.ID, &id); err != nil {
-				return nil, Org{}, nil, httpError(err)
+				return nil, cpstate.Org{}, nil, httpError(err)
 			}
 		}
 	}
 	p, err := s.projectFor(cl, org)
 	if err != nil {
-		return nil, Org{}, nil, httpError(err)
+		return nil, cpstate.Org{}, nil, httpError(err)
 	}
 	return cl, org, &p, nil
 }
@@ -56,8 +57,8 @@ func (s *Service) scope(c *fiber.Ctx, mutate, withProject bool) (*call, Org, *Pr
 func putRecorded[T any](s *Service, cl *call, key string, mut producers.Mutation, view func(T) any, next func(before T, exists bool, mut *producers.Mutation) (T, error)) error {
 	defer s.lock(key)()
 	var before T
-	rev, err := s.state.get(key, &before)
-	if err != nil && err != ErrNotFound {
+	rev, err := s.state.Get(key, &before)
+	if err != nil && err != cpstate.ErrNotFound {
 		return err
 	}
 	after, err := next(before, rev != 0, &mut)
@@ -69,7 +70,7 @@ func putRecorded[T any](s *Service, cl *call, key string, mut producers.Mutation
 	if rev != 0 {
 		mut.Action, mut.Before, status = schemas.AuditActionUpdated, view(before), fiber.StatusOK
 	}
-	if err := s.commitRecorded(cl, mut, setKey(key, after, rev)); err != nil {
+	if err := s.commitRecorded(cl, mut, cpstate.SetKey(key, after, rev)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(cl.c, status, view(after))
@@ -81,9 +82,9 @@ func putRecorded[T any](s *Service, cl *call, key string, mut producers.Mutation
 func deleteRecorded[T any](s *Service, cl *call, key, what string, mut producers.Mutation, view func(T) any, check func(before T, mut *producers.Mutation) error) error {
 	defer s.lock(key)()
 	var before T
-	rev, err := s.state.get(key, &before)
+	rev, err := s.state.Get(key, &before)
 	if err != nil {
-		return httpError(fmt.Errorf("%w: %s", ErrNotFound, what))
+		return httpError(fmt.Errorf("%w: %s", cpstate.ErrNotFound, what))
 	}
 	if check != nil {
 		if err := check(before, &mut); err != nil {
@@ -91,7 +92,7 @@ func deleteRecorded[T any](s *Service, cl *call, key, what string, mut producers
 		}
 	}
 	mut.Action, mut.Before = schemas.AuditActionDeleted, view(before)
-	if err := s.commitRecorded(cl, mut, deleteKey(key, rev)); err != nil {
+	if err := s.commitRecorded(cl, mut, cpstate.DeleteKey(key, rev)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(cl.c, fiber.StatusOK, nil)
@@ -102,9 +103,9 @@ func deleteRecorded[T any](s *Service, cl *call, key, what string, mut producers
 func updateRecorded[T any](s *Service, cl *call, key, what string, mut producers.Mutation, view func(T) any, change func(before T) (T, bool, error)) error {
 	defer s.lock(key)()
 	var before T
-	rev, err := s.state.get(key, &before)
+	rev, err := s.state.Get(key, &before)
 	if err != nil {
-		return httpError(fmt.Errorf("%w: %s", ErrNotFound, what))
+		return httpError(fmt.Errorf("%w: %s", cpstate.ErrNotFound, what))
 	}
 	after, changed, err := change(before)
 	if err != nil {
@@ -114,7 +115,7 @@ func updateRecorded[T any](s *Service, cl *call, key, what string, mut producers
 		return httpapi.Reply(cl.c, fiber.StatusOK, view(before))
 	}
 	mut.Before, mut.After = view(before), view(after)
-	if err := s.commitRecorded(cl, mut, setKey(key, after, rev)); err != nil {
+	if err := s.commitRecorded(cl, mut, cpstate.SetKey(key, after, rev)); err != nil {
 		return httpError(err)
 	}
 	return httpapi.Reply(cl.c, fiber.StatusOK, view(after))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
@@ -32,7 +34,7 @@ const bootKey = "bootstrap-key-of-the-controlplane-tests"
 type node struct {
 	t     *testing.T
 	nc    *nats.Conn
-	state *State
+	state *cpstate.State
 	svc   *Service
 	app   *fiber.App
 	ctx   context.Context
@@ -40,10 +42,11 @@ type node struct {
 }
 
 type nodeOpts struct {
-	state   func(*StateConfig)
+	state   func(*cpstate.StateConfig)
 	service func(*ServiceConfig)
 	timeout time.Duration // recorder timeout
 	nats    []nats.Option // more connect options (a role's credentials)
+	log     *slog.Logger  // the state's logger (nil: none)
 }
 
 func newNode(t *testing.T, url string, o nodeOpts) *node {
@@ -59,17 +62,17 @@ func newNode(t *testing.T, url string, o nodeOpts) *node {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	scfg := DefaultStateConfig()
+	scfg := cpstate.DefaultStateConfig()
 	scfg.Bucket = "cp_test"
 	if o.state != nil {
 		o.state(&scfg)
 	}
-	state, err := OpenState(ctx, js, scfg, nil)
+	state, err := cpstate.OpenState(ctx, js, scfg, o.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	access := NewAccess(state, auth.HashKey(bootKey), nil)
-	sealer, err := NewSealer(bytes.Repeat([]byte{7}, 32))
+	access := cpstate.NewAccess(state, auth.HashKey(bootKey), nil)
+	sealer, err := cpstate.NewSealer(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/retry"
@@ -67,9 +68,9 @@ func (s *Service) ConfigureOAuth(cfg oauthflow.Config) error {
 // opened and the defaults of its type applied; an error wrapping
 // oauthflow.ErrNoProvider when there is none.
 func (s *Service) Provider(org uuid.UUID, id string) (oauthflow.Provider, error) {
-	key := providerKey(org.String(), id)
-	var p AuthProvider
-	if _, err := s.state.get(key, &p); err != nil {
+	key := cpstate.ProviderKey(org.String(), id)
+	var p cpstate.AuthProvider
+	if _, err := s.state.Get(key, &p); err != nil {
 		return oauthflow.Provider{}, fmt.Errorf("%w: %q in organization %s", oauthflow.ErrNoProvider, id, org)
 	}
 	var secret string
@@ -87,24 +88,24 @@ func (s *Service) Provider(org uuid.UUID, id string) (oauthflow.Provider, error)
 
 // openConn returns a stored connection, its revision and its tokens; an
 // error wrapping ErrNotConnected when there is none.
-func (s *Service) openConn(key string) (UserConnection, uint64, ConnectionTokens, error) {
-	var u UserConnection
-	rev, err := s.state.get(key, &u)
+func (s *Service) openConn(key string) (cpstate.UserConnection, uint64, cpstate.ConnectionTokens, error) {
+	var u cpstate.UserConnection
+	rev, err := s.state.Get(key, &u)
 	if err != nil {
-		return u, 0, ConnectionTokens{}, fmt.Errorf("%w: no connection", ErrNotConnected)
+		return u, 0, cpstate.ConnectionTokens{}, fmt.Errorf("%w: no connection", ErrNotConnected)
 	}
 	pt, err := s.sealer.Open(key, u.Sealed)
 	if err != nil {
-		return u, 0, ConnectionTokens{}, fmt.Errorf("connection tokens: %w", err)
+		return u, 0, cpstate.ConnectionTokens{}, fmt.Errorf("connection tokens: %w", err)
 	}
-	var t ConnectionTokens
+	var t cpstate.ConnectionTokens
 	if err := json.Unmarshal(pt, &t); err != nil {
-		return u, 0, ConnectionTokens{}, fmt.Errorf("connection tokens: %w", err)
+		return u, 0, cpstate.ConnectionTokens{}, fmt.Errorf("connection tokens: %w", err)
 	}
 	return u, rev, t, nil
 }
 
-func (s *Service) sealTokens(key string, t ConnectionTokens) ([]byte, error) {
+func (s *Service) sealTokens(key string, t cpstate.ConnectionTokens) ([]byte, error) {
 	b, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
@@ -114,16 +115,16 @@ func (s *Service) sealTokens(key string, t ConnectionTokens) ([]byte, error) {
 
 // usable reports whether a connection can be used now, possibly after a
 // refresh: not broken, and not expired unless it has a refresh token.
-func usable(u UserConnection, t ConnectionTokens, now time.Time) bool {
+func usable(u cpstate.UserConnection, t cpstate.ConnectionTokens, now time.Time) bool {
 	return !u.Broken() && (u.ExpiresAt == nil || now.Before(*u.ExpiresAt) || t.RefreshToken != "")
 }
 
 // dueForRefresh reports whether the access token expires within RefreshBefore.
-func dueForRefresh(u UserConnection, now time.Time) bool {
+func dueForRefresh(u cpstate.UserConnection, now time.Time) bool {
 	return u.ExpiresAt != nil && u.ExpiresAt.Sub(now) < RefreshBefore
 }
 
-func connOf(u UserConnection, t ConnectionTokens) oauthflow.Connection {
+func connOf(u cpstate.UserConnection, t cpstate.ConnectionTokens) oauthflow.Connection {
 	return oauthflow.Connection{AccessToken: t.AccessToken, Scopes: slices.Clone(u.Scopes), ExpiresAt: u.ExpiresAt}
 }
 
@@ -140,8 +141,8 @@ func (s *Service) Connection(ctx context.Context, org, project, user, provider s
 	if err != nil {
 		return c, err
 	}
-	var p AuthProvider
-	if _, err := s.state.get(providerKey(org, provider), &p); err != nil {
+	var p cpstate.AuthProvider
+	if _, err := s.state.Get(cpstate.ProviderKey(org, provider), &p); err != nil {
 		return oauthflow.Connection{}, fmt.Errorf("%w: %q in organization %s", oauthflow.ErrNoProvider, provider, org)
 	}
 	c.APIBaseURL = oauthflow.Provider{Type: p.Type, Endpoints: oauthflow.Endpoints{APIBaseURL: p.APIBaseURL}}.WithDefaults().APIBaseURL
@@ -149,7 +150,7 @@ func (s *Service) Connection(ctx context.Context, org, project, user, provider s
 }
 
 func (s *Service) connection(ctx context.Context, org, project, user, provider string) (oauthflow.Connection, error) {
-	key := connKey(org, project, user, provider)
+	key := cpstate.ConnKey(org, project, user, provider)
 	u, _, t, err := s.openConn(key)
 	if err != nil {
 		return oauthflow.Connection{}, err
@@ -170,7 +171,7 @@ func (s *Service) connection(ctx context.Context, org, project, user, provider s
 		return oauthflow.Connection{}, fmt.Errorf("%w: organization %q", ErrNotConnected, org)
 	}
 	ch := s.refreshes.DoChan(key, func() (any, error) {
-		if s.state.cfg.ReadOnly {
+		if s.state.ReadOnly() {
 			// The tool runner may not write the bucket: the control plane
 			// refreshes and stores the tokens for it.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout+refreshReplyMargin)
@@ -221,17 +222,17 @@ func (s *Service) refresh(ctx context.Context, key string, org uuid.UUID, provid
 		s.log.Warn("token refresh failed; the connection stays as it is", "provider", provider, "user", u.UserID, "err", err)
 		return oauthflow.Connection{}, fmt.Errorf("refresh the %s token: %w", provider, err)
 	}
-	next := ConnectionTokens{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken}
+	next := cpstate.ConnectionTokens{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken}
 	if next.RefreshToken == "" {
 		next.RefreshToken = t.RefreshToken
 	}
 	after := u
-	after.ExpiresAt, after.Status, after.UpdatedAt = tok.ExpiresAt, ConnStatusConnected, now.UTC()
+	after.ExpiresAt, after.Status, after.UpdatedAt = tok.ExpiresAt, cpstate.ConnStatusConnected, now.UTC()
 	if after.Sealed, err = s.sealTokens(key, next); err != nil {
 		return oauthflow.Connection{}, err
 	}
-	_, err = s.state.updateConn(ctx, key, after, rev)
-	if errors.Is(err, ErrConflict) {
+	_, err = s.state.UpdateConn(ctx, key, after, rev)
+	if errors.Is(err, cpstate.ErrConflict) {
 		// Another instance changed it meanwhile: theirs is at least as new.
 		cur, curRev, curT, err := s.current(ctx, key)
 		if err != nil {
@@ -240,7 +241,7 @@ func (s *Service) refresh(ctx context.Context, key string, org uuid.UUID, provid
 		if cur.Broken() && curT.RefreshToken == t.RefreshToken {
 			// Broken by an instance whose refresh of the same token lost
 			// to ours (a rotated refresh token): ours is the valid one.
-			if _, err := s.state.updateConn(ctx, key, after, curRev); err == nil {
+			if _, err := s.state.UpdateConn(ctx, key, after, curRev); err == nil {
 				return connOf(after, next), nil
 			}
 			if cur, _, curT, err = s.current(ctx, key); err != nil {
@@ -264,7 +265,7 @@ func (s *Service) refresh(ctx context.Context, key string, org uuid.UUID, provid
 
 // markBroken records that the provider refused the refresh token, unless
 // another instance changed the connection meanwhile (then theirs is used).
-func (s *Service) markBroken(ctx context.Context, key, provider string, u UserConnection, rev uint64, t ConnectionTokens) (oauthflow.Connection, error) {
+func (s *Service) markBroken(ctx context.Context, key, provider string, u cpstate.UserConnection, rev uint64, t cpstate.ConnectionTokens) (oauthflow.Connection, error) {
 	notConnected := fmt.Errorf("%w: %s refused the refresh (invalid_grant): authorize again", ErrNotConnected, provider)
 	// Another instance may have refreshed with the same (rotating) refresh
 	// token a moment before us, and be about to store its answer: give it
@@ -278,13 +279,13 @@ func (s *Service) markBroken(ctx context.Context, key, provider string, u UserCo
 		}
 	}
 	broken := u
-	broken.Status, broken.UpdatedAt = ConnStatusBroken, s.now().UTC()
-	_, err := s.state.updateConn(ctx, key, broken, rev)
+	broken.Status, broken.UpdatedAt = cpstate.ConnStatusBroken, s.now().UTC()
+	_, err := s.state.UpdateConn(ctx, key, broken, rev)
 	switch {
 	case err == nil:
 		s.log.Warn("connection marked broken: the provider refused its refresh token", "provider", provider, "user", u.UserID)
 		return oauthflow.Connection{}, notConnected
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, cpstate.ErrConflict):
 		cur, _, curT, err := s.current(ctx, key)
 		if err != nil {
 			return oauthflow.Connection{}, err
@@ -300,11 +301,11 @@ func (s *Service) markBroken(ctx context.Context, key, provider string, u UserCo
 }
 
 // current reads key from the server after a lost compare-and-set.
-func (s *Service) current(ctx context.Context, key string) (UserConnection, uint64, ConnectionTokens, error) {
-	if err := s.state.refetch(ctx, key); errors.Is(err, ErrNotFound) {
-		return UserConnection{}, 0, ConnectionTokens{}, fmt.Errorf("%w: the connection was deleted", ErrNotConnected)
+func (s *Service) current(ctx context.Context, key string) (cpstate.UserConnection, uint64, cpstate.ConnectionTokens, error) {
+	if err := s.state.Refetch(ctx, key); errors.Is(err, cpstate.ErrNotFound) {
+		return cpstate.UserConnection{}, 0, cpstate.ConnectionTokens{}, fmt.Errorf("%w: the connection was deleted", ErrNotConnected)
 	} else if err != nil {
-		return UserConnection{}, 0, ConnectionTokens{}, err
+		return cpstate.UserConnection{}, 0, cpstate.ConnectionTokens{}, err
 	}
 	return s.openConn(key)
 }
@@ -313,7 +314,7 @@ func (s *Service) current(ctx context.Context, key string) (UserConnection, uint
 // provider and its granted scopes, for the hooks' context.authorization.
 // It never refreshes and never fails.
 func (s *Service) ConnectionStatus(org, project, user, provider string) (connected bool, scopes []string) {
-	u, _, t, err := s.openConn(connKey(org, project, user, provider))
+	u, _, t, err := s.openConn(cpstate.ConnKey(org, project, user, provider))
 	if err != nil {
 		return false, nil
 	}
@@ -342,7 +343,7 @@ func (s *Service) authorizationURL(org, project, user, provider string, scopes [
 	orgID, err1 := uuid.Parse(org)
 	projectID, err2 := uuid.Parse(project)
 	if err1 != nil || err2 != nil {
-		return "", time.Time{}, fmt.Errorf("%w: organization or project is not a UUID", ErrInvalid)
+		return "", time.Time{}, fmt.Errorf("%w: organization or project is not a UUID", cpstate.ErrInvalid)
 	}
 	u, t, err := s.newTicket(orgID, projectID, user, provider, scopes, app)
 	return u, t.ExpiresAt, err
@@ -359,18 +360,18 @@ func (s *Service) newTicket(org, project uuid.UUID, user, provider string, scope
 	}
 	for _, sc := range scopes {
 		if err := validScope(sc); err != nil {
-			return "", oauthflow.Ticket{}, invalid("scopes", "%v", err)
+			return "", oauthflow.Ticket{}, cpstate.Invalid("scopes", "%v", err)
 		}
 	}
 	if user == "" {
-		return "", oauthflow.Ticket{}, invalid("user_id", "required")
+		return "", oauthflow.Ticket{}, cpstate.Invalid("user_id", "required")
 	}
 	p, err := s.Provider(org, provider)
 	if err != nil {
 		return "", oauthflow.Ticket{}, err
 	}
-	var granted UserConnection
-	if _, err := s.state.get(connKey(org.String(), project.String(), user, provider), &granted); err == nil && !granted.Broken() {
+	var granted cpstate.UserConnection
+	if _, err := s.state.Get(cpstate.ConnKey(org.String(), project.String(), user, provider), &granted); err == nil && !granted.Broken() {
 		scopes = oauthflow.MergeScopes(granted.Scopes, scopes)
 	}
 	sealed, t, err := s.flow.NewTicket(p, org, project, user, scopes, app)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 )
 
@@ -79,7 +80,7 @@ var refreshCodes = []struct {
 	{refreshNotConnected, ErrNotConnected},
 	{refreshNoProvider, oauthflow.ErrNoProvider},
 	{refreshNotOAuth, ErrOAuthNotConfigured},
-	{refreshInvalid, ErrInvalid},
+	{refreshInvalid, cpstate.ErrInvalid},
 }
 
 // refreshReplyKey is the associated data of a reply's seal: not a bucket
@@ -111,8 +112,8 @@ func replyInbox(subject string) bool {
 // stored, and the reply carries the access token sealed with the secrets
 // keys. A read-only state serves nothing: ErrReadOnly.
 func (s *Service) ServeConnRefresh(ctx context.Context) error {
-	if s.state.cfg.ReadOnly {
-		return fmt.Errorf("%w: only the control plane refreshes connections", ErrReadOnly)
+	if s.state.ReadOnly() {
+		return fmt.Errorf("%w: only the control plane refreshes connections", cpstate.ErrReadOnly)
 	}
 	sem := make(chan struct{}, maxServedRefreshes)
 	var (
@@ -120,7 +121,7 @@ func (s *Service) ServeConnRefresh(ctx context.Context) error {
 		closed bool
 		wg     sync.WaitGroup
 	)
-	sub, err := s.state.nc.QueueSubscribe(ConnRefreshSubject, connRefreshQueue, func(m *nats.Msg) {
+	sub, err := s.state.Conn().QueueSubscribe(ConnRefreshSubject, connRefreshQueue, func(m *nats.Msg) {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -185,17 +186,17 @@ func (s *Service) answerRefresh(ctx context.Context, m *nats.Msg) {
 func (s *Service) refreshFor(ctx context.Context, data []byte) (oauthflow.Connection, string, error) {
 	var req connRefreshRequest
 	if err := json.Unmarshal(data, &req); err != nil {
-		return oauthflow.Connection{}, "", fmt.Errorf("%w: refresh request: %v", ErrInvalid, err)
+		return oauthflow.Connection{}, "", fmt.Errorf("%w: refresh request: %v", cpstate.ErrInvalid, err)
 	}
 	_, err1 := uuid.Parse(req.Org)
 	_, err2 := uuid.Parse(req.Project)
 	if err1 != nil || err2 != nil || req.User == "" || req.Provider == "" {
-		return oauthflow.Connection{}, "", fmt.Errorf("%w: refresh request: organization and project UUIDs, user and provider required", ErrInvalid)
+		return oauthflow.Connection{}, "", fmt.Errorf("%w: refresh request: organization and project UUIDs, user and provider required", cpstate.ErrInvalid)
 	}
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
 	c, err := s.connection(ctx, req.Org, req.Project, req.User, req.Provider)
-	return c, connKey(req.Org, req.Project, req.User, req.Provider), err
+	return c, cpstate.ConnKey(req.Org, req.Project, req.User, req.Provider), err
 }
 
 // refreshByControlPlane is the refresh of a read-only state: the control
@@ -218,7 +219,7 @@ func (s *Service) refreshByControlPlane(ctx context.Context, org, project, user,
 		}
 		return oauthflow.Connection{}, e
 	}
-	pt, err := s.sealer.Open(refreshReplyKey(connKey(org, project, user, provider)), r.Sealed)
+	pt, err := s.sealer.Open(refreshReplyKey(cpstate.ConnKey(org, project, user, provider)), r.Sealed)
 	if err != nil {
 		return oauthflow.Connection{}, fmt.Errorf("refresh the %s token: the control plane's answer: %w", provider, err)
 	}
@@ -233,7 +234,7 @@ func (s *Service) refreshByControlPlane(ctx context.Context, org, project, user,
 // answer. Another answer on the inbox — the acknowledgement of a stream
 // that captures the subject — is not the control plane's: it is skipped.
 func (s *Service) askControlPlane(ctx context.Context, req []byte) (connRefreshReply, error) {
-	nc := s.state.nc
+	nc := s.state.Conn()
 	inbox := nc.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {

@@ -12,13 +12,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
 func TestConnRefreshNamesMatchNATSPermissions(t *testing.T) {
-	if ConnRefreshSubject != natsx.ConnRefreshSubject || DefaultBucket != natsx.ControlPlaneBucket || DefaultStatesBucket != natsx.OAuthStatesBucket {
+	if ConnRefreshSubject != natsx.ConnRefreshSubject || cpstate.DefaultBucket != natsx.ControlPlaneBucket || cpstate.DefaultStatesBucket != natsx.OAuthStatesBucket {
 		t.Fatal("the refresh subject or a bucket differs from the one the NATS permissions name")
 	}
 }
@@ -30,8 +31,8 @@ func roleOpts(t *testing.T, a *testenv.AuthNATS, role string) nodeOpts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return nodeOpts{nats: opts, state: func(c *StateConfig) {
-		c.Bucket, c.StatesBucket, c.ReadOnly = natsx.ControlPlaneBucket, DefaultStatesBucket, role != natsx.RoleControlPlane
+	return nodeOpts{nats: opts, state: func(c *cpstate.StateConfig) {
+		c.Bucket, c.StatesBucket, c.ReadOnly = natsx.ControlPlaneBucket, cpstate.DefaultStatesBucket, role != natsx.RoleControlPlane
 	}}
 }
 
@@ -46,7 +47,7 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 	tr.svc.UseOAuth(e.svc.flow) // it makes links; it does not refresh with it
 	ctx := context.Background()
 	e.connect("bob", e.bob)
-	key := connKey(e.org, e.project, "bob", "corp")
+	key := cpstate.ConnKey(e.org, e.project, "bob", "corp")
 	old := e.remember("bob")
 
 	// Its credentials cannot write the connection key.
@@ -63,8 +64,8 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 
 	e.expireSoon("bob")
 	testenv.Eventually(t, 10*time.Second, "the tool runner sees the expiry", func() bool {
-		var u UserConnection
-		_, err := tr.state.get(key, &u)
+		var u cpstate.UserConnection
+		_, err := tr.state.Get(key, &u)
 		return err == nil && dueForRefresh(u, time.Now())
 	})
 	const n = 8
@@ -106,12 +107,12 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 	// control plane's credentials may answer any requester's reply subject
 	// once, and may publish to the bucket (a JSON answer to a purge request
 	// would purge it all).
-	orgBefore, err := kv.Get(ctx, orgKey(e.org))
+	orgBefore, err := kv.Get(ctx, cpstate.OrgKey(e.org))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req, _ := json.Marshal(connRefreshRequest{Org: e.org, Project: e.project, User: "bob", Provider: "corp"})
-	for _, reply := range []string{"$JS.API.STREAM.PURGE.KV_" + natsx.ControlPlaneBucket, "$KV." + natsx.ControlPlaneBucket + "." + orgKey(e.org),
+	for _, reply := range []string{"$JS.API.STREAM.PURGE.KV_" + natsx.ControlPlaneBucket, "$KV." + natsx.ControlPlaneBucket + "." + cpstate.OrgKey(e.org),
 		"$JS.API.STREAM.DELETE.KV_" + natsx.ControlPlaneBucket} {
 		if err := tr.nc.PublishMsg(&nats.Msg{Subject: ConnRefreshSubject, Reply: reply, Data: req}); err != nil {
 			t.Fatal(err)
@@ -120,7 +121,7 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 	if _, err := tr.nc.Request(ConnRefreshSubject, req, 10*time.Second); err != nil { // answered after those
 		t.Fatal(err)
 	}
-	if after, err := kv.Get(ctx, orgKey(e.org)); err != nil || after.Revision() != orgBefore.Revision() {
+	if after, err := kv.Get(ctx, cpstate.OrgKey(e.org)); err != nil || after.Revision() != orgBefore.Revision() {
 		t.Fatalf("the control plane answered into the bucket: %v", err)
 	}
 	if _, err := kv.Get(ctx, key); err != nil {
@@ -132,8 +133,8 @@ func TestConnectionRefreshWithRoleCredentials(t *testing.T) {
 	e.expireSoon("bob")
 	e.emu.RevokeUser("u-1")
 	testenv.Eventually(t, 10*time.Second, "the tool runner sees the expiry", func() bool {
-		var u UserConnection
-		_, err := tr.state.get(key, &u)
+		var u cpstate.UserConnection
+		_, err := tr.state.Get(key, &u)
 		return err == nil && dueForRefresh(u, time.Now())
 	})
 	if _, err := tr.svc.Connection(ctx, e.org, e.project, "bob", "corp"); !errors.Is(err, oauthflow.ErrNotConnected) {
@@ -194,23 +195,31 @@ func TestConnRefreshRequests(t *testing.T) {
 	}
 	// A reply subject that is not an inbox gets nothing: the control plane
 	// would otherwise write its answer to the bucket.
-	before, err := e.state.kv.Get(ctx, orgKey(e.org))
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "cp_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := kv.Get(ctx, cpstate.OrgKey(e.org))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(connRefreshRequest{Org: e.org, Project: e.project, User: "bob", Provider: "corp"})
-	for _, target := range []string{"$KV.cp_test." + orgKey(e.org), "$JS.API.STREAM.PURGE.KV_cp_test", "_INBOX_x.*", ""} {
+	for _, target := range []string{"$KV.cp_test." + cpstate.OrgKey(e.org), "$JS.API.STREAM.PURGE.KV_cp_test", "_INBOX_x.*", ""} {
 		if err := nc.PublishMsg(&nats.Msg{Subject: ConnRefreshSubject, Reply: target, Data: b}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_ = ask(connRefreshRequest{Org: e.org, Project: "x"}) // served after the one above
-	if after, err := e.state.kv.Get(ctx, orgKey(e.org)); err != nil || after.Revision() != before.Revision() {
+	if after, err := kv.Get(ctx, cpstate.OrgKey(e.org)); err != nil || after.Revision() != before.Revision() {
 		t.Fatalf("the control plane answered into the bucket: %v", err)
 	}
 	// A read-only state serves nothing.
-	ro := newNode(t, srv.ClientURL(), nodeOpts{state: func(c *StateConfig) { c.ReadOnly = true }})
-	if err := ro.svc.ServeConnRefresh(ctx); !errors.Is(err, ErrReadOnly) {
+	ro := newNode(t, srv.ClientURL(), nodeOpts{state: func(c *cpstate.StateConfig) { c.ReadOnly = true }})
+	if err := ro.svc.ServeConnRefresh(ctx); !errors.Is(err, cpstate.ErrReadOnly) {
 		t.Fatalf("read-only ServeConnRefresh: %v", err)
 	}
 	e.clean()
@@ -227,15 +236,15 @@ func TestConnRefreshAnswerOfTheControlPlaneOnly(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "CAPTURE", Subjects: []string{ConnRefreshSubject}, Storage: jetstream.MemoryStorage}); err != nil {
 		t.Fatal(err)
 	}
-	ro := newNode(t, srv.ClientURL(), nodeOpts{state: func(c *StateConfig) { c.ReadOnly = true }})
+	ro := newNode(t, srv.ClientURL(), nodeOpts{state: func(c *cpstate.StateConfig) { c.ReadOnly = true }})
 	ro.svc.log = e.svc.log
 	e.connect("bob", e.bob)
 	old := e.remember("bob")
-	key := connKey(e.org, e.project, "bob", "corp")
+	key := cpstate.ConnKey(e.org, e.project, "bob", "corp")
 	e.expireSoon("bob")
 	testenv.Eventually(t, 10*time.Second, "the reader sees the expiry", func() bool {
-		var u UserConnection
-		_, err := ro.state.get(key, &u)
+		var u cpstate.UserConnection
+		_, err := ro.state.Get(key, &u)
 		return err == nil && dueForRefresh(u, time.Now())
 	})
 	c, err := ro.svc.Connection(ctx, e.org, e.project, "bob", "corp")
@@ -247,7 +256,7 @@ func TestConnRefreshAnswerOfTheControlPlaneOnly(t *testing.T) {
 	// No control plane at all (the bucket's creator is not running).
 	srv2, _, _ := testenv.NATS(t)
 	newNode(t, srv2.ClientURL(), nodeOpts{})
-	lone := newNode(t, srv2.ClientURL(), nodeOpts{state: func(c *StateConfig) { c.ReadOnly = true }})
+	lone := newNode(t, srv2.ClientURL(), nodeOpts{state: func(c *cpstate.StateConfig) { c.ReadOnly = true }})
 	start := time.Now()
 	_, err = lone.svc.refreshByControlPlane(ctx, e.org, e.project, "bob", "corp")
 	if err == nil || errors.Is(err, ErrNotConnected) || !errors.Is(err, nats.ErrNoResponders) || time.Since(start) > 5*time.Second {

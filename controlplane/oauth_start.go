@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 )
@@ -75,7 +76,7 @@ func (s *Service) sessionFits(b browserSession, t oauthflow.Ticket) bool {
 	if !b.fits(t) {
 		return false
 	}
-	_, err := s.state.get(memberKey(t.Org.String(), b.User), &Member{})
+	_, err := s.state.Get(cpstate.MemberKey(t.Org.String(), b.User), &cpstate.Member{})
 	return err == nil
 }
 
@@ -270,12 +271,12 @@ func (s *Service) openTicket(c *fiber.Ctx) (oauthflow.Ticket, bool, error) {
 // renderStart answers the start page of t with a notice; it sets the
 // double-submit cookie when the browser has none.
 func (s *Service) renderStart(c *fiber.Ctx, status int, t oauthflow.Ticket, notice string) error {
-	var org Org
-	var project Project
-	if _, err := s.state.get(projectKey(t.Org.String(), t.Project.String()), &project); err != nil {
+	var org cpstate.Org
+	var project cpstate.Project
+	if _, err := s.state.Get(cpstate.ProjectKey(t.Org.String(), t.Project.String()), &project); err != nil {
 		return failPage(c, fiber.StatusBadRequest, "Project not found", "The project of this link no longer exists.")
 	}
-	_, _ = s.state.get(orgKey(t.Org.String()), &org)
+	_, _ = s.state.Get(cpstate.OrgKey(t.Org.String()), &org)
 	st := s.site()
 	csrf := c.Cookies(csrfCookie)
 	if len(csrf) != csrfLen {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/controlplane/linkbrowser"
 	"github.com/auditrail/auditrail/internal/testenv"
 )
@@ -426,7 +427,7 @@ func TestBrowserSessionCookie(t *testing.T) {
 
 func FuzzOpenSession(f *testing.F) {
 	k := make([]byte, 32)
-	sealer, err := NewSealer(k)
+	sealer, err := cpstate.NewSealer(k)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/controlplane/linkbrowser"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/emulators/oauth"
@@ -58,9 +59,15 @@ type oauthEnv struct {
 
 func newOAuthEnv(t *testing.T, natsURL string, opts ...nodeOpts) *oauthEnv {
 	t.Helper()
-	e := &oauthEnv{t: t, cpEnv: newCPEnv(t, natsURL, egress.AllowLoopback(), opts...), clock: &testenv.OffsetClock{}, logs: &testenv.SyncBuffer{}}
-	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.svc.log, e.state.log = log, log
+	logs := &testenv.SyncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var o nodeOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.log = log
+	e := &oauthEnv{t: t, cpEnv: newCPEnv(t, natsURL, egress.AllowLoopback(), o), clock: &testenv.OffsetClock{}, logs: logs}
+	e.svc.log = log
 	emu, err := oauth.New(oauth.Config{Clients: []oauth.Client{{ID: "corp-client", Secret: emuClientSecret}},
 		Users: []oauth.User{{ID: "u-1", Email: "someone@corp.example", Name: "Some One"}}, AutoApprove: true, RotateRefreshTokens: true})
 	if err != nil {
@@ -227,8 +234,8 @@ func (e *oauthEnv) setCookie(name, value string) {
 }
 
 // remember adds the user's stored tokens to the secrets to look for.
-func (e *oauthEnv) remember(user string) ConnectionTokens {
-	_, _, t, err := e.svc.openConn(connKey(e.org, e.project, user, "corp"))
+func (e *oauthEnv) remember(user string) cpstate.ConnectionTokens {
+	_, _, t, err := e.svc.openConn(cpstate.ConnKey(e.org, e.project, user, "corp"))
 	if err != nil {
 		e.t.Fatalf("connection of %s: %v", user, err)
 	}
@@ -237,12 +244,12 @@ func (e *oauthEnv) remember(user string) ConnectionTokens {
 }
 
 type connItem struct {
-	Provider  string             `json:"provider"`
-	Scopes    []string           `json:"scopes"`
-	Connected bool               `json:"connected"`
-	Status    string             `json:"status"`
-	Account   *ConnectionAccount `json:"account"`
-	ExpiresAt *time.Time         `json:"expires_at"`
+	Provider  string                     `json:"provider"`
+	Scopes    []string                   `json:"scopes"`
+	Connected bool                       `json:"connected"`
+	Status    string                     `json:"status"`
+	Account   *cpstate.ConnectionAccount `json:"account"`
+	ExpiresAt *time.Time                 `json:"expires_at"`
 }
 
 func (e *oauthEnv) list(user, key string) []connItem {
@@ -264,15 +271,15 @@ func (e *oauthEnv) list(user, key string) []connItem {
 // an hour at the emulator): the next Connection refreshes it.
 func (e *oauthEnv) expireSoon(user string) {
 	e.t.Helper()
-	key := connKey(e.org, e.project, user, "corp")
-	var u UserConnection
-	rev, err := e.state.get(key, &u)
+	key := cpstate.ConnKey(e.org, e.project, user, "corp")
+	var u cpstate.UserConnection
+	rev, err := e.state.Get(key, &u)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	exp := time.Now().Add(30 * time.Second).UTC()
 	u.ExpiresAt = &exp
-	if _, err := e.state.updateConn(context.Background(), key, u, rev); err != nil {
+	if _, err := e.state.UpdateConn(context.Background(), key, u, rev); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -510,7 +517,7 @@ func TestConnectionRefreshOnceUnderConcurrency(t *testing.T) {
 		t.Fatalf("the refreshed token does not verify: %v", err)
 	}
 	// Persisted: the bucket (not only this instance's memory) holds it.
-	if err := e.state.refetch(ctx, connKey(e.org, e.project, "bob", "corp")); err != nil {
+	if err := e.state.Refetch(ctx, cpstate.ConnKey(e.org, e.project, "bob", "corp")); err != nil {
 		t.Fatal(err)
 	}
 	now := e.remember("bob")
@@ -529,11 +536,11 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 	srv, _, _ := testenv.NATS(t)
 	e := newOAuthEnv(t, srv.ClientURL())
 	ctx := context.Background()
-	ro := newNode(t, srv.ClientURL(), nodeOpts{state: func(c *StateConfig) { c.ReadOnly = true }})
+	ro := newNode(t, srv.ClientURL(), nodeOpts{state: func(c *cpstate.StateConfig) { c.ReadOnly = true }})
 	ro.svc.log = e.svc.log
 	ro.svc.UseOAuth(e.svc.flow)
 	e.connect("bob", e.bob)
-	key := connKey(e.org, e.project, "bob", "corp")
+	key := cpstate.ConnKey(e.org, e.project, "bob", "corp")
 
 	// The writer refreshes; the reader sees the new token, refreshing nothing.
 	e.expireSoon("bob")
@@ -552,8 +559,8 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 	// control plane performs and stores it, the reader writes nothing.
 	e.expireSoon("bob")
 	testenv.Eventually(t, 10*time.Second, "the reader sees the expiry", func() bool {
-		var u UserConnection
-		_, err := ro.state.get(key, &u)
+		var u cpstate.UserConnection
+		_, err := ro.state.Get(key, &u)
 		return err == nil && dueForRefresh(u, time.Now())
 	})
 	b, err := ro.svc.Connection(ctx, e.org, e.project, "bob", "corp")
@@ -575,10 +582,10 @@ func TestConnectionRefreshSharedByInstances(t *testing.T) {
 		t.Fatalf("%d refresh grants (%d requests), want 2", s.RefreshGrants, e.refreshCalls.Load())
 	}
 	// A read-only state writes no key, not even a connection's.
-	if _, err := ro.state.updateConn(ctx, orgKey(e.org), Org{}, 1); !errors.Is(err, ErrReadOnly) {
+	if _, err := ro.state.UpdateConn(ctx, cpstate.OrgKey(e.org), cpstate.Org{}, 1); !errors.Is(err, cpstate.ErrReadOnly) {
 		t.Fatalf("read-only write of an org key: %v", err)
 	}
-	if _, err := ro.state.updateConn(ctx, key, UserConnection{}, 1); !errors.Is(err, ErrReadOnly) {
+	if _, err := ro.state.UpdateConn(ctx, key, cpstate.UserConnection{}, 1); !errors.Is(err, cpstate.ErrReadOnly) {
 		t.Fatalf("read-only write of a connection key: %v", err)
 	}
 	e.remember("bob")
@@ -604,7 +611,7 @@ func TestConnectionInvalidGrantMarksBroken(t *testing.T) {
 		t.Fatal("ConnectionStatus says connected")
 	}
 	// Broken for every instance: the bucket holds it.
-	if err := e.state.refetch(ctx, connKey(e.org, e.project, "bob", "corp")); err != nil {
+	if err := e.state.Refetch(ctx, cpstate.ConnKey(e.org, e.project, "bob", "corp")); err != nil {
 		t.Fatal(err)
 	}
 	calls := e.refreshCalls.Load()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/producers"
@@ -67,9 +68,9 @@ func DefaultServiceConfig() ServiceConfig {
 func (c ServiceConfig) Validate() error {
 	switch {
 	case c.SweepInterval < 10*time.Millisecond:
-		return fmt.Errorf("%w: sweep interval %s below 10ms", ErrInvalidOption, c.SweepInterval)
+		return fmt.Errorf("%w: sweep interval %s below 10ms", cpstate.ErrInvalidOption, c.SweepInterval)
 	case c.MaxPending < 1:
-		return fmt.Errorf("%w: max pending %d < 1", ErrInvalidOption, c.MaxPending)
+		return fmt.Errorf("%w: max pending %d < 1", cpstate.ErrInvalidOption, c.MaxPending)
 	}
 	return nil
 }
@@ -93,8 +94,8 @@ func (r outboxRecord) msg() *nats.Msg {
 // commitRecorded applies writes together with the audit event of mut (see
 // the outbox above), sets the Auditrail-Event-Id header and publishes the
 // event. Errors are of this package (httpError maps them).
-func (s *Service) commitRecorded(cl *call, mut producers.Mutation, writes ...write) error {
-	if n := s.state.pendingCount(); n >= s.cfg.MaxPending {
+func (s *Service) commitRecorded(cl *call, mut producers.Mutation, writes ...cpstate.Write) error {
+	if n := s.state.PendingCount(); n >= s.cfg.MaxPending {
 		return fmt.Errorf("%w: %d events wait for the audit log; changes are refused until it takes them", ErrAuditLog, n)
 	}
 	mut.Source = cl.source
@@ -113,7 +114,7 @@ func (s *Service) commitRecorded(cl *call, mut producers.Mutation, writes ...wri
 	ctx := cl.c.UserContext()
 	s.inflight.Store(id, struct{}{})
 	defer s.inflight.Delete(id)
-	if err := s.state.commit(ctx, writes, &pendingEvent{id: id, value: rec}); err != nil {
+	if err := s.state.Commit(ctx, writes, &cpstate.PendingEvent{ID: id, Value: rec}); err != nil {
 		return err
 	}
 	cl.c.Set(HeaderEventID, id)
@@ -125,7 +126,7 @@ func (s *Service) commitRecorded(cl *call, mut producers.Mutation, writes ...wri
 			"event_id", id, "resource_type", mut.ResourceType.String(), "resource_id", mut.ResourceID, "err", err)
 		return nil
 	}
-	if err := s.state.outboxDone(ctx, id); err != nil {
+	if err := s.state.OutboxDone(ctx, id); err != nil {
 		s.log.Warn("audit event stored; its outbox entry stays until the next sweep", "event_id", id, "err", err)
 	}
 	return nil
@@ -133,7 +134,7 @@ func (s *Service) commitRecorded(cl *call, mut producers.Mutation, writes ...wri
 
 // PendingEvents is how many audit events of applied changes wait in the
 // outbox for the audit stream (shown on /healthz).
-func (s *Service) PendingEvents() int { return s.state.pendingCount() }
+func (s *Service) PendingEvents() int { return s.state.PendingCount() }
 
 // Run republishes the events left in the outbox: at once (those of a
 // process that stopped between a write and its publish), then every
@@ -141,7 +142,7 @@ func (s *Service) PendingEvents() int { return s.state.pendingCount() }
 // tool runners' connection refreshes (ServeConnRefresh). It returns when
 // ctx ends; a read-only state has no outbox to sweep.
 func (s *Service) Run(ctx context.Context) error {
-	if s.state.cfg.ReadOnly {
+	if s.state.ReadOnly() {
 		return nil
 	}
 	served := make(chan struct{})
@@ -160,7 +161,7 @@ func (s *Service) Run(ctx context.Context) error {
 				return nil
 			}
 			wait = bo.NextBackOff()
-			s.log.Warn("outbox: events still wait for the audit log", "pending", s.state.pendingCount(), "retry_in", wait, "err", err)
+			s.log.Warn("outbox: events still wait for the audit log", "pending", s.state.PendingCount(), "retry_in", wait, "err", err)
 		} else {
 			bo.Reset()
 		}
@@ -174,22 +175,22 @@ func (s *Service) Run(ctx context.Context) error {
 // but those that a request of this process is publishing, and clears each
 // once stored.
 func (s *Service) sweep(ctx context.Context) error {
-	pending := s.state.pendingEvents()
+	pending := s.state.PendingEvents()
 	if len(pending) == 0 {
 		return nil
 	}
 	msgs := make([]*nats.Msg, 0, len(pending))
 	ids := make([]string, 0, len(pending))
 	for _, p := range pending {
-		if _, busy := s.inflight.Load(p.id); busy {
+		if _, busy := s.inflight.Load(p.ID); busy {
 			continue
 		}
 		var r outboxRecord
-		if err := json.Unmarshal(p.value, &r); err != nil || r.Subject == "" || r.Header.Get(schemas.HeaderMsgID) != p.id {
-			s.log.Error("outbox: undecodable entry left in place", "event_id", p.id, "err", err)
+		if err := json.Unmarshal(p.Value, &r); err != nil || r.Subject == "" || r.Header.Get(schemas.HeaderMsgID) != p.ID {
+			s.log.Error("outbox: undecodable entry left in place", "event_id", p.ID, "err", err)
 			continue
 		}
-		msgs, ids = append(msgs, r.msg()), append(ids, p.id)
+		msgs, ids = append(msgs, r.msg()), append(ids, p.ID)
 	}
 	if len(msgs) == 0 {
 		return nil
@@ -200,7 +201,7 @@ func (s *Service) sweep(ctx context.Context) error {
 	s.log.Info("outbox: republished pending audit events", "count", len(msgs))
 	var errs []error
 	for _, id := range ids {
-		if err := s.state.outboxDone(ctx, id); err != nil {
+		if err := s.state.OutboxDone(ctx, id); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -100,8 +100,8 @@ func TestConcurrentConflictingChangesRecordExactlyTheApplied(t *testing.T) {
 			// An entry leaves the outbox just after its publish is acked:
 			// wait for that, not for more.
 			for _, n := range nodes {
-				testenv.Eventually(t, 5*time.Second, func() string { return fmt.Sprintf("%d events left in the outbox", n.state.pendingCount()) },
-					func() bool { return n.state.pendingCount() == 0 })
+				testenv.Eventually(t, 5*time.Second, func() string { return fmt.Sprintf("%d events left in the outbox", n.state.PendingCount()) },
+					func() bool { return n.state.PendingCount() == 0 })
 			}
 		})
 	}
@@ -143,8 +143,8 @@ func TestCrashBetweenWriteAndPublishEventAppearsOnceAfterRestart(t *testing.T) {
 			if n := count(eventIDs(t, nc), id); n != 0 {
 				t.Fatalf("event published before the restart (%d)", n)
 			}
-			waiting := crashed.state.pendingEvents()
-			if len(waiting) != 1 || waiting[0].id != id {
+			waiting := crashed.state.PendingEvents()
+			if len(waiting) != 1 || waiting[0].ID != id {
 				t.Fatalf("outbox holds %v", waiting)
 			}
 
@@ -152,11 +152,11 @@ func TestCrashBetweenWriteAndPublishEventAppearsOnceAfterRestart(t *testing.T) {
 			restarted.run()
 			testenv.Eventually(t, 10*time.Second, "the event is published after the restart", func() bool { return count(eventIDs(t, nc), id) == 1 })
 			testenv.Eventually(t, 10*time.Second, "the outbox is empty", func() bool {
-				return restarted.state.pendingCount() == 0 && live.state.pendingCount() == 0
+				return restarted.state.PendingCount() == 0 && live.state.PendingCount() == 0
 			})
 			// A second sweep of the same entry (another instance that saw
 			// it before the purge) stores nothing new.
-			if err := restarted.svc.rec.Send(context.Background(), mustRecord(t, waiting[0].value).msg()); err != nil {
+			if err := restarted.svc.rec.Send(context.Background(), mustRecord(t, waiting[0].Value).msg()); err != nil {
 				t.Fatal(err)
 			}
 			if n := count(eventIDs(t, nc), id); n != 1 {
@@ -199,7 +199,7 @@ func TestMutationAuditedWhenAuditLogReturns(t *testing.T) {
 	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the waiting events are published", func() bool { return n.state.pendingCount() == 0 })
+	testenv.Eventually(t, 10*time.Second, "the waiting events are published", func() bool { return n.state.PendingCount() == 0 })
 	stored := eventIDs(t, nc)
 	if len(stored) != 2 || count(stored, ids[0]) != 1 || count(stored, ids[1]) != 1 {
 		t.Fatalf("stream holds %v, want %v once each", stored, ids)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 )
 
@@ -28,23 +29,6 @@ import (
 // state (its own sealer key, so that no OAuth state, connection or secret
 // passes for one) bound to the organization, project, user and provider,
 // valid PickerTTL and once (its nonce is created in the states bucket).
-
-// PickerTTL is how long a picker URL may be claimed (its page's "Choose
-// files" clicked).
-const PickerTTL = 10 * time.Minute
-
-// PickerReportTTL is how long after its state's expiry the page may still
-// report what the user picked (the picker stays open while they choose).
-const PickerReportTTL = time.Hour
-
-// pickerMarkerTTL is how long the markers of a picker state live: its
-// claim (states bucket, StatesMaxAge) and its report (a marker committed
-// with the report's event). Both outlive the report window — a state is
-// claimed at the earliest PickerTTL before it expires, and reported until
-// PickerReportTTL after — by a margin for the clocks of the instances and
-// the NATS servers: so a report is accepted exactly once within its
-// window, and refused after it by the window itself.
-const pickerMarkerTTL = PickerTTL + PickerReportTTL + 5*time.Minute
 
 // pickerPath is the route of the picker page, under the public URL.
 const pickerPath = "/api/v1/picker/"
@@ -97,15 +81,15 @@ func (s *Service) PickerURL(ctx context.Context, org, project, user, provider st
 	orgID, err1 := uuid.Parse(org)
 	projectID, err2 := uuid.Parse(project)
 	if err1 != nil || err2 != nil {
-		return "", time.Time{}, fmt.Errorf("%w: organization or project is not a UUID", ErrInvalid)
+		return "", time.Time{}, fmt.Errorf("%w: organization or project is not a UUID", cpstate.ErrInvalid)
 	}
 	if user == "" {
-		return "", time.Time{}, invalid("user_id", "required")
+		return "", time.Time{}, cpstate.Invalid("user_id", "required")
 	}
 	if _, err := s.Provider(orgID, provider); err != nil {
 		return "", time.Time{}, err
 	}
-	u, _, t, err := s.openConn(connKey(org, project, user, provider))
+	u, _, t, err := s.openConn(cpstate.ConnKey(org, project, user, provider))
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -115,7 +99,7 @@ func (s *Service) PickerURL(ctx context.Context, org, project, user, provider st
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	st := pickerState{Nonce: base64.RawURLEncoding.EncodeToString(nonce), Org: orgID, Project: projectID, User: user,
-		Provider: provider, ExpiresAt: s.now().Add(PickerTTL).UTC().Truncate(time.Second)}
+		Provider: provider, ExpiresAt: s.now().Add(cpstate.PickerTTL).UTC().Truncate(time.Second)}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("picker state: %w", err)
@@ -165,7 +149,7 @@ func pickerScript(p oauthflow.Provider, trusted func(origin string) bool) (scrip
 	if p.APIBaseURL != "" {
 		u, err := url.Parse(p.APIBaseURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-			return "", "", fmt.Errorf("%w: the provider's api_base_url is not an absolute http(s) URL", ErrInvalid)
+			return "", "", fmt.Errorf("%w: the provider's api_base_url is not an absolute http(s) URL", cpstate.ErrInvalid)
 		}
 		if trusted(u.Scheme + "://" + u.Host) {
 			script = strings.TrimSuffix(p.APIBaseURL, "/") + "/js/api.js"

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/oauthflow"
@@ -189,10 +190,10 @@ func (s *Service) pickerPage(c *fiber.Ctx) error {
 		s.log.Warn("picker: invalid state", "client_ip", c.IP())
 		return s.pickerFail(c, fiber.StatusBadRequest, "Invalid link", "This file picker link was not issued by this platform, or was altered.")
 	}
-	switch _, err := s.state.stateClaim(ctx, "picker."+st.Nonce); {
+	switch _, err := s.state.StateClaim(ctx, "picker."+st.Nonce); {
 	case err == nil:
 		return s.pickerFail(c, fiber.StatusBadRequest, "Link already used", "This file picker link has been used already; each works once.")
-	case !errors.Is(err, ErrNotFound):
+	case !errors.Is(err, cpstate.ErrNotFound):
 		s.log.Error("picker: cannot read the state's claim", "err", err)
 		return s.pickerFail(c, fiber.StatusServiceUnavailable, "Try again", "The platform cannot open the file picker right now.")
 	}
@@ -205,7 +206,7 @@ func (s *Service) pickerPage(c *fiber.Ctx) error {
 		return s.pickerFail(c, fiber.StatusBadRequest, "Provider misconfigured", fmt.Sprintf("The auth provider %s has no usable API base URL.", st.Provider))
 	}
 	// The page asks the provider nothing (the claim renews the token).
-	if u, _, t, err := s.openConn(connKey(st.Org.String(), st.Project.String(), st.User, st.Provider)); err != nil || !usable(u, t, s.now()) {
+	if u, _, t, err := s.openConn(cpstate.ConnKey(st.Org.String(), st.Project.String(), st.User, st.Provider)); err != nil || !usable(u, t, s.now()) {
 		return s.pickerFail(c, fiber.StatusBadRequest, "Not connected", fmt.Sprintf("Your %s connection is missing or no longer valid: authorize again first.", st.Provider))
 	}
 	nonce, csrf := randomToken(18), randomToken(32)
@@ -217,7 +218,7 @@ func (s *Service) pickerPage(c *fiber.Ctx) error {
 		return fmt.Errorf("picker page: %w", err)
 	}
 	pubOrigin, pubPath := s.publicBase()
-	c.Cookie(&fiber.Cookie{Name: pickerCookie, Value: csrf, Path: pubPath + pickerPath + state, MaxAge: int(pickerMarkerTTL / time.Second),
+	c.Cookie(&fiber.Cookie{Name: pickerCookie, Value: csrf, Path: pubPath + pickerPath + state, MaxAge: int(cpstate.PickerMarkerTTL / time.Second),
 		Secure: strings.HasPrefix(pubOrigin, "https:"), HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode})
 	setPageHeaders(c, pickerCSP(nonce, origin))
 	return c.Status(fiber.StatusOK).Send(b.Bytes())
@@ -309,7 +310,7 @@ func (s *Service) pickerClaim(c *fiber.Ctx) error {
 		s.log.Warn("picker: no access token", "provider", st.Provider, "user", st.User, "err", err)
 		return fiber.NewError(fiber.StatusBadGateway, fmt.Sprintf("%s did not renew your access. Try again in a moment.", st.Provider))
 	}
-	fresh, err := s.state.claimStateAs(ctx, "picker."+st.Nonce, caller)
+	fresh, err := s.state.ClaimStateAs(ctx, "picker."+st.Nonce, caller)
 	if err != nil {
 		s.log.Error("picker: cannot claim the state", "err", err)
 		return fiber.NewError(fiber.StatusServiceUnavailable, "The platform cannot open the file picker right now. Try again in a moment.")
@@ -345,10 +346,10 @@ func (s *Service) pickerPicked(c *fiber.Ctx) error {
 		return err
 	}
 	// The user may choose for a while after the link expired.
-	st, err := s.openPickerState(c.Params("state"), s.now().Add(-PickerReportTTL))
+	st, err := s.openPickerState(c.Params("state"), s.now().Add(-cpstate.PickerReportTTL))
 	switch {
 	case errors.Is(err, errPickerExpired):
-		return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("picker state: the time to report picked files (%s after the link expired) is over", PickerReportTTL))
+		return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("picker state: the time to report picked files (%s after the link expired) is over", cpstate.PickerReportTTL))
 	case err != nil:
 		return fiber.NewError(fiber.StatusBadRequest, "picker state: invalid")
 	}
@@ -359,26 +360,26 @@ func (s *Service) pickerPicked(c *fiber.Ctx) error {
 		return err
 	}
 	if len(body.Files) == 0 || len(body.Files) > maxPickedFiles {
-		return httpError(invalid("files", "1 to %d files", maxPickedFiles))
+		return httpError(cpstate.Invalid("files", "1 to %d files", maxPickedFiles))
 	}
 	for i, f := range body.Files {
 		if !fileIDPattern.MatchString(f.ID) || len(f.Name) > 1024 || len(f.MimeType) > 256 || strings.ContainsAny(f.Name+f.MimeType, "\x00\r\n") {
-			return httpError(invalid(fmt.Sprintf("files[%d]", i), "an id of 1 to 256 URL-safe characters, a name of at most 1024 and a MIME type of at most 256 characters"))
+			return httpError(cpstate.Invalid(fmt.Sprintf("files[%d]", i), "an id of 1 to 256 URL-safe characters, a name of at most 1024 and a MIME type of at most 256 characters"))
 		}
 	}
 	ctx := c.UserContext()
-	claimed, err := s.state.stateClaim(ctx, "picker."+st.Nonce)
+	claimed, err := s.state.StateClaim(ctx, "picker."+st.Nonce)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, cpstate.ErrNotFound):
 		return fiber.NewError(fiber.StatusBadRequest, "picker state: the picker was never opened")
 	case err != nil:
 		return httpError(err)
 	case subtle.ConstantTimeCompare(claimed, caller) != 1:
 		return fiber.NewError(fiber.StatusForbidden, "picker state: the picker was opened in another browser")
 	}
-	key := connKey(st.Org.String(), st.Project.String(), st.User, st.Provider)
-	var u UserConnection
-	if _, err := s.state.get(key, &u); err != nil {
+	key := cpstate.ConnKey(st.Org.String(), st.Project.String(), st.User, st.Provider)
+	var u cpstate.UserConnection
+	if _, err := s.state.Get(key, &u); err != nil {
 		return fiber.NewError(fiber.StatusBadRequest, "picker state: the connection no longer exists")
 	}
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
@@ -393,8 +394,8 @@ func (s *Service) pickerPicked(c *fiber.Ctx) error {
 	mut := producers.Mutation{ResourceType: schemas.ResourceTypeUserConnection, ResourceID: st.User + "/" + st.Provider,
 		ResourceDisplay: st.Provider + " for " + st.User, OrgID: st.Org, ProjectID: &project,
 		Action: schemas.AuditActionUpdated, Before: before, After: after}
-	err = s.commitRecorded(cl, mut, setMarker(pickedMarker(st.Nonce), pickerMarkerTTL))
-	if errors.Is(err, ErrConflict) {
+	err = s.commitRecorded(cl, mut, cpstate.SetMarker(pickedMarker(st.Nonce), cpstate.PickerMarkerTTL))
+	if errors.Is(err, cpstate.ErrConflict) {
 		return fiber.NewError(fiber.StatusConflict, "picker state: already reported")
 	}
 	if err != nil {

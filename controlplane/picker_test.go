@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
@@ -200,7 +201,7 @@ func TestPickerURLAndPage(t *testing.T) {
 		}
 	}
 	if cookie == nil || cookie.Value != b.csrf || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode ||
-		cookie.Path != pickerPath+state || cookie.MaxAge < int((PickerTTL+PickerReportTTL)/time.Second) || cookie.Secure {
+		cookie.Path != pickerPath+state || cookie.MaxAge < int((cpstate.PickerTTL+cpstate.PickerReportTTL)/time.Second) || cookie.Secure {
 		t.Fatalf("anti-CSRF cookie: %+v", cookie)
 	}
 	// A report before the click is refused, and burns nothing.
@@ -457,39 +458,39 @@ func TestPickerReportWindow(t *testing.T) {
 	// The markers outlive the window: the claim (states bucket) and the
 	// report (its marker, committed with the event).
 	js, _ := jetstream.New(e.nc)
-	states, err := js.KeyValue(ctx, DefaultStatesBucket)
+	states, err := js.KeyValue(ctx, cpstate.DefaultStatesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	status, err := states.Status(ctx)
-	if window := PickerTTL + PickerReportTTL; err != nil || status.TTL() < window+time.Minute {
+	if window := cpstate.PickerTTL + cpstate.PickerReportTTL; err != nil || status.TTL() < window+time.Minute {
 		t.Fatalf("states bucket TTL %v < the report window %v: %v", status.TTL(), window, err)
 	}
 	stream, err := js.Stream(ctx, "KV_cp_test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, "$KV.cp_test."+markerPrefix+pickedMarker(e.pickerNonce(u)))
+	m, err := stream.GetLastMsgForSubject(ctx, "$KV.cp_test."+cpstate.MarkerPrefix+pickedMarker(e.pickerNonce(u)))
 	if err != nil {
 		t.Fatalf("report marker: %v", err)
 	}
-	if ttl, err := time.ParseDuration(m.Header.Get(jetstream.MsgTTLHeader)); err != nil || ttl < PickerTTL+PickerReportTTL+time.Minute {
+	if ttl, err := time.ParseDuration(m.Header.Get(jetstream.MsgTTLHeader)); err != nil || ttl < cpstate.PickerTTL+cpstate.PickerReportTTL+time.Minute {
 		t.Fatalf("report marker TTL %q", m.Header.Get(jetstream.MsgTTLHeader))
 	}
 	var v any
-	if _, err := e.state.get(markerPrefix+pickedMarker(e.pickerNonce(u)), &v); !errors.Is(err, ErrNotFound) {
+	if _, err := e.state.Get(cpstate.MarkerPrefix+pickedMarker(e.pickerNonce(u)), &v); !errors.Is(err, cpstate.ErrNotFound) {
 		t.Fatalf("the mirror holds a marker: %v", err)
 	}
 
 	// The last minute of the window is still in it.
 	b2, _ := claimed()
-	e.clock.Advance(PickerTTL + PickerReportTTL - time.Minute)
+	e.clock.Advance(cpstate.PickerTTL + cpstate.PickerReportTTL - time.Minute)
 	if st, msg := b2.picked(onePick); st != 204 {
 		t.Fatalf("report in the last minute of the window: %d %s", st, msg)
 	}
 	// After it, refused, and nothing recorded.
 	b3, _ := claimed()
-	e.clock.Advance(PickerTTL + PickerReportTTL)
+	e.clock.Advance(cpstate.PickerTTL + cpstate.PickerReportTTL)
 	if st, msg := b3.picked(onePick); st != 400 || !strings.Contains(msg, "is over") {
 		t.Fatalf("report after the window: %d %s", st, msg)
 	}
@@ -694,7 +695,7 @@ func TestPickerRoutesMatchOpenAPI(t *testing.T) {
 // a real one passes.
 func FuzzPickerState(f *testing.F) {
 	key := make([]byte, 32)
-	sealer, err := NewSealer(key)
+	sealer, err := cpstate.NewSealer(key)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
@@ -140,7 +141,7 @@ func TestAuthProviderCRUDAndAudit(t *testing.T) {
 	var v map[string]any
 	_ = json.Unmarshal(r.Data, &v)
 	if v["token_url"] != "https://oauth2.googleapis.com/token" || v["authorize_url"] != "https://accounts.google.com/o/oauth2/v2/auth" ||
-		v["api_base_url"] != "https://docs.example.com" || v["client_secret_set"] != true || v["client_secret"] != Redacted {
+		v["api_base_url"] != "https://docs.example.com" || v["client_secret_set"] != true || v["client_secret"] != cpstate.Redacted {
 		t.Fatalf("created: %s", r.Data)
 	}
 	if r.header.Get(HeaderEventID) == "" {

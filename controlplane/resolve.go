@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/google/uuid"
 )
 
@@ -12,7 +13,7 @@ import (
 type ResolvedHook struct {
 	ID        uuid.UUID
 	ProjectID *uuid.UUID
-	Config    HookConfig
+	Config    cpstate.HookConfig
 	// Revision changes with every change of the hook.
 	Revision string
 }
@@ -23,7 +24,7 @@ func (s *Service) EnabledHooks(org, project uuid.UUID) ([]ResolvedHook, error) {
 	var out []ResolvedHook
 	for _, scope := range []string{"org", project.String()} {
 		prefix := "hook." + org.String() + "." + scope + "."
-		hooks, err := listAs[Hook](s.state, prefix)
+		hooks, err := cpstate.ListAs[cpstate.Hook](s.state, prefix)
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +46,7 @@ func (s *Service) EnabledHooks(org, project uuid.UUID) ([]ResolvedHook, error) {
 // every organization: the hook client forgets the others.
 func (s *Service) HookIDs() (map[string]bool, error) {
 	out := map[string]bool{}
-	for _, k := range s.state.keys("hook.") {
+	for _, k := range s.state.Keys("hook.") {
 		out[k[strings.LastIndexByte(k, '.')+1:]] = true
 	}
 	return out, nil

@@ -1,3 +1,10 @@
+// Package controlplane is the admin API of auditrail: it changes the
+// administrative state — organizations, projects, members, API keys, hook
+// configurations, secrets and user connections, held in a NATS KV bucket
+// by controlplane/cpstate — and records every successful mutation as
+// exactly one audit event. It also runs the OAuth 2.0 authorization-code
+// flow of the users' connections (auth providers, the callback, refresh
+// and revocation).
 package controlplane
 
 import (
@@ -21,6 +28,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
@@ -47,9 +55,9 @@ const HeaderSource = "X-Auditrail-Source"
 // is published from an outbox (see outbox.go). Start Run beside it.
 type Service struct {
 	cfg     ServiceConfig
-	state   *State
-	access  *Access
-	sealer  *Sealer
+	state   *cpstate.State
+	access  *cpstate.Access
+	sealer  *cpstate.Sealer
 	rec     Recorder
 	proxies httpx.TrustedProxies
 	log     *slog.Logger
@@ -79,7 +87,7 @@ type Service struct {
 }
 
 // NewService returns the admin API.
-func NewService(cfg ServiceConfig, state *State, access *Access, sealer *Sealer, rec Recorder, proxies httpx.TrustedProxies, log *slog.Logger) (*Service, error) {
+func NewService(cfg ServiceConfig, state *cpstate.State, access *cpstate.Access, sealer *cpstate.Sealer, rec Recorder, proxies httpx.TrustedProxies, log *slog.Logger) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -203,17 +211,17 @@ func httpError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &fe):
+	case errors.As(err, &fe), errors.As(err, new(*httpx.StatusError)):
 		return err
-	case errors.Is(err, ErrInvalid):
-		return fiber.NewError(fiber.StatusBadRequest, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	case errors.Is(err, cpstate.ErrInvalid):
+		return fiber.NewError(fiber.StatusBadRequest, strings.TrimPrefix(err.Error(), cpstate.ErrInvalid.Error()+": "))
 	case errors.Is(err, auth.ErrForbidden):
 		return fiber.NewError(fiber.StatusForbidden, err.Error())
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, cpstate.ErrNotFound):
 		return fiber.NewError(fiber.StatusNotFound, err.Error())
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, cpstate.ErrConflict):
 		return fiber.NewError(fiber.StatusConflict, err.Error())
-	case errors.Is(err, ErrAuditLog), errors.Is(err, ErrUnavailabe):
+	case errors.Is(err, ErrAuditLog), errors.Is(err, cpstate.ErrUnavailabe):
 		return fiber.NewError(fiber.StatusServiceUnavailable, err.Error())
 	}
 	return err
@@ -265,10 +273,10 @@ func (s *Service) lock(key string) func() {
 
 // orgFor authorizes cl in org (mutate or read) and returns the org: 403
 // before 404, so that non-members learn nothing about other organizations.
-func (s *Service) orgFor(cl *call, mutate bool) (Org, error) {
+func (s *Service) orgFor(cl *call, mutate bool) (cpstate.Org, error) {
 	id, err := uuidParam(cl.c, "org_id")
 	if err != nil {
-		return Org{}, err
+		return cpstate.Org{}, err
 	}
 	if mutate {
 		err = s.access.AuthorizeMutate(cl.p, id)
@@ -276,23 +284,23 @@ func (s *Service) orgFor(cl *call, mutate bool) (Org, error) {
 		err = s.access.AuthorizeRead(cl.c.UserContext(), cl.p, id, nil)
 	}
 	if err != nil {
-		return Org{}, err
+		return cpstate.Org{}, err
 	}
-	var o Org
-	if _, err := s.state.get(orgKey(id.String()), &o); err != nil {
-		return Org{}, fmt.Errorf("%w: organization %s", ErrNotFound, id)
+	var o cpstate.Org
+	if _, err := s.state.Get(cpstate.OrgKey(id.String()), &o); err != nil {
+		return cpstate.Org{}, fmt.Errorf("%w: organization %s", cpstate.ErrNotFound, id)
 	}
 	return o, nil
 }
 
-func (s *Service) projectFor(cl *call, org Org) (Project, error) {
+func (s *Service) projectFor(cl *call, org cpstate.Org) (cpstate.Project, error) {
 	id, err := uuidParam(cl.c, "project_id")
 	if err != nil {
-		return Project{}, err
+		return cpstate.Project{}, err
 	}
-	var p Project
-	if _, err := s.state.get(projectKey(org.ID.String(), id.String()), &p); err != nil {
-		return Project{}, fmt.Errorf("%w: project %s", ErrNotFound, id)
+	var p cpstate.Project
+	if _, err := s.state.Get(cpstate.ProjectKey(org.ID.String(), id.String()), &p); err != nil {
+		return cpstate.Project{}, fmt.Errorf("%w: project %s", cpstate.ErrNotFound, id)
 	}
 	return p, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
@@ -200,8 +201,8 @@ func TestStreamCredentialsEndToEnd(t *testing.T) {
 	e.do(t, 200, "GET", base+"/"+cred.ID, e.alice, nil)
 	e.do(t, 404, "GET", base+"/00000000-0000-4000-8000-000000000000", e.alice, nil)
 	secretIn := func(b []byte) bool { return bytes.Contains(b, rawSeed) || bytes.Contains(b, []byte(tok)) }
-	var stored StreamCredential
-	if _, err := e.n.state.get(streamCredKey(e.orgA, cred.ID), &stored); err != nil {
+	var stored cpstate.StreamCredential
+	if _, err := e.n.state.Get(cpstate.StreamCredKey(e.orgA, cred.ID), &stored); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := json.Marshal(stored); secretIn(b) {
@@ -287,8 +288,8 @@ func TestStreamCredentialsEndToEnd(t *testing.T) {
 
 	// Another control plane (a restart) sees it revoked.
 	n2 := newNode(t, e.a.Server.ClientURL(), roleOpts(t, e.a, natsx.RoleControlPlane))
-	var again StreamCredential
-	if _, err := n2.state.get(streamCredKey(e.orgA, cred.ID), &again); err != nil || again.RevokedAt == nil {
+	var again cpstate.StreamCredential
+	if _, err := n2.state.Get(cpstate.StreamCredKey(e.orgA, cred.ID), &again); err != nil || again.RevokedAt == nil {
 		t.Fatalf("after a restart: %+v %v", again, err)
 	}
 

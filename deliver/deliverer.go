@@ -25,7 +25,7 @@ import (
 )
 
 // Source lists the destinations with their secrets
-// (controlplane.DestinationReader).
+// (cpstate.DestinationReader).
 type Source interface {
 	Destinations() ([]destination.ResolvedDestination, error)
 	// Fresh returns nil while the list is confirmed current: consumers of

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/egress"
@@ -42,7 +43,7 @@ type env struct {
 	a     *testenv.AuthNATS
 	admin jetstream.JetStream
 	app   *fiber.App
-	src   *controlplane.DestinationReader
+	src   *cpstate.DestinationReader
 	djs   jetstream.JetStream // the deliver role's
 	org   string
 }
@@ -57,11 +58,11 @@ func newEnv(t *testing.T) *env {
 	}
 	cpNC := a.Connect(t, natsx.RoleControlPlane)
 	cpJS, _ := jetstream.New(cpNC)
-	state, err := controlplane.OpenState(ctx, cpJS, controlplane.DefaultStateConfig(), nil)
+	state, err := cpstate.OpenState(ctx, cpJS, cpstate.DefaultStateConfig(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealer, err := controlplane.NewSealer(bytes.Repeat([]byte{7}, 32))
+	sealer, err := cpstate.NewSealer(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), state, controlplane.NewAccess(state, auth.HashKey(bootKey), nil), sealer,
+	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), state, cpstate.NewAccess(state, auth.HashKey(bootKey), nil), sealer,
 		producers.NewRecorder(pub, 5*time.Second), httpx.TrustedProxies{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -83,13 +84,13 @@ func newEnv(t *testing.T) *env {
 
 	dNC := a.Connect(t, natsx.RoleDeliver)
 	djs, _ := jetstream.New(dNC)
-	ro := controlplane.DefaultStateConfig()
+	ro := cpstate.DefaultStateConfig()
 	ro.ReadOnly = true
-	dstate, err := controlplane.OpenState(ctx, djs, ro, nil)
+	dstate, err := cpstate.OpenState(ctx, djs, ro, nil)
 	if err != nil {
 		t.Fatalf("the deliver role mirrors the control-plane state: %v", err)
 	}
-	e := &env{t: t, ctx: ctx, a: a, admin: admin, app: app, src: controlplane.NewDestinationReader(dstate, sealer), djs: djs}
+	e := &env{t: t, ctx: ctx, a: a, admin: admin, app: app, src: cpstate.NewDestinationReader(dstate, sealer), djs: djs}
 	var org struct {
 		ID string `json:"id"`
 	}

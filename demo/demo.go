@@ -23,7 +23,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/controlplane/linkbrowser"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/oauthflow"
@@ -59,7 +59,7 @@ type Config struct {
 	// App serves the platform's APIs; Start calls them in process, as the
 	// platform itself (source SYSTEM), before it listens.
 	App    *fiber.App
-	Access *controlplane.Access
+	Access *cpstate.Access
 	// DataDir keeps the demo tenant (File) and the servers' data.
 	DataDir string
 	// NewKey mints and prints a new demo key, replacing the kept one.

@@ -24,7 +24,7 @@ import (
 )
 
 // ChangeNotifier is an Access whose decisions change with a state it
-// mirrors (controlplane.Access): Changed returns a channel closed at the
+// mirrors (cpstate.Access): Changed returns a channel closed at the
 // next change. A long-lived answer authorizes again when it fires, besides
 // its periodic re-check.
 type ChangeNotifier interface {

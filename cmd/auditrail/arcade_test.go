@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/arcadehook"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/egress"
@@ -82,15 +83,15 @@ func TestArcadeHookServerEndToEnd(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	scfg := controlplane.DefaultStateConfig()
+	scfg := cpstate.DefaultStateConfig()
 	scfg.Bucket = "cp_arcade"
-	state, err := controlplane.OpenState(ctx, js, scfg, nil)
+	state, err := cpstate.OpenState(ctx, js, scfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const boot = "bootstrap-key-of-the-arcade-test"
-	access := controlplane.NewAccess(state, auth.HashKey(boot), nil)
-	sealer, _ := controlplane.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	access := cpstate.NewAccess(state, auth.HashKey(boot), nil)
+	sealer, _ := cpstate.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	pub, err := producers.New(nc, producers.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)

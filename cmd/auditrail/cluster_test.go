@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
@@ -127,7 +128,7 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 		// heartbeat (30 s) before it receives.
 		{launchRole(t, "query", append(natsArgs(natsx.RoleQuery, 3), "--clickhouse", dsn, "--bootstrap-key", boot, "--cursor-keys", cursor,
 			"--rate-limit", "100000/60s")...),
-			"KV bucket " + controlplane.DefaultBucket},
+			"KV bucket " + cpstate.DefaultBucket},
 		{launchRole(t, "toolrunner", append(natsArgs(natsx.RoleToolRunner, 3), "--bootstrap-key", boot, "--secrets-keys", secrets,
 			"--page-token-keys", pages, "--outbox", t.TempDir())...), "stream " + schemas.StreamEvents},
 		{launchRole(t, "deliver", append(natsArgs(natsx.RoleDeliver, 3), "--secrets-keys", secrets)...), "stream " + schemas.StreamEvents},
@@ -186,7 +187,7 @@ func TestRolesStartInAnyOrderOnACluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpStreams := []string{schemas.StreamEvents, schemas.StreamDLQ, "KV_" + controlplane.DefaultBucket, "KV_" + controlplane.DefaultStatesBucket,
+	cpStreams := []string{schemas.StreamEvents, schemas.StreamDLQ, "KV_" + cpstate.DefaultBucket, "KV_" + cpstate.DefaultStatesBucket,
 		"KV_" + adminLimit.bucket}
 	others := []string{"KV_" + auditLimit.bucket, "KV_" + toolLimit.bucket, "KV_" + controlplane.DeliverBucket}
 	for n, r := range streamReplicas(t, js, cpStreams...) {

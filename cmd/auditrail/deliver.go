@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/egress"
@@ -49,8 +49,8 @@ func (f deliverFlags) config() (deliver.Config, error) {
 
 // newDeliverer builds the delivery role on nc (its credentials: natsx.RoleDeliver)
 // over the destinations of state, opened with the secrets keys.
-func newDeliverer(nc *nats.Conn, state *controlplane.State, secretsKeys [][]byte, guard *egress.Guard, cfg deliver.Config, log *slog.Logger) (*deliver.Deliverer, error) {
-	sealer, err := controlplane.NewSealer(secretsKeys...)
+func newDeliverer(nc *nats.Conn, state *cpstate.State, secretsKeys [][]byte, guard *egress.Guard, cfg deliver.Config, log *slog.Logger) (*deliver.Deliverer, error) {
+	sealer, err := cpstate.NewSealer(secretsKeys...)
 	if err != nil {
 		return nil, cli.Usage(err)
 	}
@@ -58,7 +58,7 @@ func newDeliverer(nc *nats.Conn, state *controlplane.State, secretsKeys [][]byte
 	if err != nil {
 		return nil, err
 	}
-	return deliver.New(js, controlplane.NewDestinationReader(state, sealer), guard, cfg, log.With("role", "deliver"))
+	return deliver.New(js, cpstate.NewDestinationReader(state, sealer), guard, cfg, log.With("role", "deliver"))
 }
 
 // deliverCheck fails until the deliverer runs.

@@ -36,7 +36,8 @@ func TestInternalIsPlumbing(t *testing.T) {
 // tools' commands/…) and the benchmark harness import the query service or
 // ingest; what others need of them (the API item and its leaf, the event
 // decoders, the watermarks, the durable names) lives in packages both
-// import. The delivery role and the sequencer link no HTTP framework.
+// import. The delivery role, the sequencer, the checkpointer and the
+// control plane's state (controlplane/cpstate) link no HTTP framework.
 func TestComponentsDoNotReachIntoEachOther(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, "github.com/auditrail/auditrail/...").CombinedOutput()
 	if err != nil {
@@ -62,7 +63,7 @@ func TestComponentsDoNotReachIntoEachOther(t *testing.T) {
 			}
 		}
 	}
-	for _, pkg := range []string{"deliver", "evidence/sequencer", "evidence/checkpointer", "controlplane/destination", "schemas/apiitem"} {
+	for _, pkg := range []string{"deliver", "evidence/sequencer", "evidence/checkpointer", "evidence/lease", "controlplane/cpstate", "controlplane/destination", "schemas/apiitem"} {
 		deps, err := exec.Command("go", "list", "-deps", mod+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, deps)

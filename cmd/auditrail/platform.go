@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/datadir"
@@ -40,8 +41,8 @@ func addAccessFlags(fs *cli.Flags) accessFlags {
 
 // controlPlane is the state and access of one process.
 type controlPlane struct {
-	state   *controlplane.State
-	access  *controlplane.Access
+	state   *cpstate.State
+	access  *cpstate.Access
 	proxies httpx.TrustedProxies
 	// bg is the life of the process's background work (the mirror, the
 	// admin service's outbox).
@@ -78,20 +79,20 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	if err != nil {
 		return nil, err
 	}
-	scfg := controlplane.DefaultStateConfig()
+	scfg := cpstate.DefaultStateConfig()
 	scfg.ReadOnly = readOnly
 	scfg.Replicas = replicas
 	// Retried, each attempt bounded: on a JetStream cluster, instances
 	// creating the same replicated bucket at once may each wait for an
 	// answer that never comes, although the bucket is made (the next
 	// attempt finds it).
-	var state *controlplane.State
+	var state *cpstate.State
 	err = retry.Do(ctx, httpapi.StartPolicy, func(ctx context.Context) error {
 		// The state's watch lives on actx: it is cancelled only when the
 		// attempt fails or runs out of time, not when it succeeds.
 		actx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(cli.NATSAttemptTimeout, cancel)
-		st, err := controlplane.OpenState(actx, js, scfg, log)
+		st, err := cpstate.OpenState(actx, js, scfg, log)
 		if !timer.Stop() && err == nil {
 			err = fmt.Errorf("control-plane bucket: no answer in %s", cli.NATSAttemptTimeout)
 		}
@@ -107,7 +108,7 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 	if err != nil {
 		return nil, err
 	}
-	return &controlPlane{state: state, access: controlplane.NewAccess(state, hash, verifier), proxies: proxies, bg: ctx, freshBootKey: freshKey}, nil
+	return &controlPlane{state: state, access: cpstate.NewAccess(state, hash, verifier), proxies: proxies, bg: ctx, freshBootKey: freshKey}, nil
 }
 
 // adminService builds the admin API: sealer, recorder, service.
@@ -116,7 +117,7 @@ func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, data
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := controlplane.NewSealer(keys...)
+	sealer, err := cpstate.NewSealer(keys...)
 	if err != nil {
 		return nil, cli.Usage(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/demo"
 	"github.com/auditrail/auditrail/evidence/checkpointer"
@@ -134,7 +135,7 @@ type process struct {
 	bg        context.Context // the life of the state mirror and the limiters
 	stopBG    context.CancelFunc
 	cp        *controlPlane
-	state     *controlplane.State // deliver without access
+	state     *cpstate.State // deliver without access
 	pub       *producers.Publisher
 	admin     *controlplane.Service
 	guard     *egress.Guard
@@ -523,7 +524,7 @@ func (p *process) startStore(ctx context.Context) error {
 func (p *process) startState(ctx context.Context) error {
 	s := &p.s
 	if !s.writesState {
-		if err := waitBucket(ctx, p.sw, p.conn(""), controlplane.DefaultBucket, natsx.RoleControlPlane); err != nil {
+		if err := waitBucket(ctx, p.sw, p.conn(""), cpstate.DefaultBucket, natsx.RoleControlPlane); err != nil {
 			return err
 		}
 	}
@@ -533,9 +534,9 @@ func (p *process) startState(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		scfg := controlplane.DefaultStateConfig()
+		scfg := cpstate.DefaultStateConfig()
 		scfg.ReadOnly = true
-		p.state, err = controlplane.OpenState(p.bg, js, scfg, s.log)
+		p.state, err = cpstate.OpenState(p.bg, js, scfg, s.log)
 		return err
 	}
 	var err error

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/evidence/checkpointer"
 	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/ingest"
@@ -74,7 +74,7 @@ type tlogRole struct {
 // execution one follows from it). stop ends both and waits.
 func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][]byte, cfg checkpointer.Config, replicas int,
 	ingestDurable string, m *metrics.Registry, log *slog.Logger) (*tlogRole, error) {
-	sealer, err := controlplane.NewSealer(secretsKeys...)
+	sealer, err := cpstate.NewSealer(secretsKeys...)
 	if err != nil {
 		return nil, cli.Usage(err)
 	}

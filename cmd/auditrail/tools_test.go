@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
@@ -28,15 +29,15 @@ func TestHookSourceFromControlPlane(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	scfg := controlplane.DefaultStateConfig()
+	scfg := cpstate.DefaultStateConfig()
 	scfg.Bucket = "cp_test"
-	state, err := controlplane.OpenState(ctx, js, scfg, nil)
+	state, err := cpstate.OpenState(ctx, js, scfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	boot := "bootstrap-key-of-this-test"
-	access := controlplane.NewAccess(state, auth.HashKey(boot), nil)
-	sealer, _ := controlplane.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	access := cpstate.NewAccess(state, auth.HashKey(boot), nil)
+	sealer, _ := cpstate.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	pub, _ := producers.New(nc, producers.DefaultConfig(), nil)
 	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), state, access, sealer, producers.NewRecorder(pub, 5*time.Second), httpx.TrustedProxies{}, nil)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpx"
 	"github.com/auditrail/auditrail/producers"
@@ -30,8 +31,8 @@ const jwtKID = "hs"
 
 // ControlPlane is a running control plane.
 type ControlPlane struct {
-	State   *controlplane.State
-	Access  *controlplane.Access
+	State   *cpstate.State
+	Access  *cpstate.Access
 	Service *controlplane.Service
 	jwtKey  []byte
 }
@@ -42,9 +43,9 @@ func Start(t testing.TB, nc *nats.Conn, js jetstream.JetStream, bucket string) *
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	scfg := controlplane.DefaultStateConfig()
+	scfg := cpstate.DefaultStateConfig()
 	scfg.Bucket = bucket
-	state, err := controlplane.OpenState(ctx, js, scfg, nil)
+	state, err := cpstate.OpenState(ctx, js, scfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +61,8 @@ func Start(t testing.TB, nc *nats.Conn, js jetstream.JetStream, bucket string) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.Access = controlplane.NewAccess(state, auth.HashKey(Boot), verifier)
-	sealer, err := controlplane.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	cp.Access = cpstate.NewAccess(state, auth.HashKey(Boot), verifier)
+	sealer, err := cpstate.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}

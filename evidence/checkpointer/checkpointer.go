@@ -23,9 +23,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 
+	"github.com/auditrail/auditrail/evidence/lease"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/tlog"
-	"github.com/auditrail/auditrail/internal/tlog/lease"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -122,7 +122,7 @@ type Deps struct {
 	// KV is the tlog bucket (lease and keys); JS publishes the checkpoints.
 	KV jetstream.KeyValue
 	JS Publisher
-	// Sealer seals the private keys (controlplane.Sealer, the control
+	// Sealer seals the private keys (cpstate.Sealer, the control
 	// plane's --secrets-keys).
 	Sealer   Sealer
 	Observer Observer

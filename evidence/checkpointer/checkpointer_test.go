@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
@@ -39,9 +39,9 @@ func bucket(t *testing.T) (jetstream.JetStream, jetstream.KeyValue) {
 	return js, kv
 }
 
-func sealer(t *testing.T, fill byte) *controlplane.Sealer {
+func sealer(t *testing.T, fill byte) *cpstate.Sealer {
 	t.Helper()
-	s, err := controlplane.NewSealer(bytes.Repeat([]byte{fill}, 32))
+	s, err := cpstate.NewSealer(bytes.Repeat([]byte{fill}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestKeyringSealsPrivateKey(t *testing.T) {
 	}
 	// Another sealer key: refused.
 	k.opened = map[string]tlog.PrivateKey{}
-	if _, _, _, err := keyring(t, kv, sealer(t, 2), nil, nil).Current(ctx); !errors.Is(err, controlplane.ErrSealed) {
+	if _, _, _, err := keyring(t, kv, sealer(t, 2), nil, nil).Current(ctx); !errors.Is(err, cpstate.ErrSealed) {
 		t.Errorf("Current with other secrets keys = %v, want ErrSealed", err)
 	}
 	// The sealed bytes moved under another key id: refused (associated data).
@@ -172,7 +172,7 @@ func TestKeyringSealsPrivateKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sealer(t, 1).Open(keyPrefix+"00000000", r.Sealed); !errors.Is(err, controlplane.ErrSealed) {
+	if _, err := sealer(t, 1).Open(keyPrefix+"00000000", r.Sealed); !errors.Is(err, cpstate.ErrSealed) {
 		t.Errorf("sealed key opened under another KV key: %v", err)
 	}
 }
@@ -741,7 +741,7 @@ func TestCheckpointerRefusals(t *testing.T) {
 	f.grow(t, a, auditstore.LogAudit, ma, 8)
 	f.grow(t, b, auditstore.LogAudit, mb, 1)
 	err = other.Round(ctx)
-	if !errors.Is(err, controlplane.ErrSealed) || strings.Count(err.Error(), "org ") != 0 {
+	if !errors.Is(err, cpstate.ErrSealed) || strings.Count(err.Error(), "org ") != 0 {
 		t.Fatalf("round without the key = %v, want one ErrSealed", err)
 	}
 	if n := len(f.published(t, b)); n != 2 {

@@ -58,7 +58,7 @@ type currentRecord struct {
 	KeyID string `json:"key_id"`
 }
 
-// Sealer seals the private keys at rest (controlplane.Sealer).
+// Sealer seals the private keys at rest (cpstate.Sealer).
 type Sealer interface {
 	Seal(kvKey string, plaintext []byte) ([]byte, error)
 	Open(kvKey string, sealed []byte) ([]byte, error)

@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/controlplane/linkbrowser"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/ingest"
@@ -174,14 +175,14 @@ func newPlatform(t *testing.T) *platform {
 	p.seen("the client secret", clientSecret)
 
 	// The control plane.
-	state, err := controlplane.OpenState(ctx, js, controlplane.DefaultStateConfig(), log)
+	state, err := cpstate.OpenState(ctx, js, cpstate.DefaultStateConfig(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	access := controlplane.NewAccess(state, auth.HashKey(bootKey), nil)
+	access := cpstate.NewAccess(state, auth.HashKey(bootKey), nil)
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	sealer, err := controlplane.NewSealer(key)
+	sealer, err := cpstate.NewSealer(key)
 	if err != nil {
 		t.Fatal(err)
 	}

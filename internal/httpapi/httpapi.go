@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/auditrail/auditrail/internal/auth"
+	"github.com/auditrail/auditrail/internal/httpx"
 )
 
 // Envelope is the body of every /api/v1 response.
@@ -90,9 +91,12 @@ func New(cfg Config, log *slog.Logger) (*fiber.App, error) {
 		ErrorHandler: func(c *fiber.Ctx, err error) error {
 			code := fiber.StatusInternalServerError
 			msg := "internal error"
-			var fe *fiber.Error
+			fe, ok := errors.AsType[*fiber.Error](err)
+			if se, isStatus := errors.AsType[*httpx.StatusError](err); isStatus && !ok {
+				fe, ok = fiber.NewError(se.Code, se.Msg), true
+			}
 			switch {
-			case errors.As(err, &fe):
+			case ok:
 				code, msg = fe.Code, fe.Message
 				switch code {
 				case fiber.StatusRequestEntityTooLarge:

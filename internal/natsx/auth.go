@@ -45,7 +45,7 @@ const TLogBucket = "auditrail_tlog"
 // (sequencer.DefaultConfig).
 const TLogDurable = "auditrail-tlog"
 
-// ControlPlaneBucket is the control-plane KV bucket (controlplane.DefaultBucket).
+// ControlPlaneBucket is the control-plane KV bucket (cpstate.DefaultBucket).
 const ControlPlaneBucket = "auditrail_controlplane"
 
 // DeliverBucket is the KV bucket of the delivery role (deliver.DefaultBucket):
@@ -53,7 +53,7 @@ const ControlPlaneBucket = "auditrail_controlplane"
 // deliver role writes it; the control plane reads the statuses.
 const DeliverBucket = "auditrail_deliver"
 
-// OAuthStatesBucket holds the used OAuth states (controlplane.DefaultStatesBucket):
+// OAuthStatesBucket holds the used OAuth states (cpstate.DefaultStatesBucket):
 // the control plane creates a key per callback, so that a state works once.
 const OAuthStatesBucket = "auditrail_oauth_states"
 

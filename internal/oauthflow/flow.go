@@ -67,7 +67,7 @@ const maxAnswer = 1 << 20
 // bindLen is the length of a browser binding before encoding.
 const bindLen = 32
 
-// Sealer is controlplane.Sealer (AES-256-GCM; key = additional data).
+// Sealer is cpstate.Sealer (AES-256-GCM; key = additional data).
 type Sealer interface {
 	Seal(key string, plaintext []byte) ([]byte, error)
 	Open(key string, sealed []byte) ([]byte, error)

@@ -33,7 +33,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testSealer is AES-256-GCM with the key as additional data, like
-// controlplane.Sealer (which imports this package).
+// cpstate.Sealer (which imports this package).
 type testSealer struct{ aead cipher.AEAD }
 
 func newSealer(t testing.TB) *testSealer {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/controlplane/cptest"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/httpx"
@@ -27,7 +27,7 @@ import (
 type controlPlane struct {
 	t            *testing.T
 	admin        *fiber.App
-	access       *controlplane.Access
+	access       *cpstate.Access
 	boot         string
 	real         *cptest.ControlPlane
 	org, project string

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/controlplane"
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/hookproxy"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/oauthflow"
@@ -22,7 +23,7 @@ import (
 )
 
 // proxyHook is a control-plane hook as the hook client calls it.
-func proxyHook(id uuid.UUID, project *uuid.UUID, revision string, c controlplane.HookConfig) hookproxy.Hook {
+func proxyHook(id uuid.UUID, project *uuid.UUID, revision string, c cpstate.HookConfig) hookproxy.Hook {
 	hk := hookproxy.Hook{
 		ID: id.String(), Name: c.Name, Revision: revision, Project: project != nil, Phase: c.Phase, Priority: c.Priority,
 		Endpoint: c.Endpoint, Points: map[hookproxy.Point]hookproxy.PointConfig{}, Contract: hookproxy.Contract(c.Contract),
@@ -57,7 +58,7 @@ func (h HookSource) Hooks(_ context.Context, org, project uuid.UUID) ([]hookprox
 // on create and enable, and each hook's state in GET.
 type hookMonitor struct{ p *hookproxy.Proxy }
 
-func (m hookMonitor) CheckHealth(ctx context.Context, h controlplane.Hook, cfg controlplane.HookConfig) controlplane.HookHealth {
+func (m hookMonitor) CheckHealth(ctx context.Context, h cpstate.Hook, cfg cpstate.HookConfig) controlplane.HookHealth {
 	// The revision EnabledHooks gives, so that the check warms the client
 	// that calls will use.
 	r := m.p.CheckHealth(ctx, proxyHook(h.ID, h.ProjectID, h.UpdatedAt.Format(time.RFC3339Nano), cfg))

@@ -299,21 +299,7 @@ func leafIndexes(ctx context.Context, q querier, org uuid.UUID, kind auditstore.
 		return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			id string
-			i  int64
-		)
-		if err := rows.Scan(&id, &i); err != nil {
-			return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
-		}
-		u, err := uuid.Parse(id)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
-		}
-		out[u] = i
-	}
-	if err := rows.Err(); err != nil {
+	if err := auditstore.ScanIDInts[int64](rows, out); err != nil {
 		return nil, fmt.Errorf("sqlite leaf indexes: %w", err)
 	}
 	return out, nil
@@ -434,19 +420,11 @@ func (s *Store) LogOrgs(ctx context.Context, kind auditstore.LogKind) ([]uuid.UU
 		return nil, fmt.Errorf("sqlite log orgs: %w", err)
 	}
 	defer rows.Close()
-	var out []uuid.UUID
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("sqlite log orgs: %w", err)
-		}
-		u, err := uuid.Parse(id)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite log orgs: %w", err)
-		}
-		out = append(out, u)
+	out, err := auditstore.ScanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite log orgs: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // LogHeads implements auditstore.LogStore (a scan of log_heads: one row
@@ -461,21 +439,7 @@ func (s *Store) LogHeads(ctx context.Context, kind auditstore.LogKind) (map[uuid
 	}
 	defer rows.Close()
 	out := map[uuid.UUID]int64{}
-	for rows.Next() {
-		var (
-			id   string
-			size int64
-		)
-		if err := rows.Scan(&id, &size); err != nil {
-			return nil, fmt.Errorf("sqlite log heads: %w", err)
-		}
-		u, err := uuid.Parse(id)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite log heads: %w", err)
-		}
-		out[u] = size
-	}
-	if err := rows.Err(); err != nil {
+	if err := auditstore.ScanIDInts[int64](rows, out); err != nil {
 		return nil, fmt.Errorf("sqlite log heads: %w", err)
 	}
 	return out, nil

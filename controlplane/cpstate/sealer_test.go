@@ -1,4 +1,4 @@
-package controlplane
+package cpstate
 
 import (
 	"bytes"

@@ -1,9 +1,8 @@
-package controlplane
+package cpstate
 
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
@@ -104,31 +103,31 @@ var defaultPaths = map[string]string{PointAccess: "/access", PointPre: "/pre", P
 func (c *HookConfig) Normalize() error {
 	c.Name = strings.TrimSpace(c.Name)
 	if c.Name == "" || len(c.Name) > 200 {
-		return invalid("name", "required, at most 200 characters")
+		return Invalid("name", "required, at most 200 characters")
 	}
 	u, err := url.Parse(c.Endpoint)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return invalid("endpoint", "%q is not an http(s) URL", c.Endpoint)
+		return Invalid("endpoint", "%q is not an http(s) URL", c.Endpoint)
 	}
 	if c.TimeoutMS == 0 {
 		c.TimeoutMS = 5000
 	}
 	if c.TimeoutMS < 1 || c.TimeoutMS > 60_000 {
-		return invalid("timeout_ms", "%d not in 1..60000", c.TimeoutMS)
+		return Invalid("timeout_ms", "%d not in 1..60000", c.TimeoutMS)
 	}
 	if c.Contract == "" {
 		c.Contract = ContractAuditrail
 	}
 	if c.Contract != ContractAuditrail && c.Contract != ContractArcade {
-		return invalid("contract", "%q is not auditrail or arcade", c.Contract)
+		return Invalid("contract", "%q is not auditrail or arcade", c.Contract)
 	}
 	if len(c.Points) == 0 {
-		return invalid("points", "name at least one of access, pre, post")
+		return Invalid("points", "name at least one of access, pre, post")
 	}
 	for name, p := range c.Points {
 		def, ok := defaultPaths[name]
 		if !ok {
-			return invalid("points", "unknown point %q; use access, pre, post", name)
+			return Invalid("points", "unknown point %q; use access, pre, post", name)
 		}
 		if p == nil {
 			p = &HookPoint{}
@@ -138,70 +137,70 @@ func (c *HookConfig) Normalize() error {
 			p.Path = def
 		}
 		if !strings.HasPrefix(p.Path, "/") {
-			return invalid("points."+name+".path", "%q must start with /", p.Path)
+			return Invalid("points."+name+".path", "%q must start with /", p.Path)
 		}
 		if p.TimeoutMS == 0 {
 			p.TimeoutMS = c.TimeoutMS
 		}
 		if p.TimeoutMS < 1 || p.TimeoutMS > 60_000 {
-			return invalid("points."+name+".timeout_ms", "%d not in 1..60000", p.TimeoutMS)
+			return Invalid("points."+name+".timeout_ms", "%d not in 1..60000", p.TimeoutMS)
 		}
 		if p.FailureMode == "" {
 			p.FailureMode = FailClosed
 		}
 		if p.FailureMode != FailOpen && p.FailureMode != FailClosed {
-			return invalid("points."+name+".failure_mode", "%q is not fail_open or fail_closed", p.FailureMode)
+			return Invalid("points."+name+".failure_mode", "%q is not fail_open or fail_closed", p.FailureMode)
 		}
 	}
 	if c.Auth.Token == Redacted {
-		return invalid("auth.token", "%s is the placeholder of a stored token, not a token", Redacted)
+		return Invalid("auth.token", "%s is the placeholder of a stored token, not a token", Redacted)
 	}
 	switch c.Auth.Type {
 	case "bearer":
 		if c.Auth.Token == "" {
-			return invalid("auth.token", "required for bearer auth")
+			return Invalid("auth.token", "required for bearer auth")
 		}
 		c.Auth.ClientCertPEM, c.Auth.ClientKeyPEM, c.Auth.CACertPEM = "", "", ""
 	case "mtls":
 		if u.Scheme != "https" {
-			return invalid("endpoint", "mtls needs an https endpoint")
+			return Invalid("endpoint", "mtls needs an https endpoint")
 		}
 		if _, err := tls.X509KeyPair([]byte(c.Auth.ClientCertPEM), []byte(c.Auth.ClientKeyPEM)); err != nil {
-			return invalid("auth.client_cert_pem", "client certificate and key do not form a pair: %v", err)
+			return Invalid("auth.client_cert_pem", "client certificate and key do not form a pair: %v", err)
 		}
 		if c.Auth.CACertPEM != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(c.Auth.CACertPEM)) {
-			return invalid("auth.ca_cert_pem", "no certificate found")
+			return Invalid("auth.ca_cert_pem", "no certificate found")
 		}
 		// An optional bearer token is kept: servers written to Arcade's
 		// schema want the bearer header on every call, mTLS or not.
 	default:
-		return invalid("auth.type", "%q is not bearer or mtls", c.Auth.Type)
+		return Invalid("auth.type", "%q is not bearer or mtls", c.Auth.Type)
 	}
 	attempts, backoff := c.Retries.Attempts(), c.Retries.Backoff()
 	if attempts < 1 || attempts > MaxHookAttempts {
-		return invalid("retries.max_attempts", "%d not in 1..%d", attempts, MaxHookAttempts)
+		return Invalid("retries.max_attempts", "%d not in 1..%d", attempts, MaxHookAttempts)
 	}
 	if backoff < 1 || backoff > MaxHookBackoffMS {
-		return invalid("retries.backoff_ms", "%d not in 1..%d", backoff, MaxHookBackoffMS)
+		return Invalid("retries.backoff_ms", "%d not in 1..%d", backoff, MaxHookBackoffMS)
 	}
 	c.Retries = HookRetries{MaxAttempts: &attempts, BackoffMS: &backoff}
 	if c.Breaker.ConsecutiveFailures == 0 {
 		c.Breaker.ConsecutiveFailures = 5
 	}
 	if c.Breaker.ConsecutiveFailures < 1 || c.Breaker.ConsecutiveFailures > 1000 {
-		return invalid("breaker.consecutive_failures", "%d not in 1..1000", c.Breaker.ConsecutiveFailures)
+		return Invalid("breaker.consecutive_failures", "%d not in 1..1000", c.Breaker.ConsecutiveFailures)
 	}
 	if c.Breaker.OpenMS == 0 {
 		c.Breaker.OpenMS = 30_000
 	}
 	if c.Breaker.OpenMS < 100 || c.Breaker.OpenMS > 3_600_000 {
-		return invalid("breaker.open_ms", "%d not in 100..3600000", c.Breaker.OpenMS)
+		return Invalid("breaker.open_ms", "%d not in 100..3600000", c.Breaker.OpenMS)
 	}
 	if c.Phase == "" {
 		c.Phase = "before"
 	}
 	if c.Phase != "before" && c.Phase != "after" {
-		return invalid("phase", "%q is not before or after", c.Phase)
+		return Invalid("phase", "%q is not before or after", c.Phase)
 	}
 	if c.Enabled == nil {
 		t := true
@@ -245,39 +244,3 @@ func (c HookConfig) Redacted() HookConfig {
 
 // Redacted replaces secret values wherever they would be shown.
 const Redacted = "[REDACTED]"
-
-// mergePatch applies an RFC 7386 JSON merge patch to doc.
-func mergePatch(doc, patch json.RawMessage) (json.RawMessage, error) {
-	var p any
-	if err := json.Unmarshal(patch, &p); err != nil {
-		return nil, err
-	}
-	pm, ok := p.(map[string]any)
-	if !ok {
-		return patch, nil
-	}
-	var d any
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return nil, err
-	}
-	return json.Marshal(mergeValue(d, pm))
-}
-
-func mergeValue(target any, patch map[string]any) any {
-	t, ok := target.(map[string]any)
-	if !ok {
-		t = map[string]any{}
-	}
-	for k, v := range patch {
-		if v == nil {
-			delete(t, k)
-			continue
-		}
-		if pm, ok := v.(map[string]any); ok {
-			t[k] = mergeValue(t[k], pm)
-			continue
-		}
-		t[k] = v
-	}
-	return t
-}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/evidence/lease"
 	"github.com/auditrail/auditrail/internal/testenv"
-	"github.com/auditrail/auditrail/internal/tlog/lease"
 )
 
 func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }

@@ -1,8 +1,8 @@
-package controlplane
+package cpstate
 
 // Push destinations as stored, as the delivery role reads them (secrets
 // opened), and their delivery status, which the delivery role writes in a
-// bucket of its own (DeliverBucket) and the admin API reads.
+// bucket of its own (destination.DeliverBucket) and the admin API reads.
 
 import (
 	"github.com/auditrail/auditrail/controlplane/destination"
@@ -17,36 +17,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// The destination model lives in controlplane/destination, which the
-// delivery role imports without the admin API.
-type (
-	Destination         = destination.Destination
-	DestinationSecrets  = destination.DestinationSecrets
-	ResolvedDestination = destination.ResolvedDestination
-	DeliveryStatus      = destination.DeliveryStatus
-)
+func DestinationKey(org, id string) string { return "dest." + org + "." + id }
 
-// Destination types and formats, delivery states, the delivery bucket:
-// see controlplane/destination.
-const (
-	DestHTTPS        = destination.DestHTTPS
-	DestSplunkHEC    = destination.DestSplunkHEC
-	FormatJSON       = destination.FormatJSON
-	FormatOCSF       = destination.FormatOCSF
-	DeliverBucket    = destination.DeliverBucket
-	DeliveryActive   = destination.DeliveryActive
-	DeliveryFailing  = destination.DeliveryFailing
-	DeliveryPaused   = destination.DeliveryPaused
-	DeliveryStarting = destination.DeliveryStarting
-)
-
-// DeliveryStatusKey is destination.DeliveryStatusKey.
-func DeliveryStatusKey(id uuid.UUID) string { return destination.DeliveryStatusKey(id) }
-
-func destinationKey(org, id string) string { return "dest." + org + "." + id }
-
-// destinationPrefix is the prefix of every destination's key.
-const destinationPrefix = "dest."
+// DestinationPrefix is the prefix of every destination's key.
+const DestinationPrefix = "dest."
 
 // DestinationReader lists the destinations of every organization with
 // their secrets, from a (read-only) mirror of the control-plane state.
@@ -63,23 +37,23 @@ func NewDestinationReader(state *State, sealer *Sealer) *DestinationReader {
 // Destinations returns every destination with its secrets opened. One
 // whose secrets do not open has Err set, and is reported in the error too;
 // one that does not decode is only reported.
-func (r *DestinationReader) Destinations() ([]ResolvedDestination, error) {
+func (r *DestinationReader) Destinations() ([]destination.ResolvedDestination, error) {
 	var errs []error
-	var out []ResolvedDestination
-	for _, k := range r.state.keys(destinationPrefix) {
-		var d Destination
-		if _, err := r.state.get(k, &d); err != nil {
+	var out []destination.ResolvedDestination
+	for _, k := range r.state.Keys(DestinationPrefix) {
+		var d destination.Destination
+		if _, err := r.state.Get(k, &d); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		sec, err := openDestination(r.sealer, k, d)
+		sec, err := OpenDestination(r.sealer, k, d)
 		if err != nil {
 			err = fmt.Errorf("destination %s: %w", d.ID, err)
 			errs = append(errs, err)
-			out = append(out, ResolvedDestination{Destination: d, Err: err})
+			out = append(out, destination.ResolvedDestination{Destination: d, Err: err})
 			continue
 		}
-		out = append(out, ResolvedDestination{Destination: d, Secret: sec.Secret, Token: sec.Token})
+		out = append(out, destination.ResolvedDestination{Destination: d, Secret: sec.Secret, Token: sec.Token})
 	}
 	return out, errors.Join(errs...)
 }
@@ -87,8 +61,8 @@ func (r *DestinationReader) Destinations() ([]ResolvedDestination, error) {
 // Fresh returns nil while the mirror is confirmed current (State.Fresh).
 func (r *DestinationReader) Fresh() error { return r.state.Fresh() }
 
-func openDestination(sealer *Sealer, key string, d Destination) (DestinationSecrets, error) {
-	var sec DestinationSecrets
+func OpenDestination(sealer *Sealer, key string, d destination.Destination) (destination.DestinationSecrets, error) {
+	var sec destination.DestinationSecrets
 	if len(d.Sealed) == 0 {
 		return sec, nil
 	}
@@ -107,14 +81,14 @@ type deliveryStatuses struct {
 	kv jetstream.KeyValue
 }
 
-// deliveryStatus returns the status of destination id, or nil when no
+// DeliveryStatus returns the status of destination id, or nil when no
 // delivery instance has written one (or the bucket does not exist yet).
-func (s *State) deliveryStatus(ctx context.Context, id uuid.UUID) (*DeliveryStatus, error) {
+func (s *State) DeliveryStatus(ctx context.Context, id uuid.UUID) (*destination.DeliveryStatus, error) {
 	s.statuses.mu.Lock()
 	kv := s.statuses.kv
 	if kv == nil {
 		var err error
-		kv, err = s.js.KeyValue(ctx, DeliverBucket)
+		kv, err = s.js.KeyValue(ctx, destination.DeliverBucket)
 		if err != nil {
 			s.statuses.mu.Unlock()
 			if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -125,14 +99,14 @@ func (s *State) deliveryStatus(ctx context.Context, id uuid.UUID) (*DeliveryStat
 		s.statuses.kv = kv
 	}
 	s.statuses.mu.Unlock()
-	e, err := kv.Get(ctx, DeliveryStatusKey(id))
+	e, err := kv.Get(ctx, destination.DeliveryStatusKey(id))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var st DeliveryStatus
+	var st destination.DeliveryStatus
 	if err := json.Unmarshal(e.Value(), &st); err != nil {
 		return nil, fmt.Errorf("status of destination %s: %w", id, err)
 	}

@@ -1,4 +1,4 @@
-package controlplane
+package cpstate
 
 import (
 	"context"
@@ -29,9 +29,9 @@ const DefaultBucket = "auditrail_controlplane"
 const DefaultStatesBucket = "auditrail_oauth_states"
 
 // StatesMaxAge is how long a used state is remembered: the picker's
-// marker lifetime (pickerMarkerTTL), which outlives its report window, and
+// marker lifetime (PickerMarkerTTL), which outlives its report window, and
 // far more than the 10 minutes of an OAuth state.
-const StatesMaxAge = pickerMarkerTTL
+const StatesMaxAge = PickerMarkerTTL
 
 // Errors of the state.
 var (
@@ -124,7 +124,7 @@ type State struct {
 	entries map[string]entry
 	gone    map[string]uint64       // revision of the delete marker of deleted keys
 	byHash  map[string]string       // API key hash → KV key
-	pending map[string]pendingEvent // outbox: event id → record
+	pending map[string]PendingEvent // outbox: event id → record
 	// watched is the last revision the watch delivered; confirmed the last
 	// time the server confirmed the mirror current; target a last sequence
 	// of the stream, read at targetAt, that the watch has not yet delivered.
@@ -171,7 +171,7 @@ func OpenState(ctx context.Context, js jetstream.JetStream, cfg StateConfig, log
 	}
 	s := &State{cfg: cfg, kv: kv, js: js, nc: js.Conn(), log: log, now: time.Now,
 		prefix: "$KV." + cfg.Bucket + ".", stream: "KV_" + cfg.Bucket, sem: make(chan struct{}, commitConcurrency),
-		entries: map[string]entry{}, gone: map[string]uint64{}, byHash: map[string]string{}, pending: map[string]pendingEvent{},
+		entries: map[string]entry{}, gone: map[string]uint64{}, byHash: map[string]string{}, pending: map[string]PendingEvent{},
 		synced: make(chan struct{}), changed: make(chan struct{})}
 	w, err := s.openWatch(ctx)
 	if err != nil {
@@ -235,8 +235,8 @@ func openBucket(ctx context.Context, js jetstream.JetStream, cfg StateConfig) (j
 	return kv, nil
 }
 
-// get decodes key into v; it returns the revision, or ErrNotFound.
-func (s *State) get(key string, v any) (uint64, error) {
+// Get decodes key into v; it returns the revision, or ErrNotFound.
+func (s *State) Get(key string, v any) (uint64, error) {
 	s.mu.RLock()
 	e, ok := s.entries[key]
 	s.mu.RUnlock()
@@ -267,8 +267,8 @@ func (s *State) list(prefix string) [][]byte {
 	return out
 }
 
-// keys returns the keys under prefix, in no order.
-func (s *State) keys(prefix string) []string {
+// Keys returns the keys under prefix, in no order.
+func (s *State) Keys(prefix string) []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []string
@@ -280,7 +280,16 @@ func (s *State) keys(prefix string) []string {
 	return out
 }
 
-func listAs[T any](s *State, prefix string) ([]T, error) {
+// ReadOnly reports whether this process may only read the state
+// (StateConfig.ReadOnly).
+func (s *State) ReadOnly() bool { return s.cfg.ReadOnly }
+
+// Conn is the NATS connection of the state, for the requests the control
+// plane's instances answer each other.
+func (s *State) Conn() *nats.Conn { return s.nc }
+
+// ListAs decodes the values under prefix, in key order, as T.
+func ListAs[T any](s *State, prefix string) ([]T, error) {
 	raw := s.list(prefix)
 	out := make([]T, 0, len(raw))
 	for _, b := range raw {

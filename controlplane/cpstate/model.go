@@ -1,10 +1,12 @@
-// Package controlplane holds the administrative state of auditrail —
-// organizations, projects, members, API keys, hook configurations, secrets
-// and user connections — in a NATS KV bucket, serves the admin API, and
-// records every successful mutation as exactly one audit event. It also
-// runs the OAuth 2.0 authorization-code flow of the users' connections
-// (auth providers, the callback, refresh and revocation).
-package controlplane
+// Package cpstate is the control plane's state without its admin API:
+// the model (organizations, projects, members, API keys, hook
+// configurations, secrets, user connections, stream credentials), the
+// mirror of the NATS KV bucket that holds it (State), the authentication
+// and authorization it decides (Access), the sealer of its secrets, and
+// the reader of the push destinations. The admin API (controlplane), the
+// delivery role, the query service and the tools import it without an
+// HTTP framework.
+package cpstate
 
 import (
 	"errors"
@@ -20,11 +22,11 @@ var (
 	ErrConflict   = errors.New("conflict")
 	ErrInvalid    = errors.New("invalid")
 	ErrForbidden  = errors.New("forbidden")
-	ErrAuditLog   = errors.New("audit log unavailable")
 	ErrUnavailabe = errors.New("control plane state unavailable")
 )
 
-func invalid(field, format string, args ...any) error {
+// Invalid returns an error wrapping ErrInvalid that names field.
+func Invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }
 
@@ -41,7 +43,7 @@ const (
 // CanMutate reports whether the role may change its organization.
 func (r Role) CanMutate() bool { return r == RoleOwner || r == RoleAdmin }
 
-func parseRole(field, s string, allowOwner bool) (Role, error) {
+func ParseRole(field, s string, allowOwner bool) (Role, error) {
 	switch r := Role(s); r {
 	case RoleAdmin, RoleMember:
 		return r, nil
@@ -51,9 +53,9 @@ func parseRole(field, s string, allowOwner bool) (Role, error) {
 		}
 	}
 	if allowOwner {
-		return "", invalid(field, "%q is not one of owner, admin, member", s)
+		return "", Invalid(field, "%q is not one of owner, admin, member", s)
 	}
-	return "", invalid(field, "%q is not one of admin, member", s)
+	return "", Invalid(field, "%q is not one of admin, member", s)
 }
 
 // Org is an organization.

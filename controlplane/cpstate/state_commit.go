@@ -1,4 +1,4 @@
-package controlplane
+package cpstate
 
 // Writes: atomic batches on the bucket's stream, each key at the revision
 // it was read at, with the outbox entry of the change's audit event.
@@ -19,10 +19,10 @@ import (
 // (the server allows 50 per stream).
 const commitConcurrency = 16
 
-// write is one key of an atomic commit: value at key, or its deletion,
+// Write is one key of an atomic commit: value at key, or its deletion,
 // provided key is still at rev (0: key does not exist); a marker's value
 // expires after ttl.
-type write struct {
+type Write struct {
 	key   string
 	value any
 	del   bool
@@ -30,23 +30,23 @@ type write struct {
 	ttl   time.Duration
 }
 
-// markerPrefix is the prefix of the markers: keys written only to be
+// MarkerPrefix is the prefix of the markers: keys written only to be
 // created once (a single-use claim committed together with its event),
 // that expire after their TTL. The mirror does not hold them: their
 // compare-and-set is decided by the server.
-const markerPrefix = "marker."
+const MarkerPrefix = "marker."
 
-// setMarker creates the marker key (markerPrefix added), which expires
+// SetMarker creates the marker key (MarkerPrefix added), which expires
 // after ttl; the commit fails with ErrConflict while it exists.
-func setMarker(key string, ttl time.Duration) write {
-	return write{key: markerPrefix + key, value: true, ttl: ttl}
+func SetMarker(key string, ttl time.Duration) Write {
+	return Write{key: MarkerPrefix + key, value: true, ttl: ttl}
 }
 
-// setKey writes v at key if key is still at rev (0: creates it).
-func setKey(key string, v any, rev uint64) write { return write{key: key, value: v, rev: rev} }
+// SetKey writes v at key if key is still at rev (0: creates it).
+func SetKey(key string, v any, rev uint64) Write { return Write{key: key, value: v, rev: rev} }
 
-// deleteKey deletes key if it is still at rev.
-func deleteKey(key string, rev uint64) write { return write{key: key, del: true, rev: rev} }
+// DeleteKey deletes key if it is still at rev.
+func DeleteKey(key string, rev uint64) Write { return Write{key: key, del: true, rev: rev} }
 
 // batchAck is the server's answer to the commit of an atomic batch.
 type batchAck struct {
@@ -55,11 +55,11 @@ type batchAck struct {
 	Count int                 `json:"count"`
 }
 
-// commit stores writes and, when ev is not nil, the pending event under
-// outbox.<ev.id> as one atomic batch: all of them or none. A key changed
+// Commit stores writes and, when ev is not nil, the pending event under
+// outbox.<ev.ID> as one atomic batch: all of them or none. A key changed
 // since its expected revision fails the whole batch with ErrConflict. On
 // success the mirror holds the writes at once.
-func (s *State) commit(ctx context.Context, writes []write, ev *pendingEvent) error {
+func (s *State) Commit(ctx context.Context, writes []Write, ev *PendingEvent) error {
 	if s.cfg.ReadOnly {
 		return fmt.Errorf("%w: %w", ErrUnavailabe, ErrReadOnly)
 	}
@@ -91,10 +91,10 @@ func (s *State) commit(ctx context.Context, writes []write, ev *pendingEvent) er
 	}
 	s.mu.RUnlock()
 	if ev != nil {
-		m := nats.NewMsg(s.prefix + outboxPrefix + ev.id)
-		m.Data = ev.value
+		m := nats.NewMsg(s.prefix + OutboxPrefix + ev.ID)
+		m.Data = ev.Value
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-		keys, values, msgs = append(keys, outboxPrefix+ev.id), append(values, ev.value), append(msgs, m)
+		keys, values, msgs = append(keys, OutboxPrefix+ev.ID), append(values, ev.Value), append(msgs, m)
 	}
 	if len(msgs) == 0 {
 		return nil

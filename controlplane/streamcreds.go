@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/google/uuid"
 )
 
@@ -44,30 +45,14 @@ const (
 	MaxStreamCredentials = 100
 )
 
-// StreamCredential is a credential of the event stream, as stored: the
-// credentials file itself is shown once and never stored.
-type StreamCredential struct {
-	ID          uuid.UUID  `json:"id"`
-	OrgID       uuid.UUID  `json:"organization_id"`
-	Name        string     `json:"name"`
-	User        string     `json:"user"` // public key of its NATS user
-	Stream      string     `json:"stream"`
-	Subjects    []string   `json:"subjects"`
-	Consumer    string     `json:"consumer"`
-	InboxPrefix string     `json:"inbox_prefix"`
-	ExpiresAt   time.Time  `json:"expires_at"`
-	CreatedAt   time.Time  `json:"created_at"`
-	RevokedAt   *time.Time `json:"revoked_at"`
-}
-
 // streamCredView is a credential as the API and audit events show it,
 // with its status at now: active, expired or revoked.
 type streamCredView struct {
-	StreamCredential
+	cpstate.StreamCredential
 	Status string `json:"status"`
 }
 
-func streamCredStatus(c StreamCredential, now time.Time) string {
+func streamCredStatus(c cpstate.StreamCredential, now time.Time) string {
 	switch {
 	case c.RevokedAt != nil:
 		return "revoked"
@@ -76,8 +61,6 @@ func streamCredStatus(c StreamCredential, now time.Time) string {
 	}
 	return "active"
 }
-
-func streamCredKey(org, id string) string { return "streamcred." + org + "." + id }
 
 // UseStreamCredentials enables the stream-credential routes (without it
 // they answer 503). Call before Register.
@@ -91,7 +74,7 @@ func (s *Service) SweepStreamCredentials(ctx context.Context) error {
 	if s.streamCreds == nil {
 		return nil
 	}
-	creds, err := listAs[StreamCredential](s.state, "streamcred.")
+	creds, err := cpstate.ListAs[cpstate.StreamCredential](s.state, "streamcred.")
 	if err != nil {
 		return err
 	}
@@ -136,7 +119,7 @@ func (s *Service) RunStreamCredentials(ctx context.Context, every time.Duration)
 
 // activeStreamCreds counts the organization's active credentials.
 func (s *Service) activeStreamCreds(org string) (int, error) {
-	creds, err := listAs[StreamCredential](s.state, "streamcred."+org+".")
+	creds, err := cpstate.ListAs[cpstate.StreamCredential](s.state, "streamcred."+org+".")
 	if err != nil {
 		return 0, err
 	}
@@ -157,18 +140,18 @@ func (s *Service) activeStreamCreds(org string) (int, error) {
 // by another instance included.
 func (s *Service) ActiveStreamCredential(ctx context.Context, id, user string, current bool) (org, name string, err error) {
 	if current {
-		if err := s.state.waitCurrent(ctx); err != nil {
-			return "", "", fmt.Errorf("%w: state not current: %w", ErrUnavailabe, err)
+		if err := s.state.WaitCurrent(ctx); err != nil {
+			return "", "", fmt.Errorf("%w: state not current: %w", cpstate.ErrUnavailabe, err)
 		}
 	}
 	if _, err := uuid.Parse(id); err != nil {
 		return "", "", errors.New("unknown credential")
 	}
-	var rec StreamCredential
+	var rec cpstate.StreamCredential
 	found := false
-	for _, k := range s.state.keys("streamcred.") {
+	for _, k := range s.state.Keys("streamcred.") {
 		if strings.HasSuffix(k, "."+id) {
-			if _, err := s.state.get(k, &rec); err == nil {
+			if _, err := s.state.Get(k, &rec); err == nil {
 				found = true
 			}
 			break
@@ -181,26 +164,4 @@ func (s *Service) ActiveStreamCredential(ctx context.Context, id, user string, c
 		return "", "", fmt.Errorf("credential %s", streamCredStatus(rec, s.now()))
 	}
 	return rec.OrgID.String(), rec.Name, nil
-}
-
-// waitCurrent waits until the mirror has applied the bucket's last
-// message as of the call.
-func (s *State) waitCurrent(ctx context.Context) error {
-	last, err := s.lastSeq(ctx)
-	if err != nil {
-		return err
-	}
-	for {
-		s.mu.RLock()
-		w := s.watched
-		s.mu.RUnlock()
-		if w >= last {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }

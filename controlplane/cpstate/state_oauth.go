@@ -1,4 +1,4 @@
-package controlplane
+package cpstate
 
 // The states bucket (single-use OAuth and picker states, markers) and the
 // tool runner's writes of refreshed connection tokens.
@@ -43,15 +43,15 @@ func (s *State) oauthStates(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
-// claimState marks the state nonce used; false when it already was (a
+// ClaimState marks the state nonce used; false when it already was (a
 // replay). Every instance shares the bucket.
-func (s *State) claimState(ctx context.Context, nonce string) (bool, error) {
-	return s.claimStateAs(ctx, nonce, []byte("used"))
+func (s *State) ClaimState(ctx context.Context, nonce string) (bool, error) {
+	return s.ClaimStateAs(ctx, nonce, []byte("used"))
 }
 
-// claimStateAs is claimState keeping value with the claim (stateClaim
+// ClaimStateAs is claimState keeping value with the claim (stateClaim
 // answers it while the claim is remembered, StatesMaxAge).
-func (s *State) claimStateAs(ctx context.Context, nonce string, value []byte) (bool, error) {
+func (s *State) ClaimStateAs(ctx context.Context, nonce string, value []byte) (bool, error) {
 	kv, err := s.oauthStates(ctx)
 	if err != nil {
 		return false, err
@@ -65,9 +65,9 @@ func (s *State) claimStateAs(ctx context.Context, nonce string, value []byte) (b
 	return true, nil
 }
 
-// stateClaim returns the value kept with the claim of the state nonce, or
+// StateClaim returns the value kept with the claim of the state nonce, or
 // ErrNotFound when it was never claimed (or its claim is forgotten).
-func (s *State) stateClaim(ctx context.Context, nonce string) ([]byte, error) {
+func (s *State) StateClaim(ctx context.Context, nonce string) ([]byte, error) {
 	kv, err := s.oauthStates(ctx)
 	if err != nil {
 		return nil, err
@@ -82,10 +82,10 @@ func (s *State) stateClaim(ctx context.Context, nonce string) ([]byte, error) {
 	return e.Value(), nil
 }
 
-// connPrefix is the prefix of the users' connections.
-const connPrefix = "conn."
+// ConnPrefix is the prefix of the users' connections.
+const ConnPrefix = "conn."
 
-// updateConn writes a connection key if it is still at rev (compare-and-set
+// UpdateConn writes a connection key if it is still at rev (compare-and-set
 // on the key's revision, ErrConflict otherwise) and applies it to the
 // mirror at once. It is the narrow write path of the token refresh: one
 // key, no outbox event (a refresh is not an administrative change). A
@@ -93,11 +93,11 @@ const connPrefix = "conn."
 // publish to the bucket at all (a KV stream takes rollups, and one message
 // with Nats-Rollup: all would erase every key), so its refreshes go through
 // the control plane (ServeConnRefresh).
-func (s *State) updateConn(ctx context.Context, key string, v any, rev uint64) (uint64, error) {
+func (s *State) UpdateConn(ctx context.Context, key string, v any, rev uint64) (uint64, error) {
 	if s.cfg.ReadOnly {
 		return 0, fmt.Errorf("%w: %s", ErrReadOnly, key)
 	}
-	if !strings.HasPrefix(key, connPrefix) {
+	if !strings.HasPrefix(key, ConnPrefix) {
 		return 0, fmt.Errorf("%w: %s is not a connection key", ErrReadOnly, key)
 	}
 	b, err := json.Marshal(v)
@@ -118,9 +118,9 @@ func (s *State) updateConn(ctx context.Context, key string, v any, rev uint64) (
 	return newRev, nil
 }
 
-// refetch reads key from the server (not the mirror) and applies it: after
+// Refetch reads key from the server (not the mirror) and applies it: after
 // a lost compare-and-set, the value another instance wrote.
-func (s *State) refetch(ctx context.Context, key string) error {
+func (s *State) Refetch(ctx context.Context, key string) error {
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return ErrNotFound
@@ -133,3 +133,20 @@ func (s *State) refetch(ctx context.Context, key string) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// PickerTTL is how long a picker URL may be claimed (its page's "Choose
+// files" clicked).
+const PickerTTL = 10 * time.Minute
+
+// PickerReportTTL is how long after its state's expiry the page may still
+// report what the user picked (the picker stays open while they choose).
+const PickerReportTTL = time.Hour
+
+// PickerMarkerTTL is how long the markers of a picker state live: its
+// claim (states bucket, StatesMaxAge) and its report (a marker committed
+// with the report's event). Both outlive the report window — a state is
+// claimed at the earliest PickerTTL before it expires, and reported until
+// PickerReportTTL after — by a margin for the clocks of the instances and
+// the NATS servers: so a report is accepted exactly once within its
+// window, and refused after it by the window itself.
+const PickerMarkerTTL = PickerTTL + PickerReportTTL + 5*time.Minute

@@ -1,4 +1,4 @@
-package controlplane
+package cpstate
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func NewAccess(state *State, bootstrapHash string, jwt *auth.JWTVerifier) *Acces
 // Authenticate resolves a credential: the bootstrap key, a JWT, or an API
 // key that exists and is not disabled (as this instance's mirror of the
 // state sees it, milliseconds behind any write). JWTs and API keys fail
-// closed with ErrStale (a 503 fiber error) while the mirror is stale.
+// closed with ErrStale (an httpx.StatusError 503) while the mirror is stale.
 func (a *Access) Authenticate(_ context.Context, cred string) (auth.Principal, error) {
 	hash := auth.HashKey(cred)
 	if sys, _ := a.systemHash.Load().(string); sys != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(sys)) == 1 {
@@ -73,7 +73,7 @@ func (a *Access) Authenticate(_ context.Context, cred string) (auth.Principal, e
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	var k APIKey
-	if _, err := a.state.get(kvKey, &k); err != nil || k.Disabled {
+	if _, err := a.state.Get(kvKey, &k); err != nil || k.Disabled {
 		return auth.Principal{}, auth.ErrUnauthenticated
 	}
 	org := k.OrgID
@@ -110,7 +110,7 @@ func (a *Access) Role(p auth.Principal, org uuid.UUID) (Role, bool) {
 		return "", false
 	}
 	var m Member
-	if _, err := a.state.get(memberKey(org.String(), p.UserID), &m); err != nil {
+	if _, err := a.state.Get(MemberKey(org.String(), p.UserID), &m); err != nil {
 		return "", false
 	}
 	return m.Role, true
@@ -127,7 +127,7 @@ func (a *Access) AuthorizeRead(_ context.Context, p auth.Principal, org uuid.UUI
 	}
 	if project != nil {
 		var pm ProjectMember
-		if _, err := a.state.get(pmemberKey(org.String(), project.String(), p.UserID), &pm); err != nil {
+		if _, err := a.state.Get(ProjectMemberKey(org.String(), project.String(), p.UserID), &pm); err != nil {
 			return fmt.Errorf("%w: not a member of project %s", auth.ErrForbidden, project)
 		}
 	}
@@ -150,7 +150,7 @@ func (a *Access) AuthorizeMutate(p auth.Principal, org uuid.UUID) error {
 func (a *Access) DisplayName(p auth.Principal, org uuid.UUID) string {
 	if p.UserID != "" {
 		var m Member
-		if _, err := a.state.get(memberKey(org.String(), p.UserID), &m); err == nil && m.DisplayName != "" {
+		if _, err := a.state.Get(MemberKey(org.String(), p.UserID), &m); err == nil && m.DisplayName != "" {
 			return m.DisplayName
 		}
 	}

@@ -1,4 +1,4 @@
-package controlplane
+package cpstate
 
 // The mirror: a watch of every key of the bucket, re-created when it
 // stops, and checked against the server so that a stale mirror is known.
@@ -7,13 +7,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/auditrail/auditrail/internal/retry"
-	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/auditrail/auditrail/internal/httpx"
+	"github.com/auditrail/auditrail/internal/retry"
 )
 
 // openWatch watches every key from the revision after the last one delivered.
@@ -173,14 +175,14 @@ func (s *State) lastSeq(ctx context.Context) (uint64, error) {
 }
 
 // Fresh returns nil while the mirror was confirmed current within
-// MaxStaleness; otherwise an error that is ErrStale and a 503 fiber error.
+// MaxStaleness; otherwise an error that is ErrStale and an httpx.StatusError 503.
 func (s *State) Fresh() error {
 	s.mu.RLock()
 	c := s.confirmed
 	s.mu.RUnlock()
 	if age := s.now().Sub(c); age > s.cfg.MaxStaleness {
 		msg := fmt.Sprintf("%s: not confirmed current for %s (bound %s)", ErrStale, age.Round(time.Millisecond), s.cfg.MaxStaleness)
-		return fmt.Errorf("%w: %w", fiber.NewError(fiber.StatusServiceUnavailable, msg), ErrStale)
+		return fmt.Errorf("%w: %w", &httpx.StatusError{Code: http.StatusServiceUnavailable, Msg: msg}, ErrStale)
 	}
 	return nil
 }
@@ -188,17 +190,17 @@ func (s *State) Fresh() error {
 // applyLocked records a change unless the mirror already holds it or a
 // newer revision.
 func (s *State) applyLocked(key string, rev uint64, value []byte, deleted bool) {
-	if strings.HasPrefix(key, markerPrefix) {
+	if strings.HasPrefix(key, MarkerPrefix) {
 		return
 	}
-	if id, ok := strings.CutPrefix(key, outboxPrefix); ok {
+	if id, ok := strings.CutPrefix(key, OutboxPrefix); ok {
 		if p, ok := s.pending[id]; ok && p.rev > rev {
 			return
 		}
 		if deleted {
 			delete(s.pending, id)
 		} else {
-			s.pending[id] = pendingEvent{id: id, rev: rev, value: value}
+			s.pending[id] = PendingEvent{ID: id, rev: rev, Value: value}
 		}
 		return
 	}
