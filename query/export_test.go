@@ -177,6 +177,10 @@ func exportAllPages(t *testing.T, st interface {
 	cs := &countingStore{Reader: st}
 	cfg := query.DefaultConfig()
 	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	// It checks what is exported, not how fast: under the race detector,
+	// beside the package's other parallel tests, a page may take longer
+	// than a store query's default bound.
+	cfg.StoreTimeout = 2 * time.Minute
 	qs, err := query.New(cfg, cs, allowAll{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -592,6 +596,11 @@ func TestExportCountsOnceAgainstTheRateLimit(t *testing.T) {
 	cs := &countingStore{Reader: st}
 	cfg := query.DefaultConfig()
 	cfg.CursorKeys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+	// It counts requests against the limit, not time: two exports of
+	// 20,001 entries (pages of 10,000) read from SQLite under the race
+	// detector, beside the package's other parallel tests, ran past a store
+	// query's default bound of 10 s once (context deadline exceeded).
+	cfg.StoreTimeout = 2 * time.Minute
 	qs, err := query.New(cfg, cs, allowAll{}, nil)
 	if err != nil {
 		t.Fatal(err)
