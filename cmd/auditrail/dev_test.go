@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,33 +26,10 @@ import (
 	"github.com/auditrail/auditrail/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/auditrail (and auditrail-demo beside it) once per
-// test run.
+// binary builds cmd/auditrail (and auditrail-demo beside it: dev --demo
+// runs the demo's servers from it) once per test run.
 func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "auditrail-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "auditrail")
-		// auditrail-demo beside it: dev --demo runs the demo's servers from it.
-		out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), ".", "../auditrail-demo").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+	return testenv.Binaries(t, "github.com/auditrail/auditrail/cmd/auditrail", "github.com/auditrail/auditrail/cmd/auditrail-demo")
 }
 
 // devProc is a running `auditrail dev`.
