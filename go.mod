@@ -135,3 +135,5 @@ require (
 )
 
 tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+
+replace github.com/gofiber/fiber/v2 => ./third_party/fiber
