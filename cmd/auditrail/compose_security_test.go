@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/auditrail/auditrail/internal/httpx"
+	"golang.org/x/mod/modfile"
 )
 
 // loopbackPublished reports whether a compose short-syntax port
@@ -364,6 +366,58 @@ func TestDockerfileNonRoot(t *testing.T) {
 	for dir, who := range dirs {
 		if owned[dir] != user {
 			t.Errorf("%s (%s) is owned by %q in the image, not by the user %s it runs as", dir, who, owned[dir], user)
+		}
+	}
+}
+
+// The build stage downloads modules before it copies the sources (so that
+// the download is cached across source changes); every directory go.mod
+// replaces a module with must be copied before that download, or the
+// build fails ("replacement directory does not exist").
+func TestDockerfileCopiesReplacementsBeforeDownload(t *testing.T) {
+	raw, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := modfile.Parse("go.mod", gomod, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := map[string]bool{}
+	downloaded := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if strings.EqualFold(f[0], "RUN") && strings.Contains(line, "go mod download") {
+			downloaded = true
+			break
+		}
+		if strings.EqualFold(f[0], "COPY") && len(f) >= 3 {
+			for _, src := range f[1 : len(f)-1] {
+				copied[strings.TrimSuffix(strings.TrimPrefix(src, "./"), "/")] = true
+			}
+		}
+	}
+	if !downloaded {
+		t.Fatal("the Dockerfile runs no go mod download")
+	}
+	for _, r := range mf.Replace {
+		dir := strings.TrimSuffix(strings.TrimPrefix(r.New.Path, "./"), "/")
+		if r.New.Version != "" || !strings.HasPrefix(r.New.Path, ".") {
+			continue // a module version, not a directory
+		}
+		covered := copied["."]
+		for d := dir; d != "." && !covered; d = filepath.Dir(d) {
+			covered = copied[d]
+		}
+		if !covered {
+			t.Errorf("go.mod replaces %s with %s, which the Dockerfile copies only after go mod download", r.Old.Path, r.New.Path)
 		}
 	}
 }
