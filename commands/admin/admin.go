@@ -6,23 +6,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/auditrail/auditrail/internal/apiclient"
 	"github.com/auditrail/auditrail/internal/cli"
-	"github.com/auditrail/auditrail/internal/retry"
-	"github.com/auditrail/auditrail/schemas"
 )
 
 // adminCommand is one `auditrail admin NOUN VERB` command.
@@ -265,8 +259,10 @@ func adminUsage(w io.Writer) {
 	for _, c := range adminCommands() {
 		fmt.Fprintf(w, "  %s %s %s\n", c.noun, c.verb, strings.Join(c.args, " "))
 	}
-	fmt.Fprintln(w, "  logs ORG [--project P] [--action A] [--source S] [--resource-type R] [--limit N] [--all] [--format table|json]")
-	fmt.Fprintln(w, "  executions ORG [PROJECT] [--user U] [--success true|false] [--limit N] [--all] [--format table|json]")
+	fmt.Fprintln(w, "  logs ORG [--project P] [--action A] [--source S] [--resource-type R] [--q Q] [--since T] [--until T] [--limit N] [--all] [--format table|json|csv|jsonl]")
+	fmt.Fprintln(w, "  executions ORG [PROJECT] [--user U] [--success true|false] [--q Q] [--since T] [--until T] [--limit N] [--all] [--format table|json|csv|jsonl]")
+	fmt.Fprintln(w, "\nEvery list verb also takes --format table. 'auditrail admin NOUN VERB -h' (and 'admin logs -h') shows a command's flags.")
+	fmt.Fprintln(w, "logs and executions --format csv|jsonl export every matching entry through the export route (progress on a terminal).")
 	fmt.Fprintln(w, "\nFilters take the names the tables print (CREATED, CLI, HOOK) or the enum names (AUDIT_ACTION_CREATED).")
 	fmt.Fprintln(w, "\nprovider create|patch read the AuthProvider JSON from --file (- for standard input):")
 	fmt.Fprintln(w, `  {"id": "google", "type": "google", "client_id": "…", "client_secret": "…", "api_base_url": "…"}`)
@@ -288,6 +284,12 @@ func Run(ctx context.Context, args []string) error {
 		return err
 	}
 	rest := fs.Args()
+	if len(rest) >= 1 && rest[0] == "logs" {
+		return adminLogs(ctx, *base, *key, rest[1:])
+	}
+	if len(rest) >= 1 && rest[0] == "executions" {
+		return adminExecutions(ctx, *base, *key, rest[1:])
+	}
 	if slices.ContainsFunc(rest, isHelp) && (len(rest) < 2 || !slices.ContainsFunc(rest[2:], isHelp)) {
 		// `admin --help`, `admin org --help`, `admin org create --help`.
 		adminUsage(os.Stdout)
@@ -295,12 +297,6 @@ func Run(ctx context.Context, args []string) error {
 	}
 	if len(rest) >= 1 && rest[0] == "providers" {
 		rest[0] = "provider" // as the issue spells it
-	}
-	if len(rest) >= 1 && rest[0] == "logs" {
-		return adminLogs(ctx, *base, *key, rest[1:])
-	}
-	if len(rest) >= 1 && rest[0] == "executions" {
-		return adminExecutions(ctx, *base, *key, rest[1:])
 	}
 	if len(rest) < 2 {
 		adminUsage(os.Stderr)
@@ -310,8 +306,12 @@ func Run(ctx context.Context, args []string) error {
 		if c.noun != rest[0] || c.verb != rest[1] {
 			continue
 		}
-		cfs := cli.NewFlags("auditrail admin " + c.noun + " " + c.verb)
+		cfs := cli.NewFlags(strings.TrimSpace("auditrail admin " + c.noun + " " + c.verb + " " + strings.Join(c.args, " ")))
 		build := c.flags(cfs)
+		format := "json"
+		if c.verb == "list" {
+			cfs.FlagSet.StringVar(&format, "format", "json", "json (the API's answer) or table (one row per item, its scalar fields as columns)")
+		}
 		positional, err := parseInterleaved(cfs, rest[2:])
 		if err != nil {
 			return err
@@ -327,9 +327,15 @@ func Run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		if format != "json" && format != "table" {
+			return cli.UsageErrorf("--format: json or table")
+		}
 		data, err := apiclient.New(*base, *key, 30*time.Second).Call(ctx, method, path, body)
 		if err != nil {
 			return err
+		}
+		if format == "table" {
+			return printTable(os.Stdout, data)
 		}
 		return printJSON(os.Stdout, data)
 	}
@@ -366,208 +372,6 @@ func printJSON(w io.Writer, data json.RawMessage) error {
 	out.WriteByte('\n')
 	_, err := w.Write(out.Bytes())
 	return err
-}
-
-// adminLogs lists audit logs, one page or (--all) every page.
-func adminLogs(ctx context.Context, base, key string, args []string) error {
-	fs := cli.NewFlags("auditrail admin logs")
-	project := fs.FlagSet.String("project", "", "project id")
-	action := fs.FlagSet.String("action", "", "action: CREATED, UPDATED, DELETED, DISABLED (or AUDIT_ACTION_…)")
-	source := fs.FlagSet.String("source", "", "source: API, DASHBOARD, CLI, SDK, SYSTEM (or AUDIT_SOURCE_…)")
-	rtype := fs.FlagSet.String("resource-type", "", "resource type: HOOK, API_KEY, … (or RESOURCE_TYPE_…)")
-	limit := fs.FlagSet.Int("limit", 50, "entries per page (1-100)")
-	all := fs.FlagSet.Bool("all", false, "follow next_cursor to the last page")
-	format := fs.FlagSet.String("format", "table", "table or json (one entry per line)")
-	positional, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(positional) != 1 {
-		return cli.UsageErrorf("usage: auditrail admin logs ORG [flags]")
-	}
-	if *format != "table" && *format != "json" {
-		return cli.UsageErrorf("--format: table or json")
-	}
-	q := url.Values{}
-	for _, f := range []struct {
-		flag, param, value string
-		parse              func(string) (string, error)
-	}{
-		{"--action", "action", *action, func(v string) (string, error) { a, err := schemas.ParseAuditActionFilter(v); return a.String(), err }},
-		{"--source", "source", *source, func(v string) (string, error) { s, err := schemas.ParseAuditSourceFilter(v); return s.String(), err }},
-		{"--resource-type", "resource_type", *rtype, func(v string) (string, error) { r, err := schemas.ParseResourceTypeFilter(v); return r.String(), err }},
-	} {
-		if f.value == "" {
-			continue
-		}
-		name, err := f.parse(strings.ToUpper(strings.TrimSpace(f.value)))
-		if err != nil {
-			return cli.UsageErrorf("%s: %s", f.flag, strings.TrimPrefix(strings.TrimPrefix(err.Error(), schemas.ErrUnknownEnum.Error()+": "), schemas.ErrUnspecifiedFilter.Error()+": "))
-		}
-		q.Set(f.param, name)
-	}
-	path := projectBase(map[string]string{"ORG": positional[0]}, *project) + "/audit_logs"
-	cols := []string{"TIMESTAMP", "ACTION", "RESOURCE", "DISPLAY", "BY", "SOURCE"}
-	row := func(it map[string]any) []any {
-		return []any{it["timestamp"], strings.TrimPrefix(fmt.Sprint(it["action"]), "AUDIT_ACTION_"),
-			strings.TrimPrefix(fmt.Sprint(it["resource_type"]), "RESOURCE_TYPE_"), it["resource_display"], it["display_name"],
-			strings.TrimPrefix(fmt.Sprint(it["source"]), "AUDIT_SOURCE_")}
-	}
-	return walkListing(ctx, base, key, "admin logs", path, q, *limit, *all, *format, cols, row)
-}
-
-// adminExecutions lists tool executions as a table, one page or (--all) every page.
-func adminExecutions(ctx context.Context, base, key string, args []string) error {
-	fs := cli.NewFlags("auditrail admin executions")
-	user := fs.FlagSet.String("user", "", "only the executions for this user")
-	success := fs.FlagSet.String("success", "", "true or false")
-	limit := fs.FlagSet.Int("limit", 50, "entries per page (1-100)")
-	all := fs.FlagSet.Bool("all", false, "follow next_cursor to the last page")
-	format := fs.FlagSet.String("format", "table", "table or json (one execution per line)")
-	positional, err := parseInterleaved(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(positional) < 1 || len(positional) > 2 {
-		return cli.UsageErrorf("usage: auditrail admin executions ORG [PROJECT] [flags]")
-	}
-	if *format != "table" && *format != "json" {
-		return cli.UsageErrorf("--format: table or json")
-	}
-	if *success != "" && *success != "true" && *success != "false" {
-		return cli.UsageErrorf("--success: true or false")
-	}
-	project := ""
-	if len(positional) == 2 {
-		project = positional[1]
-	}
-	q := url.Values{}
-	if *user != "" {
-		q.Set("user_id", *user)
-	}
-	if *success != "" {
-		q.Set("success", *success)
-	}
-	path := projectBase(map[string]string{"ORG": positional[0]}, project) + "/tool_executions"
-	cols := []string{"STARTED", "TOOL", "USER", "SUCCESS", "ERROR", "MS", "HOOKS"}
-	row := func(it map[string]any) []any {
-		tool := it["tool_name"]
-		if tk, ok := it["tool"].(map[string]any); ok {
-			tool = fmt.Sprintf("%v.%v", tk["toolkit"], tk["name"])
-		}
-		hooks, _ := it["hooks"].([]any)
-		decisions := make([]string, 0, len(hooks))
-		for _, h := range hooks {
-			if hm, ok := h.(map[string]any); ok {
-				decisions = append(decisions, fmt.Sprintf("%v:%v", hm["point"], hm["decision"]))
-			}
-		}
-		errKind := any("-")
-		if e, ok := it["error"].(map[string]any); ok {
-			errKind = e["kind"]
-		}
-		return []any{it["started_at"], tool, it["user_id"], it["success"], errKind, it["duration_ms"], strings.Join(decisions, ",")}
-	}
-	return walkListing(ctx, base, key, "admin executions", path, q, *limit, *all, *format, cols, row)
-}
-
-// maxCountPages bounds the pages of 100 that countMore reads (each is one
-// request against the rate limit).
-const maxCountPages = 5
-
-// countMore says how many entries follow cursor: exactly up to
-// maxCountPages pages of 100, "more than N" past them, "more entries"
-// when the API would not say (rate limited).
-func countMore(ctx context.Context, base, key, path string, q url.Values, cursor string) string {
-	q = maps.Clone(q)
-	q.Set("limit", "100")
-	n := 0
-	for range maxCountPages {
-		q.Set("cursor", cursor)
-		data, err := apiclient.New(base, key, 30*time.Second).Call(ctx, "GET", path+"?"+q.Encode(), nil)
-		if err != nil {
-			return "more entries"
-		}
-		var page struct {
-			Items      []json.RawMessage `json:"items"`
-			HasMore    bool              `json:"has_more"`
-			NextCursor string            `json:"next_cursor"`
-		}
-		if json.Unmarshal(data, &page) != nil {
-			return "more entries"
-		}
-		n += len(page.Items)
-		if !page.HasMore {
-			return fmt.Sprintf("%d more", n)
-		}
-		cursor = page.NextCursor
-	}
-	return fmt.Sprintf("more than %d more", n)
-}
-
-// walkListing prints one page of a listing, or (all) every page, as a
-// table or JSON lines; without all, a last line says that more entries
-// follow and how to get them.
-func walkListing(ctx context.Context, base, key, cmd, path string, q url.Values, limit int, all bool, format string, cols []string, row func(map[string]any) []any) error {
-	q.Set("limit", fmt.Sprint(limit))
-	tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
-	if format == "table" {
-		fmt.Fprintln(tw, strings.Join(cols, "\t"))
-	}
-	rows := 0
-	for {
-		data, err := apiclient.New(base, key, 30*time.Second).Call(ctx, "GET", path+"?"+q.Encode(), nil)
-		if ae, ok := errors.AsType[*apiclient.Error](err); ok && ae.Status == http.StatusTooManyRequests && all {
-			// Walking a long log runs into the rate limit: wait it out.
-			wait := max(ae.RetryAfter, time.Second)
-			fmt.Fprintf(os.Stderr, "auditrail %s: %d rows so far; rate limited, continuing in %s\n", cmd, rows, wait)
-			if !retry.Sleep(ctx, wait) {
-				return ctx.Err()
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		var page struct {
-			Items      []map[string]any `json:"items"`
-			HasMore    bool             `json:"has_more"`
-			NextCursor string           `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(data, &page); err != nil {
-			return err
-		}
-		rows += len(page.Items)
-		for _, it := range page.Items {
-			if format == "json" {
-				b, _ := json.Marshal(it)
-				fmt.Println(string(b))
-				continue
-			}
-			vals := row(it)
-			parts := make([]string, len(vals))
-			for i, v := range vals {
-				if v == nil {
-					v = "-"
-				}
-				parts[i] = fmt.Sprint(v)
-			}
-			fmt.Fprintln(tw, strings.Join(parts, "\t"))
-		}
-		if !page.HasMore {
-			break
-		}
-		if !all {
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "auditrail %s: %d shown; %s follow: pass --all for every page (or --limit up to 100 per page)\n",
-				cmd, rows, countMore(ctx, base, key, path, q, page.NextCursor))
-			return nil
-		}
-		q.Set("cursor", page.NextCursor)
-	}
-	return tw.Flush()
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

@@ -115,6 +115,44 @@ func New(base, key string, timeout time.Duration) *Client {
 	return &Client{Base: strings.TrimRight(base, "/"), Key: key, Source: "CLI", HTTP: NoRedirect(timeout)}
 }
 
+// Open sends a GET whose answer the caller reads as it streams (an
+// export) and must close: an error answer is an *Error, a redirect is
+// refused. The client's timeout bounds the whole answer: give 0 for a long
+// one and bound it with ctx.
+func (c *Client) Open(ctx context.Context, path string) (*http.Response, error) {
+	req, err := c.request(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, redact.Error(err, c.Base)
+	}
+	if err := RefuseRedirect(resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, ErrorFrom(resp)
+	}
+	return resp, nil
+}
+
+func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	if err != nil {
+		return nil, cli.Usage(redact.Error(fmt.Errorf("--url: %w", err), c.Base))
+	}
+	if c.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Key)
+	}
+	if c.Source != "" {
+		req.Header.Set("X-Auditrail-Source", c.Source)
+	}
+	return req, nil
+}
+
 // Call sends one request (body as JSON when not nil) and returns the
 // answer's data, or an error: *Error with the API's message for an error
 // answer.
@@ -127,18 +165,12 @@ func (c *Client) Call(ctx context.Context, method, path string, body any) (json.
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	req, err := c.request(ctx, method, path, rd)
 	if err != nil {
-		return nil, cli.Usage(redact.Error(fmt.Errorf("--url: %w", err), c.Base))
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.Key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Key)
-	}
-	if c.Source != "" {
-		req.Header.Set("X-Auditrail-Source", c.Source)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
