@@ -426,6 +426,8 @@ func TestVerifyOnlineUsage(t *testing.T) {
 		{"http to a host name", []string{"--url", "http://audit.example.com", "--key", "k", "--org", e.org.String(), "--keys", keys}, []string{"https required"}},
 		{"http to a private address", []string{"--url", "http://10.0.0.7:8080", "--key", "k", "--org", e.org.String(), "--trust-server-keys"}, []string{"https required"}},
 		{"--trust-server-keys offline", []string{"--export", "x", "--keys", keys, "--trust-server-keys"}, []string{"--trust-server-keys is for --url"}},
+		{"--wait offline", []string{"--export", "x", "--keys", keys, "--wait", "5s"}, []string{"--wait is for --url"}},
+		{"--wait -1s", online("--keys", keys, "--wait", "-1s"), []string{"--wait -1s"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -648,5 +650,45 @@ func TestVerifyOnlineExportBound(t *testing.T) {
 				t.Fatalf("temporary files left: %v %v", left, err)
 			}
 		})
+	}
+}
+
+// --wait: the verification waits for a checkpoint that covers the newest
+// entry listed (one signed while it waits is the one verified), and says
+// so when none came in time.
+func TestVerifyOnlineWait(t *testing.T) {
+	e := newOnlineEnv(t, openSQLiteEdited, 10)
+	sequenced := func(n int) {
+		t.Helper()
+		gen := synth.New(e.org, 3, uint64(len(e.evs)+7))
+		evs := make([]schemas.AuditEvent, n)
+		for i := range evs {
+			seq := len(e.evs) + i + 1
+			at := time.Now().Add(-time.Hour).UTC().Add(time.Duration(seq) * time.Millisecond)
+			evs[i] = gen.Event(at)
+			evs[i].Stored = schemas.Persisted{Seq: uint64(seq), Time: at}
+		}
+		if err := e.st.WriteAudit(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		e.evs = append(e.evs, evs...)
+		if _, err := sequencer.New(e.st).Sequence(context.Background(), e.org, auditstore.LogAudit, uint64(len(e.evs))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sequenced(5) // leaves 10..14, no checkpoint covers them yet
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		e.sign(t, 15, e.key, e.pub.KeyID)
+	}()
+	out, err := e.verify(t, "--wait", "20s")
+	if err != nil || !strings.Contains(out, "OK: 15 entries") || strings.Contains(out, "note: waited") {
+		t.Fatalf("--wait did not verify the checkpoint signed while it waited: %v\n%s", err, out)
+	}
+	sequenced(5) // leaves 15..19, never signed
+	out, err = e.verify(t, "--wait", "1s")
+	if err != nil || !strings.Contains(out, "note: waited 1s: the latest checkpoint (size 15) does not cover the newest entry (leaf 19) yet") ||
+		!strings.Contains(out, "OK: 15 entries") {
+		t.Fatalf("--wait 1s without a new checkpoint: %v\n%s", err, out)
 	}
 }

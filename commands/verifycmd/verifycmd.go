@@ -33,6 +33,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	save := fs.String("save-checkpoint", "", "", "online: once everything verifies, write the verified checkpoint to this file (give it as --since-checkpoint next time)")
 	maxExport := fs.Int64("max-export-bytes", "", verify.DefaultMaxExportBytes, "online: the largest export written to the temporary file, in bytes; a larger one fails the verification")
 	trust := fs.FlagSet.Bool("trust-server-keys", false, "online without --keys: trust the keys the server lists (GET /api/v1/audit_keys): the result then shows that the log is consistent with itself, not that it is the log those keys were published for (command line only: no environment twin)")
+	wait := fs.Duration("wait", "", 0, "online: wait at most this long for a signed checkpoint that covers the newest entry listed (a new organization's first checkpoint, or the entries just recorded, come within the server's checkpoint interval); 0: verify against the latest checkpoint at once")
 	grace := fs.Duration("pending-grace", "", verify.DefaultPendingGrace, "an entry not in the log yet (leaf_index null) is reported, not failed, when stored less than this before the checkpoint; older, it was inserted behind the log's back. Set it above the largest auditrail_tlog_sequencer_delay_seconds of the tlog role")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -47,7 +48,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	case fs.OnCommandLine("url") && fs.OnCommandLine("export"):
 		// both: refused below
 	case fs.OnCommandLine("export"):
-		fs.IgnoreEnv("url", "key", "org", "kind", "save-checkpoint", "max-export-bytes")
+		fs.IgnoreEnv("url", "key", "org", "kind", "save-checkpoint", "max-export-bytes", "wait")
 	case fs.OnCommandLine("url"):
 		fs.IgnoreEnv("export", "checkpoint")
 	}
@@ -79,11 +80,17 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		if o.Since, err = readCheckpoint("--since-checkpoint", *since); err != nil {
 			return err
 		}
-		o.Save, o.Grace, o.MaxExport = *save, *grace, *maxExport
+		if *wait < 0 {
+			return cli.UsageErrorf("--wait %v: want a duration of 0 or more, e.g. 30s", *wait)
+		}
+		o.Save, o.Grace, o.MaxExport, o.Wait = *save, *grace, *maxExport, *wait
 		return o.Run(ctx, stdout)
 	}
 	if *trust {
 		return cli.UsageErrorf("--trust-server-keys is for --url: offline, the keys are --keys FILE")
+	}
+	if *wait != 0 {
+		return cli.UsageErrorf("%s is for --url: an export holds the checkpoint it was verified against", fs.Source("wait"))
 	}
 	if *export == "" {
 		return cli.UsageErrorf("--export is required (offline), or --url, --key and --org (online)")

@@ -39,6 +39,9 @@ type Online struct {
 	Grace time.Duration
 	// MaxExport is the largest export taken, in bytes.
 	MaxExport int64
+	// Wait is how long to wait for a checkpoint that covers the newest
+	// entry listed (0: verify against the latest checkpoint at once).
+	Wait time.Duration
 	client    *http.Client
 }
 
@@ -68,6 +71,9 @@ func (o *Online) Run(ctx context.Context, stdout io.Writer) error {
 	ks, err := o.keys(ctx, stdout)
 	if err != nil {
 		return err
+	}
+	if o.Wait > 0 {
+		o.waitCovered(ctx, stdout)
 	}
 	cpRaw, err := o.get(ctx, "/api/v1/orgs/"+o.org.String()+"/"+o.route+"/checkpoint")
 	var ae *apiclient.Error
@@ -132,6 +138,67 @@ func (o *Online) Run(ctx context.Context, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "saved the verified checkpoint (size %d) to %s\n", cp.Size, o.Save)
 	}
 	return nil
+}
+
+// waitCovered waits, at most o.Wait, until the latest checkpoint covers
+// the newest entry the list route shows (its leaf_index below the
+// checkpoint's size): a new organization's first checkpoint, or one that
+// takes what was just recorded, comes within the server's checkpoint
+// interval. It says on stdout when it gave up; the verification then
+// reports what no checkpoint covers yet.
+func (o *Online) waitCovered(ctx context.Context, stdout io.Writer) {
+	deadline := time.Now().Add(o.Wait)
+	base := "/api/v1/orgs/" + o.org.String() + "/" + o.route
+	for {
+		covered, state := o.covered(ctx, base)
+		if covered {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			fmt.Fprintf(stdout, "note: waited %s: %s\n", o.Wait, state)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// covered says whether the latest checkpoint covers the newest listed
+// entry, and if not, why.
+func (o *Online) covered(ctx context.Context, base string) (bool, string) {
+	raw, err := o.get(ctx, base+"?limit=1")
+	if err != nil {
+		return false, fmt.Sprintf("the list route: %v", err)
+	}
+	var page struct {
+		Items []struct {
+			LeafIndex *uint64 `json:"leaf_index"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return false, fmt.Sprintf("the list route: %v", err)
+	}
+	raw, err = o.get(ctx, base+"/checkpoint")
+	if err != nil {
+		return false, "no checkpoint yet"
+	}
+	var cp struct {
+		Size uint64 `json:"size"`
+	}
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return false, fmt.Sprintf("the checkpoint route: %v", err)
+	}
+	switch {
+	case len(page.Items) == 0:
+		return true, ""
+	case page.Items[0].LeafIndex == nil:
+		return false, "the newest entry is not in the log yet"
+	case *page.Items[0].LeafIndex >= cp.Size:
+		return false, fmt.Sprintf("the latest checkpoint (size %d) does not cover the newest entry (leaf %d) yet", cp.Size, *page.Items[0].LeafIndex)
+	}
+	return true, ""
 }
 
 // keys are the keys the checkpoint must be signed by: the pinned ones, or
