@@ -41,8 +41,8 @@ type Online struct {
 	MaxExport int64
 	// Wait is how long to wait for a checkpoint that covers the newest
 	// entry listed (0: verify against the latest checkpoint at once).
-	Wait time.Duration
-	client    *http.Client
+	Wait   time.Duration
+	client *http.Client
 }
 
 // httpTimeout bounds each small request; the export is bounded by
