@@ -207,6 +207,12 @@ func (c *Checkpointer) lead(ctx context.Context) {
 	c.mu.Lock()
 	c.last = map[logID]signed{}
 	c.mu.Unlock()
+	// The leader makes the signing key at once (when none is current), so
+	// that the public keys are listed before the first checkpoint: a
+	// verifier pins them first.
+	if _, _, _, err := c.keys.Current(ctx); err != nil && ctx.Err() == nil {
+		c.log.Warn("checkpointer: no signing key yet", "err", err)
+	}
 	next := time.Now()
 	for ctx.Err() == nil {
 		if !c.lease.Keep(ctx) {

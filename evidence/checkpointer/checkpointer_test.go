@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -747,4 +748,23 @@ func TestCheckpointerRefusals(t *testing.T) {
 	if n := len(f.published(t, b)); n != 2 {
 		t.Errorf("signed without the key: %d checkpoints", n)
 	}
+}
+
+// The leader makes its signing key as it starts, before any log has a
+// checkpoint to sign: a verifier saves the public keys first (the quick
+// start does), and they must already be listed.
+func TestLeaderMakesItsKeyAtOnce(t *testing.T) {
+	f := newFixture(t)
+	c := f.checkpointer(t, "a", nil)
+	c.now, c.keys.now = time.Now, time.Now
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var n int
+	testenv.Eventually(t, 10*time.Second, func() string { return fmt.Sprintf("%d public keys listed, want 1", n) }, func() bool {
+		keys, err := c.Keyring().PublicKeys(context.Background())
+		n = len(keys)
+		return err == nil && n == 1
+	})
 }
