@@ -3,11 +3,12 @@ BIN     := bin/auditrail
 ARGS    ?=
 FUZZTIME ?= 30s
 
-.PHONY: run test test-e2e build bench fuzz fmt vet clean
+.PHONY: run test test-e2e build bench fuzz fmt vet docs clean
 
-## run: build and run every role in one process on embedded defaults, with the demo
+## run: build and run every role in one process on embedded defaults, with the
+## demo (checkpoints signed every 5 s, so that a new organization verifies soon)
 run: build
-	$(BIN) dev --demo $(ARGS)
+	$(BIN) dev --demo --checkpoint-interval 5s $(ARGS)
 
 ## test: the in-process tests under the race detector (what CI and a
 ## contributor run first; under 10 minutes on 2 cores). The tests that start
@@ -51,6 +52,11 @@ E2E_TESTS = $(shell grep -rl --include='*_test.go' '^//go:build e2e' cmd command
 build:
 	@test -x $(BIN) || echo "building $(BIN): the first build compiles every dependency, several minutes (about 5 on 2 cores); packages are listed as they compile"
 	$(GO) build -v -buildvcs=auto -o bin/ ./cmd/auditrail ./cmd/auditrail-demo
+
+## docs: regenerate docs/configuration.md's flag reference from the binary's
+## own -h of every command (TestConfigurationReference fails when it is stale)
+docs:
+	AUDITRAIL_UPDATE_DOCS=1 $(GO) test -tags e2e -count=1 -run '^TestConfigurationReference$$' ./cmd/auditrail
 
 ## bench: the benchmarks, each beside its reference measured in the same run
 ## (bin/auditrail-bench, a harness apart from the product, runs the roles of

@@ -197,11 +197,11 @@ func checkDeployFiles(t *testing.T, s scrape) {
 	t.Logf("deploy files: %d alerts, %d dashboard queries checked against the scrape", len(alerts), exprs)
 }
 
-// checkReadmeMetrics checks that README's metric table lists exactly the
+// checkDocMetrics checks that the metric table of docs/operations.md lists exactly the
 // auditrail metrics of the scrape.
-func checkReadmeMetrics(t *testing.T, s scrape) {
+func checkDocMetrics(t *testing.T, s scrape) {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,12 +218,12 @@ func checkReadmeMetrics(t *testing.T, s scrape) {
 	}
 	for name := range s {
 		if _, ok := listed[name]; strings.HasPrefix(name, "auditrail_") && !ok {
-			t.Errorf("README's metric table does not list %s", name)
+			t.Errorf("the metric table of docs/operations.md does not list %s", name)
 		}
 	}
 	for name, atOnce := range listed {
 		if _, ok := s[name]; !ok && atOnce {
-			t.Errorf("README lists %s, which the roles do not serve", name)
+			t.Errorf("docs/operations.md lists %s, which the roles do not serve", name)
 		}
 	}
 }

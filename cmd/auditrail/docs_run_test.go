@@ -18,28 +18,79 @@ import (
 )
 
 var (
-	// readmeBlockRe finds the shell blocks the README marks as runnable.
-	readmeBlockRe = regexp.MustCompile("(?s)<!-- readme-test -->\n```sh\n(.*?)```")
-	// readmeSkipRe finds the shell blocks the README marks as not run here.
-	readmeSkipRe = regexp.MustCompile("<!-- readme-test: skip [^>]*-->\n```sh\n")
+	// docBlockRe finds the shell blocks a document marks as runnable, by name.
+	docBlockRe = regexp.MustCompile("(?s)<!-- doc-test ([a-z][a-z0-9-]*) -->\n```sh\n(.*?)```")
+	// docSkipRe finds the shell blocks a document marks as not run here.
+	docSkipRe = regexp.MustCompile("<!-- doc-test: skip \\([^>]*\\) -->\n```sh\n")
 	// readmeOutputRe finds what the README says `make run` prints.
 	readmeOutputRe = regexp.MustCompile("(?s)It prints[^`]*```text\n(.*?)```")
 	makeRunRe      = regexp.MustCompile(`(?m)^run:[^\n]*\n\t([^\n]+)`)
 )
 
-// The README's quick start runs as written: `make run`'s command line (from
-// the Makefile) starts the demo, what it prints matches the README's
-// sample, and every shell block marked `<!-- readme-test -->` runs, in one
-// shell, with the `export` lines the demo printed — so the README cannot
-// drift from the product again. Only the fixed addresses are moved to free
-// ports (the README's 127.0.0.1:8080 and :4222 come from the printed export
-// lines anyway; the hook server's 127.0.0.1:9090 and its policy file are
-// replaced here).
-func TestReadmeQuickstart(t *testing.T) {
+// runDocs are the documents whose shell blocks run, in this order, in one
+// shell: the README's quick start first, then the guides that continue it.
+// Every Markdown file of docs/ must be listed (a new one with shell blocks
+// is then run too).
+var runDocs = []string{
+	"README.md", "docs/api.md", "docs/delivery.md", "docs/tool-platform.md", "docs/toolkits.md",
+	"docs/operations.md", "docs/tamper-evidence.md", "docs/security.md", "docs/configuration.md",
+	"docs/architecture.md", "docs/benchmarks.md", "docs/development.md", "docs/docmd.md", "docs/contract.md",
+}
+
+// docBlock is one runnable shell block.
+type docBlock struct{ file, name, script string }
+
+// docBlocks reads the runnable blocks of runDocs, checking that every shell
+// block is either run or skipped with a reason, and that names are unique.
+func docBlocks(t *testing.T) []docBlock {
+	t.Helper()
+	listed := map[string]bool{}
+	for _, f := range runDocs {
+		listed[f] = true
+	}
+	mds, _ := filepath.Glob("../../docs/*.md")
+	for _, m := range mds {
+		if rel := "docs/" + filepath.Base(m); !listed[rel] {
+			t.Errorf("%s is not in runDocs: its shell blocks would not run", rel)
+		}
+	}
+	var blocks []docBlock
+	names := map[string]string{}
+	for _, f := range runDocs {
+		raw, err := os.ReadFile("../../" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := docBlockRe.FindAllStringSubmatch(string(raw), -1)
+		all := strings.Count(string(raw), "```sh\n")
+		skipped := len(docSkipRe.FindAllString(string(raw), -1))
+		if len(run)+skipped != all {
+			t.Errorf("%s: %d shell blocks, %d marked <!-- doc-test NAME -->, %d marked <!-- doc-test: skip (why) -->: mark every block", f, all, len(run), skipped)
+		}
+		for _, b := range run {
+			if prev, ok := names[b[1]]; ok {
+				t.Errorf("%s: block name %q is taken in %s", f, b[1], prev)
+			}
+			names[b[1]] = f
+			blocks = append(blocks, docBlock{file: f, name: b[1], script: b[2]})
+		}
+	}
+	return blocks
+}
+
+// The documentation runs as written: `make run`'s command line (from the
+// Makefile) starts the demo, what it prints matches the README's sample,
+// and every shell block of the README and docs/ marked `<!-- doc-test
+// NAME -->` runs, in one shell, in runDocs' order, with the `export` lines
+// the demo printed — so the documentation cannot drift from the product.
+// Only the fixed addresses are moved to free ports (the README's
+// 127.0.0.1:8080 and :4222 come from the printed export lines anyway; the
+// hook server's 127.0.0.1:9090 and its policy file are replaced here).
+func TestDocsRunAsWritten(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			testenv.Missing(t, "%s is not installed (the README's examples use it)", tool)
+			testenv.Missing(t, "%s is not installed (the documentation's examples use it)", tool)
 		}
 	}
 	readme, err := os.ReadFile("../../README.md")
@@ -50,13 +101,9 @@ func TestReadmeQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	// Every shell block is either run or explicitly skipped.
-	blocks := readmeBlockRe.FindAllStringSubmatch(string(readme), -1)
-	all := strings.Count(string(readme), "```sh\n")
-	skipped := len(readmeSkipRe.FindAllString(string(readme), -1))
-	if len(blocks) < 4 || len(blocks)+skipped != all {
-		t.Fatalf("README: %d shell blocks, %d marked <!-- readme-test -->, %d marked skip: mark every block", all, len(blocks), skipped)
+	blocks := docBlocks(t)
+	if len(blocks) < 10 {
+		t.Fatalf("%d runnable blocks in the documentation", len(blocks))
 	}
 
 	// `make run` is `$(BIN) dev --demo $(ARGS)`: run that line from a
@@ -117,9 +164,9 @@ func TestReadmeQuickstart(t *testing.T) {
 	var script strings.Builder
 	script.WriteString("set -euo pipefail\n" + strings.Join(exports, "\n") + "\n")
 	for i, b := range blocks {
-		fmt.Fprintf(&script, "echo '@@block %d@@'\n%s\n", i, fix.Replace(b[1]))
+		fmt.Fprintf(&script, "echo '@@block %d@@'\n%s\n", i, fix.Replace(b.script))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-c", script.String())
 	sh.Dir = dir
@@ -137,7 +184,7 @@ func TestReadmeQuickstart(t *testing.T) {
 	})
 	res, err := sh.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the README's blocks failed: %v\n%s", err, res)
+		t.Fatalf("the documentation's blocks failed: %v\n%s", err, res)
 	}
 	got := strings.Split(string(res), "@@block ")
 	if len(got) != len(blocks)+1 {
@@ -145,34 +192,47 @@ func TestReadmeQuickstart(t *testing.T) {
 	}
 
 	// What each block must visibly do.
-	expect := [][]string{
-		{"DocumentDbToolkit.AggregateDocuments\n", `"fields"`, `\"total\":`,
-			`{"tool_name":"DocumentDbToolkit.FindDocuments","success":true`},
-		{`"resource_type":"RESOURCE_TYPE_USER","resource_display":"bob"`, `"RESOURCE_TYPE_API_KEY"`, "laptop"},
-		{`"success":false`, "AggregateDocuments is not available"},
-		{`{"provider":"google","connected":true`, `"account":"demo-user@example.com"`, "Connected to google",
+	expect := map[string][]string{
+		"admin":  {`"resource_type":"RESOURCE_TYPE_USER","resource_display":"bob"`, `"RESOURCE_TYPE_API_KEY"`, "laptop", "TIMESTAMP"},
+		"search": {"API_KEY", "USER", "laptop", "exported ", "id,event_id,timestamp,client_ip,action"},
+		"verify": {"OK: "},
+		"tools": {"DocumentDbToolkit.AggregateDocuments\n", `"fields"`, `\"total\":`,
+			`{"tool_name":"DocumentDbToolkit.FindDocuments","success":true`, "STARTED", "SUCCESS  ERROR"},
+		"hooks": {`"success":false`, "AggregateDocuments is not available"},
+		"oauth": {`{"provider":"google","connected":true`, `"account":"demo-user@example.com"`, "Connected to google",
 			`"https://www.googleapis.com/auth/calendar.readonly","https://www.googleapis.com/auth/drive.file"`},
-		{"@title \"Apollo launch plan\"", "[p3fbfa0 44-50 HEADING_1]", "2 edits applied", "PARAGRAPH styles=bold:50-57]\nStatus: on track.\n"},
-		{`{"subject":"Quick question about the offsite","from":"priya@contoso.com","is_read":false}`,
+		"docs": {"@title \"Apollo launch plan\"", "[p3fbfa0 44-50 HEADING_1]", "2 edits applied", "PARAGRAPH styles=bold:50-57]\nStatus: on track.\n"},
+		"mail": {`{"subject":"Quick question about the offsite","from":"priya@contoso.com","is_read":false}`,
 			`"body":"Are we still on for the offsite next week?","body_truncated":false}`,
 			`{"subject":"Offsite: yes","is_draft":false,"sent_at":"20`, `{"success":false,"kind":"TOOL_INPUT_INVALID"}`},
-		{"scratch organization", "emitted 5000 events"},
+		"emit":          {"scratch organization", "emitted 5000 events"},
+		"verify-export": {"OK: ", "OK: the log extends the kept checkpoint"},
+		"verify-online": {"OK: ", "saved the verified checkpoint", `{"leaf_index":`},
 	}
-	for i, want := range expect {
-		block := got[i+1]
-		for _, w := range want {
-			if !strings.Contains(block, w) {
-				t.Errorf("README block %d: output lacks %q:\n%s", i, w, block)
+	outputs := map[string]string{}
+	for i, b := range blocks {
+		out := got[i+1]
+		outputs[b.name] = out
+		for _, bad := range []string{`"code":4`, `"code":5`, "curl: (", "FAIL:", "NOT VERIFIED"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s block %s: an error (%s):\n%s", b.file, b.name, bad, out)
 			}
 		}
-		for _, bad := range []string{`"code":4`, `"code":5`, "curl: ("} {
-			if strings.Contains(block, bad) {
-				t.Errorf("README block %d: an error (%s):\n%s", i, bad, block)
+	}
+	for name, want := range expect {
+		out, ok := outputs[name]
+		if !ok {
+			t.Errorf("no runnable block is named %s", name)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("block %s: output lacks %q:\n%s", name, w, out)
 			}
 		}
 	}
 	// The hook hides the denied tool from the list.
-	if strings.Contains(got[3], "\nDocumentDbToolkit.AggregateDocuments\n") {
-		t.Errorf("the hook did not hide AggregateDocuments:\n%s", got[3])
+	if strings.Contains(outputs["hooks"], "\nDocumentDbToolkit.AggregateDocuments\n") {
+		t.Errorf("the hook did not hide AggregateDocuments:\n%s", outputs["hooks"])
 	}
 }

@@ -266,7 +266,7 @@ func TestMetricsEndToEnd(t *testing.T) {
 	})
 	t.Logf("delivered %v events (%v unique)", delivered, got["unique"])
 	checkDeployFiles(t, after)
-	checkReadmeMetrics(t, after)
+	checkDocMetrics(t, after)
 	lintScrape(t, maddr)
 }
 

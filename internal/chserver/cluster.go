@@ -179,7 +179,7 @@ func (c *Cluster) RemoveAll() error {
 // replica of each shard while it is healthy, so a listing sees what ingest
 // acknowledged; with the default (random), a read could reach the other
 // replica before replication copied the part. Production servers need the
-// same setting (README, "a ClickHouse cluster").
+// same setting (docs/operations.md, "a ClickHouse cluster").
 const clusterUsers = `<?xml version="1.0"?>
 <yandex>
   <profiles><default>

@@ -1,4 +1,4 @@
-// The search box: the q language of the listing routes (README, audit.yaml)
+// The search box: the q language of the listing routes (docs/api.md, audit.yaml)
 // with completion of its keys and of the values of enum-like keys, in a
 // small listbox driven by the keyboard (↑ ↓ choose, Enter or Tab accept,
 // Esc closes) or the mouse.
