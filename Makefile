@@ -3,7 +3,7 @@ BIN     := bin/auditrail
 ARGS    ?=
 FUZZTIME ?= 30s
 
-.PHONY: run test test-e2e build bench fuzz fmt vet docs clean
+.PHONY: run test test-e2e build bench fuzz fmt vet docs release clean
 
 ## run: build and run every role in one process on embedded defaults, with the
 ## demo (checkpoints signed every 5 s, so that a new organization verifies soon)
@@ -57,6 +57,13 @@ build:
 ## own -h of every command (TestConfigurationReference fails when it is stale)
 docs:
 	AUDITRAIL_UPDATE_DOCS=1 $(GO) test -tags e2e -count=1 -run '^TestConfigurationReference$$' ./cmd/auditrail
+
+## release: static binaries (CGO off, -trimpath) of the version CHANGELOG.md
+## dates, for RELEASE_PLATFORMS, and their SHA256SUMS, in DIST (default dist/)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+DIST ?= dist
+release:
+	DIST=$(DIST) GO=$(GO) scripts/release.sh $(RELEASE_PLATFORMS)
 
 ## bench: the benchmarks, each beside its reference measured in the same run
 ## (bin/auditrail-bench, a harness apart from the product, runs the roles of

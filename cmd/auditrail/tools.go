@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/auditrail/auditrail/internal/oauthflow"
 	"github.com/auditrail/auditrail/internal/provhttp"
 	"github.com/auditrail/auditrail/internal/redact"
+	"github.com/auditrail/auditrail/internal/version"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/toolrunner"
 	"github.com/auditrail/auditrail/toolrunner/mcpserver"
@@ -187,11 +187,5 @@ func registerTools(ctx context.Context, app fiber.Router, runner *toolrunner.Run
 	return nil
 }
 
-// buildVersion is the module version of the binary ("(devel)" in a build
-// from a work tree).
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+// buildVersion is the release of the binary (version.String).
+func buildVersion() string { return version.String() }

@@ -7,14 +7,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/auditrail/auditrail/internal/version"
 )
 
-// version prints the module version, the commit and the Go version; every
+// version prints the release (a development build of it: -dev), the commit and the Go version; every
 // --help goes to stdout with exit status 0.
 func TestVersionAndHelp(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command(binary(t), "version").Output()
-	if err != nil || !regexp.MustCompile(`^auditrail \S+ commit \S+( \(modified\))? go1\.\d+`).Match(out) {
+	if err != nil || !regexp.MustCompile(`^auditrail `+regexp.QuoteMeta(version.Release)+`-dev commit \S+( \(modified\))? go1\.\d+`).Match(out) {
 		t.Fatalf("version: %v %q", err, out)
 	}
 	alias, err := exec.Command(binary(t), "--version").Output()
