@@ -77,8 +77,10 @@ type Config struct {
 // API key, printed once. A restart reuses all of it (the servers listen
 // where they did, so the secret stays as it is): no new key, no new audit
 // events; NewKey mints and prints a fresh key. It ends with the shell lines
-// (export ORG=… PROJECT=… KEY=…) that the README's examples use.
-func Start(ctx context.Context, cfg Config) (func(), error) {
+// (export ORG=… PROJECT=… KEY=…) that the README's examples use. The
+// caller ends the servers: Close as it begins to stop, Stop once its own
+// connections to them are closed.
+func Start(ctx context.Context, cfg Config) (*Servers, error) {
 	app, access, env, out, log := cfg.App, cfg.Access, cfg.Env, cfg.Out, cfg.Log
 	ids := IDs{User: User}
 	path := filepath.Join(cfg.DataDir, File)
@@ -129,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (func(), error) {
 		}
 		return env.Data, resp.StatusCode, nil
 	}
-	fail := func(err error) (func(), error) { srv.Stop(); return nil, err }
+	fail := func(err error) (*Servers, error) { srv.Stop(); return nil, err }
 
 	exists := false
 	if ids.Org != "" {
@@ -207,7 +209,7 @@ func Start(ctx context.Context, cfg Config) (func(), error) {
 		srv.Emulators, srv.Samples, ids.User)
 	fmt.Fprint(out, Exports(ids, k, env))
 	log.Info("demo ready", "organization_id", ids.Org, "project_id", ids.Project)
-	return srv.Stop, nil
+	return srv, nil
 }
 
 // Env is what the printed shell lines need beside the demo tenant.

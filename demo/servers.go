@@ -63,6 +63,8 @@ type Servers struct {
 	stdin io.WriteCloser
 	done  chan error
 	once  sync.Once
+	// closeOnce closes stdin once (Close, then Stop).
+	closeOnce sync.Once
 }
 
 // ServersBinary finds auditrail-demo beside this executable, else on PATH.
@@ -142,11 +144,18 @@ func StartServers(ctx context.Context, exe string, cfg ServersConfig, log *slog.
 // them.
 const stopGrace = 3 * time.Second
 
+// Close asks the servers to end (their standard input closes) without
+// waiting: dev closes its own connections to them meanwhile (FerretDB waits
+// up to 3 s for its clients), then Stop waits.
+func (s *Servers) Close() {
+	s.closeOnce.Do(func() { _ = s.stdin.Close() })
+}
+
 // Stop ends the servers: their standard input closes, they shut down;
 // after stopGrace they are killed.
 func (s *Servers) Stop() {
+	s.Close()
 	s.once.Do(func() {
-		_ = s.stdin.Close()
 		select {
 		case <-s.done:
 		case <-time.After(stopGrace):

@@ -58,7 +58,11 @@ func run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 	if cfg.Data == "" || cfg.Redirect == "" {
 		return fmt.Errorf("the configuration needs data and redirect")
 	}
-	mongo, err := ferret.StartOn(filepath.Join(cfg.Data, "ferretdb"), listenAddr("demo MongoDB-wire server", cfg.Mongo), log)
+	// FerretDB logs at WARN every command it does not implement (the
+	// driver's endSessions at each disconnect, with the whole message):
+	// noise in dev's terminal. Its errors still show.
+	ferretLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})).With("process", demo.ServersName)
+	mongo, err := ferret.StartOn(filepath.Join(cfg.Data, "ferretdb"), listenAddr("demo MongoDB-wire server", cfg.Mongo), ferretLog)
 	if err != nil {
 		return err
 	}

@@ -47,10 +47,15 @@ func TestDevShutdown(t *testing.T) {
 		name   string
 		extra  []string
 		events int           // emitted just before SIGTERM (0: idle)
+		tools  bool          // call a tool of each toolkit of the demo first
 		within time.Duration // bound of the exit after SIGTERM
 	}{
 		{name: "idle", within: 2 * time.Second},
 		{name: "idle with demo", extra: []string{"--demo"}, within: 2 * time.Second},
+		// The toolkits hold connections to the demo's servers (FerretDB
+		// waits up to 3 s for its clients): they close before the servers
+		// are waited for.
+		{name: "demo after tool calls", extra: []string{"--demo"}, tools: true, within: 2 * time.Second},
 		// Ingest commits the batch in hand before the process exits: that
 		// takes what the store takes (seconds for 10,000 events in SQLite on
 		// a busy machine), bounded by ingest's DrainTimeout (10 s).
@@ -78,6 +83,9 @@ func TestDevShutdown(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkDevHealthKeys(t, health)
+			if tt.tools {
+				callDemoTools(t, p)
+			}
 			if tt.events == 0 {
 				time.Sleep(time.Second) // idle: the watches and consumers are waiting
 			}
@@ -136,6 +144,27 @@ func checkDevHealthKeys(t *testing.T, health map[string]json.RawMessage) {
 	for key := range health {
 		if !healthKey.MatchString(key) {
 			t.Errorf("/healthz key %q does not follow the scheme", key)
+		}
+	}
+}
+
+// callDemoTools calls a tool of each toolkit of dev --demo as the demo user.
+func callDemoTools(t *testing.T, p *devProc) {
+	t.Helper()
+	out := p.stdout.String()
+	key, ids := demoKeyRe.FindStringSubmatch(out), demoIDsRe.FindStringSubmatch(out)
+	if key == nil || ids == nil {
+		t.Fatalf("demo not printed:\n%s", out)
+	}
+	c := newAPIClient(t, p.http)
+	base := "/api/v1/orgs/" + ids[1] + "/projects/" + ids[2] + "/tools/execute"
+	for _, call := range []map[string]any{
+		{"tool_name": "DocumentDbToolkit.DiscoverCollections", "input": map[string]any{"database_name": "shop"}},
+		{"tool_name": "DocsToolkit.SearchDocuments", "input": map[string]any{"document_contains": []string{"launch"}}},
+		{"tool_name": "MailToolkit.ListEmailsInFolder", "input": map[string]any{"well_known_folder_name": "inbox", "limit": 1}},
+	} {
+		if r := c.call("POST", base, key[1], call); r.status != 200 || r.data()["success"] != true {
+			t.Fatalf("%s: %d %s", call["tool_name"], r.status, r.raw)
 		}
 	}
 }

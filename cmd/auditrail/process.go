@@ -114,7 +114,8 @@ type process struct {
 	s settings
 	m *metrics.Registry // nil without --metrics
 
-	unlock func() // of DATA (dev)
+	unlock func()        // of DATA (dev)
+	demo   *demo.Servers // dev --demo: the demo's servers
 
 	ns      *server.Server      // the embedded NATS server (dev)
 	signer  *natsx.StreamSigner // signs stream credentials (embedded NATS)
@@ -203,13 +204,17 @@ func (p *process) keys(flag, given, file string, exact int) ([][]byte, error) {
 // run starts the targets' modules and runs them until ctx ends or one
 // fails, then stops them in the reverse order.
 func (p *process) run(ctx context.Context, targets ...string) error {
-	return p.modules().Run(ctx, append(targets, modOpen)...)
+	err := p.modules().Run(ctx, append(targets, modOpen)...)
+	if p.demo != nil {
+		p.demo.Stop()
+	}
+	return err
 }
 
 // modules are every module of auditrail over p.
 func (p *process) modules() *modules.Set {
 	s, log := &p.s, p.s.log
-	var set modules.Set
+	set := modules.Set{Log: log}
 	set.Add(modules.Module{Name: modData,
 		Start: func(context.Context) error {
 			if s.dataDir == "" {
@@ -360,17 +365,20 @@ func (p *process) modules() *modules.Set {
 			return t.stop()
 		}})
 	set.Add(modules.Module{Name: modQuery, Deps: []string{modState, modStore}, Start: p.startQuery})
-	var stopDemo func()
 	set.Add(modules.Module{Name: modDemo, Deps: []string{modQuery, modAdminAPI, modToolRunner},
 		Start: func(ctx context.Context) (err error) {
 			if s.demo {
-				stopDemo, err = p.startDemo(ctx)
+				p.demo, err = p.startDemo(ctx)
 			}
 			return err
 		},
 		Stop: func() error {
-			if stopDemo != nil {
-				stopDemo()
+			// The servers are asked to end now and waited for once every
+			// module has stopped (run): FerretDB waits up to 3 s for its
+			// clients, the toolkit's connections, which close with the
+			// toolrunner module, after this one.
+			if p.demo != nil {
+				p.demo.Close()
 			}
 			return nil
 		}})
@@ -730,7 +738,7 @@ func (p *process) startQuery(ctx context.Context) error {
 
 // startDemo starts the demo's servers (auditrail-demo) and sets up the
 // demo organization.
-func (p *process) startDemo(ctx context.Context) (func(), error) {
+func (p *process) startDemo(ctx context.Context) (*demo.Servers, error) {
 	s := &p.s
 	env := demo.Env{API: strings.TrimSuffix(s.publicURL, "/"), BootKey: p.cp.freshBootKey, Scopes: platform.ProviderScopes(p.reg),
 		TrustPickerScripts: p.admin.TrustPickerScripts}
@@ -745,12 +753,12 @@ func (p *process) startDemo(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	stop, err := demo.Start(ctx, demo.Config{App: p.app, Access: p.cp.access, DataDir: s.dataDir, NewKey: s.newKey,
+	srv, err := demo.Start(ctx, demo.Config{App: p.app, Access: p.cp.access, DataDir: s.dataDir, NewKey: s.newKey,
 		Env: env, ServersBinary: exe, Out: os.Stdout, Log: s.log})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return stop, nil
+	return srv, nil
 }
 
 // banner prints where dev serves.

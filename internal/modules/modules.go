@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Module is one part of a process.
@@ -35,6 +37,9 @@ type Module struct {
 type Set struct {
 	byName map[string]Module
 	names  []string
+	// Log, when set, says at debug level how long each module took to
+	// start and to stop (a slow stop is found there).
+	Log *slog.Logger
 }
 
 // Add registers m; a second module of the same name panics (a programming
@@ -119,6 +124,7 @@ func (s *Set) Run(ctx context.Context, targets ...string) error {
 	stopAll := func() {
 		for i := len(started) - 1; i >= 0; i-- {
 			r := started[i]
+			at := time.Now()
 			if r.done != nil {
 				r.cancel()
 				if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) {
@@ -130,12 +136,20 @@ func (s *Set) Run(ctx context.Context, targets ...string) error {
 					record(fmt.Errorf("stopping %s: %w", r.m.Name, err))
 				}
 			}
+			if s.Log != nil {
+				s.Log.Debug("module stopped", "module", r.m.Name, "took", time.Since(at))
+			}
 		}
 	}
 	for _, name := range order {
 		m := s.byName[name]
 		if m.Start != nil {
-			if err := m.Start(ctx); err != nil {
+			at := time.Now()
+			err := m.Start(ctx)
+			if s.Log != nil {
+				s.Log.Debug("module started", "module", name, "took", time.Since(at), "err", err)
+			}
+			if err != nil {
 				// A failed start releases what it made itself: its
 				// Stop is for a module that started. A start that the process's stop interrupted (a wait
 				// ended) is no error of its own.
