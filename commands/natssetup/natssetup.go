@@ -102,7 +102,14 @@ func Run(_ context.Context, args []string) error {
 	}
 	fmt.Printf("nats-server include: %s (nats-server -c %s --jetstream, or `include` it)\n", confPath, confPath)
 	for _, r := range natsx.Roles {
-		fmt.Printf("credentials of %-12s %s\n", r+":", natsx.CredsFile(*out, r))
+		// A client of a role's credentials receives replies (a publish's
+		// acknowledgement, a request's answer) only under its own inbox
+		// prefix: nats.go's default _INBOX is refused.
+		inbox := "any inbox"
+		if r != natsx.RoleAdmin {
+			inbox = "inbox prefix " + natsx.InboxPrefix(r) + " (nats.CustomInboxPrefix)"
+		}
+		fmt.Printf("credentials of %-12s %s  %s\n", r+":", natsx.CredsFile(*out, r), inbox)
 	}
 	keyPath := natsx.StreamKeyFile(*keys)
 	if *streamKey != "" {
