@@ -256,5 +256,5 @@ function detail(it, ctx, q, set, L) {
     filters,
     hasDiff ? [h("h3", {}, "Changes"), h("div", { class: "diff-box", id: "diff" }, diffTable(data.before, data.after))] : null,
     h("h3", {}, "Fields"), fields(pairs),
-    h("h3", {}, "data"), data === null || data === undefined ? h("p", { class: "muted" }, "No data.") : json(data));
+    h("h3", {}, "data"), data === null || data === undefined ? h("p", { class: "muted" }, "No data.") : json(data, "The entry's data"));
 }

@@ -150,5 +150,5 @@ function detail(it, close, ctx, L) {
       ["project_id", it.project_id], ["started_at", time(it.started_at)], ["ended_at", time(it.ended_at)],
       ["duration", duration(it.duration_ms)], ["execution_code", it.execution_code], ["created_time", time(it.created_time)],
     ]),
-    h("h3", {}, "As the API returns it"), json(it));
+    h("h3", {}, "As the API returns it"), json(it, "The execution as the API returns it"));
 }

@@ -183,9 +183,10 @@ export function fields(pairs) {
   return dl;
 }
 
-// json pretty-prints a value as text.
-export function json(v) {
-  return h("pre", { class: "json" }, JSON.stringify(v, null, 2));
+// json pretty-prints a value as text; the block scrolls when it is wider
+// or taller than the panel, so it takes the focus (keyboard users scroll it).
+export function json(v, label = "JSON") {
+  return h("pre", { class: "json", tabindex: "0", role: "region", "aria-label": label }, JSON.stringify(v, null, 2));
 }
 
 // when is an instant for a table cell: dom.js time() (viewer's zone, UTC

@@ -1,0 +1,92 @@
+//go:build e2e
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/auditrail/auditrail/internal/testenv"
+)
+
+// axeVersion is the axe-core release the accessibility test runs.
+const axeVersion = "4.10.3"
+
+// axeViolation is what axe-core reports of one rule that fails.
+type axeViolation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target []any  `json:"target"`
+		HTML   string `json:"html"`
+	} `json:"nodes"`
+}
+
+// TestDashboardAccessible runs axe-core (the npm package, in Chromium)
+// over every view of the dashboard, signed in as an owner (so the admin
+// views are there), with an entry and an execution opened: no WCAG 2.0 or
+// 2.1 A/AA rule may fail. A view added to the navigation is checked too.
+func TestDashboardAccessible(t *testing.T) {
+	t.Parallel()
+	axe, err := os.ReadFile(filepath.Join(testenv.NPMPackage(t, "axe-core", axeVersion), "axe.min.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := openDashboard(t)
+	seedTenant(t, d, false) // entries and executions of every kind in each list
+	d.signIn(t, d.alice, "?view=audit")
+	views := value(t, d, "views", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#nav a")].map(a => a.dataset.view)`))
+	if len(views) < 4 {
+		t.Fatalf("the navigation lists %v", views)
+	}
+	check := func(name string) {
+		t.Helper()
+		// Injected through DevTools (the page's CSP allows no script of
+		// ours), then run on the whole document.
+		d.do(t, "inject axe-core into "+name, chromedp.Evaluate[chromedp.Void](string(axe)+";void 0"))
+		raw := value(t, d, "axe on "+name, chromedp.Evaluate[string](`axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}).then(r => JSON.stringify(r.violations))`, chromedp.EvalAwaitPromise))
+		var vs []axeViolation
+		if err := json.Unmarshal([]byte(raw), &vs); err != nil {
+			t.Fatalf("axe on %s: %v %s", name, err, raw)
+		}
+		for _, v := range vs {
+			var where []string
+			for _, n := range v.Nodes {
+				b, _ := json.Marshal(n.Target)
+				where = append(where, string(b)+" "+n.HTML)
+			}
+			t.Errorf("%s: %s (%s): %s\n  %s", name, v.ID, v.Impact, v.Help, strings.Join(where, "\n  "))
+		}
+	}
+	for _, v := range views {
+		d.do(t, "view "+v,
+			chromedp.Click(chromedp.CSS(`#nav a[data-view="`+v+`"]`)),
+			until(`document.querySelector('#nav a.active') && document.querySelector('#nav a.active').dataset.view === "`+v+`"`),
+			until(`!document.querySelector("#view .loading")`),
+		)
+		time.Sleep(300 * time.Millisecond) // the view's first answers drawn
+		check("view " + v)
+		if v == "audit" || v == "executions" {
+			// The first row opened (its panel, the diff and the verification).
+			d.do(t, "open a row of "+v,
+				until(`document.querySelector("#view tbody tr[data-id]")`),
+				chromedp.KeyEvent("j"), chromedp.KeyEvent(kb.Enter),
+				until(`document.getElementById("detail")`),
+			)
+			time.Sleep(300 * time.Millisecond)
+			check("view " + v + " with a row opened")
+			d.do(t, "close", chromedp.KeyEvent(kb.Escape))
+		}
+	}
+	// The sign-in page, signed out.
+	d.do(t, "sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#credential")))
+	check("sign-in")
+}
