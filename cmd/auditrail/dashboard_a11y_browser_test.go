@@ -42,6 +42,7 @@ func TestDashboardAccessible(t *testing.T) {
 	}
 	d := openDashboard(t)
 	seedTenant(t, d, false) // entries and executions of every kind in each list
+	d.do(t, "1280×800", chromedp.EmulateViewport(1280, 800))
 	d.signIn(t, d.alice, "?view=audit")
 	views := value(t, d, "views", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#nav a")].map(a => a.dataset.view)`))
 	if len(views) < 4 {
@@ -66,6 +67,18 @@ func TestDashboardAccessible(t *testing.T) {
 			t.Errorf("%s: %s (%s): %s\n  %s", name, v.ID, v.Impact, v.Help, strings.Join(where, "\n  "))
 		}
 	}
+	// The time column shows the date and the time zone.
+	d.do(t, "audit rows", until(`document.querySelector("#entries tbody tr[data-id] td.when time")`))
+	cell := value(t, d, "time cell", chromedp.Evaluate[[]string](`(() => {
+		const e = document.querySelector("#entries tbody tr[data-id] td.when time"), d = new Date(e.getAttribute("datetime"));
+		const zone = new Intl.DateTimeFormat(undefined, {timeZoneName: "short"}).formatToParts(d).find(p => p.type === "timeZoneName").value;
+		return [e.textContent, d.toLocaleString(undefined, {month: "short"}), String(d.getDate()), zone];
+	})()`))
+	for _, part := range cell[1:] {
+		if !strings.Contains(cell[0], part) {
+			t.Errorf("the time column shows %q: no %q (want the date and the time zone)", cell[0], part)
+		}
+	}
 	for _, v := range views {
 		d.do(t, "view "+v,
 			chromedp.Click(chromedp.CSS(`#nav a[data-view="`+v+`"]`)),
@@ -83,6 +96,21 @@ func TestDashboardAccessible(t *testing.T) {
 			)
 			time.Sleep(300 * time.Millisecond)
 			check("view " + v + " with a row opened")
+			// Nothing of the panel is cut off at 1280 px: no element ends
+			// beyond it, nothing inside scrolls sideways (a table too wide).
+			clipped := value(t, d, "clipped", chromedp.Evaluate[[]string](`(() => {
+				const a = document.getElementById("detail"), r = a.getBoundingClientRect(), out = [];
+				if (r.right > innerWidth) out.push("the panel ends at " + r.right + " px");
+				for (const e of a.querySelectorAll("*")) {
+					const b = e.getBoundingClientRect();
+					const scrolls = e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== "visible" && e.tagName !== "PRE";
+					if (b.right > r.right + 1 || scrolls) out.push(e.tagName + "." + e.className + ": " + (e.textContent || "").slice(0, 40));
+				}
+				return out;
+			})()`))
+			if len(clipped) > 0 {
+				t.Errorf("%s: the open panel is clipped at 1280 px: %q", v, clipped)
+			}
 			d.do(t, "close", chromedp.KeyEvent(kb.Escape))
 		}
 	}

@@ -526,7 +526,7 @@ func testExecutions(t *testing.T, d *dash, tn auditTenant) {
 		until(rowsJS+` === `+fmt.Sprint(tn.failOpen)))
 	d.do(t, "open", chromedp.Click(chromedp.CSS("#entries tbody tr")), until(`document.getElementById("hook-calls")`))
 	calls := value(t, d, "calls", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#hook-calls tbody tr")].map(tr => [...tr.cells].map(c => c.textContent).join("|"))`))
-	if len(calls) != 2 || !strings.HasPrefix(calls[0], "pre|policy-pre|—|allow|fail_open|—|3|2.00 s|timeout after 2s") {
+	if len(calls) != 2 || calls[0] != "pre|policy-pre|allowfail_open appliedtimeout after 2s|no answer3 attempts · 2.00 s" {
 		t.Errorf("hook calls: %q", calls)
 	}
 	d.do(t, "refused", chromedp.Click(chromedp.CSS("#quick-refused")), until(param("q")+` === "hook_decision:deny,fail_closed"`),

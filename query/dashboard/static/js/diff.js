@@ -15,15 +15,66 @@ export function flatten(v, path = "", out = new Map()) {
   return out;
 }
 
-// changes answers [{path, kind: added|removed|changed|same, before, after}] in path order.
+// changes answers [{path, kind: added|removed|changed|same, before, after}]:
+// objects compared key by key (in key order), arrays element by element
+// *by value* (one scope added to a list is one added row, whatever its
+// place), anything else as its JSON text.
 export function changes(before, after) {
-  const b = flatten(before ?? {}), a = flatten(after ?? {});
-  const paths = [...new Set([...b.keys(), ...a.keys()])].sort();
-  return paths.map((p) => {
-    const x = b.get(p), y = a.get(p);
-    const kind = x === undefined ? "added" : y === undefined ? "removed" : x === y ? "same" : "changed";
-    return { path: p, kind, before: x, after: y };
-  });
+  const out = [];
+  walk(before ?? {}, after ?? {}, "", out);
+  return out;
+}
+
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+function walk(b, a, path, out) {
+  if (isObject(b) && isObject(a) && (Object.keys(b).length || Object.keys(a).length)) {
+    for (const k of [...new Set([...Object.keys(b), ...Object.keys(a)])].sort()) {
+      const p = path ? `${path}.${k}` : k;
+      if (!(k in a)) side(b[k], p, "removed", out);
+      else if (!(k in b)) side(a[k], p, "added", out);
+      else walk(b[k], a[k], p, out);
+    }
+    return;
+  }
+  if (Array.isArray(b) && Array.isArray(a) && (b.length || a.length)) {
+    // Match equal elements (as JSON text), each at most once; what is
+    // left of before was removed, what is left of after was added.
+    const left = new Map();
+    b.forEach((x, i) => {
+      const key = JSON.stringify(x);
+      if (!left.has(key)) left.set(key, []);
+      left.get(key).push(i);
+    });
+    const rows = [];
+    a.forEach((y, j) => {
+      const key = JSON.stringify(y), at = left.get(key);
+      if (at && at.length) {
+        at.shift();
+        side(y, `${path}[${j}]`, "same", rows);
+      } else side(y, `${path}[${j}]`, "added", rows);
+    });
+    for (const [, idx] of left) for (const i of idx) side(b[i], `${path}[${i}]`, "removed", rows);
+    out.push(...rows);
+    return;
+  }
+  const x = JSON.stringify(b), y = JSON.stringify(a);
+  if (x === y) { out.push({ path: path || "(value)", kind: "same", before: x, after: y }); return; }
+  if ((b !== null && typeof b === "object") || (a !== null && typeof a === "object")) {
+    // A value became a structure (or the other way): the old leaves
+    // removed, the new ones added.
+    side(b, path, "removed", out);
+    side(a, path, "added", out);
+    return;
+  }
+  out.push({ path: path || "(value)", kind: "changed", before: x, after: y });
+}
+
+// side lists every leaf of v under path as one kind of change.
+function side(v, path, kind, out) {
+  for (const [p, text] of flatten(v, path)) {
+    out.push({ path: p, kind, before: kind === "added" ? undefined : text, after: kind === "removed" ? undefined : text });
+  }
 }
 
 const marks = { added: "+", removed: "−", changed: "~", same: " " };

@@ -64,6 +64,6 @@ export function time(iso) {
   if (!iso) return h("span", { class: "muted" }, "—");
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return h("span", {}, iso);
-  const local = d.toLocaleString(undefined, { year: "numeric", month: "short", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  const local = d.toLocaleString(undefined, { year: "numeric", month: "short", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
   return h("time", { datetime: iso, title: d.toISOString().replace(".000Z", "Z") + " UTC" }, local);
 }

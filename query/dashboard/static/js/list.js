@@ -195,10 +195,10 @@ export function when(iso) {
   const el = time(iso);
   const d = new Date(iso);
   if (!iso || Number.isNaN(d.getTime())) return el;
-  const now = new Date();
-  const hm = { hour: "2-digit", minute: "2-digit", second: "2-digit" };
-  if (d.toDateString() === now.toDateString()) el.textContent = d.toLocaleTimeString(undefined, hm);
-  else if (d.getFullYear() === now.getFullYear()) el.textContent = d.toLocaleString(undefined, { month: "short", day: "numeric", ...hm });
+  // Always the date and the time zone (a list spans days, and a reader
+  // compares it with logs kept in UTC); the year only when it is not this one.
+  const year = d.getFullYear() === new Date().getFullYear() ? {} : { year: "numeric" };
+  el.textContent = d.toLocaleString(undefined, { month: "short", day: "numeric", ...year, hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
   return el;
 }
 
