@@ -114,6 +114,17 @@ func TestDashboardAccessible(t *testing.T) {
 			d.do(t, "close", chromedp.KeyEvent(kb.Escape))
 		}
 	}
+	// A malformed search is said once: in the list, not again in a banner
+	// or in place of the histogram.
+	for _, v := range []string{"audit", "executions"} {
+		d.do(t, "a malformed q in "+v, chromedp.Navigate(d.url("?view="+v+"&q=actoor%3Ax")), until(`document.getElementById("list-error")`))
+		time.Sleep(500 * time.Millisecond) // the histogram's answer too
+		errs := value(t, d, "errors", chromedp.Evaluate[[]string](`[...document.querySelectorAll('[role="alert"], .error, #stats-unavailable')].filter(e => !e.hidden && e.offsetParent !== null && !e.parentElement.closest('[role="alert"], .error')).map(e => e.id + ": " + e.textContent)`))
+		if len(errs) != 1 {
+			t.Errorf("%s with a malformed q shows %d errors, want 1: %q", v, len(errs), errs)
+		}
+		check("view " + v + " with a malformed search")
+	}
 	// The sign-in page, signed out.
 	d.do(t, "sign out", chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#credential")))
 	check("sign-in")

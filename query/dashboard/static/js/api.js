@@ -12,6 +12,12 @@ export class ApiError extends Error {
   }
 }
 
+// invalidSearch says whether e is the API refusing the search (q) itself:
+// the list shows it where the entries would be, once; nothing else does.
+export function invalidSearch(e) {
+  return e instanceof ApiError && e.status === 400 && /\bq: /.test(e.message || "");
+}
+
 // Api calls /api/v1 with a bearer credential. Mutations carry
 // X-Auditrail-Source: DASHBOARD, so that the audit log records them with
 // that source.

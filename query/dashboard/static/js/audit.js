@@ -4,7 +4,7 @@
 // live tail and the exports. The URL holds the view (q, range or
 // since/until, by, open, live): a link is a saved search, Back works.
 import { h, clear, append, time } from "./dom.js";
-import { ApiError } from "./api.js";
+import { ApiError, invalidSearch } from "./api.js";
 import { searchBox, addTerm } from "./search.js";
 import { picker } from "./range.js";
 import { Listing, listingKey, rowsTable, row, moreButton, emptyState, errorState, exportButtons, keyboard, panel, fields, json, focusRow, idOf, when } from "./list.js";
@@ -74,6 +74,7 @@ export function render(root, ctx) {
     if (!stats || stats.loading) return statsBox.append(h("div", { class: "chart-box placeholder muted" }, "Loading the histogram…"));
     if (stats.error) {
       const e = stats.error;
+      if (invalidSearch(e)) return; // the list says what is wrong with the search
       return statsBox.append(h("p", { class: "muted", id: "stats-unavailable" }, e instanceof ApiError && e.status === 404 ? "The histogram is not available on this server (no stats route)." : "The histogram could not be loaded."));
     }
     const d = stats.data || {};

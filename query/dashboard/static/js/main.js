@@ -11,7 +11,7 @@
 //   params    URLSearchParams of the view's own state (q, since, …)
 //   setParams(obj, {replace}) updates the view's state in the URL (null deletes) and redraws
 //   showError(err) shows an API error as the user can act on it
-import { Api, ApiError } from "./api.js";
+import { Api, ApiError, invalidSearch } from "./api.js";
 import { h, clear } from "./dom.js";
 import * as audit from "./audit.js";
 import * as executions from "./executions.js";
@@ -207,6 +207,7 @@ export function describe(e) {
 // showError shows err in the banner; a 401 signs out.
 export function showError(e) {
   if (e && e.name === "AbortError") return;
+  if (invalidSearch(e)) return; // shown once, in the list (errorState)
   if (e instanceof ApiError && e.status === 401) return signIn("Your session ended or the credential was revoked: sign in again.");
   const b = $("banner");
   clear(b).append(h("span", {}, describe(e)), h("button", { type: "button", class: "close", "aria-label": "Dismiss", onclick: hideBanner }, "×"));
