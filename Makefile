@@ -67,10 +67,10 @@ release:
 
 ## bench: the benchmarks, each beside its reference measured in the same run
 ## (bin/auditrail-bench, a harness apart from the product, runs the roles of
-## bin/auditrail beside it)
+## bin/auditrail beside it); each figure also goes into docs/benchmarks.md's results table
 bench: build
 	$(GO) build -buildvcs=auto -o bin/auditrail-bench ./cmd/auditrail-bench
-	bin/auditrail-bench $(ARGS)
+	bin/auditrail-bench --results docs/benchmarks.md $(ARGS)
 
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz:

@@ -18,6 +18,7 @@ import (
 	"github.com/auditrail/auditrail/bench"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/cli"
+	"github.com/auditrail/auditrail/internal/version"
 )
 
 func main() {
@@ -61,6 +62,7 @@ func run(ctx context.Context, args []string) error {
 	icfg := ingest.DefaultConfig()
 	icfg.RegisterFlags(fs)
 	cpuProfile := fs.String("cpuprofile", "", "", "write a CPU profile of the run to this file")
+	results := fs.String("results", "AUDITRAIL_BENCH_RESULTS", "", "also write the figures into the results table of this Markdown file (make bench: docs/benchmarks.md), each replacing its earlier measurement")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -239,6 +241,12 @@ func run(ctx context.Context, args []string) error {
 	fmt.Println()
 	for _, f := range figures {
 		f.Print(os.Stdout)
+	}
+	if *results != "" && len(figures) > 0 {
+		if err := bench.WriteResults(*results, bench.ThisMachine(version.String()), figures); err != nil {
+			return err
+		}
+		fmt.Printf("wrote %d figures into %s\n", len(figures), *results)
 	}
 	return nil
 }

@@ -45,3 +45,28 @@ func TestBenchNeedsTheAuditrailBinary(t *testing.T) {
 		t.Fatalf("the decode benchmark: %v\n%s", err, out)
 	}
 }
+
+// --results (make bench: docs/benchmarks.md) writes the run's figures into
+// the document's results table, beside the rows of other benchmarks.
+func TestBenchWritesResults(t *testing.T) {
+	bin := binaries(t)
+	raw, err := os.ReadFile("../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(t.TempDir(), "benchmarks.md")
+	if err := os.WriteFile(doc, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--run", "decode", "--results", doc).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "wrote 1 figures into") {
+		t.Fatalf("auditrail-bench --results: %v\n%s", err, out)
+	}
+	got, _ := os.ReadFile(doc)
+	if strings.Count(string(got), "| audit/v1 decode (events/s, one core) |") != 1 || !strings.Contains(string(got), "CPUs") {
+		t.Errorf("the decode row is not in the results table:\n%s", got)
+	}
+	if len(got) < len(raw)-400 {
+		t.Errorf("the document lost text: %d bytes, was %d", len(got), len(raw))
+	}
+}
