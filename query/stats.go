@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/schemas"
 	"github.com/auditrail/auditrail/schemas/apiitem"
@@ -143,6 +145,10 @@ type StatsValue struct {
 	Value        string  `json:"value"`
 	ResourceType *string `json:"resource_type,omitempty"`
 	Count        uint64  `json:"count"`
+	// Display is what the newest entry of the window calls it: the
+	// actor's display_name, the resource's resource_display (null when
+	// none, or not found in time).
+	Display *string `json:"display"`
 }
 
 // NewStatsData converts the store's answer to q: dense buckets from the
@@ -208,6 +214,79 @@ func (s *Server) auditStats(store StatsReader, withProject bool) fiber.Handler {
 		if err != nil {
 			return fmt.Errorf("audit log stats: %w", err)
 		}
-		return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: NewStatsData(p, st)})
+		d := NewStatsData(p, st)
+		s.topNames(ctx, p, &d)
+		return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: d})
 	}
+}
+
+// Name lookups of the top actors and resources: at most namesAtOnce at a
+// time, all within namesBudget (a name not found in time stays null: the
+// counts matter more than the names).
+const (
+	namesAtOnce    = 4
+	namesBudget    = 2 * time.Second
+	StatsNamesPeek = 5 // entries read per lookup (an actor: term also matches user ids and names)
+)
+
+// topNames fills the Display of d's top actors and resources: the name on
+// the newest entry of the window, found as the dashboard's one-click
+// filter finds them (the list route with actor: or resource_id:). Top
+// values are frequent by definition, so the newest entry is near the top
+// of the newest-first order.
+func (s *Server) topNames(ctx context.Context, p StatsParams, d *StatsData) {
+	ctx, cancel := context.WithTimeout(ctx, namesBudget)
+	defer cancel()
+	type lookup struct {
+		v    *StatsValue
+		term search.Term
+		name func(e *schemas.AuditEntry) *string
+	}
+	var ls []lookup
+	for i := range d.Top.Actors {
+		v := &d.Top.Actors[i]
+		ls = append(ls, lookup{v, search.Term{Key: "actor", Values: []string{v.Value}}, func(e *schemas.AuditEntry) *string {
+			if e.PrincipalID != v.Value || e.DisplayName == "" {
+				return nil
+			}
+			return &e.DisplayName
+		}})
+	}
+	for i := range d.Top.Resources {
+		v := &d.Top.Resources[i]
+		ls = append(ls, lookup{v, search.Term{Key: "resource_id", Values: []string{v.Value}}, func(e *schemas.AuditEntry) *string {
+			if e.ResourceID == nil || *e.ResourceID != v.Value || e.ResourceDisplay == nil || *e.ResourceDisplay == "" ||
+				(v.ResourceType != nil && (e.ResourceType == nil || e.ResourceType.String() != *v.ResourceType)) {
+				return nil
+			}
+			return e.ResourceDisplay
+		}})
+	}
+	sem := make(chan struct{}, namesAtOnce)
+	var wg sync.WaitGroup
+	for _, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			q := auditQuery(p.ListParams, StatsNamesPeek, nil)
+			q.Filter.Search.Terms = append(slices.Clone(q.Filter.Search.Terms), l.term)
+			page, err := s.store.ListAudit(ctx, q)
+			if err != nil {
+				return // the name stays null; the counts are the answer
+			}
+			for i := range page.Items {
+				if n := l.name(&page.Items[i]); n != nil {
+					l.v.Display = n
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

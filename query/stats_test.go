@@ -90,9 +90,31 @@ func checkStats(t *testing.T, data map[string]any, evs []schemas.AuditEvent, q a
 	if len(actors) != len(want.Actors) || len(resources) != len(want.Resources) {
 		t.Fatalf("top: %d actors, %d resources; want %d, %d", len(actors), len(resources), len(want.Actors), len(want.Resources))
 	}
+	// display: the name on the newest entries the one-click filter lists.
+	display := func(g map[string]any) string { d, _ := g["display"].(string); return d }
+	named := 0
+	defer func() {
+		if named == 0 {
+			t.Errorf("no top actor or resource has a name: the check checks nothing")
+		}
+	}()
 	for i, a := range want.Actors {
-		if g := actors[i].(map[string]any); g["value"] != a.PrincipalID || g["count"] != float64(a.Count) {
+		g := actors[i].(map[string]any)
+		if g["value"] != a.PrincipalID || g["count"] != float64(a.Count) {
 			t.Fatalf("actor %d: %v, want %+v", i, g, a)
+		}
+		wantName := storetest.WantTopName(evs, q, search.Term{Key: "actor", Values: []string{a.PrincipalID}}, query.StatsNamesPeek,
+			func(e schemas.AuditEvent) string {
+				if e.PrincipalID != a.PrincipalID {
+					return ""
+				}
+				return e.DisplayName
+			})
+		if wantName != "" {
+			named++
+		}
+		if _, ok := g["display"]; !ok || display(g) != wantName {
+			t.Errorf("actor %s: display %v, want %q", a.PrincipalID, g["display"], wantName)
 		}
 	}
 	for i, r := range want.Resources {
@@ -104,6 +126,17 @@ func checkStats(t *testing.T, data map[string]any, evs []schemas.AuditEvent, q a
 		}
 		if g["value"] != r.ResourceID || g["count"] != float64(r.Count) || rt != wantRT {
 			t.Fatalf("resource %d: %v, want %+v", i, g, r)
+		}
+		wantName := storetest.WantTopName(evs, q, search.Term{Key: "resource_id", Values: []string{r.ResourceID}}, query.StatsNamesPeek,
+			func(e schemas.AuditEvent) string {
+				if e.ResourceID == nil || *e.ResourceID != r.ResourceID || e.ResourceDisplay == nil ||
+					(r.ResourceType != 0 && (e.ResourceType == nil || uint8(*e.ResourceType) != r.ResourceType)) {
+					return ""
+				}
+				return *e.ResourceDisplay
+			})
+		if _, ok := g["display"]; !ok || display(g) != wantName {
+			t.Errorf("resource %s: display %v, want %q", r.ResourceID, g["display"], wantName)
 		}
 	}
 }

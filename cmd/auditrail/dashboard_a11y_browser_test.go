@@ -67,6 +67,21 @@ func TestDashboardAccessible(t *testing.T) {
 			t.Errorf("%s: %s (%s): %s\n  %s", name, v.ID, v.Impact, v.Help, strings.Join(where, "\n  "))
 		}
 	}
+	// The top actors and resources show names (the id in the tooltip).
+	d.do(t, "top lists", until(`document.querySelector("#top-actors button") && document.querySelector("#top-resources button")`))
+	for _, list := range []string{"top-actors", "top-resources"} {
+		names := value(t, d, list, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#`+list+` button")].map(b => b.dataset.value + " => " + b.textContent)`))
+		named := 0
+		for _, n := range names {
+			id, text, _ := strings.Cut(n, " => ")
+			if !strings.HasSuffix(text, id) {
+				named++
+			}
+		}
+		if named == 0 {
+			t.Errorf("%s shows ids, no name: %q", list, names)
+		}
+	}
 	// The time column shows the date and the time zone.
 	d.do(t, "audit rows", until(`document.querySelector("#entries tbody tr[data-id] td.when time")`))
 	cell := value(t, d, "time cell", chromedp.Evaluate[[]string](`(() => {

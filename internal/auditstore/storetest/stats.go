@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,14 +95,7 @@ func WantStats(evs []schemas.AuditEvent, q auditstore.StatsQuery) auditstore.Sta
 	resources := map[res]uint64{}
 	for _, e := range evs {
 		ts := e.Timestamp.UnixMilli()
-		keep := e.OrganizationID == q.OrgID && ts >= lo && ts < hi &&
-			(q.ProjectID == nil || (e.ProjectID != nil && *e.ProjectID == *q.ProjectID)) &&
-			(q.Action == nil || e.Action == *q.Action) && (q.Source == nil || e.Source == *q.Source) &&
-			(q.ResourceType == nil || (e.ResourceType != nil && *e.ResourceType == *q.ResourceType))
-		for _, term := range q.Search.Terms {
-			keep = keep && auditMatch(term, e)
-		}
-		if !keep {
+		if !statsKeep(q, lo, hi, e) {
 			continue
 		}
 		var rt uint8
@@ -138,6 +132,41 @@ func WantStats(evs []schemas.AuditEvent, q auditstore.StatsQuery) auditstore.Sta
 	out.Actors = out.Actors[:min(q.Top, len(out.Actors))]
 	out.Resources = out.Resources[:min(q.Top, len(out.Resources))]
 	return out
+}
+
+// statsKeep says whether e is counted by q (its window [lo, hi) in ms).
+func statsKeep(q auditstore.StatsQuery, lo, hi int64, e schemas.AuditEvent) bool {
+	ts := e.Timestamp.UnixMilli()
+	keep := e.OrganizationID == q.OrgID && ts >= lo && ts < hi &&
+		(q.ProjectID == nil || (e.ProjectID != nil && *e.ProjectID == *q.ProjectID)) &&
+		(q.Action == nil || e.Action == *q.Action) && (q.Source == nil || e.Source == *q.Source) &&
+		(q.ResourceType == nil || (e.ResourceType != nil && *e.ResourceType == *q.ResourceType))
+	for _, term := range q.Search.Terms {
+		keep = keep && auditMatch(term, e)
+	}
+	return keep
+}
+
+// WantTopName is the name the stats route gives a top value: among the
+// peek newest entries (newest first, ties by event id, descending) that q
+// counts and term matches, the first whose name(e) is not "".
+func WantTopName(evs []schemas.AuditEvent, q auditstore.StatsQuery, term search.Term, peek int, name func(e schemas.AuditEvent) string) string {
+	lo, hi := q.Bounds()
+	var hits []schemas.AuditEvent
+	for _, e := range evs {
+		if statsKeep(q, lo, hi, e) && auditMatch(term, e) {
+			hits = append(hits, e)
+		}
+	}
+	slices.SortFunc(hits, func(a, b schemas.AuditEvent) int {
+		return cmp.Or(cmp.Compare(b.Timestamp.UnixMilli(), a.Timestamp.UnixMilli()), strings.Compare(b.EventID.String(), a.EventID.String()))
+	})
+	for _, e := range hits[:min(peek, len(hits))] {
+		if n := name(e); n != "" {
+			return n
+		}
+	}
+	return ""
 }
 
 // EqualStats reports how got differs from want ("" when equal).

@@ -91,8 +91,10 @@ export function render(root, ctx) {
   const topList = (title, id, rows, key) => h("div", { class: "top", id },
     h("h2", {}, title),
     rows.length ? h("ol", {}, rows.map((r) => h("li", {},
-      h("button", { type: "button", class: "filter", title: `Search ${key}:${r.value}`, dataset: { value: r.value }, onclick: () => set({ q: addTerm(q, key, r.value), open: null }) },
-        r.resource_type ? h("span", { class: "rtype" }, short(r.resource_type) + " ") : null, String(r.value)),
+      // The name the newest entry gives it (the id when it has none); the
+      // id in the tooltip, and the filter searches by id.
+      h("button", { type: "button", class: "filter", title: `Search ${key}:${r.value}` + (r.display ? ` (${r.value})` : ""), dataset: { value: r.value }, onclick: () => set({ q: addTerm(q, key, r.value), open: null }) },
+        r.resource_type ? h("span", { class: "rtype" }, short(r.resource_type) + " ") : null, String(r.display || r.value)),
       h("span", { class: "muted count" }, String(r.count))))) : h("p", { class: "muted" }, "None in this range."));
   const statsKey = key + "\u0000" + by;
   if (!stats || stats.key !== statsKey) {
