@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -381,9 +380,6 @@ func (o *Online) export(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return apiclient.ErrorFrom(resp)
-	}
 	limit := o.MaxExport
 	if limit < math.MaxInt64 {
 		limit++ // one byte more tells a larger export
@@ -398,22 +394,11 @@ func (o *Online) export(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
+// do opens a GET of path (apiclient: the key sent to the server's origin
+// only, no redirect followed; an error answer is an *apiclient.Error).
 func (o *Online) do(ctx context.Context, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(o.base, "/")+path, nil)
-	if err != nil {
-		return nil, cli.Usage(redact.Error(fmt.Errorf("--url: %w", err), o.base))
-	}
-	req.Header.Set("Authorization", "Bearer "+o.key)
-	req.Header.Set("X-Auditrail-Source", "CLI")
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return nil, redact.Error(err, o.base)
-	}
-	if err := apiclient.RefuseRedirect(resp); err != nil {
-		resp.Body.Close()
-		return nil, err
-	}
-	return resp, nil
+	c := &apiclient.Client{Base: strings.TrimRight(o.base, "/"), Key: o.key, Source: "CLI", HTTP: o.client}
+	return c.Open(ctx, path)
 }
 
 // rateLimitWaits bounds the answers 429 (rate limited) a request
@@ -448,19 +433,13 @@ func (o *Online) getOnce(ctx context.Context, path string) (_ json.RawMessage, w
 	ctx, cancel := context.WithTimeout(ctx, httpTimeout)
 	defer cancel()
 	resp, err := o.do(ctx, path)
+	if ae, ok := errors.AsType[*apiclient.Error](err); ok && ae.Status == http.StatusTooManyRequests {
+		return nil, min(max(ae.RetryAfter, time.Second), maxRetryAfter), err
+	}
 	if err != nil {
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusTooManyRequests {
-		wait = time.Second
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			wait = min(time.Duration(s)*time.Second, maxRetryAfter)
-		}
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, wait, apiclient.ErrorFrom(resp)
-	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		return nil, 0, fmt.Errorf("GET %s: %w", path, err)
