@@ -4,6 +4,7 @@
 package chserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -71,23 +72,7 @@ func Binary() (string, error) {
 
 // StartClickHouse starts a server with its data under dir on two free ports
 // and waits until it answers.
-func Start(dir string) (*Server, error) {
-	ports, err := freePorts(2)
-	if err != nil {
-		return nil, err
-	}
-	s, err := newServer(dir, ports[0], ports[1])
-	if err != nil {
-		return nil, err
-	}
-	if err := s.writeConfig(""); err != nil {
-		return nil, err
-	}
-	if err := s.Start(); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+func Start(dir string) (*Server, error) { return StartWith(dir, Options{}) }
 
 // Options configure a throwaway server beyond its directory and ports.
 type Options struct {
@@ -104,8 +89,31 @@ type Options struct {
 }
 
 // StartWith is Start with options.
+//
+// The ports are reserved among the callers of FreePort, but any other
+// process may still bind one of them meanwhile (an ephemeral port of a
+// client, a server on port 0): a start that finds a port taken is tried
+// again on new ports, a few times.
 func StartWith(dir string, o Options) (*Server, error) {
-	ports, err := freePorts(2)
+	for attempt := 1; ; attempt++ {
+		s, err := startWith(dir, o)
+		if err == nil || attempt == portAttempts || !errors.Is(err, errPortTaken) {
+			return s, err
+		}
+	}
+}
+
+// portAttempts bounds the starts of StartWith that find a port taken.
+const portAttempts = 4
+
+// errPortTaken: the server exited at start because a port was taken.
+var errPortTaken = errors.New("a port was taken")
+
+// pickPorts gives a server its two ports (a test replaces it).
+var pickPorts = func() ([]int, error) { return freePorts(2) }
+
+func startWith(dir string, o Options) (*Server, error) {
+	ports, err := pickPorts()
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +209,10 @@ func (s *Server) Start() error {
 		case err := <-exited:
 			s.cmd = nil
 			log, _ := os.ReadFile(filepath.Join(s.Dir, "log", "error.log"))
-			return fmt.Errorf("clickhouse exited at start: %v: %s", err, tail(log, 2000))
+			if bytes.Contains(log, []byte("Address already in use")) {
+				err = fmt.Errorf("%w: %v", errPortTaken, err)
+			}
+			return fmt.Errorf("clickhouse exited at start: %w: %s", err, tail(log, 2000))
 		default:
 		}
 		if s.ping() {
