@@ -71,39 +71,3 @@ func TestFreePortsDistinct(t *testing.T) {
 		seen[p] = true
 	}
 }
-
-// A start that finds a port taken by a process that never asked FreePort
-// (the race the reservations cannot close) starts again on other ports.
-func TestStartRetriesATakenPort(t *testing.T) {
-	if _, err := Binary(); err != nil {
-		if os.Getenv("AUDITRAIL_REQUIRE_ALL") == "1" {
-			t.Fatalf("AUDITRAIL_REQUIRE_ALL=1 and %v", err)
-		}
-		t.Skip(err)
-	}
-	squatter, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer squatter.Close()
-	taken := squatter.Addr().(*net.TCPAddr).Port
-	orig := pickPorts
-	t.Cleanup(func() { pickPorts = orig })
-	calls := 0
-	pickPorts = func() ([]int, error) {
-		calls++
-		ports, err := orig()
-		if calls == 1 && err == nil {
-			ports[0] = taken // the first start meets a taken port
-		}
-		return ports, err
-	}
-	s, err := StartWith(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatalf("a start on a taken port was not tried again: %v", err)
-	}
-	defer s.Stop()
-	if calls != 2 || s.TCPPort == taken {
-		t.Errorf("%d port picks, tcp port %d (taken: %d); want a second pick on other ports", calls, s.TCPPort, taken)
-	}
-}
