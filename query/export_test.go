@@ -576,7 +576,7 @@ func TestExportCountsOnceAgainstTheRateLimit(t *testing.T) {
 	defer cancel()
 	// A day's window: a minute's could end between two exports of a
 	// loaded machine and let the second start afresh.
-	limiter, err := ratelimit.New(ctx, js, "rl_export_test", ratelimit.Spec{Limit: 2, Window: 24 * time.Hour})
+	limiter, err := ratelimit.New(ctx, js, "rl_export_test", ratelimit.Spec{Limit: 2, Window: 24 * time.Hour}, ratelimit.WithClock(fixedClock))
 	if err != nil {
 		t.Fatal(err)
 	}

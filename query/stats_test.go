@@ -305,7 +305,7 @@ func TestStatsRateLimited(t *testing.T) {
 	_, _, js := testenv.NATS(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	limiter, err := ratelimit.New(ctx, js, "rl_stats_test", ratelimit.Spec{Limit: 2, Window: time.Minute})
+	limiter, err := ratelimit.New(ctx, js, "rl_stats_test", ratelimit.Spec{Limit: 2, Window: time.Minute}, ratelimit.WithClock(fixedClock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,3 +340,7 @@ func TestStatsRateLimited(t *testing.T) {
 		}
 	}
 }
+
+// fixedClock is the rate limiters' clock in tests: a fixed instant, so no
+// window boundary falls inside a test and splits its counts.
+func fixedClock() time.Time { return time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC) }

@@ -739,7 +739,7 @@ func TestStreamCountsOnceAgainstTheRateLimit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e := newLiveEnv(t, true, nil, func(js jetstream.JetStream) fiber.Handler {
-		limiter, err := ratelimit.New(ctx, js, "rl_stream_test", ratelimit.Spec{Limit: 2, Window: time.Minute})
+		limiter, err := ratelimit.New(ctx, js, "rl_stream_test", ratelimit.Spec{Limit: 2, Window: time.Minute}, ratelimit.WithClock(fixedClock))
 		if err != nil {
 			t.Fatal(err)
 		}
