@@ -19,17 +19,20 @@ import (
 
 func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Opener {
-		path := filepath.Join(t.TempDir(), "audit.db")
-		return func(t *testing.T) auditstore.Store {
-			s, err := sqlite.Open(context.Background(), path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
+func TestConformance(t *testing.T) { storetest.Run(t, fresh) }
+
+func TestLifecycleConformance(t *testing.T) { storetest.RunLifecycle(t, fresh) }
+
+// fresh opens a store in a new file.
+func fresh(t *testing.T) storetest.Opener {
+	path := filepath.Join(t.TempDir(), "audit.db")
+	return func(t *testing.T) auditstore.Store {
+		s, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		return s
+	}
 }
 
 // A database created before executions carried the principal migrates in
