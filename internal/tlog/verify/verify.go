@@ -170,6 +170,7 @@ type collector struct {
 	records     [][]record
 	problems    []Problem
 	checkpoints []checkpointLine
+	lifecycle   []lifecycleLine
 	pending     []pendingLine
 	morePending int64 // pending entries beyond maxLineProblems, counted only
 	lines       int64
@@ -301,6 +302,7 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 	var lines, entries int64
 	var problems []Problem
 	var cps []checkpointLine
+	var lifes []lifecycleLine
 	var pending []pendingLine
 	last := int64(0)
 	line, off := b.firstLine, b.off
@@ -335,6 +337,10 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 				cps = append(cps, checkpointLine{line: line, note: note})
 				break
 			}
+			if member, raw, ok := lifecycleOf(e, text); ok {
+				lifes = append(lifes, lifecycleLine{line: line, member: member, raw: append(json.RawMessage(nil), raw...)})
+				break
+			}
 			problems = append(problems, Problem{Kind: KindMalformed, Leaf: -1, Line: int(line),
 				Message: fmt.Sprintf("line %d%s has no leaf_index: it was not exported as an entry of the log (inserted?)", line, eventSuffix(e.EventID()))})
 		default:
@@ -352,6 +358,7 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 	}
 	col.problems = append(col.problems, problems...)
 	col.checkpoints = append(col.checkpoints, cps...)
+	col.lifecycle = append(col.lifecycle, lifes...)
 	if keep := max(0, maxLineProblems-len(col.pending)); len(pending) > keep {
 		col.morePending += int64(len(pending) - keep)
 		pending = pending[:keep]
