@@ -31,10 +31,11 @@ const (
 	RoleQuery        = "query"        // reads the bucket, records exports (audit events), follows the event stream (live streams)
 	RoleDeliver      = "deliver"      // reads the bucket, consumes each destination's durable consumer, writes the delivery bucket
 	RoleTLog         = "tlog"         // the tamper-evidence log: its durable, the tlog bucket, publishes checkpoints only
+	RoleLifecycle    = "lifecycle"    // retention: reads the bucket, records expiries (audit events), purges expired subjects
 )
 
 // Roles lists every role, admin first.
-var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, RoleToolRunner, RoleQuery, RoleDeliver, RoleTLog}
+var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, RoleToolRunner, RoleQuery, RoleDeliver, RoleTLog, RoleLifecycle}
 
 // TLogBucket is the tamper-evidence log's KV bucket (the sequencer's and
 // the checkpointer's leases, the signing keys): the tlog role writes it,
@@ -372,6 +373,23 @@ func tlogSubjects() []string {
 	return append(out, kvWrite(TLogBucket)...)
 }
 
+// lifecycleSubjects are the lifecycle role's: the expiry records (audit
+// events), the purges of both streams (it removes the messages of
+// expired entries, one organization's subject at a time: a purge's subject
+// cannot be narrowed further by a permission), the streams' info, and the
+// ordered consumers on the dead-letter stream that find the first dead
+// letter after a cutoff.
+func lifecycleSubjects() []string {
+	ev, dlq := schemas.StreamEvents, schemas.StreamDLQ
+	c := jsAPI + "CONSUMER."
+	return []string{
+		schemas.EventSubject("*", schemas.KindAudit),
+		jsAPI + "STREAM.INFO." + ev, jsAPI + "STREAM.INFO." + dlq,
+		jsAPI + "STREAM.PURGE." + ev, jsAPI + "STREAM.PURGE." + dlq,
+		c + "CREATE." + dlq + ".>", c + "MSG.NEXT." + dlq + ".>", c + "INFO." + dlq + ".>", c + "DELETE." + dlq + ".>",
+	}
+}
+
 // deliverDeny keeps the deliver role off ingest's durable consumers: it
 // may not redefine, pull from, acknowledge for (that would lose ingest's
 // messages) nor delete them.
@@ -448,6 +466,9 @@ func Permissions(role string) (jwt.Permissions, error) {
 		deny = deliverDeny()
 	case RoleTLog:
 		pubs = append(pubs, tlogSubjects()...)
+	case RoleLifecycle:
+		pubs = append(pubs, lifecycleSubjects()...)
+		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w: unknown NATS role %q", ErrInvalidOption, role)
 	}
