@@ -53,15 +53,19 @@ type ServiceConfig struct {
 	// MaxPending is how many events may wait for the audit stream before
 	// mutations are refused (503).
 	MaxPending int
+	// Retention are the operator's bounds of the organizations' retention
+	// (the retention routes check and show them).
+	Retention cpstate.RetentionBounds
 
 	// stopAfterWrite simulates a crash between the write and the publish
 	// (tests only).
 	stopAfterWrite bool
 }
 
-// DefaultServiceConfig returns a 1 s sweep and at most 1000 waiting events.
+// DefaultServiceConfig returns a 1 s sweep, at most 1000 waiting events
+// and the default retention bounds (cpstate.DefaultRetentionBounds).
 func DefaultServiceConfig() ServiceConfig {
-	return ServiceConfig{SweepInterval: time.Second, MaxPending: 1000}
+	return ServiceConfig{SweepInterval: time.Second, MaxPending: 1000, Retention: cpstate.DefaultRetentionBounds()}
 }
 
 // Validate checks the configuration.
@@ -71,6 +75,9 @@ func (c ServiceConfig) Validate() error {
 		return fmt.Errorf("%w: sweep interval %s below 10ms", cpstate.ErrInvalidOption, c.SweepInterval)
 	case c.MaxPending < 1:
 		return fmt.Errorf("%w: max pending %d < 1", cpstate.ErrInvalidOption, c.MaxPending)
+	}
+	if err := c.Retention.Validate(); err != nil {
+		return err
 	}
 	return nil
 }

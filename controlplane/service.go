@@ -84,6 +84,8 @@ type Service struct {
 	streamCreds StreamCredentials
 	sweptCreds  sync.Map
 	maxCreds    int // MaxStreamCredentials unless set (tests)
+	// holdCounter counts the entries of the legal holds (UseHoldCounter).
+	holdCounter HoldCounter
 }
 
 // NewService returns the admin API.
@@ -153,6 +155,7 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 	v.Get("/picker/static/:file", s.pickerStaticFile)
 	v.Delete("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.deleteConnection)
 	s.registerStreamCredentials(v)
+	s.registerLifecycle(v)
 }
 
 // routes mounts each handler behind the same middleware.
