@@ -197,8 +197,8 @@ func exportQuery(c *fiber.Ctx, allowed []string) (Getter, Getter, string, error)
 // holds, the connection is cut before the next page, so that the client
 // sees a transfer that did not complete rather than a short file. release
 // is called once the body has ended.
-func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.UUID, logKind auditstore.LogKind, enc *encoder[T],
-	g *grant, release func(), fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) {
+func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.UUID, logKind auditstore.LogKind, whole bool, enc *encoder[T],
+	leafOf func(T) *int64, g *grant, release func(), fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) {
 	name := fmt.Sprintf("%s-%s-%s.%s", kind, org, time.Now().UTC().Format(exportTimeFormat), format)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Set("X-Content-Type-Options", "nosniff")
@@ -224,10 +224,17 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel() // ends the reader when the writing ends first
 		var note []byte
+		var life *exportLife
 		if format == FormatJSONL {
 			var err error
-			if note, err = s.latestNote(ctx, org, logKind); err != nil {
+			var size int64
+			if note, size, err = s.latestNote(ctx, org, logKind); err != nil {
 				return fail(err)
+			}
+			if whole && note != nil {
+				if life, err = s.exportLifecycle(ctx, org, logKind, size); err != nil {
+					return fail(err)
+				}
 			}
 		}
 		pages := readAhead(ctx, timeout, fetch)
@@ -265,10 +272,16 @@ func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.U
 				if err := enc.write(w, pg.items[i]); err != nil {
 					return fail(err)
 				}
+				if life != nil {
+					life.see(leafOf(pg.items[i]))
+				}
 			}
 			if err := send(); err != nil {
 				return fail(err)
 			}
+		}
+		if err := s.writeLifecycleLines(ctx, w, org, logKind, life); err != nil {
+			return fail(err)
 		}
 		if note != nil {
 			if err := writeCheckpointLine(w, note); err != nil {
@@ -408,7 +421,8 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, newAuditEncoder(format), g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.Item, *auditstore.Key, error) {
+		whole := p.ProjectID == nil && p.Action == nil && p.Source == nil && p.ResourceType == nil && p.Search.Empty() && p.Since == nil && p.Until == nil
+		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, whole, newAuditEncoder(format), func(it apiitem.Item) *int64 { return it.LeafIndex }, g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.Item, *auditstore.Key, error) {
 			page, err := s.store.ListAudit(ctx, auditQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list audit logs: %w", err)
@@ -439,7 +453,8 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 		if err != nil {
 			return err
 		}
-		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, newExecutionEncoder(format), g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.ExecutionItem, *auditstore.Key, error) {
+		whole := p.ProjectID == nil && p.Success == nil && p.UserID == nil && p.Search.Empty() && p.Since == nil && p.Until == nil
+		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, whole, newExecutionEncoder(format), func(it apiitem.ExecutionItem) *int64 { return it.LeafIndex }, g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.ExecutionItem, *auditstore.Key, error) {
 			page, err := store.ListExecutions(ctx, execQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list tool executions: %w", err)

@@ -169,6 +169,8 @@ type Server struct {
 	logs   LogReader
 	proofs *proofCache
 	keys   KeySource
+	// expiries are the logs' expiries (when the store keeps them).
+	expiries ExpiryReader
 }
 
 // New returns a query server.
@@ -210,6 +212,9 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 	s := &Server{cfg: cfg, store: store, access: access, cursor: codec, log: log, proofs: newProofCache(cfg.ProofCacheBytes),
 		exportSlots: newSlots("exports", cfg.Exports)}
 	s.logs, _ = store.(LogReader)
+	if s.logs != nil {
+		s.expiries, _ = store.(ExpiryReader)
+	}
 	return s, nil
 }
 

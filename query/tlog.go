@@ -367,6 +367,9 @@ func (s *Server) proofRoute(kind auditstore.LogKind) fiber.Handler {
 		if err != nil {
 			return err
 		}
+		if err := s.expiredProof(ctx, org, kind, event, p.LeafIndex); err != nil {
+			return err
+		}
 		return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: p})
 	}
 }
@@ -532,15 +535,15 @@ func (s *Server) listedLeafIndexes(ctx context.Context, org uuid.UUID, kind audi
 
 // latestNote is the latest checkpoint's signed note of (org, kind)'s log
 // (nil: none, or no log store).
-func (s *Server) latestNote(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) ([]byte, error) {
+func (s *Server) latestNote(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) ([]byte, int64, error) {
 	if s.logs == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	cp, ok, err := s.logs.LatestCheckpoint(ctx, org, kind)
 	if err != nil || !ok {
-		return nil, err
+		return nil, 0, err
 	}
-	return cp.Note, nil
+	return cp.Note, cp.Size, nil
 }

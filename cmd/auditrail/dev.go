@@ -48,6 +48,7 @@ func parseDevFlags(args []string) (settings, error) {
 	icfg.RegisterFlags(fs)
 	df := addDeliverFlags(fs)
 	tf := addTLogFlags(fs)
+	rf := addRetentionFlags(fs, true)
 	demoFlag := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
 	publicURL := addPublicURLFlag(fs, "")
 	mf := addMCPFlags(fs)
@@ -85,6 +86,9 @@ func parseDevFlags(args []string) (settings, error) {
 	}
 	s.deliver.Replicas = s.nats.Replicas()
 	if s.tlog, err = tf.config("dev"); err != nil {
+		return s, err
+	}
+	if s.lifecycle, err = rf.config(); err != nil {
 		return s, err
 	}
 	if s.publicURL == "" {

@@ -63,7 +63,7 @@ func TestComponentsDoNotReachIntoEachOther(t *testing.T) {
 			}
 		}
 	}
-	for _, pkg := range []string{"deliver", "evidence/sequencer", "evidence/checkpointer", "evidence/lease", "controlplane/cpstate", "controlplane/destination", "schemas/apiitem"} {
+	for _, pkg := range []string{"deliver", "evidence/sequencer", "evidence/checkpointer", "evidence/lease", "controlplane/cpstate", "controlplane/destination", "schemas/apiitem", "lifecycle"} {
 		deps, err := exec.Command("go", "list", "-deps", mod+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, deps)

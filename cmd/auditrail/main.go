@@ -41,6 +41,7 @@ func commands() []command {
 		{"toolrunner", "serve the tool runner API (production role)", runToolRunner},
 		{"deliver", "push events to the organizations' destinations (production role)", runDeliver},
 		{"tlog", "the tamper-evidence logs: append every stored entry to its organization's log, sign checkpoints (production role)", runTLog},
+		{"lifecycle", "retention: expire what each organization's retention no longer keeps, from the store and the streams, recorded in its signed log (production role)", runLifecycle},
 		{"gateway", "one origin in front of the roles run apart: routes by path to query, toolrunner and controlplane", gatewaycmd.Run},
 		{"receive", "a receiver of push deliveries: verifies signatures, dedups by event_id, counts", receive.Run},
 		{"admin", "the admin API from a terminal (source CLI)", admin.Run},

@@ -112,7 +112,7 @@ func openControlPlane(ctx context.Context, nc *nats.Conn, f accessFlags, dataDir
 }
 
 // adminService builds the admin API: sealer, recorder, service.
-func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, dataDir string, log *slog.Logger) (*controlplane.Service, error) {
+func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, dataDir string, retention cpstate.RetentionBounds, log *slog.Logger) (*controlplane.Service, error) {
 	keys, err := datadir.Keys("secrets-keys", secretsKeys, dataDir, datadir.SecretsKeyFile, 32)
 	if err != nil {
 		return nil, err
@@ -121,7 +121,9 @@ func (cp *controlPlane) adminService(pub *producers.Publisher, secretsKeys, data
 	if err != nil {
 		return nil, cli.Usage(err)
 	}
-	svc, err := controlplane.NewService(controlplane.DefaultServiceConfig(), cp.state, cp.access, sealer, producers.NewRecorder(pub, 2*time.Second), cp.proxies, log)
+	cfg := controlplane.DefaultServiceConfig()
+	cfg.Retention = retention
+	svc, err := controlplane.NewService(cfg, cp.state, cp.access, sealer, producers.NewRecorder(pub, 2*time.Second), cp.proxies, log)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/ratelimit"
 	"github.com/auditrail/auditrail/internal/redact"
+	"github.com/auditrail/auditrail/lifecycle"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/query"
 	"github.com/auditrail/auditrail/query/dashboard"
@@ -62,6 +63,7 @@ const (
 	modIngest     = "ingest"       // the audit and execution consumers into the store
 	modDeliver    = "deliver"      // the push destinations
 	modTLog       = "tlog"         // the tamper-evidence logs: the sequencer and the checkpointer
+	modLifecycle  = "lifecycle"    // the retention cycles
 	modQuery      = "query"        // the audit API, its live streams and feeds, the dashboard
 	modDemo       = "demo"         // dev --demo: the demo tenant and its servers
 	modOpen       = "open"         // hands the requests to the process's routes; HTTP drains first
@@ -70,7 +72,7 @@ const (
 
 // allModules are the services of dev, in the order they start when
 // nothing else orders them.
-var allModules = []string{modAdminAPI, modToolRunner, modIngest, modDeliver, modTLog, modQuery, modDemo}
+var allModules = []string{modAdminAPI, modToolRunner, modIngest, modDeliver, modTLog, modLifecycle, modQuery, modDemo}
 
 // settings are what a process's command line says: what its modules read.
 // A flag the command lacks leaves its field at its zero value.
@@ -99,6 +101,7 @@ type settings struct {
 	ingest                                 ingest.Config
 	deliver                                deliver.Config
 	tlog                                   checkpointer.Config
+	lifecycle                              lifecycle.Config
 	mcp                                    mcpserver.Config
 	allowPrivate                           bool
 	streamKey, outboxDir                   string
@@ -364,6 +367,7 @@ func (p *process) modules() *modules.Set {
 			<-ctx.Done()
 			return t.stop()
 		}})
+	set.Add(modules.Module{Name: modLifecycle, Deps: []string{modState, modStore}, Run: p.runLifecycleModule})
 	set.Add(modules.Module{Name: modQuery, Deps: []string{modState, modStore}, Start: p.startQuery})
 	set.Add(modules.Module{Name: modDemo, Deps: []string{modQuery, modAdminAPI, modToolRunner},
 		Start: func(ctx context.Context) (err error) {
@@ -460,7 +464,7 @@ func (p *process) startNATS(context.Context) error {
 			_ = p.stopNATS()
 		}
 	}()
-	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery, natsx.RoleDeliver, natsx.RoleTLog} {
+	for _, role := range []string{natsx.RoleControlPlane, natsx.RoleToolRunner, natsx.RoleIngest, natsx.RoleQuery, natsx.RoleDeliver, natsx.RoleTLog, natsx.RoleLifecycle} {
 		c, err := natsx.Connect(p.natsURL, "auditrail-dev-"+role, credsOf(role), s.log.With("nats_role", role), opts...)
 		if err != nil {
 			return err
@@ -563,7 +567,7 @@ func (p *process) startAdmin(context.Context) error {
 	if p.pub, err = producers.New(p.conn(natsx.RoleControlPlane), producers.DefaultConfig(), s.log); err != nil {
 		return err
 	}
-	if p.admin, err = p.cp.adminService(p.pub, s.secretsKeys, s.dataDir, s.log); err != nil {
+	if p.admin, err = p.cp.adminService(p.pub, s.secretsKeys, s.dataDir, s.lifecycle.Bounds, s.log); err != nil {
 		return err
 	}
 	if p.guard, err = newEgress(s.allowPrivate, s.dev, s.log); err != nil {
@@ -597,6 +601,11 @@ func (p *process) startAdminAPI(ctx context.Context) error {
 	limit, err := p.limiter(ctx, adminLimit, natsx.RoleControlPlane)
 	if err != nil {
 		return err
+	}
+	if s.dev {
+		// The store is dev's own (its module starts before HTTP opens);
+		// a control-plane role has none and answers held as null.
+		p.admin.UseHoldCounter(storeHoldCounter{p})
 	}
 	p.admin.Register(p.app, limit)
 	return nil

@@ -142,11 +142,15 @@ func runControlPlane(ctx context.Context, args []string) error {
 	f := newRoleFlags(natsx.RoleControlPlane, "127.0.0.1:8082", "listener of the API", true, true)
 	streamKey := addStreamKeyFlag(f.fs)
 	admin := adminRoleFlags(f, adminLimit)
+	rf := addRetentionFlags(f.fs, false)
 	s, err := f.parse(natsx.RoleControlPlane, args)
 	if err != nil {
 		return err
 	}
 	if err := admin(&s); err != nil {
+		return err
+	}
+	if s.lifecycle.Bounds, err = rf.bounds(); err != nil {
 		return err
 	}
 	s.writesState, s.streamKey = true, *streamKey

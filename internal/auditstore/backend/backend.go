@@ -301,3 +301,66 @@ func (p *Pending) CheckpointAt(ctx context.Context, org uuid.UUID, kind auditsto
 	}
 	return s.CheckpointAt(ctx, org, kind, size)
 }
+
+// The lifecycle's reads and writes (auditstore.LifecycleStore): ErrNotReady
+// until the store answers, like every other call.
+
+var _ auditstore.LifecycleStore = (*Pending)(nil)
+
+func (p *Pending) lifecycle() (auditstore.LifecycleStore, error) {
+	s, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	ls, ok := s.(auditstore.LifecycleStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: the %T store keeps no lifecycle", auditstore.ErrInvalidQuery, s)
+	}
+	return ls, nil
+}
+
+func (p *Pending) ReadLogLeaves(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, lo, hi int64) ([]auditstore.LogLeaf, error) {
+	ls, err := p.lifecycle()
+	if err != nil {
+		return nil, err
+	}
+	return ls.ReadLogLeaves(ctx, org, kind, lo, hi)
+}
+
+func (p *Pending) CountThrough(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, last auditstore.FeedKey, cutoffMS int64) (int64, int64, error) {
+	ls, err := p.lifecycle()
+	if err != nil {
+		return 0, 0, err
+	}
+	return ls.CountThrough(ctx, org, kind, last, cutoffMS)
+}
+
+func (p *Pending) DeleteExpired(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, last auditstore.FeedKey, cutoffMS int64, keep map[uuid.UUID]bool) (int64, error) {
+	ls, err := p.lifecycle()
+	if err != nil {
+		return 0, err
+	}
+	return ls.DeleteExpired(ctx, org, kind, last, cutoffMS, keep)
+}
+
+func (p *Pending) SaveExpiry(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, e auditstore.Expiry) error {
+	ls, err := p.lifecycle()
+	if err != nil {
+		return err
+	}
+	return ls.SaveExpiry(ctx, org, kind, e)
+}
+
+// LatestExpiry answers none for a store that keeps no lifecycle (nothing
+// expired there).
+func (p *Pending) LatestExpiry(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Expiry, bool, error) {
+	s, err := p.get()
+	if err != nil {
+		return auditstore.Expiry{}, false, err
+	}
+	ls, ok := s.(auditstore.LifecycleStore)
+	if !ok {
+		return auditstore.Expiry{}, false, nil
+	}
+	return ls.LatestExpiry(ctx, org, kind)
+}

@@ -1,0 +1,379 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/auditrail/auditrail/controlplane/cpstate"
+	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
+	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/producers"
+	"github.com/auditrail/auditrail/schemas"
+)
+
+func TestMain(m *testing.M) { testenv.MainNoLeaks(m) }
+
+// world is a SQLite store whose audit log is appended by the test's own
+// sequencer: every event written (the test's and the records the runner
+// publishes) becomes the next leaf, and a checkpoint covers it at once.
+type world struct {
+	t     *testing.T
+	store *sqlite.Store
+	org   uuid.UUID
+	mu    sync.Mutex
+	seq   uint64
+	logs  map[auditstore.LogKind]*tlog.MemoryLog
+	// published are the records published; purges the stream calls.
+	published []*schemas.AuditEvent
+	purges    []string
+	settings  *fakeSettings
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &world{t: t, store: st, org: uuid.New(), logs: map[auditstore.LogKind]*tlog.MemoryLog{
+		auditstore.LogAudit: {}, auditstore.LogExecutions: {}}, settings: &fakeSettings{}}
+}
+
+// write stores events and appends them to the audit log.
+func (w *world) write(evs ...*schemas.AuditEvent) {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ctx := context.Background()
+	batch := make([]schemas.AuditEvent, len(evs))
+	for i, ev := range evs {
+		w.seq++
+		ev.Stored = schemas.Persisted{Seq: w.seq}
+		batch[i] = *ev
+	}
+	if err := w.store.WriteAudit(ctx, batch); err != nil {
+		w.t.Fatal(err)
+	}
+	mem := w.logs[auditstore.LogAudit]
+	for _, ev := range evs {
+		p, err := w.store.FeedAudit(ctx, auditstore.FeedQuery{OrgID: w.org, Upto: 1 << 40, Limit: auditstore.FeedMaxLimit})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var key auditstore.FeedKey
+		for i := range p.Items {
+			if p.Items[i].EventID == ev.EventID {
+				key = auditstore.AuditFeedKey(&p.Items[i])
+			}
+		}
+		idx := mem.Size()
+		leaf := tlog.LeafHash(ev.EventID[:])
+		hs, err := mem.Append(leaf)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		stored := make([]auditstore.StoredHash, len(hs))
+		for i, h := range hs {
+			stored[i] = auditstore.StoredHash{Index: tlog.StoredHashIndex(idx) + int64(i), Hash: h}
+		}
+		if err := w.store.AppendLog(ctx, w.org, auditstore.LogAudit, []auditstore.LogLeaf{{Index: idx, EventID: ev.EventID, Key: key}}, stored); err != nil {
+			w.t.Fatal(err)
+		}
+		if err := w.store.SaveCheckpoint(ctx, w.org, auditstore.LogAudit, auditstore.Checkpoint{Size: idx + 1, Root: mem.Root(), Time: time.Now(), KeyID: "k", Note: []byte("note")}); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
+
+// Publish is the runner's publisher: the record lands in the store and the log.
+func (w *world) Publish(_ context.Context, ev producers.Event) error {
+	a, ok := ev.(*schemas.AuditEvent)
+	if !ok {
+		return errors.New("not an audit event")
+	}
+	w.published = append(w.published, a)
+	cp := *a
+	w.write(&cp)
+	return nil
+}
+
+func (w *world) PurgeThrough(_ context.Context, subject string, seq uint64) error {
+	w.purges = append(w.purges, fmt.Sprintf("%s through %d", subject, seq))
+	return nil
+}
+
+func (w *world) PurgeBefore(_ context.Context, subject string, _ time.Time) error {
+	w.purges = append(w.purges, subject+" before cutoff")
+	return nil
+}
+
+type fakeSettings struct {
+	retention *cpstate.Retention
+	holds     []cpstate.LegalHold
+}
+
+func (f *fakeSettings) Retention(uuid.UUID) (*cpstate.Retention, error)   { return f.retention, nil }
+func (f *fakeSettings) LegalHolds(uuid.UUID) ([]cpstate.LegalHold, error) { return f.holds, nil }
+
+func (w *world) event(name string) *schemas.AuditEvent {
+	rt := schemas.ResourceTypeProject
+	return &schemas.AuditEvent{EventID: uuid.New(), OrganizationID: w.org, Timestamp: auditstore.Millis(time.Now()),
+		Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI, DisplayName: name, PrincipalID: "p-" + name,
+		PrincipalType: "API_KEY", ResourceType: &rt, ResourceID: schemas.Ptr(name), ResourceDisplay: schemas.Ptr(name)}
+}
+
+// listed is the event ids the store lists, oldest first.
+func (w *world) listed() []uuid.UUID {
+	w.t.Helper()
+	p, err := w.store.FeedAudit(context.Background(), auditstore.FeedQuery{OrgID: w.org, Upto: 1 << 40, Limit: auditstore.FeedMaxLimit})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var out []uuid.UUID
+	for _, e := range p.Items {
+		out = append(out, e.EventID)
+	}
+	return out
+}
+
+func (w *world) createdMS(id uuid.UUID) int64 {
+	p, _ := w.store.FeedAudit(context.Background(), auditstore.FeedQuery{OrgID: w.org, Upto: 1 << 40, Limit: auditstore.FeedMaxLimit})
+	for _, e := range p.Items {
+		if e.EventID == id {
+			return e.CreatedTime.UnixMilli()
+		}
+	}
+	w.t.Fatalf("event %s not stored", id)
+	return 0
+}
+
+func (w *world) runner(t *testing.T, store Store, now time.Time) *Runner {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.RecordWait, cfg.Poll = 5*time.Second, 5*time.Millisecond
+	r, err := New(cfg, store, w.settings, w, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.now = func() time.Time { return now }
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A cycle deletes the entries persisted before the cutoff, except those a
+// legal hold keeps, only after its record is in the signed log; the next
+// cycle records nothing more; releasing the hold lets the next one take
+// the held entries.
+func TestCycleExpires(t *testing.T) {
+	w := newWorld(t)
+	var old, young []*schemas.AuditEvent
+	for i := range 20 {
+		e := w.event("old")
+		if i == 4 || i == 11 {
+			e.DisplayName = "held"
+		}
+		old = append(old, e)
+	}
+	w.write(old...)
+	time.Sleep(20 * time.Millisecond)
+	for range 10 {
+		young = append(young, w.event("young"))
+	}
+	w.write(young...)
+	cutoff := w.createdMS(young[0].EventID)
+	retention := 400 * 24 * time.Hour
+	now := time.UnixMilli(cutoff).Add(retention)
+	w.settings.retention = &cpstate.Retention{OrgID: w.org, AuditLogs: ptr(retention), AppliesFrom: now.Add(-time.Hour)}
+	hold := cpstate.LegalHold{ID: uuid.New(), OrgID: w.org, Name: "dispute", Q: `actor:held`, Kinds: []string{cpstate.RetentionAuditLogs}}
+	w.settings.holds = []cpstate.LegalHold{hold}
+	r := w.runner(t, w.store, now)
+
+	rep, err := r.Cycle(context.Background())
+	if err != nil || rep.Expired != 18 || rep.Failed != 0 {
+		t.Fatalf("Cycle = %+v, %v; want 18 expired", rep, err)
+	}
+	if len(w.published) != 1 {
+		t.Fatalf("%d records published, want 1", len(w.published))
+	}
+	rec, err := tlog.ParseLifecycleRecord(itemJSON(t, w.published[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.BelowLeaf != 20 || rec.Kept != 2 || rec.Expired != 18 || rec.Retention != "400d" || rec.Log != tlog.LogNameAudit || !slices.Equal(rec.Holds, []string{hold.ID.String()}) {
+		t.Fatalf("record %+v", rec)
+	}
+	want := []uuid.UUID{old[4].EventID, old[11].EventID}
+	for _, e := range young {
+		want = append(want, e.EventID)
+	}
+	want = append(want, w.published[0].EventID)
+	if got := w.listed(); !slices.Equal(got, want) {
+		t.Fatalf("left: %v, want %v", got, want)
+	}
+	exp, ok, err := w.store.LatestExpiry(context.Background(), w.org, auditstore.LogAudit)
+	if err != nil || !ok || !exp.Done || exp.BelowLeaf != 20 || exp.RecordLeaf != 30 || exp.Record != w.published[0].EventID {
+		t.Fatalf("LatestExpiry = %+v, %v, %v", exp, ok, err)
+	}
+	if len(w.purges) != 2 || w.purges[0] != schemas.EventSubject(w.org.String(), "audit")+" through 20" {
+		t.Fatalf("purges %v", w.purges)
+	}
+
+	// Steady state: nothing more to record or delete.
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Expired != 0 || len(w.published) != 1 {
+		t.Fatalf("second cycle = %+v, %v, %d records", rep, err, len(w.published))
+	}
+
+	// The hold released: its entries go at the next cycle, with a record.
+	w.settings.holds[0].ReleasedAt = ptr(now)
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Expired != 2 || len(w.published) != 2 {
+		t.Fatalf("cycle after the release = %+v, %v, %d records", rep, err, len(w.published))
+	}
+	if got := w.listed(); len(got) != 12 {
+		t.Fatalf("%d entries left, want the 10 young and 2 records", len(got))
+	}
+}
+
+// No retention (the default: forever), or a change still in its grace
+// period that would shorten it, deletes nothing.
+func TestCycleKeeps(t *testing.T) {
+	w := newWorld(t)
+	w.write(w.event("a"), w.event("b"))
+	now := time.Now().Add(365 * 24 * time.Hour)
+	r := w.runner(t, w.store, now)
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Expired != 0 || len(w.published) != 0 {
+		t.Fatalf("forever: %+v, %v", rep, err)
+	}
+	w.settings.retention = &cpstate.Retention{OrgID: w.org, AuditLogs: ptr(24 * time.Hour), AppliesFrom: now.Add(time.Hour), UpdatedAt: now}
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Expired != 0 || len(w.published) != 0 {
+		t.Fatalf("in its grace period: %+v, %v", rep, err)
+	}
+	if got := w.listed(); len(got) != 2 {
+		t.Fatalf("%d left", len(got))
+	}
+}
+
+// failingStore fails DeleteExpired after deleting a part (a crash mid-way).
+type failingStore struct {
+	*sqlite.Store
+	fail bool
+}
+
+func (f *failingStore) DeleteExpired(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, last auditstore.FeedKey, cutoff int64, keep map[uuid.UUID]bool) (int64, error) {
+	if f.fail {
+		// Delete the first half of what is due, then "crash".
+		p, err := f.Store.FeedAudit(ctx, auditstore.FeedQuery{OrgID: org, Upto: 1 << 40, Limit: 5})
+		if err != nil {
+			return 0, err
+		}
+		half := p.Items[len(p.Items)-1]
+		n, err := f.Store.DeleteExpired(ctx, org, kind, auditstore.AuditFeedKey(&half), cutoff, keep)
+		if err != nil {
+			return n, err
+		}
+		return n, errors.New("crashed")
+	}
+	return f.Store.DeleteExpired(ctx, org, kind, last, cutoff, keep)
+}
+
+// A cycle that stopped mid-deletion resumes its saved plan at the next:
+// exactly the expired entries go, with one record.
+func TestCycleResumes(t *testing.T) {
+	w := newWorld(t)
+	var old []*schemas.AuditEvent
+	for range 12 {
+		old = append(old, w.event("old"))
+	}
+	w.write(old...)
+	time.Sleep(20 * time.Millisecond)
+	young := w.event("young")
+	w.write(young)
+	retention := 30 * 24 * time.Hour
+	now := time.UnixMilli(w.createdMS(young.EventID)).Add(retention)
+	w.settings.retention = &cpstate.Retention{OrgID: w.org, AuditLogs: ptr(retention)}
+	fs := &failingStore{Store: w.store, fail: true}
+	r := w.runner(t, fs, now)
+	if rep, _ := r.Cycle(context.Background()); rep.Failed != 1 || rep.Expired != 5 {
+		t.Fatalf("crashed cycle = %+v", rep)
+	}
+	if exp, ok, _ := w.store.LatestExpiry(context.Background(), w.org, auditstore.LogAudit); !ok || exp.Done {
+		t.Fatalf("the interrupted expiry is saved as done: %+v %v", exp, ok)
+	}
+	fs.fail = false
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Failed != 0 || rep.Expired != 7 {
+		t.Fatalf("resumed cycle = %+v, %v", rep, err)
+	}
+	if got := w.listed(); !slices.Equal(got, []uuid.UUID{young.EventID, w.published[0].EventID}) || len(w.published) != 1 {
+		t.Fatalf("left %v (records %d)", got, len(w.published))
+	}
+}
+
+func itemJSON(t *testing.T, ev *schemas.AuditEvent) []byte {
+	t.Helper()
+	return []byte(`{"data":` + string(ev.Data) + `}`)
+}
+
+// The horizon is the first leaf persisted at or after the cutoff.
+func TestHorizon(t *testing.T) {
+	w := newWorld(t)
+	var evs []*schemas.AuditEvent
+	for range 9 {
+		e := w.event("x")
+		w.write(e)
+		evs = append(evs, e)
+		time.Sleep(3 * time.Millisecond)
+	}
+	r := w.runner(t, w.store, time.Now())
+	for i, e := range evs {
+		n, err := r.horizon(context.Background(), w.org, auditstore.LogAudit, 9, w.createdMS(e.EventID))
+		if err != nil || n != int64(i) {
+			t.Fatalf("horizon at entry %d = %d, %v", i, n, err)
+		}
+	}
+	if n, _ := r.horizon(context.Background(), w.org, auditstore.LogAudit, 9, time.Now().Add(time.Hour).UnixMilli()); n != 9 {
+		t.Fatalf("horizon after every entry = %d", n)
+	}
+}
+
+// An entry that a record kept, deleted by hand, stops the log's expiries:
+// a new record counting only what is left would hide the deletion.
+func TestCycleRefusesToLaunderADeletion(t *testing.T) {
+	w := newWorld(t)
+	var old []*schemas.AuditEvent
+	for range 6 {
+		old = append(old, w.event("old"))
+	}
+	old[1].DisplayName = "held"
+	w.write(old...)
+	time.Sleep(20 * time.Millisecond)
+	young := w.event("young")
+	w.write(young)
+	retention := 24 * time.Hour
+	now := time.UnixMilli(w.createdMS(young.EventID)).Add(retention)
+	w.settings.retention = &cpstate.Retention{OrgID: w.org, AuditLogs: ptr(retention)}
+	w.settings.holds = []cpstate.LegalHold{{ID: uuid.New(), OrgID: w.org, Name: "h", Q: "actor:held", Kinds: []string{cpstate.RetentionAuditLogs}}}
+	r := w.runner(t, w.store, now)
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Expired != 5 {
+		t.Fatalf("first cycle = %+v, %v", rep, err)
+	}
+	if _, err := w.store.DeleteExpired(context.Background(), w.org, auditstore.LogAudit, auditstore.FeedKey{Seq: 1 << 40}, 1<<62, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.now = func() time.Time { return now.Add(time.Hour) }
+	w.settings.holds = nil
+	rep, err := r.Cycle(context.Background())
+	if err != nil || rep.Failed != 1 || rep.Expired != 0 || len(w.published) != 1 {
+		t.Fatalf("cycle after a hand deletion = %+v, %v, %d records", rep, err, len(w.published))
+	}
+}
