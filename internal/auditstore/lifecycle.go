@@ -3,6 +3,7 @@ package auditstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,4 +94,66 @@ func ValidateExpiry(org uuid.UUID, kind LogKind, e Expiry) error {
 		return err
 	}
 	return e.Validate()
+}
+
+// Erasure: the entries in which a person appears are rewritten, their
+// identifying values replaced by a pseudonym, after a record naming their
+// leaves is signed (lifecycle/erase.go). The log keeps each entry's
+// original leaf; the store keeps it beside the entry (ErasedEntry), and
+// the routes serve it with the entry, so that the verifier can place the
+// leaf of an entry whose content no longer hashes to it.
+
+// Columns that an erasure may rewrite, by kind.
+var (
+	AuditErasable      = []string{"display_name", "user_id", "principal_id", "client_ip", "resource_id", "resource_display", "data"}
+	ExecutionsErasable = []string{"display_name", "user_id", "principal_id", "client_ip", "execution_error"}
+)
+
+// Rewrite is one entry's erasure: the new values of some of its erasable
+// columns (nil: NULL; an audit entry's NOT NULL columns take ""), the
+// erasure and the entry's original leaf hash.
+type Rewrite struct {
+	EventID  uuid.UUID
+	Set      map[string]*string
+	Erasure  uuid.UUID
+	LeafHash [32]byte
+}
+
+// ErasedEntry is what the store keeps of an entry's erasure.
+type ErasedEntry struct {
+	Erasure  uuid.UUID
+	LeafHash [32]byte
+}
+
+// ErasureStore rewrites and tells the erased entries.
+type ErasureStore interface {
+	// RewriteEntries applies the rewrites of entries of the log's kind
+	// and keeps each entry's erasure, atomically per call. An entry that
+	// is not stored is skipped. Columns outside the kind's erasable ones
+	// are ErrInvalidQuery.
+	RewriteEntries(ctx context.Context, org uuid.UUID, kind LogKind, rewrites []Rewrite) error
+	// ErasedEntries returns the erasures of those of ids that were erased.
+	ErasedEntries(ctx context.Context, org uuid.UUID, kind LogKind, ids []uuid.UUID) (map[uuid.UUID]ErasedEntry, error)
+}
+
+// ValidateRewrites checks the columns of rewrites of kind.
+func ValidateRewrites(org uuid.UUID, kind LogKind, rewrites []Rewrite) error {
+	if err := ValidateLog(org, kind); err != nil {
+		return err
+	}
+	allowed := AuditErasable
+	if kind == LogExecutions {
+		allowed = ExecutionsErasable
+	}
+	for _, r := range rewrites {
+		if r.EventID == uuid.Nil || r.Erasure == uuid.Nil {
+			return fmt.Errorf("%w: a rewrite without its event or erasure", ErrInvalidQuery)
+		}
+		for col := range r.Set {
+			if !slices.Contains(allowed, col) {
+				return fmt.Errorf("%w: column %q of %s is not erasable", ErrInvalidQuery, col, kind)
+			}
+		}
+	}
+	return nil
 }

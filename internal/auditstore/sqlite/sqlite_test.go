@@ -23,6 +23,8 @@ func TestConformance(t *testing.T) { storetest.Run(t, fresh) }
 
 func TestLifecycleConformance(t *testing.T) { storetest.RunLifecycle(t, fresh) }
 
+func TestErasureConformance(t *testing.T) { storetest.RunErasure(t, fresh) }
+
 // fresh opens a store in a new file.
 func fresh(t *testing.T) storetest.Opener {
 	path := filepath.Join(t.TempDir(), "audit.db")

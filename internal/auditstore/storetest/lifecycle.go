@@ -2,12 +2,14 @@ package storetest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -220,5 +222,98 @@ func testLifecycleExpiries(t *testing.T, open Opener) {
 	}
 	if err := ls.SaveExpiry(ctx(t), uuid.New(), auditstore.LogAudit, first); err == nil {
 		t.Fatal("an expiry of an organization without a log was saved")
+	}
+}
+
+// RunErasure runs the erasure's conformance cases.
+func RunErasure(t *testing.T, factory Factory) {
+	t.Run("Rewrite", func(t *testing.T) { testErasureRewrite(t, factory(t)) })
+}
+
+func erasureStore(t *testing.T, s auditstore.Store) auditstore.ErasureStore {
+	t.Helper()
+	es, ok := s.(auditstore.ErasureStore)
+	if !ok {
+		t.Fatalf("%T erases nothing", s)
+	}
+	return es
+}
+
+// An erasure rewrites the named columns of the named entries, of one
+// organization and kind only, keeps each entry's erasure, and the old
+// values are no longer found.
+func testErasureRewrite(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	es := erasureStore(t, s)
+	org, other := uuid.New(), uuid.New()
+	base := auditstore.Millis(time.Now().Add(-time.Hour))
+	var evs []schemas.AuditEvent
+	for i := range 5 {
+		e := Event(org, base.Add(time.Duration(i)*time.Second))
+		e.DisplayName, e.UserID, e.ClientIP = "Alice Smith", ptr("alice@example.com"), ptr("198.51.100.7")
+		e.Data = []byte(`{"after":{"email":"alice@example.com","note":"hi"}}`)
+		evs = append(evs, e)
+	}
+	o := Event(other, base)
+	o.UserID = ptr("alice@example.com")
+	write(t, s, append(evs, o))
+	xs := s.(auditstore.ExecutionStore)
+	x := execEvent(org, uuid.New(), base, false)
+	x.UserID, x.ExecutionError = "alice@example.com", "denied for alice@example.com"
+	if err := xs.WriteExecutions(ctx(t), []schemas.ExecutionEvent{x}); err != nil {
+		t.Fatal(err)
+	}
+	erasure := uuid.New()
+	pseudo := "erased-0123456789abcdef"
+	var rws []auditstore.Rewrite
+	for i, e := range evs[:3] {
+		rws = append(rws, auditstore.Rewrite{EventID: e.EventID, Erasure: erasure, LeafHash: [32]byte{byte(i + 1)},
+			Set: map[string]*string{"display_name": &pseudo, "user_id": &pseudo, "client_ip": &pseudo,
+				"data": ptr(`{"after":{"email":"` + pseudo + `","note":"hi"}}`)}})
+	}
+	if err := es.RewriteEntries(ctx(t), org, auditstore.LogAudit, rws); err != nil {
+		t.Fatal(err)
+	}
+	if err := es.RewriteEntries(ctx(t), org, auditstore.LogAudit, []auditstore.Rewrite{{EventID: evs[0].EventID, Erasure: erasure, Set: map[string]*string{"created_ms": &pseudo}}}); err == nil {
+		t.Fatal("a rewrite of created_ms was accepted")
+	}
+	xid, _ := uuid.Parse(x.EventID)
+	if err := es.RewriteEntries(ctx(t), org, auditstore.LogExecutions, []auditstore.Rewrite{{EventID: xid, Erasure: erasure, LeafHash: [32]byte{9},
+		Set: map[string]*string{"user_id": &pseudo, "execution_error": ptr("denied for " + pseudo)}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := all(t, s, auditstore.Query{OrgID: org, Limit: 100})
+	erased := 0
+	for _, e := range got {
+		if e.DisplayName == pseudo {
+			erased++
+			if *e.UserID != pseudo || *e.ClientIP != pseudo || !strings.Contains(string(e.Data), pseudo) || strings.Contains(string(e.Data), "alice@") {
+				t.Fatalf("half rewritten: %+v %s", e.AuditEvent, e.Data)
+			}
+		}
+	}
+	if erased != 3 {
+		t.Fatalf("%d entries rewritten, want 3", erased)
+	}
+	q, err := search.Parse(search.Audit, "actor:alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := all(t, s, auditstore.Query{OrgID: org, Filter: auditstore.Filter{Search: q}, Limit: 100}); len(got) != 2 {
+		t.Fatalf("the old value finds %d entries, want the 2 not erased", len(got))
+	}
+	if got := all(t, s, auditstore.Query{OrgID: other, Limit: 100}); len(got) != 1 || *got[0].UserID != "alice@example.com" {
+		t.Fatal("another organization's entry was rewritten")
+	}
+	p, err := xs.ListExecutions(ctx(t), auditstore.ExecQuery{OrgID: org, Limit: 10})
+	if err != nil || len(p.Items) != 1 || p.Items[0].UserID != pseudo || p.Items[0].ExecutionError != "denied for "+pseudo {
+		t.Fatalf("execution after the rewrite: %+v, %v", p.Items, err)
+	}
+	m, err := es.ErasedEntries(ctx(t), org, auditstore.LogAudit, []uuid.UUID{evs[0].EventID, evs[2].EventID, evs[4].EventID})
+	if err != nil || len(m) != 2 || m[evs[2].EventID].LeafHash[0] != 3 || m[evs[0].EventID].Erasure != erasure {
+		t.Fatalf("ErasedEntries = %v, %v", m, err)
+	}
+	if m, err := es.ErasedEntries(ctx(t), org, auditstore.LogExecutions, []uuid.UUID{xid}); err != nil || m[xid].LeafHash[0] != 9 {
+		t.Fatalf("ErasedEntries(executions) = %v, %v", m, err)
 	}
 }
