@@ -29,8 +29,32 @@ const LifecycleMember = "lifecycle"
 
 // Lifecycle record types.
 const (
-	RecordExpiry = "expiry"
+	RecordExpiry  = "expiry"
+	RecordErasure = "erasure"
 )
+
+// An erasure record says: the entries at these leaves of that log were
+// rewritten by erasure E, their identifying values (fields) replaced by
+// the pseudonym; each such entry is served with a member
+// {"erasure": {"id": E, "leaf_hash": "<its original leaf hash>"}}, which
+// no leaf covers, and the verifier places that leaf hash for it only when
+// a verified record of E names its leaf. An erasure of many entries has
+// several records (at most MaxRecordRanges ranges each).
+//
+//	{"lifecycle": {"type": "erasure", "erasure": "<id>", "log": "audit_logs",
+//	  "leaves": [[a, b], …], "fields": ["display_name", …], "pseudonym": "erased-…"}}
+
+// MaxRecordRanges bounds the leaf ranges of one erasure record.
+const MaxRecordRanges = 2000
+
+// ErasureMember is the member of an erased entry as the routes serve it.
+const ErasureMember = "erasure"
+
+// ErasureRef is an erased entry's erasure member.
+type ErasureRef struct {
+	ID       string `json:"id"`
+	LeafHash string `json:"leaf_hash"`
+}
 
 // The logs' names in records (as the API routes name them).
 const (
@@ -48,6 +72,11 @@ type LifecycleRecord struct {
 	Retention string    `json:"retention"`
 	Cutoff    time.Time `json:"cutoff"`
 	Holds     []string  `json:"holds"`
+	// Erasure records.
+	Erasure   string     `json:"erasure,omitempty"`
+	Leaves    [][2]int64 `json:"leaves,omitempty"`
+	Fields    []string   `json:"fields,omitempty"`
+	Pseudonym string     `json:"pseudonym,omitempty"`
 }
 
 // ErrNoRecord: the entry holds no lifecycle record.
@@ -56,10 +85,20 @@ var ErrNoRecord = errors.New("not a lifecycle record")
 // Validate checks a record's fields.
 func (r LifecycleRecord) Validate() error {
 	switch {
-	case r.Type != RecordExpiry:
+	case r.Type != RecordExpiry && r.Type != RecordErasure:
 		return fmt.Errorf("lifecycle record: unknown type %q", r.Type)
 	case r.Log != LogNameAudit && r.Log != LogNameExecutions:
 		return fmt.Errorf("lifecycle record: unknown log %q", r.Log)
+	case r.Type == RecordErasure:
+		if r.Erasure == "" || len(r.Leaves) == 0 || len(r.Leaves) > MaxRecordRanges {
+			return fmt.Errorf("lifecycle record: an erasure record of %d leaf ranges, erasure %q", len(r.Leaves), r.Erasure)
+		}
+		for _, l := range r.Leaves {
+			if l[0] < 0 || l[1] < l[0] {
+				return fmt.Errorf("lifecycle record: leaf range %d..%d", l[0], l[1])
+			}
+		}
+		return nil
 	case r.BelowLeaf < 1 || r.Kept < 0 || r.Expired < 0 || r.Kept+r.Expired > r.BelowLeaf:
 		return fmt.Errorf("lifecycle record: %d leaves keeping %d and deleting %d", r.BelowLeaf, r.Kept, r.Expired)
 	}

@@ -94,6 +94,9 @@ func (v *verifier) run() error {
 	v.rep.Checkpoint, v.rep.Key = cp, key
 	v.pending(cp)
 	lc := v.readLifecycle(cp)
+	if lc == nil && len(v.col.erased) > 0 {
+		lc = &lifecycle{nodes: map[tlog.Node]tlog.Hash{}}
+	}
 	var extras []extra
 	if v.cfg.Checkpoint != nil && embedded != nil {
 		if ecp, ok := v.open(embedded, embeddedName, cp); ok && ecp.Size <= cp.Size && ecp != cp {

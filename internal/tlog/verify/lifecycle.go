@@ -76,6 +76,38 @@ type lifecycle struct {
 	// at leaf recordLeaf of the audit log.
 	record     *tlog.LifecycleRecord
 	recordLeaf int64
+	// erasures are the leaf ranges that verified erasure records of this
+	// log name, by erasure id.
+	erasures map[string][][2]int64
+}
+
+// erasedLine is an entry served with its erasure member: its leaf is the
+// original leaf hash the member gives.
+type erasedLine struct {
+	line    int64
+	index   int64
+	erasure string
+}
+
+// erasureOf reads an entry's erasure member (ok false: it has none).
+func erasureOf(text []byte) (tlog.ErasureRef, tlog.Hash, bool, error) {
+	var m struct {
+		Erasure *tlog.ErasureRef `json:"erasure"`
+	}
+	if err := json.Unmarshal(text, &m); err != nil {
+		return tlog.ErasureRef{}, tlog.Hash{}, false, err
+	}
+	if m.Erasure == nil {
+		return tlog.ErasureRef{}, tlog.Hash{}, false, nil
+	}
+	if _, err := uuid.Parse(m.Erasure.ID); err != nil {
+		return tlog.ErasureRef{}, tlog.Hash{}, false, fmt.Errorf("id %q is not a uuid", m.Erasure.ID)
+	}
+	h, err := decodeHash(m.Erasure.LeafHash)
+	if err != nil {
+		return tlog.ErasureRef{}, tlog.Hash{}, false, fmt.Errorf("leaf_hash: %w", err)
+	}
+	return *m.Erasure, h, true, nil
 }
 
 // readLifecycle checks the lifecycle lines against the checkpoint cp.
@@ -104,6 +136,13 @@ func (v *verifier) readLifecycle(cp tlog.Checkpoint) *lifecycle {
 				continue
 			}
 			if rec.Log != logName {
+				continue
+			}
+			if rec.Type == tlog.RecordErasure {
+				if lc.erasures == nil {
+					lc.erasures = map[string][][2]int64{}
+				}
+				lc.erasures[rec.Erasure] = append(lc.erasures[rec.Erasure], rec.Leaves...)
 				continue
 			}
 			if lc.record == nil || leaf > lc.recordLeaf {
@@ -206,8 +245,9 @@ func (v *verifier) checkRecord(raw json.RawMessage, org uuid.UUID) (tlog.Lifecyc
 // check applies the rules to the placed entries: owner[i] != 0 when leaf i
 // has an entry.
 func (lc *lifecycle) check(v *verifier, owner []int32) {
+	lc.checkErased(v)
 	if len(lc.runs) == 0 {
-		if lc.record != nil {
+		if lc.record != nil && lc.record.Expired > 0 {
 			v.rep.Notes = append(v.rep.Notes, fmt.Sprintf("%s (expiry record at leaf %d of the audit log); none is missing from this export",
 				lc.noteText(0), lc.recordLeaf))
 		}
@@ -256,4 +296,34 @@ func retentionWords(s string) string {
 		}
 	}
 	return s
+}
+
+// checkErased checks that a verified erasure record names each erased
+// entry's leaf, and notes how many each erasure changed.
+func (lc *lifecycle) checkErased(v *verifier) {
+	counts := map[string]int64{}
+	for _, e := range v.col.erased {
+		named := false
+		for _, r := range lc.erasures[e.erasure] {
+			if r[0] <= e.index && e.index <= r[1] {
+				named = true
+				break
+			}
+		}
+		if !named {
+			v.add(KindAltered, e.index, e.line, "line %d claims that erasure %s rewrote leaf %d, but no signed erasure record of this log names it: the entry was altered",
+				e.line, e.erasure, e.index)
+			continue
+		}
+		counts[e.erasure]++
+	}
+	ids := make([]string, 0, len(counts))
+	for id := range counts {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		v.rep.Notes = append(v.rep.Notes, fmt.Sprintf("%s erased by erasure %s (their identifying fields replaced by a pseudonym after a signed record named their leaves; each is placed by its original leaf hash, so its other fields are not checked)",
+			plural(counts[id], "entry"), id))
+	}
 }

@@ -191,3 +191,85 @@ func TestParseLifecycleRecord(t *testing.T) {
 		}
 	}
 }
+
+// An export after an erasure: the erased entries carry their original leaf
+// hash and a record of the erasure names their leaves; it verifies and
+// says so. An erasure member without a record, or with a false hash, fails.
+func TestExportAfterErasure(t *testing.T) {
+	const erasure = "0b7e2c1a-5d43-4f6e-8a9b-1c2d3e4f5a6b"
+	f := newFixture(t, 30)
+	var item map[string]any
+	if err := json.Unmarshal(f.items[25], &item); err != nil {
+		t.Fatal(err)
+	}
+	delete(item, tlog.LeafIndexMember)
+	item["data"] = map[string]any{tlog.LifecycleMember: tlog.LifecycleRecord{Type: tlog.RecordErasure, Erasure: erasure, Log: tlog.LogNameAudit,
+		Leaves: [][2]int64{{10, 11}}, Fields: []string{"display_name"}, Pseudonym: "erased-0123456789abcdef"}}
+	f.items[25], _ = json.Marshal(item)
+	var err error
+	if f.leaves, err = tlogtest.Leaves(f.items); err != nil {
+		t.Fatal(err)
+	}
+	mem := &tlog.MemoryLog{}
+	for _, l := range f.leaves {
+		if _, err := mem.Append(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lf := &lifecycleFixture{fixture: f, mem: mem}
+	proof, err := tlog.InclusionProof(context.Background(), mem, 30, 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []string
+	for _, h := range proof {
+		ps = append(ps, base64.StdEncoding.EncodeToString(h[:]))
+	}
+	recLine, _ := json.Marshal(map[string]any{tlog.RecordLineMember: tlog.RecordProof{Entry: f.items[25], LeafIndex: 25, Proof: ps,
+		Checkpoint: string(lf.sign(t, 30, t0.Add(time.Hour), f.key))}})
+	erase := func(i int, leaf tlog.Hash) []byte {
+		var m map[string]any
+		_ = json.Unmarshal(f.items[i], &m)
+		m["display_name"] = "erased-0123456789abcdef"
+		delete(m, tlog.LeafIndexMember)
+		m[tlog.ErasureMember] = tlog.ErasureRef{ID: erasure, LeafHash: base64.StdEncoding.EncodeToString(leaf[:])}
+		b, _ := json.Marshal(m)
+		return tlogtest.Line(b, int64(i))
+	}
+	export := func(erased map[int]tlog.Hash, record bool) []byte {
+		var lines [][]byte
+		for i, it := range f.items {
+			if h, ok := erased[i]; ok {
+				lines = append(lines, erase(i, h))
+				continue
+			}
+			lines = append(lines, tlogtest.Line(it, int64(i)))
+		}
+		if record {
+			lines = append(lines, recLine)
+		}
+		return join(append(lines, tlogtest.CheckpointLine(lf.sign(t, 30, t0.Add(time.Hour), f.key))))
+	}
+	rep := run(t, export(map[int]tlog.Hash{10: f.leaves[10], 11: f.leaves[11]}, true), verify.Config{Keys: f.keys})
+	var out strings.Builder
+	rep.Write(&out)
+	if !rep.OK() || !strings.Contains(out.String(), "note: 2 entries erased by erasure "+erasure) {
+		t.Fatalf("the export after an erasure:\n%s", out.String())
+	}
+	for name, tc := range map[string]struct {
+		erased map[int]tlog.Hash
+		record bool
+		want   string
+	}{
+		"no record":               {map[int]tlog.Hash{10: f.leaves[10]}, false, "no signed erasure record of this log names it"},
+		"a leaf it does not name": {map[int]tlog.Hash{12: f.leaves[12]}, true, "no signed erasure record of this log names it"},
+		"a false leaf hash":       {map[int]tlog.Hash{10: f.leaves[3]}, true, "root differs"},
+	} {
+		rep := run(t, export(tc.erased, tc.record), verify.Config{Keys: f.keys})
+		var out strings.Builder
+		rep.Write(&out)
+		if rep.OK() || !strings.Contains(out.String(), tc.want) {
+			t.Fatalf("%s: the report does not fail with %q:\n%s", name, tc.want, out.String())
+		}
+	}
+}

@@ -171,6 +171,7 @@ type collector struct {
 	problems    []Problem
 	checkpoints []checkpointLine
 	lifecycle   []lifecycleLine
+	erased      []erasedLine
 	pending     []pendingLine
 	morePending int64 // pending entries beyond maxLineProblems, counted only
 	lines       int64
@@ -303,6 +304,7 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 	var problems []Problem
 	var cps []checkpointLine
 	var lifes []lifecycleLine
+	var erased []erasedLine
 	var pending []pendingLine
 	last := int64(0)
 	line, off := b.firstLine, b.off
@@ -344,8 +346,20 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 			problems = append(problems, Problem{Kind: KindMalformed, Leaf: -1, Line: int(line),
 				Message: fmt.Sprintf("line %d%s has no leaf_index: it was not exported as an entry of the log (inserted?)", line, eventSuffix(e.EventID()))})
 		default:
+			leaf := e.Leaf
+			if e.Uncovered > 0 && bytes.Contains(text, []byte(`"`+tlog.ErasureMember+`"`)) {
+				ref, h, ok, err := erasureOf(text)
+				switch {
+				case err != nil:
+					problems = append(problems, Problem{Kind: KindMalformed, Leaf: e.LeafIndex, Line: int(line),
+						Message: fmt.Sprintf("line %d: its %s member is malformed: %s", line, tlog.ErasureMember, err)})
+				case ok:
+					leaf = h
+					erased = append(erased, erasedLine{line: line, index: e.LeafIndex, erasure: ref.ID})
+				}
+			}
 			entries++
-			local = append(local, record{leaf: e.Leaf, index: e.LeafIndex, line: line, off: lineOff})
+			local = append(local, record{leaf: leaf, index: e.LeafIndex, line: line, off: lineOff})
 		}
 		line++
 	}
@@ -359,6 +373,7 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 	col.problems = append(col.problems, problems...)
 	col.checkpoints = append(col.checkpoints, cps...)
 	col.lifecycle = append(col.lifecycle, lifes...)
+	col.erased = append(col.erased, erased...)
 	if keep := max(0, maxLineProblems-len(col.pending)); len(pending) > keep {
 		col.morePending += int64(len(pending) - keep)
 		pending = pending[:keep]
