@@ -198,7 +198,7 @@ func exportQuery(c *fiber.Ctx, allowed []string) (Getter, Getter, string, error)
 // sees a transfer that did not complete rather than a short file. release
 // is called once the body has ended.
 func streamPages[T any](s *Server, c *fiber.Ctx, kind, format string, org uuid.UUID, logKind auditstore.LogKind, whole bool, enc *encoder[T],
-	leafOf func(T) *int64, g *grant, release func(), fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) {
+	leafOf func(T) (*int64, *apiitem.Erasure), g *grant, release func(), fetch func(ctx context.Context, after *auditstore.Key) ([]T, *auditstore.Key, error)) {
 	name := fmt.Sprintf("%s-%s-%s.%s", kind, org, time.Now().UTC().Format(exportTimeFormat), format)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Set("X-Content-Type-Options", "nosniff")
@@ -422,7 +422,7 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 			return err
 		}
 		whole := p.ProjectID == nil && p.Action == nil && p.Source == nil && p.ResourceType == nil && p.Search.Empty() && p.Since == nil && p.Until == nil
-		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, whole, newAuditEncoder(format), func(it apiitem.Item) *int64 { return it.LeafIndex }, g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.Item, *auditstore.Key, error) {
+		streamPages(s, c, "audit_logs", format, p.OrgID, auditstore.LogAudit, whole, newAuditEncoder(format), func(it apiitem.Item) (*int64, *apiitem.Erasure) { return it.LeafIndex, it.Erasure }, g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.Item, *auditstore.Key, error) {
 			page, err := s.store.ListAudit(ctx, auditQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list audit logs: %w", err)
@@ -431,10 +431,15 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, nil, err
 			}
+			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			if err != nil {
+				return nil, nil, err
+			}
 			items := make([]apiitem.Item, len(page.Items))
 			for i := range page.Items {
 				items[i] = apiitem.NewItem(&page.Items[i])
 				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
+				items[i].Erasure = erased[page.Items[i].EventID]
 			}
 			return items, page.Next(), nil
 		})
@@ -454,7 +459,7 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 			return err
 		}
 		whole := p.ProjectID == nil && p.Success == nil && p.UserID == nil && p.Search.Empty() && p.Since == nil && p.Until == nil
-		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, whole, newExecutionEncoder(format), func(it apiitem.ExecutionItem) *int64 { return it.LeafIndex }, g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.ExecutionItem, *auditstore.Key, error) {
+		streamPages(s, c, "tool_executions", format, p.OrgID, auditstore.LogExecutions, whole, newExecutionEncoder(format), func(it apiitem.ExecutionItem) (*int64, *apiitem.Erasure) { return it.LeafIndex, it.Erasure }, g, release, func(ctx context.Context, after *auditstore.Key) ([]apiitem.ExecutionItem, *auditstore.Key, error) {
 			page, err := store.ListExecutions(ctx, execQuery(p, ExportPageSize, after))
 			if err != nil {
 				return nil, nil, fmt.Errorf("list tool executions: %w", err)
@@ -463,10 +468,15 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 			if err != nil {
 				return nil, nil, err
 			}
+			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			if err != nil {
+				return nil, nil, err
+			}
 			items := make([]apiitem.ExecutionItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = apiitem.NewExecutionItem(&page.Items[i])
 				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
+				items[i].Erasure = execErased(erased, items[i].EventID)
 			}
 			return items, page.Next(), nil
 		})

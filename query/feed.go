@@ -201,10 +201,15 @@ func (s *Server) feedAudit(store FeedReader, withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, after, false, err
 			}
+			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			if err != nil {
+				return nil, after, false, err
+			}
 			items := make([]FeedItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = FeedItem{Item: apiitem.NewItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
 				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
+				items[i].Erasure = erased[page.Items[i].EventID]
 			}
 			return items, page.Next, page.HasMore, nil
 		})
@@ -252,10 +257,15 @@ func (s *Server) feedExecutions(store FeedReader, withProject bool) fiber.Handle
 			if err != nil {
 				return nil, after, false, err
 			}
+			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			if err != nil {
+				return nil, after, false, err
+			}
 			items := make([]ExecutionFeedItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = ExecutionFeedItem{ExecutionItem: apiitem.NewExecutionItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
 				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
+				items[i].Erasure = execErased(erased, items[i].EventID)
 			}
 			return items, page.Next, page.HasMore, nil
 		})

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -32,28 +33,43 @@ type exportLife struct {
 	exp     auditstore.Expiry
 	horizon int64
 	present []uint64
+	// erasures are the erasures of the entries exported (their records
+	// go with the export).
+	erasures map[string]bool
+	hasExp   bool
 }
 
 // exportLifecycle returns the collector of a whole export of the log
 // against the checkpoint of size (nil: the log has no expiry, or the
 // store keeps none).
 func (s *Server) exportLifecycle(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, size int64) (*exportLife, error) {
-	if s.expiries == nil || size == 0 {
+	if (s.expiries == nil && s.erased == nil) || size == 0 {
 		return nil, nil
+	}
+	l := &exportLife{erasures: map[string]bool{}}
+	if s.expiries == nil {
+		return l, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout)
 	defer cancel()
 	exp, ok, err := s.expiries.LatestExpiry(ctx, org, kind)
 	if err != nil || !ok {
-		return nil, err
+		return l, err
 	}
 	h := min(exp.BelowLeaf, size)
-	return &exportLife{exp: exp, horizon: h, present: make([]uint64, (h+63)/64)}, nil
+	l.exp, l.horizon, l.present, l.hasExp = exp, h, make([]uint64, (h+63)/64), true
+	return l, nil
 }
 
-// see notes an exported entry's leaf.
-func (l *exportLife) see(idx *int64) {
-	if l == nil || idx == nil || *idx < 0 || *idx >= l.horizon {
+// see notes an exported entry's leaf and erasure.
+func (l *exportLife) see(idx *int64, erased *apiitem.Erasure) {
+	if l == nil {
+		return
+	}
+	if erased != nil {
+		l.erasures[erased.ID] = true
+	}
+	if idx == nil || *idx < 0 || *idx >= l.horizon {
 		return
 	}
 	l.present[*idx/64] |= 1 << (*idx % 64)
@@ -88,6 +104,20 @@ func (s *Server) writeLifecycleLines(ctx context.Context, w *bufio.Writer, org u
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StoreTimeout*4)
 	defer cancel()
+	if len(l.erasures) > 0 {
+		rps, err := s.erasureRecordProofs(ctx, org, l.erasures)
+		if err != nil {
+			return err
+		}
+		for _, rp := range rps {
+			if err := writeLine(w, tlog.RecordLineMember, rp); err != nil {
+				return err
+			}
+		}
+	}
+	if !l.hasExp {
+		return nil
+	}
 	for _, run := range l.runs() {
 		pieces := tlog.Pieces(run[0], run[1]+1)
 		idx := make([]int64, len(pieces))
@@ -116,6 +146,9 @@ func (s *Server) writeLifecycleLines(ctx context.Context, w *bufio.Writer, org u
 // recordProof is a lifecycle record of the organization's audit log with
 // its inclusion proof in the log's latest checkpoint.
 func (s *Server) recordProof(ctx context.Context, org, record uuid.UUID) (tlog.RecordProof, error) {
+	if s.logs == nil {
+		return tlog.RecordProof{}, fmt.Errorf("no log store")
+	}
 	q, err := search.Parse(search.Audit, search.KeyEventID+":"+record.String())
 	if err != nil {
 		return tlog.RecordProof{}, err
@@ -193,3 +226,82 @@ func retentionText(e auditstore.Expiry) string {
 	}
 	return d.String()
 }
+
+// ErasureReader tells the erased entries (the store's
+// auditstore.ErasureStore): with it, the routes serve each erased entry
+// with its erasure member, and whole JSONL exports carry the records of
+// the erasures.
+type ErasureReader interface {
+	ErasedEntries(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, ids []uuid.UUID) (map[uuid.UUID]auditstore.ErasedEntry, error)
+}
+
+// erasedOf returns the erasure members of those of events that were erased
+// (nil without an erasure reader).
+func (s *Server) erasedOf(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, events []uuid.UUID) (map[uuid.UUID]*apiitem.Erasure, error) {
+	if s.erased == nil || len(events) == 0 {
+		return nil, nil
+	}
+	m, err := s.erased.ErasedEntries(ctx, org, kind, events)
+	if err != nil {
+		return nil, fmt.Errorf("erased entries: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[uuid.UUID]*apiitem.Erasure, len(m))
+	for id, e := range m {
+		out[id] = &apiitem.Erasure{ID: e.Erasure.String(), LeafHash: base64.StdEncoding.EncodeToString(e.LeafHash[:])}
+	}
+	return out, nil
+}
+
+// execErased is erasedOf's answer for an execution's event id.
+func execErased(m map[uuid.UUID]*apiitem.Erasure, id string) *apiitem.Erasure {
+	if m == nil {
+		return nil
+	}
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return nil
+	}
+	return m[u]
+}
+
+// erasureRecordProofs are the records of the erasures an export saw, each
+// with its inclusion proof in the audit log's latest checkpoint: the
+// audit entries of the lifecycle whose resource_id is the erasure.
+func (s *Server) erasureRecordProofs(ctx context.Context, org uuid.UUID, erasures map[string]bool) ([]tlog.RecordProof, error) {
+	var out []tlog.RecordProof
+	ids := make([]string, 0, len(erasures))
+	for id := range erasures {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		q, err := search.Parse(search.Audit, search.KeyActor+":"+LifecyclePrincipal+" "+search.KeyResourceID+":"+id)
+		if err != nil {
+			return nil, err
+		}
+		var after *auditstore.Key
+		for {
+			page, err := s.store.ListAudit(ctx, auditstore.Query{OrgID: org, Filter: auditstore.Filter{Search: q}, After: after, Limit: 100})
+			if err != nil {
+				return nil, fmt.Errorf("the records of erasure %s: %w", id, err)
+			}
+			for i := range page.Items {
+				rp, err := s.recordProof(ctx, org, page.Items[i].EventID)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, rp)
+			}
+			if after = page.Next(); after == nil {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// LifecyclePrincipal is the principal of the lifecycle's records.
+const LifecyclePrincipal = "auditrail-lifecycle"

@@ -169,8 +169,10 @@ type Server struct {
 	logs   LogReader
 	proofs *proofCache
 	keys   KeySource
-	// expiries are the logs' expiries (when the store keeps them).
+	// expiries are the logs' expiries, erased the erased entries (when
+	// the store keeps them).
 	expiries ExpiryReader
+	erased   ErasureReader
 }
 
 // New returns a query server.
@@ -214,6 +216,7 @@ func New(cfg Config, store Reader, access Access, log *slog.Logger) (*Server, er
 	s.logs, _ = store.(LogReader)
 	if s.logs != nil {
 		s.expiries, _ = store.(ExpiryReader)
+		s.erased, _ = store.(ErasureReader)
 	}
 	return s, nil
 }
@@ -301,10 +304,15 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 			if err != nil {
 				return nil, nil, false, err
 			}
+			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			if err != nil {
+				return nil, nil, false, err
+			}
 			items := make([]apiitem.ExecutionItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = apiitem.NewExecutionItem(&page.Items[i])
 				items[i].LeafIndex = execLeafIndex(leaves, items[i].EventID)
+				items[i].Erasure = execErased(erased, items[i].EventID)
 			}
 			return items, page.Next(), page.HasMore, nil
 		})
@@ -424,10 +432,15 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, nil, false, err
 			}
+			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			if err != nil {
+				return nil, nil, false, err
+			}
 			items := make([]apiitem.Item, len(page.Items))
 			for i := range page.Items {
 				items[i] = apiitem.NewItem(&page.Items[i])
 				items[i].LeafIndex = leafIndex(leaves, page.Items[i].EventID)
+				items[i].Erasure = erased[page.Items[i].EventID]
 			}
 			return items, page.Next(), page.HasMore, nil
 		})

@@ -41,6 +41,16 @@ type Item struct {
 	// LeafIndex is the entry's position in its organization's log (issue
 	// 24), null while it is not sequenced; a leaf never includes it.
 	LeafIndex *int64 `json:"leaf_index"`
+	// Erasure is set on an entry that an erasure rewrote: no leaf covers
+	// it (internal/tlog ErasureMember).
+	Erasure *Erasure `json:"erasure,omitempty"`
+}
+
+// Erasure is an erased entry's erasure and original leaf hash (standard
+// base64 of 32 bytes), as internal/tlog.ErasureRef.
+type Erasure struct {
+	ID       string `json:"id"`
+	LeafHash string `json:"leaf_hash"`
 }
 
 // NewItem converts a stored entry.
@@ -97,6 +107,9 @@ type ExecutionItem struct {
 	Client *schemas.ClientInfo `json:"client"`
 	// LeafIndex: see Item.LeafIndex.
 	LeafIndex *int64 `json:"leaf_index"`
+	// Erasure is set on an entry that an erasure rewrote: no leaf covers
+	// it (internal/tlog ErasureMember).
+	Erasure *Erasure `json:"erasure,omitempty"`
 }
 
 // ExecutionError is the error of a failed execution.

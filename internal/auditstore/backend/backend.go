@@ -364,3 +364,30 @@ func (p *Pending) LatestExpiry(ctx context.Context, org uuid.UUID, kind auditsto
 	}
 	return ls.LatestExpiry(ctx, org, kind)
 }
+
+var _ auditstore.ErasureStore = (*Pending)(nil)
+
+func (p *Pending) RewriteEntries(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, rewrites []auditstore.Rewrite) error {
+	s, err := p.get()
+	if err != nil {
+		return err
+	}
+	es, ok := s.(auditstore.ErasureStore)
+	if !ok {
+		return fmt.Errorf("%w: the %T store erases nothing", auditstore.ErrInvalidQuery, s)
+	}
+	return es.RewriteEntries(ctx, org, kind, rewrites)
+}
+
+// ErasedEntries answers none for a store that erases nothing.
+func (p *Pending) ErasedEntries(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, ids []uuid.UUID) (map[uuid.UUID]auditstore.ErasedEntry, error) {
+	s, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	es, ok := s.(auditstore.ErasureStore)
+	if !ok {
+		return nil, nil
+	}
+	return es.ErasedEntries(ctx, org, kind, ids)
+}
