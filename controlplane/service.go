@@ -86,6 +86,9 @@ type Service struct {
 	maxCreds    int // MaxStreamCredentials unless set (tests)
 	// holdCounter counts the entries of the legal holds (UseHoldCounter).
 	holdCounter HoldCounter
+	// subjectHolds checks the legal holds of an erasure's subject
+	// (UseSubjectHolds).
+	subjectHolds SubjectHolds
 }
 
 // NewService returns the admin API.
@@ -156,6 +159,7 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 	v.Delete("/orgs/:org_id/projects/:project_id/users/:user_id/connections/:provider", s.deleteConnection)
 	s.registerStreamCredentials(v)
 	s.registerLifecycle(v)
+	s.registerErasures(v)
 }
 
 // routes mounts each handler behind the same middleware.
