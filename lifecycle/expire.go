@@ -200,9 +200,10 @@ func (r *Runner) kept(ctx context.Context, org uuid.UUID, kind auditstore.LogKin
 		return nil
 	}
 	if kind == auditstore.LogAudit {
-		// The records themselves never expire: the verifier needs the
-		// newest of each log, and an older one is a few hundred bytes
-		// without personal data. (The newest alone would not do: the
+		// The records themselves (expiries and erasures) never expire: the
+		// verifier needs the newest expiry record of each log and every
+		// erasure record of the entries left, and a record is a few
+		// hundred bytes without personal data. (The newest alone would not do: the
 		// record a cycle protects at planning is no longer the newest when
 		// the cycle applies its own.)
 		keepers = append(keepers, keeper{q: recordSearch})
@@ -248,7 +249,7 @@ func (r *Runner) kept(ctx context.Context, org uuid.UUID, kind auditstore.LogKin
 
 // recordSearch finds the lifecycle records in an audit log.
 var recordSearch = func() search.Query {
-	q, err := search.Parse(search.Audit, search.KeyPrincipalType+":"+auth.TypeSystem+" "+search.KeyResourceID+":"+recordResource+" "+search.KeyActor+":"+recordPrincipal)
+	q, err := search.Parse(search.Audit, search.KeyPrincipalType+":"+auth.TypeSystem+" "+search.KeyActor+":"+recordPrincipal)
 	if err != nil {
 		panic(err)
 	}
@@ -290,6 +291,17 @@ func (r *Runner) record(ctx context.Context, org uuid.UUID, kind auditstore.LogK
 	if err := r.pub.Publish(ctx, ev); err != nil {
 		return fmt.Errorf("publish the expiry record: %w", err)
 	}
+	leaf, err := r.awaitSigned(ctx, org, id)
+	if err != nil {
+		return err
+	}
+	plan.Record, plan.RecordLeaf = id, leaf
+	return nil
+}
+
+// awaitSigned waits until the record id is a leaf of the organization's
+// audit log and a signed checkpoint covers it, and returns its leaf.
+func (r *Runner) awaitSigned(ctx context.Context, org, id uuid.UUID) (int64, error) {
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.RecordWait)
 	defer cancel()
 	leaf := int64(-1)
@@ -297,7 +309,7 @@ func (r *Runner) record(ctx context.Context, org uuid.UUID, kind auditstore.LogK
 		if leaf < 0 {
 			idx, err := r.store.LeafIndexes(wctx, org, auditstore.LogAudit, []uuid.UUID{id})
 			if err != nil && wctx.Err() == nil {
-				return fmt.Errorf("find the expiry record in the log: %w", err)
+				return 0, fmt.Errorf("find the record in the log: %w", err)
 			}
 			if i, ok := idx[id]; ok {
 				leaf = i
@@ -306,22 +318,21 @@ func (r *Runner) record(ctx context.Context, org uuid.UUID, kind auditstore.LogK
 		if leaf >= 0 {
 			cp, ok, err := r.store.LatestCheckpoint(wctx, org, auditstore.LogAudit)
 			if err != nil && wctx.Err() == nil {
-				return fmt.Errorf("checkpoint of the expiry record: %w", err)
+				return 0, fmt.Errorf("checkpoint of the record: %w", err)
 			}
 			if ok && cp.Size > leaf {
-				plan.Record, plan.RecordLeaf = id, leaf
-				return nil
+				return leaf, nil
 			}
 		}
 		select {
 		case <-wctx.Done():
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return 0, ctx.Err()
 			}
 			if leaf < 0 {
-				return fmt.Errorf("the expiry record %s was not sequenced within %s (is the tlog role running?)", id, r.cfg.RecordWait)
+				return 0, fmt.Errorf("the record %s was not sequenced within %s (is the tlog role running?)", id, r.cfg.RecordWait)
 			}
-			return fmt.Errorf("no signed checkpoint covered the expiry record %s (leaf %d) within %s", id, leaf, r.cfg.RecordWait)
+			return 0, fmt.Errorf("no signed checkpoint covered the record %s (leaf %d) within %s", id, leaf, r.cfg.RecordWait)
 		case <-time.After(r.cfg.Poll):
 		}
 	}

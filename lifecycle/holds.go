@@ -8,6 +8,7 @@ import (
 	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/search"
+	"github.com/auditrail/auditrail/schemas"
 )
 
 // Lister lists entries (the audit store).
@@ -24,6 +25,11 @@ type HoldCounter struct{ Store Lister }
 // CountHeld counts the entries h holds, page by page (the caller bounds
 // the time).
 func (c HoldCounter) CountHeld(ctx context.Context, h cpstate.LegalHold) (int64, error) {
+	return HeldOf(ctx, c.Store, h, nil, nil)
+}
+
+// HeldOf counts the entries h holds that match (nil: every one).
+func HeldOf(ctx context.Context, st Lister, h cpstate.LegalHold, audit func(*schemas.AuditEntry) bool, execs func(*auditstore.Execution) bool) (int64, error) {
 	var n int64
 	w := auditstore.Window{Since: h.Since, Until: h.Until}
 	if slices.Contains(h.Kinds, cpstate.RetentionAuditLogs) {
@@ -33,11 +39,15 @@ func (c HoldCounter) CountHeld(ctx context.Context, h cpstate.LegalHold) (int64,
 		}
 		var after *auditstore.Key
 		for {
-			p, err := c.Store.ListAudit(ctx, auditstore.Query{OrgID: h.OrgID, Filter: auditstore.Filter{Search: q, Window: w}, After: after, Limit: auditstore.MaxLimit})
+			p, err := st.ListAudit(ctx, auditstore.Query{OrgID: h.OrgID, Filter: auditstore.Filter{Search: q, Window: w}, After: after, Limit: auditstore.MaxLimit})
 			if err != nil {
 				return 0, err
 			}
-			n += int64(len(p.Items))
+			for i := range p.Items {
+				if audit == nil || audit(&p.Items[i]) {
+					n++
+				}
+			}
 			if after = p.Next(); after == nil {
 				break
 			}
@@ -50,11 +60,15 @@ func (c HoldCounter) CountHeld(ctx context.Context, h cpstate.LegalHold) (int64,
 		}
 		var after *auditstore.Key
 		for {
-			p, err := c.Store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: h.OrgID, Search: q, Window: w, After: after, Limit: auditstore.MaxLimit})
+			p, err := st.ListExecutions(ctx, auditstore.ExecQuery{OrgID: h.OrgID, Search: q, Window: w, After: after, Limit: auditstore.MaxLimit})
 			if err != nil {
 				return 0, err
 			}
-			n += int64(len(p.Items))
+			for i := range p.Items {
+				if execs == nil || execs(&p.Items[i]) {
+					n++
+				}
+			}
 			if after = p.Next(); after == nil {
 				break
 			}

@@ -124,9 +124,16 @@ type Runner struct {
 	settings Settings
 	pub      Publisher
 	streams  Streams
+	erasures Erasures
+	msgs     MessageEraser
 	log      *slog.Logger
 	now      func() time.Time
 }
+
+// UseErasures has the cycles apply the pending erasures of e (the store
+// must be an EraseStore); msgs, when not nil, deletes their messages from
+// the streams.
+func (r *Runner) UseErasures(e Erasures, msgs MessageEraser) { r.erasures, r.msgs = e, msgs }
 
 // New returns a runner; streams may be nil (nothing purged: tests of the
 // store alone).
@@ -177,6 +184,7 @@ type Report struct {
 // Cycle applies the retention in force to every log once.
 func (r *Runner) Cycle(ctx context.Context) (Report, error) {
 	var rep Report
+	r.eraseAll(ctx, &rep)
 	for _, kind := range []auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions} {
 		orgs, err := r.store.LogOrgs(ctx, kind)
 		if err != nil {

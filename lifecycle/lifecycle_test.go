@@ -2,10 +2,12 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -375,5 +377,134 @@ func TestCycleRefusesToLaunderADeletion(t *testing.T) {
 	rep, err := r.Cycle(context.Background())
 	if err != nil || rep.Failed != 1 || rep.Expired != 0 || len(w.published) != 1 {
 		t.Fatalf("cycle after a hand deletion = %+v, %v, %d records", rep, err, len(w.published))
+	}
+}
+
+type fakeErasures struct {
+	list    []cpstate.Erasure
+	updates []cpstate.Erasure
+}
+
+func (f *fakeErasures) Pending() ([]cpstate.Erasure, error) {
+	var out []cpstate.Erasure
+	for _, e := range f.list {
+		if e.Pending() {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeErasures) Update(_ context.Context, e cpstate.Erasure) error {
+	f.updates = append(f.updates, e)
+	for i := range f.list {
+		if f.list[i].ID == e.ID {
+			f.list[i] = e
+		}
+	}
+	return nil
+}
+
+func (w *world) EraseMessages(_ context.Context, stream, subject string, _ func(string, []byte) bool) (int, error) {
+	w.purges = append(w.purges, "erase "+stream+" "+subject)
+	return 0, nil
+}
+
+// An erasure replaces the subject's values (as actor, as resource, inside
+// data, by its names too) after a signed record names the entries' leaves,
+// keeps each entry's original leaf, and wipes the subject when done;
+// entries of others stay as they were.
+func TestErasure(t *testing.T) {
+	w := newWorld(t)
+	alice := func(name string) *schemas.AuditEvent {
+		e := w.event(name)
+		e.UserID, e.PrincipalID, e.DisplayName, e.ClientIP = ptr("alice@example.com"), "key-1", "Alice Smith", ptr("198.51.100.7")
+		return e
+	}
+	a1, a2 := alice("a1"), alice("a2")
+	res := w.event("bob")
+	rt := schemas.ResourceTypeUser
+	res.ResourceType, res.ResourceID, res.ResourceDisplay = &rt, ptr("alice@example.com"), ptr("Alice Smith")
+	res.Data = []byte(`{"after":{"user_id":"alice@example.com","display_name":"Alice Smith","role":"owner"}}`)
+	other := w.event("carol")
+	other.Data = []byte(`{"note":"nothing of hers"}`)
+	w.write(a1, a2, res, other)
+	erasure := cpstate.Erasure{ID: uuid.New(), OrgID: w.org, SubjectKind: cpstate.ErasureUserID, Subject: "alice@example.com",
+		Pseudonym: "erased-00112233aabbccdd", Status: cpstate.ErasurePending}
+	fe := &fakeErasures{list: []cpstate.Erasure{erasure}}
+	r := w.runner(t, w.store, time.Now())
+	r.UseErasures(fe, w)
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Failed != 0 {
+		t.Fatalf("Cycle = %+v, %v", rep, err)
+	}
+	if len(fe.updates) != 1 {
+		t.Fatalf("%d updates", len(fe.updates))
+	}
+	got := fe.updates[0]
+	if got.Status != cpstate.ErasureDone || got.Subject != "" || got.AuditEntries != 3 || got.DoneAt == nil {
+		t.Fatalf("erasure after the cycle: %+v", got)
+	}
+	p, err := w.store.FeedAudit(context.Background(), auditstore.FeedQuery{OrgID: w.org, Upto: 1 << 40, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(p.Items)
+	for _, needle := range []string{"alice@example.com", "Alice Smith", "198.51.100.7"} {
+		if strings.Contains(string(raw), needle) {
+			t.Fatalf("%q is still stored: %s", needle, raw)
+		}
+	}
+	byID := map[uuid.UUID]schemas.AuditEntry{}
+	for _, e := range p.Items {
+		byID[e.EventID] = e
+	}
+	if e := byID[other.EventID]; e.DisplayName != "carol" || string(e.Data) != `{"note":"nothing of hers"}` {
+		t.Fatalf("another entry changed: %+v", e)
+	}
+	if e := byID[res.EventID]; e.DisplayName != "bob" || *e.ResourceID != erasure.Pseudonym || !strings.Contains(string(e.Data), erasure.Pseudonym) {
+		t.Fatalf("the resource entry: %+v %s", e.AuditEvent, e.Data)
+	}
+	erased, err := w.store.ErasedEntries(context.Background(), w.org, auditstore.LogAudit, []uuid.UUID{a1.EventID, res.EventID, other.EventID})
+	if err != nil || len(erased) != 2 || erased[a1.EventID].LeafHash != tlog.LeafHash(a1.EventID[:]) {
+		t.Fatalf("ErasedEntries = %v, %v", erased, err)
+	}
+	// One record, naming leaves 0..2, before the rewrites.
+	if len(w.published) != 1 {
+		t.Fatalf("%d records", len(w.published))
+	}
+	rec, err := tlog.ParseLifecycleRecord(itemJSON(t, w.published[0]))
+	if err != nil || rec.Type != tlog.RecordErasure || rec.Erasure != erasure.ID.String() || len(rec.Leaves) != 1 || rec.Leaves[0] != [2]int64{0, 2} {
+		t.Fatalf("record %+v, %v", rec, err)
+	}
+	if strings.Contains(string(w.published[0].Data), "alice") {
+		t.Fatal("the record names the subject")
+	}
+	if !slices.Contains(w.purges, "erase AUDITRAIL_EVENTS "+schemas.EventSubject(w.org.String(), "audit")) {
+		t.Fatalf("the stream's messages were not erased: %v", w.purges)
+	}
+	// Done: nothing more at the next cycle.
+	if _, err := r.Cycle(context.Background()); err != nil || len(fe.updates) != 1 {
+		t.Fatalf("second cycle: %v, %d updates", err, len(fe.updates))
+	}
+}
+
+// A legal hold holding an entry of the subject refuses the erasure.
+func TestErasureRefusedByAHold(t *testing.T) {
+	w := newWorld(t)
+	e := w.event("x")
+	e.UserID = ptr("dave")
+	w.write(e)
+	w.settings.holds = []cpstate.LegalHold{{ID: uuid.New(), OrgID: w.org, Name: "dispute", Q: "actor:dave", Kinds: []string{cpstate.RetentionAuditLogs}}}
+	fe := &fakeErasures{list: []cpstate.Erasure{{ID: uuid.New(), OrgID: w.org, SubjectKind: cpstate.ErasureUserID, Subject: "dave", Pseudonym: "erased-x", Status: cpstate.ErasurePending}}}
+	r := w.runner(t, w.store, time.Now())
+	r.UseErasures(fe, w)
+	if _, err := r.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(fe.updates) != 1 || fe.updates[0].Status != cpstate.ErasureRefused || fe.updates[0].Subject != "" || !strings.Contains(fe.updates[0].StatusMsg, `"dispute"`) {
+		t.Fatalf("updates %+v", fe.updates)
+	}
+	if len(w.published) != 0 || w.listed()[0] != e.EventID {
+		t.Fatal("a refused erasure changed something")
 	}
 }

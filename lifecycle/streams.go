@@ -78,3 +78,67 @@ func (s *JetStream) PurgeBefore(ctx context.Context, subject string, t time.Time
 	}
 	return nil
 }
+
+var _ MessageEraser = (*JetStream)(nil)
+
+// EraseMessages implements MessageEraser: an ordered consumer reads the
+// subject's messages up to the stream's last sequence, and each that
+// matches is deleted (its payload overwritten on disk).
+func (s *JetStream) EraseMessages(ctx context.Context, stream, subject string, match func(msgID string, data []byte) bool) (int, error) {
+	st, err := s.js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	total := 0
+	for _, n := range info.State.Subjects {
+		total += int(n)
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	last := info.State.LastSeq
+	c, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", subject, err)
+	}
+	var del []uint64
+	seen := 0
+	for seen < total {
+		batch, err := c.Fetch(min(total-seen, 1000), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", subject, err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			if md.Sequence.Stream > last {
+				seen = total
+				break
+			}
+			if match(m.Headers().Get(schemas.HeaderMsgID), m.Data()) {
+				del = append(del, md.Sequence.Stream)
+			}
+		}
+		if got == 0 {
+			break
+		}
+		seen += got
+	}
+	for _, seq := range del {
+		if err := st.SecureDeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, fmt.Errorf("delete message %d of %s: %w", seq, stream, err)
+		}
+	}
+	return len(del), nil
+}

@@ -3,9 +3,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +21,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -140,5 +144,113 @@ func TestRetentionExpiresProvably(t *testing.T) {
 	if out, err := verify(); err == nil || !strings.Contains(out, "held entries were deleted") {
 		t.Fatalf("verify after deleting a held entry: %v\n%s", err, out)
 	}
-	_ = natsx.RoleAdmin
+}
+
+// An erasure of a person, through dev on SQLite: every entry that names
+// her (as actor, as resource, in data) shows the pseudonym instead, in the
+// listing, the search, the export and the stream; the erasure's own event
+// does not name her; `auditrail verify` still passes and says what was
+// erased.
+func TestErasureProvably(t *testing.T) {
+	t.Parallel()
+	p, boot := devWithKey(t, "--retention-interval", "300ms", "--checkpoint-interval", "200ms")
+	c := newAPIClient(t, p.http)
+	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
+	const alice, name = "alice@example.com", "Alice Smith"
+	if r := c.call("PUT", "/api/v1/orgs/"+org+"/members/"+alice, boot, map[string]any{"role": "member", "display_name": name}); r.status != 200 && r.status != 201 {
+		t.Fatalf("member: %d %s", r.status, r.raw)
+	}
+	key := c.call("POST", "/api/v1/orgs/"+org+"/api_keys", boot, map[string]any{"name": "alice's", "user_id": alice}).data()["key"].(string)
+	// Alice's own action: an export, recorded with her as the actor.
+	req, _ := http.NewRequest("GET", "http://"+p.http+"/api/v1/orgs/"+org+"/audit_logs/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("export as alice: %d", resp.StatusCode)
+	}
+	c.call("POST", "/api/v1/orgs/"+org+"/projects", boot, map[string]any{"name": "unrelated"})
+	entries := auditEntries(t, c, boot, "/api/v1/orgs/"+org+"/audit_logs", 5)
+	names := 0
+	for _, e := range entries {
+		b, _ := json.Marshal(e)
+		if strings.Contains(string(b), alice) {
+			names++
+		}
+	}
+	if names < 3 {
+		t.Fatalf("%d entries name alice before the erasure, want at least 3", names)
+	}
+
+	r := c.call("POST", "/api/v1/orgs/"+org+"/erasures", boot, map[string]any{"subject": map[string]any{"user_id": alice}, "reason": "GDPR article 17 request"})
+	if r.status != 202 || strings.Contains(string(r.raw), alice) {
+		t.Fatalf("POST erasure: %d %s", r.status, r.raw)
+	}
+	id := r.data()["id"].(string)
+	pseudonym := r.data()["pseudonym"].(string)
+	var status map[string]any
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("erasure %v", status) }, func() bool {
+		status = c.call("GET", "/api/v1/orgs/"+org+"/erasures/"+id, boot, nil).data()
+		return status["status"] == "done"
+	})
+	if status["entries"].(float64) < 3 || strings.Contains(fmt.Sprint(status), alice) {
+		t.Fatalf("erasure done: %v", status)
+	}
+
+	all := c.call("GET", "/api/v1/orgs/"+org+"/audit_logs?limit=100", boot, nil)
+	if strings.Contains(string(all.raw), alice) || strings.Contains(string(all.raw), name) {
+		t.Fatalf("the listing still names her:\n%s", all.raw)
+	}
+	if !strings.Contains(string(all.raw), pseudonym) || !strings.Contains(string(all.raw), `"erasure":{"id":"`+id+`"`) {
+		t.Fatalf("the listing shows no pseudonym or erasure member:\n%s", all.raw)
+	}
+	if r := c.call("GET", "/api/v1/orgs/"+org+"/audit_logs?q="+url.QueryEscape("actor:"+alice), boot, nil); len(r.data()["items"].([]any)) != 0 {
+		t.Fatalf("searching for her finds: %s", r.raw)
+	}
+
+	// The stream keeps no message that names her.
+	nc := p.connect(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := schemas.EventSubject(org, schemas.KindAudit) // (erasure)
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := int(info.State.Subjects[subj]); n > 0 {
+		cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			if bytes.Contains(m.Data(), []byte(alice)) || bytes.Contains(m.Data(), []byte(name)) {
+				t.Errorf("the stream still holds a message naming her (%s)", m.Headers().Get(schemas.HeaderMsgID))
+			}
+		}
+	}
+
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keysFile, c.call("GET", "/api/v1/audit_keys", boot, nil).raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary(t), "verify", "--url", "http://"+p.http, "--key", boot, "--org", org, "--keys", keysFile, "--wait", "10s").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "erased by erasure "+id) {
+		t.Fatalf("verify after the erasure: %v\n%s", err, out)
+	}
 }

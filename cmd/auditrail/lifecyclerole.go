@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,6 +94,35 @@ func (c storeHoldCounter) CountHeld(ctx context.Context, h cpstate.LegalHold) (i
 	return lifecycle.HoldCounter{Store: c.p.store}.CountHeld(ctx, h)
 }
 
+// storeSubjectHolds checks legal holds against an erasure's subject in the
+// process's store (dev).
+type storeSubjectHolds struct{ p *process }
+
+func (c storeSubjectHolds) HeldBy(ctx context.Context, _ uuid.UUID, kind, subject string, holds []cpstate.LegalHold) (*cpstate.LegalHold, int64, error) {
+	return lifecycle.HeldSubject(ctx, c.p.store, kind, subject, holds)
+}
+
+// stateErasures are the erasures of the control-plane state: read from
+// its mirror, their progress written to their keys (the lifecycle's
+// credentials write those keys only).
+type stateErasures struct {
+	st *cpstate.State
+	kv jetstream.KeyValue
+}
+
+func (e stateErasures) Pending() ([]cpstate.Erasure, error) { return cpstate.PendingErasures(e.st) }
+
+func (e stateErasures) Update(ctx context.Context, er cpstate.Erasure) error {
+	b, err := json.Marshal(er)
+	if err != nil {
+		return err
+	}
+	if _, err := e.kv.Put(ctx, cpstate.ErasureKey(er.OrgID.String(), er.ID.String()), b); err != nil {
+		return fmt.Errorf("store the erasure's progress: %w", err)
+	}
+	return nil
+}
+
 // runLifecycleModule runs the retention cycles until ctx ends.
 func (p *process) runLifecycleModule(ctx context.Context) error {
 	select {
@@ -108,10 +139,16 @@ func (p *process) runLifecycleModule(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := lifecycle.New(p.s.lifecycle, p.store, stateSettings{p.state}, pub, lifecycle.NewJetStream(js), p.s.log.With("module", modLifecycle))
+	streams := lifecycle.NewJetStream(js)
+	r, err := lifecycle.New(p.s.lifecycle, p.store, stateSettings{p.state}, pub, streams, p.s.log.With("module", modLifecycle))
 	if err != nil {
 		return err
 	}
+	kv, err := js.KeyValue(ctx, cpstate.DefaultBucket)
+	if err != nil {
+		return fmt.Errorf("the control-plane bucket: %w", err)
+	}
+	r.UseErasures(stateErasures{st: p.state, kv: kv}, streams)
 	return r.Run(ctx)
 }
 

@@ -606,6 +606,7 @@ func (p *process) startAdminAPI(ctx context.Context) error {
 		// The store is dev's own (its module starts before HTTP opens);
 		// a control-plane role has none and answers held as null.
 		p.admin.UseHoldCounter(storeHoldCounter{p})
+		p.admin.UseSubjectHolds(storeSubjectHolds{p})
 	}
 	p.admin.Register(p.app, limit)
 	return nil

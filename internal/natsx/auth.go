@@ -373,12 +373,13 @@ func tlogSubjects() []string {
 	return append(out, kvWrite(TLogBucket)...)
 }
 
-// lifecycleSubjects are the lifecycle role's: the expiry records (audit
-// events), the purges of both streams (it removes the messages of
-// expired entries, one organization's subject at a time: a purge's subject
-// cannot be narrowed further by a permission), the streams' info, and the
-// ordered consumers on the dead-letter stream that find the first dead
-// letter after a cutoff.
+// lifecycleSubjects are the lifecycle role's: the expiry and erasure
+// records (audit events), the purges of both streams (it removes the
+// messages of expired entries, one organization's subject at a time: a
+// purge's subject cannot be narrowed further by a permission) and the
+// deletion of single messages (those of erased entries), the streams'
+// info, and the ordered consumers on the dead-letter stream that find the
+// first dead letter after a cutoff or one that names an erased person.
 func lifecycleSubjects() []string {
 	ev, dlq := schemas.StreamEvents, schemas.StreamDLQ
 	c := jsAPI + "CONSUMER."
@@ -386,6 +387,7 @@ func lifecycleSubjects() []string {
 		schemas.EventSubject("*", schemas.KindAudit),
 		jsAPI + "STREAM.INFO." + ev, jsAPI + "STREAM.INFO." + dlq,
 		jsAPI + "STREAM.PURGE." + ev, jsAPI + "STREAM.PURGE." + dlq,
+		jsAPI + "STREAM.MSG.DELETE." + ev, jsAPI + "STREAM.MSG.DELETE." + dlq,
 		c + "CREATE." + dlq + ".>", c + "MSG.NEXT." + dlq + ".>", c + "INFO." + dlq + ".>", c + "DELETE." + dlq + ".>",
 	}
 }
@@ -469,6 +471,10 @@ func Permissions(role string) (jwt.Permissions, error) {
 	case RoleLifecycle:
 		pubs = append(pubs, lifecycleSubjects()...)
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
+		// the erasures' progress: their keys only
+		pubs = append(pubs, "$KV."+ControlPlaneBucket+".erasure.>")
+		pubs = append(pubs, liveStream()...) // reading an organization's messages to erase some
+		deny = liveStreamDeny()
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w: unknown NATS role %q", ErrInvalidOption, role)
 	}

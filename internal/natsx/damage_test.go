@@ -195,6 +195,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 		natsx.RoleControlPlane: {"$KV." + natsx.ControlPlaneBucket + ".>", "$KV." + natsx.OAuthStatesBucket + ".>"},
 		natsx.RoleDeliver:      {"$KV." + natsx.DeliverBucket + ".>"},
 		natsx.RoleTLog:         {"$KV." + natsx.TLogBucket + ".>"},
+		natsx.RoleLifecycle:    {"$KV." + natsx.ControlPlaneBucket + ".erasure.>"}, // the erasures' progress
 	}
 
 	for _, role := range natsx.Roles {
@@ -259,8 +260,8 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 					if slices.ContainsFunc(ownBuckets[role], func(b string) bool { return subjectMatches(b, subj) }) {
 						continue
 					}
-					if role == natsx.RoleLifecycle && strings.HasPrefix(subj, "$JS.API.STREAM.PURGE.") {
-						continue // it purges expired subjects by design (lifecycle's tests)
+					if role == natsx.RoleLifecycle && (strings.HasPrefix(subj, "$JS.API.STREAM.PURGE.") || strings.HasPrefix(subj, "$JS.API.STREAM.MSG.DELETE.")) {
+						continue // it purges expired subjects and deletes erased messages by design (lifecycle's tests)
 					}
 					for _, h := range headerSets {
 						send(subj, h, []byte("forged"))
@@ -268,13 +269,13 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 				}
 			}
 			for _, s := range streams {
-				if role != natsx.RoleLifecycle { // it purges expired subjects by design (lifecycle's tests)
+				if role != natsx.RoleLifecycle { // it purges expired subjects and deletes erased messages by design (lifecycle's tests)
 					send("$JS.API.STREAM.PURGE."+s, nil, []byte(`{}`))
 					send("$JS.API.STREAM.PURGE."+s, nil, []byte(`{"filter":">"}`))
 					send("$JS.API.STREAM.PURGE."+s, nil, []byte(`{"keep":0}`))
+					send("$JS.API.STREAM.MSG.DELETE."+s, nil, []byte(`{"seq":1}`))
+					send("$JS.API.STREAM.MSG.DELETE."+s, nil, []byte(`{"seq":1,"no_erase":true}`))
 				}
-				send("$JS.API.STREAM.MSG.DELETE."+s, nil, []byte(`{"seq":1}`))
-				send("$JS.API.STREAM.MSG.DELETE."+s, nil, []byte(`{"seq":1,"no_erase":true}`))
 				send("$JS.API.STREAM.DELETE."+s, nil, nil)
 				if role == natsx.RoleControlPlane || role == natsx.RoleDeliver && s == "KV_"+natsx.DeliverBucket || role == natsx.RoleTLog && s == "KV_"+natsx.TLogBucket {
 					continue // it configures these streams by design
