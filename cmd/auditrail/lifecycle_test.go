@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/testenv"
@@ -252,5 +253,110 @@ func TestErasureProvably(t *testing.T) {
 	out, err := exec.Command(binary(t), "verify", "--url", "http://"+p.http, "--key", boot, "--org", org, "--keys", keysFile, "--wait", "10s").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "erased by erasure "+id) {
 		t.Fatalf("verify after the erasure: %v\n%s", err, out)
+	}
+}
+
+// A lifecycle killed in the middle of an expiry (SIGKILL while it deletes,
+// on SQLite) finishes the same expiry when dev starts again: exactly the
+// entries persisted before the cutoff are gone, every later one stays, and
+// the log still verifies.
+func TestRetentionSurvivesAKillMidCycle(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	args := []string{"--retention-interval", "300ms", "--retention-grace", "0s", "--checkpoint-interval", "200ms"}
+	p := startDev(t, data, args...)
+	boot := keyRe.FindString(p.stdout.String())
+	c := newAPIClient(t, p.http)
+	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
+	orgID := uuid.MustParse(org)
+	const old, young = 30000, 40
+	emit(t, p, orgID, old)
+	size := func(c *apiClient) float64 {
+		r := c.call("GET", "/api/v1/orgs/"+org+"/audit_logs/checkpoint", boot, nil)
+		if r.status != 200 {
+			return 0
+		}
+		return r.data()["size"].(float64)
+	}
+	testenv.Eventually(t, 60*time.Second, func() string { return fmt.Sprintf("checkpoint of %v entries", size(c)) }, func() bool { return size(c) >= old+1 })
+	mid := time.Now()
+	time.Sleep(8 * time.Second)
+	emit(t, p, orgID, young)
+	testenv.Eventually(t, 30*time.Second, func() string { return "the young entries in a checkpoint" }, func() bool { return size(c) >= old+young+1 })
+
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "audit.db")+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	count := func() (n int) {
+		if err := db.QueryRow(`SELECT count(*) FROM audit_logs WHERE organization_id = ?`, org).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The cutoff 4 s after the old entries: between them and the young.
+	retention := time.Since(mid.Add(4 * time.Second)).Round(time.Second)
+	if r := c.call("PUT", "/api/v1/orgs/"+org+"/retention", boot, map[string]any{"audit_logs": retention.String()}); r.status != 200 {
+		t.Fatalf("PUT retention: %d %s", r.status, r.raw)
+	}
+	// Kill dev once an expiry is planned, not done, and has deleted a
+	// part (its deletion takes steps of a transaction each).
+	before := count()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var undone int
+		if err := db.QueryRow(`SELECT count(*) FROM log_expiries WHERE done = 0`).Scan(&undone); err != nil {
+			t.Fatal(err)
+		}
+		if undone > 0 && count() < before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no expiry started within 30 s\n%s", p.stderr)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exited
+	left := count()
+	t.Logf("killed with %d of the organization's %d entries left", left, before)
+	if left >= before || left <= young {
+		t.Fatalf("the kill did not land in the middle of the deletion: %d of %d left", left, before)
+	}
+	var undone int
+	if err := db.QueryRow(`SELECT count(*) FROM log_expiries WHERE done = 0`).Scan(&undone); err != nil || undone != 1 {
+		t.Fatalf("the expiry is not left undone by the kill (%d, %v): nothing to resume", undone, err)
+	}
+
+	p = startDev(t, data, args...)
+	c = newAPIClient(t, p.http)
+	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("%d entries left", count()) }, func() bool {
+		var undone int
+		_ = db.QueryRow(`SELECT count(*) FROM log_expiries WHERE done = 0`).Scan(&undone)
+		return undone == 0 && count() <= young+4
+	})
+	if !strings.Contains(p.stderr.String(), "resumed an expiry") {
+		t.Errorf("dev did not say it resumed the expiry:\n%s", p.stderr)
+	}
+	var oldLeft, youngLeft int
+	if err := db.QueryRow(`SELECT count(*) FROM audit_logs WHERE organization_id = ? AND created_ms < ?`, org, mid.UnixMilli()).Scan(&oldLeft); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM audit_logs WHERE organization_id = ? AND created_ms > ?`, org, mid.Add(4*time.Second).UnixMilli()).Scan(&youngLeft); err != nil {
+		t.Fatal(err)
+	}
+	if oldLeft != 0 || youngLeft < young {
+		t.Fatalf("after the resumed expiry: %d old entries left (want 0), %d young (want at least %d)", oldLeft, youngLeft, young)
+	}
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keysFile, c.call("GET", "/api/v1/audit_keys", boot, nil).raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary(t), "verify", "--url", "http://"+p.http, "--key", boot, "--org", org, "--keys", keysFile, "--wait", "10s").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "expired under the organization's retention") {
+		t.Fatalf("verify after the resumed expiry: %v\n%s", err, out)
 	}
 }
