@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -116,4 +117,64 @@ func sqlDB(tb testing.TB, path string) *sql.DB {
 	}
 	tb.Cleanup(func() { db.Close() })
 	return db
+}
+
+// Under steady retention the file stops growing: pages freed by an
+// expiry are reused by the entries written after it.
+func TestExpiryReusesPages(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	org := uuid.New()
+	seq := uint64(0)
+	round := func() {
+		evs := make([]schemas.AuditEvent, 5000)
+		for i := range evs {
+			seq++
+			evs[i] = storetest.Event(org, time.Now())
+			evs[i].Data = []byte(`{"after":{"name":"an entry with some payload to take room on the pages"}}`)
+			evs[i].Stored = schemas.Persisted{Seq: seq}
+		}
+		if err := s.WriteAudit(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expire := func() {
+		if _, err := s.DeleteExpired(ctx, org, auditstore.LogAudit, auditstore.FeedKey{Seq: seq, CreatedMS: 1 << 62}, time.Now().Add(time.Hour).UnixMilli(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func() int64 {
+		// The WAL is checkpointed into the file as SQLite does on its own.
+		db, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	round()
+	expire()
+	round()
+	first := size()
+	for range 4 {
+		expire()
+		round()
+	}
+	last := size()
+	t.Logf("file: %d bytes after the first rounds, %d after 4 more", first, last)
+	if last > first+first/10 {
+		t.Fatalf("the file grew from %d to %d bytes over 4 rounds of steady retention", first, last)
+	}
 }
