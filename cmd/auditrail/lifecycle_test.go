@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/internal/testenv"
+	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -51,9 +52,28 @@ func TestRetentionExpiresProvably(t *testing.T) {
 		t.Fatalf("legal hold: %d %s", r.status, r.raw)
 	}
 	holdID := r.data()["id"].(string)
+	// Tool executions, which expire under their own retention.
+	pub, err := producers.New(p.connect(t), producers.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execs []producers.Event
+	for range 5 {
+		id := uuid.Must(uuid.NewV7()).String()
+		execs = append(execs, &schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: org, ProjectID: projects[0], UserID: "alice",
+			Tool: schemas.ToolRef{Toolkit: "DocumentDbToolkit", Name: "CountDocuments", Version: "0.4.0"}, StartedAt: time.Now(),
+			EndedAt: time.Now().Add(time.Millisecond), DurationMS: 1, Success: true, ExecutionCode: "OK"})
+	}
+	if err := pub.PublishBatch(context.Background(), execs); err != nil {
+		t.Fatal(err)
+	}
+	executions := func() int {
+		return len(c.call("GET", "/api/v1/orgs/"+org+"/tool_executions?limit=100", boot, nil).data()["items"].([]any))
+	}
+	testenv.Eventually(t, 20*time.Second, func() string { return "the executions listed" }, func() bool { return executions() == 5 })
 	auditEntries(t, c, boot, "/api/v1/orgs/"+org+"/audit_logs", 8)
 	time.Sleep(1500 * time.Millisecond) // these entries are older than the retention set next
-	if r := c.call("PUT", "/api/v1/orgs/"+org+"/retention", boot, map[string]any{"audit_logs": "1s"}); r.status != 200 {
+	if r := c.call("PUT", "/api/v1/orgs/"+org+"/retention", boot, map[string]any{"audit_logs": "1s", "tool_executions": "1s"}); r.status != 200 {
 		t.Fatalf("PUT retention: %d %s", r.status, r.raw)
 	}
 
@@ -131,6 +151,11 @@ func TestRetentionExpiresProvably(t *testing.T) {
 	out, err := verify()
 	if err != nil || !strings.Contains(out, "expired under the organization's retention of 1 second") && !strings.Contains(out, "expired under the organization's retention of 1s") {
 		t.Fatalf("verify after the expiry: %v\n%s", err, out)
+	}
+	testenv.Eventually(t, 20*time.Second, func() string { return fmt.Sprintf("%d executions listed", executions()) }, func() bool { return executions() == 0 })
+	xout, err := exec.Command(binary(t), "verify", "--url", "http://"+p.http, "--key", boot, "--org", org, "--keys", keysFile, "--kind", "executions", "--wait", "10s").CombinedOutput()
+	if err != nil || !strings.Contains(string(xout), "5 entries expired under the organization's retention") {
+		t.Fatalf("verify of the executions after their expiry: %v\n%s", err, xout)
 	}
 
 	// Hand edits still fail: the held entry deleted.
