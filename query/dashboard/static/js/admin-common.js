@@ -20,12 +20,13 @@ export function canAdmin(me, org) {
 }
 
 // guard starts an admin view: its title, and for a principal who may not
-// manage the organization, the banner's 403 and an empty state (false).
-export function guard(root, ctx, title) {
+// manage the organization, the banner's 403 and an empty state (false)
+// saying what the view manages (refused; by default the keys' and hooks').
+export function guard(root, ctx, title, refused) {
   root.append(h("h1", {}, title));
   if (canAdmin(ctx.me, ctx.org)) return true;
   ctx.showError(new ApiError(403, "owner or admin of the organization"));
-  root.append(h("p", { class: "empty", id: "admin-refused" }, "Owners and admins of the organization manage its API keys, service keys and hooks here."));
+  root.append(h("p", { class: "empty", id: "admin-refused" }, refused || "Owners and admins of the organization manage its API keys, service keys and hooks here."));
   return false;
 }
 

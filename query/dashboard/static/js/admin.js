@@ -1,8 +1,11 @@
 // The admin views of an organization's owners and admins: API keys,
-// service keys (of the picked project) and hooks. Their changes go through
-// Api.send, so that they are recorded with source DASHBOARD.
+// service keys (of the picked project), hooks, and the lifecycle of the
+// organization's records (retention, legal holds, erasures). Their
+// changes go through Api.send, so that they are recorded with source
+// DASHBOARD.
 import { keys, serviceKeys } from "./admin-keys.js";
 import { hooks } from "./admin-hooks.js";
+import { lifecycle } from "./admin-lifecycle.js";
 
 export { canAdmin } from "./admin-common.js";
 
@@ -11,4 +14,5 @@ export const views = [
   { id: "keys", title: "API keys", module: keys },
   { id: "service-keys", title: "Service keys", module: serviceKeys, needsProject: true },
   { id: "hooks", title: "Hooks", module: hooks },
+  { id: "lifecycle", title: "Lifecycle", module: lifecycle },
 ];
