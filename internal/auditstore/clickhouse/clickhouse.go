@@ -51,6 +51,7 @@ type Store struct {
 	db      string
 	cluster string            // --clickhouse-cluster; "" on a single server
 	leaves  auditstore.Leaves // nil: rows are written without their leaf
+	opts    *ch.Options       // as opened (a cluster's servers are reached with them, lifecycle.go)
 
 	mu    sync.Mutex
 	hours map[hoursKey]hoursEntry
@@ -161,7 +162,7 @@ func OpenWith(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
-	s := &Store{conn: conn, now: time.Now, db: db, cluster: o.Cluster, leaves: o.Leaves, hours: map[hoursKey]hoursEntry{}}
+	s := &Store{conn: conn, now: time.Now, db: db, cluster: o.Cluster, leaves: o.Leaves, opts: opts, hours: map[hoursKey]hoursEntry{}}
 	if o.Cluster != "" {
 		s.conn = clusterConn{conn}
 	}

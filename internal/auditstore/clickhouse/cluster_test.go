@@ -25,6 +25,7 @@ import (
 	"github.com/auditrail/auditrail/internal/chserver"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 func openCluster(t *testing.T, dsn string) *clickhouse.Store {
@@ -40,13 +41,31 @@ func openCluster(t *testing.T, dsn string) *clickhouse.Store {
 
 // The whole conformance suite passes against a 2×2 cluster (about 4
 // minutes here): listings, pagination, filters, isolation, dedup,
-// executions, search, stats and feeds, through the Distributed tables.
+// executions, search, stats and feeds, through the Distributed tables;
+// and the lifecycle's cases, with TestExpiryConsistent's, which also reads
+// each node's own tables (every replica deleted the entries' rows; its
+// aggregates agree with its entries).
 func TestClusterConformance(t *testing.T) {
 	// One database for every case: the migrations' ON CLUSTER DDL took
 	// about 5 s per case (each statement waits for the four nodes).
-	_, dsn := testenv.ClickHouseCluster(t)
-	storetest.Run(t, func(t *testing.T) storetest.Opener {
+	c, dsn := testenv.ClickHouseCluster(t)
+	factory := func(t *testing.T) storetest.Opener {
 		return func(t *testing.T) auditstore.Store { return openCluster(t, dsn) }
+	}
+	storetest.Run(t, factory)
+	t.Run("Lifecycle", func(t *testing.T) { storetest.RunLifecycle(t, factory) })
+	t.Run("ExpiryConsistent", func(t *testing.T) {
+		s, err := clickhouse.OpenWith(context.Background(), dsn, clickhouse.Options{Cluster: testenv.ClusterName, Leaves: apiitem.Leaves{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		u, _ := url.Parse(dsn)
+		views := []tableView{{conn: openSyncConn(t, dsn)}}
+		for _, srv := range c.Servers() {
+			views = append(views, tableView{conn: openConn(t, srv.DSN(u.Path[1:])), suffix: "_local", name: fmt.Sprintf("node %d: ", srv.TCPPort)})
+		}
+		testExpiryConsistent(t, s, views)
 	})
 }
 
