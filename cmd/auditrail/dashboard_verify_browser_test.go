@@ -85,6 +85,37 @@ func TestDashboardVerifies(t *testing.T) {
 		})
 	}
 
+	// An erased entry (its name rewritten, its original leaf kept beside
+	// it, as an erasure leaves it): "Erased", its original leaf proved.
+	t.Run("erased_audit", func(t *testing.T) {
+		it := audit.items[1]
+		code, b := d.rawGet(t, "/api/v1/orgs/"+d.org+"/audit_logs/proof?event_id="+it.id, d.boot)
+		var proof struct {
+			Data struct {
+				LeafHash string `json:"leaf_hash"`
+			} `json:"data"`
+		}
+		if code != 200 || json.Unmarshal(b, &proof) != nil {
+			t.Fatalf("proof: %d %s", code, b)
+		}
+		leaf, err := base64.StdEncoding.DecodeString(proof.Data.LeafHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		erasure := uuid.NewString()
+		exec(`UPDATE audit_logs SET display_name = 'erased-0011223344556677' WHERE organization_id = ? AND event_id = ?`, d.org, it.id)
+		exec(`INSERT INTO entry_erasures (organization_id, kind, event_id, erasure_id, leaf_hash) VALUES (?, 0, ?, ?, ?)`, d.org, it.id, erasure, leaf)
+		d := d.withTab(t)
+		d.signIn(t, d.alice, "?view=audit&open="+it.id)
+		d.do(t, "checked", until(checked))
+		if state := value(t, d, "state", chromedp.Evaluate[string](`document.getElementById("verify").dataset.state`)); state != "erased" {
+			t.Fatalf("erased entry: state %q: %q", state, value(t, d, "badge", chromedp.Text(chromedp.CSS("#verify"))))
+		}
+		if text := value(t, d, "badge", chromedp.Text(chromedp.CSS("#verify"))); !strings.Contains(text, "Erased by erasure "+erasure) {
+			t.Errorf("erased entry: %q", text)
+		}
+	})
+
 	// An altered entry: its leaf is not the one the log holds.
 	auditVictim, execVictim := audit.items[len(audit.items)/2], execs.items[len(execs.items)/2]
 	exec(`UPDATE audit_logs SET display_name = 'Mallory' WHERE organization_id = ? AND event_id = ?`, d.org, auditVictim.id)

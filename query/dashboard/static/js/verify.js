@@ -95,7 +95,12 @@ export async function verifyEntry(api, org, kind, item, cpp) {
   const cp = c.cp;
   if (cp.size <= idx) return { state: "pending", leafIndex: idx, message: `In the log at leaf ${idx}; the latest checkpoint (${cp.size} leaves) does not cover it yet.` };
   try {
-    const leaf = await leafHash(item);
+    // An erased entry no longer hashes to its leaf: the listing gives the
+    // original leaf hash, which must be the one the log holds (a record of
+    // the erasure names the leaf: `auditrail verify` checks that).
+    const erased = item.erasure && typeof item.erasure === "object" ? item.erasure : null;
+    const leaf = erased ? fromBase64(erased.leaf_hash, 32) : await leafHash(item);
+    if (!leaf) throw new VerifyError("leaf", "the entry's erasure member holds no leaf hash");
     let p;
     try {
       p = await api.get(`/orgs/${org}/${kind}/proof`, { event_id: item.event_id, size: cp.size });
@@ -109,6 +114,10 @@ export async function verifyEntry(api, org, kind, item, cpp) {
     if (!logged || hashes.some((x) => !x)) throw new VerifyError("proof", "the proof is malformed");
     if (!equal(leaf, logged)) throw new VerifyError("leaf", `the leaf differs: this entry, as listed, is not the one the log holds at leaf ${idx} (it was changed after it was logged)`);
     await checkRecord(hashes, cp.size, cp.root, idx, leaf);
+    if (erased) {
+      return { state: "erased", cp, leafIndex: idx, erasure: String(erased.id),
+        message: `Erased by erasure ${erased.id}: the log holds this entry's original leaf (checkpoint ${cp.size}); the values replaced by the pseudonym, and so this entry's fields, cannot be checked here` };
+    }
     return { state: "verified", cp, leafIndex: idx, message: `Verified against checkpoint ${cp.size}` };
   } catch (e) {
     return failure(e);
@@ -128,8 +137,8 @@ const checks = {
 const results = new WeakMap(); // item → promise of its result (redraws do not ask again)
 
 // verifyBadge is the line of an entry's detail that says whether the page
-// verified it: #verify, data-state (checking, verified, pending, failed,
-// unavailable), data-check (the failed check) and data-size (the
+// verified it: #verify, data-state (checking, verified, erased, pending,
+// failed, unavailable), data-check (the failed check) and data-size (the
 // checkpoint's size). refetch, when given, answers the entry read again
 // (for "Check again" on an entry not yet in the log).
 export function verifyBadge(ctx, kind, item, listing, refetch) {
@@ -160,6 +169,8 @@ export function verifyBadge(ctx, kind, item, listing, refetch) {
       case "verified":
         return fill(h("strong", {}, "✓ ", r.message), h("span", { class: "muted" },
           ` · leaf ${r.leafIndex} of ${r.cp.size} · signed by key ${r.cp.key.key_id} (${r.cp.key.name}) at `, time(r.cp.timestamp)));
+      case "erased":
+        return fill(h("strong", {}, "Erased"), h("span", { class: "muted" }, " — " + r.message));
       case "pending":
         return fill(h("strong", {}, "… ", r.unsequenced ? "Not yet in the log" : "Not yet covered by a checkpoint"), " ", h("span", { class: "muted" }, r.message), " ", again);
       case "failed":
