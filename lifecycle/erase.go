@@ -53,6 +53,13 @@ type EraseStore interface {
 	ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error)
 }
 
+// Outbox is the control plane's outbox: the events it has committed and
+// not yet seen stored (published within a second, normally).
+type Outbox interface {
+	// PendingPayloads returns the pending events' messages.
+	PendingPayloads() [][]byte
+}
+
 // MessageEraser deletes messages of the streams.
 type MessageEraser interface {
 	// EraseMessages deletes the messages of subject (a filter) in stream
@@ -410,8 +417,19 @@ func (r *Runner) erase(ctx context.Context, e cpstate.Erasure) error {
 			e.Executions += int64(len(pl.rewrites))
 		}
 	}
-	if waiting > 0 {
-		e.StatusMsg = fmt.Sprintf("%d entries of the subject are not in the log yet: the next cycle erases them", waiting)
+	outboxed := 0
+	if r.outbox != nil {
+		for _, m := range r.outbox.PendingPayloads() {
+			for _, n := range s.needles {
+				if bytes.Contains(m, []byte(n)) {
+					outboxed++
+					break
+				}
+			}
+		}
+	}
+	if waiting > 0 || outboxed > 0 {
+		e.StatusMsg = fmt.Sprintf("%d entries of the subject are not in the log yet (%d of them in the control plane's outbox): the next cycle erases them", waiting+outboxed, outboxed)
 		return r.erasures.Update(ctx, e)
 	}
 	now := r.now().UTC()

@@ -126,6 +126,7 @@ type Runner struct {
 	streams  Streams
 	erasures Erasures
 	msgs     MessageEraser
+	outbox   Outbox
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -134,6 +135,10 @@ type Runner struct {
 // must be an EraseStore); msgs, when not nil, deletes their messages from
 // the streams.
 func (r *Runner) UseErasures(e Erasures, msgs MessageEraser) { r.erasures, r.msgs = e, msgs }
+
+// UseOutbox has an erasure wait (stay pending) while events that name its
+// subject wait in the control plane's outbox.
+func (r *Runner) UseOutbox(o Outbox) { r.outbox = o }
 
 // New returns a runner; streams may be nil (nothing purged: tests of the
 // store alone).

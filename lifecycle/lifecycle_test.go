@@ -508,3 +508,33 @@ func TestErasureRefusedByAHold(t *testing.T) {
 		t.Fatal("a refused erasure changed something")
 	}
 }
+
+type fakeOutbox [][]byte
+
+func (f fakeOutbox) PendingPayloads() [][]byte { return f }
+
+// An event naming the subject that still waits in the control plane's
+// outbox keeps the erasure pending.
+func TestErasureWaitsForTheOutbox(t *testing.T) {
+	w := newWorld(t)
+	e := w.event("x")
+	e.UserID = ptr("erin@example.com")
+	w.write(e)
+	fe := &fakeErasures{list: []cpstate.Erasure{{ID: uuid.New(), OrgID: w.org, SubjectKind: cpstate.ErasureUserID, Subject: "erin@example.com", Pseudonym: "erased-y", Status: cpstate.ErasurePending}}}
+	r := w.runner(t, w.store, time.Now())
+	r.UseErasures(fe, w)
+	r.UseOutbox(fakeOutbox{[]byte(`{"user_id":"erin@example.com"}`)})
+	if _, err := r.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(fe.updates) != 1 || fe.updates[0].Status != cpstate.ErasurePending || fe.updates[0].AuditEntries != 1 || !strings.Contains(fe.updates[0].StatusMsg, "outbox") {
+		t.Fatalf("updates %+v", fe.updates)
+	}
+	r.UseOutbox(fakeOutbox{})
+	if _, err := r.Cycle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if last := fe.updates[len(fe.updates)-1]; last.Status != cpstate.ErasureDone || last.Subject != "" {
+		t.Fatalf("after the outbox emptied: %+v", last)
+	}
+}

@@ -123,6 +123,18 @@ func (e stateErasures) Update(ctx context.Context, er cpstate.Erasure) error {
 	return nil
 }
 
+// stateOutbox is the control plane's outbox, as its state's mirror holds
+// it.
+type stateOutbox struct{ st *cpstate.State }
+
+func (o stateOutbox) PendingPayloads() [][]byte {
+	var out [][]byte
+	for _, p := range o.st.PendingEvents() {
+		out = append(out, p.Value)
+	}
+	return out
+}
+
 // runLifecycleModule runs the retention cycles until ctx ends.
 func (p *process) runLifecycleModule(ctx context.Context) error {
 	select {
@@ -149,6 +161,7 @@ func (p *process) runLifecycleModule(ctx context.Context) error {
 		return fmt.Errorf("the control-plane bucket: %w", err)
 	}
 	r.UseErasures(stateErasures{st: p.state, kv: kv}, streams)
+	r.UseOutbox(stateOutbox{p.state})
 	return r.Run(ctx)
 }
 
