@@ -83,6 +83,18 @@ func addRoleStoreFlags(fs *cli.Flags) roleStoreFlags {
 	return f
 }
 
+// addOptionalStoreFlags are the ClickHouse flags of a role that may use
+// the store (what says why).
+func addOptionalStoreFlags(fs *cli.Flags, why string) roleStoreFlags {
+	f := roleStoreFlags{
+		dsn:     fs.String("clickhouse", "AUDITRAIL_CLICKHOUSE_DSN", "", "clickhouse://host:9000/db: "+why),
+		creds:   addClickHouseCredsFlags(fs),
+		cluster: addClusterFlag(fs),
+	}
+	f.migrate = fs.Bool("clickhouse-migrate", "", false, "create the database and apply the migrations at start (needs a user with DDL rights); false: run no DDL, wait until auditrail migrate has applied them")
+	return f
+}
+
 // addMigrateStoreFlags are the ClickHouse flags of auditrail migrate.
 func addMigrateStoreFlags(fs *cli.Flags) roleStoreFlags {
 	return roleStoreFlags{

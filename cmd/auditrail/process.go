@@ -602,9 +602,10 @@ func (p *process) startAdminAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.dev {
-		// The store is dev's own (its module starts before HTTP opens);
-		// a control-plane role has none and answers held as null.
+	if s.dev || s.store.DSN != "" {
+		// The store is dev's own, or the control plane's --clickhouse (its
+		// module starts before HTTP opens); without one, held is null and
+		// the lifecycle refuses an erasure of a held subject later.
 		p.admin.UseHoldCounter(storeHoldCounter{p})
 		p.admin.UseSubjectHolds(storeSubjectHolds{p})
 	}

@@ -143,6 +143,7 @@ func runControlPlane(ctx context.Context, args []string) error {
 	streamKey := addStreamKeyFlag(f.fs)
 	admin := adminRoleFlags(f, adminLimit)
 	rf := addRetentionFlags(f.fs, false)
+	sf := addOptionalStoreFlags(f.fs, "optional, read only: with it the legal holds' routes count what each hold holds, and an erasure of a held subject is refused at once (409)")
 	s, err := f.parse(natsx.RoleControlPlane, args)
 	if err != nil {
 		return err
@@ -154,7 +155,14 @@ func runControlPlane(ctx context.Context, args []string) error {
 		return err
 	}
 	s.writesState, s.streamKey = true, *streamKey
-	return (&process{s: s}).run(ctx, modAdminAPI)
+	targets := []string{modAdminAPI}
+	if *sf.dsn != "" {
+		if s.store, err = sf.resolve(); err != nil {
+			return err
+		}
+		targets = append(targets, modStore)
+	}
+	return (&process{s: s}).run(ctx, targets...)
 }
 
 // runToolRunner is the production tool runner role: the tool runner API,

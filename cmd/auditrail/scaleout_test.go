@@ -67,7 +67,11 @@ func TestEveryRoleTwice(t *testing.T) {
 	}
 	var cps, qs, trs, ings []*roleProc
 	for i := 0; i < 2; i++ {
-		cps = append(cps, launch("controlplane", append(append(nats(natsx.RoleControlPlane, true), api...), "--secrets-keys", secrets)...))
+		cpArgs := append(append(nats(natsx.RoleControlPlane, true), api...), "--secrets-keys", secrets)
+		if i == 0 { // the store, read only: it counts the legal holds' entries
+			cpArgs = append(cpArgs, chArgs...)
+		}
+		cps = append(cps, launch("controlplane", cpArgs...))
 		qs = append(qs, launch("query", append(append(append(nats(natsx.RoleQuery, true), api...), chArgs...), "--cursor-keys", cursor, "--rate-limit", "40/1h")...))
 		trs = append(trs, launch("toolrunner", append(append(nats(natsx.RoleToolRunner, true), api...), "--secrets-keys", secrets,
 			"--page-token-keys", pageKeys, "--outbox", t.TempDir())...))
@@ -75,6 +79,7 @@ func TestEveryRoleTwice(t *testing.T) {
 		ings = append(ings, launch("ingest", append(append(nats(natsx.RoleIngest, false), chArgs...), "--batch-size", "100", "--fetch-size", "100")...))
 		launch("tlog", append(append(nats(natsx.RoleTLog, true), chArgs...), "--secrets-keys", secrets, "--checkpoint-interval", "500ms")...)
 	}
+	launch("lifecycle", append(append(nats(natsx.RoleLifecycle, false), chArgs...), "--retention-interval", "1s")...)
 	for _, p := range procs {
 		p.waitHealth(t, http.StatusOK, 90*time.Second)
 	}
@@ -227,6 +232,20 @@ func TestEveryRoleTwice(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(string(m[1])); n < events {
 		t.Fatalf("verify: %d entries, want at least the %d events\n%s", n, events, out)
+	}
+
+	// A legal hold: counted by the control plane given the store, not
+	// counted (null) by the one without.
+	hold := newAPIClient(t, cps[0].addr).call("POST", "/api/v1/orgs/"+org+"/legal_holds", boot, map[string]any{"name": "dispute", "q": "project:" + project})
+	if hold.status != 201 {
+		t.Fatalf("legal hold: %d %s", hold.status, hold.raw)
+	}
+	holdPath := "/api/v1/orgs/" + org + "/legal_holds/" + hold.data()["id"].(string)
+	if r := newAPIClient(t, cps[0].addr).call("GET", holdPath, boot, nil); r.status != 200 || r.data()["held"] == nil {
+		t.Fatalf("the hold on the control plane with the store: %d %s", r.status, r.raw)
+	}
+	if r := newAPIClient(t, cps[1].addr).call("GET", holdPath, boot, nil); r.status != 200 || r.data()["held"] != nil {
+		t.Fatalf("the hold on the control plane without the store: %d %s", r.status, r.raw)
 	}
 
 	// A key made through the gateway works on every role; disabled on one
