@@ -58,7 +58,7 @@ func TestClusterPlanCoversMigrations(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"audit_logs", "audit_hours", "tool_executions", "execution_hours", "event_index", "audit_stats", "feed_index",
-		"log_leaves", "log_leaf_ids", "log_hashes", "log_heads", "log_checkpoints", "feed_leaves", "log_expiries", "lifecycle_keep"} {
+		"log_leaves", "log_leaf_ids", "log_hashes", "log_heads", "log_checkpoints", "feed_leaves", "log_expiries", "lifecycle_keep", "entry_erasures"} {
 		if !distributed[name] {
 			t.Errorf("no Distributed table for %s", name)
 		}

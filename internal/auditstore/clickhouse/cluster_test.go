@@ -42,9 +42,10 @@ func openCluster(t *testing.T, dsn string) *clickhouse.Store {
 // The whole conformance suite passes against a 2×2 cluster (about 4
 // minutes here): listings, pagination, filters, isolation, dedup,
 // executions, search, stats and feeds, through the Distributed tables;
-// and the lifecycle's cases, with TestExpiryConsistent's, which also reads
-// each node's own tables (every replica deleted the entries' rows; its
-// aggregates agree with its entries).
+// and the lifecycle's and the erasure's cases, with TestExpiryConsistent's
+// and TestErasureConsistent's, which also read each node's own tables
+// (every replica deleted or rewrote the entries' rows; its aggregates
+// agree with its entries).
 func TestClusterConformance(t *testing.T) {
 	// One database for every case: the migrations' ON CLUSTER DDL took
 	// about 5 s per case (each statement waits for the four nodes).
@@ -54,6 +55,7 @@ func TestClusterConformance(t *testing.T) {
 	}
 	storetest.Run(t, factory)
 	t.Run("Lifecycle", func(t *testing.T) { storetest.RunLifecycle(t, factory) })
+	t.Run("Erasure", func(t *testing.T) { storetest.RunErasure(t, factory) })
 	t.Run("ExpiryConsistent", func(t *testing.T) {
 		s, err := clickhouse.OpenWith(context.Background(), dsn, clickhouse.Options{Cluster: testenv.ClusterName, Leaves: apiitem.Leaves{}})
 		if err != nil {
@@ -66,6 +68,19 @@ func TestClusterConformance(t *testing.T) {
 			views = append(views, tableView{conn: openConn(t, srv.DSN(u.Path[1:])), suffix: "_local", name: fmt.Sprintf("node %d: ", srv.TCPPort)})
 		}
 		testExpiryConsistent(t, s, views)
+	})
+	t.Run("ErasureConsistent", func(t *testing.T) {
+		s, err := clickhouse.OpenWith(context.Background(), dsn, clickhouse.Options{Cluster: testenv.ClusterName, Leaves: apiitem.Leaves{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		u, _ := url.Parse(dsn)
+		views := []tableView{{conn: openSyncConn(t, dsn)}}
+		for _, srv := range c.Servers() {
+			views = append(views, tableView{conn: openConn(t, srv.DSN(u.Path[1:])), suffix: "_local", name: fmt.Sprintf("node %d: ", srv.TCPPort)})
+		}
+		testErasureConsistent(t, s, views)
 	})
 }
 

@@ -527,13 +527,20 @@ func (x *expiry) mutate(ctx context.Context, name string, d lifecycleData, args 
 	if err != nil {
 		return err
 	}
-	if x.s.cluster == "" {
-		if err := x.s.conn.Exec(ctx, query, args...); err != nil {
-			return fmt.Errorf("clickhouse expiry %s: %w", name, err)
-		}
-		return nil
+	if err := x.s.mutateOn(ctx, x.nodes, query, args...); err != nil {
+		return fmt.Errorf("clickhouse expiry %s: %w", name, err)
 	}
-	for _, replicas := range x.nodes.shards() {
+	return nil
+}
+
+// mutateOn runs the statement of a mutation: on the server, or on a
+// replica of each shard of the cluster of nodes (the next one when a
+// replica fails).
+func (s *Store) mutateOn(ctx context.Context, nodes servers, query string, args ...any) error {
+	if s.cluster == "" {
+		return s.conn.Exec(ctx, query, args...)
+	}
+	for _, replicas := range nodes.shards() {
 		var errs []error
 		for _, r := range replicas {
 			err := r.conn.Exec(ctx, query, args...)
@@ -547,7 +554,7 @@ func (x *expiry) mutate(ctx context.Context, name string, d lifecycleData, args 
 			}
 		}
 		if len(errs) > 0 {
-			return fmt.Errorf("clickhouse expiry %s: %w", name, errors.Join(errs...))
+			return errors.Join(errs...)
 		}
 	}
 	return nil

@@ -36,6 +36,20 @@ func TestLifecycle(t *testing.T) {
 	})
 }
 
+// The erasure's conformance cases.
+func TestErasure(t *testing.T) {
+	dsn := verifyNoLeaks(t)
+	storetest.RunErasure(t, func(t *testing.T) storetest.Opener {
+		return func(t *testing.T) auditstore.Store {
+			s, err := clickhouse.Open(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	})
+}
+
 // An expiry leaves nothing of its entries and every route consistent: no
 // row of them in event_index, feed_index or feed_leaves, and aggregates
 // that agree with a count of the entries that stay (as the listing shows
