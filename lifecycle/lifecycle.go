@@ -127,6 +127,8 @@ type Runner struct {
 	erasures Erasures
 	msgs     MessageEraser
 	outbox   Outbox
+	lease    Lease
+	renew    time.Duration
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -135,6 +137,18 @@ type Runner struct {
 // must be an EraseStore); msgs, when not nil, deletes their messages from
 // the streams.
 func (r *Runner) UseErasures(e Erasures, msgs MessageEraser) { r.erasures, r.msgs = e, msgs }
+
+// Lease is the one-at-a-time lease of the cycles (evidence/lease): two
+// lifecycle instances never plan at once.
+type Lease interface {
+	// Keep takes or renews the lease; false: another instance holds it.
+	Keep(ctx context.Context) bool
+}
+
+// UseLease has the runner run a cycle only while it holds l, renewed every
+// renew during the cycle; a cycle whose lease is lost stops (its plan,
+// saved, is resumed by whoever holds the lease next).
+func (r *Runner) UseLease(l Lease, renew time.Duration) { r.lease, r.renew = l, renew }
 
 // UseOutbox has an erasure wait (stay pending) while events that name its
 // subject wait in the control plane's outbox.
@@ -166,7 +180,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		start := time.Now()
-		rep, err := r.Cycle(ctx)
+		cctx, stop, ok := r.leased(ctx)
+		if !ok {
+			t.Reset(r.cfg.Interval)
+			continue
+		}
+		rep, err := r.Cycle(cctx)
+		stop()
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -177,6 +197,38 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		t.Reset(r.cfg.Interval)
 	}
+}
+
+// leased returns the context of a cycle: without a lease, ctx; with one,
+// false when another instance holds it, else a context that ends when a
+// renewal fails (and stop, which ends the renewals).
+func (r *Runner) leased(ctx context.Context) (context.Context, func(), bool) {
+	if r.lease == nil {
+		return ctx, func() {}, true
+	}
+	if !r.lease.Keep(ctx) {
+		return nil, nil, false
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(r.renew)
+		defer tk.Stop()
+		for {
+			select {
+			case <-cctx.Done():
+				return
+			case <-tk.C:
+				if !r.lease.Keep(cctx) {
+					r.log.Warn("lifecycle: the lease was lost during a cycle; it stops, its plan resumes where the lease goes")
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return cctx, func() { cancel(); <-done }, true
 }
 
 // Report is what a cycle did.

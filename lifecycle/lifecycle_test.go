@@ -538,3 +538,40 @@ func TestErasureWaitsForTheOutbox(t *testing.T) {
 		t.Fatalf("after the outbox emptied: %+v", last)
 	}
 }
+
+type fakeLease struct {
+	mu    sync.Mutex
+	grant []bool // answers of Keep, in turn; the last repeats
+}
+
+func (f *fakeLease) Keep(context.Context) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ok := f.grant[0]
+	if len(f.grant) > 1 {
+		f.grant = f.grant[1:]
+	}
+	return ok
+}
+
+// Without the lease no cycle runs; a lease lost during a cycle ends the
+// cycle's context.
+func TestLease(t *testing.T) {
+	w := newWorld(t)
+	r := w.runner(t, w.store, time.Now())
+	r.UseLease(&fakeLease{grant: []bool{false}}, 10*time.Millisecond)
+	if _, _, ok := r.leased(context.Background()); ok {
+		t.Fatal("a cycle without the lease")
+	}
+	r.UseLease(&fakeLease{grant: []bool{true, true, false}}, 10*time.Millisecond)
+	ctx, stop, ok := r.leased(context.Background())
+	if !ok {
+		t.Fatal("no cycle with the lease")
+	}
+	defer stop()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cycle went on after its lease was lost")
+	}
+}

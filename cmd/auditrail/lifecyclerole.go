@@ -10,8 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane/cpstate"
+	"github.com/auditrail/auditrail/evidence/lease"
 	"github.com/auditrail/auditrail/internal/cli"
+	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/natsx"
+	"github.com/auditrail/auditrail/internal/retry"
 	"github.com/auditrail/auditrail/lifecycle"
 	"github.com/auditrail/auditrail/producers"
 	"github.com/auditrail/auditrail/schemas"
@@ -135,6 +138,10 @@ func (o stateOutbox) PendingPayloads() [][]byte {
 	return out
 }
 
+// lifecycleLeaseTTL is how long the cycles' lease outlives its holder's
+// last renewal (renewed every third of it during a cycle).
+const lifecycleLeaseTTL = 30 * time.Second
+
 // runLifecycleModule runs the retention cycles until ctx ends.
 func (p *process) runLifecycleModule(ctx context.Context) error {
 	select {
@@ -162,6 +169,18 @@ func (p *process) runLifecycleModule(ctx context.Context) error {
 	}
 	r.UseErasures(stateErasures{st: p.state, kv: kv}, streams)
 	r.UseOutbox(stateOutbox{p.state})
+	var lkv jetstream.KeyValue
+	if err := retry.Do(ctx, httpapi.StartPolicy, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, cli.NATSAttemptTimeout)
+		defer cancel()
+		var err error
+		lkv, err = js.CreateOrUpdateKeyValue(actx, jetstream.KeyValueConfig{Bucket: natsx.LifecycleBucket, Replicas: max(1, p.s.nats.Replicas()),
+			Description: "auditrail lifecycle: the lease of the retention and erasure cycles"})
+		return err
+	}, nil); err != nil {
+		return fmt.Errorf("lifecycle bucket %s: %w", natsx.LifecycleBucket, err)
+	}
+	r.UseLease(lease.New(lkv, "cycle", uuid.NewString()[:8], lifecycleLeaseTTL, p.s.log), lifecycleLeaseTTL/3)
 	return r.Run(ctx)
 }
 

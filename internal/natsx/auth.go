@@ -37,6 +37,10 @@ const (
 // Roles lists every role, admin first.
 var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, RoleToolRunner, RoleQuery, RoleDeliver, RoleTLog, RoleLifecycle}
 
+// LifecycleBucket is the lifecycle's KV bucket (the lease of its cycles):
+// the lifecycle role writes it.
+const LifecycleBucket = "auditrail_lifecycle"
+
 // TLogBucket is the tamper-evidence log's KV bucket (the sequencer's and
 // the checkpointer's leases, the signing keys): the tlog role writes it,
 // the query role reads it (GET /api/v1/audit_keys).
@@ -473,6 +477,7 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)
 		// the erasures' progress: their keys only
 		pubs = append(pubs, "$KV."+ControlPlaneBucket+".erasure.>")
+		pubs = append(pubs, kvWrite(LifecycleBucket)...) // its lease
 		pubs = append(pubs, liveStream()...) // reading an organization's messages to erase some
 		deny = liveStreamDeny()
 	default:

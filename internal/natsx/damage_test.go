@@ -195,7 +195,7 @@ func TestRoleCredentialsCannotDamageState(t *testing.T) {
 		natsx.RoleControlPlane: {"$KV." + natsx.ControlPlaneBucket + ".>", "$KV." + natsx.OAuthStatesBucket + ".>"},
 		natsx.RoleDeliver:      {"$KV." + natsx.DeliverBucket + ".>"},
 		natsx.RoleTLog:         {"$KV." + natsx.TLogBucket + ".>"},
-		natsx.RoleLifecycle:    {"$KV." + natsx.ControlPlaneBucket + ".erasure.>"}, // the erasures' progress
+		natsx.RoleLifecycle:    {"$KV." + natsx.ControlPlaneBucket + ".erasure.>", "$KV." + natsx.LifecycleBucket + ".>"}, // the erasures' progress, its lease
 	}
 
 	for _, role := range natsx.Roles {
