@@ -478,7 +478,7 @@ func Permissions(role string) (jwt.Permissions, error) {
 		// the erasures' progress: their keys only
 		pubs = append(pubs, "$KV."+ControlPlaneBucket+".erasure.>")
 		pubs = append(pubs, kvWrite(LifecycleBucket)...) // its lease
-		pubs = append(pubs, liveStream()...) // reading an organization's messages to erase some
+		pubs = append(pubs, liveStream()...)             // reading an organization's messages to erase some
 		deny = liveStreamDeny()
 	default:
 		return jwt.Permissions{}, fmt.Errorf("%w: unknown NATS role %q", ErrInvalidOption, role)
