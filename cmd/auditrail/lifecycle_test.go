@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,14 +28,19 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// An organization's retention, through dev on SQLite: the entries older
-// than it leave the listing, the export, the proof route and the event
-// stream, but not those a legal hold keeps; `auditrail verify` still
-// passes and says what expired; a hand deletion, of an entry above the
-// horizon or of a held one, still fails.
+// An organization's retention, through dev on SQLite and on ClickHouse:
+// the entries older than it leave the listing, the export, the proof
+// route and the event stream, but not those a legal hold keeps;
+// `auditrail verify` still passes and says what expired; a hand deletion
+// of a held entry still fails.
 func TestRetentionExpiresProvably(t *testing.T) {
 	t.Parallel()
-	p, boot := devWithKey(t, "--retention-interval", "300ms", "--retention-grace", "0s", "--checkpoint-interval", "200ms")
+	t.Run("sqlite", func(t *testing.T) { retentionExpiresProvably(t) })
+	t.Run("clickhouse", func(t *testing.T) { retentionExpiresProvably(t, "--clickhouse", testenv.ClickHouse(t)) })
+}
+
+func retentionExpiresProvably(t *testing.T, store ...string) {
+	p, boot := devWithKey(t, append([]string{"--retention-interval", "300ms", "--retention-grace", "0s", "--checkpoint-interval", "200ms"}, store...)...)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
 	var events, projects []string
@@ -159,27 +165,25 @@ func TestRetentionExpiresProvably(t *testing.T) {
 	}
 
 	// Hand edits still fail: the held entry deleted.
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(p.data, "audit.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`DELETE FROM audit_logs WHERE organization_id = ? AND event_id = ?`, org, held); err != nil {
-		t.Fatal(err)
-	}
+	openTrail(t, p.data, store).deleteEntry(org, held)
 	if out, err := verify(); err == nil || !strings.Contains(out, "held entries were deleted") {
 		t.Fatalf("verify after deleting a held entry: %v\n%s", err, out)
 	}
 }
 
-// An erasure of a person, through dev on SQLite: every entry that names
-// her (as actor, as resource, in data) shows the pseudonym instead, in the
-// listing, the search, the export and the stream; the erasure's own event
-// does not name her; `auditrail verify` still passes and says what was
-// erased.
+// An erasure of a person, through dev on SQLite and on ClickHouse: every
+// entry that names her (as actor, as resource, in data) shows the
+// pseudonym instead, in the listing, the search, the export and the
+// stream; the erasure's own event does not name her; `auditrail verify`
+// still passes and says what was erased.
 func TestErasureProvably(t *testing.T) {
 	t.Parallel()
-	p, boot := devWithKey(t, "--retention-interval", "300ms", "--checkpoint-interval", "200ms")
+	t.Run("sqlite", func(t *testing.T) { erasureProvably(t) })
+	t.Run("clickhouse", func(t *testing.T) { erasureProvably(t, "--clickhouse", testenv.ClickHouse(t)) })
+}
+
+func erasureProvably(t *testing.T, store ...string) {
+	p, boot := devWithKey(t, append([]string{"--retention-interval", "300ms", "--checkpoint-interval", "200ms"}, store...)...)
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
 	const alice, name = "alice@example.com", "Alice Smith"
@@ -281,20 +285,33 @@ func TestErasureProvably(t *testing.T) {
 	}
 }
 
-// A lifecycle killed in the middle of an expiry (SIGKILL while it deletes,
-// on SQLite) finishes the same expiry when dev starts again: exactly the
-// entries persisted before the cutoff are gone, every later one stays, and
-// the log still verifies.
+// A lifecycle killed in the middle of an expiry finishes the same expiry
+// when dev starts again on the same --data (and --clickhouse): exactly the
+// entries persisted before the cutoff are gone, every later one stays,
+// and the log still verifies. On SQLite the deletion takes steps of a
+// transaction each: dev is killed (SIGKILL) once the expiry is planned
+// (log_expiries done = 0) and partly applied. On ClickHouse it is one
+// mutation per table, which the server finishes on its own: dev is killed
+// once the expiry is planned and before it is done, and the restarted dev
+// finds it undone and finishes it.
 func TestRetentionSurvivesAKillMidCycle(t *testing.T) {
 	t.Parallel()
+	// SQLite: enough entries for a deletion of several steps; ClickHouse
+	// deletes them all at once whatever their number.
+	t.Run("sqlite", func(t *testing.T) { retentionSurvivesAKill(t, 20000) })
+	t.Run("clickhouse", func(t *testing.T) { retentionSurvivesAKill(t, 5000, "--clickhouse", testenv.ClickHouse(t)) })
+}
+
+func retentionSurvivesAKill(t *testing.T, old int, store ...string) {
 	data := t.TempDir()
-	args := []string{"--retention-interval", "300ms", "--retention-grace", "0s", "--checkpoint-interval", "200ms"}
+	args := append([]string{"--retention-interval", "300ms", "--retention-grace", "0s", "--checkpoint-interval", "200ms"}, store...)
 	p := startDev(t, data, args...)
 	boot := keyRe.FindString(p.stdout.String())
 	c := newAPIClient(t, p.http)
 	org := c.call("POST", "/api/v1/orgs", boot, map[string]any{"name": "Acme"}).data()["id"].(string)
 	orgID := uuid.MustParse(org)
-	const old, young = 30000, 40
+	const young = 40
+	start := time.Now()
 	emit(t, p, orgID, old)
 	size := func(c *apiClient) float64 {
 		r := c.call("GET", "/api/v1/orgs/"+org+"/audit_logs/checkpoint", boot, nil)
@@ -303,76 +320,61 @@ func TestRetentionSurvivesAKillMidCycle(t *testing.T) {
 		}
 		return r.data()["size"].(float64)
 	}
-	testenv.Eventually(t, 60*time.Second, func() string { return fmt.Sprintf("checkpoint of %v entries", size(c)) }, func() bool { return size(c) >= old+1 })
+	testenv.Eventually(t, 60*time.Second, func() string { return fmt.Sprintf("checkpoint of %v entries", size(c)) }, func() bool { return size(c) >= float64(old+1) })
+	t.Logf("%d entries in a checkpoint after %s", old, time.Since(start).Round(time.Millisecond))
 	mid := time.Now()
 	time.Sleep(8 * time.Second)
 	emit(t, p, orgID, young)
-	testenv.Eventually(t, 30*time.Second, func() string { return "the young entries in a checkpoint" }, func() bool { return size(c) >= old+young+1 })
+	testenv.Eventually(t, 30*time.Second, func() string { return "the young entries in a checkpoint" }, func() bool { return size(c) >= float64(old+young+1) })
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "audit.db")+"?mode=ro&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	count := func() (n int) {
-		if err := db.QueryRow(`SELECT count(*) FROM audit_logs WHERE organization_id = ?`, org).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	tr := openTrail(t, data, store)
 	// The cutoff 4 s after the old entries: between them and the young.
 	retention := time.Since(mid.Add(4 * time.Second)).Round(time.Second)
 	if r := c.call("PUT", "/api/v1/orgs/"+org+"/retention", boot, map[string]any{"audit_logs": retention.String()}); r.status != 200 {
 		t.Fatalf("PUT retention: %d %s", r.status, r.raw)
 	}
-	// Kill dev once an expiry is planned, not done, and has deleted a
-	// part (its deletion takes steps of a transaction each).
-	before := count()
+	set := time.Now()
+	// Kill dev once an expiry is planned, not done, and (SQLite) has
+	// deleted a part.
+	before := tr.entries(org)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var undone int
-		if err := db.QueryRow(`SELECT count(*) FROM log_expiries WHERE done = 0`).Scan(&undone); err != nil {
-			t.Fatal(err)
-		}
-		if undone > 0 && count() < before {
+		if tr.undoneExpiries() > 0 && (tr.ch != nil || tr.entries(org) < before) {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no expiry started within 30 s\n%s", p.stderr)
 		}
-		time.Sleep(5 * time.Millisecond)
+		if tr.ch == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-p.exited
-	left := count()
-	t.Logf("killed with %d of the organization's %d entries left", left, before)
-	if left >= before || left <= young {
+	left := tr.entries(org)
+	t.Logf("killed %s after the retention was set, with %d of the organization's %d entries left", time.Since(set).Round(time.Millisecond), left, before)
+	if tr.ch == nil && (left >= before || left <= young) {
 		t.Fatalf("the kill did not land in the middle of the deletion: %d of %d left", left, before)
 	}
-	var undone int
-	if err := db.QueryRow(`SELECT count(*) FROM log_expiries WHERE done = 0`).Scan(&undone); err != nil || undone != 1 {
-		t.Fatalf("the expiry is not left undone by the kill (%d, %v): nothing to resume", undone, err)
+	if undone := tr.undoneExpiries(); undone != 1 {
+		t.Fatalf("the expiry is not left undone by the kill (%d undone): nothing to resume", undone)
 	}
 
+	// The restarted dev takes the cycles' lease once the killed one's
+	// expires (lifecycleLeaseTTL, 30 s after its last renewal).
+	killed := time.Now()
 	p = startDev(t, data, args...)
 	c = newAPIClient(t, p.http)
-	testenv.Eventually(t, 30*time.Second, func() string { return fmt.Sprintf("%d entries left", count()) }, func() bool {
-		var undone int
-		_ = db.QueryRow(`SELECT count(*) FROM log_expiries WHERE done = 0`).Scan(&undone)
-		return undone == 0 && count() <= young+4
+	testenv.Eventually(t, lifecycleLeaseTTL+20*time.Second, func() string { return fmt.Sprintf("%d entries left", tr.entries(org)) }, func() bool {
+		return tr.undoneExpiries() == 0 && tr.entries(org) <= young+4
 	})
+	t.Logf("the expiry finished %s after the kill", time.Since(killed).Round(time.Millisecond))
 	if !strings.Contains(p.stderr.String(), "resumed an expiry") {
 		t.Errorf("dev did not say it resumed the expiry:\n%s", p.stderr)
 	}
-	var oldLeft, youngLeft int
-	if err := db.QueryRow(`SELECT count(*) FROM audit_logs WHERE organization_id = ? AND created_ms < ?`, org, mid.UnixMilli()).Scan(&oldLeft); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT count(*) FROM audit_logs WHERE organization_id = ? AND created_ms > ?`, org, mid.Add(4*time.Second).UnixMilli()).Scan(&youngLeft); err != nil {
-		t.Fatal(err)
-	}
+	oldLeft, youngLeft := tr.entriesCreated(org, "<", mid.UnixMilli()), tr.entriesCreated(org, ">", mid.Add(4*time.Second).UnixMilli())
 	if oldLeft != 0 || youngLeft < young {
 		t.Fatalf("after the resumed expiry: %d old entries left (want 0), %d young (want at least %d)", oldLeft, youngLeft, young)
 	}
@@ -383,5 +385,100 @@ func TestRetentionSurvivesAKillMidCycle(t *testing.T) {
 	out, err := exec.Command(binary(t), "verify", "--url", "http://"+p.http, "--key", boot, "--org", org, "--keys", keysFile, "--wait", "10s").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "expired under the organization's retention") {
 		t.Fatalf("verify after the resumed expiry: %v\n%s", err, out)
+	}
+}
+
+// trail reads the audit store of a dev from the test (and edits it by
+// hand): the SQLite file under its --data, or the ClickHouse database of
+// its --clickhouse DSN (store: the dev's store flags).
+type trail struct {
+	t    *testing.T
+	data string
+	db   *sql.DB // SQLite, read-only
+	ch   ch.Conn // ClickHouse
+}
+
+func openTrail(t *testing.T, data string, store []string) *trail {
+	t.Helper()
+	tr := &trail{t: t, data: data}
+	for i, a := range store {
+		if a == "--clickhouse" && i+1 < len(store) {
+			opts, err := ch.ParseDSN(store[i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.ch, err = ch.Open(opts); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tr.ch.Close() })
+			return tr
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "audit.db")+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tr.db = db
+	return tr
+}
+
+// count runs a query of one count: the SQLite one, or the ClickHouse one.
+func (tr *trail) count(sqlite, clickhouse string, args ...any) int {
+	tr.t.Helper()
+	if tr.ch != nil {
+		var n uint64
+		if err := tr.ch.QueryRow(context.Background(), clickhouse, args...).Scan(&n); err != nil {
+			tr.t.Fatalf("%s: %v", clickhouse, err)
+		}
+		return int(n)
+	}
+	var n int
+	if err := tr.db.QueryRow(sqlite, args...).Scan(&n); err != nil {
+		tr.t.Fatalf("%s: %v", sqlite, err)
+	}
+	return n
+}
+
+// entries counts the organization's entries (a copy written twice once).
+func (tr *trail) entries(org string) int {
+	return tr.count(`SELECT count(*) FROM audit_logs WHERE organization_id = ?`,
+		`SELECT uniqExact(event_id) FROM audit_logs WHERE organization_id = ?`, org)
+}
+
+// entriesCreated counts the organization's entries persisted before (cmp
+// "<") or after (">") ms.
+func (tr *trail) entriesCreated(org, cmp string, ms int64) int {
+	return tr.count(`SELECT count(*) FROM audit_logs WHERE organization_id = ? AND created_ms `+cmp+` ?`,
+		`SELECT uniqExact(event_id) FROM audit_logs WHERE organization_id = ? AND created_ms `+cmp+` ?`, org, ms)
+}
+
+// undoneExpiries counts the expiries saved and not done (each one's
+// latest save).
+func (tr *trail) undoneExpiries() int {
+	return tr.count(`SELECT count(*) FROM log_expiries WHERE done = 0`, `SELECT countIf(done = 0) FROM log_expiries FINAL`)
+}
+
+// deleteEntry deletes an entry by hand (on ClickHouse: a mutation, waited
+// for).
+func (tr *trail) deleteEntry(org, id string) {
+	t := tr.t
+	t.Helper()
+	if tr.ch != nil {
+		if err := tr.ch.Exec(context.Background(), `ALTER TABLE audit_logs DELETE WHERE organization_id = ? AND event_id = ?`, org, id); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 20*time.Second, "the entry deleted by hand", func() bool {
+			return tr.count("", `SELECT count() FROM audit_logs WHERE organization_id = ? AND event_id = ?`, org, id) == 0
+		})
+		return
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(tr.data, "audit.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM audit_logs WHERE organization_id = ? AND event_id = ?`, org, id); err != nil {
+		t.Fatal(err)
 	}
 }
