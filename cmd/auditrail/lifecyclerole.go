@@ -140,7 +140,10 @@ func (o stateOutbox) PendingPayloads() [][]byte {
 
 // lifecycleLeaseTTL is how long the cycles' lease outlives its holder's
 // last renewal (renewed every third of it during a cycle).
-const lifecycleLeaseTTL = 30 * time.Second
+const (
+	lifecycleLeaseTTL    = 30 * time.Second
+	devLifecycleLeaseTTL = 5 * time.Second
+)
 
 // runLifecycleModule runs the retention cycles until ctx ends.
 func (p *process) runLifecycleModule(ctx context.Context) error {
@@ -180,7 +183,11 @@ func (p *process) runLifecycleModule(ctx context.Context) error {
 	}, nil); err != nil {
 		return fmt.Errorf("lifecycle bucket %s: %w", natsx.LifecycleBucket, err)
 	}
-	r.UseLease(lease.New(lkv, "cycle", uuid.NewString()[:8], lifecycleLeaseTTL, p.s.log), lifecycleLeaseTTL/3)
+	ttl := lifecycleLeaseTTL
+	if p.s.dev {
+		ttl = devLifecycleLeaseTTL // one process: a restart need not wait long for its own lease
+	}
+	r.UseLease(lease.New(lkv, "cycle", uuid.NewString()[:8], ttl, p.s.log), ttl/3)
 	return r.Run(ctx)
 }
 
