@@ -41,7 +41,7 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail-bench")
 	exeFlag := fs.String("auditrail", "AUDITRAIL_BENCH_AUDITRAIL", "", "the auditrail binary whose roles are measured (default: the one beside auditrail-bench)")
-	which := fs.String("run", "", "decode,hooks,connections,mcp,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog,proof", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, mcp, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog, proof")
+	which := fs.String("run", "", "decode,hooks,connections,mcp,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog,proof,retention", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, mcp, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog, proof, retention")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
 	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
@@ -58,6 +58,11 @@ func run(ctx context.Context, args []string) error {
 	tlogEvents := fs.Int("tlog-events", "", 300_000, "events (of 10 organizations) the tlog benchmark ingests with the tamper-evidence log off, then on")
 	proofLeaves := fs.Int("proof-leaves", "", 10_000_000, "leaves of the one log the proof benchmark writes into ClickHouse and proves random events of")
 	proofSamples := fs.Int("proof-samples", "", 1000, "timed inclusion proofs of the proof benchmark")
+	dr := bench.DefaultRetentionConfig("")
+	retentionEntries := fs.Int("retention-entries", "AUDITRAIL_BENCH_RETENTION_ENTRIES", dr.Entries, "entries of the organization whose trail the retention benchmark expires while ingest runs")
+	retentionStore := fs.String("retention-store", "", dr.Store, "the retention benchmark's store: clickhouse (a throwaway server) or sqlite (dev's own)")
+	retentionRate := fs.Int("retention-rate", "", 0, "events/s the retention benchmark publishes into another organization during both runs (0: half the ingest capacity it measures)")
+	retentionFor := fs.Duration("retention-duration", "", dr.Duration, "how long the retention benchmark's reference run publishes (the run with retention: as long, and until the expiry is done)")
 	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
 	icfg := ingest.DefaultConfig()
 	icfg.RegisterFlags(fs)
@@ -223,6 +228,22 @@ func run(ctx context.Context, args []string) error {
 			r, err := bench.Cluster(ctx, cfg, os.Stdout)
 			if err != nil {
 				return fmt.Errorf("cluster benchmark: %w", err)
+			}
+			figures = append(figures, r.Figures()...)
+		case "retention":
+			cfg := bench.DefaultRetentionConfig(exe)
+			cfg.Entries, cfg.Store, cfg.Rate, cfg.Duration = *retentionEntries, *retentionStore, *retentionRate, *retentionFor
+			if cfg.Store != bench.StoreClickHouse && cfg.Store != bench.StoreSQLite {
+				return cli.UsageErrorf("--retention-store: %q is neither %s nor %s", cfg.Store, bench.StoreClickHouse, bench.StoreSQLite)
+			}
+			load := "half its measured capacity"
+			if cfg.Rate > 0 {
+				load = fmt.Sprintf("%d events/s", cfg.Rate)
+			}
+			fmt.Printf("== retention: expiring %d entries of one organization (%s, through `auditrail dev`) while another's ingest runs at %s, against the same run without retention\n", cfg.Entries, cfg.Store, load)
+			r, err := bench.Retention(ctx, cfg, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("retention benchmark: %w", err)
 			}
 			figures = append(figures, r.Figures()...)
 		case "sqlite":
