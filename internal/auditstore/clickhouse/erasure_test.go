@@ -199,8 +199,10 @@ func testErasureConsistent(t *testing.T, s *clickhouse.Store, views []tableView)
 		}
 		var n, copies uint64
 		if err := v.conn.QueryRow(ctx, "SELECT countIf(principal_id = ?), count() FROM audit_logs"+v.suffix+" WHERE organization_id = ? AND event_id = ?",
-			pseudo, dup.String(), twice.EventID.String()).Scan(&n, &copies); err != nil || n != copies || (v.suffix == "" && n != 2) {
-			t.Errorf("%s%d of the %d copies of the entry written twice rewritten (%v), want 2", v.name, n, copies, err)
+			pseudo, dup.String(), twice.EventID.String()).Scan(&n, &copies); err != nil || n != copies || (v.suffix == "" && copies == 0) {
+			// Two copies, or one once a merge has folded them (the engine
+			// replaces on its key): every copy left is rewritten.
+			t.Errorf("%s%d of the %d copies of the entry written twice rewritten (%v), want all", v.name, n, copies, err)
 		}
 	}
 	leavesAfter := leafColumns(t, views, org)
