@@ -209,39 +209,17 @@ func (r *Runner) kept(ctx context.Context, org uuid.UUID, kind auditstore.LogKin
 		keepers = append(keepers, keeper{q: recordSearch})
 	}
 	for _, h := range keepers {
-		var after *auditstore.Key
-		for {
-			if kind == auditstore.LogExecutions {
-				p, err := r.store.ListExecutions(ctx, auditstore.ExecQuery{OrgID: org, Search: h.q, Window: h.window, After: after, Limit: auditstore.MaxLimit})
-				if err != nil {
-					return nil, fmt.Errorf("legal hold %s: %w", h.id, err)
-				}
-				for i := range p.Items {
-					id, err := uuid.Parse(p.Items[i].EventID)
-					if err != nil {
-						return nil, fmt.Errorf("legal hold %s: %w", h.id, err)
-					}
-					if err := add(id, auditstore.ExecFeedKey(&p.Items[i])); err != nil {
-						return nil, err
-					}
-				}
-				if after = p.Next(); after == nil {
-					break
-				}
-				continue
-			}
-			p, err := r.store.ListAudit(ctx, auditstore.Query{OrgID: org, Filter: auditstore.Filter{Search: h.q, Window: h.window}, After: after, Limit: auditstore.MaxLimit})
+		err := walk(ctx, r.store, org, kind, h.q, h.window, func(e *schemas.AuditEntry) error {
+			return add(e.EventID, auditstore.AuditFeedKey(e))
+		}, func(x *auditstore.Execution) error {
+			id, err := uuid.Parse(x.EventID)
 			if err != nil {
-				return nil, fmt.Errorf("legal hold %s: %w", h.id, err)
+				return err
 			}
-			for i := range p.Items {
-				if err := add(p.Items[i].EventID, auditstore.AuditFeedKey(&p.Items[i])); err != nil {
-					return nil, err
-				}
-			}
-			if after = p.Next(); after == nil {
-				break
-			}
+			return add(id, auditstore.ExecFeedKey(x))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("legal hold %s: %w", h.id, err)
 		}
 	}
 	return keep, nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/google/uuid"
+
 	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/search"
@@ -32,47 +34,68 @@ func (c HoldCounter) CountHeld(ctx context.Context, h cpstate.LegalHold) (int64,
 func HeldOf(ctx context.Context, st Lister, h cpstate.LegalHold, audit func(*schemas.AuditEntry) bool, execs func(*auditstore.Execution) bool) (int64, error) {
 	var n int64
 	w := auditstore.Window{Since: h.Since, Until: h.Until}
-	if slices.Contains(h.Kinds, cpstate.RetentionAuditLogs) {
-		q, err := search.Parse(search.Audit, h.Q)
+	for _, kind := range []auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions} {
+		if !slices.Contains(h.Kinds, settingKind(kind)) {
+			continue
+		}
+		skind := search.Audit
+		if kind == auditstore.LogExecutions {
+			skind = search.Executions
+		}
+		q, err := search.Parse(skind, h.Q)
 		if err != nil {
 			return 0, fmt.Errorf("legal hold %s: %w", h.ID, err)
 		}
-		var after *auditstore.Key
-		for {
-			p, err := st.ListAudit(ctx, auditstore.Query{OrgID: h.OrgID, Filter: auditstore.Filter{Search: q, Window: w}, After: after, Limit: auditstore.MaxLimit})
-			if err != nil {
-				return 0, err
+		err = walk(ctx, st, h.OrgID, kind, q, w, func(e *schemas.AuditEntry) error {
+			if audit == nil || audit(e) {
+				n++
 			}
-			for i := range p.Items {
-				if audit == nil || audit(&p.Items[i]) {
-					n++
-				}
+			return nil
+		}, func(x *auditstore.Execution) error {
+			if execs == nil || execs(x) {
+				n++
 			}
-			if after = p.Next(); after == nil {
-				break
-			}
-		}
-	}
-	if slices.Contains(h.Kinds, cpstate.RetentionToolExecutions) {
-		q, err := search.Parse(search.Executions, h.Q)
+			return nil
+		})
 		if err != nil {
-			return 0, fmt.Errorf("legal hold %s: %w", h.ID, err)
-		}
-		var after *auditstore.Key
-		for {
-			p, err := st.ListExecutions(ctx, auditstore.ExecQuery{OrgID: h.OrgID, Search: q, Window: w, After: after, Limit: auditstore.MaxLimit})
-			if err != nil {
-				return 0, err
-			}
-			for i := range p.Items {
-				if execs == nil || execs(&p.Items[i]) {
-					n++
-				}
-			}
-			if after = p.Next(); after == nil {
-				break
-			}
+			return 0, err
 		}
 	}
 	return n, nil
+}
+
+// walk pages through the entries of org's log of kind that q and w keep,
+// newest first, handing each to audit or execs; the first error stops it.
+func walk(ctx context.Context, st Lister, org uuid.UUID, kind auditstore.LogKind, q search.Query, w auditstore.Window,
+	audit func(*schemas.AuditEntry) error, execs func(*auditstore.Execution) error) error {
+	var after *auditstore.Key
+	for {
+		if kind == auditstore.LogExecutions {
+			p, err := st.ListExecutions(ctx, auditstore.ExecQuery{OrgID: org, Search: q, Window: w, After: after, Limit: auditstore.MaxLimit})
+			if err != nil {
+				return err
+			}
+			for i := range p.Items {
+				if err := execs(&p.Items[i]); err != nil {
+					return err
+				}
+			}
+			if after = p.Next(); after == nil {
+				return nil
+			}
+			continue
+		}
+		p, err := st.ListAudit(ctx, auditstore.Query{OrgID: org, Filter: auditstore.Filter{Search: q, Window: w}, After: after, Limit: auditstore.MaxLimit})
+		if err != nil {
+			return err
+		}
+		for i := range p.Items {
+			if err := audit(&p.Items[i]); err != nil {
+				return err
+			}
+		}
+		if after = p.Next(); after == nil {
+			return nil
+		}
+	}
 }

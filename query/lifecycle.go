@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/search"
 	"github.com/auditrail/auditrail/internal/tlog"
@@ -213,18 +214,7 @@ func (s *Server) expiredProof(ctx context.Context, org uuid.UUID, kind auditstor
 		return nil
 	}
 	return fiber.NewError(fiber.StatusGone, fmt.Sprintf("event %s expired under the organization's retention of %s (leaf %d; expiry recorded by event %s)",
-		event, retentionText(exp), index, exp.Record))
-}
-
-func retentionText(e auditstore.Expiry) string {
-	d := e.Retention
-	switch {
-	case d%(24*60*60*1e9) == 0:
-		return fmt.Sprintf("%dd", int64(d/(24*60*60*1e9)))
-	case d%(60*60*1e9) == 0:
-		return fmt.Sprintf("%dh", int64(d/(60*60*1e9)))
-	}
-	return d.String()
+		event, cpstate.FormatRetention(exp.Retention), index, exp.Record))
 }
 
 // ErasureReader tells the erased entries (the store's
