@@ -60,6 +60,10 @@ type DefinitionView struct {
 func (s *Server) Scope(c *fiber.Ctx, userID string) (Scope, error) { return s.scope(c, userID) }
 
 func (s *Server) scope(c *fiber.Ctx, userID string) (Scope, error) {
+	// A scope outlives its request (an MCP session lists its tools for
+	// it in the background): nothing of it may point into the request's
+	// memory, which fasthttp reuses for the connection's next request.
+	userID = strings.Clone(userID)
 	p, err := httpapi.Authenticate(c, s.access)
 	if err != nil {
 		return Scope{}, err

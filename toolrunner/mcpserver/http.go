@@ -516,7 +516,11 @@ func (h *Handler) serve(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	credential, _ := httpapi.BearerToken(c.Get(fiber.HeaderAuthorization)) // Scope authenticated it
+	// Scope authenticated it. Copied: the session keeps it to check it
+	// again, and fasthttp reuses the request's memory for the
+	// connection's next request once this one is answered.
+	credential, _ := httpapi.BearerToken(c.Get(fiber.HeaderAuthorization))
+	credential = strings.Clone(credential)
 	st := &requestState{scope: sc}
 	if sid := c.Get(headerSessionID); sid != "" {
 		h.touch(sid, binding(sc), credential, c.Method() == fiber.MethodPost)

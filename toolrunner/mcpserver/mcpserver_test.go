@@ -91,6 +91,8 @@ type fakeRunner struct {
 	// counts the calls it held.
 	gate  chan struct{}
 	gated int
+	// users are the user ids Visible was asked for, in order.
+	users []string
 }
 
 func (f *fakeRunner) ListRevision(context.Context, uuid.UUID, uuid.UUID) (string, error) {
@@ -99,7 +101,7 @@ func (f *fakeRunner) ListRevision(context.Context, uuid.UUID, uuid.UUID) (string
 	return f.rev, nil
 }
 
-func (f *fakeRunner) Visible(context.Context, toolrunner.Scope) ([]toolrunner.Definition, []schemas.HookCall, error) {
+func (f *fakeRunner) Visible(_ context.Context, sc toolrunner.Scope) ([]toolrunner.Definition, []schemas.HookCall, error) {
 	f.mu.Lock()
 	gate := f.gate
 	if gate != nil {
@@ -112,6 +114,7 @@ func (f *fakeRunner) Visible(context.Context, toolrunner.Scope) ([]toolrunner.De
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.visibleCalls++
+	f.users = append(f.users, sc.UserID)
 	if f.visibleErr != nil {
 		return nil, nil, f.visibleErr
 	}

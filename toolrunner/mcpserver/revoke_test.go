@@ -154,7 +154,9 @@ func TestSessionEndsWithItsCredential(t *testing.T) {
 		}},
 		{"JWT past exp", func() (string, string, func(), time.Time) {
 			cp.member("erin")
-			exp := time.Now().Add(jwtLife)
+			// exp is in whole seconds (NumericDate): the token expires
+			// at the second before.
+			exp := time.Now().Add(jwtLife).Truncate(time.Second)
 			return cp.jwtFor("erin", exp), "", nil, exp
 		}},
 	} {
@@ -221,5 +223,61 @@ func TestSessionEndsWithItsCredential(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A session keeps what its request said: the credential it checks again
+// and the user its background lists are for. fasthttp reuses a request's
+// memory for the next request on the same connection, so a session that
+// kept strings pointing into it would check another request's credential
+// and list (call the access hooks) for another request's user.
+func TestSessionKeepsItsRequestsValues(t *testing.T) {
+	cp := newControlPlane(t)
+	scoper := toolrunner.NewServer(nil, cp.access, httpx.TrustedProxies{})
+	orgPath := "/api/v1/orgs/" + cp.org
+	key := func() string {
+		return cp.call("POST", orgPath+"/projects/"+cp.project+"/service_keys", `{"name":"agent"}`)["key"].(string)
+	}
+	keyA, keyB := key(), key()
+	cfg := mcpserver.DefaultConfig()
+	cfg.ListCheck, cfg.ListRefresh = 50*time.Millisecond, 50*time.Millisecond
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}}
+	url := serveBase(t, f, cfg, scoper, nil) + "/mcp/v1/orgs/" + cp.org + "/projects/" + cp.project
+	h := header{"Authorization": "Bearer " + keyA, mcpserver.HeaderUserID: "user-one-aaaa"}
+	var id string
+	testenv.Eventually(t, 10*time.Second, "initialize", func() bool {
+		resp, _ := rawRequest(t, http.MethodPost, url, initializeBody, h)
+		id = resp.Header.Get("Mcp-Session-Id")
+		return resp.StatusCode == http.StatusOK && id != ""
+	})
+	// Another request on the same connection (the client keeps it
+	// alive), another key and user of the same lengths: refused before
+	// any session, as it names none.
+	resp, body := rawRequest(t, http.MethodPost, url, pingBody, header{"Authorization": "Bearer " + keyB, mcpserver.HeaderUserID: "user-two-bbbb"})
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a ping without a session: %d %s", resp.StatusCode, body)
+	}
+	f.mu.Lock()
+	n0 := len(f.users)
+	f.mu.Unlock()
+	testenv.Eventually(t, 5*time.Second, "background lists", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.users) >= n0+3
+	})
+	f.mu.Lock()
+	users := append([]string(nil), f.users...)
+	f.mu.Unlock()
+	for _, u := range users {
+		if u != "user-one-aaaa" {
+			t.Fatalf("the session listed for user %q (want user-one-aaaa): %q", u, users)
+		}
+	}
+	session := header{"Mcp-Session-Id": id}
+	for k, v := range h {
+		session[k] = v
+	}
+	if resp, body := rawRequest(t, http.MethodPost, url, pingBody, session); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the session ended (its credential was read from another request?): %d %s", resp.StatusCode, body)
 	}
 }
