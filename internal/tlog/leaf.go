@@ -1,6 +1,7 @@
 package tlog
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -81,6 +82,12 @@ type Entry struct {
 	Members, Uncovered int
 	// eventID is the span of the event_id member's value in Canonical.
 	eventID [2]int
+	// Version is the leaf's version: 1, or 2 for an entry with a salt or
+	// erased fields (commit.go).
+	Version int
+	// Erased are the committed fields (top-level members) that an
+	// erasure replaced: their values are not checked.
+	Erased []string
 }
 
 // EventID is the entry's event_id member, "" when it has none or it is not
@@ -119,6 +126,14 @@ func ParseEntry(dst, line []byte) (Entry, error) {
 		return e, fmt.Errorf("%w: not a JSON object", ErrNotCanonicalizable)
 	}
 	e.LeafIndex = -1
+	e.Version = 1
+	o, err := v2Of(out[start:], c.top)
+	if err != nil {
+		return e, err
+	}
+	if o != nil {
+		return parseV2(e, dst[:start], out[start:], c.top, o)
+	}
 	// Keep the covered members, in place: each moves left over what was
 	// dropped before it (copy handles the overlap).
 	w := start + 1 // after '{'
@@ -157,6 +172,54 @@ func ParseEntry(dst, line []byte) (Entry, error) {
 	out = out[:w+1]
 	e.eventID = eventID
 	e.Canonical = out[start:]
+	e.Leaf = LeafHash(e.Canonical)
+	return e, nil
+}
+
+// parseV2 is ParseEntry of an entry of version 2: canon are its canonical
+// bytes and top its members; the leaf's canonical bytes are appended to
+// dst.
+func parseV2(e Entry, dst, canon []byte, top []member, o opener) (Entry, error) {
+	ms := make([]served, 0, len(top))
+	var eventID []byte
+	for _, m := range top {
+		name := canon[m.key+1 : m.colon-1]
+		v := canon[m.colon+1 : m.end]
+		if string(name) == LeafIndexMember {
+			if string(v) == "null" {
+				e.Pending = true
+				continue
+			}
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || n < 0 {
+				return e, fmt.Errorf("%w: leaf_index %.40s is not a non-negative integer", ErrNotCanonicalizable, v)
+			}
+			e.LeafIndex = n
+			continue
+		}
+		if !Covered(name) {
+			e.Uncovered++
+			continue
+		}
+		if string(name) == "event_id" && len(v) > 0 && v[0] == '"' {
+			eventID = v
+		}
+		ms = append(ms, served{string(name), v})
+		e.Members++
+	}
+	v2, erased, err := canonicalV2(nil, ms, o)
+	if err != nil {
+		return e, err
+	}
+	out := append(dst, v2...)
+	e.Canonical = out[len(dst):]
+	if eventID != nil {
+		// The event id is a plain member of the version 2 leaf, served as is.
+		if i := bytes.Index(e.Canonical, append([]byte(`"event_id":`), eventID...)); i >= 0 {
+			e.eventID = [2]int{i + len(`"event_id":`), i + len(`"event_id":`) + len(eventID)}
+		}
+	}
+	e.Version, e.Erased = 2, erased
 	e.Leaf = LeafHash(e.Canonical)
 	return e, nil
 }
