@@ -181,7 +181,9 @@ func TestErasedV2KeepsItsLeaf(t *testing.T) {
 		"a kept data member":     func(m map[string]any) { m["data"].(map[string]any)["role"] = "owner" },
 		"a kept data member out": func(m map[string]any) { delete(m["data"].(map[string]any), "n") },
 		"the timestamp":          func(m map[string]any) { m["timestamp"] = "2026-01-02T00:00:00.000Z" },
-		"a commitment":           func(m map[string]any) { m["erasure"].(map[string]any)["fields"].(map[string]any)["user_id"] = map[string]any{"commitment": base64.StdEncoding.EncodeToString(make([]byte, 32))} },
+		"a commitment": func(m map[string]any) {
+			m["erasure"].(map[string]any)["fields"].(map[string]any)["user_id"] = map[string]any{"commitment": base64.StdEncoding.EncodeToString(make([]byte, 32))}
+		},
 	} {
 		if e := edit(f); e.Leaf == orig.Leaf {
 			t.Errorf("%s altered by hand: the leaf still matches", name)
