@@ -87,9 +87,112 @@ async function sha256(...parts) {
 
 const utf8 = new TextEncoder();
 
-// leafHash is SHA-256(0x00 ‖ JCS(entry)).
-export async function leafHash(item) {
-  return sha256(Uint8Array.of(0), utf8.encode(canonicalEntry(item)));
+// committed lists the covered members that a leaf of version 2 commits
+// to one by one (tlog.Committed): the values an erasure may replace.
+export const committed = new Set(["client_ip", "display_name", "principal_id", "user_id", "resource_id", "resource_display", "data", "error"]);
+
+const fieldKeyPrefix = utf8.encode("auditrail field key v2\0");
+
+
+// fieldKey is K(f) = SHA-256("auditrail field key v2" ‖ 0x00 ‖ salt ‖ 0x00 ‖ f).
+function fieldKey(salt, f) {
+  return sha256(fieldKeyPrefix, salt, Uint8Array.of(0), utf8.encode(f));
+}
+
+// opener opens the committed fields of a version 2 entry: by its salt, or
+// by the keys and commitments of its erasure (null: a version 1 entry).
+function opener(item) {
+  if (item.salt !== undefined) {
+    const salt = fromBase64(item.salt, 16);
+    if (!salt) throw new VerifyError("canonical", "the entry's salt is not the base64 of 16 bytes");
+    if (item.erasure && typeof item.erasure === "object" && item.erasure.fields !== undefined) {
+      throw new VerifyError("canonical", "the entry has both a salt and erased fields");
+    }
+    return { salt, erased: [] };
+  }
+  const f = item.erasure && typeof item.erasure === "object" ? item.erasure.fields : undefined;
+  if (f === undefined) return null;
+  if (f === null || typeof f !== "object" || Array.isArray(f)) throw new VerifyError("canonical", "the erasure's fields are not an object");
+  return { fields: f, erased: [] };
+}
+
+// open is C(f) of field f whose canonical value is v (undefined: not served).
+async function open(o, f, v, op) {
+  if (o.salt) return sha256(await fieldKey(o.salt, f), utf8.encode(v));
+  if (!op || typeof op !== "object") throw new VerifyError("canonical", `field ${f} has no opening`);
+  if (op.key !== undefined && op.commitment !== undefined) throw new VerifyError("canonical", `field ${f} has both a key and a commitment`);
+  if (op.commitment !== undefined) {
+    const c = fromBase64(op.commitment, 32);
+    if (!c) throw new VerifyError("canonical", `the commitment of ${f} is not the base64 of 32 bytes`);
+    return c;
+  }
+  const k = fromBase64(op.key, 32);
+  if (!k) throw new VerifyError("canonical", `the key of ${f} is not the base64 of 32 bytes`);
+  if (v === undefined) throw new VerifyError("canonical", `field ${f} is opened by its key but not served`);
+  return sha256(k, utf8.encode(v));
+}
+
+// canonicalV2 is the JCS text of a version 2 leaf (tlog.canonicalV2); it
+// sets o.erased to the fields the erasure replaced.
+async function canonicalV2(item, o) {
+  const out = {};
+  const comm = {};
+  for (const k of Object.keys(item)) {
+    if (!covered.has(k)) continue;
+    const v = item[k];
+    if (!committed.has(k) || (k === "data" && (v === null || typeof v !== "object" || Array.isArray(v)))) {
+      out[k] = v;
+      continue;
+    }
+    if (k !== "data") {
+      const op = o.fields ? o.fields[k] : undefined;
+      comm[k] = toBase64(await open(o, k, jcs(v, 1), op));
+      if (op && op.commitment !== undefined) o.erased.push(k);
+      continue;
+    }
+    const names = Object.keys(v).sort();
+    const list = [];
+    if (o.salt) {
+      for (let i = 0; i < names.length; i++) {
+        list.push(toBase64(await open(o, "data/" + i, jcs([names[i], v[names[i]]], 1))));
+      }
+    } else {
+      const ops = o.fields.data;
+      if (!Array.isArray(ops)) throw new VerifyError("canonical", "the erasure's data openings are not a list");
+      const used = new Set();
+      let erased = 0;
+      for (let i = 0; i < ops.length; i++) {
+        const op = ops[i];
+        let val;
+        if (op && typeof op === "object" && op.key !== undefined && typeof op.member === "string") {
+          if (!Object.hasOwn(v, op.member) || used.has(op.member)) throw new VerifyError("canonical", `data position ${i} opens member ${JSON.stringify(op.member)}, which the entry's data does not have once`);
+          used.add(op.member);
+          val = jcs([op.member, v[op.member]], 1);
+        } else {
+          erased++;
+        }
+        list.push(toBase64(await open(o, "data/" + i, val, op)));
+      }
+      if (erased > 0) o.erased.push("data");
+    }
+    comm.data = list;
+  }
+  out.commitments = comm;
+  out.leaf_version = 2;
+  return jcs(out);
+}
+
+// leafHash is SHA-256(0x00 ‖ JCS(entry)) for an entry of version 1, and
+// of its version 2 form for an entry with a salt or erased fields
+// (internal/tlog/commit.go). erasedFields, when given, receives the
+// fields an erasure replaced.
+export async function leafHash(item, erasedFields) {
+  if (item === null || typeof item !== "object" || Array.isArray(item)) throw new VerifyError("canonical", "the entry is not a JSON object");
+  const o = opener(item);
+  if (!o) return sha256(Uint8Array.of(0), utf8.encode(canonicalEntry(item)));
+  const text = await canonicalV2(item, o);
+  if (erasedFields) erasedFields.push(...o.erased.sort());
+  return sha256(Uint8Array.of(0), utf8.encode(text));
 }
 
 // nodeHash is SHA-256(0x01 ‖ left ‖ right).

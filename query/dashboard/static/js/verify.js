@@ -98,9 +98,17 @@ export async function verifyEntry(api, org, kind, item, cpp) {
     // An erased entry no longer hashes to its leaf: the listing gives the
     // original leaf hash, which must be the one the log holds (a record of
     // the erasure names the leaf: `auditrail verify` checks that).
+    // An entry of version 2 (erased fields opened by their commitments,
+    // the others by their keys) hashes to it again: every field the
+    // erasure did not replace is checked.
     const erased = item.erasure && typeof item.erasure === "object" ? item.erasure : null;
-    const leaf = erased ? fromBase64(erased.leaf_hash, 32) : await leafHash(item);
+    const erasedFields = [];
+    const committedFields = erased && erased.fields !== undefined;
+    let leaf = erased ? fromBase64(erased.leaf_hash, 32) : await leafHash(item);
     if (!leaf) throw new VerifyError("leaf", "the entry's erasure member holds no leaf hash");
+    if (committedFields && !equal(await leafHash(item, erasedFields), leaf)) {
+      throw new VerifyError("leaf", "the leaf differs: a field that the erasure did not replace was changed after it was logged");
+    }
     let p;
     try {
       p = await api.get(`/orgs/${org}/${kind}/proof`, { event_id: item.event_id, size: cp.size });
@@ -115,6 +123,10 @@ export async function verifyEntry(api, org, kind, item, cpp) {
     if (!equal(leaf, logged)) throw new VerifyError("leaf", `the leaf differs: this entry, as listed, is not the one the log holds at leaf ${idx} (it was changed after it was logged)`);
     await checkRecord(hashes, cp.size, cp.root, idx, leaf);
     if (erased) {
+      if (committedFields) {
+        return { state: "erased", cp, leafIndex: idx, erasure: String(erased.id), fields: erasedFields,
+          message: `Erased by erasure ${erased.id}: ${erasedFields.join(", ") || "no field"} replaced by the pseudonym (not checked); every other field verified against checkpoint ${cp.size}` };
+      }
       return { state: "erased", cp, leafIndex: idx, erasure: String(erased.id),
         message: `Erased by erasure ${erased.id}: the log holds this entry's original leaf (checkpoint ${cp.size}); the values replaced by the pseudonym, and so this entry's fields, cannot be checked here` };
     }
