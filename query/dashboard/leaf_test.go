@@ -35,7 +35,7 @@ func TestLeafHashIsTheGoLeaf(t *testing.T) {
 			"action": "DELETE", "source": "API", "display_name": "Zoë \u2028 Example", "customer_id": nil,
 			"organization_id": "org", "project_id": nil, "principal_id": "zoe", "user_id": "zoe",
 			"principal_type": "ACCOUNT", "resource_type": "USER", "resource_id": "bob", "resource_display": "Bob",
-			"data": map[string]any{"role": "admin", "reason": "asked by zoe", "n": 3.5, "é": []any{1, "x", nil}, "Z": map[string]any{"b": 1, "a": 2}},
+			"data":         map[string]any{"role": "admin", "reason": "asked by zoe", "n": 3.5, "é": []any{1, "x", nil}, "Z": map[string]any{"b": 1, "a": 2}},
 			"created_time": "2026-01-01T00:00:01.000Z", "leaf_index": 4,
 		}
 		for k, v := range extra {
