@@ -87,6 +87,9 @@ type erasedLine struct {
 	line    int64
 	index   int64
 	erasure string
+	// committed: the entry's leaf is of version 2, and every field the
+	// erasure did not replace was checked against it.
+	committed bool
 }
 
 // erasureOf reads an entry's erasure member (ok false: it has none).
@@ -302,6 +305,7 @@ func retentionWords(s string) string {
 // entry's leaf, and notes how many each erasure changed.
 func (lc *lifecycle) checkErased(v *verifier) {
 	counts := map[string]int64{}
+	opaque := map[string]int64{} // erased entries of version 1: no field checked
 	for _, e := range v.col.erased {
 		named := false
 		for _, r := range lc.erasures[e.erasure] {
@@ -316,6 +320,9 @@ func (lc *lifecycle) checkErased(v *verifier) {
 			continue
 		}
 		counts[e.erasure]++
+		if !e.committed {
+			opaque[e.erasure]++
+		}
 	}
 	ids := make([]string, 0, len(counts))
 	for id := range counts {
@@ -323,7 +330,14 @@ func (lc *lifecycle) checkErased(v *verifier) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		v.rep.Notes = append(v.rep.Notes, fmt.Sprintf("%s erased by erasure %s (their identifying fields replaced by a pseudonym after a signed record named their leaves; each is placed by its original leaf hash, so its other fields are not checked)",
-			plural(counts[id], "entry"), id))
+		how := "every field the erasure did not replace checked against the entry's leaf"
+		switch n := opaque[id]; {
+		case n == counts[id]:
+			how = "each placed by its original leaf hash: their leaves are of version 1, so their other fields are not checked"
+		case n > 0:
+			how = fmt.Sprintf("every field the erasure did not replace checked, except in %s of version 1, placed by their original leaf hash", plural(n, "entry"))
+		}
+		v.rep.Notes = append(v.rep.Notes, fmt.Sprintf("%s erased by erasure %s (their identifying fields replaced by a pseudonym after a signed record named their leaves; %s)",
+			plural(counts[id], "entry"), id, how))
 	}
 }

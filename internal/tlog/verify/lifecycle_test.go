@@ -273,3 +273,106 @@ func TestExportAfterErasure(t *testing.T) {
 		}
 	}
 }
+
+// An export after an erasure of entries of version 2 (salted): each
+// erased entry hashes to its leaf again, its erased fields opened by
+// their commitments; the report says every other field was checked, and
+// a field the erasure did not replace, altered by hand, fails.
+func TestExportAfterErasureV2(t *testing.T) {
+	const erasure = "0b7e2c1a-5d43-4f6e-8a9b-1c2d3e4f5a6b"
+	f := newFixture(t, 30)
+	salt := []byte("0123456789abcdef")
+	edit := func(i int, change func(m map[string]any)) {
+		var m map[string]any
+		if err := json.Unmarshal(f.items[i], &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, tlog.LeafIndexMember)
+		change(m)
+		f.items[i], _ = json.Marshal(m)
+	}
+	for _, i := range []int{10, 11} {
+		edit(i, func(m map[string]any) {
+			m[tlog.SaltMember] = base64.StdEncoding.EncodeToString(salt)
+			m["data"] = map[string]any{"by": m["display_name"], "n": i}
+		})
+	}
+	edit(25, func(m map[string]any) {
+		m["data"] = map[string]any{tlog.LifecycleMember: tlog.LifecycleRecord{Type: tlog.RecordErasure, Erasure: erasure, Log: tlog.LogNameAudit,
+			Leaves: [][2]int64{{10, 11}}, Fields: []string{"display_name"}, Pseudonym: "erased-0123456789abcdef"}}
+	})
+	var err error
+	if f.leaves, err = tlogtest.Leaves(f.items); err != nil {
+		t.Fatal(err)
+	}
+	mem := &tlog.MemoryLog{}
+	for _, l := range f.leaves {
+		if _, err := mem.Append(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lf := &lifecycleFixture{fixture: f, mem: mem}
+	proof, err := tlog.InclusionProof(context.Background(), mem, 30, 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []string
+	for _, h := range proof {
+		ps = append(ps, base64.StdEncoding.EncodeToString(h[:]))
+	}
+	recLine, _ := json.Marshal(map[string]any{tlog.RecordLineMember: tlog.RecordProof{Entry: f.items[25], LeafIndex: 25, Proof: ps,
+		Checkpoint: string(lf.sign(t, 30, t0.Add(time.Hour), f.key))}})
+	// erased is entry i as the erasure serves it, then altered by hand.
+	erased := func(i int, alter func(m map[string]any)) []byte {
+		var m map[string]any
+		_ = json.Unmarshal(f.items[i], &m)
+		delete(m, tlog.SaltMember)
+		m["display_name"] = "erased-0123456789abcdef"
+		m["data"].(map[string]any)["by"] = "erased-0123456789abcdef"
+		now, _ := json.Marshal(m)
+		fields, err := tlog.OpenErased(f.items[i], now, salt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[tlog.ErasureMember] = map[string]any{"id": erasure, "leaf_hash": base64.StdEncoding.EncodeToString(f.leaves[i][:]), "fields": fields}
+		if alter != nil {
+			alter(m)
+		}
+		b, _ := json.Marshal(m)
+		return tlogtest.Line(b, int64(i))
+	}
+	export := func(alter func(m map[string]any)) []byte {
+		var lines [][]byte
+		for i, it := range f.items {
+			switch i {
+			case 10:
+				lines = append(lines, erased(i, alter))
+			case 11:
+				lines = append(lines, erased(i, nil))
+			default:
+				lines = append(lines, tlogtest.Line(it, int64(i)))
+			}
+		}
+		lines = append(lines, recLine)
+		return join(append(lines, tlogtest.CheckpointLine(lf.sign(t, 30, t0.Add(time.Hour), f.key))))
+	}
+	for name, tc := range map[string]struct {
+		alter func(m map[string]any)
+		ok    bool
+		want  string
+	}{
+		"as erased":                {nil, true, "note: 2 entries erased by erasure " + erasure + " (their identifying fields replaced by a pseudonym after a signed record named their leaves; every field the erasure did not replace checked against the entry's leaf)"},
+		"another pseudonym":        {func(m map[string]any) { m["display_name"] = "someone" }, true, "2 entries erased"},
+		"the action altered":       {func(m map[string]any) { m["action"] = "CREATE" }, false, "a field that erasure " + erasure + " did not replace was altered: the entry no longer hashes to its leaf 10"},
+		"a kept data member":       {func(m map[string]any) { m["data"].(map[string]any)["n"] = 99 }, false, "did not replace was altered"},
+		"a kept identifying field": {func(m map[string]any) { m["user_id"] = "mallory" }, false, "did not replace was altered"},
+		"an erased field reopened": {func(m map[string]any) { m[tlog.ErasureMember].(map[string]any)["fields"] = map[string]any{} }, false, ""},
+	} {
+		rep := run(t, export(tc.alter), verify.Config{Keys: f.keys})
+		var out strings.Builder
+		rep.Write(&out)
+		if rep.OK() != tc.ok || !strings.Contains(out.String(), tc.want) {
+			t.Fatalf("%s: want ok=%v and %q:\n%s", name, tc.ok, tc.want, out.String())
+		}
+	}
+}

@@ -353,9 +353,16 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 				case err != nil:
 					problems = append(problems, Problem{Kind: KindMalformed, Leaf: e.LeafIndex, Line: int(line),
 						Message: fmt.Sprintf("line %d: its %s member is malformed: %s", line, tlog.ErasureMember, err)})
+				case ok && e.Version == 2 && e.Leaf != h:
+					// Its committed fields are opened: the fields the
+					// erasure did not replace hash to its leaf, unless
+					// one of them was changed.
+					problems = append(problems, Problem{Kind: KindAltered, Leaf: e.LeafIndex, Line: int(line),
+						Message: fmt.Sprintf("line %d%s: a field that erasure %s did not replace was altered: the entry no longer hashes to its leaf %d", line, eventSuffix(e.EventID()), ref.ID, e.LeafIndex)})
+					leaf = h
 				case ok:
 					leaf = h
-					erased = append(erased, erasedLine{line: line, index: e.LeafIndex, erasure: ref.ID})
+					erased = append(erased, erasedLine{line: line, index: e.LeafIndex, erasure: ref.ID, committed: e.Version == 2})
 				}
 			}
 			entries++
