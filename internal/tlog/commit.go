@@ -550,3 +550,105 @@ func v2Of(canon []byte, top []member) (opener, error) {
 	}
 	return o, nil
 }
+
+// Reopen returns the fields of an entry erased again: prev are the fields
+// of its earlier erasure, cur the entry as served now (JSON object) and
+// next the entry after this erasure. A field opened by its key whose value
+// changes is opened by its commitment from now on (C of its key and the
+// current value, which hashes as the original: it was checked).
+func Reopen(prev ErasedFields, cur, next []byte) (ErasedFields, error) {
+	cs, err := coveredMembers(cur)
+	if err != nil {
+		return ErasedFields{}, err
+	}
+	ns, err := coveredMembers(next)
+	if err != nil {
+		return ErasedFields{}, err
+	}
+	before, after := map[string][]byte{}, map[string][]byte{}
+	for _, m := range cs {
+		before[m.name] = m.value
+	}
+	for _, m := range ns {
+		after[m.name] = m.value
+	}
+	out := ErasedFields{Fields: make(map[string]Opening, len(prev.Fields)), HasData: prev.HasData}
+	for f, op := range prev.Fields {
+		if op.Key == "" || bytes.Equal(before[f], after[f]) {
+			out.Fields[f] = op
+			continue
+		}
+		k, err := decode32(op.Key, "the key of "+f)
+		if err != nil {
+			return out, err
+		}
+		c := Commitment(k, before[f])
+		out.Fields[f] = Opening{Commitment: base64.StdEncoding.EncodeToString(c[:])}
+	}
+	for f, v := range after {
+		if _, ok := before[f]; Committed(f) || ok && bytes.Equal(before[f], v) {
+			continue
+		}
+		return out, fmt.Errorf("%w: member %s is not committed and cannot be erased", ErrInvalidArgument, f)
+	}
+	if !prev.HasData {
+		return out, nil
+	}
+	cur2, err := dataMembers(before["data"])
+	if err != nil {
+		return out, err
+	}
+	next2, err := dataMembers(after["data"])
+	if err != nil {
+		return out, err
+	}
+	out.Data = make([]Opening, len(prev.Data))
+	for i, op := range prev.Data {
+		if op.Key == "" || op.Member == nil {
+			out.Data[i] = op
+			continue
+		}
+		c, ok := cur2[*op.Member]
+		if !ok {
+			return out, fmt.Errorf("%w: data position %d opens member %q, which the entry does not have", ErrInvalidArgument, i, *op.Member)
+		}
+		if n, ok := next2[*op.Member]; ok && bytes.Equal(n.val, c.val) {
+			out.Data[i] = op
+			continue
+		}
+		k, err := decode32(op.Key, "the key of "+DataField(i))
+		if err != nil {
+			return out, err
+		}
+		cm := Commitment(k, DataMemberValue(nil, c.quoted, c.val))
+		out.Data[i] = Opening{Commitment: base64.StdEncoding.EncodeToString(cm[:])}
+	}
+	return out, nil
+}
+
+// dataMember is a member of a data object: its name quoted as JCS writes
+// it and its canonical value.
+type dataMember struct{ quoted, val []byte }
+
+// dataMembers reads the members of a canonical data object by name (none
+// when data is not an object).
+func dataMembers(doc []byte) (map[string]dataMember, error) {
+	out := map[string]dataMember{}
+	if len(doc) == 0 || doc[0] != '{' {
+		return out, nil
+	}
+	c := canonicalizers.Get().(*canonicalizer)
+	defer canonicalizers.Put(c)
+	canon, err := c.canonical(nil, doc)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range c.top {
+		var name string
+		if err := json.Unmarshal(canon[m.key:m.colon], &name); err != nil {
+			return nil, err
+		}
+		out[name] = dataMember{canon[m.key:m.colon], canon[m.colon+1 : m.end]}
+	}
+	return out, nil
+}

@@ -216,3 +216,41 @@ func FuzzErasedFields(f *testing.F) {
 		_, _ = tlog.ParseEntry(nil, line) // no panic
 	})
 }
+
+// An entry erased twice keeps its leaf: the second erasure turns the
+// keys of the fields it replaces into commitments.
+func TestErasedV2Twice(t *testing.T) {
+	item := v2Item(t, nil)
+	orig, _ := tlog.ParseEntry(nil, item)
+	once := erase(t, item, func(m map[string]any) { m["user_id"] = "erased-1" })
+	var m map[string]any
+	_ = json.Unmarshal(once, &m)
+	er := m["erasure"].(map[string]any)
+	fb, _ := json.Marshal(er["fields"])
+	var prev tlog.ErasedFields
+	if err := json.Unmarshal(fb, &prev); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := json.Marshal(m)
+	m["resource_id"], m["resource_display"] = "erased-2", "erased-2"
+	m["data"].(map[string]any)["role"] = "erased-2"
+	next, _ := json.Marshal(m)
+	fields, err := tlog.Reopen(prev, cur, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	er["fields"] = fields
+	twice, _ := json.Marshal(m)
+	e, err := tlog.ParseEntry(nil, twice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Leaf != orig.Leaf || !slices.Equal(e.Erased, []string{"data", "resource_display", "resource_id", "user_id"}) {
+		t.Fatalf("erased twice: %+v", e)
+	}
+	m["action"] = "CREATE"
+	altered, _ := json.Marshal(m)
+	if e, _ := tlog.ParseEntry(nil, altered); e.Leaf == orig.Leaf {
+		t.Fatal("an altered action still matches")
+	}
+}
