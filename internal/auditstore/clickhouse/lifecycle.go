@@ -176,10 +176,21 @@ func (s *Store) CountThrough(ctx context.Context, org uuid.UUID, kind auditstore
 		return 0, 0, err
 	}
 	var a, b uint64
-	if err := s.conn.QueryRow(ctx, query, cutoffMS, org.String(), last.Seq, last.Seq, last.CreatedMS, last.EventID.String()).Scan(&a, &b); err != nil {
+	if err := s.conn.QueryRow(groupBySpills(ctx), query, cutoffMS, org.String(), last.Seq, last.Seq, last.CreatedMS, last.EventID.String()).Scan(&a, &b); err != nil {
 		return 0, 0, fmt.Errorf("clickhouse count expiring: %w", err)
 	}
 	return int64(a), int64(b), nil
+}
+
+// groupByMemory is the memory a GROUP BY of the lifecycle's counts holds
+// before it spills to disk (max_bytes_before_external_group_by).
+const groupByMemory = 128 << 20
+
+// groupBySpills is ctx with the lifecycle counts' setting: their GROUP BY
+// over an expiry's event ids (millions) spills to disk past
+// groupByMemory instead of growing the server's memory.
+func groupBySpills(ctx context.Context) context.Context {
+	return ch.Context(ctx, ch.WithSettings(ch.Settings{"max_bytes_before_external_group_by": groupByMemory}))
 }
 
 // expiry is one call of DeleteExpired.
@@ -448,7 +459,7 @@ func (x *expiry) doomed(ctx context.Context) (int64, *expirySpan, error) {
 			c        uint64
 			from, to int64
 		)
-		if err := x.s.conn.QueryRow(ctx, query, src.args...).Scan(&c, &from, &to); err != nil {
+		if err := x.s.conn.QueryRow(groupBySpills(ctx), query, src.args...).Scan(&c, &from, &to); err != nil {
 			return 0, nil, fmt.Errorf("clickhouse expiry count: %w", err)
 		}
 		if src.name == "doomed_entries" {
