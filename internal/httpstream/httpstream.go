@@ -20,6 +20,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +73,14 @@ func Serve(ctx context.Context, c *fiber.Ctx, h http.Handler, o Options) error {
 	if err := fasthttpadaptor.ConvertRequest(c.Context(), &req, true); err != nil {
 		return fiber.NewError(fiber.StatusBadRequest, "request: "+err.Error())
 	}
+	// ConvertRequest's strings (method, URL, header names and values)
+	// view fasthttp's request memory, which it reuses for the connection's
+	// next request once this one is answered; the handler may keep them
+	// longer (the MCP SDK keeps the context of a session's initialize,
+	// with its MCP-Protocol-Version, for the session's life), so copy them.
+	if err := ownStrings(&req); err != nil {
+		return fiber.NewError(fiber.StatusBadRequest, "request: "+err.Error())
+	}
 	// ConvertRequest's body is fasthttp's buffer, valid while the fiber
 	// handler runs; the handler may read it after (it streams), so copy.
 	req.Body = io.NopCloser(bytes.NewReader(bytes.Clone(c.Body())))
@@ -111,6 +121,33 @@ func Serve(ctx context.Context, c *fiber.Ctx, h http.Handler, o Options) error {
 		defer cancel()
 		w.stream(bw, conn, sse, o)
 	})
+	return nil
+}
+
+// ownStrings replaces the strings of r that ConvertRequest took from
+// fasthttp's request memory with copies: the method, protocol, host,
+// request URI (and the URL parsed from it), the header names and values
+// and the transfer encodings.
+func ownStrings(r *http.Request) error {
+	r.Method, r.Proto, r.Host = strings.Clone(r.Method), strings.Clone(r.Proto), strings.Clone(r.Host)
+	r.RequestURI = strings.Clone(r.RequestURI)
+	u, err := url.ParseRequestURI(r.RequestURI)
+	if err != nil {
+		return err
+	}
+	r.URL = u
+	h := make(http.Header, len(r.Header))
+	for k, vs := range r.Header {
+		own := make([]string, len(vs))
+		for i, v := range vs {
+			own[i] = strings.Clone(v)
+		}
+		h[strings.Clone(k)] = own
+	}
+	r.Header = h
+	for i, v := range r.TransferEncoding {
+		r.TransferEncoding[i] = strings.Clone(v)
+	}
 	return nil
 }
 

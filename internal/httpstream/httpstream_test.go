@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,5 +149,46 @@ func TestPendingBounded(t *testing.T) {
 	resp.Body.Close()
 	if err := <-werr; err != httpstream.ErrTooMuchPending {
 		t.Fatalf("write: %v", err)
+	}
+}
+
+// The request a handler gets owns its strings: a handler may keep them
+// after the response (the MCP SDK keeps a session's initialize context),
+// while fasthttp reuses a request's memory for the next request on the
+// same connection.
+func TestRequestOutlivesItsResponse(t *testing.T) {
+	type seen struct{ method, path, query, host, header string }
+	var mu sync.Mutex
+	var kept []*http.Request
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		kept = append(kept, r)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}), httpstream.Options{})
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	send := func(method, q, v string) {
+		req, _ := http.NewRequest(method, url+"?q="+q, nil)
+		req.Header.Set("X-A", v)
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// The second on the first's connection, its values of the same lengths.
+	send("PUT", "one1", "aaaa")
+	send("GET", "two2", "bbbb")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(kept) != 2 {
+		t.Fatalf("%d requests served", len(kept))
+	}
+	r := kept[0]
+	got := seen{r.Method, r.URL.Path, r.URL.Query().Get("q"), r.Host, r.Header.Get("X-A")}
+	if want := (seen{"PUT", "/h", "one1", r.Host, "aaaa"}); got != want || !strings.HasPrefix(r.RequestURI, "/h?q=one1") {
+		t.Fatalf("the first request, once the second was served: %+v %q, want %+v", got, r.RequestURI, want)
 	}
 }

@@ -499,3 +499,47 @@ func TestListBackoffDuringOutage(t *testing.T) {
 	}
 	testenv.Eventually(t, 5*time.Second, "recovery after the outage", func() bool { return strings.Contains(logs.String(), "tools listed again") })
 }
+
+// A session keeps the context of its initialize request, with the
+// MCP-Protocol-Version it carried, for its whole life (the SDK derives the
+// context of every later message from it), and reads that version to
+// choose the HTTP status of an error answer (400 for invalid params from
+// 2026-07-28 on, else 200). fasthttp reuses a request's memory for the
+// next request on the same connection: the bridge must give the SDK
+// copies, or the session answers by whatever version a later request on
+// the initialize's connection names.
+func TestSessionKeepsItsInitializesProtocolVersion(t *testing.T) {
+	f := &fakeRunner{defs: []toolrunner.Definition{countDef}}
+	url := serveHTTP(t, f, mcpserver.DefaultConfig())
+	resp, body := rawRequest(t, http.MethodPost, url, initializeBody, header{"Mcp-Protocol-Version": "2025-06-18"})
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	// The next request on the initialize's connection (the client keeps
+	// it alive), the same headers, another version of the same length:
+	// refused before any session, as it names none.
+	if resp, body := rawRequest(t, http.MethodPost, url, pingBody, header{"Mcp-Protocol-Version": "2026-07-28"}); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a ping without a session: %d %s", resp.StatusCode, body)
+	}
+	// The session, on a connection of its own, as the initialize said.
+	other := &http.Transport{}
+	defer other.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"Authorization": "Bearer good", "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Session-Id": id, "Mcp-Protocol-Version": "2025-06-18"} {
+		req.Header.Set(k, v)
+	}
+	resp, err = (&http.Client{Transport: other}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"code":-32602`) {
+		t.Fatalf("an unknown tool in a 2025-06-18 session: %d %s (want 200 and the JSON-RPC error: the session read another request's protocol version?)", resp.StatusCode, b)
+	}
+}
