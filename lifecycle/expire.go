@@ -28,7 +28,7 @@ func (r *Runner) expire(ctx context.Context, org uuid.UUID, kind auditstore.LogK
 		return 0, fmt.Errorf("latest expiry: %w", err)
 	}
 	if havePrev && !prev.Done {
-		n, err := r.apply(ctx, org, kind, prev)
+		n, err := r.apply(ctx, org, kind, prev, 0)
 		deleted += n
 		if err != nil {
 			return deleted, fmt.Errorf("resume the expiry of record %s: %w", prev.Record, err)
@@ -106,7 +106,11 @@ func (r *Runner) expire(ctx context.Context, org uuid.UUID, kind auditstore.LogK
 	if err := r.store.SaveExpiry(ctx, org, kind, plan); err != nil {
 		return deleted, fmt.Errorf("save the expiry: %w", err)
 	}
-	n2, err := r.apply(ctx, org, kind, plan)
+	from := int64(0)
+	if havePrev {
+		from = prev.BelowLeaf
+	}
+	n2, err := r.apply(ctx, org, kind, plan, from)
 	return deleted + n2, err
 }
 
@@ -317,8 +321,10 @@ func (r *Runner) awaitSigned(ctx context.Context, org, id uuid.UUID) (int64, err
 }
 
 // apply deletes what a saved expiry authorises, purges the streams and
-// marks it done.
-func (r *Runner) apply(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, plan auditstore.Expiry) (int64, error) {
+// marks it done. The leaves below from are gone already (a previous
+// expiry's): the deletion steps (Config.DeleteStep leaves each) start
+// there.
+func (r *Runner) apply(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, plan auditstore.Expiry, from int64) (int64, error) {
 	holds, err := r.holds(org, kind, plan.Holds)
 	if err != nil {
 		return 0, err
@@ -327,9 +333,23 @@ func (r *Runner) apply(ctx context.Context, org uuid.UUID, kind auditstore.LogKi
 	if err != nil {
 		return 0, err
 	}
-	n, err := r.store.DeleteExpired(ctx, org, kind, plan.Last, plan.CutoffMS, keep)
-	if err != nil {
-		return n, fmt.Errorf("delete: %w", err)
+	var n int64
+	for end := min(from, plan.BelowLeaf) + r.cfg.DeleteStep; ; end += r.cfg.DeleteStep {
+		last := plan.Last
+		if end < plan.BelowLeaf {
+			if last, err = r.leafKey(ctx, org, kind, end-1); err != nil {
+				return n, err
+			}
+		}
+		d, err := r.store.DeleteExpired(ctx, org, kind, last, plan.CutoffMS, keep)
+		n += d
+		if err != nil {
+			return n, fmt.Errorf("delete through leaf %d: %w", min(end, plan.BelowLeaf)-1, err)
+		}
+		if end >= plan.BelowLeaf {
+			break
+		}
+		r.log.Info("lifecycle: expiry in progress", "org", org.String(), "log", LogName(kind), "through_leaf", end-1, "below_leaf", plan.BelowLeaf, "deleted", n)
 	}
 	if r.streams != nil {
 		sk := schemas.KindAudit

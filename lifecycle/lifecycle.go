@@ -55,13 +55,20 @@ type Config struct {
 	// MaxHeld bounds the entries a log's legal holds may keep below one
 	// expiry (they are held in memory while it runs).
 	MaxHeld int
+	// DeleteStep bounds the leaves one deletion covers: an expiry of more
+	// deletes in steps of at most DeleteStep leaves, oldest first, so that
+	// what a store holds for one deletion (ClickHouse: the set of the
+	// event ids it matches in event_index) stays bounded however large
+	// the expiry.
+	DeleteStep int64
 }
 
 // DefaultConfig is an hourly cycle, the default bounds, a 10 minute wait
-// for a record and at most a million held entries per log.
+// for a record, at most a million held entries per log and deletions of
+// at most a million leaves.
 func DefaultConfig() Config {
 	return Config{Interval: time.Hour, Bounds: cpstate.DefaultRetentionBounds(), RecordWait: 10 * time.Minute,
-		Poll: 250 * time.Millisecond, MaxHeld: 1_000_000}
+		Poll: 250 * time.Millisecond, MaxHeld: 1_000_000, DeleteStep: 1_000_000}
 }
 
 // Validate checks the configuration.
@@ -75,6 +82,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: poll %s", ErrInvalidConfig, c.Poll)
 	case c.MaxHeld < 1:
 		return fmt.Errorf("%w: max held %d", ErrInvalidConfig, c.MaxHeld)
+	case c.DeleteStep < 1:
+		return fmt.Errorf("%w: delete step %d", ErrInvalidConfig, c.DeleteStep)
 	}
 	if err := c.Bounds.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

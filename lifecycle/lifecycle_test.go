@@ -575,3 +575,60 @@ func TestLease(t *testing.T) {
 		t.Fatal("the cycle went on after its lease was lost")
 	}
 }
+
+// steppingStore records the keys of the deletions.
+type steppingStore struct {
+	*sqlite.Store
+	lasts []uint64
+}
+
+func (s *steppingStore) DeleteExpired(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, last auditstore.FeedKey, cutoff int64, keep map[uuid.UUID]bool) (int64, error) {
+	s.lasts = append(s.lasts, last.Seq)
+	return s.Store.DeleteExpired(ctx, org, kind, last, cutoff, keep)
+}
+
+// A large expiry deletes in steps of DeleteStep leaves, oldest first,
+// with the same result; the next expiry starts its steps at the previous
+// horizon.
+func TestCycleDeletesInSteps(t *testing.T) {
+	w := newWorld(t)
+	var old []*schemas.AuditEvent
+	for range 14 {
+		old = append(old, w.event("old"))
+	}
+	w.write(old...)
+	time.Sleep(20 * time.Millisecond)
+	young := w.event("young")
+	w.write(young)
+	retention := 30 * 24 * time.Hour
+	now := time.UnixMilli(w.createdMS(young.EventID)).Add(retention)
+	w.settings.retention = &cpstate.Retention{OrgID: w.org, AuditLogs: ptr(retention)}
+	st := &steppingStore{Store: w.store}
+	cfg := DefaultConfig()
+	cfg.RecordWait, cfg.Poll, cfg.DeleteStep = 5*time.Second, 5*time.Millisecond, 5
+	r, err := New(cfg, st, w.settings, w, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.now = func() time.Time { return now }
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Expired != 14 {
+		t.Fatalf("Cycle = %+v, %v", rep, err)
+	}
+	// Leaves 0..13: through the leaves 4, 9 and 13 (seqs 5, 10, 14).
+	if !slices.Equal(st.lasts, []uint64{5, 10, 14}) {
+		t.Fatalf("deletions through seqs %v, want [5 10 14]", st.lasts)
+	}
+	if got := w.listed(); !slices.Equal(got, []uuid.UUID{young.EventID, w.published[0].EventID}) {
+		t.Fatalf("left %v", got)
+	}
+	// Later: the young entry and the record expire, in one step from
+	// the previous horizon (leaf 14).
+	st.lasts = nil
+	r.now = func() time.Time { return now.Add(retention) }
+	if rep, err := r.Cycle(context.Background()); err != nil || rep.Expired != 1 {
+		t.Fatalf("second Cycle = %+v, %v", rep, err)
+	}
+	if len(st.lasts) != 1 {
+		t.Fatalf("the second expiry deleted in %d steps (from the previous horizon: 1)", len(st.lasts))
+	}
+}
