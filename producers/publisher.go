@@ -1,5 +1,6 @@
-// Package producers publishes auditrail events to JetStream: encoded once,
-// with Nats-Msg-Id = event_id so that a re-publish is stored once, with a
+// Package producers publishes auditrail events to JetStream: encoded once
+// (an event without a salt is given one then, see Message), with
+// Nats-Msg-Id = event_id so that a re-publish is stored once, with a
 // bounded number of unacknowledged messages, and never dropped: a call
 // returns nil only once every event is stored in the stream.
 package producers
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -117,8 +119,30 @@ func (p *Publisher) PublishBatch(ctx context.Context, evs []Event) error {
 	return p.PublishMsgs(ctx, msgs)
 }
 
-// Message encodes ev as the NATS message that the publisher sends.
+// salted is an event that carries a salt (schemas.AuditEvent and
+// schemas.ExecutionEvent): EnsureSalt gives it one when it has none.
+type salted interface{ EnsureSalt() error }
+
+// saltMu orders the salting of an event before every later read of its
+// salt, so that an event encoded by several goroutines at once gets one.
+var saltMu sync.Mutex
+
+// Message encodes ev as the NATS message that the publisher sends. An
+// event without a salt is given one first (16 bytes of crypto/rand, set
+// on ev): the message, and any message of ev encoded later (a publish
+// retried by the caller, a copy of the outbox), carries that same salt,
+// and an event that has a salt keeps it. A copy of an event made after it
+// was encoded carries its salt: clear Salt to publish the copy as a new
+// event.
 func Message(ev Event) (*nats.Msg, error) {
+	if s, ok := ev.(salted); ok {
+		saltMu.Lock()
+		err := s.EnsureSalt()
+		saltMu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("%w %s: %w", ErrEncode, ev.Key(), err)
+		}
+	}
 	b, err := ev.Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrEncode, ev.Key(), err)

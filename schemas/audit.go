@@ -38,6 +38,11 @@ type AuditEvent struct {
 	ResourceDisplay *string
 	// Data is the structured payload as a JSON object, or nil for null.
 	Data json.RawMessage
+	// Salt is the entry's salt (SaltBytes random bytes, wire key "salt",
+	// binary; nil: none), which the leaf of version 2 derives the keys of
+	// the committed fields from (internal/tlog). Producers set it when an
+	// event is first encoded for publishing (EnsureSalt).
+	Salt []byte
 	// Stored is where the event stream keeps the event: set by ingest, not
 	// part of the wire format.
 	Stored Persisted `json:"-"`
@@ -90,6 +95,9 @@ func (e *AuditEvent) validate(checkData bool) error {
 	case e.ResourceType != nil && !e.ResourceType.Valid():
 		return fmt.Errorf("%w: resource_type %d out of range", ErrInvalidEvent, *e.ResourceType)
 	}
+	if err := validateSalt(e.Salt); err != nil {
+		return err
+	}
 	if checkData && e.Data != nil {
 		trimmed := bytes.TrimLeft(e.Data, " \t\r\n")
 		if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
@@ -110,6 +118,11 @@ func (e *AuditEvent) Schema() string { return SchemaAuditV1 }
 
 // Marshal encodes the event in the audit/v1 wire format.
 func (e *AuditEvent) Marshal() ([]byte, error) { return MarshalAuditEvent(e) }
+
+// EnsureSalt gives the event a new salt (NewSalt) when it has none, and
+// keeps the one it has: an event encoded again, or published again,
+// carries the same salt.
+func (e *AuditEvent) EnsureSalt() error { return ensureSalt(&e.Salt) }
 
 // Ptr returns a pointer to v, for the nullable fields.
 func Ptr[T any](v T) *T { return &v }

@@ -18,6 +18,7 @@ import (
 // enums as their names, timestamp as a msgpack timestamp (extension -1), UUIDs
 // as canonical strings, data as a map; id and created_time are not sent.
 // Nullable fields are sent as nil or left out; unknown keys are ignored.
+// salt (bin) is sent only when the event has one.
 
 var (
 	_ msgpack.CustomEncoder = (*AuditEvent)(nil)
@@ -49,7 +50,11 @@ func MarshalAuditEvent(e *AuditEvent) ([]byte, error) {
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (e *AuditEvent) EncodeMsgpack(enc *msgpack.Encoder) error {
 	w := fieldWriter{enc: enc}
-	w.mapLen(16)
+	n := 16
+	if len(e.Salt) > 0 {
+		n++
+	}
+	w.mapLen(n)
 	w.str("event_id", e.EventID.String())
 	w.key("timestamp")
 	if w.err == nil {
@@ -75,6 +80,12 @@ func (e *AuditEvent) EncodeMsgpack(enc *msgpack.Encoder) error {
 	w.key("data")
 	if w.err == nil {
 		w.err = encodeJSONValue(enc, e.Data)
+	}
+	if len(e.Salt) > 0 {
+		w.key("salt")
+		if w.err == nil {
+			w.err = enc.EncodeBytes(e.Salt)
+		}
 	}
 	return w.err
 }
@@ -322,6 +333,8 @@ func (e *AuditEvent) decodeField(r *mpReader, key []byte) error {
 		default:
 			return fmt.Errorf("%w: data must be a map", ErrInvalidEvent)
 		}
+	case "salt":
+		e.Salt, err = readSalt(r)
 	default:
 		err = r.skip(0)
 	}

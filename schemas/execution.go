@@ -39,6 +39,8 @@ type ExecutionEvent struct {
 	// clientInfo. Absent (nil) for calls of the HTTP API; decoders that
 	// predate it skip the key.
 	Client *ClientInfo `msgpack:"client,omitempty" json:"client,omitempty"`
+	// Salt is as AuditEvent.Salt: binary on the wire, absent when none.
+	Salt []byte `msgpack:"salt,omitempty" json:"salt,omitempty"`
 	// Stored is as AuditEvent.Stored: set by ingest, not on the wire.
 	Stored Persisted `msgpack:"-" json:"-"`
 }
@@ -120,8 +122,11 @@ func (e *ExecutionEvent) Validate() error {
 	if e.Tool.Name == "" || e.Tool.Toolkit == "" {
 		return fmt.Errorf("%w: missing tool", ErrInvalidEvent)
 	}
-	return nil
+	return validateSalt(e.Salt)
 }
+
+// EnsureSalt is as AuditEvent.EnsureSalt.
+func (e *ExecutionEvent) EnsureSalt() error { return ensureSalt(&e.Salt) }
 
 // UnmarshalExecutionEvent decodes and validates an execution/v1 payload.
 // Errors wrap ErrDecode or ErrInvalidEvent; trailing bytes are an error.

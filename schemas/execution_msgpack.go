@@ -86,6 +86,8 @@ func (e *ExecutionEvent) decode(r *mpReader) error {
 			e.Hooks, err = readHookCalls(r)
 		case "client":
 			e.Client, err = readClient(r)
+		case "salt":
+			e.Salt, err = readSalt(r)
 		default:
 			err = r.skip(0)
 		}

@@ -28,6 +28,7 @@ func sampleExecution() ExecutionEvent {
 			{HookID: "h2", Point: "access", Decision: "deny", Cached: true, Failure: "timeout", FailureModeApplied: "fail_closed", HTTPStatus: -1},
 		},
 		Client: &ClientInfo{Protocol: "mcp", Name: "claude-desktop", Version: "1.2.3"},
+		Salt:   bytes.Repeat([]byte{0xa5}, SaltBytes),
 	}
 }
 
