@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
@@ -165,6 +166,33 @@ func TestParseExecListUser(t *testing.T) {
 	}
 	if _, err := ParseExecList(path, get(map[string]string{"wait_for": "not-a-uuid"}), false); !errors.Is(err, ErrBadParam) || !strings.Contains(err.Error(), "wait_for") {
 		t.Fatalf("malformed wait_for: %v", err)
+	}
+}
+
+// The parameters of an export are read by its body writer after the
+// handler returned, when fasthttp may have reused the request's memory
+// (fiber's c.Query is a view of it): ParseExecList and parseFormat answer
+// strings of their own.
+func TestParamsOwnTheirStrings(t *testing.T) {
+	org := uuid.NewString()
+	mem := []byte("user-one jsonl")
+	view := func(i, j int) string { return unsafe.String(&mem[i], j-i) } // as c.Query answers
+	p, err := ParseExecList(func(string) string { return org }, func(k string) string {
+		if k == "user_id" {
+			return view(0, 8)
+		}
+		return ""
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	format, err := parseFormat(view(9, 14))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(mem, "user-two csvxx") // the connection's next request
+	if *p.UserID != "user-one" || format != FormatJSONL {
+		t.Fatalf("once the request's memory was reused: user_id %q, format %q", *p.UserID, format)
 	}
 }
 

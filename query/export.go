@@ -153,11 +153,15 @@ func exportParams(list []string) []string {
 	return out
 }
 
-// parseFormat parses the format parameter, which is required.
+// parseFormat parses the format parameter, which is required. It answers
+// the constant, not v: v views fasthttp's request memory, and the format
+// is read again by the export's body writer, after the handler returned.
 func parseFormat(v string) (string, error) {
 	switch v {
-	case FormatCSV, FormatJSONL:
-		return v, nil
+	case FormatCSV:
+		return FormatCSV, nil
+	case FormatJSONL:
+		return FormatJSONL, nil
 	case "":
 		return "", badParam("format", "required: %s or %s", FormatCSV, FormatJSONL)
 	default:

@@ -208,6 +208,10 @@ func ParseExecList(path, query Getter, withProject bool) (ExecParams, error) {
 		if len(v) > 256 {
 			return p, badParam("user_id", "at most 256 characters")
 		}
+		// Copied: a query parameter views fasthttp's request memory,
+		// reused once the request is answered, and an export's pages are
+		// read with these parameters after its handler has returned.
+		v = strings.Clone(v)
 		p.UserID = &v
 	}
 	if p.search, err = parseSearch(query, search.Executions, &p.Window, &p.Search); err != nil {
