@@ -20,7 +20,7 @@ var genExecutionsSQL string
 
 const rawExecColumns = `organization_id, event_id, execution_id, project_id, user_id,
        principal_id, principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
-       started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, client`
+       started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, client, salt`
 
 // QueryExecutions fills one tenant with n tool executions over 30 days in a
 // throwaway ClickHouse (generated on the server with INSERT … SELECT, which

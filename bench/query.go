@@ -88,7 +88,7 @@ func (benchAccess) AuthorizeRead(context.Context, auth.Principal, uuid.UUID, *uu
 
 const rawColumns = `event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
        organization_id, project_id, principal_id, user_id, principal_type,
-       resource_type, resource_id, resource_display, data, created_ms`
+       resource_type, resource_id, resource_display, data, created_ms, salt`
 
 // QueryFigures returns the figures of the query benchmarks (audit or
 // executions); prefix names the listing.

@@ -14,7 +14,8 @@ import (
 // principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
 // started_ms, ended_ms, duration_ms, success, execution_code,
 // execution_error, error_kind, hooks (JSON), created_ms, client (JSON of
-// the event's client, ” for none).
+// the event's client, ” for none), salt (its bytes; none: NULL in SQLite,
+// ” in ClickHouse).
 type ExecRow struct {
 	OrgID, EventID, ExecutionID, ProjectID, UserID string
 	PrincipalID, PrincipalType, DisplayName        string
@@ -26,6 +27,7 @@ type ExecRow struct {
 	Code, Err, Kind, Hooks                         string
 	CreatedMS                                      int64
 	Client                                         string
+	Salt                                           []byte
 	// Seq is the feed's sequence: written after Values' columns, read only
 	// by the feed queries (FeedTargets).
 	Seq uint64
@@ -55,7 +57,7 @@ func NewExecRow(e *schemas.ExecutionEvent, createdMS int64) (ExecRow, error) {
 		PrincipalID: e.PrincipalID, PrincipalType: e.PrincipalType, DisplayName: e.DisplayName, ClientIP: e.ClientIP,
 		Toolkit: e.Tool.Toolkit, ToolName: e.Tool.Name, ToolVersion: e.Tool.Version, StartedMS: e.StartedAt.UnixMilli(),
 		EndedMS: e.EndedAt.UnixMilli(), DurationMS: e.DurationMS, Success: ok, Code: e.ExecutionCode, Err: e.ExecutionError,
-		Kind: e.ErrorKind, Hooks: string(h), CreatedMS: createdMS, Client: string(client), Seq: e.Stored.Seq}, nil
+		Kind: e.ErrorKind, Hooks: string(h), CreatedMS: createdMS, Client: string(client), Salt: e.Salt, Seq: e.Stored.Seq}, nil
 }
 
 // FeedTargets returns the destinations of the feed queries' columns: those
@@ -65,13 +67,13 @@ func (r *ExecRow) FeedTargets() []any { return append(r.ScanTargets(), &r.Seq) }
 // Values returns the columns in order.
 func (r *ExecRow) Values() []any {
 	return []any{r.OrgID, r.EventID, r.ExecutionID, r.ProjectID, r.UserID, r.PrincipalID, r.PrincipalType, r.DisplayName, r.ClientIP, r.Toolkit, r.ToolName, r.ToolVersion,
-		r.StartedMS, r.EndedMS, r.DurationMS, r.Success, r.Code, r.Err, r.Kind, r.Hooks, r.CreatedMS, r.Client}
+		r.StartedMS, r.EndedMS, r.DurationMS, r.Success, r.Code, r.Err, r.Kind, r.Hooks, r.CreatedMS, r.Client, SaltValue(r.Salt)}
 }
 
 // ScanTargets returns destinations for the columns in order.
 func (r *ExecRow) ScanTargets() []any {
 	return []any{&r.OrgID, &r.EventID, &r.ExecutionID, &r.ProjectID, &r.UserID, &r.PrincipalID, &r.PrincipalType, &r.DisplayName, &r.ClientIP, &r.Toolkit, &r.ToolName, &r.ToolVersion,
-		&r.StartedMS, &r.EndedMS, &r.DurationMS, &r.Success, &r.Code, &r.Err, &r.Kind, &r.Hooks, &r.CreatedMS, &r.Client}
+		&r.StartedMS, &r.EndedMS, &r.DurationMS, &r.Success, &r.Code, &r.Err, &r.Kind, &r.Hooks, &r.CreatedMS, &r.Client, &r.Salt}
 }
 
 // Execution converts the row.
@@ -80,7 +82,7 @@ func (r *ExecRow) Execution() (Execution, error) {
 		ProjectID: r.ProjectID, UserID: r.UserID, PrincipalID: r.PrincipalID, PrincipalType: r.PrincipalType,
 		DisplayName: r.DisplayName, ClientIP: r.ClientIP, Tool: schemas.ToolRef{Toolkit: r.Toolkit, Name: r.ToolName, Version: r.ToolVersion},
 		StartedAt: time.UnixMilli(r.StartedMS).UTC(), EndedAt: time.UnixMilli(r.EndedMS).UTC(), DurationMS: r.DurationMS,
-		Success: r.Success == 1, ExecutionCode: r.Code, ExecutionError: r.Err, ErrorKind: r.Kind},
+		Success: r.Success == 1, ExecutionCode: r.Code, ExecutionError: r.Err, ErrorKind: r.Kind, Salt: storedSalt(r.Salt)},
 		CreatedTime: time.UnixMilli(r.CreatedMS).UTC()}
 	if err := json.Unmarshal([]byte(r.Hooks), &e.Hooks); err != nil {
 		return e, fmt.Errorf("stored hooks of %s: %w", r.ExecutionID, err)

@@ -103,15 +103,20 @@ func ValidateExpiry(org uuid.UUID, kind LogKind, e Expiry) error {
 // the routes serve it with the entry, so that the verifier can place the
 // leaf of an entry whose content no longer hashes to it.
 
-// Columns that an erasure may rewrite, by kind.
+// Columns that an erasure may rewrite, by kind. SaltColumn is only ever
+// cleared: the entry then has no salt.
 var (
-	AuditErasable      = []string{"display_name", "user_id", "principal_id", "client_ip", "resource_id", "resource_display", "data"}
-	ExecutionsErasable = []string{"display_name", "user_id", "principal_id", "client_ip", "execution_error"}
+	AuditErasable      = []string{"display_name", "user_id", "principal_id", "client_ip", "resource_id", "resource_display", "data", SaltColumn}
+	ExecutionsErasable = []string{"display_name", "user_id", "principal_id", "client_ip", "execution_error", SaltColumn}
 )
 
+// SaltColumn is the column of an entry's salt (schemas.AuditEvent.Salt).
+const SaltColumn = "salt"
+
 // Rewrite is one entry's erasure: the new values of some of its erasable
-// columns (nil: NULL; an audit entry's NOT NULL columns take ""), the
-// erasure and the entry's original leaf hash.
+// columns (nil: NULL; an audit entry's NOT NULL columns take ""; the salt
+// takes nil or "", which clear it), the erasure and the entry's original
+// leaf hash.
 type Rewrite struct {
 	EventID  uuid.UUID
 	Set      map[string]*string
@@ -152,6 +157,9 @@ func ValidateRewrites(org uuid.UUID, kind LogKind, rewrites []Rewrite) error {
 		for col := range r.Set {
 			if !slices.Contains(allowed, col) {
 				return fmt.Errorf("%w: column %q of %s is not erasable", ErrInvalidQuery, col, kind)
+			}
+			if v := r.Set[col]; col == SaltColumn && v != nil && *v != "" {
+				return fmt.Errorf("%w: the salt of %s can only be cleared", ErrInvalidQuery, r.EventID)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package auditstore
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -19,6 +20,8 @@ type StoredRow struct {
 	DisplayName, PrincipalID, PrincipalType                    string
 	ClientIP, Customer, Project, User, ResID, ResDisplay, Data *string
 	ResourceType                                               *uint8
+	// Salt is the entry's salt (none: NULL in SQLite, '' in ClickHouse).
+	Salt []byte
 	// Seq is the feed's sequence, read only by the feed queries (FeedTargets).
 	Seq uint64
 }
@@ -26,10 +29,10 @@ type StoredRow struct {
 // ScanTargets returns the destinations of the list queries' columns:
 // event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
 // organization_id, project_id, principal_id, user_id, principal_type,
-// resource_type, resource_id, resource_display, data, created_ms.
+// resource_type, resource_id, resource_display, data, created_ms, salt.
 func (r *StoredRow) ScanTargets() []any {
 	return []any{&r.EventID, &r.ID, &r.TsMS, &r.ClientIP, &r.Action, &r.Source, &r.DisplayName, &r.Customer,
-		&r.OrgID, &r.Project, &r.PrincipalID, &r.User, &r.PrincipalType, &r.ResourceType, &r.ResID, &r.ResDisplay, &r.Data, &r.CreatedMS}
+		&r.OrgID, &r.Project, &r.PrincipalID, &r.User, &r.PrincipalType, &r.ResourceType, &r.ResID, &r.ResDisplay, &r.Data, &r.CreatedMS, &r.Salt}
 }
 
 // FeedTargets returns the destinations of the feed queries' columns: those
@@ -67,7 +70,26 @@ func (r *StoredRow) Entry() (schemas.AuditEntry, error) {
 	if r.Data != nil {
 		e.Data = []byte(*r.Data)
 	}
+	e.Salt = storedSalt(r.Salt)
 	return e, nil
+}
+
+// storedSalt is the salt of a stored row: a copy (the ClickHouse driver
+// scans into a view of its block), nil for none.
+func storedSalt(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+// SaltValue is the value of a salt column to write: nil for none (NULL in
+// SQLite, an empty String in ClickHouse), else the bytes.
+func SaltValue(salt []byte) any {
+	if len(salt) == 0 {
+		return nil
+	}
+	return salt
 }
 
 func parseStored(field, s string) (uuid.UUID, error) {

@@ -367,6 +367,7 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 	n := len(events)
 	var (
 		org, eventID, id, display, principal, ptype = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		salt                                        = make([]string, n)
 		ts, createdMS                               = make([]int64, n), make([]int64, n)
 		ver, seq                                    = make([]uint64, n), make([]uint64, n)
 		action, source                              = make([]uint8, n), make([]uint8, n)
@@ -425,6 +426,7 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 			data[i] = &dataVals[i]
 		}
 		createdMS[i] = auditstore.CreatedMS(e.Stored, now)
+		salt[i] = string(e.Salt)
 		ver[i] = math.MaxInt64 - uint64(createdMS[i])
 		seq[i] = e.Stored.Seq
 	}
@@ -439,13 +441,13 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 			r := auditstore.StoredRow{EventID: eventID[i], ID: id[i], OrgID: org[i], TsMS: ts[i], CreatedMS: createdMS[i],
 				Action: action[i], Source: source[i], DisplayName: display[i], PrincipalID: principal[i], PrincipalType: ptype[i],
 				ClientIP: clientIP[i], Customer: customer[i], Project: project[i], User: user[i], ResID: resID[i], ResDisplay: resDisplay[i],
-				Data: data[i], ResourceType: rt[i]}
+				Data: data[i], ResourceType: rt[i], Salt: events[i].Salt}
 			if leaf[i], err = s.auditLeaf(&r); err != nil {
 				return err
 			}
 		}
 	}
-	cols := []any{org, ts, eventID, id, clientIP, action, source, display, customer, project, principal, user, ptype, rt, resID, resDisplay, data, createdMS, ver, seq, leaf}
+	cols := []any{org, ts, eventID, id, clientIP, action, source, display, customer, project, principal, user, ptype, rt, resID, resDisplay, data, createdMS, salt, ver, seq, leaf}
 	for i, col := range cols {
 		if err := batch.Column(i).Append(col); err != nil {
 			return fmt.Errorf("clickhouse append column %d: %w", i, err)

@@ -50,6 +50,8 @@ func (s *Store) RewriteEntries(ctx context.Context, org uuid.UUID, kind auditsto
 				sets = append(sets, c+" = ?")
 				v := r.Set[c]
 				switch {
+				case c == auditstore.SaltColumn: // cleared (ValidateRewrites)
+					args = append(args, nil)
 				case v != nil:
 					args = append(args, *v)
 				case kind == auditstore.LogExecutions || c == "display_name" || c == "principal_id":

@@ -200,7 +200,7 @@ func (s *Store) WriteAudit(ctx context.Context, events []schemas.AuditEvent) err
 			e.OrganizationID.String(), e.EventID.String(), schemas.EntryID(e.EventID).String(),
 			e.Timestamp.UnixMilli(), nullStr(e.ClientIP), int64(e.Action), int64(e.Source), e.DisplayName,
 			nullUUID(e.CustomerID), nullUUID(e.ProjectID), e.PrincipalID, nullStr(e.UserID), e.PrincipalType,
-			rt, nullStr(e.ResourceID), nullStr(e.ResourceDisplay), data, auditstore.CreatedMS(e.Stored, now), int64(e.Stored.Seq),
+			rt, nullStr(e.ResourceID), nullStr(e.ResourceDisplay), data, auditstore.CreatedMS(e.Stored, now), auditstore.SaltValue(e.Salt), int64(e.Stored.Seq),
 		}, nil
 	})
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
 	"slices"
@@ -129,6 +130,9 @@ func testFeed(t *testing.T, open Opener) {
 		}
 		e := Event(o, base.Add(-time.Duration(rng.IntN(40*24))*time.Hour))
 		e.Stored = schemas.Persisted{Seq: seq, Time: base.Add(time.Duration(seq) * time.Millisecond)}
+		if seq%4 != 0 {
+			e.Salt = Salt(int(seq))
+		}
 		switch {
 		case o == other:
 			theirs = append(theirs, e)
@@ -153,6 +157,9 @@ func testFeed(t *testing.T, open Opener) {
 	for _, e := range got[len(legacy):] {
 		if !e.CreatedTime.Equal(e.Stored.Time) || e.CreatedTime != base.Add(time.Duration(e.Stored.Seq)*time.Millisecond) {
 			t.Fatalf("entry %d: created_time %v, want the persisted time", e.Stored.Seq, e.CreatedTime)
+		}
+		if want := Salt(int(e.Stored.Seq)); e.Stored.Seq%4 == 0 && e.Salt != nil || e.Stored.Seq%4 != 0 && !bytes.Equal(e.Salt, want) {
+			t.Fatalf("entry %d: salt %x", e.Stored.Seq, e.Salt)
 		}
 	}
 
@@ -273,6 +280,13 @@ func testExecutionsFeed(t *testing.T, open Opener) {
 		// Started long ago for the later positions: late arrivals.
 		evs[i] = execEvent(org, project, base.Add(-time.Duration(i)*time.Hour), i%4 != 0)
 		evs[i].Stored = schemas.Persisted{Seq: uint64(i + 1), Time: base.Add(time.Duration(i) * time.Millisecond)}
+		if i%3 != 0 {
+			evs[i].Salt = Salt(i)
+		}
+	}
+	salts := map[string][]byte{}
+	for _, e := range evs {
+		salts[e.EventID] = e.Salt
 	}
 	if err := es.WriteExecutions(ctx(t), evs[20:]); err != nil {
 		t.Fatal(err)
@@ -291,6 +305,9 @@ func testExecutionsFeed(t *testing.T, open Opener) {
 				ids = append(ids, p.Items[j].EventID)
 				if got, want := p.Items[j].CreatedTime, p.Items[j].Stored.Time; !got.Equal(want) {
 					t.Fatalf("created_time %v, want %v", got, want)
+				}
+				if got, want := p.Items[j].Salt, salts[p.Items[j].EventID]; !bytes.Equal(got, want) || (want == nil) != (got == nil) {
+					t.Fatalf("salt %x, want %x", got, want)
 				}
 			}
 			q.After = p.Next

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -252,6 +253,7 @@ func testErasureRewrite(t *testing.T, open Opener) {
 		e := Event(org, base.Add(time.Duration(i)*time.Second))
 		e.DisplayName, e.UserID, e.ClientIP = "Alice Smith", ptr("alice@example.com"), ptr("198.51.100.7")
 		e.Data = []byte(`{"after":{"email":"alice@example.com","note":"hi"}}`)
+		e.Salt = Salt(i)
 		evs = append(evs, e)
 	}
 	o := Event(other, base)
@@ -260,6 +262,7 @@ func testErasureRewrite(t *testing.T, open Opener) {
 	xs := s.(auditstore.ExecutionStore)
 	x := execEvent(org, uuid.New(), base, false)
 	x.UserID, x.ExecutionError = "alice@example.com", "denied for alice@example.com"
+	x.Salt = Salt(9)
 	if err := xs.WriteExecutions(ctx(t), []schemas.ExecutionEvent{x}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,17 +272,21 @@ func testErasureRewrite(t *testing.T, open Opener) {
 	for i, e := range evs[:3] {
 		rws = append(rws, auditstore.Rewrite{EventID: e.EventID, Erasure: erasure, LeafHash: [32]byte{byte(i + 1)},
 			Set: map[string]*string{"display_name": &pseudo, "user_id": &pseudo, "client_ip": &pseudo,
-				"data": ptr(`{"after":{"email":"` + pseudo + `","note":"hi"}}`)}})
+				"data": ptr(`{"after":{"email":"` + pseudo + `","note":"hi"}}`), auditstore.SaltColumn: nil}})
 	}
+	rws[1].Set[auditstore.SaltColumn] = ptr("") // "" clears it too
 	if err := es.RewriteEntries(ctx(t), org, auditstore.LogAudit, rws); err != nil {
 		t.Fatal(err)
 	}
 	if err := es.RewriteEntries(ctx(t), org, auditstore.LogAudit, []auditstore.Rewrite{{EventID: evs[0].EventID, Erasure: erasure, Set: map[string]*string{"created_ms": &pseudo}}}); err == nil {
 		t.Fatal("a rewrite of created_ms was accepted")
 	}
+	if err := es.RewriteEntries(ctx(t), org, auditstore.LogAudit, []auditstore.Rewrite{{EventID: evs[4].EventID, Erasure: erasure, Set: map[string]*string{auditstore.SaltColumn: &pseudo}}}); !errors.Is(err, auditstore.ErrInvalidQuery) {
+		t.Fatalf("a salt rewritten to a value: %v", err)
+	}
 	xid, _ := uuid.Parse(x.EventID)
 	if err := es.RewriteEntries(ctx(t), org, auditstore.LogExecutions, []auditstore.Rewrite{{EventID: xid, Erasure: erasure, LeafHash: [32]byte{9},
-		Set: map[string]*string{"user_id": &pseudo, "execution_error": ptr("denied for " + pseudo)}}}); err != nil {
+		Set: map[string]*string{"user_id": &pseudo, "execution_error": ptr("denied for " + pseudo), auditstore.SaltColumn: nil}}}); err != nil {
 		t.Fatal(err)
 	}
 	got := all(t, s, auditstore.Query{OrgID: org, Limit: 100})
@@ -290,6 +297,11 @@ func testErasureRewrite(t *testing.T, open Opener) {
 			if *e.UserID != pseudo || *e.ClientIP != pseudo || !strings.Contains(string(e.Data), pseudo) || strings.Contains(string(e.Data), "alice@") {
 				t.Fatalf("half rewritten: %+v %s", e.AuditEvent, e.Data)
 			}
+			if e.Salt != nil {
+				t.Fatalf("a rewritten entry kept its salt %x", e.Salt)
+			}
+		} else if len(e.Salt) != schemas.SaltBytes {
+			t.Fatalf("an entry not rewritten lost its salt: %x", e.Salt)
 		}
 	}
 	if erased != 3 {
@@ -306,7 +318,7 @@ func testErasureRewrite(t *testing.T, open Opener) {
 		t.Fatal("another organization's entry was rewritten")
 	}
 	p, err := xs.ListExecutions(ctx(t), auditstore.ExecQuery{OrgID: org, Limit: 10})
-	if err != nil || len(p.Items) != 1 || p.Items[0].UserID != pseudo || p.Items[0].ExecutionError != "denied for "+pseudo {
+	if err != nil || len(p.Items) != 1 || p.Items[0].UserID != pseudo || p.Items[0].ExecutionError != "denied for "+pseudo || p.Items[0].Salt != nil {
 		t.Fatalf("execution after the rewrite: %+v, %v", p.Items, err)
 	}
 	m, err := es.ErasedEntries(ctx(t), org, auditstore.LogAudit, []uuid.UUID{evs[0].EventID, evs[2].EventID, evs[4].EventID})

@@ -96,6 +96,14 @@ func Event(org uuid.UUID, ts time.Time) schemas.AuditEvent {
 	}
 }
 
+// Salt returns a salt of schemas.SaltBytes bytes that differs by i and
+// holds bytes that text columns and quoting mangle (NUL, 0xff, quotes, a
+// backslash, invalid UTF-8).
+func Salt(i int) []byte {
+	s := []byte{0x00, 0xff, '\'', '"', '\\', 0xc3, 0x28, '\n', 0x80, 0, 0xfe, ';', '-', '-', byte(i >> 8), byte(i)}
+	return s[:schemas.SaltBytes]
+}
+
 func write(t *testing.T, s auditstore.Store, evs []schemas.AuditEvent) {
 	t.Helper()
 	if err := s.WriteAudit(ctx(t), evs); err != nil {
@@ -172,8 +180,9 @@ func testRoundTrip(t *testing.T, open Opener) {
 		ProjectID: schemas.Ptr(uuid.New()), PrincipalID: "key_1", UserID: schemas.Ptr("u'1\"; DROP TABLE x"),
 		PrincipalType: "API_KEY", ResourceType: &rt, ResourceID: schemas.Ptr("conn_9"),
 		ResourceDisplay: schemas.Ptr("google"), Data: json.RawMessage(`{"after":{"scopes":["a","b"]},"before":null}`),
+		Salt: Salt(1),
 	}
-	minimal := Event(org, full.Timestamp.Add(-time.Second))
+	minimal := Event(org, full.Timestamp.Add(-time.Second)) // no salt
 	before := time.Now().Add(-time.Second)
 	write(t, s, []schemas.AuditEvent{full, minimal})
 	after := time.Now().Add(time.Second)
@@ -193,6 +202,9 @@ func testRoundTrip(t *testing.T, open Opener) {
 		gotJSON, _ := json.Marshal(g.AuditEvent)
 		if !bytes.Equal(normalize(t, wantJSON), normalize(t, gotJSON)) {
 			t.Errorf("entry %d:\n got %s\nwant %s", i, gotJSON, wantJSON)
+		}
+		if !bytes.Equal(g.Salt, want.Salt) || (want.Salt == nil) != (g.Salt == nil) {
+			t.Errorf("entry %d: salt %x, want %x", i, g.Salt, want.Salt)
 		}
 	}
 }
@@ -510,6 +522,9 @@ func testExecutions(t *testing.T, open Opener) {
 		if i%6 == 1 { // asked through an MCP client
 			e.Client = &schemas.ClientInfo{Protocol: "mcp", Name: "Desk \"agent\" — ü'; DROP", Version: "1.2.3"}
 		}
+		if i%4 != 3 { // salted (the others from producers that predate salts)
+			e.Salt = Salt(i)
+		}
 		evs = append(evs, e)
 	}
 	if err := s.WriteExecutions(ctx(t), append(slices.Clone(evs), evs[:10]...)); err != nil {
@@ -566,6 +581,11 @@ func testExecutions(t *testing.T, open Opener) {
 	}
 	if clients == 0 || clients == len(got) {
 		t.Fatalf("%d of %d executions listed with a client, want some", clients, len(got))
+	}
+	for _, g := range got { // the salt round-trips (JSON above), none as nil
+		if w := byID[g.EventID].Salt; !bytes.Equal(g.Salt, w) || (w == nil) != (g.Salt == nil) {
+			t.Fatalf("execution %s: salt %x, want %x", g.EventID, g.Salt, w)
+		}
 	}
 	no, yes := false, true
 	u1, u2, none, unknown := users[0], users[1], "", "u9"

@@ -5,7 +5,7 @@
      arguments of the search terms (search.sql). */ -}}
 SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
        organization_id, project_id, principal_id, user_id, principal_type,
-       resource_type, resource_id, resource_display, data, created_ms, seq
+       resource_type, resource_id, resource_display, data, created_ms, salt, seq
 FROM audit_logs
 WHERE organization_id = ?
   AND (ts_ms, event_id) IN ({{template "feed_keys" .}})

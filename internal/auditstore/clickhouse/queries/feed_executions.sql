@@ -3,7 +3,7 @@
      the search terms (search.sql). */ -}}
 SELECT organization_id, event_id, execution_id, project_id, user_id,
        principal_id, principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
-       started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, client, seq
+       started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, client, salt, seq
 FROM tool_executions
 WHERE organization_id = ?
   AND (started_ms, event_id) IN ({{template "feed_keys" .}})

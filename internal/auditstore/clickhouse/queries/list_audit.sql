@@ -10,7 +10,7 @@
      terms (search.sql), the cursor, limit, limit. */ -}}
 SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
        organization_id, project_id, principal_id, user_id, principal_type,
-       resource_type, resource_id, resource_display, data, created_ms
+       resource_type, resource_id, resource_display, data, created_ms, salt
 FROM audit_logs
 WHERE organization_id = ?
   AND ts_ms >= ? AND ts_ms < ?

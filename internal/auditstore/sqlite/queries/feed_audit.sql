@@ -9,7 +9,7 @@
      watermark. */ -}}
 SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
        organization_id, project_id, principal_id, user_id, principal_type,
-       resource_type, resource_id, resource_display, data, created_ms, seq
+       resource_type, resource_id, resource_display, data, created_ms, salt, seq
 FROM audit_logs INDEXED BY {{if .Project}}audit_logs_project_feed{{else}}audit_logs_org_feed{{end}}
 {{template "feed_where" .}}
   AND (:action IS NULL OR action = :action)

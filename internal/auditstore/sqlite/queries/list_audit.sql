@@ -9,7 +9,7 @@
      until bound the range; the terms of a search are in search.sql. */ -}}
 SELECT event_id, id, ts_ms, client_ip, action, source, display_name, customer_id,
        organization_id, project_id, principal_id, user_id, principal_type,
-       resource_type, resource_id, resource_display, data, created_ms
+       resource_type, resource_id, resource_display, data, created_ms, salt
 FROM audit_logs
 WHERE organization_id = :org
 {{- if .Project}}

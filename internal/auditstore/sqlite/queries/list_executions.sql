@@ -4,7 +4,7 @@
      DESC, event_id DESC) so that deep pages seek; filters are residual. */ -}}
 SELECT organization_id, event_id, execution_id, project_id, user_id,
        principal_id, principal_type, display_name, client_ip, toolkit, tool_name, tool_version,
-       started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, client
+       started_ms, ended_ms, duration_ms, success, execution_code, execution_error, error_kind, hooks, created_ms, client, salt
 FROM tool_executions
 WHERE organization_id = :org
 {{- if .Project}}
