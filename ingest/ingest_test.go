@@ -659,15 +659,13 @@ func TestStoreRefusedRowsAreDeadLettered(t *testing.T) {
 			cfg.FlushInterval = 500 * time.Millisecond // one batch for all
 
 			org := uuid.New()
-			var evs, good []*schemas.AuditEvent
-			var refused [][]byte
+			var evs, good, bad []*schemas.AuditEvent
 			for i := 0; i < 200; i++ {
 				e := event(org, time.Now().Add(-time.Duration(i)*time.Millisecond))
 				switch i {
 				case 17, 150:
 					e.Data = bigData(rowLimit + 1)
-					b, _ := e.Marshal()
-					refused = append(refused, b)
+					bad = append(bad, e)
 				case 18:
 					e.Data = bigData(rowLimit) // at the limit: stored
 					good = append(good, e)
@@ -677,6 +675,11 @@ func TestStoreRefusedRowsAreDeadLettered(t *testing.T) {
 				evs = append(evs, e)
 			}
 			publish(t, newPublisher(t, nc), evs)
+			var refused [][]byte // the payloads as published (with the salt the publisher gave)
+			for _, e := range bad {
+				b, _ := e.Marshal()
+				refused = append(refused, b)
+			}
 			in, _ := runIngester(t, nc, store, cfg)
 			testenv.Eventually(t, 10*time.Second, "ingester ready", in.Ready)
 			testenv.Eventually(t, 30*time.Second, "the batch committed", func() bool {
