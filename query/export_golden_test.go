@@ -23,7 +23,8 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // goldenEntries are fixed entries covering what an export must carry
 // intact: a formula in a cell, a comma, quote and newline, unicode and
-// null fields.
+// null fields, and a salt (fixed: JSONL exports carry it, CSV ones do
+// not).
 func goldenEntries() []schemas.AuditEntry {
 	org := uuid.MustParse("0193a5c0-0000-7000-8000-000000000001")
 	project := uuid.MustParse("0193a5c0-0000-7000-8000-000000000002")
@@ -40,12 +41,14 @@ func goldenEntries() []schemas.AuditEntry {
 		mk(1, schemas.AuditEvent{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
 			DisplayName: "=HYPERLINK(\"http://evil\",\"x\")", PrincipalID: "+key", PrincipalType: "API_KEY",
 			ClientIP: schemas.Ptr("@10.0.0.1"), ResourceType: &rt, ResourceID: schemas.Ptr("-1+2"),
-			ResourceDisplay: schemas.Ptr("\tcmd"), ProjectID: &project, Data: json.RawMessage(`{"cmd": "=1+1"}`)}),
+			ResourceDisplay: schemas.Ptr("\tcmd"), ProjectID: &project, Data: json.RawMessage(`{"cmd": "=1+1"}`),
+			Salt: goldenSalt(0)}),
 		mk(2, schemas.AuditEvent{Action: schemas.AuditActionUpdated, Source: schemas.AuditSourceDashboard,
 			DisplayName: "Doe, \"J\"\nline two", PrincipalID: "u1", PrincipalType: "ACCOUNT", UserID: schemas.Ptr("u1"),
 			CustomerID: &customer, ResourceType: &rt, ResourceDisplay: schemas.Ptr("a,b;c\r\nd"), Data: json.RawMessage(`{"k":"v, \"w\""}`)}),
 		mk(3, schemas.AuditEvent{Action: schemas.AuditActionDeleted, Source: schemas.AuditSourceAPI,
-			DisplayName: "Zoë 日本語 🚀", PrincipalID: "p", PrincipalType: "ACCOUNT", ResourceDisplay: schemas.Ptr("Ärger")}),
+			DisplayName: "Zoë 日本語 🚀", PrincipalID: "p", PrincipalType: "ACCOUNT", ResourceDisplay: schemas.Ptr("Ärger"),
+			Salt: goldenSalt(0xf0)}),
 		mk(4, schemas.AuditEvent{Action: schemas.AuditActionCreated, Source: schemas.AuditSourceAPI,
 			DisplayName: "nulls", PrincipalID: "p", PrincipalType: "ACCOUNT"}),
 		// A formula after a separator of another locale: quoted and defused.
@@ -63,7 +66,8 @@ func goldenExecutions() []auditstore.Execution {
 			PrincipalID: "k1", PrincipalType: "API_KEY", DisplayName: "Bot, \"the\"", ClientIP: "10.0.0.2",
 			Tool: schemas.ToolRef{Toolkit: "DocsToolkit", Name: "GetDocument", Version: "1.0.0"}, StartedAt: at, EndedAt: at.Add(1500 * time.Microsecond),
 			DurationMS: 1.5, Success: true, ExecutionCode: "OK",
-			Hooks: []schemas.HookCall{{HookID: "h1", HookName: "gate", Point: "access", Code: "OK", HTTPStatus: 200, Attempts: 1, LatencyMS: 3}}},
+			Hooks: []schemas.HookCall{{HookID: "h1", HookName: "gate", Point: "access", Code: "OK", HTTPStatus: 200, Attempts: 1, LatencyMS: 3}},
+			Salt: goldenSalt(0x80)},
 			CreatedTime: at.Add(time.Second)},
 		{ExecutionEvent: schemas.ExecutionEvent{EventID: "0193a5c0-0000-7000-8000-000000000202", ExecutionID: "0193a5c0-0000-7000-8000-000000000202",
 			OrganizationID: "0193a5c0-0000-7000-8000-000000000001", UserID: "ünï", PrincipalID: "u", PrincipalType: "ACCOUNT", DisplayName: "U",
@@ -71,6 +75,15 @@ func goldenExecutions() []auditstore.Execution {
 			Success: false, ExecutionCode: "TOOL_ERROR", ErrorKind: "upstream", ExecutionError: "-boom\nsecond line"},
 			CreatedTime: at},
 	}
+}
+
+// goldenSalt is a fixed salt: schemas.SaltBytes bytes counting from b.
+func goldenSalt(b byte) []byte {
+	s := make([]byte, schemas.SaltBytes)
+	for i := range s {
+		s[i] = b + byte(i)
+	}
+	return s
 }
 
 func checkGolden(t *testing.T, name string, got []byte) {

@@ -5,6 +5,7 @@
 package apiitem
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"time"
 
@@ -38,6 +39,11 @@ type Item struct {
 	ResourceDisplay *string         `json:"resource_display"`
 	Data            json.RawMessage `json:"data"`
 	CreatedTime     string          `json:"created_time"`
+	// Salt is the entry's salt (standard base64 of its 16 bytes), omitted
+	// when it has none (stored before salts, or erased): with a salt the
+	// leaf is of version 2, which commits to the identifying fields one by
+	// one (internal/tlog/commit.go); no leaf covers the salt itself.
+	Salt string `json:"salt,omitempty"`
 	// LeafIndex is the entry's position in its organization's log (issue
 	// 24), null while it is not sequenced; a leaf never includes it.
 	LeafIndex *int64 `json:"leaf_index"`
@@ -61,6 +67,7 @@ func NewItem(e *schemas.AuditEntry) Item {
 		CustomerID: uuidPtr(e.CustomerID), OrganizationID: e.OrganizationID.String(), ProjectID: uuidPtr(e.ProjectID),
 		PrincipalID: e.PrincipalID, UserID: e.UserID, PrincipalType: e.PrincipalType,
 		ResourceID: e.ResourceID, ResourceDisplay: e.ResourceDisplay, Data: e.Data, CreatedTime: FormatTime(e.CreatedTime),
+		Salt: encodeSalt(e.Salt),
 	}
 	if e.ResourceType != nil {
 		s := e.ResourceType.String()
@@ -71,6 +78,14 @@ func NewItem(e *schemas.AuditEntry) Item {
 
 // FormatTime is t as the API shows times (TimeFormat).
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// encodeSalt is a salt as items carry it: standard base64, "" for none.
+func encodeSalt(salt []byte) string {
+	if len(salt) == 0 {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(salt)
+}
 
 func uuidPtr(u *uuid.UUID) *string {
 	if u == nil {
@@ -105,6 +120,8 @@ type ExecutionItem struct {
 	// MCP client's name and version); null through the HTTP API. Added
 	// after version 1 of the items: the leaf does not cover it.
 	Client *schemas.ClientInfo `json:"client"`
+	// Salt: see Item.Salt.
+	Salt string `json:"salt,omitempty"`
 	// LeafIndex: see Item.LeafIndex.
 	LeafIndex *int64 `json:"leaf_index"`
 	// Erasure is set on an entry that an erasure rewrote: no leaf covers
@@ -124,7 +141,7 @@ func NewExecutionItem(e *auditstore.Execution) ExecutionItem {
 		PrincipalID: e.PrincipalID, PrincipalType: e.PrincipalType, DisplayName: e.DisplayName,
 		Tool: e.Tool, ToolName: e.Tool.Toolkit + "." + e.Tool.Name, StartedAt: FormatTime(e.StartedAt), EndedAt: FormatTime(e.EndedAt),
 		DurationMS: e.DurationMS, Success: e.Success, ExecutionCode: e.ExecutionCode, Hooks: e.Hooks, CreatedTime: FormatTime(e.CreatedTime),
-		Client: e.Client}
+		Client: e.Client, Salt: encodeSalt(e.Salt)}
 	if e.ProjectID != "" {
 		p := e.ProjectID
 		it.ProjectID = &p
