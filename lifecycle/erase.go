@@ -288,26 +288,67 @@ func (r *Runner) plan(ctx context.Context, st EraseStore, s *subject, e cpstate.
 	fields := map[string]bool{}
 	var ids []uuid.UUID
 	var sets []map[string]*string
+	var opened []json.RawMessage
+	// prevFields are the fields of the earlier erasures of the page's
+	// unsalted entries among ids[from:] (erased before: opened again).
+	prevFields := func(from int, salted func(i int) bool) (map[uuid.UUID]auditstore.ErasedEntry, error) {
+		var again []uuid.UUID
+		for i := from; i < len(ids); i++ {
+			if !salted(i - from) {
+				again = append(again, ids[i])
+			}
+		}
+		if len(again) == 0 {
+			return nil, nil
+		}
+		return st.ErasedEntries(ctx, e.OrgID, kind, again)
+	}
 	err := feedAll(ctx, st, e.OrgID, kind, func(es []schemas.AuditEntry) error {
+		from := len(ids)
+		var page []*schemas.AuditEntry
 		for i := range es {
 			set, err := s.auditRewrite(&es[i])
 			if err != nil {
 				return err
 			}
 			if set != nil {
-				ids, sets = append(ids, es[i].EventID), append(sets, set)
+				ids, sets, page = append(ids, es[i].EventID), append(sets, set), append(page, &es[i])
 			}
+		}
+		prev, err := prevFields(from, func(i int) bool { return len(page[i].Salt) > 0 })
+		if err != nil {
+			return fmt.Errorf("earlier erasures: %w", err)
+		}
+		for i, en := range page {
+			f, err := auditFields(en, sets[from+i], prev[en.EventID].Fields)
+			if err != nil {
+				return fmt.Errorf("entry %s: its fields: %w", en.EventID, err)
+			}
+			opened = append(opened, f)
 		}
 		return nil
 	}, func(xs []auditstore.Execution) error {
+		from := len(ids)
+		var page []*auditstore.Execution
 		for i := range xs {
 			if set := s.execRewrite(&xs[i]); set != nil {
 				id, err := uuid.Parse(xs[i].EventID)
 				if err != nil {
 					return err
 				}
-				ids, sets = append(ids, id), append(sets, set)
+				ids, sets, page = append(ids, id), append(sets, set), append(page, &xs[i])
 			}
+		}
+		prev, err := prevFields(from, func(i int) bool { return len(page[i].Salt) > 0 })
+		if err != nil {
+			return fmt.Errorf("earlier erasures: %w", err)
+		}
+		for i, x := range page {
+			f, err := executionFields(x, sets[from+i], prev[ids[from+i]].Fields)
+			if err != nil {
+				return fmt.Errorf("execution %s: its fields: %w", x.EventID, err)
+			}
+			opened = append(opened, f)
 		}
 		return nil
 	})
@@ -339,10 +380,16 @@ func (r *Runner) plan(ctx context.Context, st EraseStore, s *subject, e cpstate.
 			return pl, fmt.Errorf("leaf hashes: %w", err)
 		}
 		for i, k := range pick {
-			pl.rewrites = append(pl.rewrites, auditstore.Rewrite{EventID: ids[k], Set: sets[k], Erasure: e.ID, LeafHash: hs[i]})
+			if opened[k] != nil {
+				// The salt is forgotten: the fields are opened instead.
+				sets[k][auditstore.SaltColumn] = nil
+			}
+			pl.rewrites = append(pl.rewrites, auditstore.Rewrite{EventID: ids[k], Set: sets[k], Erasure: e.ID, LeafHash: hs[i], Fields: opened[k]})
 			pl.leaves = append(pl.leaves, leaves[i])
 			for f := range sets[k] {
-				fields[f] = true
+				if f != auditstore.SaltColumn {
+					fields[f] = true
+				}
 			}
 		}
 	}

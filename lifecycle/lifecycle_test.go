@@ -172,8 +172,6 @@ func (w *world) runner(t *testing.T, store Store, now time.Time) *Runner {
 	return r
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // A cycle deletes the entries persisted before the cutoff, except those a
 // legal hold keeps, only after its record is in the signed log; the next
 // cycle records nothing more; releasing the hold lets the next one take

@@ -2,6 +2,7 @@ package auditstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -122,12 +123,18 @@ type Rewrite struct {
 	Set      map[string]*string
 	Erasure  uuid.UUID
 	LeafHash [32]byte
+	// Fields are the entry's fields opened (the JSON of
+	// internal/tlog.ErasedFields) when its leaf is of version 2; nil for
+	// one of version 1.
+	Fields json.RawMessage
 }
 
 // ErasedEntry is what the store keeps of an entry's erasure.
 type ErasedEntry struct {
 	Erasure  uuid.UUID
 	LeafHash [32]byte
+	// Fields: see Rewrite.Fields.
+	Fields json.RawMessage
 }
 
 // ErasureStore rewrites and tells the erased entries.

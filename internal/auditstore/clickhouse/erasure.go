@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -128,6 +129,7 @@ type erasing struct {
 	set     map[string]*string
 	erasure uuid.UUID
 	leaf    [32]byte
+	fields  []byte
 	times   []int64
 }
 
@@ -170,7 +172,7 @@ func (s *Store) RewriteEntries(ctx context.Context, org uuid.UUID, kind auditsto
 			es = append(es, e)
 		}
 		maps.Copy(e.set, r.Set)
-		e.erasure, e.leaf = r.Erasure, r.LeafHash
+		e.erasure, e.leaf, e.fields = r.Erasure, r.LeafHash, r.Fields
 	}
 	nodes, err := s.servers(ctx)
 	if err != nil {
@@ -184,7 +186,7 @@ func (s *Store) RewriteEntries(ctx context.Context, org uuid.UUID, kind auditsto
 	// 1. The erasures.
 	o, kk := org.String(), uint8(kind)
 	if err := s.insertRows(ctx, insertEntryErasureSQL, len(es), func(i int) []any {
-		return []any{o, kk, es[i].id, es[i].erasure.String(), string(es[i].leaf[:])}
+		return []any{o, kk, es[i].id, es[i].erasure.String(), string(es[i].leaf[:]), string(es[i].fields)}
 	}); err != nil {
 		return fmt.Errorf("clickhouse erasure: %w", err)
 	}
@@ -615,8 +617,8 @@ func (s *Store) erasedEntries(ctx context.Context, query string, args []any, out
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, erasure, leaf string
-		if err := rows.Scan(&id, &erasure, &leaf); err != nil {
+		var id, erasure, leaf, fields string
+		if err := rows.Scan(&id, &erasure, &leaf, &fields); err != nil {
 			return fmt.Errorf("clickhouse erased entries: %w", err)
 		}
 		eid, err1 := uuid.Parse(id)
@@ -626,6 +628,9 @@ func (s *Store) erasedEntries(ctx context.Context, query string, args []any, out
 		}
 		e := auditstore.ErasedEntry{Erasure: er}
 		copy(e.LeafHash[:], leaf)
+		if fields != "" {
+			e.Fields = json.RawMessage(fields)
+		}
 		out[eid] = e
 	}
 	if err := rows.Err(); err != nil {

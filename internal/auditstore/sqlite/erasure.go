@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,7 +67,7 @@ func (s *Store) RewriteEntries(ctx context.Context, org uuid.UUID, kind auditsto
 				return fmt.Errorf("sqlite rewrite %s: %w", r.EventID, classify(err))
 			}
 		}
-		if _, err := tx.ExecContext(ctx, saveEntryErasureSQL, org.String(), int64(kind), r.EventID.String(), r.Erasure.String(), r.LeafHash[:]); err != nil {
+		if _, err := tx.ExecContext(ctx, saveEntryErasureSQL, org.String(), int64(kind), r.EventID.String(), r.Erasure.String(), r.LeafHash[:], string(r.Fields)); err != nil {
 			return fmt.Errorf("sqlite keep the erasure of %s: %w", r.EventID, classify(err))
 		}
 	}
@@ -91,9 +92,9 @@ func (s *Store) ErasedEntries(ctx context.Context, org uuid.UUID, kind auditstor
 			return nil, fmt.Errorf("sqlite erased entries: %w", err)
 		}
 		for rows.Next() {
-			var id, erasure string
+			var id, erasure, fields string
 			var leaf []byte
-			if err := rows.Scan(&id, &erasure, &leaf); err != nil {
+			if err := rows.Scan(&id, &erasure, &leaf, &fields); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("sqlite erased entries: %w", err)
 			}
@@ -105,6 +106,9 @@ func (s *Store) ErasedEntries(ctx context.Context, org uuid.UUID, kind auditstor
 			}
 			e := auditstore.ErasedEntry{Erasure: er}
 			copy(e.LeafHash[:], leaf)
+			if fields != "" {
+				e.Fields = json.RawMessage(fields)
+			}
 			out[eid] = e
 		}
 		if err := rows.Err(); err != nil {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -275,6 +276,7 @@ func testErasureRewrite(t *testing.T, open Opener) {
 				"data": ptr(`{"after":{"email":"` + pseudo + `","note":"hi"}}`), auditstore.SaltColumn: nil}})
 	}
 	rws[1].Set[auditstore.SaltColumn] = ptr("") // "" clears it too
+	rws[0].Fields = json.RawMessage(`{"user_id":{"commitment":"AAAA"}}`)
 	if err := es.RewriteEntries(ctx(t), org, auditstore.LogAudit, rws); err != nil {
 		t.Fatal(err)
 	}
@@ -324,6 +326,9 @@ func testErasureRewrite(t *testing.T, open Opener) {
 	m, err := es.ErasedEntries(ctx(t), org, auditstore.LogAudit, []uuid.UUID{evs[0].EventID, evs[2].EventID, evs[4].EventID})
 	if err != nil || len(m) != 2 || m[evs[2].EventID].LeafHash[0] != 3 || m[evs[0].EventID].Erasure != erasure {
 		t.Fatalf("ErasedEntries = %v, %v", m, err)
+	}
+	if f := m[evs[0].EventID].Fields; string(f) != `{"user_id":{"commitment":"AAAA"}}` || m[evs[2].EventID].Fields != nil {
+		t.Fatalf("the erased entries' fields: %s and %s", f, m[evs[2].EventID].Fields)
 	}
 	if m, err := es.ErasedEntries(ctx(t), org, auditstore.LogExecutions, []uuid.UUID{xid}); err != nil || m[xid].LeafHash[0] != 9 {
 		t.Fatalf("ErasedEntries(executions) = %v, %v", m, err)

@@ -1,1 +1,1 @@
-INSERT INTO entry_erasures (organization_id, kind, event_id, erasure_id, leaf_hash)
+INSERT INTO entry_erasures (organization_id, kind, event_id, erasure_id, leaf_hash, fields)
