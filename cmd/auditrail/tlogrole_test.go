@@ -107,8 +107,11 @@ func testDevSignsCheckpoints(t *testing.T, store ...string) {
 		t.Fatalf("checkpoint of %d entries, published %d (and one admin event)", cp.Size, n)
 	}
 
-	// The feed's items, as served, in the feed's order.
+	// The feed's items, as served, in the feed's order. Each carries the
+	// salt its producer gave it (the SDK's publisher, the control plane's
+	// recorder), one per entry, and so has a leaf of version 2.
 	var leaves []tlog.Hash
+	salts := map[string]bool{}
 	cursor := ""
 	for {
 		path := "/api/v1/orgs/" + org.String() + "/audit_logs/feed?limit=1000"
@@ -133,6 +136,14 @@ func testDevSignsCheckpoints(t *testing.T, store ...string) {
 				t.Fatal(err)
 			}
 			leaves = append(leaves, l)
+			var item struct {
+				Salt []byte `json:"salt"` // standard base64
+			}
+			e, err := tlog.ParseEntry(nil, it)
+			if err != nil || json.Unmarshal(it, &item) != nil || len(item.Salt) != tlog.SaltBytes || e.Version != 2 || salts[string(item.Salt)] {
+				t.Fatalf("an entry without a salt of its own (leaf version %d, %v): %s", e.Version, err, it)
+			}
+			salts[string(item.Salt)] = true
 		}
 		cursor = page.Data.NextCursor
 		if !page.Data.HasMore || len(page.Data.Items) == 0 {
