@@ -240,7 +240,7 @@ func (s *Server) erasedOf(ctx context.Context, org uuid.UUID, kind auditstore.Lo
 	}
 	out := make(map[uuid.UUID]*apiitem.Erasure, len(m))
 	for id, e := range m {
-		out[id] = &apiitem.Erasure{ID: e.Erasure.String(), LeafHash: base64.StdEncoding.EncodeToString(e.LeafHash[:])}
+		out[id] = &apiitem.Erasure{ID: e.Erasure.String(), LeafHash: base64.StdEncoding.EncodeToString(e.LeafHash[:]), Fields: e.Fields}
 	}
 	return out, nil
 }

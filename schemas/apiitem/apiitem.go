@@ -57,6 +57,9 @@ type Item struct {
 type Erasure struct {
 	ID       string `json:"id"`
 	LeafHash string `json:"leaf_hash"`
+	// Fields opens the committed fields of an entry of version 2 (the
+	// JSON of internal/tlog.ErasedFields); absent for one of version 1.
+	Fields json.RawMessage `json:"fields,omitempty"`
 }
 
 // NewItem converts a stored entry.
