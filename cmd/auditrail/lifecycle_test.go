@@ -280,8 +280,57 @@ func erasureProvably(t *testing.T, store ...string) {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(binary(t), "verify", "--url", "http://"+p.http, "--key", boot, "--org", org, "--keys", keysFile, "--wait", "10s").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "erased by erasure "+id) {
+	if err != nil || !strings.Contains(string(out), "erased by erasure "+id) || !strings.Contains(string(out), "every field the erasure did not replace checked") {
 		t.Fatalf("verify after the erasure: %v\n%s", err, out)
+	}
+
+	// The export: each erased entry without its salt, its fields opened;
+	// verified as is, and failing once a field the erasure kept (its
+	// action) is altered by hand.
+	req, _ = http.NewRequest("GET", "http://"+p.http+"/api/v1/orgs/"+org+"/audit_logs/export?format=jsonl", nil)
+	req.Header.Set("Authorization", "Bearer "+boot)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("export: %d %v", resp.StatusCode, err)
+	}
+	var lines []string
+	altered := false
+	for line := range strings.SplitSeq(strings.TrimRight(string(export), "\n"), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["erasure"] != nil {
+			er := m["erasure"].(map[string]any)
+			if m["salt"] != nil || er["fields"] == nil {
+				t.Fatalf("an erased entry keeps its salt or has no fields: %s", line)
+			}
+			if !altered {
+				m["action"], altered = "DELETED", true
+				b, _ := json.Marshal(m)
+				line = string(b)
+			}
+		}
+		lines = append(lines, line)
+	}
+	if !altered {
+		t.Fatalf("the export has no erased entry:\n%s", export)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "audit.jsonl"), export, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(binary(t), "verify", "--export", filepath.Join(dir, "audit.jsonl"), "--keys", keysFile).CombinedOutput(); err != nil || !strings.Contains(string(out), "every field the erasure did not replace checked") {
+		t.Fatalf("verify of the export after the erasure: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "altered.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(binary(t), "verify", "--export", filepath.Join(dir, "altered.jsonl"), "--keys", keysFile).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "a field that erasure "+id+" did not replace was altered") {
+		t.Fatalf("verify of an erased entry altered by hand: %v\n%s", err, out)
 	}
 }
 
