@@ -85,8 +85,10 @@ func TestDashboardVerifies(t *testing.T) {
 		})
 	}
 
-	// An erased entry (its name rewritten, its original leaf kept beside
-	// it, as an erasure leaves it): "Erased", its original leaf proved.
+	// An erased entry, as an erasure leaves one of version 2: its name
+	// rewritten, its salt forgotten, its fields opened beside its original
+	// leaf: "Erased", the erased field named and every other verified; then
+	// a field the erasure kept, altered by hand: the leaf differs.
 	t.Run("erased_audit", func(t *testing.T) {
 		it := audit.items[1]
 		code, b := d.rawGet(t, "/api/v1/orgs/"+d.org+"/audit_logs/proof?event_id="+it.id, d.boot)
@@ -102,17 +104,57 @@ func TestDashboardVerifies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		erasure := uuid.NewString()
-		exec(`UPDATE audit_logs SET display_name = 'erased-0011223344556677' WHERE organization_id = ? AND event_id = ?`, d.org, it.id)
-		exec(`INSERT INTO entry_erasures (organization_id, kind, event_id, erasure_id, leaf_hash) VALUES (?, 0, ?, ?, ?)`, d.org, it.id, erasure, leaf)
-		d := d.withTab(t)
-		d.signIn(t, d.alice, "?view=audit&open="+it.id)
-		d.do(t, "checked", until(checked))
-		if state := value(t, d, "state", chromedp.Evaluate[string](`document.getElementById("verify").dataset.state`)); state != "erased" {
-			t.Fatalf("erased entry: state %q: %q", state, value(t, d, "badge", chromedp.Text(chromedp.CSS("#verify"))))
+		code, b = d.rawGet(t, "/api/v1/orgs/"+d.org+"/audit_logs?limit=100", d.boot)
+		var list struct {
+			Data struct {
+				Items []map[string]any `json:"items"`
+			} `json:"data"`
 		}
-		if text := value(t, d, "badge", chromedp.Text(chromedp.CSS("#verify"))); !strings.Contains(text, "Erased by erasure "+erasure) {
+		if code != 200 || json.Unmarshal(b, &list) != nil {
+			t.Fatalf("list: %d %.300s", code, b)
+		}
+		var before map[string]any
+		for _, m := range list.Data.Items {
+			if m["event_id"] == it.id {
+				before = m
+			}
+		}
+		salt, err := base64.StdEncoding.DecodeString(fmt.Sprint(before["salt"]))
+		if before == nil || err != nil || len(salt) != tlog.SaltBytes {
+			t.Fatalf("the entry's salt: %v %v", before["salt"], err)
+		}
+		orig, _ := json.Marshal(before)
+		const pseudonym = "erased-0011223344556677"
+		before["display_name"] = pseudonym
+		now, _ := json.Marshal(before)
+		fields, err := tlog.OpenErased(orig, now, salt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb, _ := json.Marshal(fields)
+		erasure := uuid.NewString()
+		exec(`UPDATE audit_logs SET display_name = ?, salt = NULL WHERE organization_id = ? AND event_id = ?`, pseudonym, d.org, it.id)
+		exec(`INSERT INTO entry_erasures (organization_id, kind, event_id, erasure_id, leaf_hash, fields) VALUES (?, 0, ?, ?, ?, ?)`, d.org, it.id, erasure, leaf, string(fb))
+		open := func(t *testing.T) *dash {
+			d := d.withTab(t)
+			d.signIn(t, d.alice, "?view=audit&open="+it.id)
+			d.do(t, "checked", until(checked))
+			return d
+		}
+		dt := open(t)
+		if state := value(t, dt, "state", chromedp.Evaluate[string](`document.getElementById("verify").dataset.state`)); state != "erased" {
+			t.Fatalf("erased entry: state %q: %q", state, value(t, dt, "badge", chromedp.Text(chromedp.CSS("#verify"))))
+		}
+		if text := value(t, dt, "badge", chromedp.Text(chromedp.CSS("#verify"))); !strings.Contains(text, "Erased by erasure "+erasure+": display_name replaced by the pseudonym (not checked); every other field verified") {
 			t.Errorf("erased entry: %q", text)
+		}
+		exec(`UPDATE audit_logs SET ts_ms = ts_ms + 1000 WHERE organization_id = ? AND event_id = ?`, d.org, it.id)
+		dt = open(t)
+		if check := value(t, dt, "check", chromedp.Evaluate[string](`document.getElementById("verify").dataset.check`)); check != "leaf" {
+			t.Errorf("erased entry altered: check %q failed, want leaf", check)
+		}
+		if text := value(t, dt, "badge", chromedp.Text(chromedp.CSS("#verify"))); !strings.Contains(text, "a field that the erasure did not replace was changed") {
+			t.Errorf("erased entry altered: %q", text)
 		}
 	})
 
