@@ -20,12 +20,6 @@ import (
 
 // applyAudit is e with the rewrite's columns set.
 func applyAudit(e schemas.AuditEntry, set map[string]*string) schemas.AuditEntry {
-	str := func(v *string) string {
-		if v == nil {
-			return ""
-		}
-		return *v
-	}
 	for col, v := range set {
 		switch col {
 		case "display_name":
@@ -53,12 +47,6 @@ func applyAudit(e schemas.AuditEntry, set map[string]*string) schemas.AuditEntry
 
 // applyExecution is x with the rewrite's columns set.
 func applyExecution(x auditstore.Execution, set map[string]*string) auditstore.Execution {
-	str := func(v *string) string {
-		if v == nil {
-			return ""
-		}
-		return *v
-	}
 	for col, v := range set {
 		switch col {
 		case "display_name":
@@ -118,3 +106,11 @@ func executionFields(x *auditstore.Execution, set map[string]*string, prev json.
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// str is *v, "" for nil (a NOT NULL column's NULL).
+func str(v *string) string {
+	if v == nil {
+		return ""
+	}
+	return *v
+}

@@ -325,23 +325,9 @@ func canonicalV2(dst []byte, ms []served, o opener) ([]byte, []string, error) {
 // commitData returns the commitments.data list of a canonical data object
 // and how many of its positions are erased (opened by a commitment).
 func commitData(data []byte, o opener) ([]byte, int, error) {
-	c := canonicalizers.Get().(*canonicalizer)
-	defer canonicalizers.Put(c)
-	canon, err := c.canonical(nil, data)
+	members, err := readDataMembers(data)
 	if err != nil {
 		return nil, 0, err
-	}
-	type dm struct {
-		name        string
-		quoted, val []byte
-	}
-	members := make([]dm, len(c.top))
-	for i, m := range c.top {
-		var name string
-		if err := json.Unmarshal(canon[m.key:m.colon], &name); err != nil {
-			return nil, 0, fmt.Errorf("%w: data member name: %w", ErrNotCanonicalizable, err)
-		}
-		members[i] = dm{name, canon[m.key:m.colon], canon[m.colon+1 : m.end]}
 	}
 	list := []byte{'['}
 	erased := 0
@@ -365,7 +351,7 @@ func commitData(data []byte, o opener) ([]byte, int, error) {
 	for i := range fo.f.Data {
 		var v []byte
 		if name, ok := fo.dataPosition(i); ok {
-			j := slices.IndexFunc(members, func(m dm) bool { return m.name == name })
+			j := slices.IndexFunc(members, func(m dataMember) bool { return m.name == name })
 			if j < 0 || used[j] {
 				return nil, 0, fmt.Errorf("%w: data position %d opens member %q, which the entry's data does not have once", ErrNotCanonicalizable, i, name)
 			}
@@ -440,40 +426,17 @@ func OpenErased(orig, now []byte, salt []byte) (ErasedFields, error) {
 // openData opens the positions of data orig (canonical object) whose
 // member is unchanged in now by their keys, the others by commitments.
 func openData(orig, now []byte, salt []byte) ([]Opening, error) {
-	type dm struct {
-		name        string
-		quoted, val []byte
-	}
-	read := func(doc []byte) ([]dm, error) {
-		if len(doc) == 0 || doc[0] != '{' {
-			return nil, nil
-		}
-		c := canonicalizers.Get().(*canonicalizer)
-		defer canonicalizers.Put(c)
-		canon, err := c.canonical(nil, doc)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]dm, len(c.top))
-		for i, m := range c.top {
-			if err := json.Unmarshal(canon[m.key:m.colon], &out[i].name); err != nil {
-				return nil, err
-			}
-			out[i].quoted, out[i].val = canon[m.key:m.colon], canon[m.colon+1:m.end]
-		}
-		return out, nil
-	}
-	om, err := read(orig)
+	om, err := readDataMembers(orig)
 	if err != nil {
 		return nil, err
 	}
-	nm, err := read(now)
+	nm, err := readDataMembers(now)
 	if err != nil {
 		return nil, err
 	}
 	ops := make([]Opening, len(om))
 	for i, m := range om {
-		j := slices.IndexFunc(nm, func(n dm) bool { return n.name == m.name })
+		j := slices.IndexFunc(nm, func(n dataMember) bool { return n.name == m.name })
 		f := DataField(i)
 		if j >= 0 && bytes.Equal(nm[j].val, m.val) {
 			k := FieldKey(salt, f)
@@ -626,16 +589,18 @@ func Reopen(prev ErasedFields, cur, next []byte) (ErasedFields, error) {
 	return out, nil
 }
 
-// dataMember is a member of a data object: its name quoted as JCS writes
-// it and its canonical value.
-type dataMember struct{ quoted, val []byte }
+// dataMember is a member of a data object: its name, the name quoted as
+// JCS writes it and its canonical value.
+type dataMember struct {
+	name        string
+	quoted, val []byte
+}
 
-// dataMembers reads the members of a canonical data object by name (none
+// readDataMembers reads the members of a data object in JCS order (none
 // when data is not an object).
-func dataMembers(doc []byte) (map[string]dataMember, error) {
-	out := map[string]dataMember{}
+func readDataMembers(doc []byte) ([]dataMember, error) {
 	if len(doc) == 0 || doc[0] != '{' {
-		return out, nil
+		return nil, nil
 	}
 	c := canonicalizers.Get().(*canonicalizer)
 	defer canonicalizers.Put(c)
@@ -643,12 +608,25 @@ func dataMembers(doc []byte) (map[string]dataMember, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range c.top {
-		var name string
-		if err := json.Unmarshal(canon[m.key:m.colon], &name); err != nil {
-			return nil, err
+	out := make([]dataMember, len(c.top))
+	for i, m := range c.top {
+		if err := json.Unmarshal(canon[m.key:m.colon], &out[i].name); err != nil {
+			return nil, fmt.Errorf("%w: data member name: %w", ErrNotCanonicalizable, err)
 		}
-		out[name] = dataMember{canon[m.key:m.colon], canon[m.colon+1 : m.end]}
+		out[i].quoted, out[i].val = canon[m.key:m.colon], canon[m.colon+1:m.end]
+	}
+	return out, nil
+}
+
+// dataMembers is readDataMembers by name.
+func dataMembers(doc []byte) (map[string]dataMember, error) {
+	ms, err := readDataMembers(doc)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]dataMember, len(ms))
+	for _, m := range ms {
+		out[m.name] = m
 	}
 	return out, nil
 }

@@ -141,16 +141,9 @@ func ParseEntry(dst, line []byte) (Entry, error) {
 	for _, m := range c.top {
 		name := out[m.key+1 : m.colon-1]
 		if string(name) == LeafIndexMember {
-			v := out[m.colon+1 : m.end]
-			if string(v) == "null" {
-				e.Pending = true
-				continue
+			if err := e.setLeafIndex(out[m.colon+1 : m.end]); err != nil {
+				return e, err
 			}
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || n < 0 {
-				return e, fmt.Errorf("%w: leaf_index %.40s is not a non-negative integer", ErrNotCanonicalizable, v)
-			}
-			e.LeafIndex = n
 			continue
 		}
 		if !Covered(name) {
@@ -176,6 +169,21 @@ func ParseEntry(dst, line []byte) (Entry, error) {
 	return e, nil
 }
 
+// setLeafIndex reads the value of the leaf_index member: a non-negative
+// integer, or null (Pending).
+func (e *Entry) setLeafIndex(v []byte) error {
+	if string(v) == "null" {
+		e.Pending = true
+		return nil
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%w: leaf_index %.40s is not a non-negative integer", ErrNotCanonicalizable, v)
+	}
+	e.LeafIndex = n
+	return nil
+}
+
 // parseV2 is ParseEntry of an entry of version 2: canon are its canonical
 // bytes and top its members; the leaf's canonical bytes are appended to
 // dst.
@@ -186,15 +194,9 @@ func parseV2(e Entry, dst, canon []byte, top []member, o opener) (Entry, error) 
 		name := canon[m.key+1 : m.colon-1]
 		v := canon[m.colon+1 : m.end]
 		if string(name) == LeafIndexMember {
-			if string(v) == "null" {
-				e.Pending = true
-				continue
+			if err := e.setLeafIndex(v); err != nil {
+				return e, err
 			}
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || n < 0 {
-				return e, fmt.Errorf("%w: leaf_index %.40s is not a non-negative integer", ErrNotCanonicalizable, v)
-			}
-			e.LeafIndex = n
 			continue
 		}
 		if !Covered(name) {
