@@ -67,7 +67,7 @@ func goldenExecutions() []auditstore.Execution {
 			Tool: schemas.ToolRef{Toolkit: "DocsToolkit", Name: "GetDocument", Version: "1.0.0"}, StartedAt: at, EndedAt: at.Add(1500 * time.Microsecond),
 			DurationMS: 1.5, Success: true, ExecutionCode: "OK",
 			Hooks: []schemas.HookCall{{HookID: "h1", HookName: "gate", Point: "access", Code: "OK", HTTPStatus: 200, Attempts: 1, LatencyMS: 3}},
-			Salt: goldenSalt(0x80)},
+			Salt:  goldenSalt(0x80)},
 			CreatedTime: at.Add(time.Second)},
 		{ExecutionEvent: schemas.ExecutionEvent{EventID: "0193a5c0-0000-7000-8000-000000000202", ExecutionID: "0193a5c0-0000-7000-8000-000000000202",
 			OrganizationID: "0193a5c0-0000-7000-8000-000000000001", UserID: "ünï", PrincipalID: "u", PrincipalType: "ACCOUNT", DisplayName: "U",
