@@ -77,8 +77,10 @@ type lifecycle struct {
 	record     *tlog.LifecycleRecord
 	recordLeaf int64
 	// erasures are the leaf ranges that verified erasure records of this
-	// log name, by erasure id.
-	erasures map[string][][2]int64
+	// log name, by erasure id; erasedFields the fields they say the
+	// erasure replaced (the items' names).
+	erasures     map[string][][2]int64
+	erasedFields map[string]map[string]bool
 }
 
 // erasedLine is an entry served with its erasure member: its leaf is the
@@ -88,8 +90,10 @@ type erasedLine struct {
 	index   int64
 	erasure string
 	// committed: the entry's leaf is of version 2, and every field the
-	// erasure did not replace was checked against it.
+	// erasure did not replace was checked against it; fields are those it
+	// replaced.
 	committed bool
+	fields    []string
 }
 
 // erasureOf reads an entry's erasure member (ok false: it has none).
@@ -146,6 +150,18 @@ func (v *verifier) readLifecycle(cp tlog.Checkpoint) *lifecycle {
 					lc.erasures = map[string][][2]int64{}
 				}
 				lc.erasures[rec.Erasure] = append(lc.erasures[rec.Erasure], rec.Leaves...)
+				if lc.erasedFields == nil {
+					lc.erasedFields = map[string]map[string]bool{}
+				}
+				if lc.erasedFields[rec.Erasure] == nil {
+					lc.erasedFields[rec.Erasure] = map[string]bool{}
+				}
+				for _, f := range rec.Fields {
+					if f == "execution_error" {
+						f = "error" // the column, as the items name it
+					}
+					lc.erasedFields[rec.Erasure][f] = true
+				}
 				continue
 			}
 			if lc.record == nil || leaf > lc.recordLeaf {
@@ -301,6 +317,23 @@ func retentionWords(s string) string {
 	return s
 }
 
+// namesField reports whether a verified erasure record that names leaf
+// says its erasure replaced field f (an entry erased twice shows the
+// fields of both erasures replaced, and the id of the later).
+func (lc *lifecycle) namesField(leaf int64, f string) bool {
+	for id, rs := range lc.erasures {
+		if !lc.erasedFields[id][f] {
+			continue
+		}
+		for _, r := range rs {
+			if r[0] <= leaf && leaf <= r[1] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // checkErased checks that a verified erasure record names each erased
 // entry's leaf, and notes how many each erasure changed.
 func (lc *lifecycle) checkErased(v *verifier) {
@@ -317,6 +350,11 @@ func (lc *lifecycle) checkErased(v *verifier) {
 		if !named {
 			v.add(KindAltered, e.index, e.line, "line %d claims that erasure %s rewrote leaf %d, but no signed erasure record of this log names it: the entry was altered",
 				e.line, e.erasure, e.index)
+			continue
+		}
+		if f := slices.IndexFunc(e.fields, func(f string) bool { return !lc.namesField(e.index, f) }); f >= 0 {
+			v.add(KindAltered, e.index, e.line, "line %d says that erasure %s replaced its %s, which no signed record of an erasure of its leaf names: the field was altered",
+				e.line, e.erasure, e.fields[f])
 			continue
 		}
 		counts[e.erasure]++

@@ -299,7 +299,7 @@ func TestExportAfterErasureV2(t *testing.T) {
 	}
 	edit(25, func(m map[string]any) {
 		m["data"] = map[string]any{tlog.LifecycleMember: tlog.LifecycleRecord{Type: tlog.RecordErasure, Erasure: erasure, Log: tlog.LogNameAudit,
-			Leaves: [][2]int64{{10, 11}}, Fields: []string{"display_name"}, Pseudonym: "erased-0123456789abcdef"}}
+			Leaves: [][2]int64{{10, 11}}, Fields: []string{"data", "display_name"}, Pseudonym: "erased-0123456789abcdef"}}
 	})
 	var err error
 	if f.leaves, err = tlogtest.Leaves(f.items); err != nil {
@@ -367,6 +367,19 @@ func TestExportAfterErasureV2(t *testing.T) {
 		"a kept data member":       {func(m map[string]any) { m["data"].(map[string]any)["n"] = 99 }, false, "did not replace was altered"},
 		"a kept identifying field": {func(m map[string]any) { m["user_id"] = "mallory" }, false, "did not replace was altered"},
 		"an erased field reopened": {func(m map[string]any) { m[tlog.ErasureMember].(map[string]any)["fields"] = map[string]any{} }, false, ""},
+		"a kept field called erased": {func(m map[string]any) {
+			// user_id opened by its commitment (which the server knows)
+			// and served altered: the records of the erasure name only
+			// data and display_name.
+			var orig map[string]any
+			_ = json.Unmarshal(f.items[10], &orig)
+			ob, _ := json.Marshal(orig)
+			orig["user_id"] = "x"
+			nb, _ := json.Marshal(orig)
+			of, _ := tlog.OpenErased(ob, nb, salt)
+			m[tlog.ErasureMember].(map[string]any)["fields"].(tlog.ErasedFields).Fields["user_id"] = of.Fields["user_id"]
+			m["user_id"] = "mallory"
+		}, false, "line 11 says that erasure " + erasure + " replaced its user_id, which no signed record of an erasure of its leaf names"},
 	} {
 		rep := run(t, export(tc.alter), verify.Config{Keys: f.keys})
 		var out strings.Builder

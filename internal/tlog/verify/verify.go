@@ -362,7 +362,7 @@ func parseBlock(b block, buf []byte, col *collector) []byte {
 					leaf = h
 				case ok:
 					leaf = h
-					erased = append(erased, erasedLine{line: line, index: e.LeafIndex, erasure: ref.ID, committed: e.Version == 2})
+					erased = append(erased, erasedLine{line: line, index: e.LeafIndex, erasure: ref.ID, committed: e.Version == 2, fields: e.Erased})
 				}
 			}
 			entries++
