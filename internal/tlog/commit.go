@@ -172,9 +172,7 @@ type opener interface {
 	// commit returns C of field f of canonical value v (v nil: the field
 	// is not served: only a commitment opens it).
 	commit(f string, v []byte) ([32]byte, error)
-	// dataMember returns the served data member that opens position i
-	// by its key (ok false: the position is opened by its commitment).
-	dataPosition(i int) (member string, ok bool)
+	// erasedField reports whether field f is opened by its commitment.
 	erasedField(f string) bool
 }
 
@@ -186,8 +184,7 @@ func (o saltOpener) commit(f string, v []byte) ([32]byte, error) {
 	}
 	return Commitment(FieldKey(o.salt, f), v), nil
 }
-func (saltOpener) dataPosition(int) (string, bool) { return "", false }
-func (saltOpener) erasedField(string) bool         { return false }
+func (saltOpener) erasedField(string) bool { return false }
 
 type fieldsOpener struct{ f *ErasedFields }
 
@@ -234,6 +231,8 @@ func (o fieldsOpener) commit(f string, v []byte) ([32]byte, error) {
 	return o.open(op, f, v)
 }
 
+// dataPosition returns the served data member that opens position i by
+// its key (ok false: the position is opened by its commitment).
 func (o fieldsOpener) dataPosition(i int) (string, bool) {
 	if i >= len(o.f.Data) || o.f.Data[i].Key == "" || o.f.Data[i].Member == nil {
 		return "", false
