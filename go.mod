@@ -3,6 +3,7 @@ module github.com/auditrail/auditrail
 go 1.26.8
 
 require (
+	filippo.io/torchwood v0.6.1
 	github.com/ClickHouse/clickhouse-go/v2 v2.50.0
 	github.com/FerretDB/FerretDB v1.24.2
 	github.com/cenkalti/backoff/v5 v5.0.2

@@ -48,8 +48,11 @@ func (k PublicKey) MarshalJSON() ([]byte, error) {
 		Name      string  `json:"name"`
 		NotBefore string  `json:"not_before"`
 		NotAfter  *string `json:"not_after"`
+		// VKey is the key as a note verifier key, for a witness.
+		VKey string `json:"vkey,omitempty"`
 	}
 	w := wire{KeyID: k.KeyID, Algorithm: k.Algorithm, PublicKey: k.PublicKey, Name: k.Name, NotBefore: k.NotBefore.UTC().Format(TimeFormat)}
+	w.VKey, _ = k.VKey() // omitted for a key that has none (not Ed25519)
 	if k.NotAfter != nil {
 		s := k.NotAfter.UTC().Format(TimeFormat)
 		w.NotAfter = &s
@@ -98,6 +101,21 @@ func (k PublicKey) Verifier() (note.Verifier, error) {
 		return nil, fmt.Errorf("%w: key %q: not_after is not after not_before", ErrMalformedKey, k.KeyID)
 	}
 	return v, nil
+}
+
+// VKey is the key's signed-note verifier key (name+hash+base64 of 0x01 and
+// the 32 raw bytes): what a witness is told to verify the log's
+// checkpoints with (and what x/mod's note.NewVerifier reads).
+func (k PublicKey) VKey() (string, error) {
+	raw, err := base64.StdEncoding.Strict().DecodeString(k.PublicKey)
+	if err != nil || len(raw) != ed25519.PublicKeySize {
+		return "", fmt.Errorf("%w: key %q: public_key is not the base64 of %d bytes", ErrMalformedKey, k.KeyID, ed25519.PublicKeySize)
+	}
+	vkey, err := note.NewEd25519VerifierKey(k.Name, raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: key %q: %w", ErrMalformedKey, k.KeyID, err)
+	}
+	return vkey, nil
 }
 
 // KeyID formats a note key hash as a key_id (8 lowercase hex digits).
