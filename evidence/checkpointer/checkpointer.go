@@ -24,6 +24,7 @@ import (
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/evidence/lease"
+	"github.com/auditrail/auditrail/evidence/witness"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/schemas"
@@ -46,11 +47,18 @@ type Config struct {
 	Prefix string
 	// Keyring configures the signing keys.
 	Keyring KeyringConfig
+	// Witnesses cosign every organization's checkpoints (the operator's:
+	// --witness); WitnessTimeout bounds one submission, and
+	// WitnessConcurrency how many logs are cosigned at once.
+	Witnesses          []witness.Witness
+	WitnessTimeout     time.Duration
+	WitnessConcurrency int
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{LeaseTTL: 10 * time.Second, Interval: time.Minute, Quiet: time.Hour, Prefix: "auditrail", Keyring: DefaultKeyringConfig()}
+	return Config{LeaseTTL: 10 * time.Second, Interval: time.Minute, Quiet: time.Hour, Prefix: "auditrail", Keyring: DefaultKeyringConfig(),
+		WitnessTimeout: 10 * time.Second, WitnessConcurrency: 8}
 }
 
 // Validate checks the configuration.
@@ -64,6 +72,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: interval %s", ErrInvalidConfig, c.Interval)
 	case c.Quiet < c.Interval:
 		return fmt.Errorf("%w: quiet period %s under the interval %s", ErrInvalidConfig, c.Quiet, c.Interval)
+	case c.WitnessTimeout <= 0:
+		return fmt.Errorf("%w: witness timeout %s", ErrInvalidConfig, c.WitnessTimeout)
+	case c.WitnessConcurrency < 1:
+		return fmt.Errorf("%w: witness concurrency %d", ErrInvalidConfig, c.WitnessConcurrency)
+	}
+	seen := map[string]bool{}
+	for _, w := range c.Witnesses {
+		if k := w.Key.String(); seen[k] {
+			return fmt.Errorf("%w: witness key %s given twice", ErrInvalidConfig, w.Key.Name)
+		} else {
+			seen[k] = true
+		}
 	}
 	if p, _, _, ok := tlog.ParseOrigin(tlog.Origin(c.Prefix, uuid.New(), tlog.KindAudit)); !ok || p != c.Prefix || !printable(c.Prefix) {
 		return fmt.Errorf("%w: origin prefix %q (printable ASCII, no spaces, no '+')", ErrInvalidConfig, c.Prefix)
@@ -127,6 +147,13 @@ type Deps struct {
 	Sealer   Sealer
 	Observer Observer
 	Log      *slog.Logger
+	// Witness submits to the operator's witnesses (nil: a
+	// witness.Client over the default transport); OrgWitnesses lists the
+	// organizations' own (nil: none), which OrgWitness calls (it must
+	// pass the egress guard: an organization chose them).
+	Witness      WitnessClient
+	OrgWitnesses OrgWitnesses
+	OrgWitness   WitnessClient
 }
 
 // Checkpointer signs checkpoints while it holds the lease.
@@ -141,6 +168,8 @@ type Checkpointer struct {
 	mu       sync.Mutex
 	last     map[logID]signed // the last checkpoint of each log, while leading
 	lastKind [2]time.Time
+	pending  map[logID]*pendingCosign // checkpoints missing cosignatures
+	wstate   map[witnessKey]witnessState
 }
 
 type logID struct {
@@ -169,12 +198,18 @@ func New(cfg Config, d Deps) (*Checkpointer, error) {
 	if d.Observer == nil {
 		d.Observer = nopObserver{}
 	}
+	if d.Witness == nil {
+		d.Witness = witness.NewClient(nil)
+	}
+	if d.OrgWitnesses != nil && d.OrgWitness == nil {
+		return nil, fmt.Errorf("%w: organizations' witnesses need their own (guarded) client", ErrInvalidConfig)
+	}
 	keys, err := NewKeyring(d.KV, d.Sealer, cfg.Keyring, d.Log)
 	if err != nil {
 		return nil, err
 	}
 	return &Checkpointer{cfg: cfg, d: d, keys: keys, lease: lease.New(d.KV, leaseKey, cfg.Instance, cfg.LeaseTTL, d.Log),
-		log: d.Log, now: time.Now, last: map[logID]signed{}}, nil
+		log: d.Log, now: time.Now, last: map[logID]signed{}, pending: map[logID]*pendingCosign{}, wstate: map[witnessKey]witnessState{}}, nil
 }
 
 // Keyring is the checkpointer's keyring.
@@ -206,6 +241,8 @@ func sleep(ctx context.Context, d time.Duration) {
 func (c *Checkpointer) lead(ctx context.Context) {
 	c.mu.Lock()
 	c.last = map[logID]signed{}
+	c.pending = map[logID]*pendingCosign{}
+	c.wstate = map[witnessKey]witnessState{}
 	c.mu.Unlock()
 	// The leader makes the signing key at once (when none is current), so
 	// that the public keys are listed before the first checkpoint: a
@@ -243,6 +280,7 @@ func (c *Checkpointer) round(ctx context.Context, keep func(context.Context) boo
 			errs = append(errs, err)
 		}
 	}
+	c.cosignRound(ctx)
 	return errors.Join(errs...)
 }
 
@@ -365,6 +403,7 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 	c.mu.Lock()
 	c.lastKind[id.kind] = at
 	c.mu.Unlock()
+	c.queueCosign(ctx, id, auditstore.Checkpoint{Size: size, Root: root, Time: at, KeyID: pub.KeyID, Note: msg}, pub)
 	return nil
 }
 

@@ -123,7 +123,9 @@ type LogStore interface {
 	// a size above the log's, or another root, is never stored). One
 	// checkpoint is kept per size: saving one of a size already stored
 	// keeps the newer (by Time), so saving the same one again is a no-op
-	// and an hourly checkpoint of an unchanged log replaces the previous.
+	// and an hourly checkpoint of an unchanged log replaces the previous;
+	// of the same Time and root, the longer note (the same checkpoint
+	// with witnesses' cosignatures added) is kept.
 	SaveCheckpoint(ctx context.Context, org uuid.UUID, kind LogKind, cp Checkpoint) error
 	// LatestCheckpoint returns the checkpoint of the largest size (false:
 	// none stored).

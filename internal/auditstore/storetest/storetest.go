@@ -65,6 +65,7 @@ func Run(t *testing.T, factory Factory) {
 		{"LogHashesMissing", testLogHashesMissing},
 		{"LogLeafTile", testLogLeafTile},
 		{"LogCheckpoints", testLogCheckpoints},
+		{"CheckpointCosigned", testCheckpointCosigned},
 		{"LogIsolation", testLogIsolation},
 	}
 	for _, tc := range tests {

@@ -2,5 +2,5 @@
 SELECT size, root, time_ms, key_id, note
 FROM log_checkpoints
 WHERE organization_id = ? AND kind = ? AND size = ?
-ORDER BY time_ms DESC
+ORDER BY time_ms DESC, length(note) DESC
 LIMIT 1
