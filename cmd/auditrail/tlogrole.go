@@ -14,6 +14,7 @@ import (
 	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/evidence/checkpointer"
 	"github.com/auditrail/auditrail/evidence/sequencer"
+	"github.com/auditrail/auditrail/evidence/witness"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/httpapi"
@@ -31,6 +32,7 @@ type tlogFlags struct {
 	interval    *time.Duration
 	keyLifetime *time.Duration
 	keyName     *string
+	witnesses   *[]string
 }
 
 func addTLogFlags(fs *cli.Flags) tlogFlags {
@@ -40,6 +42,8 @@ func addTLogFlags(fs *cli.Flags) tlogFlags {
 		interval:    fs.Duration("checkpoint-interval", "", c.Interval, "tamper evidence: how often the logs that grew get a signed checkpoint"),
 		keyLifetime: fs.Duration("signing-key-lifetime", "", c.Keyring.KeyLifetime, "tamper evidence: how long a signing key is current before it is rotated"),
 		keyName:     fs.String("signing-key-name", "", c.Keyring.Name, "tamper evidence: the signer name of the checkpoints' keys"),
+		witnesses: fs.Strings("witness", "", "tamper evidence: a C2SP tlog-witness that cosigns every checkpoint, as URL,VKEY "+
+			"(its add-checkpoint prefix and its cosignature/v1 verifier key)"),
 	}
 }
 
@@ -47,6 +51,13 @@ func (f tlogFlags) config(instance string) (checkpointer.Config, error) {
 	c := checkpointer.DefaultConfig()
 	c.Instance, c.Prefix, c.Interval = instance, *f.prefix, *f.interval
 	c.Keyring.KeyLifetime, c.Keyring.Name = *f.keyLifetime, *f.keyName
+	for _, s := range *f.witnesses {
+		w, err := witness.Parse(s)
+		if err != nil {
+			return c, cli.Usage(fmt.Errorf("--witness: %w", err))
+		}
+		c.Witnesses = append(c.Witnesses, w)
+	}
 	if err := c.Validate(); err != nil {
 		return c, cli.Usage(err)
 	}

@@ -35,11 +35,17 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	trust := fs.FlagSet.Bool("trust-server-keys", false, "online without --keys: trust the keys the server lists (GET /api/v1/audit_keys): the result then shows that the log is consistent with itself, not that it is the log those keys were published for (command line only: no environment twin)")
 	wait := fs.Duration("wait", "", 0, "online: wait at most this long for a signed checkpoint that covers the newest entry listed (a new organization's first checkpoint, or the entries just recorded, come within the server's checkpoint interval); 0: verify against the latest checkpoint at once")
 	grace := fs.Duration("pending-grace", "", verify.DefaultPendingGrace, "an entry not in the log yet (leaf_index null) is reported, not failed, when stored less than this before the checkpoint; older, it was inserted behind the log's back. Set it above the largest auditrail_tlog_sequencer_delay_seconds of the tlog role")
+	witnesses := fs.Strings("witness", "", "a witness whose cosignature counts: its C2SP cosignature/v1 verifier key (vkey, name+hash+base64)")
+	quorum := fs.Int("witness-quorum", "", -1, "how many of the --witness keys must have cosigned the checkpoint verified against (default: all of them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *grace <= 0 {
 		return cli.UsageErrorf("--pending-grace %v: want a positive duration, e.g. 5m", *grace)
+	}
+	wkeys, k, err := witnessFlags(*witnesses, *quorum)
+	if err != nil {
+		return err
 	}
 	// The command line chooses the mode; the environment's settings of the
 	// other one are ignored (the quick start exports AUDITRAIL_URL, and
@@ -84,6 +90,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			return cli.UsageErrorf("--wait %v: want a duration of 0 or more, e.g. 30s", *wait)
 		}
 		o.Save, o.Grace, o.MaxExport, o.Wait = *save, *grace, *maxExport, *wait
+		o.Witnesses, o.WitnessQuorum = wkeys, k
 		return o.Run(ctx, stdout)
 	}
 	if *trust {
@@ -102,7 +109,7 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := verify.Config{Keys: ks, PendingGrace: *grace}
+	cfg := verify.Config{Keys: ks, PendingGrace: *grace, Witnesses: wkeys, WitnessQuorum: k}
 	if cfg.Checkpoint, err = readCheckpoint("--checkpoint", *checkpoint); err != nil {
 		return err
 	}
@@ -126,6 +133,33 @@ func verifyCmd(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%s: not verified", *export)
 	}
 	return nil
+}
+
+// witnessFlags parses --witness (vkeys) and --witness-quorum (-1: all of
+// them).
+func witnessFlags(vkeys []string, quorum int) ([]tlog.WitnessKey, int, error) {
+	var keys []tlog.WitnessKey
+	seen := map[string]bool{}
+	for _, v := range vkeys {
+		k, err := tlog.ParseWitnessKey(v)
+		if err != nil {
+			return nil, 0, cli.Usage(fmt.Errorf("--witness: %w", err))
+		}
+		if seen[k.String()] {
+			return nil, 0, cli.UsageErrorf("--witness %s is given twice: each witness counts once", k.Name)
+		}
+		seen[k.String()] = true
+		keys = append(keys, k)
+	}
+	switch {
+	case quorum == -1:
+		return keys, len(keys), nil
+	case len(keys) == 0:
+		return nil, 0, cli.UsageErrorf("--witness-quorum %d without --witness: name the witnesses whose cosignatures count", quorum)
+	case quorum < 1 || quorum > len(keys):
+		return nil, 0, cli.UsageErrorf("--witness-quorum %d: want 1 to %d (the number of --witness keys)", quorum, len(keys))
+	}
+	return keys, quorum, nil
 }
 
 func readKeys(path string) (tlog.KeySet, error) {

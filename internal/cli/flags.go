@@ -41,6 +41,13 @@ type Flags struct {
 	// cmdline and fromEnv are the flags given on the command line and those
 	// set from their environment twins (filled by applyEnv).
 	cmdline, fromEnv map[string]bool
+	lists            []listFlag
+}
+
+// listFlag is a repeatable flag, whose twin replaces its values.
+type listFlag struct {
+	name string
+	vals *[]string
 }
 
 // envTwin is the environment variable of a flag and what it must parse as.
@@ -98,6 +105,42 @@ func (f *Flags) Bool(name, env string, def bool, usage string) *bool {
 	return f.FlagSet.Bool(name, def, f.twin(name, env, "a boolean", usage))
 }
 
+// stringList is a repeatable flag: each use adds a value; its environment
+// twin holds the values separated by white space.
+type stringList struct {
+	vals    *[]string
+	fromEnv bool
+}
+
+func (l stringList) String() string {
+	if l.vals == nil {
+		return ""
+	}
+	return strings.Join(*l.vals, " ")
+}
+
+func (l stringList) Set(v string) error {
+	if l.fromEnv {
+		*l.vals = append((*l.vals)[:0], strings.Fields(v)...)
+		return nil
+	}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return errors.New("empty value")
+	}
+	*l.vals = append(*l.vals, v)
+	return nil
+}
+
+// Strings defines a repeatable string flag (each use adds a value); its
+// environment twin holds the values separated by white space.
+func (f *Flags) Strings(name, env, usage string) *[]string {
+	vals := new([]string)
+	f.FlagSet.Var(stringList{vals: vals}, name, f.twin(name, env, "values separated by spaces", usage+" (repeatable)"))
+	f.lists = append(f.lists, listFlag{name: name, vals: vals})
+	return vals
+}
+
 // IntVar defines an int flag stored in p, whose value is its default.
 func (f *Flags) IntVar(p *int, name, env, usage string) {
 	f.FlagSet.IntVar(p, name, *p, f.twin(name, env, "an integer", usage))
@@ -120,6 +163,11 @@ func (f *Flags) applyEnv() error {
 		if !ok || f.cmdline[e.flag] {
 			continue
 		}
+		if l := f.list(e.flag); l != nil {
+			_ = (stringList{vals: l, fromEnv: true}).Set(v)
+			f.fromEnv[e.flag] = true
+			continue
+		}
 		if err := f.FlagSet.Set(e.flag, v); err != nil {
 			errs = errors.Join(errs, fmt.Errorf("%s: not %s", e.env, e.want))
 			continue
@@ -127,6 +175,15 @@ func (f *Flags) applyEnv() error {
 		f.fromEnv[e.flag] = true
 	}
 	return errs
+}
+
+func (f *Flags) list(name string) *[]string {
+	for _, l := range f.lists {
+		if l.name == name {
+			return l.vals
+		}
+	}
+	return nil
 }
 
 // OnCommandLine reports whether flag name was given on the command line
@@ -140,6 +197,11 @@ func (f *Flags) OnCommandLine(name string) bool { return f.cmdline[name] }
 func (f *Flags) IgnoreEnv(names ...string) {
 	for _, name := range names {
 		if !f.fromEnv[name] {
+			continue
+		}
+		if l := f.list(name); l != nil {
+			*l = nil
+			delete(f.fromEnv, name)
 			continue
 		}
 		fl := f.Lookup(name)

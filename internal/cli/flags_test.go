@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,42 @@ func TestFlagsEnvironmentTwins(t *testing.T) {
 				t.Errorf("source(a) = %q, want %q", got, tc.sourceA)
 			}
 		})
+	}
+}
+
+// A repeatable flag: each use adds a value; its twin (values separated by
+// white space) applies only when the command line gives none.
+func TestFlagsStrings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  string
+		args []string
+		want []string
+	}{
+		{name: "none"},
+		{name: "repeated", args: []string{"--w", "x,1", "--w", "y,2"}, want: []string{"x,1", "y,2"}},
+		{name: "twin", env: "x,1  y,2\n", want: []string{"x,1", "y,2"}},
+		{name: "the command line wins", env: "x,1", args: []string{"--w", "z,3"}, want: []string{"z,3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AUDITRAIL_W", "")
+			os.Unsetenv("AUDITRAIL_W")
+			if tc.env != "" {
+				t.Setenv("AUDITRAIL_W", tc.env)
+			}
+			fs := NewFlags("auditrail test")
+			w := fs.Strings("w", "", "a witness")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(*w, "|") != strings.Join(tc.want, "|") {
+				t.Fatalf("values %q, want %q", *w, tc.want)
+			}
+		})
+	}
+	fs := NewFlags("auditrail test")
+	fs.Strings("w", "", "a witness")
+	if err := fs.Parse([]string{"--w", " "}); err == nil {
+		t.Fatal("an empty value was taken")
 	}
 }

@@ -92,6 +92,7 @@ func (v *verifier) run() error {
 		return nil
 	}
 	v.rep.Checkpoint, v.rep.Key = cp, key
+	v.witnessed(mainNote, mainName)
 	v.pending(cp)
 	lc := v.readLifecycle(cp)
 	if lc == nil && len(v.col.erased) > 0 {
@@ -419,4 +420,37 @@ func (rs records) at(g int32) record {
 		i--
 	}
 	return rs.chunks[i][int(g)-rs.starts[i]]
+}
+
+// witnessed checks the cosignatures of the witnesses given on the note:
+// each by a given key must verify, and at least the quorum must.
+func (v *verifier) witnessed(note []byte, name string) {
+	if len(v.cfg.Witnesses) == 0 {
+		return
+	}
+	got, problems, err := tlog.Cosignatures(note, v.cfg.Witnesses)
+	if err != nil {
+		v.add(KindWitness, -1, 0, "%s: the cosignatures cannot be read: %v", name, err)
+		return
+	}
+	for _, p := range problems {
+		v.add(KindWitness, -1, 0, "%s: %v", name, p)
+	}
+	for _, c := range got {
+		v.rep.Cosigned = append(v.rep.Cosigned, c.Witness.Name)
+	}
+	if len(got) < v.cfg.WitnessQuorum {
+		v.add(KindWitness, -1, 0, "%s is cosigned by %d of the witnesses given (%s), %d required (--witness-quorum): no quorum of witnesses saw this log at this size, so it may be a view shown to you alone",
+			name, len(got), namesOr(v.rep.Cosigned, "none"), v.cfg.WitnessQuorum)
+		return
+	}
+	v.rep.Notes = append(v.rep.Notes, fmt.Sprintf("%s is cosigned by %d of the %d witnesses given (%s): verified by %d witnesses",
+		name, len(got), len(v.cfg.Witnesses), strings.Join(v.rep.Cosigned, ", "), len(got)))
+}
+
+func namesOr(names []string, none string) string {
+	if len(names) == 0 {
+		return none
+	}
+	return strings.Join(names, ", ")
 }

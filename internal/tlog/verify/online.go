@@ -40,8 +40,11 @@ type Online struct {
 	MaxExport int64
 	// Wait is how long to wait for a checkpoint that covers the newest
 	// entry listed (0: verify against the latest checkpoint at once).
-	Wait   time.Duration
-	client *http.Client
+	Wait time.Duration
+	// Witnesses and WitnessQuorum are Config's.
+	Witnesses     []tlog.WitnessKey
+	WitnessQuorum int
+	client        *http.Client
 }
 
 // httpTimeout bounds each small request; the export is bounded by
@@ -111,7 +114,8 @@ func (o *Online) Run(ctx context.Context, stdout io.Writer) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("temporary export file: %w", err)
 	}
-	rep, err := Export(ctx, f, Config{Keys: ks, Checkpoint: note, Since: o.Since, PendingGrace: o.Grace})
+	rep, err := Export(ctx, f, Config{Keys: ks, Checkpoint: note, Since: o.Since, PendingGrace: o.Grace,
+		Witnesses: o.Witnesses, WitnessQuorum: o.WitnessQuorum})
 	if err != nil {
 		return err
 	}

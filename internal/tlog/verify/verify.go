@@ -50,6 +50,11 @@ type Config struct {
 	// should be in the log and is a problem (KindInserted). 0:
 	// DefaultPendingGrace.
 	PendingGrace time.Duration
+	// Witnesses are the witnesses' keys whose cosignatures count, and
+	// WitnessQuorum how many of them must have cosigned the checkpoint
+	// verified against (0 with no witnesses: none required).
+	Witnesses     []tlog.WitnessKey
+	WitnessQuorum int
 }
 
 // DefaultPendingGrace is Config.PendingGrace's default: well above the
@@ -72,6 +77,7 @@ const (
 	KindOrder        = "misplaced_line" // the checkpoint line is not the last line
 	KindInserted     = "inserted"       // an entry not in the log, stored well before the checkpoint
 	KindAltered      = "altered"        // an entry whose inclusion proof does not verify (found online, Report.Add)
+	KindWitness      = "witness"        // too few witnesses cosigned the checkpoint, or a cosignature is forged
 )
 
 // Problem is one thing found wrong.
@@ -90,6 +96,9 @@ type Report struct {
 	Key        tlog.PublicKey
 	// Since is the kept checkpoint, when one was given and opened.
 	Since *tlog.Checkpoint
+	// Cosigned names the witnesses given whose cosignatures on the
+	// checkpoint verify.
+	Cosigned []string
 	// Lines and Entries count the export's non-empty lines and entries.
 	Lines, Entries int64
 	// Newer counts the entries at leaf_index >= the checkpoint's size
