@@ -250,6 +250,7 @@ func (c *Checkpointer) lead(ctx context.Context) {
 	if _, _, _, err := c.keys.Current(ctx); err != nil && ctx.Err() == nil {
 		c.log.Warn("checkpointer: no signing key yet", "err", err)
 	}
+	c.publishOperatorWitnesses(ctx)
 	next := time.Now()
 	for ctx.Err() == nil {
 		if !c.lease.Keep(ctx) {

@@ -2,9 +2,13 @@ package checkpointer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,19 +56,86 @@ type WitnessObserver interface {
 	WitnessSubmitted(result string)
 }
 
-// WitnessStatus is what the checkpointer knows of one witness of one log.
+// WitnessStatus is what the checkpointer knows of one witness of one log,
+// as it writes it in the tlog bucket (WitnessStatusKey) for the API.
 type WitnessStatus struct {
-	// Witness is the witness's key (vkey) and ID its organization's id
-	// for it ("" for the operator's).
-	Witness, ID string
-	Org         uuid.UUID
-	Kind        auditstore.LogKind
+	// Witness is the witness's key (vkey), URL where it takes
+	// checkpoints, and ID the organization's id for it (OperatorID for
+	// the operator's).
+	Witness string    `json:"vkey"`
+	URL     string    `json:"url"`
+	ID      string    `json:"id"`
+	Org     uuid.UUID `json:"organization_id"`
+	// Kind is the log's route segment (audit_logs, tool_executions).
+	Kind string `json:"kind"`
 	// CosignedSize is the size of the last checkpoint it cosigned (-1:
 	// none yet); Error the last submission's error ("" after a
 	// cosignature); At when it was last tried.
-	CosignedSize int64
-	Error        string
-	At           time.Time
+	CosignedSize int64     `json:"last_cosigned_size"`
+	Error        string    `json:"last_error"`
+	At           time.Time `json:"at"`
+}
+
+// WitnessStatusPrefix starts the keys of the witnesses' statuses in the
+// tlog bucket: wstatus.<org>.<kind>.<id>.
+const WitnessStatusPrefix = "wstatus."
+
+// WitnessStatusKey is the tlog bucket's key of a witness's status for one
+// log.
+func WitnessStatusKey(org uuid.UUID, kind, id string) string {
+	return WitnessStatusPrefix + org.String() + "." + kind + "." + id
+}
+
+// OperatorWitnessesKey is the tlog bucket's key listing the operator's
+// witnesses ([]OperatorWitness), written when the checkpointer leads.
+const OperatorWitnessesKey = "witnesses.operator"
+
+// OperatorWitness is one of the operator's witnesses as listed.
+type OperatorWitness struct {
+	ID   string `json:"id"`
+	URL  string `json:"url"`
+	VKey string `json:"vkey"`
+	Name string `json:"name"`
+}
+
+// OperatorID is the id of an operator's witness: "operator-" and 16 hex
+// digits of the SHA-256 of its vkey (stable across restarts).
+func OperatorID(w witness.Witness) string {
+	h := sha256.Sum256([]byte(w.Key.String()))
+	return "operator-" + hex.EncodeToString(h[:8])
+}
+
+// publishOperatorWitnesses writes the operator's witnesses in the tlog
+// bucket (the API lists them beside an organization's own).
+func (c *Checkpointer) publishOperatorWitnesses(ctx context.Context) {
+	list := make([]OperatorWitness, 0, len(c.cfg.Witnesses))
+	for _, w := range c.cfg.Witnesses {
+		list = append(list, OperatorWitness{ID: OperatorID(w), URL: w.URL, VKey: w.Key.String(), Name: w.Key.Name})
+	}
+	b, err := json.Marshal(list)
+	if err == nil {
+		_, err = c.d.KV.Put(ctx, OperatorWitnessesKey, b)
+	}
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("checkpointer: the operator's witnesses not listed in the tlog bucket", "err", err)
+	}
+}
+
+// saveStatus writes a witness's status for a log (best effort: the API
+// shows it; the checkpointer does not read it back).
+func (c *Checkpointer) saveStatus(ctx context.Context, id logID, t target, st witnessState) {
+	ws := WitnessStatus{Witness: t.key(), URL: t.w.URL, ID: t.id, Org: id.org, Kind: tlogKind(id.kind).String(),
+		CosignedSize: st.cosigned, Error: st.err, At: st.at}
+	if ws.ID == "" {
+		ws.ID = OperatorID(t.w)
+	}
+	b, err := json.Marshal(ws)
+	if err == nil {
+		_, err = c.d.KV.Put(ctx, WitnessStatusKey(id.org, ws.Kind, ws.ID), b)
+	}
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("checkpointer: witness status not saved", "witness", t.w.Key.Name, "err", err)
+	}
 }
 
 // target is one witness of a log as the checkpointer calls it.
@@ -282,6 +353,7 @@ func (c *Checkpointer) submit(ctx context.Context, id logID, p *pendingCosign, t
 	c.mu.Lock()
 	c.wstate[k] = st
 	c.mu.Unlock()
+	c.saveStatus(ctx, id, t, st)
 	return cs, err
 }
 
@@ -315,7 +387,8 @@ func (c *Checkpointer) WitnessStatuses() []WitnessStatus {
 	defer c.mu.Unlock()
 	out := make([]WitnessStatus, 0, len(c.wstate))
 	for k, st := range c.wstate {
-		out = append(out, WitnessStatus{Witness: k.vkey, Org: k.log.org, Kind: k.log.kind, CosignedSize: st.cosigned, Error: st.err, At: st.at})
+		out = append(out, WitnessStatus{Witness: k.vkey, Org: k.log.org, Kind: tlogKind(k.log.kind).String(), CosignedSize: st.cosigned, Error: st.err, At: st.at})
 	}
+	slices.SortFunc(out, func(a, b WitnessStatus) int { return strings.Compare(a.Witness, b.Witness) })
 	return out
 }

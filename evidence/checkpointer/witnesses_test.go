@@ -2,6 +2,7 @@ package checkpointer
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,6 +114,15 @@ func TestCheckpointerWitnesses(t *testing.T) {
 		}
 		if b.Size(origin) != 310 {
 			t.Fatalf("b knows the log at %d, want 310 (consistency from 10)", b.Size(origin))
+		}
+		// Its status, as the API reads it from the tlog bucket.
+		e, err := f.kv.Get(ctx, WitnessStatusKey(org, "audit_logs", OperatorID(c.cfg.Witnesses[1])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st WitnessStatus
+		if err := json.Unmarshal(e.Value(), &st); err != nil || st.CosignedSize != 310 || st.Error != "" || st.URL != b.URL {
+			t.Fatalf("b's status %s (%v)", e.Value(), err)
 		}
 	})
 
