@@ -319,6 +319,43 @@ export async function keyHash(name, pub) {
   return hex((await sha256(utf8.encode(name + "\n"), Uint8Array.of(1), pub)).subarray(0, 4));
 }
 
+// parseWitnessKey reads a witness's cosigning key (C2SP tlog-cosignature
+// vkey: name+hash+base64 of 0x04 and the 32-byte Ed25519 key) as
+// tlog.ParseWitnessKey does: {name, hash, pub}, or null when it is not one.
+export async function parseWitnessKey(vkey) {
+  // The key's base64 may hold '+': the first two '+' split the three parts.
+  const i = typeof vkey === "string" ? vkey.indexOf("+") : -1;
+  const j = i < 0 ? -1 : vkey.indexOf("+", i + 1);
+  if (j < 0) return null;
+  const name = vkey.slice(0, i), hash = vkey.slice(i + 1, j), b64 = vkey.slice(j + 1);
+  const raw = fromBase64(b64, 33);
+  if (!validName(name) || !/^[0-9a-f]{8}$/.test(hash) || !raw || raw[0] !== 4) return null;
+  const pub = raw.subarray(1);
+  if (hex((await sha256(utf8.encode(name + "\n"), Uint8Array.of(4), pub)).subarray(0, 4)) !== hash) return null;
+  return { name, hash, pub };
+}
+
+// cosignatures checks the witnesses' cosignatures (cosignature/v1) on a
+// signed note: {valid, forged}, the names of the witnesses whose first
+// signature line verifies over "cosignature/v1\ntime T\n" and the note's
+// text, and of those whose does not. Lines of other keys are ignored.
+export async function cosignatures(note, witnesses) {
+  const { text, sigs } = parseNote(note);
+  const valid = [], forged = [];
+  for (const w of witnesses) {
+    if (!w) continue;
+    const s = sigs.find((x) => x.name === w.name && x.hash === w.hash);
+    if (!s) continue;
+    let ok = false;
+    if (s.sig.length === 72) {
+      const t = new DataView(s.sig.buffer, s.sig.byteOffset, 8).getBigUint64(0);
+      ok = t <= 2n ** 62n && await ed25519Verify(w.pub, s.sig.subarray(8), utf8.encode(`cosignature/v1\ntime ${t}\n` + text));
+    }
+    (ok ? valid : forged).push(w.name);
+  }
+  return { valid, forged };
+}
+
 // ed25519Verify checks sig over msg with the 32 raw bytes pub (WebCrypto).
 async function ed25519Verify(pub, sig, msg) {
   let key;

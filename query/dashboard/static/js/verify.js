@@ -10,7 +10,7 @@
 // compare their key_id with the one you keep (auditrail verify --keys).
 import { h, clear, append, time } from "./dom.js";
 import { ApiError } from "./api.js";
-import { VerifyError, openCheckpoint, leafHash, checkRecord, fromBase64, equal } from "./tlog.js";
+import { VerifyError, openCheckpoint, leafHash, checkRecord, fromBase64, equal, parseWitnessKey, cosignatures } from "./tlog.js";
 
 // The two logs of an organization, by route segment.
 export const AUDIT = "audit_logs";
@@ -43,9 +43,38 @@ function failure(e, prefix = "") {
   return { state: "unavailable", message: (e && e.message) || String(e) };
 }
 
+// witnessed checks the cosignatures on note of the organization's
+// witnesses (GET /orgs/{org}/witnesses: the operator's and its own):
+// {listed, valid, forged} (names), or null when the list cannot be read.
+// The list comes from the same server as the note: a count of witnesses
+// here says that those witnesses saw this checkpoint, as the server names
+// them; auditrail verify --witness pins the witnesses' keys.
+async function witnessed(api, org, note) {
+  let list;
+  try {
+    list = await api.get(`/orgs/${org}/witnesses`);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(list) || list.length === 0) return null;
+  const keys = await Promise.all(list.map((w) => parseWitnessKey(w && w.vkey)));
+  const r = await cosignatures(note, keys);
+  return { listed: keys.filter(Boolean).length, ...r };
+}
+
+// witnessText says how many witnesses cosigned a checkpoint.
+export function witnessText(w) {
+  if (!w) return "";
+  const n = w.valid.length;
+  return n === 0 ? `not cosigned by any of its ${w.listed} witness${w.listed === 1 ? "" : "es"} yet`
+    : `verified by ${n} witness${n === 1 ? "" : "es"} (${w.valid.join(", ")})`;
+}
+
 // checkpoint fetches and verifies the latest checkpoint of org's log of
 // kind: {state: "verified", cp} (cp: tlog.js openCheckpoint's answer, with
-// key), "none", "failed" or "unavailable". It never rejects.
+// key, and witnesses: witnessed's answer), "none", "failed" or
+// "unavailable". A cosignature by a listed witness that does not verify
+// fails it (check "witness"). It never rejects.
 export async function checkpoint(api, org, kind) {
   let data;
   try {
@@ -57,13 +86,19 @@ export async function checkpoint(api, org, kind) {
   const origin = `/orgs/${org}/${kind}`;
   try {
     const note = data && data.note;
+    let cp;
     try {
-      return { state: "verified", cp: await openCheckpoint(note, await auditKeys(api), origin) };
+      cp = await openCheckpoint(note, await auditKeys(api), origin);
     } catch (e) {
       // A key rotated since the page asked: ask once more.
       if (!(e instanceof VerifyError && e.check === "key")) throw e;
-      return { state: "verified", cp: await openCheckpoint(note, await auditKeys(api, true), origin) };
+      cp = await openCheckpoint(note, await auditKeys(api, true), origin);
     }
+    cp.witnesses = await witnessed(api, org, note);
+    if (cp.witnesses && cp.witnesses.forged.length) {
+      throw new VerifyError("witness", `the cosignature of witness ${cp.witnesses.forged.join(", ")} does not verify: forged, or the checkpoint was altered`);
+    }
+    return { state: "verified", cp };
   } catch (e) {
     return failure(e, "checkpoint: ");
   }
@@ -144,6 +179,7 @@ const checks = {
   signature: "the checkpoint's signature is invalid",
   key: "the checkpoint's key is unknown or not valid then",
   checkpoint: "the checkpoint is malformed",
+  witness: "a witness's cosignature is invalid",
 };
 
 const results = new WeakMap(); // item → promise of its result (redraws do not ask again)
@@ -180,7 +216,8 @@ export function verifyBadge(ctx, kind, item, listing, refetch) {
     switch (r.state) {
       case "verified":
         return fill(h("strong", {}, "✓ ", r.message), h("span", { class: "muted" },
-          ` · leaf ${r.leafIndex} of ${r.cp.size} · signed by key ${r.cp.key.key_id} (${r.cp.key.name}) at `, time(r.cp.timestamp)));
+          ` · leaf ${r.leafIndex} of ${r.cp.size} · signed by key ${r.cp.key.key_id} (${r.cp.key.name}) at `, time(r.cp.timestamp),
+          r.cp.witnesses ? " · " + witnessText(r.cp.witnesses) : ""));
       case "erased":
         return fill(h("strong", {}, "Erased"), h("span", { class: "muted" }, " — " + r.message));
       case "pending":
@@ -207,10 +244,12 @@ export function checkpointPanel(ctx, kind, listing) {
     if (r.state === "verified") {
       const cp = r.cp;
       el.dataset.size = String(cp.size);
+      if (cp.witnesses) el.dataset.witnesses = String(cp.witnesses.valid.length);
       const what = kind === AUDIT ? "audit log" : "executions log";
       return fill(h("strong", { title: "Its signature was verified in this browser" }, "✓ Latest checkpoint"), ` of the organization's ${what}: `, h("span", { class: "cp-size" }, `${cp.size} entr${cp.size === 1 ? "y" : "ies"}`),
         " · ", time(cp.timestamp), " · root ", h("code", { class: "cp-root", title: cp.rootB64 }, cp.rootB64),
-        " · key ", h("code", { class: "cp-key", title: cp.key.name }, cp.key.key_id));
+        " · key ", h("code", { class: "cp-key", title: cp.key.name }, cp.key.key_id),
+        cp.witnesses ? h("span", { class: "cp-witnesses" }, " · " + witnessText(cp.witnesses)) : "");
     }
     if (r.state === "none") return fill(h("span", { class: "muted" }, "Latest checkpoint: none yet (the log signs one within a minute of new entries)."));
     if (r.state === "failed") {
