@@ -3,6 +3,8 @@ package verifycmd
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/torchwood"
 	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/synth"
@@ -116,11 +120,32 @@ func TestVerifyExport(t *testing.T) {
 			return l
 		}
 	}
-	other, _, _ := tlog.GenerateKey("audit.example.com", f.t0)
+	other, otherPub, _ := tlog.GenerateKey("audit.example.com", f.t0)
+	logVKey, _ := otherPub.VKey()
 	kept := f.write(t, "kept-20.note", f.note(t, 20, f.t0, f.key))
 	keptAll := f.write(t, "kept-30.note", f.note(t, n, f.t0.Add(30*time.Minute), f.key))
 	apiAnswer, _ := json.Marshal(map[string]any{"code": 200, "data": map[string]any{"note": string(f.note(t, n, f.t0.Add(time.Hour), f.key)), "size": n}})
 	apart := f.write(t, "checkpoint.json", apiAnswer)
+	// Witnesses: w1 cosigns (torchwood's signer), w2 does not.
+	w1, w1key := cosigner(t, "witness.example/1")
+	_, w2key := cosigner(t, "witness.example/2")
+	cosigned := func(forge bool) func([][]byte) [][]byte {
+		return func(l [][]byte) [][]byte {
+			msg := f.note(t, n, f.t0.Add(time.Hour), f.key)
+			text, _, _ := tlog.SplitNote(msg)
+			signed, err := note.Sign(&note.Note{Text: string(text)}, w1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lines, _ := tlog.SplitNote(signed)
+			line := lines[0]
+			if forge {
+				line = line[:len(line)-3] + "AA="
+			}
+			l[len(l)-1] = tlogtest.CheckpointLine(append(msg, line+"\n"...))
+			return l
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		edit  func([][]byte) [][]byte
@@ -151,6 +176,15 @@ func TestVerifyExport(t *testing.T) {
 		}, says: "line 6 is not an entry of the export"},
 		{name: "checkpoint apart (the checkpoint route's answer)", edit: func(l [][]byte) [][]byte { return l[:n] }, flags: []string{"--checkpoint", apart}},
 		{name: "no checkpoint at all", edit: func(l [][]byte) [][]byte { return l[:n] }, says: "does not end with a checkpoint line: give --checkpoint", usage: true},
+		{name: "witnessed", edit: cosigned(false), flags: []string{"--witness", w1key}},
+		{name: "witnessed, quorum 1 of 2", edit: cosigned(false), flags: []string{"--witness", w1key, "--witness", w2key, "--witness-quorum", "1"}},
+		{name: "no quorum", edit: cosigned(false), flags: []string{"--witness", w1key, "--witness", w2key}, says: "is cosigned by 1 of the witnesses given (witness.example/1), 2 required"},
+		{name: "not witnessed", flags: []string{"--witness", w1key}, says: "is cosigned by 0 of the witnesses given (none)"},
+		{name: "forged cosignature", edit: cosigned(true), flags: []string{"--witness", w1key}, says: "the cosignature of witness witness.example/1"},
+		{name: "quorum above the witnesses", flags: []string{"--witness", w1key, "--witness-quorum", "2"}, says: "want 1 to 1", usage: true},
+		{name: "quorum without witnesses", flags: []string{"--witness-quorum", "1"}, says: "without --witness", usage: true},
+		{name: "a log key as a witness key", flags: []string{"--witness", logVKey}, says: "not a witness cosignature key", usage: true},
+		{name: "a witness twice", flags: []string{"--witness", w1key, "--witness", w1key}, says: "given twice", usage: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := f.export(t)
@@ -237,3 +271,18 @@ func TestVerifyFlagsWinOverEnvironment(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { testenv.Main(m) }
+
+// cosigner is a witness's signer made by torchwood (C2SP tlog-cosignature)
+// and its vkey.
+func cosigner(t *testing.T, name string) (*torchwood.CosignatureSigner, string) {
+	t.Helper()
+	_, k, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := torchwood.NewCosignatureSigner(name, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, s.Verifier().String()
+}

@@ -615,6 +615,7 @@ func TestCheckpointerWithRoleCredentials(t *testing.T) {
 }
 
 var _ Observer = (*metrics.TLogObserver)(nil)
+var _ WitnessObserver = (*metrics.TLogObserver)(nil)
 
 // Across a rotation each checkpoint is signed by the key current at its
 // time: the one before by the old key, the one after by the new, and both

@@ -13,6 +13,7 @@ import (
 // never an organization.
 type TLogObserver struct {
 	signed, publishFailed, appended *prometheus.CounterVec
+	witness                         *prometheus.CounterVec
 	lag                             prometheus.Gauge
 	delay                           *prometheus.HistogramVec
 
@@ -21,6 +22,12 @@ type TLogObserver struct {
 	now  func() time.Time
 	desc *prometheus.Desc
 }
+
+// WitnessResults are the values of the witness submissions' result label.
+var WitnessResults = []string{"cosigned", "conflict", "refused", "unavailable", "bad_answer"}
+
+// WitnessSubmitted counts a submission of a checkpoint to a witness.
+func (o *TLogObserver) WitnessSubmitted(result string) { o.witness.WithLabelValues(result).Inc() }
 
 // TLogKinds are the values of the kind label.
 var TLogKinds = []string{"audit_logs", "tool_executions"}
@@ -36,6 +43,8 @@ func (r *Registry) TLog() *TLogObserver {
 			Help: "Checkpoints stored but not published on the event stream (signed again next round), by log kind."}, []string{"kind"}),
 		appended: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "tlog_sequencer_leaves_appended_total",
 			Help: "Leaves the sequencer appended to the logs, by log kind."}, []string{"kind"}),
+		witness: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "tlog_witness_submissions_total",
+			Help: "Checkpoints submitted to witnesses, by result: cosigned, conflict (a 409: sent again from the witness's size), refused (403, 422, or a witness beyond the checkpoint: a rolled-back or forked log), unavailable, bad_answer."}, []string{"result"}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "tlog_sequencer_lag_messages",
 			Help: "Messages of the event stream (entries) that the sequencer has not taken yet, after its last round."}),
 		delay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "tlog_sequencer_delay_seconds",
@@ -52,7 +61,10 @@ func (r *Registry) TLog() *TLogObserver {
 		o.appended.WithLabelValues(k)
 		o.delay.WithLabelValues(k)
 	}
-	r.reg.MustRegister(o.signed, o.publishFailed, o.appended, o.lag, o.delay, o)
+	for _, r := range WitnessResults {
+		o.witness.WithLabelValues(r)
+	}
+	r.reg.MustRegister(o.signed, o.publishFailed, o.appended, o.witness, o.lag, o.delay, o)
 	return o
 }
 
