@@ -15,6 +15,7 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auth"
 	"github.com/auditrail/auditrail/internal/httpapi"
+	itlog "github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
@@ -36,6 +37,15 @@ type Watermarks interface {
 type FeedSource struct {
 	Watermarks                     Watermarks
 	AuditDurable, ExecutionDurable string
+	// Seal (optional) tells up to which created_time every entry is in
+	// its organization's verifiable log (the sequencer's seal): each page
+	// answers it as sealed_until.
+	Seal SealSource
+}
+
+// SealSource reads the sequencer's seal (false: none yet).
+type SealSource interface {
+	Sealed(ctx context.Context) (time.Time, bool, error)
 }
 
 // ServeFeedsWith enables the feed routes (they answer 503 without it).
@@ -73,6 +83,10 @@ type FeedData struct {
 	Items      any    `json:"items"`
 	NextCursor string `json:"next_cursor"`
 	HasMore    bool   `json:"has_more"`
+	// SealedUntil: every entry whose created_time is at or before it is
+	// in the feed already, and in the organization's signed log: a window
+	// that ends by then is final (null while the logs have no seal).
+	SealedUntil *string `json:"sealed_until"`
 }
 
 // feedParams are what both feeds parse besides their filters.
@@ -132,6 +146,16 @@ func (s *Server) feedPage(c *fiber.Ctx, fp feedParams, scope [scopeLen]byte, dur
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
 	defer cancel()
+	// The seal is read before the watermark: what it seals is below it.
+	var sealed *string
+	if s.feeds.Seal != nil {
+		if t, ok, err := s.feeds.Seal.Sealed(ctx); err != nil {
+			s.log.Warn("feed: the logs' seal cannot be read", "err", err)
+		} else if ok {
+			v := t.UTC().Format(itlog.TimeFormat)
+			sealed = &v
+		}
+	}
 	upto, err := s.feeds.Watermarks.Watermark(ctx, durable)
 	if err != nil {
 		s.log.Error("feed watermark unavailable", "err", err)
@@ -142,7 +166,7 @@ func (s *Server) feedPage(c *fiber.Ctx, fp feedParams, scope [scopeLen]byte, dur
 		return err
 	}
 	return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK",
-		Data: FeedData{Items: items, NextCursor: s.cursor.EncodeFeed(next, scope), HasMore: more}})
+		Data: FeedData{Items: items, NextCursor: s.cursor.EncodeFeed(next, scope), HasMore: more, SealedUntil: sealed}})
 }
 
 // recordFeedWalk records a feed read from its start (no cursor; no since,

@@ -53,6 +53,8 @@ type CheckpointData struct {
 	RootHash  string `json:"root_hash"`
 	Timestamp string `json:"timestamp"`
 	KeyID     string `json:"key_id"`
+	// SealedUntil is the note's sealed_until line (nil: none).
+	SealedUntil *string `json:"sealed_until"`
 }
 
 // ProofData is the inclusion proof route's data.
@@ -167,8 +169,17 @@ func (s *Server) checkpointRoute(kind auditstore.LogKind) fiber.Handler {
 
 func checkpointData(cp auditstore.Checkpoint) CheckpointData {
 	origin, _, _ := bytes.Cut(cp.Note, []byte("\n"))
-	return CheckpointData{Note: string(cp.Note), Origin: string(origin), Size: cp.Size,
+	d := CheckpointData{Note: string(cp.Note), Origin: string(origin), Size: cp.Size,
 		RootHash: base64.StdEncoding.EncodeToString(cp.Root[:]), Timestamp: cp.Time.UTC().Format(tlog.TimeFormat), KeyID: cp.KeyID}
+	if text, _, ok := bytes.Cut(cp.Note, []byte("\n\n")); ok {
+		for _, l := range bytes.Split(text, []byte("\n")) {
+			if v, ok := bytes.CutPrefix(l, []byte(tlog.SealedExtension)); ok {
+				s := string(v)
+				d.SealedUntil = &s
+			}
+		}
+	}
+	return d
 }
 
 // treeSize resolves the size a proof is asked against: the latest

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/evidence/checkpointer"
+	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/natsx"
@@ -34,8 +36,45 @@ func serveFeeds(qs *query.Server, nc *nats.Conn, auditDurable string) error {
 		return fmt.Errorf("feeds: %w", err)
 	}
 	qs.ServeFeedsWith(query.FeedSource{Watermarks: natsx.NewWatermarks(js, 0),
-		AuditDurable: auditDurable, ExecutionDurable: ingest.ExecutionDurableFor(auditDurable)})
+		AuditDurable: auditDurable, ExecutionDurable: ingest.ExecutionDurableFor(auditDurable), Seal: &sealReader{js: js}})
 	return nil
+}
+
+// sealReader reads the sequencer's seal from the tlog bucket, at most once
+// per sealMaxAge however many feeds ask (as the watermarks).
+type sealReader struct {
+	js     jetstream.JetStream
+	mu     sync.Mutex
+	kv     jetstream.KeyValue
+	at     time.Time
+	sealed time.Time
+	ok     bool
+}
+
+const sealMaxAge = 200 * time.Millisecond
+
+func (r *sealReader) Sealed(ctx context.Context) (time.Time, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Since(r.at) < sealMaxAge {
+		return r.sealed, r.ok, nil
+	}
+	if r.kv == nil {
+		kv, err := r.js.KeyValue(ctx, natsx.TLogBucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return time.Time{}, false, nil // no tlog role yet
+		}
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		r.kv = kv
+	}
+	s, ok, err := sequencer.ReadSealed(ctx, r.kv)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	r.at, r.sealed, r.ok = time.Now(), s.Time, ok
+	return s.Time, ok, nil
 }
 
 // serveAuditKeys enables GET /api/v1/audit_keys on qs: the public signing

@@ -24,6 +24,7 @@ import (
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/evidence/lease"
+	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/evidence/witness"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/tlog"
@@ -276,6 +277,13 @@ func (c *Checkpointer) Round(ctx context.Context) error { return c.round(ctx, ni
 func (c *Checkpointer) round(ctx context.Context, keep func(context.Context) bool) error {
 	var errs []error
 	key := &roundKey{}
+	// The seal is read before the logs' sizes: every size read after it
+	// holds every entry it seals.
+	if s, ok, err := sequencer.ReadSealed(ctx, c.d.KV); err != nil {
+		c.log.Warn("checkpointer: seal not read", "err", err)
+	} else if ok {
+		key.sealed = s.Time
+	}
 	for _, kind := range []auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions} {
 		if err := c.roundKind(ctx, kind, keep, key); err != nil {
 			errs = append(errs, err)
@@ -291,6 +299,8 @@ type roundKey struct {
 	priv tlog.PrivateKey
 	pub  tlog.PublicKey
 	ok   bool
+	// sealed is the seal read at the round's start (zero: none).
+	sealed time.Time
 }
 
 func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, keep func(context.Context) bool, key *roundKey) error {
@@ -375,7 +385,7 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 		if err != nil {
 			return fmt.Errorf("%w: %w", errKeyring, err)
 		}
-		*key = roundKey{priv: priv, pub: pub, ok: true}
+		key.priv, key.pub, key.ok = priv, pub, true
 	}
 	priv, pub := key.priv, key.pub
 	// The checkpoint's time: now, never before its key's not_before.
@@ -384,6 +394,12 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 		at = pub.NotBefore
 	}
 	cp := tlog.Checkpoint{Origin: tlog.Origin(c.cfg.Prefix, id.org, tlogKind(id.kind)), Size: size, Root: root, Time: at}
+	if !key.sealed.IsZero() {
+		cp.SealedUntil = key.sealed
+		if cp.SealedUntil.After(at) {
+			cp.SealedUntil = at
+		}
+	}
 	msg, err := tlog.Sign(cp, priv)
 	if err != nil {
 		return fmt.Errorf("sign: %w", err)

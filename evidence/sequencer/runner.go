@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,24 @@ type Runner struct {
 	log   *slog.Logger
 	lease *lease.Lease
 	obs   Observer
+	kv    jetstream.KeyValue
+	// sealed is the last seal written (while leading).
+	sealed time.Time
+}
+
+// SealedKey is the tlog bucket's key of the logs' seal (Sealed, JSON):
+// after each round, every entry of the event stream up to a sequence is
+// in its organization's log.
+const SealedKey = "sealed"
+
+// Sealed says up to where every log is complete: every audit entry and
+// tool execution whose stream sequence is at most Seq, and so (the
+// stream's times never go back) whose created_time is at most Time, is in
+// its organization's log. The checkpointer signs it as a checkpoint's
+// sealed_until; the feed serves it.
+type Sealed struct {
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
 }
 
 // Observer receives the sequencer's metrics (*metrics.TLogObserver).
@@ -119,7 +138,7 @@ func NewRunner(cfg Config, seq *Sequencer, js jetstream.JetStream, kv jetstream.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, seq: seq, js: js, wm: wm, log: log, lease: lease.New(kv, leaseKey, cfg.Instance, cfg.LeaseTTL, log), obs: nopObserver{}}, nil
+	return &Runner{cfg: cfg, seq: seq, js: js, wm: wm, log: log, lease: lease.New(kv, leaseKey, cfg.Instance, cfg.LeaseTTL, log), obs: nopObserver{}, kv: kv}, nil
 }
 
 const leaseKey = "sequencer"
@@ -147,6 +166,9 @@ func (r *Runner) Run(ctx context.Context) error {
 
 // lead runs rounds while the lease is held.
 func (r *Runner) lead(ctx context.Context) error {
+	if s, ok, err := ReadSealed(ctx, r.kv); err == nil && ok {
+		r.sealed = s.Time // a seal never goes back, whoever wrote it
+	}
 	cons, err := r.js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{
 		Durable:        r.cfg.Durable,
 		FilterSubjects: []string{schemas.EventSubject("*", schemas.KindAudit), schemas.EventSubject("*", schemas.KindExecution)},
@@ -209,6 +231,11 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 	}
 	if last == nil {
 		r.obs.SequencerLag(0)
+		// Nothing pending: every message so far is sequenced, and any
+		// later one gets a later time than the server's now.
+		if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 && info.NumAckPending == 0 && !info.TimeStamp.IsZero() {
+			r.seal(ctx, Sealed{Seq: info.AckFloor.Stream, Time: info.TimeStamp})
+		}
 		return nil
 	}
 	var marks [2]uint64
@@ -249,7 +276,48 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 		return err
 	}
 	r.obs.SequencerLag(pending)
+	if md, err := last.Metadata(); err == nil {
+		r.seal(ctx, Sealed{Seq: md.Sequence.Stream, Time: md.Timestamp})
+	}
 	return nil
+}
+
+// seal writes the seal of a round: every message up to s.Seq is in its
+// log, so every entry whose time is before s.Time (a later message has a
+// time at or after it) is: s.Time minus a millisecond, the precision of
+// created_time. A seal never goes back.
+func (r *Runner) seal(ctx context.Context, s Sealed) {
+	s.Time = s.Time.UTC().Truncate(time.Millisecond).Add(-time.Millisecond)
+	if !s.Time.After(r.sealed) {
+		return
+	}
+	b, err := json.Marshal(s)
+	if err == nil {
+		_, err = r.kv.Put(ctx, SealedKey, b)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("sequencer: seal not written", "err", err)
+		}
+		return
+	}
+	r.sealed = s.Time
+}
+
+// ReadSealed reads the seal from the tlog bucket (false: none yet).
+func ReadSealed(ctx context.Context, kv jetstream.KeyValue) (Sealed, bool, error) {
+	e, err := kv.Get(ctx, SealedKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Sealed{}, false, nil
+	}
+	if err != nil {
+		return Sealed{}, false, fmt.Errorf("seal: %w", err)
+	}
+	var s Sealed
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		return Sealed{}, false, fmt.Errorf("seal: %w", err)
+	}
+	return s, true, nil
 }
 
 // waitFor waits until the durable's watermark reaches seq (ingest has

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"log/slog"
 	"slices"
 	"strings"
@@ -238,3 +239,73 @@ func (r *recorder) appended() int {
 }
 
 var _ sequencer.Observer = (*metrics.TLogObserver)(nil)
+
+// The seal holds under load: whenever it is read, every entry stored with
+// a created_time at or before it is already in its organization's log;
+// once the runner is idle it reaches past every entry stored.
+func TestRunnerSeals(t *testing.T) {
+	_, nc, js := testenv.NATS(t)
+	s := openStore(t)
+	runIngest(t, nc, s)
+	orgs := []uuid.UUID{uuid.New(), uuid.New()}
+	run(t, "runner", newRunner(t, nc, js, s, "a").Run)
+	kv, err := js.KeyValue(context.Background(), natsx.TLogBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// check reads the seal, then every stored entry: those at or before
+	// the seal must have leaves. It returns the seal and the newest entry.
+	check := func() (sequencer.Sealed, time.Time) {
+		t.Helper()
+		sealed, ok, err := sequencer.ReadSealed(ctx, kv)
+		if err != nil || !ok {
+			return sequencer.Sealed{}, time.Time{}
+		}
+		var newest time.Time
+		for _, o := range orgs {
+			var after auditstore.FeedKey
+			for {
+				p, err := s.FeedAudit(ctx, auditstore.FeedQuery{OrgID: o, After: after, Upto: math.MaxUint64, Limit: auditstore.FeedMaxLimit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []uuid.UUID
+				for i := range p.Items {
+					if !p.Items[i].CreatedTime.After(sealed.Time) {
+						ids = append(ids, p.Items[i].EventID)
+					}
+					if p.Items[i].CreatedTime.After(newest) {
+						newest = p.Items[i].CreatedTime
+					}
+				}
+				if len(ids) > 0 {
+					got, err := s.LeafIndexes(ctx, o, auditstore.LogAudit, ids)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got) != len(ids) {
+						t.Fatalf("sealed until %s (seq %d), but %d of the %d entries stored at or before it are not in the log", sealed.Time, sealed.Seq, len(ids)-len(got), len(ids))
+					}
+				}
+				if !p.HasMore || len(p.Items) == 0 {
+					break
+				}
+				after = p.Next
+			}
+		}
+		return sealed, newest
+	}
+	for range 8 {
+		publishN(t, nc, orgs, 400)
+		check()
+	}
+	var sealed sequencer.Sealed
+	var newest time.Time
+	testenv.Eventually(t, 30*time.Second, func() string {
+		return fmt.Sprintf("the idle seal %s reaches the newest entry %s", sealed.Time, newest)
+	}, func() bool {
+		sealed, newest = check()
+		return !newest.IsZero() && !sealed.Time.Before(newest)
+	})
+}

@@ -87,11 +87,20 @@ type Checkpoint struct {
 	Root   Hash
 	// Time is when the log signed it (millisecond precision, UTC).
 	Time time.Time
+	// SealedUntil (zero: not said) is the persistence time up to which
+	// the log is complete at this size: every entry of the organization's
+	// kind whose created_time is at or before it is at a leaf below Size
+	// (millisecond precision, UTC; never after Time).
+	SealedUntil time.Time
 }
 
-// TimestampExtension starts the one extension line of a checkpoint body:
-// "timestamp " and the time in TimeFormat.
-const TimestampExtension = "timestamp "
+// TimestampExtension starts the first extension line of a checkpoint
+// body: "timestamp " and the time in TimeFormat; SealedExtension the
+// optional second: "sealed_until " and the time in TimeFormat.
+const (
+	TimestampExtension = "timestamp "
+	SealedExtension    = "sealed_until "
+)
 
 // MaxCheckpointBytes bounds a signed checkpoint that Open reads.
 const MaxCheckpointBytes = 16 << 10
@@ -102,6 +111,7 @@ const MaxCheckpointBytes = 16 << 10
 //	<size, decimal>
 //	<root, standard base64>
 //	timestamp <time, RFC 3339 UTC with milliseconds>
+//	sealed_until <time, the same format> (when SealedUntil is set)
 func (cp Checkpoint) Body() []byte {
 	var b bytes.Buffer
 	b.WriteString(cp.Origin)
@@ -113,6 +123,11 @@ func (cp Checkpoint) Body() []byte {
 	b.WriteString(TimestampExtension)
 	b.WriteString(cp.Time.UTC().Format(TimeFormat))
 	b.WriteByte('\n')
+	if !cp.SealedUntil.IsZero() {
+		b.WriteString(SealedExtension)
+		b.WriteString(cp.SealedUntil.UTC().Format(TimeFormat))
+		b.WriteByte('\n')
+	}
 	return b.Bytes()
 }
 
@@ -124,6 +139,8 @@ func (cp Checkpoint) check() error {
 		return fmt.Errorf("%w: negative size", ErrMalformedCheckpoint)
 	case cp.Time.IsZero():
 		return fmt.Errorf("%w: no time", ErrMalformedCheckpoint)
+	case cp.SealedUntil.After(cp.Time):
+		return fmt.Errorf("%w: sealed_until %s after the checkpoint's time %s", ErrMalformedCheckpoint, cp.SealedUntil.Format(TimeFormat), cp.Time.Format(TimeFormat))
 	}
 	return nil
 }
@@ -135,6 +152,9 @@ func Sign(cp Checkpoint, key PrivateKey) ([]byte, error) {
 		return nil, fmt.Errorf("%w: no private key", ErrMalformedKey)
 	}
 	cp.Time = cp.Time.UTC().Truncate(time.Millisecond)
+	if !cp.SealedUntil.IsZero() {
+		cp.SealedUntil = cp.SealedUntil.UTC().Truncate(time.Millisecond)
+	}
 	if err := cp.check(); err != nil {
 		return nil, err
 	}
@@ -149,7 +169,7 @@ func Sign(cp Checkpoint, key PrivateKey) ([]byte, error) {
 // refuses: an input over MaxCheckpointBytes; a note without a signature by
 // a key of keys (ErrUnknownKey, naming the key_id of each signature); a
 // signature by a known key that does not verify (ErrBadSignature); a body
-// other than exactly the four lines Body writes (ErrMalformedCheckpoint);
+// other than exactly the lines Body writes (ErrMalformedCheckpoint);
 // a checkpoint whose time is outside the validity of every known key that
 // signed it (ErrKeyNotValid). It returns the key that verified.
 func Open(msg []byte, keys KeySet) (Checkpoint, PublicKey, error) {
@@ -200,8 +220,8 @@ func parseBody(text string) (Checkpoint, error) {
 		return bad("body does not end with a newline")
 	}
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	if len(lines) != 4 {
-		return bad("%d lines (want origin, size, root hash and the timestamp line)", len(lines))
+	if len(lines) != 4 && len(lines) != 5 {
+		return bad("%d lines (want origin, size, root hash, the timestamp line and the optional sealed_until line)", len(lines))
 	}
 	var cp Checkpoint
 	cp.Origin = lines[0]
@@ -231,6 +251,20 @@ func parseBody(text string) (Checkpoint, error) {
 		return bad("timestamp %.40q is not in %s", ts, TimeFormat)
 	}
 	cp.Time = t
+	if len(lines) == 5 {
+		ts, ok := strings.CutPrefix(lines[4], SealedExtension)
+		if !ok {
+			return bad("line 5 %.80q is not the sealed_until line", lines[4])
+		}
+		t, err := time.Parse(TimeFormat, ts)
+		if err != nil || t.Format(TimeFormat) != ts {
+			return bad("sealed_until %.40q is not in %s", ts, TimeFormat)
+		}
+		if t.After(cp.Time) {
+			return bad("sealed_until %s is after the checkpoint's time", ts)
+		}
+		cp.SealedUntil = t
+	}
 	return cp, nil
 }
 

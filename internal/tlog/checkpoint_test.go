@@ -154,7 +154,10 @@ func TestOpenRefuses(t *testing.T) {
 		{"not a note", []byte("hello\n"), tlog.ErrMalformedCheckpoint, ""},
 		{"oversized", bytes.Repeat([]byte("a"), tlog.MaxCheckpointBytes+1), tlog.ErrTooLarge, ""},
 		{"three lines", signBody(t, priv, "o\n3\n"+root+"\n"), tlog.ErrMalformedCheckpoint, "3 lines"},
-		{"extra line", signBody(t, priv, "o\n3\n"+root+"\ntimestamp 2026-11-01T01:00:00.000Z\nmore\n"), tlog.ErrMalformedCheckpoint, "5 lines"},
+		{"extra line", signBody(t, priv, "o\n3\n"+root+"\ntimestamp 2026-11-01T01:00:00.000Z\nmore\n"), tlog.ErrMalformedCheckpoint, "line 5"},
+		{"six lines", signBody(t, priv, "o\n3\n"+root+"\ntimestamp 2026-11-01T01:00:00.000Z\nsealed_until 2026-11-01T00:00:00.000Z\nmore\n"), tlog.ErrMalformedCheckpoint, "6 lines"},
+		{"sealed after the checkpoint", signBody(t, priv, "o\n3\n"+root+"\ntimestamp 2026-11-01T01:00:00.000Z\nsealed_until 2026-11-01T01:00:00.001Z\n"), tlog.ErrMalformedCheckpoint, "after the checkpoint's time"},
+		{"sealed not UTC ms", signBody(t, priv, "o\n3\n"+root+"\ntimestamp 2026-11-01T01:00:00.000Z\nsealed_until 2026-11-01T00:00:00Z\n"), tlog.ErrMalformedCheckpoint, "sealed_until"},
 		{"size with a sign", signBody(t, priv, "o\n+3\n"+root+"\ntimestamp 2026-11-01T01:00:00.000Z\n"), tlog.ErrMalformedCheckpoint, "size"},
 		{"size with leading zero", signBody(t, priv, "o\n03\n"+root+"\ntimestamp 2026-11-01T01:00:00.000Z\n"), tlog.ErrMalformedCheckpoint, "size"},
 		{"size in hex", signBody(t, priv, "o\n0x3\n"+root+"\ntimestamp 2026-11-01T01:00:00.000Z\n"), tlog.ErrMalformedCheckpoint, "size"},
@@ -174,6 +177,15 @@ func TestOpenRefuses(t *testing.T) {
 				t.Fatalf("%q does not say %q", err, tc.says)
 			}
 		})
+	}
+	// A sealed_until line round-trips.
+	sealed := cp
+	sealed.SealedUntil = t0.Add(59 * time.Minute)
+	if got, _, err := tlog.Open(sign(priv, sealed), ks); err != nil || !got.SealedUntil.Equal(sealed.SealedUntil) {
+		t.Fatalf("sealed checkpoint: %+v %v", got, err)
+	}
+	if _, err := tlog.Sign(tlog.Checkpoint{Origin: cp.Origin, Size: 3, Root: cp.Root, Time: t0, SealedUntil: t0.Add(time.Second)}, priv); !errors.Is(err, tlog.ErrMalformedCheckpoint) {
+		t.Fatalf("signed a checkpoint sealed after its time: %v", err)
 	}
 	// Key rotation: the old key's checkpoints inside its window still open.
 	before := tlog.Checkpoint{Origin: cp.Origin, Size: 1, Root: rfcRoots[0], Time: t0.Add(-time.Hour)}

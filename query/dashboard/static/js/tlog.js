@@ -6,8 +6,10 @@
 //     names sorted by UTF-16 code units);
 //   - node = SHA-256(0x01 ‖ left ‖ right); an inclusion proof is checked as
 //     golang.org/x/mod/sumdb/tlog.CheckRecord does;
-//   - a checkpoint is a C2SP signed note (Ed25519) of four lines: origin,
-//     size, root (base64), "timestamp <RFC 3339 ms UTC>".
+//   - a checkpoint is a C2SP signed note (Ed25519) of four or five lines: origin,
+//     size, root (base64), "timestamp <RFC 3339 ms UTC>" and the optional
+//     "sealed_until <RFC 3339 ms UTC>"; witnesses' cosignature lines follow
+//     the log's own signature.
 // Every failure is a VerifyError naming the check that failed.
 
 // VerifyError: check is "canonical" (the entry has no canonical form),
@@ -299,8 +301,8 @@ export function parseCheckpoint(text) {
   const bad = (why) => new VerifyError("checkpoint", "malformed checkpoint: " + why);
   if (!text.endsWith("\n")) throw bad("the body does not end with a newline");
   const lines = text.slice(0, -1).split("\n");
-  if (lines.length !== 4) throw bad(`${lines.length} lines (want origin, size, root hash and timestamp)`);
-  const [origin, sizeS, rootS, tsLine] = lines;
+  if (lines.length !== 4 && lines.length !== 5) throw bad(`${lines.length} lines (want origin, size, root hash, timestamp and the optional sealed_until)`);
+  const [origin, sizeS, rootS, tsLine, sealedLine] = lines;
   if (!validName(origin)) throw bad("origin");
   if (!/^(0|[1-9][0-9]{0,18})$/.test(sizeS)) throw bad("size is not a decimal number without leading zeros");
   const size = Number(sizeS);
@@ -310,7 +312,15 @@ export function parseCheckpoint(text) {
   const m = /^timestamp (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/.exec(tsLine);
   const time = m ? Date.parse(m[1]) : NaN;
   if (!m || Number.isNaN(time) || new Date(time).toISOString() !== m[1]) throw bad("line 4 is not the timestamp line");
-  return { origin, size, root, rootB64: rootS, timestamp: m[1], time };
+  let sealedUntil = null;
+  if (sealedLine !== undefined) {
+    const sm = /^sealed_until (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/.exec(sealedLine);
+    const st = sm ? Date.parse(sm[1]) : NaN;
+    if (!sm || Number.isNaN(st) || new Date(st).toISOString() !== sm[1]) throw bad("line 5 is not the sealed_until line");
+    if (st > time) throw bad("sealed_until is after the checkpoint's time");
+    sealedUntil = sm[1];
+  }
+  return { origin, size, root, rootB64: rootS, timestamp: m[1], time, sealedUntil };
 }
 
 // keyHash is the note key hash of an Ed25519 key: the first 4 bytes of

@@ -249,6 +249,7 @@ export function checkpointPanel(ctx, kind, listing) {
       return fill(h("strong", { title: "Its signature was verified in this browser" }, "✓ Latest checkpoint"), ` of the organization's ${what}: `, h("span", { class: "cp-size" }, `${cp.size} entr${cp.size === 1 ? "y" : "ies"}`),
         " · ", time(cp.timestamp), " · root ", h("code", { class: "cp-root", title: cp.rootB64 }, cp.rootB64),
         " · key ", h("code", { class: "cp-key", title: cp.key.name }, cp.key.key_id),
+        cp.sealedUntil ? h("span", { class: "cp-sealed", title: "Every entry recorded by then is in this checkpoint (sealed_until)" }, " · complete up to ", time(cp.sealedUntil)) : "",
         cp.witnesses ? h("span", { class: "cp-witnesses" }, " · " + witnessText(cp.witnesses)) : "");
     }
     if (r.state === "none") return fill(h("span", { class: "muted" }, "Latest checkpoint: none yet (the log signs one within a minute of new entries)."));
