@@ -147,7 +147,16 @@ func (v *verifier) pending(cp tlog.Checkpoint) {
 		grace = DefaultPendingGrace
 	}
 	v.rep.Pending = v.col.morePending
+	if !cp.SealedUntil.IsZero() {
+		v.rep.Notes = append(v.rep.Notes, fmt.Sprintf("the checkpoint seals the log up to %s (sealed_until): every entry stored by then is at a leaf below its size",
+			cp.SealedUntil.Format(tlog.TimeFormat)))
+	}
 	for _, p := range v.col.pending {
+		if !cp.SealedUntil.IsZero() && !p.created.IsZero() && !p.created.After(cp.SealedUntil) {
+			v.add(KindInserted, -1, p.line, "line %d%s is not in the log (leaf_index null) but was stored at %s, at or before the checkpoint's sealed_until %s: every entry stored by then is in the log, so it was inserted into the store behind the log's back",
+				p.line, eventSuffix(p.event), p.created.UTC().Format(tlog.TimeFormat), cp.SealedUntil.Format(tlog.TimeFormat))
+			continue
+		}
 		if p.created.IsZero() || p.created.Before(cp.Time.Add(-grace)) {
 			when := "without a readable created_time"
 			if !p.created.IsZero() {

@@ -72,6 +72,17 @@ func (f *fixture) sign(t *testing.T, size int64, at time.Time, key tlog.PrivateK
 	return note
 }
 
+// sealed is the checkpoint of the whole log with a sealed_until line.
+func (f *fixture) sealed(t *testing.T, until time.Time) []byte {
+	t.Helper()
+	n := int64(len(f.items))
+	note, err := tlog.Sign(tlog.Checkpoint{Origin: origin, Size: n, Root: tlog.RootOf(append([]tlog.Hash(nil), f.leaves[:n]...)), Time: t0.Add(time.Hour), SealedUntil: until}, f.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return note
+}
+
 // lines is the export: an entry per line, in leaf order, then the
 // checkpoint line.
 func (f *fixture) lines(t *testing.T) [][]byte {
@@ -171,6 +182,18 @@ func TestExportTampers(t *testing.T) {
 			return append(l[:12:12], append([][]byte{f.items[3]}, l[12:]...)...)
 		}, cfg: func(cfg *verify.Config) { cfg.PendingGrace = 100 * 24 * time.Hour },
 			says: []string{"note: 1 entry not sequenced yet when exported (leaf_index null): not verified"}},
+		// Within the grace, but stored before the checkpoint's seal: every
+		// entry stored by then is in the log, so this one was inserted.
+		{name: "not sequenced, yet sealed", edit: func(l [][]byte) [][]byte {
+			l = append(l[:12:12], append([][]byte{f.items[3]}, l[12:]...)...)
+			l[len(l)-1] = tlogtest.CheckpointLine(f.sealed(t, t0))
+			return l
+		}, cfg: func(cfg *verify.Config) { cfg.PendingGrace = 100 * 24 * time.Hour },
+			kinds: []string{verify.KindInserted}, says: []string{"line 13 (event \"" + ev(3) + "\") is not in the log (leaf_index null) but was stored at", "at or before the checkpoint's sealed_until 2026-11-01T00:00:00.000Z"}},
+		{name: "sealed, nothing pending", edit: func(l [][]byte) [][]byte {
+			l[len(l)-1] = tlogtest.CheckpointLine(f.sealed(t, t0))
+			return l
+		}, says: []string{"note: the checkpoint seals the log up to 2026-11-01T00:00:00.000Z (sealed_until)"}},
 		{name: "inserted entry renumbering the rest", edit: func(l [][]byte) [][]byte {
 			out := append([][]byte{}, l[:10]...)
 			out = append(out, tlogtest.Line(f.items[2], 10))
