@@ -90,6 +90,17 @@ func TestDevWitnessed(t *testing.T) {
 	if lw.Size(origin) < 41 {
 		t.Fatalf("the witness knows the log at %d", lw.Size(origin))
 	}
+	// The checkpoint seals the log: every entry created by its
+	// sealed_until is below its size; the feed answers the seal too.
+	r := api.call("GET", "/api/v1/orgs/"+org.String()+"/audit_logs/checkpoint", boot, nil)
+	sealed, _ := r.data()["sealed_until"].(string)
+	if sealed == "" || !strings.Contains(r.data()["note"].(string), "\nsealed_until "+sealed+"\n") {
+		t.Fatalf("no sealed_until in the checkpoint: %s", r.raw)
+	}
+	feed := api.call("GET", "/api/v1/orgs/"+org.String()+"/audit_logs/feed?limit=1", boot, nil)
+	if s, _ := feed.data()["sealed_until"].(string); s == "" || s < sealed {
+		t.Fatalf("the feed's sealed_until %q, the checkpoint's %q", s, sealed)
+	}
 
 	verify := func(args ...string) (string, error) {
 		out, err := exec.Command(binary(t), append([]string{"verify", "--keys", keysFile}, args...)...).CombinedOutput()
