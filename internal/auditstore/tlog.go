@@ -118,6 +118,16 @@ type LogStore interface {
 	// guarantee); found is false, with no hashes, when the log holds no
 	// leaf of the event below size (not sequenced yet, at or above size).
 	LeafTile(ctx context.Context, org uuid.UUID, kind LogKind, event uuid.UUID, size int64) (index int64, hashes []StoredHash, found bool, err error)
+	// LeafRange returns the leaves lo <= index < hi of the log, in order
+	// (their event ids and feed positions: what a tile of entries is made
+	// of), in one read of a range of the leaves' primary key, without a
+	// head read: hi must be at most a size the log has reached (LogHead's
+	// or a checkpoint's: the caller's guarantee, as LeafTile's). A leaf of
+	// the range that the log does not hold is ErrNotFound (wrapped); lo <
+	// 0, hi < lo or more than MaxLeafRange leaves is ErrInvalidQuery.
+	// (LifecycleStore.ReadLogLeaves reads the head first and answers fewer
+	// leaves past the log's end.)
+	LeafRange(ctx context.Context, org uuid.UUID, kind LogKind, lo, hi int64) ([]LogLeaf, error)
 	// SaveCheckpoint stores a checkpoint of the log. Its root must be the
 	// tree hash of the log's first Size leaves (ErrLogConflict otherwise:
 	// a size above the log's, or another root, is never stored). One
@@ -155,6 +165,36 @@ const TileHeight = 8
 func TileHashRange(leaf, size int64) (lo, hi int64) {
 	t := leaf &^ (1<<TileHeight - 1)
 	return tlog.StoredHashCount(t), tlog.StoredHashCount(min(t+1<<TileHeight, size))
+}
+
+// MaxLeafRange is the most leaves one LeafRange call reads: 16 tiles of
+// entries.
+const MaxLeafRange = 16 << TileHeight
+
+// ValidateLeafRange checks the arguments of LeafRange.
+func ValidateLeafRange(org uuid.UUID, kind LogKind, lo, hi int64) error {
+	if err := ValidateLog(org, kind); err != nil {
+		return err
+	}
+	if lo < 0 || hi < lo || hi-lo > MaxLeafRange {
+		return fmt.Errorf("%w: leaf range %d..%d (at most %d leaves from 0 on)", ErrInvalidQuery, lo, hi, MaxLeafRange)
+	}
+	return nil
+}
+
+// CheckLeafRange checks that leaves, read for LeafRange, are exactly the
+// leaves lo..hi-1 in order: ErrNotFound (wrapped) names the first one
+// missing.
+func CheckLeafRange(leaves []LogLeaf, lo, hi int64) error {
+	for i, l := range leaves {
+		if l.Index != lo+int64(i) {
+			return fmt.Errorf("leaf %d: %w", lo+int64(i), ErrNotFound)
+		}
+	}
+	if int64(len(leaves)) != hi-lo {
+		return fmt.Errorf("leaf %d: %w", lo+int64(len(leaves)), ErrNotFound)
+	}
+	return nil
 }
 
 // ValidateLog checks the organization and kind of a log call.

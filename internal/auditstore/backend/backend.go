@@ -286,6 +286,14 @@ func (p *Pending) LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.L
 	return s.LeafTile(ctx, org, kind, event, size)
 }
 
+func (p *Pending) LeafRange(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, lo, hi int64) ([]auditstore.LogLeaf, error) {
+	s, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	return s.LeafRange(ctx, org, kind, lo, hi)
+}
+
 func (p *Pending) LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error) {
 	s, err := p.get()
 	if err != nil {

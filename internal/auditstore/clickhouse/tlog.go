@@ -295,6 +295,28 @@ func (s *Store) readLeaves(ctx context.Context, org uuid.UUID, kind auditstore.L
 	return out, maxVer, nil
 }
 
+// LeafRange implements auditstore.LogStore in one query
+// (queries/log_leaves.sql): a range of log_leaves' primary key, the newest
+// write of each leaf. The caller's hi is at most the head's size, so
+// every row below it is final (an append that crashed left rows above the
+// size only): no head read.
+func (s *Store) LeafRange(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, lo, hi int64) ([]auditstore.LogLeaf, error) {
+	if err := auditstore.ValidateLeafRange(org, kind, lo, hi); err != nil {
+		return nil, err
+	}
+	if lo == hi {
+		return nil, nil
+	}
+	leaves, _, err := s.readLeaves(ctx, org, kind, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	if err := auditstore.CheckLeafRange(leaves, lo, hi); err != nil {
+		return nil, fmt.Errorf("clickhouse leaf range %d..%d: %w", lo, hi, err)
+	}
+	return leaves, nil
+}
+
 // ReadLogHashes implements auditstore.LogStore: one query (per thousand
 // indexes) of points of log_hashes' primary key.
 func (s *Store) ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error) {

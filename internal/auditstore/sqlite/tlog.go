@@ -26,6 +26,8 @@ var (
 	logHashRangeSQL string
 	//go:embed queries/log_leaf_indexes.sql
 	logLeafIndexesSQL string
+	//go:embed queries/log_leaf_range.sql
+	logLeafRangeSQL string
 	//go:embed queries/insert_log_leaf.sql
 	insertLogLeafSQL string
 	//go:embed queries/insert_log_hash.sql
@@ -209,6 +211,12 @@ func readLeaves(ctx context.Context, q querier, logID, lo, hi int64) ([]auditsto
 	if err != nil {
 		return nil, fmt.Errorf("sqlite log leaves: %w", err)
 	}
+	return scanLeaves(rows)
+}
+
+// scanLeaves reads leaves (idx, event_id, seq, created_ms) and closes
+// rows.
+func scanLeaves(rows *sql.Rows) ([]auditstore.LogLeaf, error) {
 	defer rows.Close()
 	var out []auditstore.LogLeaf
 	for rows.Next() {
@@ -220,9 +228,11 @@ func readLeaves(ctx context.Context, q querier, logID, lo, hi int64) ([]auditsto
 		if err := rows.Scan(&l.Index, &id, &seq, &created); err != nil {
 			return nil, fmt.Errorf("sqlite log leaves: %w", err)
 		}
-		if l.EventID, err = uuid.Parse(id); err != nil {
+		eid, err := uuid.Parse(id)
+		if err != nil {
 			return nil, fmt.Errorf("sqlite log leaves: %w", err)
 		}
+		l.EventID = eid
 		l.Key = auditstore.FeedKey{Seq: uint64(seq), CreatedMS: created, EventID: l.EventID}
 		out = append(out, l)
 	}
@@ -230,6 +240,31 @@ func readLeaves(ctx context.Context, q querier, logID, lo, hi int64) ([]auditsto
 		return nil, fmt.Errorf("sqlite log leaves: %w", err)
 	}
 	return out, nil
+}
+
+// LeafRange implements auditstore.LogStore in one query: the log's
+// number by the key of log_heads, then a range of log_leaves' primary
+// key. A log's rows are written with its head in one transaction: every
+// row is final.
+func (s *Store) LeafRange(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, lo, hi int64) ([]auditstore.LogLeaf, error) {
+	if err := auditstore.ValidateLeafRange(org, kind, lo, hi); err != nil {
+		return nil, err
+	}
+	if lo == hi {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, logLeafRangeSQL, org.String(), int64(kind), lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite leaf range: %w", err)
+	}
+	leaves, err := scanLeaves(rows)
+	if err != nil {
+		return nil, err
+	}
+	if err := auditstore.CheckLeafRange(leaves, lo, hi); err != nil {
+		return nil, fmt.Errorf("sqlite leaf range %d..%d: %w", lo, hi, err)
+	}
+	return leaves, nil
 }
 
 // ReadLogHashes implements auditstore.LogStore: one query, points of the

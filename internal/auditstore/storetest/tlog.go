@@ -459,6 +459,55 @@ func testLogLeafTile(t *testing.T, open Opener) {
 			t.Errorf("%s: LeafTile = %v", c.name, err)
 		}
 	}
+	t.Run("LeafRange", func(t *testing.T) { testLeafRange(t, s, org, m, other, om) })
+}
+
+// testLeafRange: LeafRange reads exactly the leaves of a range below the
+// log's size, in order, with their feed positions (whole tiles, across
+// the appends' batches and tiles, one leaf, none); a leaf the log does
+// not hold (beyond its size, another kind's, an organization without a
+// log) is ErrNotFound, and a range that is not one is ErrInvalidQuery.
+// m is org's audit log (1000 leaves), om other's (2 leaves, the first
+// an event of m as well).
+func testLeafRange(t *testing.T, s auditstore.LogStore, org uuid.UUID, m *LogModel, other uuid.UUID, om *LogModel) {
+	for _, c := range []struct {
+		org    uuid.UUID
+		m      *LogModel
+		lo, hi int64
+	}{
+		{org, m, 0, 1}, {org, m, 0, 256}, {org, m, 255, 257}, {org, m, 256, 512}, {org, m, 299, 302},
+		{org, m, 999, 1000}, {org, m, 744, 1000}, {org, m, 0, 1000}, {org, m, 7, 7}, {other, om, 0, 2},
+	} {
+		got, err := s.LeafRange(ctx(t), c.org, auditstore.LogAudit, c.lo, c.hi)
+		if err != nil {
+			t.Fatalf("LeafRange(%d, %d): %v", c.lo, c.hi, err)
+		}
+		if want := c.m.Leaves[c.lo:c.hi]; !slices.Equal(got, want) {
+			t.Fatalf("LeafRange(%d, %d): %d leaves, differ from the %d appended", c.lo, c.hi, len(got), len(want))
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		org    uuid.UUID
+		kind   auditstore.LogKind
+		lo, hi int64
+		want   error
+	}{
+		{"a range past the size", org, auditstore.LogAudit, 999, 1001, auditstore.ErrNotFound},
+		{"a range at the size", org, auditstore.LogAudit, 1000, 1001, auditstore.ErrNotFound},
+		{"another organization's size", other, auditstore.LogAudit, 0, 3, auditstore.ErrNotFound},
+		{"the empty log of the other kind", org, auditstore.LogExecutions, 0, 1, auditstore.ErrNotFound},
+		{"an organization without a log", uuid.New(), auditstore.LogAudit, 0, 1, auditstore.ErrNotFound},
+		{"a negative start", org, auditstore.LogAudit, -1, 1, auditstore.ErrInvalidQuery},
+		{"an end before the start", org, auditstore.LogAudit, 5, 4, auditstore.ErrInvalidQuery},
+		{"too many leaves", org, auditstore.LogAudit, 0, auditstore.MaxLeafRange + 1, auditstore.ErrInvalidQuery},
+		{"nil organization", uuid.Nil, auditstore.LogAudit, 0, 1, auditstore.ErrInvalidQuery},
+		{"unknown kind", org, 2, 0, 1, auditstore.ErrInvalidQuery},
+	} {
+		if got, err := s.LeafRange(ctx(t), c.org, c.kind, c.lo, c.hi); !errors.Is(err, c.want) {
+			t.Errorf("%s: LeafRange(%d, %d) = %d leaves, %v; want %v", c.name, c.lo, c.hi, len(got), err, c.want)
+		}
+	}
 }
 
 // testLogCheckpoints: checkpoints are kept per size (the newest of a
