@@ -35,3 +35,21 @@ func (Leaves) ExecutionLeaf(e *auditstore.Execution) ([32]byte, error) {
 	}
 	return itlog.Leaf(b)
 }
+
+// Preimage is the leaf preimage of an item as the routes serve it (an
+// Item or an ExecutionItem, its erasure member included): the entry that
+// internal/tlog.ParseEntry reads from its JSON, whose Canonical are the
+// exact bytes the leaf hashes (Leaf = SHA-256(0x00 ‖ Canonical)) and
+// Version the leaf's version. For version 1 they are the JCS of the item's
+// covered members; for version 2 (an item with a salt, or the fields of
+// its erasure) the JCS of the leaf object with its commitments, which an
+// erasure does not change: an erased entry of version 2 has the preimage
+// of its original leaf, one of version 1 has not (its Leaf differs from
+// its erasure's leaf_hash).
+func Preimage(item any) (itlog.Entry, error) {
+	b, err := json.Marshal(item)
+	if err != nil {
+		return itlog.Entry{}, fmt.Errorf("item: %w", err)
+	}
+	return itlog.ParseEntry(nil, b)
+}
