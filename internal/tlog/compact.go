@@ -3,7 +3,7 @@ package tlog
 import (
 	"cmp"
 	"fmt"
-		"slices"
+	"slices"
 )
 
 // Compact ranges: a run of leaves [lo, hi) is covered by the fewest aligned

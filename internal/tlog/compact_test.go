@@ -100,9 +100,13 @@ func TestRootOfNodes(t *testing.T) {
 		return f(c)
 	}
 	for name, ns := range map[string][]tlog.HashedNode{
-		"gap":        bad(func(c []tlog.HashedNode) []tlog.HashedNode { return c[1:] }),
-		"overlap":    bad(func(c []tlog.HashedNode) []tlog.HashedNode { return append(c, hashed(m, []tlog.Node{{Level: 0, Index: 9}})...) }),
-		"beyond":     bad(func(c []tlog.HashedNode) []tlog.HashedNode { return append(c, hashed(m, []tlog.Node{{Level: 0, Index: 10}})...) }),
+		"gap": bad(func(c []tlog.HashedNode) []tlog.HashedNode { return c[1:] }),
+		"overlap": bad(func(c []tlog.HashedNode) []tlog.HashedNode {
+			return append(c, hashed(m, []tlog.Node{{Level: 0, Index: 9}})...)
+		}),
+		"beyond": bad(func(c []tlog.HashedNode) []tlog.HashedNode {
+			return append(c, hashed(m, []tlog.Node{{Level: 0, Index: 10}})...)
+		}),
 		"wrong hash": bad(func(c []tlog.HashedNode) []tlog.HashedNode { c[0].Hash[0] ^= 1; return c }),
 	} {
 		got, err := tlog.RootOfNodes(10, ns)
