@@ -67,6 +67,11 @@ type Config struct {
 	// CleanupAge: consumers of deleted destinations (or of replaced
 	// generations) older than this are deleted.
 	CleanupAge time.Duration
+	// ProofWait bounds how long a JSON batch waits, with the logs
+	// (Deliverer.ProveWith), for its entries to be in a checkpoint
+	// (then those still missing go without a leaf); ProofPoll is how
+	// often it looks.
+	ProofWait, ProofPoll time.Duration
 }
 
 // DefaultConfig returns batches of 100 events and 1 MiB, 1 s fetches,
@@ -77,7 +82,7 @@ func DefaultConfig() Config {
 		RequestTimeout: 10 * time.Second, MaxResponseBytes: 64 << 10,
 		Retry:   retry.Policy{Initial: time.Second, Max: 30 * time.Second},
 		AckWait: 2 * time.Minute, LeaseTTL: 15 * time.Second, Tick: time.Second, StatusEvery: 2 * time.Second,
-		CleanupAge: time.Minute}
+		CleanupAge: time.Minute, ProofWait: 5 * time.Minute, ProofPoll: 250 * time.Millisecond}
 }
 
 // Validate checks the configuration.
@@ -87,6 +92,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: replicas %d not in 1..%d", ErrInvalidOption, c.Replicas, natsx.MaxReplicas)
 	case c.Bucket == "":
 		return fmt.Errorf("%w: bucket is empty", ErrInvalidOption)
+	case c.ProofWait <= 0 || c.ProofPoll <= 0:
+		return fmt.Errorf("%w: proof wait %s and poll %s must be positive", ErrInvalidOption, c.ProofWait, c.ProofPoll)
 	case c.BatchSize < 1 || c.BatchSize > 10_000:
 		return fmt.Errorf("%w: batch size %d not in 1..10000", ErrInvalidOption, c.BatchSize)
 	case c.MaxBodyBytes < 1<<10:

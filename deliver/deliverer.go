@@ -47,6 +47,8 @@ type Deliverer struct {
 	client *http.Client
 	log    *slog.Logger
 	kv     jetstream.KeyValue
+	// logs, when set, proves JSON batches (ProveWith).
+	logs Logs
 
 	mu      sync.Mutex
 	workers map[uuid.UUID]*worker

@@ -50,14 +50,14 @@ type hecEvent struct {
 
 // encode returns the line of one event for the destination (without the
 // newline), or nil when its filter leaves it out. created is the time the
-// stream stored it (created_time). An error for an undecodable payload
+// stream stored it (created_time); leaf its leaf_index (nil: unknown). An error for an undecodable payload
 // (ingest sends it to the dead-letter stream; it is not delivered).
 //
 // An event is delivered only to the organization its subject names, and
 // only when its payload names that organization too (as ingest checks): a
 // message on auditrail.events.<A>.audit whose organization_id is B is an
 // error wrapping ErrOrganizationMismatch, delivered to neither A nor B.
-func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, error) {
+func (s *spec) encode(subject string, data []byte, created time.Time, leaf *int64) ([]byte, error) {
 	org, kind, ok := schemas.ParseEventSubject(subject)
 	if !ok {
 		return nil, fmt.Errorf("subject %q is not an event subject", subject)
@@ -92,7 +92,9 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 			v = ocsf.Audit(&ev)
 		} else {
 			entry := schemas.AuditEntry{ID: schemas.EntryID(ev.EventID), AuditEvent: ev, CreatedTime: created}
-			v = apiitem.NewItem(&entry)
+			item := apiitem.NewItem(&entry)
+			item.LeafIndex = leaf
+			v = item
 		}
 	case schemas.KindExecution:
 		ev, err := schemas.UnmarshalExecutionEvent(data)
@@ -109,7 +111,9 @@ func (s *spec) encode(subject string, data []byte, created time.Time) ([]byte, e
 		if s.Format == destination.FormatOCSF {
 			v = ocsf.Execution(&ev)
 		} else {
-			v = apiitem.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev, CreatedTime: created})
+			item := apiitem.NewExecutionItem(&auditstore.Execution{ExecutionEvent: ev, CreatedTime: created})
+			item.LeafIndex = leaf
+			v = item
 		}
 	case schemas.KindCheckpoint:
 		// A signed checkpoint of the org's logs (issue 24): delivered in

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/auditrail/auditrail/internal/tlog"
 	"github.com/auditrail/auditrail/schemas"
 )
 
@@ -37,6 +38,9 @@ type ReceiverConfig struct {
 	Log io.Writer
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Keys, when set, verifies the proofs of JSON deliveries
+	// (BatchVerifier): a line per finding in Log, and the counts.
+	Keys *tlog.KeySet
 }
 
 // DefaultMaxReceiveBody is the largest body a Receiver takes by default.
@@ -58,6 +62,13 @@ type Counts struct {
 	Unique     int64 `json:"unique"`     // events whose event_id was not in the dedup window
 	Duplicates int64 `json:"duplicates"` // events whose event_id was (redelivered)
 	Rejected   int64 `json:"rejected"`   // POSTs refused (signature, token, body)
+	// With Keys: batches verified, leaf gaps and duplicates found,
+	// proofs that failed, entries without a proof.
+	Verified      int64 `json:"verified,omitempty"`
+	Gaps          int64 `json:"gaps,omitempty"`
+	LeafDuplicate int64 `json:"leaf_duplicates,omitempty"`
+	ProofFailures int64 `json:"proof_failures,omitempty"`
+	Unproven      int64 `json:"unproven,omitempty"`
 }
 
 // Receiver takes signed deliveries: it verifies each body's signature
@@ -71,6 +82,7 @@ type Receiver struct {
 	mu     sync.Mutex
 	seen   *window
 	counts Counts
+	proofs *BatchVerifier
 }
 
 // window is a fixed-capacity set of the last ids first seen: a ring of
@@ -129,7 +141,11 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.DedupWindow == 0 {
 		cfg.DedupWindow = DefaultDedupWindow
 	}
-	return &Receiver{cfg: cfg, token: sha256.Sum256([]byte("Splunk " + cfg.SplunkToken)), seen: newWindow(cfg.DedupWindow)}, nil
+	r := &Receiver{cfg: cfg, token: sha256.Sum256([]byte("Splunk " + cfg.SplunkToken)), seen: newWindow(cfg.DedupWindow)}
+	if cfg.Keys != nil {
+		r.proofs = NewBatchVerifier(*cfg.Keys)
+	}
+	return r, nil
 }
 
 // tokenOK reports whether an Authorization header carries the Splunk
@@ -228,11 +244,32 @@ func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
 	r.counts.Deliveries++
 	r.counts.Events += int64(len(ids))
 	r.counts.Unique += int64(fresh)
+	var findings []Finding
+	if r.proofs != nil {
+		findings = r.proofs.Body(body) // in the order bodies are taken
+		for _, f := range findings {
+			switch f.Kind {
+			case "verified":
+				r.counts.Verified++
+			case "gap":
+				r.counts.Gaps++
+			case "duplicate":
+				r.counts.LeafDuplicate++
+			case "unproven":
+				r.counts.Unproven++
+			default:
+				r.counts.ProofFailures++
+			}
+		}
+	}
 	c := r.counts
 	r.mu.Unlock()
 	if r.cfg.Log != nil {
 		fmt.Fprintf(r.cfg.Log, "delivery %s events=%d new=%d duplicates=%d unique_total=%d\n",
 			req.Header.Get(HeaderDeliveryID), len(ids), fresh, len(ids)-fresh, c.Unique)
+		for _, f := range findings {
+			fmt.Fprintln(r.cfg.Log, f)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"received": len(ids), "new": fresh})
 }
@@ -268,8 +305,8 @@ func EventIDs(body []byte) ([]string, error) {
 		if err := json.Unmarshal(line, &v); err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
-		if v.Type == schemas.KindCheckpoint || v.Event != nil && v.Event.Type == schemas.KindCheckpoint {
-			continue // a signed checkpoint, not an event
+		if v.Type == schemas.KindCheckpoint || v.Type == BatchType || v.Event != nil && v.Event.Type == schemas.KindCheckpoint {
+			continue // a signed checkpoint or a batch's proof, not an event
 		}
 		id := v.EventID
 		if id == "" {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/controlplane/destination"
+	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/redact"
 	"github.com/auditrail/auditrail/internal/retry"
@@ -43,6 +45,8 @@ type worker struct {
 	// The status, written by the worker's goroutine only.
 	st        destination.DeliveryStatus
 	writtenAt time.Time
+	// marks are where the proofs of each log stand (proofs.go).
+	marks [2]proofMark
 }
 
 func newWorker(d *Deliverer, sp *spec, l lease) *worker {
@@ -98,6 +102,7 @@ func (w *worker) run() {
 	if cons == nil || w.takeover && !w.waitInFlight(cons) {
 		return
 	}
+	w.loadMarks()
 	bo := w.d.cfg.Retry.Backoff()
 	for w.ctx.Err() == nil {
 		if sp := w.spec.Load(); sp.Paused {
@@ -216,6 +221,8 @@ type chunk struct {
 	msgs  []jetstream.Msg
 	body  []byte
 	lines int
+	// leaves are the leaves of the entries delivered, per log (proofs).
+	leaves [2][]int64
 }
 
 // deliver sends a batch in order, chunk after chunk, each acknowledged
@@ -224,15 +231,29 @@ type chunk struct {
 // the stream (nak: redelivered first).
 func (w *worker) deliver(msgs []jetstream.Msg) {
 	sp := w.spec.Load()
+	proves := w.proves(sp)
+	var leaves []leafOf
+	var cps [2]auditstore.Checkpoint
+	if proves {
+		var ok bool
+		if leaves, cps, ok = w.awaitLeaves(sp, msgs); !ok {
+			w.handBack([]chunk{{msgs: msgs}})
+			return
+		}
+	}
 	var chunks []chunk
 	cur := chunk{}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		meta, _ := m.Metadata()
 		var created time.Time
 		if meta != nil {
 			created = meta.Timestamp
 		}
-		line, err := sp.encode(m.Subject(), m.Data(), created)
+		var leaf *int64
+		if proves && leaves[i].ok {
+			leaf = &leaves[i].leaf
+		}
+		line, err := sp.encode(m.Subject(), m.Data(), created, leaf)
 		if err != nil {
 			w.d.reject(m.Subject(), err, w.log)
 		}
@@ -244,12 +265,31 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 		if line != nil {
 			cur.body = append(append(cur.body, line...), '\n')
 			cur.lines++
+			if leaf != nil {
+				cur.leaves[leaves[i].kind] = append(cur.leaves[leaves[i].kind], *leaf)
+			}
 		}
 	}
 	chunks = append(chunks, cur)
 	done := 0 // messages of the batch acknowledged
 	for i, c := range chunks {
 		w.notePending(msgs, done)
+		var marks [2]proofMark
+		if proves && c.lines > 0 {
+			lines, m, err := w.batchLines(sp.OrgID, c.leaves, cps)
+			if err != nil {
+				w.log.Warn("deliver: batch proof", "err", err)
+				w.handBack(chunks[i:])
+				retry.Sleep(w.ctx, w.d.cfg.Tick)
+				return
+			}
+			marks = m
+			body := slices.Clip(c.body)
+			for _, l := range lines {
+				body = append(append(body, l...), '\n')
+			}
+			c.body = body
+		}
 		if c.lines > 0 {
 			if err := w.post(sp, c, msgs); err != nil {
 				w.handBack(chunks[i:])
@@ -260,6 +300,10 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 		if !w.ack(c.msgs) {
 			w.handBack(chunks[i:])
 			return
+		}
+		if proves && c.lines > 0 && marks != w.marks {
+			w.marks = marks
+			w.saveMarks()
 		}
 		done += len(c.msgs)
 		now := time.Now().UTC()

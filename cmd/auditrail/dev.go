@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
@@ -13,6 +14,9 @@ import (
 // --nats-url) and SQLite (unless --clickhouse), every module of the
 // production roles over one HTTP listener, until ctx ends; then it drains
 // them in the reverse order (process.go).
+// devCheckpointInterval is dev's --checkpoint-interval default.
+const devCheckpointInterval = time.Second
+
 func runDev(ctx context.Context, args []string) error {
 	s, err := parseDevFlags(args)
 	if err != nil {
@@ -48,6 +52,10 @@ func parseDevFlags(args []string) (settings, error) {
 	icfg.RegisterFlags(fs)
 	df := addDeliverFlags(fs)
 	tf := addTLogFlags(fs)
+	// dev signs checkpoints every second: its JSON destinations wait for
+	// the checkpoint that proves their batches.
+	*tf.interval = devCheckpointInterval
+	fs.Lookup("checkpoint-interval").DefValue = devCheckpointInterval.String()
 	rf := addRetentionFlags(fs, true)
 	demoFlag := fs.Bool("demo", "", false, "start a MongoDB-wire server with sample data, the OAuth provider emulator, and a demo organization, project, user (connected to the google and microsoft providers) and key, and print them")
 	publicURL := addPublicURLFlag(fs, "")

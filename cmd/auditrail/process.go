@@ -90,6 +90,9 @@ type settings struct {
 	// for (nil: none; empty: every stream).
 	waitStreams []string
 	store       backend.Target
+	// deliverProofs: the delivery module reads the store to prove its JSON
+	// batches (dev; deliver with --clickhouse).
+	deliverProofs bool
 	// access authenticates callers (nil: the process serves no API).
 	access *accessFlags
 	// writesState: the process writes the control-plane state and creates
@@ -328,7 +331,11 @@ func (p *process) modules() *modules.Set {
 			err := p.in.Run(ctx)
 			return errors.Join(err, <-done)
 		}})
-	set.Add(modules.Module{Name: modDeliver, Deps: []string{modState}, Start: p.startDeliver,
+	deliverDeps := []string{modState}
+	if p.s.dev || p.s.deliverProofs {
+		deliverDeps = append(deliverDeps, modStore)
+	}
+	set.Add(modules.Module{Name: modDeliver, Deps: deliverDeps, Start: p.startDeliver,
 		Run: func(ctx context.Context) error { return p.deliverer.Run(ctx) }})
 	var tlogRun *tlogRole
 	var tlogMu sync.Mutex
@@ -693,6 +700,11 @@ func (p *process) startDeliver(context.Context) error {
 	}
 	if p.deliverer, err = newDeliverer(p.conn(natsx.RoleDeliver), p.state, keys, p.guard, s.deliver, s.log); err != nil {
 		return err
+	}
+	if s.dev || s.deliverProofs {
+		// JSON batches wait for their entries' checkpoint and carry their
+		// proof (deliver.BatchItem).
+		p.deliverer.ProveWith(p.store)
 	}
 	observeDeliver(p.m, p.deliverer)
 	c := deliverCheck(p.deliverer)

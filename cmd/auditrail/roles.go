@@ -196,9 +196,18 @@ func runDeliver(ctx context.Context, args []string) error {
 	secKeys := f.fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they open the destinations' secrets)")
 	allowPrivate := addEgressFlag(f.fs)
 	df := addDeliverFlags(f.fs)
+	sf := addOptionalStoreFlags(f.fs, "optional, read only: with it every JSON batch waits until its entries are in a signed checkpoint and carries their proof (a line {\"type\":\"batch\",…}: auditrail receive --verify checks it)")
 	s, err := f.parse("deliver", args)
 	if err != nil {
 		return err
+	}
+	targets := []string{modDeliver}
+	if *sf.dsn != "" {
+		if s.store, err = sf.resolve(); err != nil {
+			return err
+		}
+		s.deliverProofs = true
+		targets = append(targets, modStore)
 	}
 	if s.deliver, err = df.config(); err != nil {
 		return err
@@ -208,7 +217,7 @@ func runDeliver(ctx context.Context, args []string) error {
 	}
 	s.deliver.Replicas = s.nats.Replicas()
 	s.secretsKeys, s.allowPrivate, s.waitStreams = *secKeys, *allowPrivate, []string{schemas.StreamEvents}
-	return (&process{s: s}).run(ctx, modDeliver)
+	return (&process{s: s}).run(ctx, targets...)
 }
 
 // runTLog is the production tamper-evidence role: it appends every stored

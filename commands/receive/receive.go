@@ -12,6 +12,7 @@ import (
 
 	"github.com/auditrail/auditrail/deliver"
 	"github.com/auditrail/auditrail/internal/cli"
+	"github.com/auditrail/auditrail/internal/tlog"
 )
 
 // Run is a receiver of push deliveries: it verifies their
@@ -25,6 +26,8 @@ func Run(ctx context.Context, args []string) error {
 	tolerance := fs.Duration("tolerance", "", deliver.DefaultTolerance, "how far a signature's time may be from this clock")
 	maxBody := fs.Int("max-body", "", deliver.DefaultMaxReceiveBody, "largest body taken, in bytes (413 above)")
 	window := fs.Int("dedup-window", "", deliver.DefaultDedupWindow, "how many distinct event ids are remembered to tell duplicates (the last first received; memory stays bounded)")
+	verify := fs.Bool("verify", "", false, "verify each JSON batch's proof (its checkpoint against --keys, every entry's inclusion, and that no leaf between batches is missing): a line per batch (verified, gap, duplicate, fail)")
+	keysFile := fs.String("keys", "", "", "with --verify: the public keys checkpoints must be signed by (the answer of GET /api/v1/audit_keys saved to a file)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -34,8 +37,25 @@ func Run(ctx context.Context, args []string) error {
 	if *window < 1 {
 		return cli.UsageErrorf("--dedup-window must be at least 1")
 	}
-	r, err := deliver.NewReceiver(deliver.ReceiverConfig{Secret: []byte(*secret), SplunkToken: *splunk, Tolerance: *tolerance,
-		MaxBody: int64(*maxBody), DedupWindow: *window, Log: os.Stdout})
+	cfg := deliver.ReceiverConfig{Secret: []byte(*secret), SplunkToken: *splunk, Tolerance: *tolerance,
+		MaxBody: int64(*maxBody), DedupWindow: *window, Log: os.Stdout}
+	switch {
+	case *verify && *keysFile == "":
+		return cli.UsageErrorf("--verify needs --keys FILE: the public keys you trust (GET /api/v1/audit_keys saved once)")
+	case !*verify && *keysFile != "":
+		return cli.UsageErrorf("--keys is for --verify")
+	case *verify:
+		b, err := os.ReadFile(*keysFile)
+		if err != nil {
+			return fmt.Errorf("--keys: %w", err)
+		}
+		ks, err := tlog.ParseKeySet(b)
+		if err != nil {
+			return cli.Usage(fmt.Errorf("--keys %s: %w", *keysFile, err))
+		}
+		cfg.Keys = &ks
+	}
+	r, err := deliver.NewReceiver(cfg)
 	if err != nil {
 		return cli.Usage(err)
 	}
@@ -59,5 +79,8 @@ func Run(ctx context.Context, args []string) error {
 	}
 	c := r.Counts()
 	fmt.Fprintf(os.Stdout, "auditrail receive: deliveries=%d events=%d unique=%d duplicates=%d rejected=%d\n", c.Deliveries, c.Events, c.Unique, c.Duplicates, c.Rejected)
+	if cfg.Keys != nil {
+		fmt.Fprintf(os.Stdout, "auditrail receive: batches verified=%d gaps=%d leaf_duplicates=%d proof_failures=%d unproven=%d\n", c.Verified, c.Gaps, c.LeafDuplicate, c.ProofFailures, c.Unproven)
+	}
 	return nil
 }
