@@ -23,6 +23,7 @@ type deliverFlags struct {
 	batch          *int
 	requestTimeout *time.Duration
 	lease          *time.Duration
+	proofWait      *time.Duration
 }
 
 func addDeliverFlags(fs *cli.Flags) deliverFlags {
@@ -32,12 +33,14 @@ func addDeliverFlags(fs *cli.Flags) deliverFlags {
 		requestTimeout: fs.Duration("deliver-timeout", "", d.RequestTimeout, "push destinations: longest POST, answer included"),
 		lease: fs.Duration("deliver-lease", "", d.LeaseTTL, "push destinations: how long an instance's lease on a destination lasts "+
 			"(renewed every third of it): a stopped instance's destinations move to the others after this, a new instance takes its share within a third of it; at least 3s"),
+		proofWait: fs.Duration("deliver-proof-wait", "", d.ProofWait, "push destinations, with the store: longest a JSON batch waits for its entries to be in a signed checkpoint (it carries their proof); "+
+			"entries still missing then (an event the store refused, no tlog role running) go without a leaf"),
 	}
 }
 
 func (f deliverFlags) config() (deliver.Config, error) {
 	cfg := deliver.DefaultConfig()
-	cfg.BatchSize, cfg.RequestTimeout, cfg.LeaseTTL = *f.batch, *f.requestTimeout, *f.lease
+	cfg.BatchSize, cfg.RequestTimeout, cfg.LeaseTTL, cfg.ProofWait = *f.batch, *f.requestTimeout, *f.lease, *f.proofWait
 	if cfg.AckWait < 2*(cfg.Retry.Max+cfg.RequestTimeout) {
 		cfg.AckWait = 2 * (cfg.Retry.Max + cfg.RequestTimeout)
 	}
