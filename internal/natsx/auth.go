@@ -30,7 +30,7 @@ const (
 	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, asks the control plane for token refreshes
 	RoleQuery        = "query"        // reads the bucket, records exports (audit events), follows the event stream (live streams)
 	RoleDeliver      = "deliver"      // reads the bucket, consumes each destination's durable consumer, writes the delivery bucket
-	RoleTLog         = "tlog"         // the tamper-evidence log: its durable, the tlog bucket, publishes checkpoints only
+	RoleTLog         = "tlog"         // the tamper-evidence log: its durable, the tlog bucket, publishes checkpoints only, reads the bucket (witnesses)
 	RoleLifecycle    = "lifecycle"    // retention: reads the bucket, records expiries (audit events), purges expired subjects
 )
 
@@ -42,8 +42,9 @@ var Roles = []string{RoleAdmin, RoleProducer, RoleIngest, RoleControlPlane, Role
 const LifecycleBucket = "auditrail_lifecycle"
 
 // TLogBucket is the tamper-evidence log's KV bucket (the sequencer's and
-// the checkpointer's leases, the signing keys): the tlog role writes it,
-// the query role reads it (GET /api/v1/audit_keys).
+// the checkpointer's leases, the signing keys, the witnesses' statuses):
+// the tlog role writes it, the query role reads it (GET
+// /api/v1/audit_keys), the control plane too (GET …/witnesses).
 const TLogBucket = "auditrail_tlog"
 
 // TLogDurable is the sequencer's durable consumer on AUDITRAIL_EVENTS
@@ -444,6 +445,7 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, kvWrite(ControlPlaneBucket)...)
 		pubs = append(pubs, kvWrite(OAuthStatesBucket)...)
 		pubs = append(pubs, kvRead(DeliverBucket)...) // the destinations' statuses
+		pubs = append(pubs, kvRead(TLogBucket)...)    // the witnesses' statuses and the operator's witnesses
 		pubs = append(pubs, rateLimits()...)
 		pubs = append(pubs, streamConsumerAdmin()...) // the stream credentials' consumers (siem.go)
 		deny = liveStreamDeny()
@@ -472,6 +474,7 @@ func Permissions(role string) (jwt.Permissions, error) {
 		deny = deliverDeny()
 	case RoleTLog:
 		pubs = append(pubs, tlogSubjects()...)
+		pubs = append(pubs, kvRead(ControlPlaneBucket)...) // the organizations' witnesses
 	case RoleLifecycle:
 		pubs = append(pubs, lifecycleSubjects()...)
 		pubs = append(pubs, kvRead(ControlPlaneBucket)...)

@@ -347,6 +347,78 @@ func TestRolePermissions(t *testing.T) {
 		denied(t, errs, "$KV."+natsx.TLogBucket+".key-current")
 	})
 
+	// The organizations' witnesses: the tlog role reads (and watches) the
+	// control-plane bucket to find them, and writes it no more than before.
+	t.Run("tlog reads but cannot write the control-plane bucket", func(t *testing.T) {
+		nc, errs := a.ConnectErrs(t, natsx.RoleTLog)
+		js, _ := jetstream.New(nc)
+		kv, err := js.KeyValue(ctx, natsx.ControlPlaneBucket)
+		if err != nil {
+			t.Fatalf("tlog opens the control-plane bucket: %v", err)
+		}
+		w, err := kv.WatchAll(ctx)
+		if err != nil {
+			t.Fatalf("watch: %v", err)
+		}
+		defer w.Stop()
+		select {
+		case e := <-w.Updates():
+			if e == nil || e.Key() != "org.1" {
+				t.Fatalf("watch delivered %v", e)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("watch delivered nothing")
+		}
+		if e, err := kv.Get(ctx, "org.1"); err != nil || string(e.Value()) != "v1" {
+			t.Fatalf("get: %v", err)
+		}
+		for _, key := range []string{"org.1", "witnesses.1"} {
+			sctx, c := short()
+			if _, err := kv.Put(sctx, key, []byte("forged")); err == nil {
+				t.Fatalf("tlog wrote %s", key)
+			}
+			c()
+			denied(t, errs, "$KV."+natsx.ControlPlaneBucket+"."+key)
+		}
+		sctx, c := short()
+		defer c()
+		if err := kv.Purge(sctx, "org.1"); err == nil {
+			t.Fatal("tlog purged a key of the control-plane bucket")
+		}
+	})
+
+	// The control plane reads the witnesses' statuses in the tlog bucket
+	// (GET …/witnesses) and cannot forge one.
+	t.Run("controlplane reads but cannot write the tlog bucket", func(t *testing.T) {
+		nc, errs := a.ConnectErrs(t, natsx.RoleControlPlane)
+		js, _ := jetstream.New(nc)
+		kv, err := js.KeyValue(ctx, natsx.TLogBucket)
+		if err != nil {
+			t.Fatalf("controlplane opens the tlog bucket: %v", err)
+		}
+		if e, err := kv.Get(ctx, "key-current"); err != nil || !strings.Contains(string(e.Value()), "0a0b0c0d") {
+			t.Fatalf("controlplane reads the tlog bucket: %v", err)
+		}
+		for _, key := range []string{"wstatus.o.audit_logs.w", "witnesses.operator", "key-current", "checkpointer"} {
+			sctx, c := short()
+			if _, err := kv.Put(sctx, key, []byte("forged")); err == nil {
+				t.Fatalf("controlplane wrote %s in the tlog bucket", key)
+			}
+			c()
+			denied(t, errs, "$KV."+natsx.TLogBucket+"."+key)
+		}
+		uctx, uc := short()
+		defer uc()
+		if _, err := js.UpdateKeyValue(uctx, jetstream.KeyValueConfig{Bucket: natsx.TLogBucket, TTL: time.Second}); err == nil {
+			t.Fatal("controlplane reconfigured the tlog bucket")
+		}
+		dctx, dc := short()
+		defer dc()
+		if err := js.DeleteKeyValue(dctx, natsx.TLogBucket); err == nil {
+			t.Fatal("controlplane deleted the tlog bucket")
+		}
+	})
+
 	// Nothing forged reached the bucket.
 	if e, err := cpKV.Get(ctx, "org.1"); err != nil || string(e.Value()) != "v1" {
 		t.Fatalf("bucket entry after the attempts: %v %v", e, err)
