@@ -133,6 +133,7 @@ func (s *Service) Register(r fiber.Router, mw ...fiber.Handler) {
 		v.Delete(base+"/:hook_id", s.deleteHook)
 	}
 	s.registerDestinations(v)
+	s.registerWitnesses(v)
 	v.Get("/orgs/:org_id/auth_providers", s.listProviders)
 	v.Post("/orgs/:org_id/auth_providers", s.createProvider)
 	v.Get("/orgs/:org_id/auth_providers/:provider_id", s.getProvider)
