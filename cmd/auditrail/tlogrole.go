@@ -33,6 +33,7 @@ type tlogFlags struct {
 	keyLifetime *time.Duration
 	keyName     *string
 	witnesses   *[]string
+	fs          *cli.Flags // the command's: its egress flag (orgWitnessClient)
 }
 
 func addTLogFlags(fs *cli.Flags) tlogFlags {
@@ -44,6 +45,7 @@ func addTLogFlags(fs *cli.Flags) tlogFlags {
 		keyName:     fs.String("signing-key-name", "", c.Keyring.Name, "tamper evidence: the signer name of the checkpoints' keys"),
 		witnesses: fs.Strings("witness", "", "tamper evidence: a C2SP tlog-witness that cosigns every checkpoint, as URL,VKEY "+
 			"(its add-checkpoint prefix and its cosignature/v1 verifier key)"),
+		fs: fs,
 	}
 }
 
@@ -61,7 +63,20 @@ func (f tlogFlags) config(instance string) (checkpointer.Config, error) {
 	if err := c.Validate(); err != nil {
 		return c, cli.Usage(err)
 	}
+	witnessEgress.Store(f.egress())
 	return c, nil
+}
+
+// egress is the egress mode of the organizations' witnesses, as newEgress
+// decides it for hook servers and destinations: the command's
+// --allow-private-egress when it has one (dev; the tlog role has none yet:
+// public addresses only), loopback allowed in dev.
+func (f tlogFlags) egress() *tlogEgress {
+	e := &tlogEgress{dev: f.fs.Name() == "auditrail dev"}
+	if fl := f.fs.Lookup("allow-private-egress"); fl != nil {
+		e.allowPrivate = fl.Value.String() == "true"
+	}
+	return e
 }
 
 // tlogStore is what the sequencer and the checkpointer need of the store.
@@ -117,7 +132,14 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	if err != nil {
 		return nil, cli.Usage(err)
 	}
-	deps := checkpointer.Deps{Store: st, KV: kv, JS: js, Sealer: sealer, Log: log.With("role", "tlog")}
+	// The organizations' own witnesses: from the control-plane state,
+	// called through the egress guard.
+	owClient, err := orgWitnessClient(log.With("role", "tlog"))
+	if err != nil {
+		return nil, cli.Usage(err)
+	}
+	ows := &orgWitnesses{log: log.With("role", "tlog")}
+	deps := checkpointer.Deps{Store: st, KV: kv, JS: js, Sealer: sealer, Log: log.With("role", "tlog"), OrgWitnesses: ows, OrgWitness: owClient}
 	if m != nil {
 		o := m.TLog()
 		runner.WithObserver(o)
@@ -129,6 +151,11 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	}
 	t := &tlogRole{runner: runner, cp: cp}
 	ctx, t.cancel = context.WithCancel(ctx)
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		ows.mirror(ctx, js)
+	}()
 	for name, run := range map[string]func(context.Context) error{"sequencer": runner.Run, "checkpointer": cp.Run} {
 		t.wg.Add(1)
 		go func() {
