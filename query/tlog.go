@@ -85,6 +85,7 @@ func (s *Server) registerLogs(r fiber.Router, mw []fiber.Handler) {
 		r.Get(base+"/checkpoint", httpapi.With(mw, s.checkpointRoute(k.kind))...)
 		r.Get(base+"/proof", httpapi.With(mw, s.proofRoute(k.kind))...)
 		r.Get(base+"/consistency", httpapi.With(mw, s.consistencyRoute(k.kind))...)
+		s.registerTiles(r, mw, base, k.kind)
 	}
 }
 
