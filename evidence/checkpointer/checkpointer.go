@@ -171,6 +171,7 @@ type Checkpointer struct {
 	lastKind [2]time.Time
 	pending  map[logID]*pendingCosign // checkpoints missing cosignatures
 	wstate   map[witnessKey]witnessState
+	orgLists map[uuid.UUID][]OrgWitness // the last list read of each organization's witnesses
 }
 
 type logID struct {
@@ -210,7 +211,8 @@ func New(cfg Config, d Deps) (*Checkpointer, error) {
 		return nil, err
 	}
 	return &Checkpointer{cfg: cfg, d: d, keys: keys, lease: lease.New(d.KV, leaseKey, cfg.Instance, cfg.LeaseTTL, d.Log),
-		log: d.Log, now: time.Now, last: map[logID]signed{}, pending: map[logID]*pendingCosign{}, wstate: map[witnessKey]witnessState{}}, nil
+		log: d.Log, now: time.Now, last: map[logID]signed{}, pending: map[logID]*pendingCosign{}, wstate: map[witnessKey]witnessState{},
+		orgLists: map[uuid.UUID][]OrgWitness{}}, nil
 }
 
 // Keyring is the checkpointer's keyring.

@@ -234,6 +234,12 @@ func (k *Keyring) Current(ctx context.Context) (tlog.PrivateKey, tlog.PublicKey,
 				current = &recs[i]
 			}
 		}
+		if current == nil && cur != "" {
+			// The current key was made after the records were listed (a
+			// leader rotated meanwhile): read again rather than rotate
+			// over it, which would leave the key it signed with unlisted.
+			continue
+		}
 		if current != nil {
 			k.tidy(ctx, recs, *current)
 		}
@@ -311,21 +317,32 @@ func isWrongSequence(err error) bool {
 }
 
 // retire sets a former key's not_after.
+// Another instance may retire it at the same time (its tidy, after
+// reading the new current key): a record found retired already is done.
 func (k *Keyring) retire(ctx context.Context, r keyRecord, at time.Time) error {
 	name := keyPrefix + r.KeyID
-	e, err := k.kv.Get(ctx, name)
-	if err != nil {
-		return fmt.Errorf("keyring: retire %s: %w", r.KeyID, err)
+	for attempt := 0; ; attempt++ {
+		e, err := k.kv.Get(ctx, name)
+		if err != nil {
+			return fmt.Errorf("keyring: retire %s: %w", r.KeyID, err)
+		}
+		var cur keyRecord
+		if json.Unmarshal(e.Value(), &cur) == nil && cur.NotAfter != nil {
+			return nil // retired by another instance
+		}
+		r.PublicKey = r.Retire(at)
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("keyring: %w", err)
+		}
+		_, err = k.kv.Update(ctx, name, b, e.Revision())
+		if err == nil {
+			return nil
+		}
+		if !isWrongSequence(err) || attempt >= 2 {
+			return fmt.Errorf("keyring: retire %s: %w", r.KeyID, err)
+		}
 	}
-	r.PublicKey = r.Retire(at)
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("keyring: %w", err)
-	}
-	if _, err := k.kv.Update(ctx, name, b, e.Revision()); err != nil {
-		return fmt.Errorf("keyring: retire %s: %w", r.KeyID, err)
-	}
-	return nil
 }
 
 // tidy repairs what a crash or a lost race left: a former key without
@@ -350,11 +367,23 @@ func (k *Keyring) tidy(ctx context.Context, recs []keyRecord, current keyRecord)
 			}
 			continue
 		}
+		// A record newer than the current key: a loser's that crashed
+		// before removing it, or another leader's rotation in flight
+		// (its record is written before it becomes current). Only one
+		// older than orphanGrace is removed: removing one in flight would
+		// leave the key it then signs with unlisted.
+		if k.now().Sub(r.NotBefore) < orphanGrace {
+			continue
+		}
 		if err := k.kv.Purge(ctx, keyPrefix+r.KeyID); err != nil {
 			k.log.Warn("keyring: remove a key that never was current", "key_id", r.KeyID, "err", err)
 		}
 	}
 }
+
+// orphanGrace is how old a key record that is not current, and newer than
+// the current key, must be before tidy removes it.
+const orphanGrace = time.Minute
 
 // open unseals a key record's private key (once per key).
 func (k *Keyring) open(r keyRecord) (tlog.PrivateKey, error) {

@@ -178,14 +178,41 @@ func (c *Checkpointer) witnesses(ctx context.Context, org uuid.UUID) ([]target, 
 		return out, nil
 	}
 	ows, err := c.d.OrgWitnesses.OrgWitnesses(ctx, org)
+	c.mu.Lock()
 	if err != nil {
-		return out, fmt.Errorf("witnesses of org %s: %w", org, err)
+		// The last list read stands in (the control plane's state may be
+		// briefly unreadable): its witnesses do not miss this checkpoint.
+		last, ok := c.orgLists[org]
+		c.mu.Unlock()
+		if !ok {
+			return out, fmt.Errorf("witnesses of org %s: %w", org, err)
+		}
+		ows, err = last, nil
+	} else {
+		if len(c.orgLists) >= maxOrgLists {
+			clear(c.orgLists)
+		}
+		c.orgLists[org] = ows
+		c.mu.Unlock()
+	}
+	// A witness the operator names too is called once, as the operator's.
+	seen := map[string]bool{}
+	for _, t := range out {
+		seen[t.key()] = true
 	}
 	for _, ow := range ows {
-		out = append(out, target{id: ow.ID, w: ow.Witness, client: c.d.OrgWitness})
+		t := target{id: ow.ID, w: ow.Witness, client: c.d.OrgWitness}
+		if seen[t.key()] {
+			continue
+		}
+		seen[t.key()] = true
+		out = append(out, t)
 	}
 	return out, nil
 }
+
+// maxOrgLists bounds the organizations' witness lists kept.
+const maxOrgLists = 100_000
 
 // queueCosign records a checkpoint just stored for its witnesses.
 func (c *Checkpointer) queueCosign(ctx context.Context, id logID, cp auditstore.Checkpoint, pub tlog.PublicKey) {

@@ -2,12 +2,17 @@ package checkpointer
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"filippo.io/torchwood"
 	"github.com/google/uuid"
 
 	"github.com/auditrail/auditrail/evidence/witness"
@@ -166,4 +171,77 @@ func TestCheckpointerWitnesses(t *testing.T) {
 			t.Fatalf("the witnesses moved: %d %d", a.Size(origin), b.Size(origin))
 		}
 	})
+}
+
+// fakeOrgs lists an organization's witnesses, or fails once told to.
+type fakeOrgs struct {
+	list []OrgWitness
+	fail bool
+}
+
+func (f *fakeOrgs) OrgWitnesses(context.Context, uuid.UUID) ([]OrgWitness, error) {
+	if f.fail {
+		return nil, errors.New("control plane unreadable")
+	}
+	return f.list, nil
+}
+
+// countingClient records the witnesses it is asked to cosign for.
+type countingClient struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingClient) AddCheckpoint(_ context.Context, w witness.Witness, _, _ int64, _ []tlog.Hash, _ []byte) (tlog.Cosignature, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[w.Key.Name]++
+	return tlog.Cosignature{}, witness.ErrUnavailable
+}
+
+// A witness both the operator and the organization name is called once,
+// as the operator's; while the organization's list cannot be read, the
+// last one read stands in.
+func TestOrgWitnessesOnceAndKept(t *testing.T) {
+	f := newFixture(t)
+	mk := func(name string) witness.Witness {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		s, err := torchwood.NewCosignatureSigner(name, priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := witness.New("https://"+strings.ReplaceAll(name, "/", ".")+".example", s.Verifier().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	shared, own := mk("shared"), mk("own")
+	op, orgc := &countingClient{calls: map[string]int{}}, &countingClient{calls: map[string]int{}}
+	orgs := &fakeOrgs{list: []OrgWitness{{ID: "a", Witness: shared}, {ID: "b", Witness: own}}}
+	cfg := DefaultConfig()
+	cfg.Instance, cfg.Witnesses = "a", []witness.Witness{shared}
+	c, err := New(cfg, Deps{Store: f.store, KV: f.kv, JS: f.js, Sealer: sealer(t, 1), Witness: op, OrgWitnesses: orgs, OrgWitness: orgc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now, c.keys.now = f.clk.now, f.clk.now
+	org, m := uuid.New(), storetest.NewLogModel()
+	ctx := context.Background()
+	f.grow(t, org, auditstore.LogAudit, m, 3)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if op.calls["shared"] != 1 || orgc.calls["shared"] != 0 || orgc.calls["own"] != 1 {
+		t.Fatalf("calls: operator's client %v, organizations' %v", op.calls, orgc.calls)
+	}
+	orgs.fail = true
+	f.grow(t, org, auditstore.LogAudit, m, 2)
+	f.clk.add(time.Second)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if orgc.calls["own"] != 2 {
+		t.Fatalf("the organization's witness was not called while its list was unreadable: %v", orgc.calls)
+	}
 }
