@@ -13,6 +13,7 @@ import (
 	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/evidence/checkpointer"
 	"github.com/auditrail/auditrail/evidence/witness"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/retry"
 )
@@ -29,30 +30,12 @@ import (
 // (the checkpointer bounds each submission as a whole).
 const witnessDialTimeout = 10 * time.Second
 
-// tlogEgress is the egress mode of the tlog role's calls to the
-// organizations' witnesses, as the command line that parsed the tlog flags
-// says (tlogFlags.config): loopback allowed in dev, every address with
-// --allow-private-egress where the command has it, public addresses only
-// otherwise (the tlog role).
-type tlogEgress struct{ allowPrivate, dev bool }
-
-// witnessEgress is the tlogEgress of this process's command.
-var witnessEgress atomic.Pointer[tlogEgress]
-
 // orgWitnessClient is the client of the organizations' witnesses: every
-// connection passes the egress guard of the process's command (a name that
-// resolved to a public address when the witness was added and to 127.0.0.1
-// now is refused), no redirect is followed.
-func orgWitnessClient(log *slog.Logger) (*witness.Client, error) {
-	e := witnessEgress.Load()
-	if e == nil {
-		e = &tlogEgress{}
-	}
-	guard, err := newEgress(e.allowPrivate, e.dev, log)
-	if err != nil {
-		return nil, err
-	}
-	return witness.NewClient(guard.Transport(witnessDialTimeout)), nil
+// connection passes guard (the process's egress guard: a name that
+// resolved to a public address when the witness was added and to
+// 127.0.0.1 now is refused), no redirect is followed.
+func orgWitnessClient(guard *egress.Guard) *witness.Client {
+	return witness.NewClient(guard.Transport(witnessDialTimeout))
 }
 
 // orgWitnesses is checkpointer.OrgWitnesses over the mirror.

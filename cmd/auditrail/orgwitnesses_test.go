@@ -17,19 +17,18 @@ import (
 
 	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/evidence/witness"
-	"github.com/auditrail/auditrail/internal/cli"
 	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/internal/tlog"
 )
 
-// The egress mode of the organizations' witnesses follows the command, as
-// for hook servers and destinations: dev allows loopback, dev with
-// --allow-private-egress everything, the tlog role public addresses only;
-// and the client dials through it, so that a witness on loopback (also by
-// a name, localhost, that is no address literal: checked when dialled) is
-// refused to the tlog role and reached in dev.
+// The organizations' witnesses are called through the process's egress
+// guard, as hook servers and destinations: the tlog role reaches public
+// addresses only, dev loopback too, --allow-private-egress everything; the
+// client dials through it, so that a witness on loopback (also by a name,
+// localhost, that is no address literal: checked when dialled) is refused
+// to the tlog role and reached in dev.
 func TestOrgWitnessEgress(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -40,32 +39,20 @@ func TestOrgWitnessEgress(t *testing.T) {
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':'):]
 	vkey := witnessKeyOf(t)
 	for _, tt := range []struct {
-		name    string
-		flags   func() *cli.Flags
-		args    []string
-		want    tlogEgress
-		reached bool
+		name              string
+		allowPrivate, dev bool
+		reached           bool
 	}{
-		{"tlog role", func() *cli.Flags { return newRoleFlags("tlog", "127.0.0.1:0", "x", true, false).fs }, nil, tlogEgress{}, false},
-		{"dev", devFlags, nil, tlogEgress{dev: true}, true},
-		{"dev --allow-private-egress", devFlags, []string{"--allow-private-egress"}, tlogEgress{dev: true, allowPrivate: true}, true},
+		{"tlog role", false, false, false},
+		{"dev", false, true, true},
+		{"dev --allow-private-egress", true, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := tt.flags()
-			tf := addTLogFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tf.config("test"); err != nil {
-				t.Fatal(err)
-			}
-			if got := witnessEgress.Load(); got == nil || *got != tt.want {
-				t.Fatalf("egress %+v, want %+v", got, tt.want)
-			}
-			c, err := orgWitnessClient(slog.New(slog.DiscardHandler))
+			guard, err := newEgress(tt.allowPrivate, tt.dev, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
+			c := orgWitnessClient(guard)
 			for _, u := range []string{srv.URL, "http://localhost" + port} {
 				w, err := witness.New(u, vkey)
 				if err != nil {
@@ -83,13 +70,6 @@ func TestOrgWitnessEgress(t *testing.T) {
 			}
 		})
 	}
-}
-
-// devFlags are the flags dev defines before the tlog ones, and its egress flag.
-func devFlags() *cli.Flags {
-	fs := cli.NewFlags("auditrail dev")
-	addEgressFlag(fs)
-	return fs
 }
 
 // witnessKeyOf is a valid cosignature/v1 vkey nobody holds.

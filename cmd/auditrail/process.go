@@ -361,7 +361,13 @@ func (p *process) modules() *modules.Set {
 			case <-ctx.Done():
 				return nil
 			}
-			t, err := startTLog(ctx, p.conn(natsx.RoleTLog), p.store, keys, s.tlog, s.nats.Replicas(), s.ingest.Durable, p.m, log)
+			// The organizations' witnesses are called through the egress
+			// guard of the command (dev: loopback; --allow-private-egress).
+			guard, err := newEgress(s.allowPrivate, s.dev, log)
+			if err != nil {
+				return err
+			}
+			t, err := startTLog(ctx, p.conn(natsx.RoleTLog), p.store, keys, s.tlog, s.nats.Replicas(), guard, s.ingest.Durable, p.m, log)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil

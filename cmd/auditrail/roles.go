@@ -228,6 +228,7 @@ func runTLog(ctx context.Context, args []string) error {
 	secKeys := f.fs.String("secrets-keys", "", "", "keys of secrets at rest, comma-separated base64 of 32 bytes (the control plane's; required: they seal the signing keys)")
 	durable := addIngestDurableFlag(f.fs, "the logs take what it has committed")
 	tf := addTLogFlags(f.fs)
+	allowPrivate := addEgressFlag(f.fs)
 	s, err := f.parse("tlog", args)
 	if err != nil {
 		return err
@@ -241,7 +242,7 @@ func runTLog(ctx context.Context, args []string) error {
 	if s.tlog, err = tf.config(uuid.NewString()[:8]); err != nil {
 		return err
 	}
-	s.secretsKeys, s.ingest.Durable, s.waitStreams = *secKeys, *durable, []string{schemas.StreamEvents}
+	s.secretsKeys, s.ingest.Durable, s.waitStreams, s.allowPrivate = *secKeys, *durable, []string{schemas.StreamEvents}, *allowPrivate
 	return (&process{s: s}).run(ctx, modTLog)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/auditrail/auditrail/evidence/witness"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/cli"
+	"github.com/auditrail/auditrail/internal/egress"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/metrics"
 	"github.com/auditrail/auditrail/internal/natsx"
@@ -33,7 +34,6 @@ type tlogFlags struct {
 	keyLifetime *time.Duration
 	keyName     *string
 	witnesses   *[]string
-	fs          *cli.Flags // the command's: its egress flag (orgWitnessClient)
 }
 
 func addTLogFlags(fs *cli.Flags) tlogFlags {
@@ -45,7 +45,6 @@ func addTLogFlags(fs *cli.Flags) tlogFlags {
 		keyName:     fs.String("signing-key-name", "", c.Keyring.Name, "tamper evidence: the signer name of the checkpoints' keys"),
 		witnesses: fs.Strings("witness", "", "tamper evidence: a C2SP tlog-witness that cosigns every checkpoint, as URL,VKEY "+
 			"(its add-checkpoint prefix and its cosignature/v1 verifier key)"),
-		fs: fs,
 	}
 }
 
@@ -63,20 +62,7 @@ func (f tlogFlags) config(instance string) (checkpointer.Config, error) {
 	if err := c.Validate(); err != nil {
 		return c, cli.Usage(err)
 	}
-	witnessEgress.Store(f.egress())
 	return c, nil
-}
-
-// egress is the egress mode of the organizations' witnesses, as newEgress
-// decides it for hook servers and destinations: the command's
-// --allow-private-egress when it has one (dev; the tlog role has none yet:
-// public addresses only), loopback allowed in dev.
-func (f tlogFlags) egress() *tlogEgress {
-	e := &tlogEgress{dev: f.fs.Name() == "auditrail dev"}
-	if fl := f.fs.Lookup("allow-private-egress"); fl != nil {
-		e.allowPrivate = fl.Value.String() == "true"
-	}
-	return e
 }
 
 // tlogStore is what the sequencer and the checkpointer need of the store.
@@ -98,7 +84,7 @@ type tlogRole struct {
 // startTLog starts the sequencer and the checkpointer on nc (credentials of
 // natsx.RoleTLog) over st; ingestDurable is ingest's audit durable (the
 // execution one follows from it). stop ends both and waits.
-func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][]byte, cfg checkpointer.Config, replicas int,
+func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][]byte, cfg checkpointer.Config, replicas int, guard *egress.Guard,
 	ingestDurable string, m *metrics.Registry, log *slog.Logger) (*tlogRole, error) {
 	sealer, err := cpstate.NewSealer(secretsKeys...)
 	if err != nil {
@@ -134,10 +120,7 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	}
 	// The organizations' own witnesses: from the control-plane state,
 	// called through the egress guard.
-	owClient, err := orgWitnessClient(log.With("role", "tlog"))
-	if err != nil {
-		return nil, cli.Usage(err)
-	}
+	owClient := orgWitnessClient(guard)
 	ows := &orgWitnesses{log: log.With("role", "tlog")}
 	deps := checkpointer.Deps{Store: st, KV: kv, JS: js, Sealer: sealer, Log: log.With("role", "tlog"), OrgWitnesses: ows, OrgWitness: owClient}
 	if m != nil {
