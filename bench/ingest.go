@@ -94,9 +94,24 @@ func ingestExe() (string, error) {
 // is stopped).
 func runIngestChild(ctx context.Context, icfg ingest.Config, natsURL, dsn string, js jetstream.JetStream, n int,
 	say func(string, ...any), extra ...string) (time.Duration, int64, error) {
+	r, err := runIngestChildCPU(ctx, icfg, natsURL, dsn, js, n, say, extra...)
+	return r.elapsed, r.rss, err
+}
+
+// ingestRun is what runIngestChildCPU measured of the child: the time to
+// drain the stream, its peak RSS and the CPU time it used in all.
+type ingestRun struct {
+	elapsed time.Duration
+	rss     int64
+	cpu     time.Duration
+}
+
+// runIngestChildCPU is runIngestChild, with the child's CPU time.
+func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn string, js jetstream.JetStream, n int,
+	say func(string, ...any), extra ...string) (ingestRun, error) {
 	exe, err := ingestExe()
 	if err != nil {
-		return 0, 0, err
+		return ingestRun{}, err
 	}
 	cmd := exec.CommandContext(ctx, exe, "ingest", "--nats-url", natsURL, "--clickhouse", dsn, "--http", "127.0.0.1:0",
 		"--durable", icfg.Durable, "--batch-size", strconv.Itoa(icfg.BatchSize), "--batch-bytes", strconv.Itoa(icfg.BatchBytes),
@@ -108,7 +123,7 @@ func runIngestChild(ctx context.Context, icfg ingest.Config, natsURL, dsn string
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	if err := cmd.Start(); err != nil {
-		return 0, 0, fmt.Errorf("start %s ingest: %w", exe, err)
+		return ingestRun{}, fmt.Errorf("start %s ingest: %w", exe, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -119,9 +134,9 @@ func runIngestChild(ctx context.Context, icfg ingest.Config, natsURL, dsn string
 		}
 		return nil
 	}
-	fail := func(err error) (time.Duration, int64, error) {
+	fail := func(err error) (ingestRun, error) {
 		_ = stop()
-		return 0, 0, err
+		return ingestRun{}, err
 	}
 
 	// Polled every 5 ms until the consumer exists, then every 20 ms: each
@@ -166,13 +181,17 @@ func runIngestChild(ctx context.Context, icfg ingest.Config, natsURL, dsn string
 	if err != nil {
 		return fail(err)
 	}
+	cpu, err := procCPU(cmd.Process.Pid)
+	if err != nil {
+		return fail(err)
+	}
 	if err := stop(); err != nil {
-		return 0, 0, err
+		return ingestRun{}, err
 	}
 	if log := strings.TrimSpace(stderr.String()); log != "" {
 		say("auditrail ingest warned:\n%s", tail(log, 4000))
 	}
-	return elapsed, rss, nil
+	return ingestRun{elapsed: elapsed, rss: rss, cpu: cpu}, nil
 }
 
 // peakRSS reads VmHWM, the peak resident set size of a process, in bytes.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/auditrail/auditrail/controlplane/cpstate"
+	"github.com/auditrail/auditrail/evidence/checkpointer"
 	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -26,6 +29,11 @@ type TlogResult struct {
 	Events      int
 	Off, On     time.Duration // ingest of Events without and with the sequencer beside it
 	LogCaughtUp time.Duration // from the start of the second ingest until every log held every entry
+	// CPU time of each process, the log off then on (until every log was
+	// complete and signed): the ingest child, the ClickHouse server, and
+	// this process (the NATS server, and with the log on the sequencer
+	// and the checkpointer).
+	CPUOff, CPUOn ProcCPU
 	// Delays: per append, the longest its entries waited from their
 	// storing to their leaf's append (auditrail_tlog_sequencer_delay_seconds),
 	// sorted: what `auditrail verify --pending-grace` must exceed.
@@ -46,10 +54,24 @@ func (o *delays) SequencerDelay(_ string, d time.Duration) {
 	o.d = append(o.d, d)
 }
 
-// Figures: ingest with the log on against off (goal ≥ 0.9×), and how soon
-// after the ingest the logs hold everything.
+// ProcCPU is the CPU time of the processes of a run.
+type ProcCPU struct {
+	Ingest, ClickHouse, Self time.Duration
+}
+
+// Total is their sum.
+func (c ProcCPU) Total() time.Duration { return c.Ingest + c.ClickHouse + c.Self }
+
+// perEvent is d per event, in µs.
+func perEvent(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
+
+// Figures: ingest with the log on against off (goal ≥ 0.9×), how soon
+// after the ingest the logs hold everything, and the CPU the log adds per
+// event across every process (goal ≤ 15 µs).
 func (r TlogResult) Figures() []Figure {
+	added := perEvent(r.CPUOn.Total()-r.CPUOff.Total(), r.Events)
 	return []Figure{
+		{Name: "CPU the log adds per event (µs; goal ≤ 15)", Value: added, Unit: "µs", Reference: 15, RefName: "the goal", Goal: 1, Lower: true},
 		{Name: "ingest with the tamper-evidence log on (events/s)", Value: rate(r.Events, r.On), Unit: "ev/s",
 			Reference: rate(r.Events, r.Off), RefName: "the log off", Goal: 0.9},
 		{Name: "the logs complete, from the ingest's start (events/s)", Value: rate(r.Events, r.LogCaughtUp), Unit: "ev/s",
@@ -98,12 +120,34 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 		return r, err
 	}
 
-	icfg := ingest.DefaultConfig()
-	icfg.Durable = "bench-tlog-off"
-	say("ingest with the log off: `auditrail ingest` in a child process")
-	if r.Off, _, err = runIngestChild(ctx, icfg, bn.ns.ClientURL(), ch.DSN("tlog_off"), bn.js, n, say); err != nil {
+	chPID, err := findPID("--config-file=" + filepath.Join(ch.Dir, "config.xml"))
+	if err != nil {
 		return r, err
 	}
+	// cpuNow reads the ClickHouse server's and this process's CPU time.
+	cpuNow := func() (chCPU, self time.Duration, err error) {
+		if chCPU, err = procCPU(chPID); err != nil {
+			return 0, 0, err
+		}
+		self, err = procCPU(os.Getpid())
+		return chCPU, self, err
+	}
+	icfg := ingest.DefaultConfig()
+	icfg.Durable = "bench-tlog-off"
+	say("ingest with the log off: `auditrail ingest --tlog-leaves=false` in a child process (no leaves computed or stored)")
+	ch0, self0, err := cpuNow()
+	if err != nil {
+		return r, err
+	}
+	off, err := runIngestChildCPU(ctx, icfg, bn.ns.ClientURL(), ch.DSN("tlog_off"), bn.js, n, say, "--tlog-leaves=false")
+	if err != nil {
+		return r, err
+	}
+	ch1, self1, err := cpuNow()
+	if err != nil {
+		return r, err
+	}
+	r.Off, r.CPUOff = off.elapsed, ProcCPU{Ingest: off.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0}
 
 	icfg.Durable = "bench-tlog-on"
 	on := stores["tlog_on"]
@@ -119,18 +163,42 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 	}
 	obs := &delays{}
 	runner.WithObserver(obs)
+	// The checkpointer too, signing every second (dev's interval; the
+	// tlog role's default is a minute: fewer checkpoints).
+	sealKey := make([]byte, 32)
+	if _, err := rand.Read(sealKey); err != nil {
+		return r, err
+	}
+	sealer, err := cpstate.NewSealer(sealKey)
+	if err != nil {
+		return r, err
+	}
+	ccfg := checkpointer.DefaultConfig()
+	ccfg.Instance, ccfg.Interval = "bench", time.Second
+	cp, err := checkpointer.New(ccfg, checkpointer.Deps{Store: on, KV: kv, JS: bn.js, Sealer: sealer})
+	if err != nil {
+		return r, err
+	}
+	ch0, self0, err = cpuNow()
+	if err != nil {
+		return r, err
+	}
 	sctx, stopSeq := context.WithCancel(ctx)
-	seqDone := make(chan error, 1)
+	seqDone := make(chan error, 2)
 	go func() { seqDone <- runner.Run(sctx) }()
+	go func() { seqDone <- cp.Run(sctx) }()
 	defer func() {
 		stopSeq()
 		<-seqDone
+		<-seqDone
 	}()
-	say("ingest with the log on: the same, while the sequencer appends every entry to its organization's log")
+	say("ingest with the log on: the same, while the sequencer appends every entry to its organization's log and the checkpointer signs")
 	start := time.Now()
-	if r.On, _, err = runIngestChild(ctx, icfg, bn.ns.ClientURL(), ch.DSN("tlog_on"), bn.js, n, say); err != nil {
+	onRun, err := runIngestChildCPU(ctx, icfg, bn.ns.ClientURL(), ch.DSN("tlog_on"), bn.js, n, say)
+	if err != nil {
 		return r, err
 	}
+	r.On = onRun.elapsed
 	for {
 		done := true
 		for org, c := range counts {
@@ -141,7 +209,11 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 			if size > c {
 				return r, fmt.Errorf("the log of %s holds %d leaves for %d entries", org, size, c)
 			}
-			done = done && size == c
+			cp, ok, err := on.LatestCheckpoint(ctx, org, auditstore.LogAudit)
+			if err != nil {
+				return r, err
+			}
+			done = done && size == c && ok && cp.Size == c // complete and signed
 		}
 		if done {
 			break
@@ -156,12 +228,24 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 		}
 	}
 	r.LogCaughtUp = time.Since(start)
+	ch1, self1, err = cpuNow()
+	if err != nil {
+		return r, err
+	}
+	r.CPUOn = ProcCPU{Ingest: onRun.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0}
 	obs.mu.Lock()
 	r.Delays = slices.Clone(obs.d)
 	obs.mu.Unlock()
 	slices.Sort(r.Delays)
-	say("ingest: %.0f events/s with the log off, %.0f with it on; every log complete after %s",
+	say("ingest: %.0f events/s with the log off, %.0f with it on; every log complete and signed after %s",
 		rate(n, r.Off), rate(n, r.On), r.LogCaughtUp.Round(time.Millisecond))
+	for _, p := range []struct {
+		name    string
+		off, on time.Duration
+	}{{"ingest", r.CPUOff.Ingest, r.CPUOn.Ingest}, {"ClickHouse server", r.CPUOff.ClickHouse, r.CPUOn.ClickHouse},
+		{"NATS (and, on, the sequencer and checkpointer)", r.CPUOff.Self, r.CPUOn.Self}, {"all", r.CPUOff.Total(), r.CPUOn.Total()}} {
+		say("CPU per event, %s: %.1f µs with the log off, %.1f µs on (+%.1f)", p.name, perEvent(p.off, n), perEvent(p.on, n), perEvent(p.on-p.off, n))
+	}
 	if len(r.Delays) > 0 {
 		at := func(q float64) time.Duration {
 			return r.Delays[int(q*float64(len(r.Delays)-1))].Round(time.Millisecond)

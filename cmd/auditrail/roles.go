@@ -65,6 +65,7 @@ func runIngest(ctx context.Context, args []string) error {
 	icfg.RegisterFlags(f.fs)
 	gcPercent := f.fs.Int("gc-percent", "", defaultGCPercent, "GOGC of the process, unless GOGC is set")
 	memLimit := f.fs.Int("memory-limit", "", 0, "soft limit of the Go heap in MiB, unless GOMEMLIMIT is set (0: derived from the batch bounds)")
+	leaves := f.fs.Bool("tlog-leaves", "", true, "store each entry's tamper-evidence leaf beside it, which the tlog role reads; false: the tlog role computes it from the entry (for a deployment that runs no tlog role: ingest spends no CPU on leaves)")
 	s, err := f.parse("ingest", args)
 	if err != nil {
 		return err
@@ -72,6 +73,7 @@ func runIngest(ctx context.Context, args []string) error {
 	if s.store, err = sf.resolve(); err != nil {
 		return err
 	}
+	s.store.NoLeaves = !*leaves
 	icfg.Durable = *durable
 	if err := icfg.Validate(); err != nil {
 		return cli.Usage(err)

@@ -47,7 +47,11 @@ type Target struct {
 	// NoMigrate opens ClickHouse without DDL (--clickhouse-migrate=false):
 	// the migrations must have run (auditrail migrate).
 	NoMigrate bool
-	DataDir   string
+	// NoLeaves (ClickHouse): entries are stored without their leaf (the
+	// sequencer computes it from the entry): ingest's --tlog-leaves=false,
+	// for a deployment without the tlog role.
+	NoLeaves bool
+	DataDir  string
 }
 
 // Open opens the store of t.
@@ -61,7 +65,11 @@ func Open(ctx context.Context, t Target, log *slog.Logger) (Store, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if dsn != "" {
-		s, err := clickhouse.OpenWith(ctx, dsn, clickhouse.Options{Cluster: cluster, Leaves: apiitem.Leaves{}, NoMigrate: t.NoMigrate})
+		opts := clickhouse.Options{Cluster: cluster, Leaves: apiitem.Leaves{}, NoMigrate: t.NoMigrate}
+		if t.NoLeaves {
+			opts.Leaves = nil
+		}
+		s, err := clickhouse.OpenWith(ctx, dsn, opts)
 		if err != nil {
 			return nil, redact.Error(err, dsn)
 		}
