@@ -208,6 +208,7 @@ func TestDocsRunAsWritten(t *testing.T) {
 		"emit":          {"scratch organization", "emitted 5000 events"},
 		"verify-export": {"OK: ", "OK: the log extends the kept checkpoint"},
 		"verify-online": {"OK: ", "saved the verified checkpoint", `{"leaf_index":`},
+		"tiles":         {"/audit_logs\n", "32\n"},
 	}
 	outputs := map[string]string{}
 	for i, b := range blocks {
