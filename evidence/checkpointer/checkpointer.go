@@ -49,7 +49,8 @@ type Config struct {
 	// Keyring configures the signing keys.
 	Keyring KeyringConfig
 	// Witnesses cosign every organization's checkpoints (the operator's:
-	// --witness); WitnessTimeout bounds one submission, and
+	// --witness); WitnessTimeout bounds one submission (and half
+	// LeaseTTL does: the lease is renewed between logs), and
 	// WitnessConcurrency how many logs are cosigned at once.
 	Witnesses          []witness.Witness
 	WitnessTimeout     time.Duration
@@ -59,7 +60,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{LeaseTTL: 10 * time.Second, Interval: time.Minute, Quiet: time.Hour, Prefix: "auditrail", Keyring: DefaultKeyringConfig(),
-		WitnessTimeout: 10 * time.Second, WitnessConcurrency: 8}
+		WitnessTimeout: 5 * time.Second, WitnessConcurrency: 8}
 }
 
 // Validate checks the configuration.
@@ -291,7 +292,7 @@ func (c *Checkpointer) round(ctx context.Context, keep func(context.Context) boo
 			errs = append(errs, err)
 		}
 	}
-	c.cosignRound(ctx)
+	c.cosignRound(ctx, keep)
 	return errors.Join(errs...)
 }
 

@@ -233,8 +233,10 @@ func (c *Checkpointer) queueCosign(ctx context.Context, id logID, cp auditstore.
 	c.mu.Unlock()
 }
 
-// cosignRound submits the pending checkpoints to their witnesses.
-func (c *Checkpointer) cosignRound(ctx context.Context) {
+// cosignRound submits the pending checkpoints to their witnesses; keep
+// (nil: none) renews the lease before each log (a submission takes at most
+// WitnessTimeout, half the lease's TTL) and stops the round when it is lost.
+func (c *Checkpointer) cosignRound(ctx context.Context, keep func(context.Context) bool) {
 	c.mu.Lock()
 	ids := make([]logID, 0, len(c.pending))
 	for id := range c.pending {
@@ -263,6 +265,9 @@ func (c *Checkpointer) cosignRound(ctx context.Context) {
 		}()
 	}
 	for _, id := range ids {
+		if keep != nil && !keep(ctx) {
+			break
+		}
 		select {
 		case work <- id:
 		case <-ctx.Done():
@@ -348,7 +353,7 @@ func (c *Checkpointer) submit(ctx context.Context, id logID, p *pendingCosign, t
 		if proof, err = c.proof(ctx, id, old, p.cp.Size); err != nil {
 			break
 		}
-		actx, cancel := context.WithTimeout(ctx, c.cfg.WitnessTimeout)
+		actx, cancel := context.WithTimeout(ctx, min(c.cfg.WitnessTimeout, c.cfg.LeaseTTL/2))
 		cs, err = t.client.AddCheckpoint(actx, t.w, old, p.cp.Size, proof, p.own)
 		cancel()
 		var conflict *witness.ConflictError
