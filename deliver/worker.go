@@ -223,6 +223,11 @@ type chunk struct {
 	lines int
 	// leaves are the leaves of the entries delivered, per log (proofs).
 	leaves [2][]int64
+	// events counts the lines that are events (a checkpoint's line is
+	// not): what the status and the metrics count as delivered.
+	events int
+	// eventMsgs are the messages of those lines (their lags).
+	eventMsgs []jetstream.Msg
 }
 
 // deliver sends a batch in order, chunk after chunk, each acknowledged
@@ -265,6 +270,10 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 		if line != nil {
 			cur.body = append(append(cur.body, line...), '\n')
 			cur.lines++
+			if _, kind, _ := schemas.ParseEventSubject(m.Subject()); kind != schemas.KindCheckpoint {
+				cur.events++
+				cur.eventMsgs = append(cur.eventMsgs, m)
+			}
 			if leaf != nil {
 				cur.leaves[leaves[i].kind] = append(cur.leaves[leaves[i].kind], *leaf)
 			}
@@ -310,9 +319,9 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 		if c.lines > 0 {
 			w.st.LastDeliveredAt = &now
 		}
-		w.st.Delivered += uint64(c.lines)
-		w.d.delivered.Add(uint64(c.lines))
-		if w.d.obs != nil && c.lines > 0 {
+		w.st.Delivered += uint64(c.events)
+		w.d.delivered.Add(uint64(c.events))
+		if w.d.obs != nil && c.events > 0 {
 			w.d.obs.Delivered(lags(c, now))
 		}
 		w.st.Failures, w.st.LastError = 0, ""
@@ -327,12 +336,12 @@ func (w *worker) deliver(msgs []jetstream.Msg) {
 	w.setStatus(destination.DeliveryActive, w.st.Pending == 0)
 }
 
-// lags are the times since the stream stored the events of c, at now (at
-// most c.lines: the undecodable events are not delivered).
+// lags are the times since the stream stored the events delivered in c,
+// at now.
 func lags(c chunk, now time.Time) []time.Duration {
-	out := make([]time.Duration, 0, c.lines)
-	for _, m := range c.msgs {
-		if meta, err := m.Metadata(); err == nil && len(out) < c.lines {
+	out := make([]time.Duration, 0, c.events)
+	for _, m := range c.eventMsgs {
+		if meta, err := m.Metadata(); err == nil {
 			out = append(out, now.Sub(meta.Timestamp))
 		}
 	}

@@ -490,9 +490,9 @@ func testExport(t *testing.T, d *dash) {
 		}
 	}
 	jsonl := value(t, d, "jsonl", chromedp.Evaluate[string](`window.__blobs[1].text()`, chromedp.EvalAwaitPromise))
-	jl := strings.Split(strings.TrimSpace(jsonl), "\n")
+	jl := entryLines(jsonl)
 	if len(jl) != n {
-		t.Fatalf("JSONL: %d lines, want %d", len(jl), n)
+		t.Fatalf("JSONL: %d entries, want %d:\n%.600s", len(jl), n, jsonl)
 	}
 	var first map[string]any
 	if err := json.Unmarshal([]byte(jl[0]), &first); err != nil || first["action"] != "AUDIT_ACTION_DISABLED" {
@@ -535,7 +535,7 @@ func testExecutions(t *testing.T, d *dash, tn auditTenant) {
 	d.do(t, "export", until(`(window.__blobs = [], URL.createObjectURL = ((o) => (b) => (window.__blobs.push(b), o.call(URL, b)))(URL.createObjectURL), true)`),
 		chromedp.Click(chromedp.CSS("#export-jsonl")), until(`window.__blobs.length === 1`))
 	jsonl := value(t, d, "jsonl", chromedp.Evaluate[string](`window.__blobs[0].text()`, chromedp.EvalAwaitPromise))
-	if lines := strings.Split(strings.TrimSpace(jsonl), "\n"); len(lines) != tn.refused || !strings.Contains(lines[0], `"success":false`) {
+	if lines := entryLines(jsonl); len(lines) != tn.refused || !strings.Contains(lines[0], `"success":false`) {
 		t.Errorf("executions export: %d lines (want %d): %.300s", len(lines), tn.refused, jsonl)
 	}
 	outs := value(t, d, "outcomes", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#entries tbody tr td:nth-child(6)")].map(td => td.textContent)`))
@@ -681,4 +681,16 @@ func TestDashboardScreenshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s (%d bytes)", out, len(png))
+}
+
+// entryLines are the lines of a JSONL export that are entries: not its
+// last line {"checkpoint": …} (dev signs a checkpoint every second).
+func entryLines(jsonl string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(jsonl), "\n") {
+		if !strings.HasPrefix(l, `{"checkpoint":`) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
