@@ -88,7 +88,7 @@ type Litewitness struct {
 	mu    sync.Mutex
 	agent *exec.Cmd
 	proc  *exec.Cmd
-	logs  *lockedBuffer
+	logs  *SyncBuffer
 }
 
 // StartLitewitness starts a litewitness named name (e.g.
@@ -102,7 +102,7 @@ func StartLitewitness(t testing.TB, name string) *Litewitness {
 		}
 	}
 	dir := t.TempDir()
-	w := &Litewitness{t: t, bin: bin, dir: dir, name: name, sock: filepath.Join(dir, "agent.sock"), logs: &lockedBuffer{}}
+	w := &Litewitness{t: t, bin: bin, dir: dir, name: name, sock: filepath.Join(dir, "agent.sock"), logs: &SyncBuffer{}}
 	key := filepath.Join(dir, "witness_key")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "litewitness", "-f", key).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v: %s", err, out)
@@ -252,25 +252,4 @@ func (w *Litewitness) Size(origin string) int64 {
 		w.t.Fatalf("witness size of %s: %v", origin, err)
 	}
 	return n
-}
-
-// lockedBuffer collects a process's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() < 1<<20 {
-		l.b.Write(p)
-	}
-	return len(p), nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
