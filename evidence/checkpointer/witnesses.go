@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 	sumtlog "golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/evidence/witness"
@@ -189,11 +190,15 @@ func (c *Checkpointer) witnesses(ctx context.Context, org uuid.UUID) ([]target, 
 		}
 		ows, err = last, nil
 	} else {
+		prev, known := c.orgLists[org]
 		if len(c.orgLists) >= maxOrgLists {
 			clear(c.orgLists)
 		}
 		c.orgLists[org] = ows
 		c.mu.Unlock()
+		if known {
+			c.forgetRemoved(ctx, org, prev, ows)
+		}
 	}
 	// A witness the operator names too is called once, as the operator's.
 	seen := map[string]bool{}
@@ -210,6 +215,28 @@ func (c *Checkpointer) witnesses(ctx context.Context, org uuid.UUID) ([]target, 
 	}
 	return out, nil
 }
+
+// forgetRemoved deletes the statuses of the witnesses an organization
+// removed (in prev, not in now): the API lists statuses by id.
+func (c *Checkpointer) forgetRemoved(ctx context.Context, org uuid.UUID, prev, now []OrgWitness) {
+	kept := map[string]bool{}
+	for _, w := range now {
+		kept[w.ID] = true
+	}
+	for _, w := range prev {
+		if kept[w.ID] {
+			continue
+		}
+		for _, k := range logKinds {
+			if err := c.d.KV.Delete(ctx, WitnessStatusKey(org, tlogKind(k).String(), w.ID)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) && ctx.Err() == nil {
+				c.log.Warn("checkpointer: a removed witness's status not deleted", "witness", w.ID, "err", err)
+			}
+		}
+	}
+}
+
+// logKinds are the two logs of an organization.
+var logKinds = [2]auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions}
 
 // maxOrgLists bounds the organizations' witness lists kept.
 const maxOrgLists = 100_000

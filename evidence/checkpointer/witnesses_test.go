@@ -14,6 +14,7 @@ import (
 
 	"filippo.io/torchwood"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/evidence/witness"
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -243,5 +244,19 @@ func TestOrgWitnessesOnceAndKept(t *testing.T) {
 	}
 	if orgc.calls["own"] != 2 {
 		t.Fatalf("the organization's witness was not called while its list was unreadable: %v", orgc.calls)
+	}
+	// Removed by the organization: its status goes from the tlog bucket.
+	key := WitnessStatusKey(org, "audit_logs", "b")
+	if _, err := f.kv.Get(ctx, key); err != nil {
+		t.Fatalf("no status of the organization's witness: %v", err)
+	}
+	orgs.fail, orgs.list = false, orgs.list[:1]
+	f.grow(t, org, auditstore.LogAudit, m, 1)
+	f.clk.add(time.Second)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("the removed witness's status stayed: %v", err)
 	}
 }
