@@ -61,10 +61,9 @@ func (v *BatchVerifier) Body(body []byte) []Finding {
 	var out []Finding
 	fail := func(format string, args ...any) { out = append(out, Finding{"fail", fmt.Sprintf(format, args...)}) }
 	type entry struct {
-		leaf    tlog.Hash
-		index   int64
-		event   string
-		hasLeaf bool
+		leaf  tlog.Hash
+		index int64
+		event string
 	}
 	entries := map[batchLog][]entry{}
 	var batches []BatchItem
@@ -118,7 +117,7 @@ func (v *BatchVerifier) Body(body []byte) []Finding {
 			continue
 		}
 		k := batchLog{org, log}
-		entries[k] = append(entries[k], entry{leaf: e.Leaf, index: *head.LeafIndex, event: head.EventID, hasLeaf: true})
+		entries[k] = append(entries[k], entry{leaf: e.Leaf, index: *head.LeafIndex, event: head.EventID})
 	}
 	if unproven > 0 {
 		out = append(out, Finding{"unproven", fmt.Sprintf("%d entries came without a leaf_index (not in a checkpoint when delivered): not proven", unproven)})
