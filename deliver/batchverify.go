@@ -1,8 +1,6 @@
 package deliver
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -68,13 +66,7 @@ func (v *BatchVerifier) Body(body []byte) []Finding {
 	entries := map[batchLog][]entry{}
 	var batches []BatchItem
 	unproven := 0
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64<<10), len(body)+1)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	for n, line := range bodyLines(body) {
 		var head struct {
 			Type           string  `json:"type"`
 			OrganizationID string  `json:"organization_id"`

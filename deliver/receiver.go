@@ -1,14 +1,13 @@
 package deliver
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"sync"
 	"time"
@@ -281,13 +280,7 @@ func (r *Receiver) receive(w http.ResponseWriter, req *http.Request) {
 // is skipped.
 func EventIDs(body []byte) ([]string, error) {
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64<<10), len(body)+1)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
+	for n, line := range bodyLines(body) {
 		var v struct {
 			Type     string `json:"type"`
 			EventID  string `json:"event_id"`
@@ -323,8 +316,20 @@ func EventIDs(body []byte) ([]string, error) {
 		}
 		out = append(out, id)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, errors.Join(errors.New("body"), err)
-	}
 	return out, nil
+}
+
+// bodyLines yields the non-empty lines of a delivery body, trimmed, with
+// their 1-based numbers (a line may be as long as the body: nothing is
+// cut).
+func bodyLines(body []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		for n, rest := 1, body; len(rest) > 0; n++ {
+			line, after, _ := bytes.Cut(rest, []byte("\n"))
+			rest = after
+			if line = bytes.TrimSpace(line); len(line) > 0 && !yield(n, line) {
+				return
+			}
+		}
+	}
 }
