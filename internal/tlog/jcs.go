@@ -34,6 +34,7 @@ type canonicalizer struct {
 	sig   []byte   // the names of an object as written, the key of perms
 	perms map[string][]int32
 	top   []member // members of the top-level object, in output order
+	base  int      // the depth of src's value in its document (canonicalAt)
 }
 
 // member is one object member in out: the quoted key at [key, colon) and
@@ -46,7 +47,13 @@ type member struct {
 
 // canonical appends the canonical form of src to dst.
 func (c *canonicalizer) canonical(dst, src []byte) ([]byte, error) {
-	c.src, c.pos, c.depth, c.out, c.top = src, 0, 0, dst, c.top[:0]
+	return c.canonicalAt(dst, src, 0)
+}
+
+// canonicalAt is canonical of a value found depth levels down a document
+// (maxDepth counts from the document's top).
+func (c *canonicalizer) canonicalAt(dst, src []byte, depth int) ([]byte, error) {
+	c.src, c.pos, c.depth, c.base, c.out, c.top = src, 0, depth, depth, dst, c.top[:0]
 	c.mem = c.mem[:0]
 	c.skipSpace()
 	if err := c.value(); err != nil {
@@ -239,7 +246,7 @@ func (c *canonicalizer) order(start int, ms []member) error {
 	}
 	c.tmp = append(c.tmp[:0], o[start:]...)
 	o = o[:start]
-	top := c.depth == 1
+	top := c.depth == c.base+1
 	for i, p := range perm {
 		m := ms[p]
 		if i > 0 {
