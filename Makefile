@@ -114,6 +114,19 @@ fuzz:
 	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseFilter -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/graph/odata -run '^$$' -fuzz FuzzParseSearch -fuzztime $(FUZZTIME)
 	$(GO) test ./internal/emulators/graph -run '^$$' -fuzz FuzzHTMLToText -fuzztime $(FUZZTIME)
+	$(GO) test ./schemas/apiitem -run '^$$' -fuzz '^FuzzSaltedLeaf$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/mcpserver -run '^$$' -fuzz '^FuzzArguments$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./toolrunner/mcpserver -run '^$$' -fuzz '^FuzzClip$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./query -run '^$$' -fuzz '^FuzzParseTilePath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./deliver -run '^$$' -fuzz '^FuzzBatchVerifier$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./evidence/checkpointer -run '^$$' -fuzz '^FuzzDecodeKey$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/tlog -run '^$$' -fuzz '^FuzzParseKeySet$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/tlog -run '^$$' -fuzz '^FuzzCosignatures$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/tlog -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/tlog/verify -run '^$$' -fuzz '^FuzzExport$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/tlog -run '^$$' -fuzz '^FuzzRootOfNodes$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/tlog -run '^$$' -fuzz '^FuzzErasedFields$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/natsx -run '^$$' -fuzz '^FuzzSanitizeStreamCreate$$' -fuzztime $(FUZZTIME)
 
 fmt:
 	@test -z "$$(gofmt -l .)" || { echo "gofmt would change:"; gofmt -l .; exit 1; }
