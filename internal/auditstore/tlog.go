@@ -357,3 +357,43 @@ func HashesInOrder(indexes []int64, found map[int64][32]byte) ([][32]byte, error
 	}
 	return out, nil
 }
+
+// LogAppend is one log's part of LogAppender.AppendLogs: what AppendLog
+// takes.
+type LogAppend struct {
+	Org    uuid.UUID
+	Kind   LogKind
+	Leaves []LogLeaf
+	Hashes []StoredHash
+}
+
+// LogAppender is a LogStore that appends to several logs at once
+// (ClickHouse: one insert per table for all of them, where one per log
+// made a part of each table per log and round, the most of the log's cost
+// to the server). Each append is as AppendLog's, at most one per log; an
+// append refused (ErrLogConflict, ErrInvalidQuery) is reported in the
+// error (errors.Join, each naming its log) and the others are written.
+// Nothing is durable before it returns nil, but what it wrote of the
+// others before an error is as an AppendLog that returned an error.
+type LogAppender interface {
+	AppendLogs(ctx context.Context, appends []LogAppend) error
+}
+
+// AppendEach is AppendLogs made of one AppendLog per log, for a store
+// whose appends cost little each (SQLite).
+func AppendEach(ctx context.Context, s LogStore, appends []LogAppend) error {
+	var errs []error
+	seen := map[[17]byte]bool{}
+	for _, a := range appends {
+		k := [17]byte(append(a.Org[:], byte(a.Kind)))
+		if seen[k] {
+			errs = append(errs, fmt.Errorf("%w: log %s/%s appended twice in one call", ErrInvalidQuery, a.Org, a.Kind))
+			continue
+		}
+		seen[k] = true
+		if err := s.AppendLog(ctx, a.Org, a.Kind, a.Leaves, a.Hashes); err != nil {
+			errs = append(errs, fmt.Errorf("log %s/%s: %w", a.Org, a.Kind, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -18,19 +18,44 @@ import (
 // retry — with the same leaves, or with other ones, and even when the
 // crashed writer's clock was an hour ahead — makes the log exactly the
 // retry's: tree hashes, leaf indexes (the crashed leaves' events are not
-// in the log, unless appended again later) and head.
+// in the log, unless appended again later) and head. The same through
+// AppendLogs, beside another log's appends.
 func TestLogAppendAfterCrash(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s, err := Open(ctx, testenv.ClickHouse(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	t.Run("AppendLog", func(t *testing.T) {
+		testAppendAfterCrash(ctx, t, s, func(org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash) error {
+			return s.AppendLog(ctx, org, kind, leaves, hashes)
+		})
+	})
+	t.Run("AppendLogs", func(t *testing.T) {
+		other, om := uuid.New(), storetest.NewLogModel()
+		testAppendAfterCrash(ctx, t, s, func(org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash) error {
+			ol, oh := om.Add(t, 3)
+			if err := s.AppendLogs(ctx, []auditstore.LogAppend{{Org: other, Kind: kind, Leaves: ol, Hashes: oh}, {Org: org, Kind: kind, Leaves: leaves, Hashes: hashes}}); err != nil {
+				return err
+			}
+			if size, _, err := s.LogHead(ctx, other, kind); err != nil || size != int64(len(om.Leaves)) {
+				t.Fatalf("the other log's head: %d, %v; want %d", size, err, len(om.Leaves))
+			}
+			if got, err := tlog.TreeHash(int64(len(om.Leaves)), auditstore.LogHashReader(ctx, s, other, kind)); err != nil || got != om.Root(t, int64(len(om.Leaves))) {
+				t.Fatalf("the other log's tree hash: %v", err)
+			}
+			return nil
+		})
+	})
+}
+
+func testAppendAfterCrash(ctx context.Context, t *testing.T, s *Store, appendLog func(uuid.UUID, auditstore.LogKind, []auditstore.LogLeaf, []auditstore.StoredHash) error) {
 	org, kind := uuid.New(), auditstore.LogAudit
 	m := storetest.NewLogModel()
 	leaves, hashes := m.Add(t, 10)
-	if err := s.AppendLog(ctx, org, kind, leaves, hashes); err != nil {
+	if err := appendLog(org, kind, leaves, hashes); err != nil {
 		t.Fatal(err)
 	}
 	crash := func(leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash, ver uint64) {
@@ -115,7 +140,7 @@ func TestLogAppendAfterCrash(t *testing.T) {
 	if i, _, ok, err := s.LeafTile(ctx, org, kind, same[0].EventID, 10); err != nil || ok {
 		t.Fatalf("LeafTile finds a leaf above the size: %d, %v, %v", i, ok, err)
 	}
-	if err := s.AppendLog(ctx, org, kind, same, sameHashes); err != nil {
+	if err := appendLog(org, kind, same, sameHashes); err != nil {
 		t.Fatal(err)
 	}
 	check(m, ids(m.Leaves), nil)
@@ -127,23 +152,33 @@ func TestLogAppendAfterCrash(t *testing.T) {
 	// The log goes on with Y1..Y3, then X5 (an event that the crashed
 	// append had at 19) at 18, W at 19 and X2 at 20.
 	y, yHashes := m.Add(t, 3)
-	if err := s.AppendLog(ctx, org, kind, y, yHashes); err != nil {
+	if err := appendLog(org, kind, y, yHashes); err != nil {
 		t.Fatal(err)
 	}
 	check(m, ids(m.Leaves), ids(x))
 	x5, x5Hashes := m.AddEvents(t, x[4].EventID)
-	if err := s.AppendLog(ctx, org, kind, x5, x5Hashes); err != nil {
+	if err := appendLog(org, kind, x5, x5Hashes); err != nil {
 		t.Fatal(err)
 	}
 	check(m, ids(m.Leaves), ids(x[:4]))
 	w, wHashes := m.Add(t, 1)
 	x2, x2Hashes := m.AddEvents(t, x[1].EventID)
-	if err := s.AppendLog(ctx, org, kind, append(w, x2...), append(wHashes, x2Hashes...)); err != nil {
+	if err := appendLog(org, kind, append(w, x2...), append(wHashes, x2Hashes...)); err != nil {
+		t.Fatal(err)
+	}
+	check(m, ids(m.Leaves), []uuid.UUID{x[0].EventID, x[2].EventID, x[3].EventID})
+	// Only hashes written (a crash between the inserts), by a clock an
+	// hour ahead, then other leaves: the retry's hashes win.
+	hcrashed := m.Fork()
+	_, hHashes := hcrashed.Add(t, 4)
+	crash(nil, hHashes, uint64(time.Now().Add(time.Hour).UnixNano()))
+	v, vHashes := m.Add(t, 4)
+	if err := appendLog(org, kind, v, vHashes); err != nil {
 		t.Fatal(err)
 	}
 	check(m, ids(m.Leaves), []uuid.UUID{x[0].EventID, x[2].EventID, x[3].EventID})
 	// And the whole log appended again is a no-op.
-	if err := s.AppendLog(ctx, org, kind, m.Leaves, m.HashesOf(0, int64(len(m.Leaves)))); err != nil {
+	if err := appendLog(org, kind, m.Leaves, m.HashesOf(0, int64(len(m.Leaves)))); err != nil {
 		t.Fatal(err)
 	}
 	check(m, ids(m.Leaves), []uuid.UUID{x[0].EventID, x[2].EventID, x[3].EventID})

@@ -59,6 +59,12 @@ type querier interface {
 // writing connection: the head is read, the part already stored compared,
 // the rest and the new head written, then committed (WAL, synchronous
 // FULL: durable on return). SQLite has one writer at a time, so even two
+// AppendLogs implements auditstore.LogAppender: one AppendLog per log
+// (each a transaction of its own; an append costs SQLite little).
+func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) error {
+	return auditstore.AppendEach(ctx, s, appends)
+}
+
 // sequencers could not interleave a check and a write here.
 func (s *Store) AppendLog(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash) error {
 	if err := auditstore.ValidateLog(org, kind); err != nil {

@@ -62,6 +62,7 @@ func Run(t *testing.T, factory Factory) {
 		{"LogProofs", testLogProofs},
 		{"LogIdempotentAppend", testLogIdempotent},
 		{"LogConflicts", testLogConflicts},
+		{"LogAppendMany", testLogAppendMany},
 		{"LogHashesMissing", testLogHashesMissing},
 		{"LogLeafTile", testLogLeafTile},
 		{"LogCheckpoints", testLogCheckpoints},

@@ -700,3 +700,103 @@ func testLogIsolation(t *testing.T, open Opener) {
 func ours(orgs []uuid.UUID, mine ...uuid.UUID) []uuid.UUID {
 	return slices.DeleteFunc(slices.Clone(orgs), func(o uuid.UUID) bool { return !slices.Contains(mine, o) })
 }
+
+// testLogAppendMany: AppendLogs appends to several logs in one call, each
+// as AppendLog would: a refused append (a gap, an event the log holds, a
+// log twice) is named in the error and leaves its log as it was, while
+// the others are written; a call repeated is a no-op, and one that
+// repeats some leaves and adds others appends the new ones.
+func testLogAppendMany(t *testing.T, open Opener) {
+	s := logStore(t, mustOpen(t, open))
+	la, ok := s.(auditstore.LogAppender)
+	if !ok {
+		t.Fatalf("%T appends to one log at a time only", s)
+	}
+	type log struct {
+		org  uuid.UUID
+		kind auditstore.LogKind
+		m    *LogModel
+	}
+	logs := []*log{{uuid.New(), auditstore.LogAudit, NewLogModel()}, {uuid.New(), auditstore.LogAudit, NewLogModel()}}
+	logs = append(logs, &log{logs[0].org, auditstore.LogExecutions, NewLogModel()})
+	check := func() {
+		t.Helper()
+		for _, l := range logs {
+			checkHead(t, s, l.org, l.kind, l.m)
+			n := int64(len(l.m.Leaves))
+			if n == 0 {
+				continue
+			}
+			r := auditstore.LogHashReader(ctx(t), s, l.org, l.kind)
+			if got, err := tlog.TreeHash(n, r); err != nil || got != l.m.Root(t, n) {
+				t.Fatalf("log %s/%s: TreeHash(%d) = %v, %v; want the model's", l.org, l.kind, n, got, err)
+			}
+			got, err := s.LeafIndexes(ctx(t), l.org, l.kind, []uuid.UUID{l.m.Leaves[n-1].EventID})
+			if err != nil || got[l.m.Leaves[n-1].EventID] != n-1 {
+				t.Fatalf("log %s/%s: LeafIndexes of the last leaf = %v, %v", l.org, l.kind, got, err)
+			}
+		}
+	}
+	var first []auditstore.LogAppend
+	for i, l := range logs {
+		leaves, hashes := l.m.Add(t, 10+i*300) // one log past a tile of 256
+		first = append(first, auditstore.LogAppend{Org: l.org, Kind: l.kind, Leaves: leaves, Hashes: hashes})
+	}
+	if err := la.AppendLogs(ctx(t), first); err != nil {
+		t.Fatalf("AppendLogs: %v", err)
+	}
+	check()
+	if err := la.AppendLogs(ctx(t), first); err != nil { // the same again
+		t.Fatalf("AppendLogs again: %v", err)
+	}
+	check()
+
+	// Log 0 grows; log 1 skips a leaf (a gap); log 2 appends an event it
+	// holds already: only log 0 is written.
+	a0, h0 := logs[0].m.Add(t, 7)
+	gap := logs[1].m.Fork()
+	gap.Add(t, 1)
+	a1, h1 := gap.Add(t, 3)
+	held := logs[2].m.Fork()
+	a2, h2 := held.AddEvents(t, logs[2].m.Leaves[3].EventID)
+	err := la.AppendLogs(ctx(t), []auditstore.LogAppend{
+		{Org: logs[0].org, Kind: logs[0].kind, Leaves: a0, Hashes: h0},
+		{Org: logs[1].org, Kind: logs[1].kind, Leaves: a1, Hashes: h1},
+		{Org: logs[2].org, Kind: logs[2].kind, Leaves: a2, Hashes: h2},
+	})
+	if !errors.Is(err, auditstore.ErrLogConflict) {
+		t.Fatalf("AppendLogs with a gap and a held event: %v, want ErrLogConflict", err)
+	}
+	for _, l := range logs[1:] {
+		if !bytes.Contains([]byte(err.Error()), []byte(l.org.String())) {
+			t.Errorf("the error does not name the log of %s: %v", l.org, err)
+		}
+	}
+	check()
+
+	// A log twice in one call is refused, the other written.
+	b0, bh0 := logs[0].m.Add(t, 2)
+	b1, bh1 := logs[1].m.Add(t, 2)
+	err = la.AppendLogs(ctx(t), []auditstore.LogAppend{
+		{Org: logs[1].org, Kind: logs[1].kind, Leaves: b1, Hashes: bh1},
+		{Org: logs[1].org, Kind: logs[1].kind, Leaves: b1, Hashes: bh1},
+		{Org: logs[0].org, Kind: logs[0].kind, Leaves: b0, Hashes: bh0},
+	})
+	if !errors.Is(err, auditstore.ErrInvalidQuery) {
+		t.Fatalf("AppendLogs with a log twice: %v, want ErrInvalidQuery", err)
+	}
+	check()
+
+	// Overlapping: log 0 repeats its last 5 leaves and adds 3; log 2 adds
+	// its first after the refusal.
+	old := int64(len(logs[0].m.Leaves))
+	logs[0].m.Add(t, 3)
+	c2, ch2 := logs[2].m.Add(t, 4)
+	if err := la.AppendLogs(ctx(t), []auditstore.LogAppend{
+		{Org: logs[0].org, Kind: logs[0].kind, Leaves: logs[0].m.Leaves[old-5:], Hashes: logs[0].m.HashesOf(old-5, old+3)},
+		{Org: logs[2].org, Kind: logs[2].kind, Leaves: c2, Hashes: ch2},
+	}); err != nil {
+		t.Fatalf("AppendLogs overlapping: %v", err)
+	}
+	check()
+}

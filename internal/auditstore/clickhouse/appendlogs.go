@@ -1,0 +1,339 @@
+package clickhouse
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/ext"
+	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/auditrail/auditrail/internal/auditstore"
+)
+
+var (
+	//go:embed queries/log_heads_of.sql
+	logHeadsOfSQL string
+	//go:embed queries/log_leaf_indexes_of.sql
+	logLeafIndexesOfSQL string
+	//go:embed queries/log_above.sql
+	logAboveTemplate string
+	logAboveSQL      = template.Must(template.New("log_above.sql").Parse(logAboveTemplate))
+)
+
+var _ auditstore.LogAppender = (*Store)(nil)
+
+// logsPerQuery bounds the logs of one log_above.sql query (its text grows
+// by about a hundred bytes a log, far below max_query_size).
+const logsPerQuery = 500
+
+type logKey struct {
+	org  uuid.UUID
+	kind auditstore.LogKind
+}
+
+// AppendLogs implements auditstore.LogAppender: the heads of every log in
+// one query, what a crash left above them in two, the events checked in
+// one, then one insert of hashes, one of leaves (and its view's) and one
+// of heads for all the logs, however many: a part of each table per round
+// of the sequencer, not per log. A log whose append repeats leaves it
+// holds, or above whose size a crash left leaves, takes AppendLog's way.
+func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) error {
+	var errs []error
+	var todo []auditstore.LogAppend
+	seen := map[logKey]bool{}
+	for _, a := range appends {
+		k := logKey{a.Org, a.Kind}
+		switch err := auditstore.ValidateLog(a.Org, a.Kind); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("log %s/%s: %w", a.Org, a.Kind, err))
+		case seen[k]:
+			errs = append(errs, fmt.Errorf("%w: log %s/%s appended twice in one call", auditstore.ErrInvalidQuery, a.Org, a.Kind))
+		case len(a.Leaves) > 0 || len(a.Hashes) > 0:
+			seen[k] = true
+			todo = append(todo, a)
+		}
+	}
+	if len(todo) == 0 {
+		return errors.Join(errs...)
+	}
+	sizes, err := s.headsOf(ctx, todo)
+	if err != nil {
+		return err
+	}
+	var batch, single []planned
+	for _, a := range todo {
+		size := sizes[logKey{a.Org, a.Kind}]
+		plan, err := auditstore.PlanAppend(size, a.Leaves, a.Hashes)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("log %s/%s: %w", a.Org, a.Kind, err))
+		case len(plan.Old) > 0:
+			single = append(single, planned{a, size, plan})
+		case len(plan.New) > 0:
+			batch = append(batch, planned{a, size, plan})
+		}
+	}
+	// What crashed appends left above the sizes: a log with leaves there
+	// takes AppendLog's way (which withdraws them); the version of this
+	// append is above every row there.
+	var ver uint64
+	if len(batch) > 0 {
+		at := make([]logAt, len(batch))
+		hat := make([]logAt, len(batch))
+		for i, p := range batch {
+			at[i] = logAt{logKey{p.a.Org, p.a.Kind}, p.size}
+			hat[i] = logAt{logKey{p.a.Org, p.a.Kind}, tlog.StoredHashCount(p.size)}
+		}
+		leftLeaves, leavesVer, err := s.above(ctx, "log_leaves", at)
+		if err != nil {
+			return err
+		}
+		_, hashesVer, err := s.above(ctx, "log_hashes", hat)
+		if err != nil {
+			return err
+		}
+		ver = max(uint64(s.now().UnixNano()), leavesVer+2, hashesVer+2)
+		kept := batch[:0]
+		for _, p := range batch {
+			if leftLeaves[logKey{p.a.Org, p.a.Kind}] > 0 {
+				single = append(single, p)
+				continue
+			}
+			kept = append(kept, p)
+		}
+		batch = kept
+	}
+	// An event the log holds below its size is refused, as AppendLog does.
+	if len(batch) > 0 {
+		held, err := s.leafIDsOf(ctx, batch)
+		if err != nil {
+			return err
+		}
+		kept := batch[:0]
+		for _, p := range batch {
+			if err := refuseHeld(held, p.a.Org, p.a.Kind, p.plan.New, p.size); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			kept = append(kept, p)
+		}
+		batch = kept
+	}
+	if len(batch) > 0 {
+		if err := s.writeLogs(ctx, batch, ver); err != nil {
+			return err
+		}
+	}
+	for _, p := range single {
+		if err := s.AppendLog(ctx, p.a.Org, p.a.Kind, p.a.Leaves, p.a.Hashes); err != nil {
+			errs = append(errs, fmt.Errorf("log %s/%s: %w", p.a.Org, p.a.Kind, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// refuseHeld is ErrLogConflict for a leaf whose event the log holds below
+// its size (held: the mappings found, by log and event).
+func refuseHeld(held map[logEvent]int64, org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, size int64) error {
+	for _, l := range leaves {
+		if i, ok := held[logEvent{logKey{org, kind}, l.EventID}]; ok && i >= 0 && i < size {
+			return fmt.Errorf("log %s/%s: %w: event %s is leaf %d already", org, kind, auditstore.ErrLogConflict, l.EventID, i)
+		}
+	}
+	return nil
+}
+
+type logAt struct {
+	log  logKey
+	from int64
+}
+
+type logEvent struct {
+	log logKey
+	id  uuid.UUID
+}
+
+// headsOf reads the sizes of the logs of the appends (absent: empty).
+func (s *Store) headsOf(ctx context.Context, as []auditstore.LogAppend) (map[logKey]int64, error) {
+	tbl, err := ext.NewTable("logs", ext.Column("organization_id", "String"), ext.Column("kind", "UInt8"))
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse log heads: %w", err)
+	}
+	for _, a := range as {
+		if err := tbl.Append(a.Org.String(), uint8(a.Kind)); err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+	}
+	rows, err := s.conn.Query(ch.Context(ctx, ch.WithExternalTable(tbl)), logHeadsOfSQL)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse log heads: %w", err)
+	}
+	defer rows.Close()
+	out := map[logKey]int64{}
+	for rows.Next() {
+		var (
+			org  string
+			kind uint8
+			size uint64
+		)
+		if err := rows.Scan(&org, &kind, &size); err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+		u, err := uuid.Parse(org)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+		out[logKey{u, auditstore.LogKind(kind)}] = int64(size)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse log heads: %w", err)
+	}
+	return out, nil
+}
+
+// above counts, per log, the rows of table (log_leaves, log_hashes) at or
+// above its index from, and returns the newest version among all of them.
+func (s *Store) above(ctx context.Context, table string, logs []logAt) (map[logKey]uint64, uint64, error) {
+	counts := map[logKey]uint64{}
+	var newest uint64
+	for lo := 0; lo < len(logs); lo += logsPerQuery {
+		chunk := logs[lo:min(lo+logsPerQuery, len(logs))]
+		conds := make([]string, len(chunk))
+		args := make([]any, 0, 3*len(chunk))
+		for i, l := range chunk {
+			conds[i] = "(organization_id = ? AND kind = ? AND idx >= ?)"
+			args = append(args, l.log.org.String(), uint8(l.log.kind), l.from)
+		}
+		var q strings.Builder
+		if err := logAboveSQL.Execute(&q, struct{ Table, Logs string }{table, strings.Join(conds, " OR ")}); err != nil {
+			return nil, 0, err
+		}
+		rows, err := s.conn.Query(ctx, q.String(), args...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("clickhouse %s above the heads: %w", table, err)
+		}
+		for rows.Next() {
+			var (
+				org      string
+				kind     uint8
+				n, ver   uint64
+				parseErr error
+				u        uuid.UUID
+			)
+			if err := rows.Scan(&org, &kind, &n, &ver); err != nil {
+				rows.Close()
+				return nil, 0, fmt.Errorf("clickhouse %s above the heads: %w", table, err)
+			}
+			if u, parseErr = uuid.Parse(org); parseErr != nil {
+				rows.Close()
+				return nil, 0, fmt.Errorf("clickhouse %s above the heads: %w", table, parseErr)
+			}
+			counts[logKey{u, auditstore.LogKind(kind)}] = n
+			newest = max(newest, ver)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, 0, fmt.Errorf("clickhouse %s above the heads: %w", table, err)
+		}
+	}
+	return counts, newest, nil
+}
+
+// planned is an append of AppendLogs planned against its log's size.
+type planned struct {
+	a    auditstore.LogAppend
+	size int64
+	plan auditstore.AppendPlan
+}
+
+// leafIDsOf returns the newest mapping of every event of the planned
+// leaves, by log and event (withdrawn ones as -1), in one query.
+func (s *Store) leafIDsOf(ctx context.Context, ps []planned) (map[logEvent]int64, error) {
+	tbl, err := ext.NewTable("leaf_ids",
+		ext.Column("organization_id", "String"), ext.Column("kind", "UInt8"), ext.Column("event_id", "String"))
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+	}
+	for _, p := range ps {
+		o, kind := p.a.Org.String(), uint8(p.a.Kind)
+		for _, l := range p.plan.New {
+			if err := tbl.Append(o, kind, l.EventID.String()); err != nil {
+				return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+			}
+		}
+	}
+	rows, err := s.conn.Query(ch.Context(ctx, ch.WithExternalTable(tbl)), logLeafIndexesOfSQL)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+	}
+	defer rows.Close()
+	out := map[logEvent]int64{}
+	for rows.Next() {
+		var (
+			org, id string
+			kind    uint8
+			idx     int64
+		)
+		if err := rows.Scan(&org, &kind, &id, &idx); err != nil {
+			return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+		}
+		o, err1 := uuid.Parse(org)
+		e, err2 := uuid.Parse(id)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+		}
+		out[logEvent{logKey{o, auditstore.LogKind(kind)}, e}] = idx
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse leaf indexes: %w", err)
+	}
+	return out, nil
+}
+
+// writeLogs writes the planned appends' new hashes, then their leaves,
+// then their heads, one insert each, at version ver.
+func (s *Store) writeLogs(ctx context.Context, ps []planned, ver uint64) error {
+	var nh, nl int
+	for _, p := range ps {
+		nh += len(p.plan.NewHashes)
+		nl += len(p.plan.New)
+	}
+	orgs, kinds, idx, hs := make([]string, 0, nh), make([]uint8, 0, nh), make([]int64, 0, nh), make([]string, 0, nh)
+	for _, p := range ps {
+		o, k := p.a.Org.String(), uint8(p.a.Kind)
+		for _, h := range p.plan.NewHashes {
+			orgs, kinds, idx, hs = append(orgs, o), append(kinds, k), append(idx, h.Index), append(hs, string(h.Hash[:]))
+		}
+	}
+	if err := s.insertColumns(ctx, insertLogHashesSQL, nh, orgs, kinds, idx, hs, repeat(ver, nh)); err != nil {
+		return err
+	}
+	orgs, kinds, idx = make([]string, 0, nl), make([]uint8, 0, nl), make([]int64, 0, nl)
+	ids, seqs, created := make([]string, 0, nl), make([]uint64, 0, nl), make([]int64, 0, nl)
+	for _, p := range ps {
+		o, k := p.a.Org.String(), uint8(p.a.Kind)
+		for _, l := range p.plan.New {
+			orgs, kinds, idx = append(orgs, o), append(kinds, k), append(idx, l.Index)
+			ids, seqs, created = append(ids, l.EventID.String()), append(seqs, l.Key.Seq), append(created, l.Key.CreatedMS)
+		}
+	}
+	if err := s.insertColumns(ctx, insertLogLeavesSQL, nl, orgs, kinds, idx, ids, seqs, created, repeat(ver, nl)); err != nil {
+		return err
+	}
+	n := len(ps)
+	orgs, kinds = make([]string, n), make([]uint8, n)
+	sizes, ids, seqs, created := make([]uint64, n), make([]string, n), make([]uint64, n), make([]int64, n)
+	for i, p := range ps {
+		last := p.plan.New[len(p.plan.New)-1]
+		orgs[i], kinds[i], sizes[i] = p.a.Org.String(), uint8(p.a.Kind), uint64(last.Index+1)
+		ids[i], seqs[i], created[i] = last.EventID.String(), last.Key.Seq, last.Key.CreatedMS
+	}
+	return s.insertColumns(ctx, insertLogHeadSQL, n, orgs, kinds, sizes, ids, seqs, created)
+}
