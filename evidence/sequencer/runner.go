@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/auditrail/auditrail/evidence/lease"
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -293,30 +292,27 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 			return err
 		}
 	}
-	// Logs are independent: a few at once (each is one reader and one
-	// writer of the store at a time).
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(r.cfg.Parallel)
+	// Logs are independent: read a few at once, their appends written
+	// together (one write of the store per pass, not one per log).
+	targets := make([]Target, 0, len(dirty))
 	for id := range dirty {
-		g.Go(func() error {
-			res, err := r.seq.Sequence(gctx, id.org, id.kind, marks[id.kind])
-			if err != nil {
-				return err
-			}
-			if res.Appended > 0 {
-				kind := "audit_logs"
-				if id.kind == auditstore.LogExecutions {
-					kind = "tool_executions"
-				}
-				r.obs.SequencerAppended(kind, int(res.Appended))
-				r.obs.SequencerDelay(kind, time.Since(res.Oldest))
-				r.log.Debug("sequencer: appended", "org", id.org, "kind", id.kind, "leaves", res.Appended, "size", res.Size)
-			}
-			return nil
-		})
+		targets = append(targets, Target{Org: id.org, Kind: id.kind, Upto: marks[id.kind]})
 	}
-	if err := g.Wait(); err != nil {
+	results, err := r.seq.SequenceAll(ctx, targets, r.cfg.Parallel)
+	if err != nil {
 		return err
+	}
+	for i, res := range results {
+		if res.Appended == 0 {
+			continue
+		}
+		kind := "audit_logs"
+		if targets[i].Kind == auditstore.LogExecutions {
+			kind = "tool_executions"
+		}
+		r.obs.SequencerAppended(kind, res.Appended)
+		r.obs.SequencerDelay(kind, time.Since(res.Oldest))
+		r.log.Debug("sequencer: appended", "org", targets[i].Org, "kind", targets[i].Kind, "leaves", res.Appended, "size", res.Size)
 	}
 	if err := last.Ack(); err != nil {
 		return err

@@ -18,10 +18,12 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/mod/sumdb/tlog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/schemas/apiitem"
@@ -107,75 +109,202 @@ type Result struct {
 // the kind's ingest durable). It returns after the last append is stored;
 // on an error, what was appended before it stays (the next call resumes).
 func (s *Sequencer) Sequence(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, upto uint64) (Result, error) {
-	size, last, err := s.store.LogHead(ctx, org, kind)
-	if err != nil {
-		return Result{}, fmt.Errorf("log head of %s: %w", org, err)
+	rs, err := s.SequenceAll(ctx, []Target{{Org: org, Kind: kind, Upto: upto}}, 1)
+	return rs[0], err
+}
+
+// Target is a log to sequence and the watermark of its kind.
+type Target struct {
+	Org  uuid.UUID
+	Kind auditstore.LogKind
+	Upto uint64
+}
+
+// BatchSize is about the most entries one write of SequenceAll holds,
+// across its logs.
+const BatchSize = 4 * AppendSize
+
+// SequenceAll is Sequence of several logs (each at most once), read up to
+// parallel at a time, whose appends are written together: one
+// LogAppender.AppendLogs per pass when the store has it (ClickHouse: one
+// part per table, whatever the number of logs), of at most AppendSize
+// entries a log and about BatchSize in all. Its results are the targets',
+// in order.
+func (s *Sequencer) SequenceAll(ctx context.Context, targets []Target, parallel int) ([]Result, error) {
+	runs := make([]*logRun, len(targets))
+	results := func() []Result {
+		out := make([]Result, len(runs))
+		for i, r := range runs {
+			if r != nil {
+				out[i] = r.res
+			}
+		}
+		return out
 	}
-	r := Result{Size: size}
-	after := auditstore.FeedKey{}
-	if size > 0 {
-		after = last.Key
+	_, leafFeed := s.store.(auditstore.LeafFeed)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(parallel, 1))
+	for i, t := range targets {
+		g.Go(func() error {
+			r, err := s.start(gctx, ctx, t, leafFeed)
+			runs[i] = r
+			return err
+		})
 	}
-	hashes := newHashCache(func(indexes []int64) ([][32]byte, error) {
-		return s.store.ReadLogHashes(ctx, org, kind, indexes)
-	})
-	id := logID{org, kind}
-	for i, h := range s.frontier(id, size) {
-		hashes.put(i, h)
+	if err := g.Wait(); err != nil {
+		return results(), err
 	}
-	// Stored leaves first; after a page that begins with an entry stored
-	// without one (entries written before the store kept leaves), the
-	// rest of this call reads entries (the next call tries leaves again).
-	_, stored := s.store.(auditstore.LeafFeed)
 	for {
-		// Pages of the feed up to AppendSize entries make one append (a
-		// store's write has a fixed cost: one per page was most of a
-		// backlog's time).
-		var items []item
-		more := true
-		for more && len(items) < AppendSize {
-			page, next, m, err := s.page(ctx, org, kind, after, upto, &stored)
+		var budget atomic.Int64
+		budget.Store(BatchSize)
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(max(parallel, 1))
+		active := false
+		for _, r := range runs {
+			if !r.more {
+				continue
+			}
+			active = true
+			g.Go(func() error { return s.read(gctx, r, &budget) })
+		}
+		if !active {
+			return results(), nil
+		}
+		if err := g.Wait(); err != nil {
+			return results(), err
+		}
+		var appends []auditstore.LogAppend
+		var written []*logRun
+		for _, r := range runs {
+			if len(r.items) == 0 {
+				continue
+			}
+			a, err := r.prepare()
 			if err != nil {
-				return r, err
+				return results(), err
 			}
-			items = append(items, page...)
-			more = m && next != after
-			after = next
+			appends = append(appends, a)
+			written = append(written, r)
 		}
-		if len(items) > 0 {
-			leaves := make([]auditstore.LogLeaf, len(items))
-			var stored []auditstore.StoredHash
-			for i, it := range items {
-				n := size + int64(i)
-				add, err := tlog.StoredHashesForRecordHash(n, it.leaf, hashes)
-				if err != nil {
-					return r, fmt.Errorf("tree hashes of leaf %d: %w", n, err)
-				}
-				base := tlog.StoredHashIndex(0, n)
-				for j, sh := range add {
-					hashes.put(base+int64(j), sh)
-					stored = append(stored, auditstore.StoredHash{Index: base + int64(j), Hash: sh})
-				}
-				leaves[i] = auditstore.LogLeaf{Index: n, EventID: it.key.EventID, Key: it.key}
-				if c := time.UnixMilli(it.key.CreatedMS); r.Oldest.IsZero() || c.Before(r.Oldest) {
-					r.Oldest = c
-				}
-			}
-			if err := s.store.AppendLog(ctx, org, kind, leaves, stored); err != nil {
-				return r, fmt.Errorf("append %d leaves at %d to the log of %s: %w", len(leaves), size, org, err)
-			}
-			size += int64(len(leaves))
-			r.Appended += len(leaves)
-			r.Size = size
-			if err := hashes.keepFor(size); err != nil {
-				return r, err
-			}
-			s.keepFrontier(id, size, hashes.m)
+		if err := s.write(ctx, appends); err != nil {
+			return results(), err
 		}
-		if !more {
-			return r, nil
+		for _, r := range written {
+			if err := r.commit(); err != nil {
+				return results(), err
+			}
+			s.keepFrontier(r.id, r.size, r.hashes.m)
 		}
 	}
+}
+
+// write stores the appends of one pass: together when the store can.
+func (s *Sequencer) write(ctx context.Context, appends []auditstore.LogAppend) error {
+	if len(appends) == 0 {
+		return nil
+	}
+	if la, ok := s.store.(auditstore.LogAppender); ok {
+		if err := la.AppendLogs(ctx, appends); err != nil {
+			return fmt.Errorf("append to %d logs: %w", len(appends), err)
+		}
+		return nil
+	}
+	for _, a := range appends {
+		if err := s.store.AppendLog(ctx, a.Org, a.Kind, a.Leaves, a.Hashes); err != nil {
+			return fmt.Errorf("append %d leaves at %d to the log of %s: %w", len(a.Leaves), a.Leaves[0].Index, a.Org, err)
+		}
+	}
+	return nil
+}
+
+// logRun is one log's state along SequenceAll.
+type logRun struct {
+	t      Target
+	id     logID
+	res    Result
+	size   int64
+	after  auditstore.FeedKey
+	hashes *hashCache
+	stored bool // its leaves are read from the store's leaf feed
+	more   bool // the feed may hold entries to append
+	items  []item
+	// leaves and stored hashes of the pass's append (prepare).
+	leaves []auditstore.LogLeaf
+	added  []auditstore.StoredHash
+}
+
+// start reads the log's head (with ctx) and its kept frontier; the
+// hashes the log's appends need are read with the call's context, rctx.
+func (s *Sequencer) start(ctx, rctx context.Context, t Target, leafFeed bool) (*logRun, error) {
+	r := &logRun{t: t, id: logID{t.Org, t.Kind}, stored: leafFeed, more: true}
+	size, last, err := s.store.LogHead(ctx, t.Org, t.Kind)
+	if err != nil {
+		return r, fmt.Errorf("log head of %s: %w", t.Org, err)
+	}
+	r.size, r.res.Size = size, size
+	if size > 0 {
+		r.after = last.Key
+	}
+	r.hashes = newHashCache(func(indexes []int64) ([][32]byte, error) {
+		return s.store.ReadLogHashes(rctx, t.Org, t.Kind, indexes)
+	})
+	for i, h := range s.frontier(r.id, size) {
+		r.hashes.put(i, h)
+	}
+	return r, nil
+}
+
+// read reads the log's next entries, up to AppendSize, while the pass's
+// budget lasts: pages of the feed make one append (a store's write has a
+// fixed cost: one per page was most of a backlog's time).
+func (s *Sequencer) read(ctx context.Context, r *logRun, budget *atomic.Int64) error {
+	r.items = r.items[:0]
+	for r.more && len(r.items) < AppendSize && budget.Load() > 0 {
+		page, next, m, err := s.page(ctx, r.t.Org, r.t.Kind, r.after, r.t.Upto, &r.stored)
+		if err != nil {
+			return err
+		}
+		budget.Add(-int64(len(page)))
+		r.items = append(r.items, page...)
+		r.more = m && next != r.after
+		r.after = next
+	}
+	return nil
+}
+
+// prepare computes the tree hashes that the pass's entries add: the
+// log's append.
+func (r *logRun) prepare() (auditstore.LogAppend, error) {
+	r.leaves = make([]auditstore.LogLeaf, len(r.items))
+	r.added = r.added[:0]
+	for i, it := range r.items {
+		n := r.size + int64(i)
+		add, err := tlog.StoredHashesForRecordHash(n, it.leaf, r.hashes)
+		if err != nil {
+			return auditstore.LogAppend{}, fmt.Errorf("tree hashes of leaf %d of the log of %s: %w", n, r.t.Org, err)
+		}
+		base := tlog.StoredHashIndex(0, n)
+		for j, sh := range add {
+			r.hashes.put(base+int64(j), sh)
+			r.added = append(r.added, auditstore.StoredHash{Index: base + int64(j), Hash: sh})
+		}
+		r.leaves[i] = auditstore.LogLeaf{Index: n, EventID: it.key.EventID, Key: it.key}
+	}
+	return auditstore.LogAppend{Org: r.t.Org, Kind: r.t.Kind, Leaves: r.leaves, Hashes: r.added}, nil
+}
+
+// commit takes the pass's append as stored.
+func (r *logRun) commit() error {
+	for _, it := range r.items {
+		if c := time.UnixMilli(it.key.CreatedMS); r.res.Oldest.IsZero() || c.Before(r.res.Oldest) {
+			r.res.Oldest = c
+		}
+	}
+	r.size += int64(len(r.items))
+	r.res.Appended += len(r.items)
+	r.res.Size = r.size
+	r.items, r.leaves, r.added = r.items[:0], nil, nil
+	return r.hashes.keepFor(r.size)
 }
 
 type item struct {

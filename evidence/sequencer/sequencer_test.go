@@ -308,3 +308,85 @@ func TestSequenceAfterAnotherSequencer(t *testing.T) {
 		t.Fatalf("root %s, want %s", got, want)
 	}
 }
+
+// countingStore counts the writes of the log: one AppendLogs a pass
+// (however many logs), never an AppendLog of one log.
+type countingStore struct {
+	*sqlite.Store
+	many, one int
+	logs      []int
+}
+
+func (c *countingStore) AppendLogs(ctx context.Context, as []auditstore.LogAppend) error {
+	c.many++
+	c.logs = append(c.logs, len(as))
+	return c.Store.AppendLogs(ctx, as)
+}
+
+func (c *countingStore) AppendLog(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, l []auditstore.LogLeaf, h []auditstore.StoredHash) error {
+	c.one++
+	return c.Store.AppendLog(ctx, org, kind, l, h)
+}
+
+// TestSequenceAllWritesTogether: the logs of many organizations are
+// appended in one write of the store per pass (a pass holds up to
+// AppendSize entries a log and about BatchSize in all), and each log is
+// the feed's, as Sequence alone makes it.
+func TestSequenceAllWritesTogether(t *testing.T) {
+	ctx := context.Background()
+	s := &countingStore{Store: openStore(t)}
+	orgs := make([]uuid.UUID, 6)
+	var targets []sequencer.Target
+	for i := range orgs {
+		orgs[i] = uuid.New()
+		n := 700
+		if i == 0 {
+			n = sequencer.AppendSize + 300 // two passes
+		}
+		evs := events(orgs[i], n)
+		for j := 0; j < len(evs); j += 2000 {
+			if err := s.WriteAudit(ctx, evs[j:min(j+2000, len(evs))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		targets = append(targets, sequencer.Target{Org: orgs[i], Kind: auditstore.LogAudit, Upto: 1 << 62})
+	}
+	rs, err := sequencer.New(s).SequenceAll(ctx, targets, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.one != 0 || s.many != 2 || s.logs[0] != 6 || s.logs[1] != 1 {
+		t.Fatalf("%d writes of one log, %d of many (of %v logs); want 0 and 2 (6 logs, then the large one)", s.one, s.many, s.logs)
+	}
+	for i, org := range orgs {
+		want := int64(700)
+		if i == 0 {
+			want = sequencer.AppendSize + 300
+		}
+		if rs[i].Appended != int(want) || rs[i].Size != want {
+			t.Fatalf("log %d: %+v, want %d appended", i, rs[i], want)
+		}
+		order := make([]uuid.UUID, 0, want)
+		q := auditstore.FeedQuery{OrgID: org, Upto: 1 << 62, Limit: auditstore.FeedMaxLimit}
+		for {
+			p, err := s.FeedAudit(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range p.Items {
+				order = append(order, e.EventID)
+			}
+			if !p.HasMore {
+				break
+			}
+			q.After = p.Next
+		}
+		if got, want := storedRoot(t, s.Store, org, want), expectedRoot(t, s.Store, org, order); got != want {
+			t.Fatalf("log %d: the stored root is not the feed's", i)
+		}
+	}
+	// Nothing new: no write at all.
+	if _, err := sequencer.New(s).SequenceAll(ctx, targets, 3); err != nil || s.many != 2 || s.one != 0 {
+		t.Fatalf("again: %v, %d writes", err, s.many)
+	}
+}
