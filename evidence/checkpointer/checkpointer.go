@@ -313,6 +313,12 @@ func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, k
 	}
 	c.log.Debug("checkpointer: round", "kind", kind, "logs", len(heads))
 	var errs []error
+	fail := func(org uuid.UUID, err error) {
+		if len(errs) < maxRoundErrors {
+			errs = append(errs, fmt.Errorf("org %s %s: %w", org, kind, err))
+		}
+	}
+	var due []dueCheckpoint
 	for org, size := range heads {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -320,13 +326,27 @@ func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, k
 		if keep != nil && !keep(ctx) {
 			return errors.New("checkpointer lease lost")
 		}
-		if err := c.checkpoint(ctx, logID{org, kind}, size, key); err != nil {
+		d, ok, err := c.sign(ctx, logID{org, kind}, size, key)
+		if err != nil {
 			if errors.Is(err, errKeyring) {
 				return err // no key: no log of the round can be signed
 			}
-			if len(errs) < maxRoundErrors {
-				errs = append(errs, fmt.Errorf("org %s %s: %w", org, kind, err))
-			}
+			fail(org, err)
+			continue
+		}
+		if ok {
+			due = append(due, d)
+		}
+	}
+	// Stored together (one write of the store for the round's
+	// checkpoints), then published one by one.
+	for i, err := range c.save(ctx, due) {
+		if err != nil {
+			fail(due[i].id.org, fmt.Errorf("save checkpoint %d: %w", due[i].cp.Size, err))
+			continue
+		}
+		if err := c.publishSaved(ctx, due[i]); err != nil {
+			fail(due[i].id.org, err)
 		}
 	}
 	c.mu.Lock()
@@ -355,9 +375,15 @@ func tlogKind(k auditstore.LogKind) tlog.Kind {
 	return tlog.KindAudit
 }
 
-// checkpoint signs, stores and publishes a checkpoint of the log at size
-// if it is due.
-func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key *roundKey) error {
+// dueCheckpoint is a checkpoint signed in a round, to store and publish.
+type dueCheckpoint struct {
+	id  logID
+	cp  auditstore.Checkpoint
+	pub tlog.PublicKey
+}
+
+// sign signs a checkpoint of the log at size if one is due (false: none).
+func (c *Checkpointer) sign(ctx context.Context, id logID, size int64, key *roundKey) (dueCheckpoint, bool, error) {
 	c.mu.Lock()
 	prev, known := c.last[id]
 	c.mu.Unlock()
@@ -365,7 +391,7 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 		// First look at this log since the lease was taken: its stored one.
 		cp, ok, err := c.d.Store.LatestCheckpoint(ctx, id.org, id.kind)
 		if err != nil {
-			return fmt.Errorf("latest checkpoint: %w", err)
+			return dueCheckpoint{}, false, fmt.Errorf("latest checkpoint: %w", err)
 		}
 		if ok {
 			prev, known = signed{size: cp.Size, at: cp.Time}, true
@@ -374,19 +400,19 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 	}
 	now := c.now()
 	if known && size < prev.size {
-		return fmt.Errorf("%w: size %d, checkpoint of size %d", ErrLogShrank, size, prev.size)
+		return dueCheckpoint{}, false, fmt.Errorf("%w: size %d, checkpoint of size %d", ErrLogShrank, size, prev.size)
 	}
 	if known && size == prev.size && now.Sub(prev.at) < c.cfg.Quiet {
-		return nil
+		return dueCheckpoint{}, false, nil
 	}
 	root, err := sumtlog.TreeHash(size, auditstore.LogHashReader(ctx, c.d.Store, id.org, id.kind))
 	if err != nil {
-		return fmt.Errorf("root at %d: %w", size, err)
+		return dueCheckpoint{}, false, fmt.Errorf("root at %d: %w", size, err)
 	}
 	if !key.ok {
 		priv, pub, _, err := c.keys.Current(ctx)
 		if err != nil {
-			return fmt.Errorf("%w: %w", errKeyring, err)
+			return dueCheckpoint{}, false, fmt.Errorf("%w: %w", errKeyring, err)
 		}
 		key.priv, key.pub, key.ok = priv, pub, true
 	}
@@ -405,25 +431,47 @@ func (c *Checkpointer) checkpoint(ctx context.Context, id logID, size int64, key
 	}
 	msg, err := tlog.Sign(cp, priv)
 	if err != nil {
-		return fmt.Errorf("sign: %w", err)
+		return dueCheckpoint{}, false, fmt.Errorf("sign: %w", err)
 	}
-	if err := c.d.Store.SaveCheckpoint(ctx, id.org, id.kind, auditstore.Checkpoint{Size: size, Root: root, Time: at, KeyID: pub.KeyID, Note: msg}); err != nil {
-		return fmt.Errorf("save checkpoint %d: %w", size, err)
+	return dueCheckpoint{id: id, cp: auditstore.Checkpoint{Size: size, Root: root, Time: at, KeyID: pub.KeyID, Note: msg}, pub: pub}, true, nil
+}
+
+// save stores the round's checkpoints: together when the store can.
+func (c *Checkpointer) save(ctx context.Context, due []dueCheckpoint) []error {
+	if len(due) == 0 {
+		return nil
 	}
-	kind := tlogKind(id.kind).String()
+	if cs, ok := c.d.Store.(auditstore.CheckpointSaver); ok {
+		cps := make([]auditstore.LogCheckpoint, len(due))
+		for i, d := range due {
+			cps[i] = auditstore.LogCheckpoint{Org: d.id.org, Kind: d.id.kind, Checkpoint: d.cp}
+		}
+		return cs.SaveCheckpoints(ctx, cps)
+	}
+	errs := make([]error, len(due))
+	for i, d := range due {
+		errs[i] = c.d.Store.SaveCheckpoint(ctx, d.id.org, d.id.kind, d.cp)
+	}
+	return errs
+}
+
+// publishSaved publishes a stored checkpoint and queues it for the
+// witnesses.
+func (c *Checkpointer) publishSaved(ctx context.Context, d dueCheckpoint) error {
+	kind := tlogKind(d.id.kind).String()
 	c.d.Observer.CheckpointSigned(kind)
-	if err := c.publish(ctx, id.org, msg); err != nil {
+	if err := c.publish(ctx, d.id.org, d.cp.Note); err != nil {
 		// Stored but not published: due again next round (a newer one of
 		// the same size replaces it), so the stream gets one.
 		c.d.Observer.CheckpointPublishFailed(kind)
-		c.remember(id, signed{size: size})
+		c.remember(d.id, signed{size: d.cp.Size})
 		return err
 	}
-	c.remember(id, signed{size: size, at: at})
+	c.remember(d.id, signed{size: d.cp.Size, at: d.cp.Time})
 	c.mu.Lock()
-	c.lastKind[id.kind] = at
+	c.lastKind[d.id.kind] = d.cp.Time
 	c.mu.Unlock()
-	c.queueCosign(ctx, id, auditstore.Checkpoint{Size: size, Root: root, Time: at, KeyID: pub.KeyID, Note: msg}, pub)
+	c.queueCosign(ctx, d.id, d.cp, d.pub)
 	return nil
 }
 

@@ -778,3 +778,58 @@ func TestLeaderMakesItsKeyAtOnce(t *testing.T) {
 		return err == nil && n == 1
 	})
 }
+
+// savesCounter counts the checkpointer's writes of checkpoints.
+type savesCounter struct {
+	*sqlite.Store
+	mu        sync.Mutex
+	many, one int
+}
+
+func (s *savesCounter) SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpoint) []error {
+	s.mu.Lock()
+	s.many++
+	s.mu.Unlock()
+	return s.Store.SaveCheckpoints(ctx, cps)
+}
+
+func (s *savesCounter) SaveCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, cp auditstore.Checkpoint) error {
+	s.mu.Lock()
+	s.one++
+	s.mu.Unlock()
+	return s.Store.SaveCheckpoint(ctx, org, kind, cp)
+}
+
+// A round stores the checkpoints of a kind's logs in one write of the
+// store (ClickHouse: one part, not one per log), and publishes each.
+func TestCheckpointerSavesARoundTogether(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	counter := &savesCounter{Store: f.store}
+	cfg := DefaultConfig()
+	cfg.Instance, cfg.LeaseTTL, cfg.Interval = "a", time.Second, 200*time.Millisecond
+	c, err := New(cfg, Deps{Store: counter, KV: f.kv, JS: f.js, Sealer: sealer(t, 1), Observer: f.obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orgs := make([]uuid.UUID, 5)
+	for i := range orgs {
+		orgs[i] = uuid.New()
+		f.grow(t, orgs[i], auditstore.LogAudit, storetest.NewLogModel(), i+1)
+	}
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if counter.many != 1 || counter.one != 0 {
+		t.Fatalf("%d writes of many checkpoints, %d of one; want 1 and 0", counter.many, counter.one)
+	}
+	for i, org := range orgs {
+		cp, ok, err := f.store.LatestCheckpoint(ctx, org, auditstore.LogAudit)
+		if err != nil || !ok || cp.Size != int64(i+1) {
+			t.Fatalf("org %d: %+v, %v, %v", i, cp, ok, err)
+		}
+		if n := len(f.published(t, org)); n != 1 {
+			t.Fatalf("org %d: %d checkpoints published", i, n)
+		}
+	}
+}

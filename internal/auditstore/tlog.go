@@ -397,3 +397,28 @@ func AppendEach(ctx context.Context, s LogStore, appends []LogAppend) error {
 	}
 	return errors.Join(errs...)
 }
+
+// LogCheckpoint is a checkpoint of one log, for SaveCheckpoints.
+type LogCheckpoint struct {
+	Org        uuid.UUID
+	Kind       LogKind
+	Checkpoint Checkpoint
+}
+
+// CheckpointSaver is a LogStore that stores checkpoints of several logs at
+// once (ClickHouse: one insert for a round's checkpoints, where one each
+// made a part per log and round). Each is as SaveCheckpoint's: errs[i] is
+// the i-th's (nil: stored).
+type CheckpointSaver interface {
+	SaveCheckpoints(ctx context.Context, cps []LogCheckpoint) (errs []error)
+}
+
+// SaveEach is SaveCheckpoints made of one SaveCheckpoint per checkpoint,
+// for a store whose writes cost little each (SQLite).
+func SaveEach(ctx context.Context, s LogStore, cps []LogCheckpoint) []error {
+	errs := make([]error, len(cps))
+	for i, c := range cps {
+		errs[i] = s.SaveCheckpoint(ctx, c.Org, c.Kind, c.Checkpoint)
+	}
+	return errs
+}

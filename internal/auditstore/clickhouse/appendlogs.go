@@ -62,7 +62,11 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 	if len(todo) == 0 {
 		return errors.Join(errs...)
 	}
-	sizes, err := s.headsOf(ctx, todo)
+	keys := make([]logKey, len(todo))
+	for i, a := range todo {
+		keys[i] = logKey{a.Org, a.Kind}
+	}
+	sizes, err := s.headsOf(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -159,14 +163,14 @@ type logEvent struct {
 	id  uuid.UUID
 }
 
-// headsOf reads the sizes of the logs of the appends (absent: empty).
-func (s *Store) headsOf(ctx context.Context, as []auditstore.LogAppend) (map[logKey]int64, error) {
+// headsOf reads the sizes of these logs (absent: empty).
+func (s *Store) headsOf(ctx context.Context, logs []logKey) (map[logKey]int64, error) {
 	tbl, err := ext.NewTable("logs", ext.Column("organization_id", "String"), ext.Column("kind", "UInt8"))
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse log heads: %w", err)
 	}
-	for _, a := range as {
-		if err := tbl.Append(a.Org.String(), uint8(a.Kind)); err != nil {
+	for _, l := range logs {
+		if err := tbl.Append(l.org.String(), uint8(l.kind)); err != nil {
 			return nil, fmt.Errorf("clickhouse log heads: %w", err)
 		}
 	}
@@ -336,4 +340,57 @@ func (s *Store) writeLogs(ctx context.Context, ps []planned, ver uint64) error {
 		ids[i], seqs[i], created[i] = last.EventID.String(), last.Key.Seq, last.Key.CreatedMS
 	}
 	return s.insertColumns(ctx, insertLogHeadSQL, n, orgs, kinds, sizes, ids, seqs, created)
+}
+
+var _ auditstore.CheckpointSaver = (*Store)(nil)
+
+// SaveCheckpoints implements auditstore.CheckpointSaver: the heads in one
+// query, each root checked against the stored tree (as SaveCheckpoint),
+// then one insert of those that hold.
+func (s *Store) SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpoint) []error {
+	errs := make([]error, len(cps))
+	keys := make([]logKey, 0, len(cps))
+	for i, c := range cps {
+		if errs[i] = auditstore.ValidateLog(c.Org, c.Kind); errs[i] == nil {
+			keys = append(keys, logKey{c.Org, c.Kind})
+		}
+	}
+	fail := func(err error) []error {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
+	if len(keys) == 0 {
+		return errs
+	}
+	sizes, err := s.headsOf(ctx, keys)
+	if err != nil {
+		return fail(err)
+	}
+	var ok []int
+	for i, c := range cps {
+		if errs[i] != nil {
+			continue
+		}
+		if errs[i] = auditstore.CheckCheckpoint(c.Checkpoint, sizes[logKey{c.Org, c.Kind}], auditstore.LogHashReader(ctx, s, c.Org, c.Kind)); errs[i] == nil {
+			ok = append(ok, i)
+		}
+	}
+	n := len(ok)
+	orgs, kinds, sizesCol, roots := make([]string, n), make([]uint8, n), make([]int64, n), make([]string, n)
+	times, keyIDs, notes := make([]uint64, n), make([]string, n), make([]string, n)
+	for j, i := range ok {
+		c := cps[i]
+		orgs[j], kinds[j], sizesCol[j], roots[j] = c.Org.String(), uint8(c.Kind), c.Checkpoint.Size, string(c.Checkpoint.Root[:])
+		times[j], keyIDs[j], notes[j] = uint64(max(c.Checkpoint.Time.UnixMilli(), 0)), c.Checkpoint.KeyID, string(c.Checkpoint.Note)
+	}
+	if err := s.insertColumns(ctx, insertLogCheckpointSQL, n, orgs, kinds, sizesCol, roots, times, keyIDs, notes); err != nil {
+		for _, i := range ok {
+			errs[i] = err
+		}
+	}
+	return errs
 }

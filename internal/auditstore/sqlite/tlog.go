@@ -59,6 +59,12 @@ type querier interface {
 // writing connection: the head is read, the part already stored compared,
 // the rest and the new head written, then committed (WAL, synchronous
 // FULL: durable on return). SQLite has one writer at a time, so even two
+// SaveCheckpoints implements auditstore.CheckpointSaver: one
+// SaveCheckpoint each.
+func (s *Store) SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpoint) []error {
+	return auditstore.SaveEach(ctx, s, cps)
+}
+
 // AppendLogs implements auditstore.LogAppender: one AppendLog per log
 // (each a transaction of its own; an append costs SQLite little).
 func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) error {

@@ -63,6 +63,7 @@ func Run(t *testing.T, factory Factory) {
 		{"LogIdempotentAppend", testLogIdempotent},
 		{"LogConflicts", testLogConflicts},
 		{"LogAppendMany", testLogAppendMany},
+		{"LogCheckpointsMany", testLogCheckpointsMany},
 		{"LogHashesMissing", testLogHashesMissing},
 		{"LogLeafTile", testLogLeafTile},
 		{"LogCheckpoints", testLogCheckpoints},

@@ -800,3 +800,50 @@ func testLogAppendMany(t *testing.T, open Opener) {
 	}
 	check()
 }
+
+// testLogCheckpointsMany: SaveCheckpoints stores the checkpoints of several
+// logs at once, each as SaveCheckpoint would: one whose root is not the
+// log's, whose size is above the log's, or of no log is refused, alone.
+func testLogCheckpointsMany(t *testing.T, open Opener) {
+	s := logStore(t, mustOpen(t, open))
+	cs, ok := s.(auditstore.CheckpointSaver)
+	if !ok {
+		t.Fatalf("%T saves one checkpoint at a time only", s)
+	}
+	a, b := uuid.New(), uuid.New()
+	ma, mb := NewLogModel(), NewLogModel()
+	la, ha := ma.Add(t, 10)
+	appendLog(t, s, a, auditstore.LogAudit, la, ha)
+	lb, hb := mb.Add(t, 4)
+	appendLog(t, s, b, auditstore.LogExecutions, lb, hb)
+	at := time.Now().Truncate(time.Millisecond).UTC()
+	cp := func(m *LogModel, size int64) auditstore.Checkpoint {
+		return auditstore.Checkpoint{Size: size, Root: m.Root(t, size), Time: at, KeyID: "k", Note: []byte("note")}
+	}
+	wrong := cp(ma, 7)
+	wrong.Root = ma.Root(t, 6)
+	above := cp(mb, 4)
+	above.Size = 5
+	errs := cs.SaveCheckpoints(ctx(t), []auditstore.LogCheckpoint{
+		{Org: a, Kind: auditstore.LogAudit, Checkpoint: cp(ma, 10)},
+		{Org: b, Kind: auditstore.LogExecutions, Checkpoint: cp(mb, 3)},
+		{Org: a, Kind: auditstore.LogAudit, Checkpoint: wrong},
+		{Org: b, Kind: auditstore.LogExecutions, Checkpoint: above},
+		{Org: uuid.Nil, Kind: auditstore.LogAudit, Checkpoint: cp(ma, 1)},
+	})
+	if len(errs) != 5 || errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], auditstore.ErrLogConflict) ||
+		!errors.Is(errs[3], auditstore.ErrLogConflict) || !errors.Is(errs[4], auditstore.ErrInvalidQuery) {
+		t.Fatalf("SaveCheckpoints = %v", errs)
+	}
+	for _, c := range []struct {
+		org  uuid.UUID
+		kind auditstore.LogKind
+		size int64
+		want bool
+	}{{a, auditstore.LogAudit, 10, true}, {b, auditstore.LogExecutions, 3, true}, {a, auditstore.LogAudit, 7, false}, {b, auditstore.LogExecutions, 5, false}} {
+		got, ok, err := s.CheckpointAt(ctx(t), c.org, c.kind, c.size)
+		if err != nil || ok != c.want || ok && (got.Note == nil || got.KeyID != "k") {
+			t.Errorf("CheckpointAt(%s, %d) = %+v, %v, %v; want found %v", c.org, c.size, got, ok, err, c.want)
+		}
+	}
+}
