@@ -67,10 +67,10 @@ func TestProofBenchmarkRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	figs := r.Figures()
-	if len(figs) != 2 || figs[0].Value <= 0 || figs[0].Reference <= 0 || figs[0].Max != ProofGoalMS || r.Build <= 0 {
+	if len(figs) != 3 || figs[0].Value <= 0 || figs[0].Reference <= 0 || figs[0].Max != ProofGoalMS || figs[1].Value <= 0 || r.Build <= 0 {
 		t.Fatalf("%+v %+v", r, figs)
 	}
-	if !strings.Contains(out.String(), "measuring 30 proofs") {
+	if !strings.Contains(out.String(), "measuring 30 proofs") || !strings.Contains(out.String(), "measuring 30 hash tiles") {
 		t.Fatalf("output: %s", out.String())
 	}
 }
