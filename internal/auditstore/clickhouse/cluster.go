@@ -35,6 +35,9 @@ import (
 //     on the Distributed table (an insert through it would carry the column
 //     and be refused). A Distributed table holds no rows (inserts are
 //     synchronous, see Open), so dropping and creating it loses nothing.
+//   - DROP TABLE IF EXISTS v of a view that an earlier migration created
+//     drops it ON CLUSTER (a view is replaced by another: the new one is
+//     made first, so no insert misses it).
 //   - INSERT … SELECT (the backfills) runs as written, through the
 //     Distributed tables, on the node the migrator is connected to: the
 //     rows go to the shard of their organization.
@@ -47,6 +50,7 @@ var (
 	createTableRE = regexp.MustCompile(`(?is)^CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)\s*(\(.*\))\s*ENGINE\s*=\s*(\w+)(?:\(([^)]*)\))?(.*)$`)
 	createViewRE  = regexp.MustCompile(`(?is)^CREATE\s+MATERIALIZED\s+VIEW\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+TO\s+(\w+)\s+AS\s+(.*)$`)
 	alterAddRE    = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+(\w+)\s+(ADD\s+COLUMN\s.*)$`)
+	dropViewRE    = regexp.MustCompile(`(?is)^DROP\s+TABLE\s+IF\s+EXISTS\s+(\w+)\s*$`)
 	insertRE      = regexp.MustCompile(`(?is)^INSERT\s+INTO\s+(\w+)\s.*\bSELECT\s.*$`)
 	addColumnRE   = regexp.MustCompile(`(?is)^ADD\s+COLUMN\s+`)
 	fromRE        = regexp.MustCompile(`(?i)\bFROM\s+(\w+)\b`)
@@ -93,7 +97,7 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 			}
 		}
 	}
-	tables := map[string]bool{}
+	tables, views := map[string]bool{}, map[string]bool{}
 	local := func(sel string) string {
 		return fromRE.ReplaceAllStringFunc(sel, func(m string) string {
 			name := fromRE.FindStringSubmatch(m)[1]
@@ -130,7 +134,14 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 				if !tables[g[2]] {
 					return nil, fmt.Errorf("migration %s: view %s writes to %s, not a table of the migrations", m.Name, g[1], g[2])
 				}
+				views[g[1]] = true
 				out[i] = append(out[i], clusterStep{sql: fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s AS %s", q(g[1]), on, q(g[2]+"_local"), local(g[3]))})
+			case dropViewRE.MatchString(stmt):
+				g := dropViewRE.FindStringSubmatch(stmt)
+				if !views[g[1]] {
+					return nil, fmt.Errorf("migration %s: DROP of %s, not a view of the migrations", m.Name, g[1])
+				}
+				out[i] = append(out[i], clusterStep{sql: fmt.Sprintf("DROP TABLE IF EXISTS %s%s", q(g[1]), on)})
 			case alterAddRE.MatchString(stmt):
 				g := alterAddRE.FindStringSubmatch(stmt)
 				if !tables[g[1]] {

@@ -23,7 +23,7 @@ func TestClusterPlanCoversMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	distributed := map[string]bool{}
-	views := 0
+	views, drops := 0, 0
 	for i, steps := range plan {
 		if len(steps) == 0 {
 			t.Errorf("%s: no steps", ms[i].Name)
@@ -44,6 +44,11 @@ func TestClusterPlanCoversMigrations(t *testing.T) {
 				if !strings.Contains(sql, "ON CLUSTER `c1` TO `db`.`") || strings.Count(sql, "_local`") != 2 {
 					t.Errorf("%s: view not local to each shard:\n%s", ms[i].Name, sql)
 				}
+			case strings.HasPrefix(sql, "DROP TABLE IF EXISTS"):
+				drops++
+				if !strings.HasSuffix(sql, "_mv` ON CLUSTER `c1`") {
+					t.Errorf("%s: drop not of a view on the cluster:\n%s", ms[i].Name, sql)
+				}
 			case strings.HasPrefix(sql, "ALTER TABLE"):
 				if !strings.Contains(sql, "_local` ON CLUSTER `c1` ADD COLUMN") {
 					t.Errorf("%s: alter not of the local tables on the cluster:\n%s", ms[i].Name, sql)
@@ -63,14 +68,16 @@ func TestClusterPlanCoversMigrations(t *testing.T) {
 			t.Errorf("no Distributed table for %s", name)
 		}
 	}
-	if views != 10 {
-		t.Errorf("%d views, want 10", views)
+	if views != 12 || drops != 4 {
+		t.Errorf("%d views made and %d dropped, want 12 and 4", views, drops)
 	}
 
 	for _, bad := range []string{
 		"CREATE TABLE IF NOT EXISTS x (a String) ENGINE = MergeTree ORDER BY a", // nothing to shard by
 		"CREATE MATERIALIZED VIEW IF NOT EXISTS v TO nowhere AS SELECT 1",       // unknown target
-		"DROP TABLE audit_logs", // another shape
+		"DROP TABLE audit_logs",                                                    // another shape
+		"DROP TABLE IF EXISTS audit_logs",                                          // a table, not a view
+		"DROP TABLE IF EXISTS feed_index_audit_mv2",                                // no such view
 		"CREATE TABLE IF NOT EXISTS y ENGINE = Memory AS SELECT * FROM audit_logs", // another shape
 	} {
 		if _, err := clusterPlan([]auditstore.Migration{{Name: "bad", Statements: []string{bad}}}, "c1", "db"); err == nil {

@@ -22,7 +22,7 @@ import (
 
 // An erasure leaves no trace of the old values in any table (entries,
 // audit_stats, on every replica), keeps each entry's leaf (the column
-// and feed_leaves), rewrites both copies of an entry written twice, takes
+// and feed_index), rewrites both copies of an entry written twice, takes
 // a value over max_query_size, and the aggregates agree with the
 // entries after it.
 func TestErasureConsistent(t *testing.T) {
@@ -283,13 +283,13 @@ func testErasureConsistent(t *testing.T, s *clickhouse.Store, views []tableView)
 }
 
 // leafColumns reads, in each view, the leaf column of org's entries and
-// its rows of feed_leaves (key: table/event_id/copy).
+// its rows of feed_index (key: table/event_id/copy).
 func leafColumns(t *testing.T, views []tableView, org uuid.UUID) []map[string]string {
 	t.Helper()
 	var out []map[string]string
 	for _, v := range views {
 		m := map[string]string{}
-		for _, table := range []string{"audit_logs", "feed_leaves"} {
+		for _, table := range []string{"audit_logs", "feed_index"} {
 			rows, err := v.conn.Query(context.Background(), "SELECT event_id, leaf FROM "+table+v.suffix+" WHERE organization_id = ? ORDER BY event_id, leaf", org.String())
 			if err != nil {
 				t.Fatal(err)

@@ -55,6 +55,7 @@ const (
 type feedData struct {
 	Columns                                     string
 	Since                                       bool
+	LeafFirst                                   bool
 	Action, Source, ResourceType, Success, User bool
 	Terms                                       []chTerm
 }

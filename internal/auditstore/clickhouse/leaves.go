@@ -10,9 +10,6 @@ import (
 	"github.com/auditrail/auditrail/internal/auditstore"
 )
 
-//go:embed queries/feed_leaves.sql
-var feedLeavesSQL string
-
 // auditLeaf is the leaf of the audit row r as inserted (” without Leaves,
 // or for an entry whose leaf cannot be computed: the sequencer then reads
 // the entry, and says why).
@@ -48,9 +45,10 @@ func (s *Store) executionLeaf(r *auditstore.ExecRow) (string, error) {
 	return string(h[:]), nil
 }
 
-// FeedLeaves implements auditstore.LeafFeed: the feed's keys (feed_index,
-// as FeedAudit and FeedExecutions read them) with the leaves stored for
-// them (feed_leaves), two range reads of keys and hashes a chunk.
+// FeedLeaves implements auditstore.LeafFeed: the feed's keys with the
+// leaves stored beside them (feed_index: one range read a chunk). An entry
+// indexed before the index kept leaves (0018) has none there: the
+// sequencer computes it from the entry.
 func (s *Store) FeedLeaves(ctx context.Context, q auditstore.LeafFeedQuery) (auditstore.LeafPage, error) {
 	if err := q.Validate(); err != nil {
 		return auditstore.LeafPage{}, err
@@ -60,20 +58,11 @@ func (s *Store) FeedLeaves(ctx context.Context, q auditstore.LeafFeedQuery) (aud
 		f.kind = feedKindExecutions
 	}
 	items, last, exhausted, err := feedChunks(ctx, &f, q.After, func(ctx context.Context, last auditstore.FeedKey, hi uint64, chunk int) ([]auditstore.FeedLeaf, int, auditstore.FeedKey, error) {
-		keys, err := s.feedKeys(ctx, &f, last, hi, chunk)
-		if err != nil || len(keys) == 0 {
+		leaves, err := s.feedKeyLeaves(ctx, &f, last, hi, chunk)
+		if err != nil || len(leaves) == 0 {
 			return nil, 0, last, err
 		}
-		stored, err := s.storedLeaves(ctx, q.OrgID, f.kind, keys[0].Seq, keys[len(keys)-1].Seq)
-		if err != nil {
-			return nil, 0, last, err
-		}
-		out := make([]auditstore.FeedLeaf, len(keys))
-		for i, k := range keys {
-			l, ok := stored[k]
-			out[i] = auditstore.FeedLeaf{Key: k, Leaf: l, Known: ok}
-		}
-		return out, len(keys), keys[len(keys)-1], nil
+		return leaves, len(leaves), leaves[len(leaves)-1].Key, nil
 	})
 	if err != nil {
 		return auditstore.LeafPage{}, err
@@ -86,25 +75,33 @@ func (s *Store) FeedLeaves(ctx context.Context, q auditstore.LeafFeedQuery) (aud
 	return page, nil
 }
 
-// storedLeaves reads the leaves stored for the feed positions of org's
-// kind with sequences lo..hi.
-func (s *Store) storedLeaves(ctx context.Context, org uuid.UUID, kind uint8, lo, hi uint64) (map[auditstore.FeedKey][32]byte, error) {
-	rows, err := s.conn.Query(ctx, feedLeavesSQL, org.String(), kind, lo, hi)
+// feedKeyLeaves reads the keys of a chunk of the feed (as feedKeys) with
+// their leaves.
+func (s *Store) feedKeyLeaves(ctx context.Context, f *feedSpec, after auditstore.FeedKey, hi uint64, chunk int) ([]auditstore.FeedLeaf, error) {
+	args := f.keyArgs(after, hi, chunk)
+	query, err := render(feedKeysSQL, feedData{Columns: "seq, created_ms, event_id, leaf", LeafFirst: true}, len(args))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse feed leaves: %w", err)
 	}
 	defer rows.Close()
-	out := map[auditstore.FeedKey][32]byte{}
+	var out []auditstore.FeedLeaf
 	for rows.Next() {
-		var k auditstore.FeedKey
+		var l auditstore.FeedLeaf
 		var id, leaf string
-		if err := rows.Scan(&k.Seq, &k.CreatedMS, &id, &leaf); err != nil {
+		if err := rows.Scan(&l.Key.Seq, &l.Key.CreatedMS, &id, &leaf); err != nil {
 			return nil, fmt.Errorf("clickhouse feed leaves: %w", err)
 		}
-		if k.EventID, err = uuid.Parse(id); err != nil || len(leaf) != 32 {
-			continue // not a leaf this store wrote: the entry is read instead
+		if l.Key.EventID, err = uuid.Parse(id); err != nil {
+			return nil, fmt.Errorf("clickhouse feed leaves: stored event_id %q: %w", id, err)
 		}
-		out[k] = [32]byte([]byte(leaf))
+		if len(leaf) == 32 { // else not a leaf this store wrote: the entry is read instead
+			l.Leaf, l.Known = [32]byte([]byte(leaf)), true
+		}
+		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("clickhouse feed leaves: %w", err)

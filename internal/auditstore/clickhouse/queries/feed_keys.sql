@@ -2,7 +2,9 @@
      organization's entries (kind 0) or executions (kind 1) of a scope (''
      or a project id) after the cursor and up to the watermark, in feed
      order. Arguments: org, kind, scope, the cursor (seq, seq, created_ms,
-     created_ms, event_id), the watermark, [created_since], the chunk. */ -}}
+     created_ms, event_id), the watermark, [created_since], the chunk. With
+     LeafFirst, of the copies of a key the one with a leaf comes first
+     (an entry indexed by the views before and after 0018). */ -}}
 {{define "feed_keys" -}}
 SELECT {{.Columns}}
     FROM feed_index
@@ -12,7 +14,7 @@ SELECT {{.Columns}}
 {{- if .Since}}
       AND created_ms >= ?
 {{- end}}
-    ORDER BY seq, created_ms, event_id
+    ORDER BY seq, created_ms, event_id{{if .LeafFirst}}, leaf DESC{{end}}
     LIMIT 1 BY event_id
     LIMIT ?
 {{- end}}
