@@ -31,6 +31,7 @@ type SaltedLeaf struct {
 	c      canonicalizer // for JSON values
 	h      hash.Hash     // SHA-256, reused
 	sum    [32]byte
+	small  [128]byte // K ‖ v of a short value
 	err    error
 }
 
@@ -225,10 +226,18 @@ func (b *SaltedLeaf) Leaf() (Hash, error) {
 func (b *SaltedLeaf) appendCommitment(dst []byte, field string, v []byte) []byte {
 	n := len(fieldKeyDomain) + 1 + SaltBytes + 1
 	k := sha256.Sum256(append(b.prefix[:n], field...)) // in place: the room after the prefix
-	b.h.Reset()
-	b.h.Write(k[:])
-	b.h.Write(v)
-	c := b.h.Sum(b.sum[:0])
+	var c []byte
+	if len(v) <= len(b.small)-len(k) { // one call, on the stack
+		copy(b.small[:], k[:])
+		copy(b.small[len(k):], v)
+		b.sum = sha256.Sum256(b.small[:len(k)+len(v)])
+		c = b.sum[:]
+	} else {
+		b.h.Reset()
+		b.h.Write(k[:])
+		b.h.Write(v)
+		c = b.h.Sum(b.sum[:0])
+	}
 	dst = append(dst, '"')
 	dst = base64.StdEncoding.AppendEncode(dst, c)
 	return append(dst, '"')

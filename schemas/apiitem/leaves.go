@@ -72,24 +72,26 @@ func saltedAuditLeaf(it Item, salt []byte) ([32]byte, error) {
 		return [32]byte{}, fmt.Errorf("audit item of event %s: %w", it.EventID, err)
 	}
 	defer b.Free()
-	b.String("id", it.ID)
-	b.String("event_id", it.EventID)
-	b.String("timestamp", it.Timestamp)
-	b.StringOrNull("client_ip", it.ClientIP)
+	// In name order: the leaf sorts its members, in one pass when they
+	// come sorted.
 	b.String("action", it.Action)
-	b.String("source", it.Source)
-	b.String("display_name", it.DisplayName)
-	b.StringOrNull("customer_id", it.CustomerID)
-	b.String("organization_id", it.OrganizationID)
-	b.StringOrNull("project_id", it.ProjectID)
-	b.String("principal_id", it.PrincipalID)
-	b.StringOrNull("user_id", it.UserID)
-	b.String("principal_type", it.PrincipalType)
-	b.StringOrNull("resource_type", it.ResourceType)
-	b.StringOrNull("resource_id", it.ResourceID)
-	b.StringOrNull("resource_display", it.ResourceDisplay)
-	b.JSON("data", it.Data)
+	b.StringOrNull("client_ip", it.ClientIP)
 	b.String("created_time", it.CreatedTime)
+	b.StringOrNull("customer_id", it.CustomerID)
+	b.JSON("data", it.Data)
+	b.String("display_name", it.DisplayName)
+	b.String("event_id", it.EventID)
+	b.String("id", it.ID)
+	b.String("organization_id", it.OrganizationID)
+	b.String("principal_id", it.PrincipalID)
+	b.String("principal_type", it.PrincipalType)
+	b.StringOrNull("project_id", it.ProjectID)
+	b.StringOrNull("resource_display", it.ResourceDisplay)
+	b.StringOrNull("resource_id", it.ResourceID)
+	b.StringOrNull("resource_type", it.ResourceType)
+	b.String("source", it.Source)
+	b.String("timestamp", it.Timestamp)
+	b.StringOrNull("user_id", it.UserID)
 	h, err := b.Leaf()
 	if err != nil {
 		return h, fmt.Errorf("audit item of event %s: %w", it.EventID, err)
@@ -104,30 +106,44 @@ func saltedExecutionLeaf(it ExecutionItem, salt []byte) ([32]byte, error) {
 		return [32]byte{}, fmt.Errorf("execution item of event %s: %w", it.EventID, err)
 	}
 	defer b.Free()
-	b.String("execution_id", it.ExecutionID)
+	jsonMember := func(name string, v any) error {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("execution item of event %s: %s: %w", it.EventID, name, err)
+		}
+		b.JSON(name, raw)
+		return nil
+	}
+	// In name order (as saltedAuditLeaf).
+	b.StringOrNull("client_ip", it.ClientIP)
+	b.String("created_time", it.CreatedTime)
+	b.String("display_name", it.DisplayName)
+	if err := jsonMember("duration_ms", it.DurationMS); err != nil {
+		return [32]byte{}, err
+	}
+	b.String("ended_at", it.EndedAt)
+	if err := jsonMember("error", it.Error); err != nil {
+		return [32]byte{}, err
+	}
 	b.String("event_id", it.EventID)
+	b.String("execution_code", it.ExecutionCode)
+	b.String("execution_id", it.ExecutionID)
+	if err := jsonMember("hooks", it.Hooks); err != nil {
+		return [32]byte{}, err
+	}
 	b.String("organization_id", it.OrganizationID)
-	b.StringOrNull("project_id", it.ProjectID)
-	b.String("user_id", it.UserID)
 	b.String("principal_id", it.PrincipalID)
 	b.String("principal_type", it.PrincipalType)
-	b.String("display_name", it.DisplayName)
-	b.StringOrNull("client_ip", it.ClientIP)
-	b.String("tool_name", it.ToolName)
+	b.StringOrNull("project_id", it.ProjectID)
 	b.String("started_at", it.StartedAt)
-	b.String("ended_at", it.EndedAt)
-	b.String("execution_code", it.ExecutionCode)
-	b.String("created_time", it.CreatedTime)
-	for _, m := range []struct {
-		name string
-		v    any
-	}{{"tool", it.Tool}, {"duration_ms", it.DurationMS}, {"success", it.Success}, {"error", it.Error}, {"hooks", it.Hooks}} {
-		v, err := json.Marshal(m.v)
-		if err != nil {
-			return [32]byte{}, fmt.Errorf("execution item of event %s: %s: %w", it.EventID, m.name, err)
-		}
-		b.JSON(m.name, v)
+	if err := jsonMember("success", it.Success); err != nil {
+		return [32]byte{}, err
 	}
+	if err := jsonMember("tool", it.Tool); err != nil {
+		return [32]byte{}, err
+	}
+	b.String("tool_name", it.ToolName)
+	b.String("user_id", it.UserID)
 	h, err := b.Leaf()
 	if err != nil {
 		return h, fmt.Errorf("execution item of event %s: %w", it.EventID, err)
