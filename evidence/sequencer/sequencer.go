@@ -176,15 +176,10 @@ func (s *Sequencer) SequenceAll(ctx context.Context, targets []Target, parallel 
 		var appends []auditstore.LogAppend
 		var written []*logRun
 		for _, r := range runs {
-			if len(r.items) == 0 {
-				continue
+			if len(r.items) > 0 {
+				appends = append(appends, r.append)
+				written = append(written, r)
 			}
-			a, err := r.prepare()
-			if err != nil {
-				return results(), err
-			}
-			appends = append(appends, a)
-			written = append(written, r)
 		}
 		if err := s.write(ctx, appends); err != nil {
 			return results(), err
@@ -228,7 +223,9 @@ type logRun struct {
 	stored bool // its leaves are read from the store's leaf feed
 	more   bool // the feed may hold entries to append
 	items  []item
-	// leaves and stored hashes of the pass's append (prepare).
+	// append is the pass's append (prepare): its leaves, added, and the
+	// stored hashes they add.
+	append auditstore.LogAppend
 	leaves []auditstore.LogLeaf
 	added  []auditstore.StoredHash
 }
@@ -255,8 +252,10 @@ func (s *Sequencer) start(ctx, rctx context.Context, t Target, leafFeed bool) (*
 }
 
 // read reads the log's next entries, up to AppendSize, while the pass's
-// budget lasts: pages of the feed make one append (a store's write has a
-// fixed cost: one per page was most of a backlog's time).
+// budget lasts (pages of the feed make one append: a store's write has a
+// fixed cost, one per page was most of a backlog's time), and prepares
+// their append (the tree hashes it reads, a cold log's, are read here, a
+// few logs at once).
 func (s *Sequencer) read(ctx context.Context, r *logRun, budget *atomic.Int64) error {
 	r.items = r.items[:0]
 	for r.more && len(r.items) < AppendSize && budget.Load() > 0 {
@@ -269,7 +268,12 @@ func (s *Sequencer) read(ctx context.Context, r *logRun, budget *atomic.Int64) e
 		r.more = m && next != r.after
 		r.after = next
 	}
-	return nil
+	if len(r.items) == 0 {
+		return nil
+	}
+	var err error
+	r.append, err = r.prepare()
+	return err
 }
 
 // prepare computes the tree hashes that the pass's entries add: the
@@ -303,7 +307,7 @@ func (r *logRun) commit() error {
 	r.size += int64(len(r.items))
 	r.res.Appended += len(r.items)
 	r.res.Size = r.size
-	r.items, r.leaves, r.added = r.items[:0], nil, nil
+	r.items, r.leaves, r.added, r.append = r.items[:0], nil, nil, auditstore.LogAppend{}
 	return r.hashes.keepFor(r.size)
 }
 
