@@ -128,6 +128,13 @@ func (b *SaltedLeaf) add(name string, lo int) {
 	b.ms = append(b.ms, leafMember{name, lo, len(b.vals)})
 }
 
+// Large reports whether the members added so far are large enough that
+// the item's JSON might exceed MaxEntryBytes (names, escapes and the
+// members no leaf covers add to it): the caller computes such a leaf from
+// the JSON instead (ParseEntry), which refuses what is too large exactly
+// as a verifier reading the entry does.
+func (b *SaltedLeaf) Large() bool { return len(b.vals) > MaxEntryBytes/8 }
+
 // Leaf returns the leaf hash (and appends nothing else: b may be freed).
 func (b *SaltedLeaf) Leaf() (Hash, error) {
 	if b.err != nil {

@@ -92,6 +92,9 @@ func saltedAuditLeaf(it Item, salt []byte) ([32]byte, error) {
 	b.String("source", it.Source)
 	b.String("timestamp", it.Timestamp)
 	b.StringOrNull("user_id", it.UserID)
+	if b.Large() {
+		return servedLeaf(it, it.EventID)
+	}
 	h, err := b.Leaf()
 	if err != nil {
 		return h, fmt.Errorf("audit item of event %s: %w", it.EventID, err)
@@ -144,9 +147,22 @@ func saltedExecutionLeaf(it ExecutionItem, salt []byte) ([32]byte, error) {
 	}
 	b.String("tool_name", it.ToolName)
 	b.String("user_id", it.UserID)
+	if b.Large() {
+		return servedLeaf(it, it.EventID)
+	}
 	h, err := b.Leaf()
 	if err != nil {
 		return h, fmt.Errorf("execution item of event %s: %w", it.EventID, err)
 	}
 	return h, nil
+}
+
+// servedLeaf is the leaf of an item from its JSON (a large item: see
+// internal/tlog.SaltedLeaf.Large).
+func servedLeaf(item any, event string) ([32]byte, error) {
+	b, err := json.Marshal(item)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("item of event %s: %w", event, err)
+	}
+	return itlog.Leaf(b)
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-// servedLeaf is the leaf of an item as a route serves it: the JSON of the
+// jsonLeaf is the leaf of an item as a route serves it: the JSON of the
 // item, canonicalized and hashed by internal/tlog (what verifiers do).
-func servedLeaf(item any) ([32]byte, error) {
+func jsonLeaf(item any) ([32]byte, error) {
 	b, err := json.Marshal(item)
 	if err != nil {
 		return [32]byte{}, err
@@ -69,7 +69,7 @@ func TestSaltedLeavesAreTheServedLeaves(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%q %q: %v", s, d, err)
 			}
-			want, err := servedLeaf(NewItem(e))
+			want, err := jsonLeaf(NewItem(e))
 			if err != nil {
 				t.Fatalf("%q %q: served: %v", s, d, err)
 			}
@@ -84,7 +84,7 @@ func TestSaltedLeavesAreTheServedLeaves(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := servedLeaf(NewExecutionItem(e))
+				want, err := jsonLeaf(NewExecutionItem(e))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,6 +99,21 @@ func TestSaltedLeavesAreTheServedLeaves(t *testing.T) {
 		e := auditOf("a", "a", nil, json.RawMessage(d))
 		if _, err := l.AuditLeaf(e); !errors.Is(err, itlog.ErrNotCanonicalizable) {
 			t.Errorf("data %.20s: %v, want ErrNotCanonicalizable", d, err)
+		}
+	}
+	// Near the size a verifier takes, the JSON decides: data whose
+	// characters the JSON escapes six times over is refused as too large
+	// (the verifier could not read the entry), data just under the limit
+	// is hashed as the JSON is.
+	for _, tc := range []struct {
+		data    string
+		tooLong bool
+	}{{`{"x":"` + strings.Repeat("<", 180_000) + `"}`, true}, {`{"x":"` + strings.Repeat("a", itlog.MaxEntryBytes-2000) + `"}`, false}} {
+		e := auditOf("a", "a", nil, json.RawMessage(tc.data))
+		got, err := l.AuditLeaf(e)
+		want, werr := jsonLeaf(NewItem(e))
+		if tc.tooLong != errors.Is(err, itlog.ErrTooLarge) || tc.tooLong != errors.Is(werr, itlog.ErrTooLarge) || !tc.tooLong && (err != nil || got != want) {
+			t.Errorf("data of %d bytes: %v, %v (want too large: %v)", len(tc.data), err, werr, tc.tooLong)
 		}
 	}
 	e := auditOf("a", "a", nil, nil)
@@ -121,7 +136,7 @@ func FuzzSaltedLeaf(f *testing.F) {
 			raw = json.RawMessage(data)
 		}
 		e := auditOf(display, principal, &principal, raw)
-		want, werr := servedLeaf(NewItem(e))
+		want, werr := jsonLeaf(NewItem(e))
 		got, gerr := l.AuditLeaf(e)
 		if werr != nil {
 			if gerr == nil && json.Valid(raw) {

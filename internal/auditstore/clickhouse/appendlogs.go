@@ -68,7 +68,7 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 	}
 	sizes, err := s.headsOf(ctx, keys)
 	if err != nil {
-		return err
+		return errors.Join(append(errs, err)...)
 	}
 	var batch, single []planned
 	for _, a := range todo {
@@ -96,11 +96,11 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 		}
 		leftLeaves, leavesVer, err := s.above(ctx, "log_leaves", at)
 		if err != nil {
-			return err
+			return errors.Join(append(errs, err)...)
 		}
 		_, hashesVer, err := s.above(ctx, "log_hashes", hat)
 		if err != nil {
-			return err
+			return errors.Join(append(errs, err)...)
 		}
 		ver = max(uint64(s.now().UnixNano()), leavesVer+2, hashesVer+2)
 		kept := batch[:0]
@@ -117,7 +117,7 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 	if len(batch) > 0 {
 		held, err := s.leafIDsOf(ctx, batch)
 		if err != nil {
-			return err
+			return errors.Join(append(errs, err)...)
 		}
 		kept := batch[:0]
 		for _, p := range batch {
@@ -131,7 +131,7 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 	}
 	if len(batch) > 0 {
 		if err := s.writeLogs(ctx, batch, ver); err != nil {
-			return err
+			errs = append(errs, err) // the logs of AppendLog's way are still tried
 		}
 	}
 	for _, p := range single {

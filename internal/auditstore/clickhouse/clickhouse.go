@@ -85,7 +85,8 @@ type Options struct {
 	// Empty: one server.
 	Cluster string
 	// Leaves, when set, computes each entry's tamper-evidence leaf as it
-	// is written (column leaf, and feed_leaves: 0013_feed_leaves.sql);
+	// is written (column leaf of the entries, 0013_feed_leaves.sql, and of
+	// feed_index, 0018_feed_index_leaf.sql);
 	// nil writes none (the sequencer then reads the entries back).
 	Leaves auditstore.Leaves
 	// NoMigrate opens the store without any DDL: the database must exist

@@ -37,7 +37,11 @@ import (
 //     synchronous, see Open), so dropping and creating it loses nothing.
 //   - DROP TABLE IF EXISTS v of a view that an earlier migration created
 //     drops it ON CLUSTER (a view is replaced by another: the new one is
-//     made first, so no insert misses it).
+//     made first, so no insert misses it). A view that a later migration
+//     drops is not made at all: a cluster is created by this release or a
+//     later one, and a node added later runs every migration again on the
+//     cluster, which would otherwise bring the dropped view back on every
+//     node until its drop.
 //   - INSERT … SELECT (the backfills) runs as written, through the
 //     Distributed tables, on the node the migrator is connected to: the
 //     rows go to the shard of their organization.
@@ -89,11 +93,15 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 	q := func(name string) string { return "`" + db + "`.`" + name + "`" }
 	on := " ON CLUSTER `" + cluster + "`"
 	added := map[string][]string{} // table → column definitions, in order
+	dropped := map[string]bool{}   // views a migration drops
 	for _, m := range ms {
 		for _, raw := range m.Statements {
 			if g := alterAddRE.FindStringSubmatch(stripLeadingComments(raw)); g != nil {
 				def := strings.TrimSpace(addColumnRE.ReplaceAllString(g[2], ""))
 				added[g[1]] = append(added[g[1]], def)
+			}
+			if g := dropViewRE.FindStringSubmatch(stripLeadingComments(raw)); g != nil {
+				dropped[g[1]] = true
 			}
 		}
 	}
@@ -135,6 +143,13 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 					return nil, fmt.Errorf("migration %s: view %s writes to %s, not a table of the migrations", m.Name, g[1], g[2])
 				}
 				views[g[1]] = true
+				if dropped[g[1]] {
+					// Dropped by a later migration: only its drop runs (a
+					// no-op where it was never made), so that a cluster keeps
+					// a migration's steps.
+					out[i] = append(out[i], clusterStep{sql: fmt.Sprintf("DROP TABLE IF EXISTS %s%s", q(g[1]), on)})
+					continue
+				}
 				out[i] = append(out[i], clusterStep{sql: fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s AS %s", q(g[1]), on, q(g[2]+"_local"), local(g[3]))})
 			case dropViewRE.MatchString(stmt):
 				g := dropViewRE.FindStringSubmatch(stmt)

@@ -68,8 +68,10 @@ func TestClusterPlanCoversMigrations(t *testing.T) {
 			t.Errorf("no Distributed table for %s", name)
 		}
 	}
-	if views != 12 || drops != 4 {
-		t.Errorf("%d views made and %d dropped, want 12 and 4", views, drops)
+	// The four views 0018 drops are never made on a cluster: their
+	// migrations (0008, 0013) drop them instead, and so does 0018.
+	if views != 8 || drops != 8 {
+		t.Errorf("%d views made and %d dropped, want 8 and 8", views, drops)
 	}
 
 	for _, bad := range []string{

@@ -18,7 +18,8 @@ import (
 
 // The erasure's storage (auditstore.ErasureStore). An erasure rewrites
 // some columns of some entries (never their leaf: the log keeps the
-// original one, and so do the leaf column and feed_leaves) and keeps each
+// original one, and so do the leaf columns of the entries and of feed_index)
+// and keeps each
 // entry's erasure in entry_erasures (0015). ClickHouse rewrites rows with
 // a mutation, ALTER TABLE … UPDATE, which 18.16 runs as it runs the
 // deletions of lifecycle.go (read its top): in the background, on the
@@ -49,7 +50,7 @@ import (
 // The whole call took 0.44 s, 0.70 s with principal_id.
 //
 // The aggregates: audit_hours, execution_hours, event_index, feed_index
-// and feed_leaves hold no erasable column. audit_stats holds principal_id
+// and feed_leaves (read no more since 0018) hold no erasable column. audit_stats holds principal_id
 // (kind 1) and resource_id (kind 2) in its sort key, where a mutation
 // cannot assign: when a call rewrites either of them, the rows of those
 // kinds for the days of the rewritten entries and for the values taken

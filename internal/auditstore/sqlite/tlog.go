@@ -55,10 +55,6 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// AppendLog implements auditstore.LogStore in one transaction of the
-// writing connection: the head is read, the part already stored compared,
-// the rest and the new head written, then committed (WAL, synchronous
-// FULL: durable on return). SQLite has one writer at a time, so even two
 // SaveCheckpoints implements auditstore.CheckpointSaver: one
 // SaveCheckpoint each.
 func (s *Store) SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpoint) []error {
@@ -71,6 +67,10 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 	return auditstore.AppendEach(ctx, s, appends)
 }
 
+// AppendLog implements auditstore.LogStore in one transaction of the
+// writing connection: the head is read, the part already stored compared,
+// the rest and the new head written, then committed (WAL, synchronous
+// FULL: durable on return). SQLite has one writer at a time, so even two
 // sequencers could not interleave a check and a write here.
 func (s *Store) AppendLog(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash) error {
 	if err := auditstore.ValidateLog(org, kind); err != nil {
