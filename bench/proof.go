@@ -170,22 +170,12 @@ func Proof(ctx context.Context, n int64, samples int, progress io.Writer) (r Pro
 // getTile reads the full hash tile k of level 0 (the leaf hashes of leaves
 // 256k to 256k+255) and checks it.
 func getTile(ctx context.Context, client *http.Client, base string, k int64) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", base+query.TilePath(tlog.Tile{H: 8, L: 0, N: k, W: 256}), nil)
+	status, body, err := getAPI(ctx, client, base+query.TilePath(tlog.Tile{H: 8, L: 0, N: k, W: 256}))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+benchAPIKey)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || len(body) != 256*32 {
-		return fmt.Errorf("tile %d: %d, %d bytes", k, resp.StatusCode, len(body))
+	if status != http.StatusOK || len(body) != 256*32 {
+		return fmt.Errorf("tile %d: %d, %d bytes", k, status, len(body))
 	}
 	for j := range int64(256) {
 		i := k<<8 + j
@@ -199,22 +189,12 @@ func getTile(ctx context.Context, client *http.Client, base string, k int64) err
 // getProof asks the proof of leaf i and checks it against root.
 func getProof(ctx context.Context, client *http.Client, base string, n, i int64, root tlog.Hash) error {
 	id := LogEventID(i)
-	req, err := http.NewRequestWithContext(ctx, "GET", base+id.String(), nil)
+	status, body, err := getAPI(ctx, client, base+id.String())
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+benchAPIKey)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("proof of leaf %d: %d %s", i, resp.StatusCode, body)
+	if status != http.StatusOK {
+		return fmt.Errorf("proof of leaf %d: %d %s", i, status, body)
 	}
 	var env struct{ Data query.ProofData }
 	if err := json.Unmarshal(body, &env); err != nil {

@@ -203,18 +203,30 @@ func (e *chEnv) close() {
 // apiGet fetches a listing page and returns the number of its items.
 func (e *chEnv) apiGet(ctx context.Context, path string) (int, error) {
 	u := "http://" + e.addr + path
-	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
-	req.Header.Set("Authorization", "Bearer "+benchAPIKey)
-	resp, err := e.client.Do(req)
+	status, body, err := getAPI(ctx, e.client, u)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, body)
+	if status != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %d %s", u, status, body)
 	}
 	return strings.Count(string(body), `"event_id"`), nil
+}
+
+// getAPI GETs url with the bench's API key: the status and the body.
+func getAPI(ctx context.Context, client *http.Client, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+benchAPIKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }
 
 // pageScenario is one page measured two ways: page (through the API or
