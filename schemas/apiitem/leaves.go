@@ -67,92 +67,94 @@ func Preimage(item any) (itlog.Entry, error) {
 // from its covered members (TestSaltedLeavesAreTheServedLeaves: the same
 // hash as the item's JSON).
 func saltedAuditLeaf(it Item, salt []byte) ([32]byte, error) {
-	b, err := itlog.NewSaltedLeaf(salt)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("audit item of event %s: %w", it.EventID, err)
-	}
-	defer b.Free()
-	// In name order: the leaf sorts its members, in one pass when they
-	// come sorted.
-	b.String("action", it.Action)
-	b.StringOrNull("client_ip", it.ClientIP)
-	b.String("created_time", it.CreatedTime)
-	b.StringOrNull("customer_id", it.CustomerID)
-	b.JSON("data", it.Data)
-	b.String("display_name", it.DisplayName)
-	b.String("event_id", it.EventID)
-	b.String("id", it.ID)
-	b.String("organization_id", it.OrganizationID)
-	b.String("principal_id", it.PrincipalID)
-	b.String("principal_type", it.PrincipalType)
-	b.StringOrNull("project_id", it.ProjectID)
-	b.StringOrNull("resource_display", it.ResourceDisplay)
-	b.StringOrNull("resource_id", it.ResourceID)
-	b.StringOrNull("resource_type", it.ResourceType)
-	b.String("source", it.Source)
-	b.String("timestamp", it.Timestamp)
-	b.StringOrNull("user_id", it.UserID)
-	if b.Large() {
-		return servedLeaf(it, it.EventID)
-	}
-	h, err := b.Leaf()
-	if err != nil {
-		return h, fmt.Errorf("audit item of event %s: %w", it.EventID, err)
-	}
-	return h, nil
+	return saltedLeaf(salt, "audit", it.EventID, func(b *itlog.SaltedLeaf) error {
+		// In name order: the leaf sorts its members, in one pass when
+		// they come sorted.
+		b.String("action", it.Action)
+		b.StringOrNull("client_ip", it.ClientIP)
+		b.String("created_time", it.CreatedTime)
+		b.StringOrNull("customer_id", it.CustomerID)
+		b.JSON("data", it.Data)
+		b.String("display_name", it.DisplayName)
+		b.String("event_id", it.EventID)
+		b.String("id", it.ID)
+		b.String("organization_id", it.OrganizationID)
+		b.String("principal_id", it.PrincipalID)
+		b.String("principal_type", it.PrincipalType)
+		b.StringOrNull("project_id", it.ProjectID)
+		b.StringOrNull("resource_display", it.ResourceDisplay)
+		b.StringOrNull("resource_id", it.ResourceID)
+		b.StringOrNull("resource_type", it.ResourceType)
+		b.String("source", it.Source)
+		b.String("timestamp", it.Timestamp)
+		b.StringOrNull("user_id", it.UserID)
+		return nil
+	}, func() ([32]byte, error) { return servedLeaf(it, it.EventID) })
 }
 
 // saltedExecutionLeaf is saltedAuditLeaf of an execution item.
 func saltedExecutionLeaf(it ExecutionItem, salt []byte) ([32]byte, error) {
+	return saltedLeaf(salt, "execution", it.EventID, func(b *itlog.SaltedLeaf) error {
+		jsonMember := func(name string, v any) error {
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			b.JSON(name, raw)
+			return nil
+		}
+		// In name order (as saltedAuditLeaf).
+		b.StringOrNull("client_ip", it.ClientIP)
+		b.String("created_time", it.CreatedTime)
+		b.String("display_name", it.DisplayName)
+		if err := jsonMember("duration_ms", it.DurationMS); err != nil {
+			return err
+		}
+		b.String("ended_at", it.EndedAt)
+		if err := jsonMember("error", it.Error); err != nil {
+			return err
+		}
+		b.String("event_id", it.EventID)
+		b.String("execution_code", it.ExecutionCode)
+		b.String("execution_id", it.ExecutionID)
+		if err := jsonMember("hooks", it.Hooks); err != nil {
+			return err
+		}
+		b.String("organization_id", it.OrganizationID)
+		b.String("principal_id", it.PrincipalID)
+		b.String("principal_type", it.PrincipalType)
+		b.StringOrNull("project_id", it.ProjectID)
+		b.String("started_at", it.StartedAt)
+		if err := jsonMember("success", it.Success); err != nil {
+			return err
+		}
+		if err := jsonMember("tool", it.Tool); err != nil {
+			return err
+		}
+		b.String("tool_name", it.ToolName)
+		b.String("user_id", it.UserID)
+		return nil
+	}, func() ([32]byte, error) { return servedLeaf(it, it.EventID) })
+}
+
+// saltedLeaf is the version 2 leaf of an item (of this kind and event id,
+// for errors) with this salt, from the members that add adds; from the
+// item's JSON (served) when they are large (internal/tlog.SaltedLeaf.Large).
+func saltedLeaf(salt []byte, kind, event string, add func(*itlog.SaltedLeaf) error, served func() ([32]byte, error)) ([32]byte, error) {
 	b, err := itlog.NewSaltedLeaf(salt)
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("execution item of event %s: %w", it.EventID, err)
+		return [32]byte{}, fmt.Errorf("%s item of event %s: %w", kind, event, err)
 	}
 	defer b.Free()
-	jsonMember := func(name string, v any) error {
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("execution item of event %s: %s: %w", it.EventID, name, err)
-		}
-		b.JSON(name, raw)
-		return nil
+	if err := add(b); err != nil {
+		return [32]byte{}, fmt.Errorf("%s item of event %s: %w", kind, event, err)
 	}
-	// In name order (as saltedAuditLeaf).
-	b.StringOrNull("client_ip", it.ClientIP)
-	b.String("created_time", it.CreatedTime)
-	b.String("display_name", it.DisplayName)
-	if err := jsonMember("duration_ms", it.DurationMS); err != nil {
-		return [32]byte{}, err
-	}
-	b.String("ended_at", it.EndedAt)
-	if err := jsonMember("error", it.Error); err != nil {
-		return [32]byte{}, err
-	}
-	b.String("event_id", it.EventID)
-	b.String("execution_code", it.ExecutionCode)
-	b.String("execution_id", it.ExecutionID)
-	if err := jsonMember("hooks", it.Hooks); err != nil {
-		return [32]byte{}, err
-	}
-	b.String("organization_id", it.OrganizationID)
-	b.String("principal_id", it.PrincipalID)
-	b.String("principal_type", it.PrincipalType)
-	b.StringOrNull("project_id", it.ProjectID)
-	b.String("started_at", it.StartedAt)
-	if err := jsonMember("success", it.Success); err != nil {
-		return [32]byte{}, err
-	}
-	if err := jsonMember("tool", it.Tool); err != nil {
-		return [32]byte{}, err
-	}
-	b.String("tool_name", it.ToolName)
-	b.String("user_id", it.UserID)
 	if b.Large() {
-		return servedLeaf(it, it.EventID)
+		return served()
 	}
 	h, err := b.Leaf()
 	if err != nil {
-		return h, fmt.Errorf("execution item of event %s: %w", it.EventID, err)
+		return h, fmt.Errorf("%s item of event %s: %w", kind, event, err)
 	}
 	return h, nil
 }

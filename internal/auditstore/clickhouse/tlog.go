@@ -11,6 +11,7 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/ext"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -219,28 +220,32 @@ func (s *Store) writeLog(ctx context.Context, org uuid.UUID, kind auditstore.Log
 
 // insertRows writes n rows in one batch insert.
 func (s *Store) insertRows(ctx context.Context, query string, n int, row func(i int) []any) error {
-	if n == 0 {
-		return nil
-	}
-	batch, err := s.conn.PrepareBatch(ctx, query)
-	if err != nil {
-		return fmt.Errorf("clickhouse prepare log batch: %w", err)
-	}
-	defer batch.Abort()
-	for i := 0; i < n; i++ {
-		if err := batch.Append(row(i)...); err != nil {
-			return fmt.Errorf("clickhouse append log row: %w", err)
+	return s.insertBatch(ctx, query, n, func(b driver.Batch) error {
+		for i := 0; i < n; i++ {
+			if err := b.Append(row(i)...); err != nil {
+				return fmt.Errorf("clickhouse append log row: %w", err)
+			}
 		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("clickhouse insert %d log rows: %w", n, busyOnly(err))
-	}
-	return nil
+		return nil
+	})
 }
 
 // insertColumns writes n rows given column by column (a slice of n values
-// per column of the query, in its order) in one batch insert.
+// per column of the query, in its order) in one batch insert: a row of
+// values costs the driver a reflection per value, a column one.
 func (s *Store) insertColumns(ctx context.Context, query string, n int, cols ...any) error {
+	return s.insertBatch(ctx, query, n, func(b driver.Batch) error {
+		for i, c := range cols {
+			if err := b.Column(i).Append(c); err != nil {
+				return fmt.Errorf("clickhouse append log column %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+}
+
+// insertBatch writes n rows, filled in by fill, in one batch insert.
+func (s *Store) insertBatch(ctx context.Context, query string, n int, fill func(driver.Batch) error) error {
 	if n == 0 {
 		return nil
 	}
@@ -249,10 +254,8 @@ func (s *Store) insertColumns(ctx context.Context, query string, n int, cols ...
 		return fmt.Errorf("clickhouse prepare log batch: %w", err)
 	}
 	defer batch.Abort()
-	for i, c := range cols {
-		if err := batch.Column(i).Append(c); err != nil {
-			return fmt.Errorf("clickhouse append log column %d: %w", i, err)
-		}
+	if err := fill(batch); err != nil {
+		return err
 	}
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("clickhouse insert %d log rows: %w", n, busyOnly(err))
