@@ -73,6 +73,10 @@ type clusterStep struct {
 	// table and column: sql adds column to table, and runs only when
 	// table_local does not have it.
 	table, column string
+	// view: sql drops this view, and runs only when the node the store is
+	// connected to has it (a fresh cluster never made it: no DDL round
+	// on the cluster for nothing).
+	view string
 	// target: sql is a backfill into this (Distributed) table, and runs
 	// only when it is empty. On a cluster the backfills of the current
 	// migrations copy nothing (a cluster starts empty); a node added later
@@ -144,11 +148,7 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 				}
 				views[g[1]] = true
 				if dropped[g[1]] {
-					// Dropped by a later migration: only its drop runs (a
-					// no-op where it was never made), so that a cluster keeps
-					// a migration's steps.
-					out[i] = append(out[i], clusterStep{sql: fmt.Sprintf("DROP TABLE IF EXISTS %s%s", q(g[1]), on)})
-					continue
+					continue // dropped by a later migration: never made
 				}
 				out[i] = append(out[i], clusterStep{sql: fmt.Sprintf("CREATE MATERIALIZED VIEW IF NOT EXISTS %s%s TO %s AS %s", q(g[1]), on, q(g[2]+"_local"), local(g[3]))})
 			case dropViewRE.MatchString(stmt):
@@ -156,7 +156,7 @@ func clusterPlan(ms []auditstore.Migration, cluster, db string) ([][]clusterStep
 				if !views[g[1]] {
 					return nil, fmt.Errorf("migration %s: DROP of %s, not a view of the migrations", m.Name, g[1])
 				}
-				out[i] = append(out[i], clusterStep{sql: fmt.Sprintf("DROP TABLE IF EXISTS %s%s", q(g[1]), on)})
+				out[i] = append(out[i], clusterStep{sql: fmt.Sprintf("DROP TABLE IF EXISTS %s%s", q(g[1]), on), view: g[1]})
 			case alterAddRE.MatchString(stmt):
 				g := alterAddRE.FindStringSubmatch(stmt)
 				if !tables[g[1]] {
@@ -324,6 +324,15 @@ func (s *Store) migrateCluster(ctx context.Context, ms []auditstore.Migration) e
 					return fmt.Errorf("migration %s: %w", m.Name, err)
 				}
 				if n > 0 {
+					continue
+				}
+			}
+			if st.view != "" {
+				var n uint64
+				if err := s.conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", s.db, st.view).Scan(&n); err != nil {
+					return fmt.Errorf("migration %s: %w", m.Name, err)
+				}
+				if n == 0 {
 					continue
 				}
 			}
