@@ -376,6 +376,10 @@ func TestExportCapPerCredential(t *testing.T) {
 	t.Parallel() // among the slowest of the package: they share nothing
 	e := newHoldEnv(t, func(c *query.Config, _ *query.LiveConfig) {
 		c.Exports = query.Limits{Max: 10, PerOrg: 2, PerCredential: 1}
+		// The first export is held open (its client reads nothing) while
+		// the others are asked: on a loaded machine that took longer than
+		// the default 10 s a page, and the held export ended early.
+		c.StoreTimeout = 2 * time.Minute
 	})
 	key, _ := e.member(t, "alice")
 	key2, _ := e.member(t, "bob")
