@@ -113,6 +113,7 @@ type Store interface {
 	ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error)
 	LatestCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (auditstore.Checkpoint, bool, error)
 	SaveCheckpoint(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, cp auditstore.Checkpoint) error
+	SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpoint) []error
 }
 
 // Publisher publishes to JetStream (jetstream.JetStream).
@@ -436,23 +437,16 @@ func (c *Checkpointer) sign(ctx context.Context, id logID, size int64, key *roun
 	return dueCheckpoint{id: id, cp: auditstore.Checkpoint{Size: size, Root: root, Time: at, KeyID: pub.KeyID, Note: msg}, pub: pub}, true, nil
 }
 
-// save stores the round's checkpoints: together when the store can.
+// save stores the round's checkpoints together.
 func (c *Checkpointer) save(ctx context.Context, due []dueCheckpoint) []error {
 	if len(due) == 0 {
 		return nil
 	}
-	if cs, ok := c.d.Store.(auditstore.CheckpointSaver); ok {
-		cps := make([]auditstore.LogCheckpoint, len(due))
-		for i, d := range due {
-			cps[i] = auditstore.LogCheckpoint{Org: d.id.org, Kind: d.id.kind, Checkpoint: d.cp}
-		}
-		return cs.SaveCheckpoints(ctx, cps)
-	}
-	errs := make([]error, len(due))
+	cps := make([]auditstore.LogCheckpoint, len(due))
 	for i, d := range due {
-		errs[i] = c.d.Store.SaveCheckpoint(ctx, d.id.org, d.id.kind, d.cp)
+		cps[i] = auditstore.LogCheckpoint{Org: d.id.org, Kind: d.id.kind, Checkpoint: d.cp}
 	}
-	return errs
+	return c.d.Store.SaveCheckpoints(ctx, cps)
 }
 
 // publishSaved publishes a stored checkpoint and queues it for the

@@ -33,7 +33,7 @@ import (
 // and the feeds.
 type Store interface {
 	LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error)
-	AppendLog(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, leaves []auditstore.LogLeaf, hashes []auditstore.StoredHash) error
+	AppendLogs(ctx context.Context, appends []auditstore.LogAppend) error
 	ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error)
 	FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditstore.FeedPage, error)
 	FeedExecutions(ctx context.Context, q auditstore.ExecFeedQuery) (auditstore.ExecFeedPage, error)
@@ -126,8 +126,8 @@ const BatchSize = 4 * AppendSize
 
 // SequenceAll is Sequence of several logs (each at most once), read up to
 // parallel at a time, whose appends are written together: one
-// LogAppender.AppendLogs per pass when the store has it (ClickHouse: one
-// part per table, whatever the number of logs), of at most AppendSize
+// AppendLogs per pass (ClickHouse: one part per table, whatever the
+// number of logs), of at most AppendSize
 // entries a log and about BatchSize in all. Its results are the targets',
 // in order.
 func (s *Sequencer) SequenceAll(ctx context.Context, targets []Target, parallel int) ([]Result, error) {
@@ -193,21 +193,13 @@ func (s *Sequencer) SequenceAll(ctx context.Context, targets []Target, parallel 
 	}
 }
 
-// write stores the appends of one pass: together when the store can.
+// write stores the appends of one pass together.
 func (s *Sequencer) write(ctx context.Context, appends []auditstore.LogAppend) error {
 	if len(appends) == 0 {
 		return nil
 	}
-	if la, ok := s.store.(auditstore.LogAppender); ok {
-		if err := la.AppendLogs(ctx, appends); err != nil {
-			return fmt.Errorf("append to %d logs: %w", len(appends), err)
-		}
-		return nil
-	}
-	for _, a := range appends {
-		if err := s.store.AppendLog(ctx, a.Org, a.Kind, a.Leaves, a.Hashes); err != nil {
-			return fmt.Errorf("append %d leaves at %d to the log of %s: %w", len(a.Leaves), a.Leaves[0].Index, a.Org, err)
-		}
+	if err := s.store.AppendLogs(ctx, appends); err != nil {
+		return fmt.Errorf("append to %d logs: %w", len(appends), err)
 	}
 	return nil
 }

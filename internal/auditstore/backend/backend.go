@@ -33,6 +33,10 @@ type Store interface {
 	auditstore.ExecutionStore
 	auditstore.StatsStore
 	auditstore.LogStore
+	// Many logs' appends and checkpoints in one write each (the
+	// sequencer's and the checkpointer's rounds).
+	auditstore.LogAppender
+	auditstore.CheckpointSaver
 	HasAudit(ctx context.Context, org uuid.UUID, project *uuid.UUID, id uuid.UUID) (bool, error)
 	HasExecution(ctx context.Context, org uuid.UUID, project *uuid.UUID, id uuid.UUID) (bool, error)
 	FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditstore.FeedPage, error)
