@@ -300,6 +300,7 @@ type batch[T any] struct {
 
 	pending []span // good events not yet stored
 	started bool   // pending was set
+	marked  bool   // the commit marks were published
 
 	stopKeepAlive func()
 }
@@ -346,7 +347,16 @@ func (in *Ingester[T]) accept(m jetstream.Msg) (T, error) {
 // 4% of the CPU of ingest): $JS.ACK.<stream>.<consumer>.<delivered>.… (9
 // tokens), or $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.…
 // (11 or more). ok is false when reply is not such a subject.
-func numDelivered(reply string) (n uint64, ok bool) {
+func numDelivered(reply string) (n uint64, ok bool) { return replyNumber(reply, 0) }
+
+// streamSeq reads the stream sequence from the reply subject of a
+// JetStream message, as numDelivered reads the delivery count.
+func streamSeq(reply string) (n uint64, ok bool) { return replyNumber(reply, 1) }
+
+// replyNumber reads the number at position at (0: the delivery count, 1:
+// the stream sequence) after the consumer's name in a JetStream reply
+// subject.
+func replyNumber(reply string, at int) (n uint64, ok bool) {
 	rest, found := strings.CutPrefix(reply, "$JS.ACK.")
 	if !found {
 		return 0, false
@@ -361,7 +371,7 @@ func numDelivered(reply string) (n uint64, ok bool) {
 	default:
 		return 0, false
 	}
-	for range skip {
+	for range skip + at {
 		_, rest, _ = strings.Cut(rest, ".")
 	}
 	tok, _, _ := strings.Cut(rest, ".")
@@ -502,8 +512,8 @@ func (in *Ingester[T]) ack(msgs []jetstream.Msg) {
 }
 
 // commit writes the batch's events not yet stored, then publishes its dead
-// letters not yet published (waiting for their acks). It picks up where an
-// earlier failed attempt stopped.
+// letters not yet published (waiting for their acks), then its commit
+// marks. It picks up where an earlier failed attempt stopped.
 func (in *Ingester[T]) commit(ctx context.Context, b *batch[T]) error {
 	if !b.started {
 		b.started = true
@@ -514,7 +524,53 @@ func (in *Ingester[T]) commit(ctx context.Context, b *batch[T]) error {
 	if err := in.writePending(ctx, b); err != nil {
 		return err
 	}
-	return in.publishDead(ctx, b.dead)
+	if err := in.publishDead(ctx, b.dead); err != nil {
+		return err
+	}
+	return in.markCommitted(ctx, b)
+}
+
+// markCommitted tells the tamper-evidence log's sequencer which
+// organizations have entries stored by the batch: one message on
+// schemas.CommitSubject per organization and kind, the highest stream
+// sequence of its events in decimal (the stream keeps the newest of each), published after the store write and before the acks, so that
+// every acknowledged event's organization is marked before ingest's
+// watermark passes it (the sequencer's seals rely on it). Nothing is
+// marked twice for one batch.
+func (in *Ingester[T]) markCommitted(ctx context.Context, b *batch[T]) error {
+	if b.marked || len(b.goodMsgs) == 0 {
+		return nil
+	}
+	// The highest stream sequence of each subject: the sequencer waits for
+	// ingest's watermark to pass it.
+	seqs := make(map[string]uint64)
+	for _, m := range b.goodMsgs {
+		seq, _ := streamSeq(m.Reply())
+		seqs[m.Subject()] = max(seqs[m.Subject()], seq)
+	}
+	futures := make([]jetstream.PubAckFuture, 0, len(seqs))
+	for subj, seq := range seqs {
+		org, kind, ok := schemas.ParseEventSubject(subj)
+		if !ok {
+			continue
+		}
+		f, err := in.js.PublishAsync(schemas.CommitSubject(org, kind), strconv.AppendUint(nil, seq, 10))
+		if err != nil {
+			return fmt.Errorf("mark the commit of %s: %w", subj, err)
+		}
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("mark a commit: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	b.marked = true
+	return nil
 }
 
 // writePending writes the pending spans of b. A write refused because of

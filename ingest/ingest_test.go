@@ -811,22 +811,29 @@ func TestNumDelivered(t *testing.T) {
 		reply string
 		n     uint64
 		ok    bool
+		seq   uint64 // the stream sequence
+		seqOK bool
 	}{
-		{"$JS.ACK.EVENTS.ingest.3.1047.1040.1732000000000000000.12", 3, true},
-		{"$JS.ACK._.ACCHASH.EVENTS.ingest.21.1047.1040.1732000000000000000.12.xyz", 21, true},
-		{"$JS.ACK.hub.ACCHASH.EVENTS.ingest.7.1047.1040.1732000000000000000.12", 7, true},
-		{"$JS.ACK._.ACCHASH.EVENTS.ingest.18446744073709551615.1.1.1.0.r", 18446744073709551615, true},
-		{"$JS.ACK._.ACCHASH.EVENTS.ingest.18446744073709551616.1.1.1.0.r", 0, false},
-		{"$JS.ACK.EVENTS.ingest.x3.1047.1040.1732000000000000000.12", 0, false},
-		{"$JS.ACK.EVENTS.ingest..1047.1040.1732000000000000000.12", 0, false},
-		{"$JS.ACK.EVENTS.ingest.3.1047.1040.1732000000000000000", 0, false}, // 8 tokens
-		{"$JS.ACK.a.b.EVENTS.ingest.3.1047.1040.17", 0, false},              // 10 tokens
-		{"_INBOX.abc.3.4.5.6.7.8.9", 0, false},
-		{"", 0, false},
+		{"$JS.ACK.EVENTS.ingest.3.1047.1040.1732000000000000000.12", 3, true, 1047, true},
+		{"$JS.ACK._.ACCHASH.EVENTS.ingest.21.1047.1040.1732000000000000000.12.xyz", 21, true, 1047, true},
+		{"$JS.ACK.hub.ACCHASH.EVENTS.ingest.7.1048.1040.1732000000000000000.12", 7, true, 1048, true},
+		{"$JS.ACK._.ACCHASH.EVENTS.ingest.18446744073709551615.1.1.1.0.r", 18446744073709551615, true, 1, true},
+		{"$JS.ACK._.ACCHASH.EVENTS.ingest.18446744073709551616.1.1.1.0.r", 0, false, 1, true},
+		{"$JS.ACK.EVENTS.ingest.x3.1047.1040.1732000000000000000.12", 0, false, 1047, true},
+		{"$JS.ACK.EVENTS.ingest.3.x1047.1040.1732000000000000000.12", 3, true, 0, false},
+		{"$JS.ACK.EVENTS.ingest..1047.1040.1732000000000000000.12", 0, false, 1047, true},
+		{"$JS.ACK.EVENTS.ingest.3.1047.1040.1732000000000000000", 0, false, 0, false}, // 8 tokens
+		{"$JS.ACK.a.b.EVENTS.ingest.3.1047.1040.17", 0, false, 0, false},              // 10 tokens
+		{"_INBOX.abc.3.4.5.6.7.8.9", 0, false, 0, false},
+		{"", 0, false, 0, false},
 	} {
 		n, ok := ingest.NumDelivered(tc.reply)
 		if n != tc.n || ok != tc.ok {
 			t.Errorf("NumDelivered(%q) = %d, %v; want %d, %v", tc.reply, n, ok, tc.n, tc.ok)
+		}
+		seq, ok := ingest.StreamSeq(tc.reply)
+		if seq != tc.seq || ok != tc.seqOK {
+			t.Errorf("StreamSeq(%q) = %d, %v; want %d, %v", tc.reply, seq, ok, tc.seq, tc.seqOK)
 		}
 	}
 	if a := testing.AllocsPerRun(100, func() {

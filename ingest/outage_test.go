@@ -10,6 +10,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -71,5 +72,54 @@ func TestStoreFailuresThatAreNotRefusalsWait(t *testing.T) {
 				t.Errorf("stats %+v", st)
 			}
 		})
+	}
+}
+
+// Ingest marks each organization's commit (schemas.StreamCommits) only
+// once its events are stored, before it acknowledges them: while the store
+// fails, nothing is marked; then one mark per organization, naming the
+// highest stream sequence of its events, which its watermark then passes.
+func TestCommitMarksFollowTheStore(t *testing.T) {
+	store := &unwellStore{AuditWriter: backends()[0].open(t), err: errors.New("down")}
+	store.failures.Store(4)
+	_, nc, js := testenv.NATS(t)
+	cfg := testConfig()
+	cfg.FlushInterval = 300 * time.Millisecond
+	ctx := context.Background()
+	a, b := uuid.New(), uuid.New()
+	publish(t, newPublisher(t, nc), []*schemas.AuditEvent{event(a, time.Now()), event(b, time.Now()), event(a, time.Now())})
+	events, err := js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := events.CachedInfo().State.LastSeq
+	commits, err := js.Stream(ctx, schemas.StreamCommits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := func(org uuid.UUID) (string, error) {
+		m, err := commits.GetLastMsgForSubject(ctx, schemas.CommitSubject(org.String(), schemas.KindAudit))
+		if err != nil {
+			return "", err
+		}
+		return string(m.Data), nil
+	}
+	in, _ := runIngester(t, nc, store, cfg)
+	testenv.Eventually(t, 10*time.Second, "the store's first failure", func() bool { return store.failures.Load() < 3 })
+	for _, o := range []uuid.UUID{a, b} {
+		if _, err := mark(o); !errors.Is(err, jetstream.ErrMsgNotFound) {
+			t.Fatalf("marked before the store write: %v", err)
+		}
+	}
+	testenv.Eventually(t, 30*time.Second, "the batch committed", func() bool { return in.Stats().Stored == 3 })
+	got, err := mark(a)
+	if err != nil || got != fmt.Sprint(last) {
+		t.Fatalf("mark of a: %q, %v; want %d, the last event's sequence", got, err, last)
+	}
+	if got, err := mark(b); err != nil || got != fmt.Sprint(last-1) {
+		t.Fatalf("mark of b: %q, %v; want %d", got, err, last-1)
+	}
+	if info, err := commits.Info(ctx); err != nil || info.State.Msgs != 2 {
+		t.Fatalf("commit marks: %+v, %v; want 2", info.State, err)
 	}
 }

@@ -269,6 +269,17 @@ func TestSubjects(t *testing.T) {
 		if got := DLQSubject(tc.subject); got != tc.dlq {
 			t.Errorf("DLQSubject(%s) = %s", tc.subject, got)
 		}
+		commit := strings.Replace(tc.subject, "auditrail.events.", "auditrail.committed.", 1)
+		org, kind, ok = ParseCommitSubject(commit)
+		if org != tc.org || kind != tc.kind || ok != tc.ok {
+			t.Errorf("ParseCommitSubject(%s) = %s %s %v", commit, org, kind, ok)
+		}
+		if ok && CommitSubject(org, kind) != commit {
+			t.Errorf("CommitSubject(%s, %s) = %s", org, kind, CommitSubject(org, kind))
+		}
+	}
+	if _, _, ok := ParseCommitSubject("auditrail.events.o1.audit"); ok {
+		t.Error("an event subject parsed as a commit subject")
 	}
 }
 

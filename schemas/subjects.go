@@ -24,6 +24,16 @@ const (
 	SubjectCheckpointAll = "auditrail.events.*.checkpoint"
 	SubjectDLQAll        = "auditrail.dlq.>"
 
+	// StreamCommits says which organizations' logs have entries stored
+	// since the tamper-evidence log's sequencer last looked: ingest
+	// publishes CommitSubject(org, kind) (an empty message) after each
+	// store write and before its acks, and the stream keeps the newest
+	// message of each subject only, so it holds at most one message per
+	// organization and kind. The sequencer follows it instead of every
+	// event (a message per batch and organization, not per event).
+	StreamCommits     = "AUDITRAIL_COMMITS"
+	SubjectCommitsAll = "auditrail.committed.>"
+
 	KindAudit     = "audit"
 	KindExecution = "execution"
 	// KindCheckpoint: the body is a C2SP signed note (a tlog checkpoint),
@@ -54,6 +64,17 @@ func EventSubject(orgID, kind string) string {
 	return "auditrail.events." + orgID + "." + kind
 }
 
+// CommitSubject is auditrail.committed.<org_id>.<kind>: ingest stored
+// entries of that kind of the organization (StreamCommits).
+func CommitSubject(orgID, kind string) string {
+	return "auditrail.committed." + orgID + "." + kind
+}
+
+// ParseCommitSubject splits auditrail.committed.<org_id>.<kind>.
+func ParseCommitSubject(subject string) (org, kind string, ok bool) {
+	return parseOrgKind(subject, "auditrail.committed.")
+}
+
 // DLQSubject is the dead-letter subject of a message that arrived on subject:
 // auditrail.dlq.<org_id>.<kind> for event subjects, auditrail.dlq.unknown otherwise.
 func DLQSubject(subject string) string {
@@ -66,7 +87,12 @@ func DLQSubject(subject string) string {
 
 // ParseEventSubject splits auditrail.events.<org_id>.<kind>.
 func ParseEventSubject(subject string) (org, kind string, ok bool) {
-	rest, found := strings.CutPrefix(subject, "auditrail.events.")
+	return parseOrgKind(subject, "auditrail.events.")
+}
+
+// parseOrgKind splits <prefix><org_id>.<kind>.
+func parseOrgKind(subject, prefix string) (org, kind string, ok bool) {
+	rest, found := strings.CutPrefix(subject, prefix)
 	if !found {
 		return "", "", false
 	}

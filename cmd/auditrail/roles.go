@@ -244,7 +244,7 @@ func runTLog(ctx context.Context, args []string) error {
 	if s.tlog, err = tf.config(uuid.NewString()[:8]); err != nil {
 		return err
 	}
-	s.secretsKeys, s.ingest.Durable, s.waitStreams, s.allowPrivate = *secKeys, *durable, []string{schemas.StreamEvents}, *allowPrivate
+	s.secretsKeys, s.ingest.Durable, s.waitStreams, s.allowPrivate = *secKeys, *durable, []string{schemas.StreamEvents, schemas.StreamCommits}, *allowPrivate
 	return (&process{s: s}).run(ctx, modTLog)
 }
 

@@ -30,7 +30,7 @@ func waitBucket(ctx context.Context, w *httpapi.StartWait, nc *nats.Conn, bucket
 
 // waitStreams waits until the streams exist (all when names is empty).
 func waitStreamsOf(ctx context.Context, w *httpapi.StartWait, nc *nats.Conn, log *slog.Logger, names ...string) error {
-	what := "streams AUDITRAIL_EVENTS and AUDITRAIL_DLQ"
+	what := "streams AUDITRAIL_EVENTS, AUDITRAIL_DLQ and AUDITRAIL_COMMITS"
 	if len(names) == 1 {
 		what = "stream " + names[0]
 	}

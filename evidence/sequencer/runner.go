@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,14 +22,14 @@ import (
 type Config struct {
 	// Instance names this process in the lease (one sequencer at a time).
 	Instance string
-	// Durable is the sequencer's consumer of the event stream (headers
-	// only: it learns which organizations have new entries, then reads
-	// them from the store).
+	// Durable is the sequencer's consumer of the commit marks
+	// (schemas.StreamCommits: it learns which organizations have new
+	// entries, then reads them from the store).
 	Durable string
 	// LeaseTTL is how long the lease (in the bucket given to NewRunner)
 	// outlives its holder's last renewal.
 	LeaseTTL time.Duration
-	// Fetch is how many messages one round takes at most.
+	// Fetch is how many commit marks one round takes at most.
 	Fetch int
 	// AuditDurable and ExecutionDurable are ingest's consumers, whose
 	// watermarks bound what may be sequenced.
@@ -67,9 +68,12 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Watermarks gives the watermark of an ingest durable.
+// Watermarks gives the watermark of an ingest durable (*natsx.Watermarks).
 type Watermarks interface {
 	Watermark(ctx context.Context, durable string) (uint64, error)
+	// Complete is the watermark read now, or last when the durable has
+	// nothing pending.
+	Complete(ctx context.Context, durable string, last uint64) (uint64, error)
 }
 
 // Runner sequences every organization's logs while it holds the lease.
@@ -84,8 +88,11 @@ type Runner struct {
 	kv    jetstream.KeyValue
 	// sealed is the last seal written (while leading).
 	sealed time.Time
-	// subjects remembers the log of each event subject seen (logOf).
+	// subjects remembers the log of each commit mark's subject (logOf).
 	subjects map[string]subjectLog
+	// dropped: the durable of the event stream from before 0.12 is gone;
+	// catchUp: it was there, so the next round looks at every log.
+	dropped, catchUp bool
 }
 
 // SealedKey is the tlog bucket's key of the logs' seal (Sealed, JSON):
@@ -170,16 +177,19 @@ func (r *Runner) lead(ctx context.Context) error {
 	if s, ok, err := ReadSealed(ctx, r.kv); err == nil && ok {
 		r.sealed = s.Time // a seal never goes back, whoever wrote it
 	}
-	cons, err := r.js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{
+	r.dropEventDurable(ctx)
+	events, err := r.js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", schemas.StreamEvents, err)
+	}
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, schemas.StreamCommits, jetstream.ConsumerConfig{
 		Durable: r.cfg.Durable,
-		// The whole stream, not its audit and execution subjects: a
-		// consumer with two filters costs the server a subject-tree
-		// intersection per message (7.6 µs an event measured), one whose
-		// filter is the stream's subjects reads the messages in order;
-		// the few others (checkpoints) are skipped below.
-		FilterSubject: schemas.SubjectEventsAll,
+		// The commit marks (one message per organization and kind, the
+		// newest), not the events: a message per batch and organization
+		// rather than per event (following every event cost the NATS
+		// server and this process about 12 µs an event).
+		FilterSubject: schemas.SubjectCommitsAll,
 		AckPolicy:     jetstream.AckAllPolicy,
-		HeadersOnly:   true,
 		MaxAckPending: -1,
 		AckWait:       2 * r.cfg.LeaseTTL,
 	})
@@ -190,11 +200,33 @@ func (r *Runner) lead(ctx context.Context) error {
 		if !r.lease.Keep(ctx) {
 			return nil // lost: another instance sequences now
 		}
-		if err := r.round(ctx, cons); err != nil {
+		if err := r.round(ctx, cons, events); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// dropEventDurable deletes the durable that the sequencer kept on the
+// event stream before it followed the commit marks (once a process: it
+// would hold every event since as pending, for nothing).
+func (r *Runner) dropEventDurable(ctx context.Context) {
+	if r.dropped {
+		return
+	}
+	err := r.js.DeleteConsumer(ctx, schemas.StreamEvents, r.cfg.Durable)
+	switch {
+	case err == nil:
+		// What it still held is marked nowhere: every log is looked at
+		// once (an upgrade's ingest marks what it stores from its start).
+		r.catchUp = true
+		r.log.Info("sequencer: deleted its old durable of the event stream; every log is looked at once", "durable", r.cfg.Durable)
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	default:
+		r.log.Warn("sequencer: its old durable of the event stream not deleted", "durable", r.cfg.Durable, "err", err)
+		return
+	}
+	r.dropped = true
 }
 
 type logID struct {
@@ -205,15 +237,14 @@ type logID struct {
 // maxSubjects bounds the subjects whose log is remembered.
 const maxSubjects = 100_000
 
-// logOf returns the log of an event subject (false: not an audit entry's
-// or a tool execution's), remembered per subject: a round reads thousands
-// of messages of a few organizations.
+// logOf returns the log of a commit mark's subject (false: not an audit
+// entry's or a tool execution's), remembered per subject.
 func (r *Runner) logOf(subject string) (logID, bool) {
 	if l, ok := r.subjects[subject]; ok {
 		return l.id, l.ok
 	}
 	var l subjectLog
-	orgS, kindS, ok := schemas.ParseEventSubject(subject)
+	orgS, kindS, ok := schemas.ParseCommitSubject(subject)
 	org, err := uuid.Parse(orgS)
 	if ok && err == nil && (kindS == schemas.KindAudit || kindS == schemas.KindExecution) {
 		l.ok, l.id = true, logID{org, auditstore.LogAudit}
@@ -233,61 +264,89 @@ type subjectLog struct {
 	ok bool
 }
 
-// round takes the messages waiting, waits for ingest to commit them, and
-// sequences every log they touched; the messages are acknowledged after.
-func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
+// round reads how far ingest has committed, takes the commit marks
+// waiting, waits for ingest's watermark to pass the sequence each mark
+// names, and sequences every log marked; the marks are acknowledged after.
+// A round that took every mark waiting seals the logs up to what ingest had
+// committed before the marks were read: each event committed by then was
+// marked before its acknowledgement, so before that reading.
+func (r *Runner) round(ctx context.Context, cons jetstream.Consumer, events jetstream.Stream) error {
+	complete, err := r.complete(ctx, events)
+	if err != nil {
+		return err
+	}
 	batch, err := cons.Fetch(r.cfg.Fetch, jetstream.FetchMaxWait(r.cfg.Idle))
 	if err != nil {
 		return fmt.Errorf("fetch: %w", err)
 	}
 	dirty := map[logID]bool{}
-	var need [2]uint64 // highest stream sequence per kind
+	var need [2]uint64 // the highest sequence marked per kind
 	var last jetstream.Msg
-	var lastOf [2]jetstream.Msg // the last message of each kind
 	for m := range batch.Messages() {
 		last = m
 		id, ok := r.logOf(m.Subject())
 		if !ok {
-			continue // not an entry ingest would store (e.g. a checkpoint)
-		}
-		dirty[id] = true
-		lastOf[id.kind] = m
-	}
-	// The metadata (parsed from the reply subject) of the last message of
-	// each kind only: the stream sequences only grow along a batch.
-	for kind, m := range lastOf {
-		if m == nil {
 			continue
 		}
-		md, err := m.Metadata()
-		if err != nil {
-			return fmt.Errorf("metadata of %s: %w", m.Subject(), err)
-		}
-		need[kind] = md.Sequence.Stream
-	}
-	var pending uint64
-	if last != nil {
-		if md, err := last.Metadata(); err == nil {
-			pending = md.NumPending
+		dirty[id] = true
+		if seq, err := strconv.ParseUint(string(m.Data()), 10, 64); err == nil {
+			need[id.kind] = max(need[id.kind], seq)
 		}
 	}
 	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("fetch: %w", err)
 	}
-	if last == nil {
-		r.obs.SequencerLag(0)
-		// Nothing pending: every message so far is sequenced, and any
-		// later one gets a later time than the server's now.
-		if info, err := cons.Info(ctx); err == nil && info.NumPending == 0 && info.NumAckPending == 0 && !info.TimeStamp.IsZero() {
-			r.seal(ctx, Sealed{Seq: info.AckFloor.Stream, Time: info.TimeStamp})
+	var pending uint64
+	if last != nil {
+		md, err := last.Metadata()
+		if err != nil {
+			return fmt.Errorf("metadata of %s: %w", last.Subject(), err)
 		}
-		return nil
+		pending = md.NumPending
 	}
-	var marks [2]uint64
-	for kind, durable := range []string{r.cfg.AuditDurable, r.cfg.ExecutionDurable} {
-		if need[kind] == 0 {
-			continue
+	if r.catchUp {
+		if err := r.everyLog(ctx, dirty); err != nil {
+			return err
 		}
+	}
+	if len(dirty) > 0 {
+		if err := r.sequence(ctx, dirty, need); err != nil {
+			return err
+		}
+	}
+	r.catchUp = false
+	if last != nil {
+		if err := last.Ack(); err != nil {
+			return err
+		}
+	}
+	r.obs.SequencerLag(pending)
+	if pending == 0 && complete.ok {
+		r.sealAt(ctx, events, complete)
+	}
+	return nil
+}
+
+// everyLog adds every non-empty log of the store to dirty.
+func (r *Runner) everyLog(ctx context.Context, dirty map[logID]bool) error {
+	for _, kind := range []auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions} {
+		orgs, err := r.seq.store.LogOrgs(ctx, kind)
+		if err != nil {
+			return fmt.Errorf("the logs of kind %s: %w", kind, err)
+		}
+		for _, o := range orgs {
+			dirty[logID{o, kind}] = true
+		}
+	}
+	return nil
+}
+
+// sequence sequences the marked logs up to their kind's watermark, once
+// it passes the sequence the marks name.
+func (r *Runner) sequence(ctx context.Context, dirty map[logID]bool, need [2]uint64) error {
+	var marks [2]uint64
+	var err error
+	for kind, durable := range []string{r.cfg.AuditDurable, r.cfg.ExecutionDurable} {
 		if marks[kind], err = r.waitFor(ctx, durable, need[kind]); err != nil {
 			return err
 		}
@@ -314,14 +373,53 @@ func (r *Runner) round(ctx context.Context, cons jetstream.Consumer) error {
 		r.obs.SequencerDelay(kind, time.Since(res.Oldest))
 		r.log.Debug("sequencer: appended", "org", targets[i].Org, "kind", targets[i].Kind, "leaves", res.Appended, "size", res.Size)
 	}
-	if err := last.Ack(); err != nil {
-		return err
-	}
-	r.obs.SequencerLag(pending)
-	if md, err := last.Metadata(); err == nil {
-		r.seal(ctx, Sealed{Seq: md.Sequence.Stream, Time: md.Timestamp})
-	}
 	return nil
+}
+
+// completeness is how far ingest had committed before a round read the
+// marks: every event up to seq is stored; last is the stream's last
+// sequence then, and at the server's time of that reading.
+type completeness struct {
+	ok   bool
+	seq  uint64
+	last uint64
+	at   time.Time
+}
+
+// complete reads the stream's last sequence, then how far each ingest
+// durable has committed (up to that sequence when it has nothing pending).
+func (r *Runner) complete(ctx context.Context, events jetstream.Stream) (completeness, error) {
+	info, err := events.Info(ctx)
+	if err != nil {
+		return completeness{}, fmt.Errorf("stream %s: %w", schemas.StreamEvents, err)
+	}
+	c := completeness{ok: !info.TimeStamp.IsZero(), seq: info.State.LastSeq, last: info.State.LastSeq, at: info.TimeStamp}
+	for _, durable := range []string{r.cfg.AuditDurable, r.cfg.ExecutionDurable} {
+		w, err := r.wm.Complete(ctx, durable, c.last)
+		if err != nil {
+			return completeness{}, err
+		}
+		c.seq = min(c.seq, w)
+	}
+	return c, nil
+}
+
+// sealAt seals up to c: every event up to c.seq is in its log, so every
+// entry stored before the next event (c.seq+1 or the first after it that
+// remains) is; none after c.last: every entry stored before c.at is.
+func (r *Runner) sealAt(ctx context.Context, events jetstream.Stream, c completeness) {
+	if c.seq >= c.last {
+		r.seal(ctx, Sealed{Seq: c.seq, Time: c.at})
+		return
+	}
+	next, err := events.GetMsg(ctx, c.seq+1, jetstream.WithGetMsgSubject(schemas.SubjectEventsAll))
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("sequencer: seal not written: the time of the next event", "seq", c.seq+1, "err", err)
+		}
+		return
+	}
+	r.seal(ctx, Sealed{Seq: c.seq, Time: next.Time})
 }
 
 // seal writes the seal of a round: every message up to s.Seq is in its

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +27,7 @@ import (
 	"github.com/auditrail/auditrail/schemas"
 )
 
-func runIngest(t *testing.T, nc *nats.Conn, s *sqlite.Store) {
+func runIngest(t *testing.T, nc *nats.Conn, s *sqlite.Store) (stop func()) {
 	t.Helper()
 	cfg := ingest.DefaultConfig()
 	cfg.BatchSize, cfg.MaxAckPending, cfg.FlushInterval, cfg.DrainTimeout = 300, 2000, 50*time.Millisecond, time.Second
@@ -36,7 +35,15 @@ func runIngest(t *testing.T, nc *nats.Conn, s *sqlite.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, "ingest", in.Run)
+	stopA := run(t, "ingest", in.Run)
+	// The executions' too: a seal waits for both kinds' ingest.
+	cfg.Durable = ingest.ExecutionDurable
+	ex, err := ingest.NewExecution(nc, s, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopE := run(t, "ingest executions", ex.Run)
+	return func() { stopA(); stopE() }
 }
 
 // run runs fn until the test ends.
@@ -147,9 +154,10 @@ func TestRunnerSequencesPublishedEvents(t *testing.T) {
 	}
 }
 
-// Checkpoints published on an org's subjects are not entries: the
-// sequencer's consumer does not take them (nothing pending on it once the
-// events are sequenced), and an org with only checkpoints has no log.
+// Checkpoints published on an org's subjects are not entries: ingest
+// marks no commit for them (the sequencer's consumer of the marks has
+// nothing pending once the events are sequenced), and an org with only
+// checkpoints has no log.
 func TestRunnerIgnoresCheckpoints(t *testing.T) {
 	_, nc, js := testenv.NATS(t)
 	s := openStore(t)
@@ -168,7 +176,7 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 	published := time.Now()
 	ids := publishN(t, nc, []uuid.UUID{org}, 20)
 	waitSize(t, s, org, int64(len(ids[org])))
-	cons, err := js.Consumer(context.Background(), schemas.StreamEvents, sequencer.DefaultConfig().Durable)
+	cons, err := js.Consumer(context.Background(), schemas.StreamCommits, sequencer.DefaultConfig().Durable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +209,15 @@ func TestRunnerIgnoresCheckpoints(t *testing.T) {
 	if size, _, err := s.LogHead(context.Background(), only, auditstore.LogAudit); err != nil || size != 0 {
 		t.Fatalf("org with only checkpoints: log size %d, %v", size, err)
 	}
-	for _, f := range cons.CachedInfo().Config.FilterSubjects {
-		if strings.HasSuffix(f, "."+schemas.KindCheckpoint) || strings.HasSuffix(f, ">") {
-			t.Fatalf("sequencer filter %q takes checkpoints", f)
-		}
+	commits, err := js.Stream(context.Background(), schemas.StreamCommits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commits.GetLastMsgForSubject(context.Background(), schemas.CommitSubject(only.String(), schemas.KindCheckpoint)); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("a commit mark for a checkpoint: %v", err)
+	}
+	if _, err := commits.GetLastMsgForSubject(context.Background(), schemas.CommitSubject(org.String(), schemas.KindAudit)); err != nil {
+		t.Fatalf("the organization's commit mark: %v", err)
 	}
 }
 
@@ -307,5 +320,84 @@ func TestRunnerSeals(t *testing.T) {
 	}, func() bool {
 		sealed, newest = check()
 		return !newest.IsZero() && !sealed.Time.Before(newest)
+	})
+}
+
+// An upgrade: the sequencer followed the event stream with its durable
+// before it followed the commit marks. It deletes that durable and, since
+// what it still held is marked nowhere, looks at every log once: entries
+// stored without a mark (here: marks lost) are sequenced all the same.
+func TestRunnerUpgradeLooksAtEveryLog(t *testing.T) {
+	_, nc, js := testenv.NATS(t)
+	s := openStore(t)
+	runIngest(t, nc, s)
+	org := uuid.New()
+	stop := run(t, "runner a", newRunner(t, nc, js, s, "a").Run)
+	ids := publishN(t, nc, []uuid.UUID{org}, 50)
+	waitSize(t, s, org, 50)
+	stop()
+	ctx := context.Background()
+	more := publishN(t, nc, []uuid.UUID{org}, 30)
+	// Ingest stores them (its watermark passes them), and their marks are
+	// lost, as an older ingest would never have written them.
+	events, err := js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := events.CachedInfo().State.LastSeq
+	testenv.Eventually(t, 30*time.Second, "ingest committed the new events", func() bool {
+		w, err := natsx.NewWatermarks(js, time.Millisecond).Watermark(ctx, schemas.IngestAuditDurable)
+		return err == nil && w >= last
+	})
+	commits, err := js.Stream(ctx, schemas.StreamCommits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := commits.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.TLogDurable, AckPolicy: jetstream.AckAllPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "runner b", newRunner(t, nc, js, s, "b").Run)
+	waitSize(t, s, org, int64(len(ids[org])+len(more[org])))
+	if _, err := js.Consumer(ctx, schemas.StreamEvents, natsx.TLogDurable); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("the old durable of the event stream: %v", err)
+	}
+}
+
+// A seal never passes an event that ingest has not committed: with ingest
+// stopped, events published wait in the stream, and however many rounds
+// the runner makes, the seal stays before them; once ingest stores them,
+// it passes them.
+func TestRunnerSealWaitsForIngest(t *testing.T) {
+	_, nc, js := testenv.NATS(t)
+	s := openStore(t)
+	stop := runIngest(t, nc, s)
+	org := uuid.New()
+	run(t, "runner", newRunner(t, nc, js, s, "a").Run)
+	publishN(t, nc, []uuid.UUID{org}, 20)
+	waitSize(t, s, org, 20)
+	ctx := context.Background()
+	kv, err := js.KeyValue(ctx, natsx.TLogBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	before := time.Now()
+	publishN(t, nc, []uuid.UUID{org}, 10)
+	time.Sleep(time.Second) // rounds of the runner (Idle 100ms)
+	sealed, ok, err := sequencer.ReadSealed(ctx, kv)
+	if err != nil || !ok {
+		t.Fatalf("seal: %v, %v", ok, err)
+	}
+	if !sealed.Time.Before(before) {
+		t.Fatalf("sealed until %s, past events published at %s that ingest has not stored", sealed.Time, before)
+	}
+	runIngest(t, nc, s)
+	waitSize(t, s, org, 30)
+	testenv.Eventually(t, 10*time.Second, func() string { return fmt.Sprintf("the seal %s passes %s", sealed.Time, before) }, func() bool {
+		sealed, _, err = sequencer.ReadSealed(ctx, kv)
+		return err == nil && sealed.Time.After(before)
 	})
 }

@@ -33,6 +33,7 @@ import (
 // and the feeds.
 type Store interface {
 	LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error)
+	LogOrgs(ctx context.Context, kind auditstore.LogKind) ([]uuid.UUID, error)
 	AppendLogs(ctx context.Context, appends []auditstore.LogAppend) error
 	ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error)
 	FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditstore.FeedPage, error)

@@ -46,7 +46,7 @@ func (r *Registry) TLog() *TLogObserver {
 		witness: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "tlog_witness_submissions_total",
 			Help: "Checkpoints submitted to witnesses, by result: cosigned, conflict (a 409: sent again from the witness's size), refused (403, 422, or a witness beyond the checkpoint: a rolled-back or forked log), unavailable, bad_answer."}, []string{"result"}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "tlog_sequencer_lag_messages",
-			Help: "Messages of the event stream (entries) that the sequencer has not taken yet, after its last round."}),
+			Help: "Commit marks (an organization's log with entries stored since the sequencer last looked: at most one per organization and kind) that the sequencer has not taken yet, after its last round."}),
 		delay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "tlog_sequencer_delay_seconds",
 			Help:    "The longest an entry of each append waited from its storing in the event stream (created_time) to its leaf's append, by log kind; auditrail verify's --pending-grace must exceed its maximum.",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}}, []string{"kind"}),
@@ -110,5 +110,5 @@ func (o *TLogObserver) SequencerDelay(kind string, d time.Duration) {
 	o.delay.WithLabelValues(kind).Observe(d.Seconds())
 }
 
-// SequencerLag records the messages the sequencer has not taken yet.
+// SequencerLag records the commit marks the sequencer has not taken yet.
 func (o *TLogObserver) SequencerLag(pending uint64) { o.lag.Set(float64(pending)) }

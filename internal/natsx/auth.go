@@ -25,7 +25,7 @@ import (
 const (
 	RoleAdmin        = "admin"        // everything: emit, tail, the nats CLI
 	RoleProducer     = "producer"     // publishes events, nothing else
-	RoleIngest       = "ingest"       // consumes the event stream, writes the DLQ
+	RoleIngest       = "ingest"       // consumes the event stream, writes the DLQ and the commit marks
 	RoleControlPlane = "controlplane" // the only writer of the control-plane bucket
 	RoleToolRunner   = "toolrunner"   // publishes execution events, reads the bucket, asks the control plane for token refreshes
 	RoleQuery        = "query"        // reads the bucket, records exports (audit events), follows the event stream (live streams)
@@ -47,8 +47,9 @@ const LifecycleBucket = "auditrail_lifecycle"
 // /api/v1/audit_keys), the control plane too (GET …/witnesses).
 const TLogBucket = "auditrail_tlog"
 
-// TLogDurable is the sequencer's durable consumer on AUDITRAIL_EVENTS
-// (sequencer.DefaultConfig).
+// TLogDurable is the sequencer's durable consumer on AUDITRAIL_COMMITS
+// (sequencer.DefaultConfig); before 0.12, on AUDITRAIL_EVENTS, where the
+// sequencer deletes it.
 const TLogDurable = "auditrail-tlog"
 
 // ControlPlaneBucket is the control-plane KV bucket (cpstate.DefaultBucket).
@@ -358,19 +359,23 @@ func deliverConsumers() []string {
 }
 
 // tlogSubjects are the tlog role's: its one durable consumer of
-// AUDITRAIL_EVENTS (create, pull, info, acks), the info of ingest's
-// default durables (their watermarks), the stream's info and the
+// AUDITRAIL_COMMITS (create, pull, info, acks), the info of ingest's
+// default durables (their watermarks), the event stream's info, the
+// reading of one of its messages by sequence (the time of a seal), the
+// deletion of the durable it had on the event stream before 0.12, and the
 // checkpoint subjects; no other event subject.
 func tlogSubjects() []string {
-	ev := schemas.StreamEvents
+	ev, cm := schemas.StreamEvents, schemas.StreamCommits
 	c := jsAPI + "CONSUMER."
 	out := []string{
 		schemas.SubjectCheckpointAll,
-		jsAPI + "STREAM.INFO." + ev,
-		c + "CREATE." + ev + "." + TLogDurable, c + "CREATE." + ev + "." + TLogDurable + ".>",
-		c + "DURABLE.CREATE." + ev + "." + TLogDurable,
-		c + "INFO." + ev + "." + TLogDurable, c + "MSG.NEXT." + ev + "." + TLogDurable,
-		"$JS.ACK." + ev + "." + TLogDurable + ".>",
+		jsAPI + "STREAM.INFO." + ev, jsAPI + "STREAM.MSG.GET." + ev,
+		c + "INFO." + ev + "." + TLogDurable, c + "DELETE." + ev + "." + TLogDurable,
+		jsAPI + "STREAM.INFO." + cm,
+		c + "CREATE." + cm + "." + TLogDurable, c + "CREATE." + cm + "." + TLogDurable + ".>",
+		c + "DURABLE.CREATE." + cm + "." + TLogDurable,
+		c + "INFO." + cm + "." + TLogDurable, c + "MSG.NEXT." + cm + "." + TLogDurable,
+		"$JS.ACK." + cm + "." + TLogDurable + ".>",
 	}
 	for _, d := range IngestDurables {
 		out = append(out, c+"INFO."+ev+"."+d)
@@ -431,8 +436,8 @@ func Permissions(role string) (jwt.Permissions, error) {
 	case RoleIngest:
 		ev := schemas.StreamEvents
 		pubs = []string{
-			schemas.SubjectDLQAll,
-			jsAPI + "STREAM.INFO." + ev, jsAPI + "STREAM.INFO." + schemas.StreamDLQ,
+			schemas.SubjectDLQAll, schemas.SubjectCommitsAll,
+			jsAPI + "STREAM.INFO." + ev, jsAPI + "STREAM.INFO." + schemas.StreamDLQ, jsAPI + "STREAM.INFO." + schemas.StreamCommits,
 			jsAPI + "CONSUMER.CREATE." + ev, jsAPI + "CONSUMER.CREATE." + ev + ".>",
 			jsAPI + "CONSUMER.DURABLE.CREATE." + ev + ".>",
 			jsAPI + "CONSUMER.INFO." + ev + ".>", jsAPI + "CONSUMER.MSG.NEXT." + ev + ".>",
@@ -442,6 +447,7 @@ func Permissions(role string) (jwt.Permissions, error) {
 		pubs = append(pubs, schemas.EventSubject("*", schemas.KindAudit))
 		pubs = append(pubs, streamAdmin(schemas.StreamEvents)...)
 		pubs = append(pubs, streamAdmin(schemas.StreamDLQ)...)
+		pubs = append(pubs, streamAdmin(schemas.StreamCommits)...)
 		pubs = append(pubs, kvWrite(ControlPlaneBucket)...)
 		pubs = append(pubs, kvWrite(OAuthStatesBucket)...)
 		pubs = append(pubs, kvRead(DeliverBucket)...) // the destinations' statuses
@@ -519,11 +525,11 @@ func CredsOptions(path string) ([]nats.Option, error) {
 	return opts, nil
 }
 
-// WaitStreams waits until AUDITRAIL_EVENTS and AUDITRAIL_DLQ exist (the
+// WaitStreams waits until AUDITRAIL_EVENTS, AUDITRAIL_DLQ and AUDITRAIL_COMMITS exist (the
 // controlplane role creates them), retrying with back-off until ctx ends.
 func WaitStreams(ctx context.Context, js jetstream.JetStream, log *slog.Logger, names ...string) error {
 	if len(names) == 0 {
-		names = []string{schemas.StreamEvents, schemas.StreamDLQ}
+		names = []string{schemas.StreamEvents, schemas.StreamDLQ, schemas.StreamCommits}
 	}
 	p := retry.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2, Jitter: 0.2}
 	return retry.Do(ctx, p, func(ctx context.Context) error {

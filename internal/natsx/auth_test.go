@@ -64,8 +64,11 @@ func TestRolePermissions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	// The control plane creates and writes the bucket.
+	// The control plane creates the streams, and creates and writes the bucket.
 	cpJS, _ := jetstream.New(a.Connect(t, natsx.RoleControlPlane))
+	if err := natsx.EnsureStreams(ctx, cpJS, natsx.DefaultStreamConfig()); err != nil {
+		t.Fatalf("controlplane ensures the streams: %v", err)
+	}
 	cpKV, err := cpJS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: natsx.ControlPlaneBucket, History: 1})
 	if err != nil {
 		t.Fatalf("controlplane creates the bucket: %v", err)
@@ -172,6 +175,9 @@ func TestRolePermissions(t *testing.T) {
 		denied(t, errs, subj)
 		if _, err := js.Publish(ctx, "auditrail.dlq.test", []byte("x")); err != nil {
 			t.Fatalf("ingest writes the DLQ: %v", err)
+		}
+		if _, err := js.Publish(ctx, schemas.CommitSubject("00000000-0000-0000-0000-000000000002", schemas.KindAudit), nil); err != nil {
+			t.Fatalf("ingest marks a commit: %v", err)
 		}
 		// It consumes the stream with a durable.
 		cons, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: "test-ingest", AckPolicy: jetstream.AckExplicitPolicy})
@@ -280,9 +286,13 @@ func TestRolePermissions(t *testing.T) {
 			}
 			c()
 		}
-		// Its durable: created with the sequencer's filters, pulled, acked.
-		cons, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.TLogDurable,
-			FilterSubjects: []string{schemas.SubjectAuditAll, schemas.SubjectExecAll}, AckPolicy: jetstream.AckAllPolicy, HeadersOnly: true})
+		// Its durable follows the commit marks: created, pulled, acked.
+		ajs, _ := jetstream.New(a.Connect(t, natsx.RoleAdmin))
+		if _, err := ajs.Publish(ctx, schemas.CommitSubject(org, schemas.KindAudit), nil); err != nil {
+			t.Fatal(err)
+		}
+		cons, err := js.CreateOrUpdateConsumer(ctx, schemas.StreamCommits, jetstream.ConsumerConfig{Durable: natsx.TLogDurable,
+			AckPolicy: jetstream.AckAllPolicy})
 		if err != nil {
 			t.Fatalf("tlog creates its durable: %v", err)
 		}
@@ -295,11 +305,36 @@ func TestRolePermissions(t *testing.T) {
 				t.Fatalf("ack: %v", err)
 			}
 		}
+		// The time of an event by its sequence (a seal's); but no durable
+		// of its own on the event stream any more, only the deletion of
+		// the one it had there.
+		if _, err := js.Stream(ctx, schemas.StreamEvents); err != nil {
+			t.Fatalf("tlog reads the event stream's info: %v", err)
+		}
+		ev, err := ajs.Stream(ctx, schemas.StreamEvents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ev.GetMsg(ctx, ev.CachedInfo().State.FirstSeq); err != nil {
+			t.Fatalf("admin reads a message: %v", err)
+		}
+		tev, _ := js.Stream(ctx, schemas.StreamEvents)
+		if _, err := tev.GetMsg(ctx, ev.CachedInfo().State.FirstSeq); err != nil {
+			t.Fatalf("tlog reads an event's time by its sequence: %v", err)
+		}
+		ectx, ec := short()
+		if _, err := js.CreateOrUpdateConsumer(ectx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.TLogDurable, AckPolicy: jetstream.AckAllPolicy}); err == nil {
+			t.Fatal("tlog created its old durable on the event stream")
+		}
+		ec()
+		if _, err := ajs.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.TLogDurable, AckPolicy: jetstream.AckAllPolicy}); err != nil {
+			t.Fatal(err)
+		}
+		if err := js.DeleteConsumer(ctx, schemas.StreamEvents, natsx.TLogDurable); err != nil {
+			t.Fatalf("tlog deletes its old durable on the event stream: %v", err)
+		}
 		// Ingest's durables: their info (watermarks), never a pull.
-		if _, err := (func() (jetstream.Consumer, error) {
-			ajs, _ := jetstream.New(a.Connect(t, natsx.RoleAdmin))
-			return ajs.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.IngestDurables[0], AckPolicy: jetstream.AckExplicitPolicy})
-		})(); err != nil {
+		if _, err := ajs.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{Durable: natsx.IngestDurables[0], AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 			t.Fatal(err)
 		}
 		ing, err := js.Consumer(ctx, schemas.StreamEvents, natsx.IngestDurables[0])

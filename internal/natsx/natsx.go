@@ -282,7 +282,7 @@ func (c StreamConfig) Validate() error {
 	return ValidateReplicas(c.Replicas)
 }
 
-// EnsureStreams creates AUDITRAIL_EVENTS and AUDITRAIL_DLQ, or updates them to
+// EnsureStreams creates AUDITRAIL_EVENTS, AUDITRAIL_DLQ and AUDITRAIL_COMMITS, or updates them to
 // cfg. Calling it again with the same config changes nothing.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) error {
 	if err := cfg.Validate(); err != nil {
@@ -308,6 +308,18 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg StreamConfig
 			Retention:   jetstream.LimitsPolicy,
 			Duplicates:  cfg.Duplicates,
 			Replicas:    cfg.Replicas,
+		},
+		{
+			// One message per organization and kind, the newest: a
+			// mark, not a record (schemas.StreamCommits).
+			Name:              schemas.StreamCommits,
+			Description:       "auditrail: the organizations whose tamper-evidence logs have entries stored since the sequencer last looked",
+			Subjects:          []string{schemas.SubjectCommitsAll},
+			Storage:           jetstream.FileStorage,
+			Retention:         jetstream.LimitsPolicy,
+			MaxMsgsPerSubject: 1,
+			Discard:           jetstream.DiscardOld,
+			Replicas:          cfg.Replicas,
 		},
 	}
 	for _, sc := range streams {

@@ -93,3 +93,24 @@ func (w *Watermarks) consumerInfo(ctx context.Context, durable string) (*jetstre
 	}
 	return c.CachedInfo(), nil
 }
+
+// Complete returns a stream sequence up to which every message the durable
+// consumes is committed, read now (never cached): its ack floor, or last
+// (the stream's last sequence, read before the call) when the durable has
+// nothing left to deliver nor to be acknowledged, since then everything of
+// its filter up to last is. A durable that does not exist yet gives 0.
+func (w *Watermarks) Complete(ctx context.Context, durable string, last uint64) (uint64, error) {
+	c, err := w.js.Consumer(ctx, schemas.StreamEvents, durable)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("watermark of %s: %w", durable, err)
+	}
+	info := c.CachedInfo()
+	floor := info.AckFloor.Stream
+	if info.NumPending == 0 && info.NumAckPending == 0 {
+		floor = max(floor, last)
+	}
+	return floor, nil
+}
