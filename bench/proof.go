@@ -114,8 +114,8 @@ func Proof(ctx context.Context, n int64, samples int, progress io.Writer) (r Pro
 	}
 	point := func() error {
 		var h string
-		return env.raw.QueryRow(ctx, `SELECT hash FROM log_hashes WHERE organization_id = ? AND kind = 0 AND idx = ?`,
-			org.String(), tlog.StoredHashIndex(0, rng.Int64N(n))).Scan(&h)
+		return env.raw.QueryRow(ctx, `SELECT hashes FROM log_tiles WHERE organization_id = ? AND kind = 0 AND level = 0 AND n = ? AND start = 0`,
+			org.String(), rng.Int64N(n)>>auditstore.TileHeight).Scan(&h)
 	}
 	say("warming up: %d proofs", proofWarmup(n))
 	for range proofWarmup(n) {
@@ -281,7 +281,7 @@ const writeLogBatch = 500_000
 
 // WriteLog writes a log of n leaves (event LogEventID(i) at leaf i) of
 // (org, kind) straight into a store's log tables over conn, in bulk: the
-// leaves (their view fills log_leaf_ids), the stored hashes and the head,
+// leaves (their view fills log_leaf_ids), the hashes as tiles and the head,
 // as AppendLog would have written them, and returns the tree's root.
 // progress, when set, is called every few million leaves.
 func WriteLog(ctx context.Context, conn driver.Conn, org uuid.UUID, kind auditstore.LogKind, n int64, ver uint64, progress func(done int64)) (tlog.Hash, error) {
@@ -299,24 +299,41 @@ func WriteLog(ctx context.Context, conn driver.Conn, org uuid.UUID, kind auditst
 		}
 		if hashes != nil && (force || nh >= writeLogBatch) {
 			if err := hashes.Send(); err != nil {
-				return fmt.Errorf("insert log hashes: %w", err)
+				return fmt.Errorf("insert log tiles: %w", err)
 			}
 			hashes, nh = nil, 0
 		}
 		return nil
 	}
 	var appendErr error
+	// The hashes of the tiles' bottom levels (0, 8, 16, …), a row per
+	// complete tile (log_tiles: one segment from position 0), the last
+	// partial tile of each level at the end.
+	const tileHeight, tileWidth = auditstore.TileHeight, 1 << auditstore.TileHeight
+	var tiles [8][]byte
+	writeTile := func(level int, n int64, data []byte) {
+		if hashes == nil {
+			if hashes, appendErr = conn.PrepareBatch(ctx, "INSERT INTO log_tiles (organization_id, kind, level, n, start, hashes, ver)"); appendErr != nil {
+				return
+			}
+		}
+		appendErr = hashes.Append(o, k, uint8(level), n, uint16(0), string(data), ver)
+		nh++
+	}
 	emit := func(idx int64, h tlog.Hash) {
 		if appendErr != nil {
 			return
 		}
-		if hashes == nil {
-			if hashes, appendErr = conn.PrepareBatch(ctx, "INSERT INTO log_hashes (organization_id, kind, idx, hash, ver)"); appendErr != nil {
-				return
-			}
+		level, i := tlog.SplitStoredHashIndex(idx)
+		if level%tileHeight != 0 {
+			return
 		}
-		appendErr = hashes.Append(o, k, idx, h[:], ver)
-		nh++
+		l := level / tileHeight
+		tiles[l] = append(tiles[l], h[:]...)
+		if len(tiles[l]) == tileWidth*tlog.HashSize {
+			writeTile(l, i>>tileHeight, tiles[l])
+			tiles[l] = tiles[l][:0]
+		}
 	}
 	var last uuid.UUID
 	for i := range n {
@@ -341,6 +358,15 @@ func WriteLog(ctx context.Context, conn driver.Conn, org uuid.UUID, kind auditst
 		if progress != nil && (i+1)%2_000_000 == 0 {
 			progress(i + 1)
 		}
+	}
+	for l, data := range tiles {
+		if len(data) > 0 {
+			width := int64(len(data) / tlog.HashSize)
+			writeTile(l, (n>>(tileHeight*l)-width)>>tileHeight, data)
+		}
+	}
+	if appendErr != nil {
+		return tlog.Hash{}, appendErr
 	}
 	if err := flush(true); err != nil {
 		return tlog.Hash{}, err

@@ -384,15 +384,24 @@ func TestRunnerSealWaitsForIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	before := time.Now()
+	events, err := js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := events.CachedInfo().State.LastSeq
 	publishN(t, nc, []uuid.UUID{org}, 10)
+	first, err := events.GetMsg(ctx, last+1) // the first event ingest has not stored
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := first.Time
 	time.Sleep(time.Second) // rounds of the runner (Idle 100ms)
 	sealed, ok, err := sequencer.ReadSealed(ctx, kv)
 	if err != nil || !ok {
 		t.Fatalf("seal: %v, %v", ok, err)
 	}
 	if !sealed.Time.Before(before) {
-		t.Fatalf("sealed until %s, past events published at %s that ingest has not stored", sealed.Time, before)
+		t.Fatalf("sealed until %s, past an event stored at %s that ingest has not committed", sealed.Time, before)
 	}
 	runIngest(t, nc, s)
 	waitSize(t, s, org, 30)

@@ -11,7 +11,6 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/ext"
 	"github.com/google/uuid"
-	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 )
@@ -89,20 +88,18 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 	var ver uint64
 	if len(batch) > 0 {
 		at := make([]logAt, len(batch))
-		hat := make([]logAt, len(batch))
 		for i, p := range batch {
 			at[i] = logAt{logKey{p.a.Org, p.a.Kind}, p.size}
-			hat[i] = logAt{logKey{p.a.Org, p.a.Kind}, tlog.StoredHashCount(p.size)}
 		}
 		leftLeaves, leavesVer, err := s.above(ctx, "log_leaves", at)
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		_, hashesVer, err := s.above(ctx, "log_hashes", hat)
+		tilesVer, err := s.tilesAbove(ctx, at)
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		ver = max(uint64(s.now().UnixNano()), leavesVer+2, hashesVer+2)
+		ver = max(uint64(s.now().UnixNano()), leavesVer+2, tilesVer+2)
 		kept := batch[:0]
 		for _, p := range batch {
 			if leftLeaves[logKey{p.a.Org, p.a.Kind}] > 0 {
@@ -301,25 +298,23 @@ func (s *Store) leafIDsOf(ctx context.Context, ps []planned) (map[logEvent]int64
 	return out, nil
 }
 
-// writeLogs writes the planned appends' new hashes, then their leaves,
-// then their heads, one insert each, at version ver.
+// writeLogs writes the planned appends' new hashes (as tile segments),
+// then their leaves, then their heads, one insert each, at version ver.
 func (s *Store) writeLogs(ctx context.Context, ps []planned, ver uint64) error {
-	var nh, nl int
+	var nl int
+	var tiles tileColumns
 	for _, p := range ps {
-		nh += len(p.plan.NewHashes)
 		nl += len(p.plan.New)
-	}
-	orgs, kinds, idx, hs := make([]string, 0, nh), make([]uint8, 0, nh), make([]int64, 0, nh), make([]string, 0, nh)
-	for _, p := range ps {
-		o, k := p.a.Org.String(), uint8(p.a.Kind)
-		for _, h := range p.plan.NewHashes {
-			orgs, kinds, idx, hs = append(orgs, o), append(kinds, k), append(idx, h.Index), append(hs, string(h.Hash[:]))
+		segs, err := segmentsOf(p.plan.NewHashes)
+		if err != nil {
+			return fmt.Errorf("log %s/%s: %w", p.a.Org, p.a.Kind, err)
 		}
+		tiles.add(p.a.Org.String(), uint8(p.a.Kind), segs)
 	}
-	if err := s.insertColumns(ctx, insertLogHashesSQL, nh, orgs, kinds, idx, hs, repeat(ver, nh)); err != nil {
+	if err := tiles.insert(ctx, s, ver); err != nil {
 		return err
 	}
-	orgs, kinds, idx = make([]string, 0, nl), make([]uint8, 0, nl), make([]int64, 0, nl)
+	orgs, kinds, idx := make([]string, 0, nl), make([]uint8, 0, nl), make([]int64, 0, nl)
 	ids, seqs, created := make([]string, 0, nl), make([]uint64, 0, nl), make([]int64, 0, nl)
 	for _, p := range ps {
 		o, k := p.a.Org.String(), uint8(p.a.Kind)

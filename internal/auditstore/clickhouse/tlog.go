@@ -3,9 +3,8 @@ package clickhouse
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"text/template"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/ext"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
-	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 )
@@ -26,10 +24,6 @@ var (
 	//go:embed queries/log_hashes.sql
 	logHashesTemplate string
 	logHashesSQL      = template.Must(template.New("log_hashes.sql").Parse(logHashesTemplate))
-	//go:embed queries/log_hashes_range.sql
-	logHashesRangeSQL string
-	//go:embed queries/log_hashes_ver.sql
-	logHashesVerSQL string
 	//go:embed queries/log_leaf_indexes.sql
 	logLeafIndexesSQL string
 	//go:embed queries/log_leaf_tile.sql
@@ -38,8 +32,6 @@ var (
 	insertLogLeavesSQL string
 	//go:embed queries/insert_log_leaf_ids.sql
 	insertLogLeafIDsSQL string
-	//go:embed queries/insert_log_hashes.sql
-	insertLogHashesSQL string
 	//go:embed queries/insert_log_head.sql
 	insertLogHeadSQL string
 	//go:embed queries/insert_log_checkpoint.sql
@@ -147,11 +139,11 @@ func (s *Store) planWrite(ctx context.Context, org uuid.UUID, kind auditstore.Lo
 	if err != nil {
 		return logWrite{}, err
 	}
-	var hashVer uint64
-	if err := s.conn.QueryRow(ctx, logHashesVerSQL, org.String(), uint8(kind), tlog.StoredHashCount(size)).Scan(&hashVer); err != nil {
-		return logWrite{}, fmt.Errorf("clickhouse log versions: %w", err)
+	tileVer, err := s.tilesAbove(ctx, []logAt{{logKey{org, kind}, size}})
+	if err != nil {
+		return logWrite{}, err
 	}
-	w := logWrite{ver: max(uint64(s.now().UnixNano()), maxVer+2, hashVer+2)}
+	w := logWrite{ver: max(uint64(s.now().UnixNano()), maxVer+2, tileVer+2)}
 	if len(left) == 0 {
 		return w, nil
 	}
@@ -191,17 +183,19 @@ func (s *Store) writeLog(ctx context.Context, org uuid.UUID, kind auditstore.Log
 			return err
 		}
 	}
-	// Hashes and leaves column by column: an append writes thousands of
-	// rows, and a row of values costs the driver a reflection per value.
-	n := len(plan.NewHashes)
-	idx, hs := make([]int64, n), make([]string, n)
-	for i, h := range plan.NewHashes {
-		idx[i], hs[i] = h.Index, string(h.Hash[:])
-	}
-	if err := s.insertColumns(ctx, insertLogHashesSQL, n, repeat(o, n), repeat(k, n), idx, hs, repeat(w.ver, n)); err != nil {
+	// The hashes as tile segments, the leaves column by column: an append
+	// writes thousands of rows, and a row of values costs the driver a
+	// reflection per value.
+	segs, err := segmentsOf(plan.NewHashes)
+	if err != nil {
 		return err
 	}
-	n = len(plan.New)
+	var tiles tileColumns
+	tiles.add(o, k, segs)
+	if err := tiles.insert(ctx, s, w.ver); err != nil {
+		return err
+	}
+	n := len(plan.New)
 	idx, ids, seqs, created := make([]int64, n), make([]string, n), make([]uint64, n), make([]int64, n)
 	for i, l := range plan.New {
 		idx[i], ids[i], seqs[i], created[i] = l.Index, l.EventID.String(), l.Key.Seq, l.Key.CreatedMS
@@ -359,8 +353,8 @@ func (s *Store) LeafRange(ctx context.Context, org uuid.UUID, kind auditstore.Lo
 	return leaves, nil
 }
 
-// ReadLogHashes implements auditstore.LogStore: one query (per thousand
-// indexes) of points of log_hashes' primary key.
+// ReadLogHashes implements auditstore.LogStore: the tiles that hold the
+// hashes, one query of points of log_tiles' primary key (per 500 tiles).
 func (s *Store) ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error) {
 	if err := auditstore.ValidateLog(org, kind); err != nil {
 		return nil, err
@@ -368,45 +362,7 @@ func (s *Store) ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstor
 	if len(indexes) == 0 {
 		return nil, nil
 	}
-	found := make(map[int64][32]byte, len(indexes))
-	if first, last, dense := denseIndexes(indexes); dense {
-		if err := s.readHashes(ctx, logHashesRangeSQL, org, kind, found, first, last); err != nil {
-			return nil, err
-		}
-		return auditstore.HashesInOrder(indexes, found)
-	}
-	for lo := 0; lo < len(indexes); lo += hashesPerQuery {
-		chunk := indexes[lo:min(lo+hashesPerQuery, len(indexes))]
-		var list strings.Builder
-		for i, x := range chunk {
-			if i > 0 {
-				list.WriteByte(',')
-			}
-			list.WriteString(strconv.FormatInt(x, 10))
-		}
-		var query strings.Builder
-		if err := logHashesSQL.Execute(&query, list.String()); err != nil {
-			return nil, err
-		}
-		if err := s.readHashes(ctx, query.String(), org, kind, found); err != nil {
-			return nil, err
-		}
-	}
-	return auditstore.HashesInOrder(indexes, found)
-}
-
-// denseIndexes reports whether indexes (at least 16) lie in a range at
-// most four times their number (a tile's leaf hashes: every other stored
-// index), read whole rather than point by point.
-func denseIndexes(indexes []int64) (first, last int64, dense bool) {
-	if len(indexes) < 16 {
-		return 0, 0, false
-	}
-	first, last = indexes[0], indexes[0]
-	for _, x := range indexes {
-		first, last = min(first, x), max(last, x)
-	}
-	return first, last, last-first < 4*int64(len(indexes))
+	return s.hashesFromTiles(ctx, org, kind, indexes)
 }
 
 func (s *Store) readHashes(ctx context.Context, query string, org uuid.UUID, kind auditstore.LogKind, found map[int64][32]byte, bounds ...int64) error {
@@ -467,9 +423,10 @@ func (s *Store) LeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.
 
 // LeafTile implements auditstore.LogStore in one query
 // (queries/log_leaf_tile.sql): the leaf index by a point of log_leaf_ids'
-// primary key, and the tile's hashes by a range of log_hashes' (the
+// primary key, and the segments of its tile by a range of log_tiles' (the
 // newest write of each). The caller's size is at most the head's, so
-// every row below it is final: no head read.
+// every row below it is final: no head read. A tile written before
+// log_tiles is read as ReadLogHashes does, after the leaf.
 func (s *Store) LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (int64, []auditstore.StoredHash, bool, error) {
 	if err := auditstore.ValidateLog(org, kind); err != nil {
 		return 0, nil, false, err
@@ -477,37 +434,67 @@ func (s *Store) LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.Log
 	if size <= 0 {
 		return 0, nil, false, nil
 	}
-	const leaves = 1 << auditstore.TileHeight
 	o, k := org.String(), uint8(kind)
-	rows, err := s.conn.Query(ctx, logLeafTileSQL, o, k, event.String(), int64(-leaves), o, k, size, int64(leaves), tlog.StoredHashCount(size))
+	rows, err := s.conn.Query(ctx, logLeafTileSQL, o, k, event.String(), o, k, o, k, event.String(), size)
 	if err != nil {
 		return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
 	}
 	defer rows.Close()
 	var (
-		leaf   int64 = -1
-		lo, hi int64
-		out    []auditstore.StoredHash
+		leaf int64 = -1
+		data []byte
 	)
 	for rows.Next() {
-		var h auditstore.StoredHash
-		var l int64
-		if err := rows.Scan(&l, &h.Index, &h.Hash); err != nil {
+		var (
+			start  uint16
+			hashes string
+		)
+		if err := rows.Scan(&leaf, &start, &hashes); err != nil {
 			return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
 		}
-		if leaf < 0 {
-			leaf = l
-			lo, hi = auditstore.TileHashRange(leaf, size)
-		}
-		if h.Index >= lo && h.Index < hi {
-			out = append(out, h)
-		}
+		data = assemble(data, int(start), []byte(hashes))
 	}
 	if err := rows.Err(); err != nil {
 		return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
 	}
-	if leaf < 0 || len(out) == 0 {
-		return 0, nil, false, nil
+	if leaf < 0 { // no leaf, or its tile is older than log_tiles
+		ids, err := s.leafIDs(ctx, org, kind, []uuid.UUID{event})
+		if err != nil {
+			return 0, nil, false, err
+		}
+		if i, ok := ids[event]; !ok || i < 0 || i >= size {
+			return 0, nil, false, nil
+		}
+		leaf = ids[event]
+	}
+	lo, hi := auditstore.TileHashRange(leaf, size)
+	out := make([]auditstore.StoredHash, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		h, ok, err := hashOfTile0(data, i)
+		if err != nil {
+			return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
+		}
+		if !ok {
+			break
+		}
+		out = append(out, auditstore.StoredHash{Index: i, Hash: h})
+	}
+	if int64(len(out)) < hi-lo {
+		idx := make([]int64, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			idx = append(idx, i)
+		}
+		hs, err := s.hashesFromTiles(ctx, org, kind, idx)
+		if errors.Is(err, auditstore.ErrNotFound) {
+			return 0, nil, false, nil // not stored: no tile to prove from
+		}
+		if err != nil {
+			return 0, nil, false, err
+		}
+		out = out[:0]
+		for j, h := range hs {
+			out = append(out, auditstore.StoredHash{Index: idx[j], Hash: h})
+		}
 	}
 	return leaf, out, true, nil
 }

@@ -19,7 +19,8 @@ import (
 // hashes of a proof, the leaf indexes of a page (random v4 ids: a granule
 // of 64 rows each), a proof's leaf and tile (LeafTile), the head, a
 // checkpoint and the latest one read a few granules, of a
-// log of 100k leaves (200k hashes) beside another organization's.
+// log of 100k leaves (200k hashes, in about 400 tiles) beside another
+// organization's.
 func TestLogReadsByKey(t *testing.T) {
 	dsn := verifyNoLeaks(t)
 	ctx := context.Background()
@@ -46,7 +47,7 @@ func TestLogReadsByKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for _, table := range []string{"log_hashes", "log_leaf_ids", "log_heads", "log_checkpoints"} {
+	for _, table := range []string{"log_tiles", "log_leaf_ids", "log_heads", "log_checkpoints"} {
 		if err := conn.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL"); err != nil {
 			t.Fatal(err)
 		}
@@ -60,6 +61,13 @@ func TestLogReadsByKey(t *testing.T) {
 	if _, err := tlog.ProveRecord(n, rng.Int64N(n), rec); err != nil {
 		t.Fatal(err)
 	}
+	// The proof's hashes are in a few tiles: a granule of log_tiles each (two
+	// where its segments straddle a granule's end).
+	tiles := map[[2]int64]bool{}
+	for _, i := range proof {
+		tl := tlog.TileForIndex(auditstore.TileHeight, i)
+		tiles[[2]int64{int64(tl.L), tl.N}] = true
+	}
 	var page []uuid.UUID
 	for range 100 {
 		page = append(page, m.Leaves[rng.IntN(n)].EventID)
@@ -69,7 +77,7 @@ func TestLogReadsByKey(t *testing.T) {
 		max  uint64
 		read func(ctx context.Context) error
 	}{
-		{"proof hashes", uint64(len(proof)) * 256, func(ctx context.Context) error {
+		{"proof hashes", uint64(len(tiles)) * 2 * 256, func(ctx context.Context) error {
 			_, err := s.ReadLogHashes(ctx, org, auditstore.LogAudit, proof)
 			return err
 		}},
@@ -80,9 +88,10 @@ func TestLogReadsByKey(t *testing.T) {
 			}
 			return err
 		}},
-		// The leaf (a granule of log_leaf_ids) and the tile's hashes (about
-		// 512 rows: three granules at most).
-		{"leaf tile", 64 + 3*256, func(ctx context.Context) error {
+		// The leaf (a granule of log_leaf_ids, read twice) and the tile's
+		// segments (a granule of log_tiles, or the granules around where
+		// they straddle one's end: 617 to 768 rows read here).
+		{"leaf tile", 2*64 + 3*256, func(ctx context.Context) error {
 			leaf := rng.Int64N(n)
 			i, hs, ok, err := s.LeafTile(ctx, org, auditstore.LogAudit, m.Leaves[leaf].EventID, n)
 			if lo, hi := auditstore.TileHashRange(leaf, n); err == nil && (!ok || i != leaf || int64(len(hs)) != hi-lo) {

@@ -1,1 +1,0 @@
-INSERT INTO log_hashes (organization_id, kind, idx, hash, ver)

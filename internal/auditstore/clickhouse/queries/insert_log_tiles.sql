@@ -1,0 +1,1 @@
+INSERT INTO log_tiles (organization_id, kind, level, n, start, hashes, ver)
