@@ -4,22 +4,20 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync"
+	"strings"
+	"syscall"
 	"time"
 
 	chgo "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/auditrail/auditrail/controlplane/cpstate"
-	"github.com/auditrail/auditrail/evidence/checkpointer"
-	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
@@ -30,40 +28,22 @@ import (
 // TlogResult holds what the tamper-evidence log benchmark measured.
 type TlogResult struct {
 	Events      int
-	Off, On     time.Duration // ingest of Events without and with the sequencer beside it
+	Off, On     time.Duration // ingest of Events without and with the tlog role beside it
 	LogCaughtUp time.Duration // from the start of the second ingest until every log held every entry
 	// CPU time of each process, the log off then on (until every log was
-	// complete and signed): the ingest child, the ClickHouse server, and
-	// this process (the NATS server, and with the log on the sequencer
-	// and the checkpointer).
+	// complete and signed): the ingest child, the ClickHouse server, this
+	// process (the NATS server) and, with the log on, the tlog role's
+	// child (the sequencer and the checkpointer).
 	CPUOff, CPUOn ProcCPU
-	// Delays: per append, the longest its entries waited from their
-	// storing to their leaf's append (auditrail_tlog_sequencer_delay_seconds),
-	// sorted: what `auditrail verify --pending-grace` must exceed.
-	Delays []time.Duration
-}
-
-// delays is a sequencer.Observer that keeps the sequencing delays.
-type delays struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (o *delays) SequencerAppended(string, int) {}
-func (o *delays) SequencerLag(uint64)           {}
-func (o *delays) SequencerDelay(_ string, d time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.d = append(o.d, d)
 }
 
 // ProcCPU is the CPU time of the processes of a run.
 type ProcCPU struct {
-	Ingest, ClickHouse, Self time.Duration
+	Ingest, ClickHouse, Self, TLog time.Duration
 }
 
 // Total is their sum.
-func (c ProcCPU) Total() time.Duration { return c.Ingest + c.ClickHouse + c.Self }
+func (c ProcCPU) Total() time.Duration { return c.Ingest + c.ClickHouse + c.Self + c.TLog }
 
 // perEvent is d per event, in µs.
 func perEvent(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
@@ -88,9 +68,10 @@ func (r TlogResult) Figures() []Figure {
 const TlogRounds = 3
 
 // Tlog measures `auditrail ingest` into ClickHouse alone, then again into
-// another database while the sequencer (in this process: it is one
-// goroutine of the tlog role) appends every entry to its organization's
-// log, from the same published events; TlogRounds times, alternating.
+// another database while `auditrail tlog` (a child process, as deployed:
+// the sequencer and the checkpointer) appends every entry to its
+// organization's log and signs, from the same published events;
+// TlogRounds times, alternating.
 func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, err error) {
 	if n < 1000 || orgs < 1 {
 		return r, fmt.Errorf("tlog benchmark: want at least 1000 events and an organization, got %d, %d", n, orgs)
@@ -142,15 +123,9 @@ func Tlog(ctx context.Context, n, orgs int, progress io.Writer) (r TlogResult, e
 		name    string
 		off, on time.Duration
 	}{{"ingest", r.CPUOff.Ingest, r.CPUOn.Ingest}, {"ClickHouse server", r.CPUOff.ClickHouse, r.CPUOn.ClickHouse},
-		{"NATS (and, on, the sequencer and checkpointer)", r.CPUOff.Self, r.CPUOn.Self}, {"all", r.CPUOff.Total(), r.CPUOn.Total()}} {
+		{"NATS", r.CPUOff.Self, r.CPUOn.Self}, {"tlog (the sequencer and the checkpointer)", r.CPUOff.TLog, r.CPUOn.TLog},
+		{"all", r.CPUOff.Total(), r.CPUOn.Total()}} {
 		say("CPU per event, %s: %.1f µs with the log off, %.1f µs on (+%.1f)", p.name, perEvent(p.off, n), perEvent(p.on, n), perEvent(p.on-p.off, n))
-	}
-	if len(r.Delays) > 0 {
-		at := func(q float64) time.Duration {
-			return r.Delays[int(q*float64(len(r.Delays)-1))].Round(time.Millisecond)
-		}
-		say("sequencing delay (created_time, the event stream's storing → leaf appended) over %d appends: p50 %s, p99 %s, max %s; the events were published before both ingests, so it includes ingest's backlog (auditrail verify --pending-grace must exceed the max; default 5m)",
-			len(r.Delays), at(0.5), at(0.99), at(1))
 	}
 	return r, nil
 }
@@ -200,49 +175,24 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 
 	icfg.Durable = fmt.Sprintf("bench-tlog-on-%d", i)
 	on := stores[onDB]
-	kv, err := bn.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: fmt.Sprintf("%s_bench_%d", natsx.TLogBucket, i)})
-	if err != nil {
-		return r, err
-	}
-	scfg := sequencer.DefaultConfig()
-	scfg.Instance, scfg.AuditDurable, scfg.ExecutionDurable = "bench", icfg.Durable, ingest.ExecutionDurableFor(icfg.Durable)
-	scfg.Durable = fmt.Sprintf("%s-bench-%d", natsx.TLogDurable, i)
-	runner, err := sequencer.NewRunner(scfg, sequencer.New(on), bn.js, kv, natsx.NewWatermarks(bn.js, 0), slog.New(slog.DiscardHandler))
-	if err != nil {
-		return r, err
-	}
-	obs := &delays{}
-	runner.WithObserver(obs)
-	// The checkpointer too, signing every second (dev's interval; the
-	// tlog role's default is a minute: fewer checkpoints).
-	sealKey := make([]byte, 32)
-	if _, err := rand.Read(sealKey); err != nil {
-		return r, err
-	}
-	sealer, err := cpstate.NewSealer(sealKey)
-	if err != nil {
-		return r, err
-	}
-	ccfg := checkpointer.DefaultConfig()
-	ccfg.Instance, ccfg.Interval = "bench", time.Second
-	cp, err := checkpointer.New(ccfg, checkpointer.Deps{Store: on, KV: kv, JS: bn.js, Sealer: sealer})
-	if err != nil {
-		return r, err
-	}
 	ch0, self0, err = cpuNow()
 	if err != nil {
 		return r, err
 	}
-	sctx, stopSeq := context.WithCancel(ctx)
-	seqDone := make(chan error, 2)
-	go func() { seqDone <- runner.Run(sctx) }()
-	go func() { seqDone <- cp.Run(sctx) }()
+	tl, err := startTLogChild(ctx, bn.ns.ClientURL(), ch.DSN(onDB), icfg.Durable)
+	if err != nil {
+		return r, err
+	}
 	defer func() {
-		stopSeq()
-		<-seqDone
-		<-seqDone
+		tl.stop()
+		// The role's bucket (its lease, keys, seal and the checkpoints it
+		// published) belongs to this round's database: the next round's
+		// role starts afresh.
+		if err := bn.js.DeleteKeyValue(context.WithoutCancel(ctx), natsx.TLogBucket); err != nil {
+			fmt.Fprintf(os.Stderr, "delete the tlog bucket: %v\n", err)
+		}
 	}()
-	say("ingest with the log on: the same, while the sequencer appends every entry to its organization's log and the checkpointer signs")
+	say("ingest with the log on: the same, while `auditrail tlog` in a child process appends every entry to its organization's log and signs")
 	start := time.Now()
 	onRun, err := runIngestChildCPU(ctx, icfg, bn.ns.ClientURL(), ch.DSN(onDB), bn.js, n, say)
 	if err != nil {
@@ -285,6 +235,9 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 		select {
 		case <-ctx.Done():
 			return r, ctx.Err()
+		case err := <-tl.exited:
+			tl.exited <- err
+			return r, fmt.Errorf("auditrail tlog exited: %v: %s", err, tl.stderr.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -293,12 +246,53 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 	if err != nil {
 		return r, err
 	}
-	r.CPUOn = ProcCPU{Ingest: onRun.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0}
-	obs.mu.Lock()
-	r.Delays = slices.Clone(obs.d)
-	obs.mu.Unlock()
-	slices.Sort(r.Delays)
+	tcpu, err := procCPU(tl.cmd.Process.Pid)
+	if err != nil {
+		return r, err
+	}
+	r.CPUOn = ProcCPU{Ingest: onRun.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0, TLog: tcpu}
 	return r, nil
+}
+
+// tlogChild is an `auditrail tlog` process of the benchmark.
+type tlogChild struct {
+	cmd    *exec.Cmd
+	stderr strings.Builder
+	exited chan error
+}
+
+// startTLogChild starts `auditrail tlog` on the NATS server and the
+// ClickHouse database, following ingest's durable, signing every second
+// (dev's interval; the role's default is a minute: fewer checkpoints).
+func startTLogChild(ctx context.Context, natsURL, dsn, ingestDurable string) (*tlogChild, error) {
+	exe, err := ingestExe()
+	if err != nil {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	c := &tlogChild{exited: make(chan error, 1)}
+	c.cmd = exec.CommandContext(ctx, exe, "tlog", "--nats-url", natsURL, "--clickhouse", dsn, "--http", "127.0.0.1:0",
+		"--ingest-durable", ingestDurable, "--secrets-keys", base64.StdEncoding.EncodeToString(key),
+		"--checkpoint-interval", "1s", "--log-level", "warn")
+	c.cmd.Stdout, c.cmd.Stderr = io.Discard, &c.stderr
+	c.cmd.Cancel = func() error { return c.cmd.Process.Signal(syscall.SIGTERM) }
+	c.cmd.WaitDelay = 30 * time.Second
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s tlog: %w", exe, err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	return c, nil
+}
+
+// stop ends the process (SIGTERM) and waits for it.
+func (c *tlogChild) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-c.exited; err != nil {
+		fmt.Fprintf(os.Stderr, "auditrail tlog: %v: %s\n", err, c.stderr.String())
+	}
 }
 
 // dropDatabases drops the databases of a round (a clean-up: an error is

@@ -156,7 +156,7 @@ func run(ctx context.Context, args []string) error {
 				r.Decode.Round(time.Millisecond), float64(r.AllocBytes)/1e6, r.Allocs, float64(r.Allocs)/float64(r.Entries))
 			figures = append(figures, r.Figures()...)
 		case "tlog":
-			fmt.Printf("== tlog: ingest of %d events into ClickHouse with the tamper-evidence log off, then on (the sequencer beside ingest)\n", *tlogEvents)
+			fmt.Printf("== tlog: ingest of %d events into ClickHouse with the tamper-evidence log off, then on (the tlog role beside ingest)\n", *tlogEvents)
 			r, err := bench.Tlog(ctx, *tlogEvents, 10, os.Stdout)
 			if err != nil {
 				return fmt.Errorf("tlog benchmark: %w", err)

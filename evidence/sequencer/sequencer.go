@@ -142,7 +142,7 @@ func (s *Sequencer) SequenceAll(ctx context.Context, targets []Target, parallel 
 		}
 		return out
 	}
-	_, leafFeed := s.store.(auditstore.LeafFeed)
+	leafFeed, _ := auditstore.LeafFeedOf(s.store)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(parallel, 1))
 	for i, t := range targets {
@@ -213,7 +213,7 @@ type logRun struct {
 	size   int64
 	after  auditstore.FeedKey
 	hashes *hashCache
-	stored bool // its leaves are read from the store's leaf feed
+	lf     auditstore.LeafFeed // its leaves are read from the store's leaf feed (nil: computed)
 	more   bool // the feed may hold entries to append
 	items  []item
 	// append is the pass's append (prepare): its leaves, added, and the
@@ -225,8 +225,8 @@ type logRun struct {
 
 // start reads the log's head (with ctx) and its kept frontier; the
 // hashes the log's appends need are read with the call's context, rctx.
-func (s *Sequencer) start(ctx, rctx context.Context, t Target, leafFeed bool) (*logRun, error) {
-	r := &logRun{t: t, id: logID{t.Org, t.Kind}, stored: leafFeed, more: true}
+func (s *Sequencer) start(ctx, rctx context.Context, t Target, leafFeed auditstore.LeafFeed) (*logRun, error) {
+	r := &logRun{t: t, id: logID{t.Org, t.Kind}, lf: leafFeed, more: true}
 	size, last, err := s.store.LogHead(ctx, t.Org, t.Kind)
 	if err != nil {
 		return r, fmt.Errorf("log head of %s: %w", t.Org, err)
@@ -252,7 +252,7 @@ func (s *Sequencer) start(ctx, rctx context.Context, t Target, leafFeed bool) (*
 func (s *Sequencer) read(ctx context.Context, r *logRun, budget *atomic.Int64) error {
 	r.items = r.items[:0]
 	for r.more && len(r.items) < AppendSize && budget.Load() > 0 {
-		page, next, m, err := s.page(ctx, r.t.Org, r.t.Kind, r.after, r.t.Upto, &r.stored)
+		page, next, m, err := s.page(ctx, r.t.Org, r.t.Kind, r.after, r.t.Upto, &r.lf)
 		if err != nil {
 			return err
 		}
@@ -309,13 +309,14 @@ type item struct {
 	leaf tlog.Hash
 }
 
-// page reads the next entries of the feed with their leaves: while
-// *stored, those stored beside the entries (auditstore.LeafFeed) up to the
-// first entry without one; a page that begins with such an entry is read
-// from the feed, its leaves computed from the entries, and clears *stored.
-func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64, stored *bool) ([]item, auditstore.FeedKey, bool, error) {
-	if lf, ok := s.store.(auditstore.LeafFeed); ok && *stored {
-		p, err := lf.FeedLeaves(ctx, auditstore.LeafFeedQuery{OrgID: org, Kind: kind, After: after, Upto: upto, Limit: auditstore.LeafFeedMaxLimit})
+// page reads the next entries of the feed with their leaves: while *lf
+// is set, those stored beside the entries (the store's leaf feed) up to
+// the first entry without one; a page that begins with such an entry is
+// read from the feed, its leaves computed from the entries, and clears
+// *lf.
+func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64, lf *auditstore.LeafFeed) ([]item, auditstore.FeedKey, bool, error) {
+	if *lf != nil {
+		p, err := (*lf).FeedLeaves(ctx, auditstore.LeafFeedQuery{OrgID: org, Kind: kind, After: after, Upto: upto, Limit: auditstore.LeafFeedMaxLimit})
 		if err != nil {
 			return nil, after, false, fmt.Errorf("%s leaves of %s: %w", kind, org, err)
 		}
@@ -332,7 +333,7 @@ func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.Log
 		case len(out) > 0: // the entries from the first without a leaf come next
 			return out, out[len(out)-1].key, true, nil
 		}
-		*stored = false
+		*lf = nil
 	}
 	return s.entries(ctx, org, kind, after, upto)
 }

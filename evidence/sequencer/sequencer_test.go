@@ -13,6 +13,7 @@ import (
 
 	"github.com/auditrail/auditrail/evidence/sequencer"
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/auditstore/backend"
 	"github.com/auditrail/auditrail/internal/auditstore/sqlite"
 	"github.com/auditrail/auditrail/internal/synth"
 	"github.com/auditrail/auditrail/internal/testenv"
@@ -388,5 +389,26 @@ func TestSequenceAllWritesTogether(t *testing.T) {
 	// Nothing new: no write at all.
 	if _, err := sequencer.New(s).SequenceAll(ctx, targets, 3); err != nil || s.many != 2 || s.one != 0 {
 		t.Fatalf("again: %v, %d writes", err, s.many)
+	}
+}
+
+// The roles reach their store through backend.Pending: the sequencer
+// takes the leaves the open store keeps (its leaf feed), as it does from
+// the store itself, rather than reading the entries back.
+func TestSequenceTakesStoredLeavesThroughPending(t *testing.T) {
+	ctx := context.Background()
+	s := &leafStore{Store: openStore(t), known: func(uint64) bool { return true }}
+	p := backend.NewPending()
+	p.Set(s)
+	org := uuid.New()
+	if err := s.WriteAudit(ctx, events(org, 1500)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := sequencer.New(p).Sequence(ctx, org, auditstore.LogAudit, 1500)
+	if err != nil || r.Size != 1500 {
+		t.Fatalf("sequence: %+v, %v", r, err)
+	}
+	if s.feedReads > 0 || s.leafReads == 0 {
+		t.Fatalf("%d feed reads, %d leaf reads: the entries were read back", s.feedReads, s.leafReads)
 	}
 }

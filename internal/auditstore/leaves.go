@@ -71,3 +71,20 @@ func (q LeafFeedQuery) Validate() error {
 type LeafFeed interface {
 	FeedLeaves(ctx context.Context, q LeafFeedQuery) (LeafPage, error)
 }
+
+// LeafFeedHolder is a store that wraps another (backend.Pending): its
+// LeafFeed is the wrapped store's, when that store is one.
+type LeafFeedHolder interface {
+	LeafFeed() (LeafFeed, bool)
+}
+
+// LeafFeedOf returns s's leaf feed: s itself, or the one it holds.
+func LeafFeedOf(s any) (LeafFeed, bool) {
+	if lf, ok := s.(LeafFeed); ok {
+		return lf, true
+	}
+	if h, ok := s.(LeafFeedHolder); ok {
+		return h.LeafFeed()
+	}
+	return nil, false
+}

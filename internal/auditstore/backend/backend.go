@@ -266,6 +266,16 @@ func (p *Pending) Close() error {
 // The tamper-evidence logs' reads and writes: ErrNotReady until the
 // store answers, like every other call.
 
+// LeafFeed implements auditstore.LeafFeedHolder: the open store's leaf
+// feed, when it keeps leaves (ClickHouse); none before it is open.
+func (p *Pending) LeafFeed() (auditstore.LeafFeed, bool) {
+	s, err := p.get()
+	if err != nil {
+		return nil, false
+	}
+	return auditstore.LeafFeedOf(s)
+}
+
 func (p *Pending) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {
 	s, err := p.get()
 	if err != nil {
