@@ -214,7 +214,7 @@ type logRun struct {
 	after  auditstore.FeedKey
 	hashes *hashCache
 	lf     auditstore.LeafFeed // its leaves are read from the store's leaf feed (nil: computed)
-	more   bool // the feed may hold entries to append
+	more   bool                // the feed may hold entries to append
 	items  []item
 	// append is the pass's append (prepare): its leaves, added, and the
 	// stored hashes they add.
