@@ -316,32 +316,3 @@ func (s *Store) hashesFromTiles(ctx context.Context, org uuid.UUID, kind auditst
 	}
 	return auditstore.HashesInOrder(indexes, found)
 }
-
-// hashOfTile0 computes stored hash i from the data of the tile of level 0
-// above whose leaves it is (auditstore.TileHashRange: the levels below
-// tileHeight, and the tile's root, of level tileHeight, when the tile is
-// complete); false when data is too short for it.
-func hashOfTile0(data []byte, i int64) (tlog.Hash, bool, error) {
-	level, k := tlog.SplitStoredHashIndex(i)
-	if level < tileHeight {
-		t := tlog.TileForIndex(tileHeight, i)
-		if len(data) < t.W*tlog.HashSize {
-			return tlog.Hash{}, false, nil
-		}
-		h, err := tlog.HashFromTile(t, data, i)
-		return h, err == nil, err
-	}
-	if level != tileHeight || len(data) < tileWidth*tlog.HashSize {
-		return tlog.Hash{}, false, nil
-	}
-	t := tlog.Tile{H: tileHeight, L: 0, N: k, W: tileWidth}
-	left, err := tlog.HashFromTile(t, data, tlog.StoredHashIndex(tileHeight-1, 2*k))
-	if err != nil {
-		return tlog.Hash{}, false, err
-	}
-	right, err := tlog.HashFromTile(t, data, tlog.StoredHashIndex(tileHeight-1, 2*k+1))
-	if err != nil {
-		return tlog.Hash{}, false, err
-	}
-	return tlog.NodeHash(left, right), true, nil
-}

@@ -421,12 +421,11 @@ func (s *Store) LeafIndexes(ctx context.Context, org uuid.UUID, kind auditstore.
 	return held, nil
 }
 
-// LeafTile implements auditstore.LogStore in one query
-// (queries/log_leaf_tile.sql): the leaf index by a point of log_leaf_ids'
-// primary key, and the segments of its tile by a range of log_tiles' (the
-// newest write of each). The caller's size is at most the head's, so
-// every row below it is final: no head read. A tile written before
-// log_tiles is read as ReadLogHashes does, after the leaf.
+// LeafTile implements auditstore.LogStore in two reads of keys: the leaf
+// index by a point of log_leaf_ids' primary key
+// (queries/log_leaf_tile.sql), then the tiles that hold its tile's
+// hashes (ReadLogHashes: points of log_tiles' key). The caller's size is
+// at most the head's, so every row below it is final: no head read.
 func (s *Store) LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, size int64) (int64, []auditstore.StoredHash, bool, error) {
 	if err := auditstore.ValidateLog(org, kind); err != nil {
 		return 0, nil, false, err
@@ -434,69 +433,50 @@ func (s *Store) LeafTile(ctx context.Context, org uuid.UUID, kind auditstore.Log
 	if size <= 0 {
 		return 0, nil, false, nil
 	}
-	o, k := org.String(), uint8(kind)
-	rows, err := s.conn.Query(ctx, logLeafTileSQL, o, k, event.String(), o, k, o, k, event.String(), size)
+	leaf, err := s.leafIndex(ctx, org, kind, event)
 	if err != nil {
-		return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
+		return 0, nil, false, err
 	}
-	defer rows.Close()
-	var (
-		leaf int64 = -1
-		data []byte
-	)
-	for rows.Next() {
-		var (
-			start  uint16
-			hashes string
-		)
-		if err := rows.Scan(&leaf, &start, &hashes); err != nil {
-			return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
-		}
-		data = assemble(data, int(start), []byte(hashes))
-	}
-	if err := rows.Err(); err != nil {
-		return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
-	}
-	if leaf < 0 { // no leaf, or its tile is older than log_tiles
-		ids, err := s.leafIDs(ctx, org, kind, []uuid.UUID{event})
-		if err != nil {
-			return 0, nil, false, err
-		}
-		if i, ok := ids[event]; !ok || i < 0 || i >= size {
-			return 0, nil, false, nil
-		}
-		leaf = ids[event]
+	if leaf < 0 || leaf >= size {
+		return 0, nil, false, nil
 	}
 	lo, hi := auditstore.TileHashRange(leaf, size)
-	out := make([]auditstore.StoredHash, 0, hi-lo)
+	idx := make([]int64, 0, hi-lo)
 	for i := lo; i < hi; i++ {
-		h, ok, err := hashOfTile0(data, i)
-		if err != nil {
-			return 0, nil, false, fmt.Errorf("clickhouse leaf tile: %w", err)
-		}
-		if !ok {
-			break
-		}
-		out = append(out, auditstore.StoredHash{Index: i, Hash: h})
+		idx = append(idx, i)
 	}
-	if int64(len(out)) < hi-lo {
-		idx := make([]int64, 0, hi-lo)
-		for i := lo; i < hi; i++ {
-			idx = append(idx, i)
-		}
-		hs, err := s.hashesFromTiles(ctx, org, kind, idx)
-		if errors.Is(err, auditstore.ErrNotFound) {
-			return 0, nil, false, nil // not stored: no tile to prove from
-		}
-		if err != nil {
-			return 0, nil, false, err
-		}
-		out = out[:0]
-		for j, h := range hs {
-			out = append(out, auditstore.StoredHash{Index: idx[j], Hash: h})
-		}
+	hs, err := s.hashesFromTiles(ctx, org, kind, idx)
+	if errors.Is(err, auditstore.ErrNotFound) {
+		return 0, nil, false, nil // not stored: no tile to prove from
+	}
+	if err != nil {
+		return 0, nil, false, err
+	}
+	out := make([]auditstore.StoredHash, len(hs))
+	for j, h := range hs {
+		out[j] = auditstore.StoredHash{Index: idx[j], Hash: h}
 	}
 	return leaf, out, true, nil
+}
+
+// leafIndex is the newest mapping of one event in log_leaf_ids (-1:
+// none, or withdrawn).
+func (s *Store) leafIndex(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID) (int64, error) {
+	rows, err := s.conn.Query(ctx, logLeafTileSQL, org.String(), uint8(kind), event.String())
+	if err != nil {
+		return 0, fmt.Errorf("clickhouse leaf index: %w", err)
+	}
+	defer rows.Close()
+	leaf := int64(-1)
+	if rows.Next() {
+		if err := rows.Scan(&leaf); err != nil {
+			return 0, fmt.Errorf("clickhouse leaf index: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("clickhouse leaf index: %w", err)
+	}
+	return leaf, nil
 }
 
 // leafIDs returns the newest mapping of each of the event ids found in
