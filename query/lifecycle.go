@@ -187,14 +187,38 @@ func writeLine(w *bufio.Writer, member string, v any) error {
 	return nil
 }
 
+// latestExpiry starts reading the log's latest expiry, beside the
+// proof's reads (one store round trip less a proof), and returns what
+// waits for it.
+func (s *Server) latestExpiry(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) func() (auditstore.Expiry, bool, error) {
+	if s.expiries == nil {
+		return func() (auditstore.Expiry, bool, error) { return auditstore.Expiry{}, false, nil }
+	}
+	type result struct {
+		exp auditstore.Expiry
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.exp, r.ok, r.err = s.expiries.LatestExpiry(ctx, org, kind)
+		done <- r
+	}()
+	return func() (auditstore.Expiry, bool, error) {
+		r := <-done
+		return r.exp, r.ok, r.err
+	}
+}
+
 // expiredProof answers 410 when the leaf index of an event of the log is
 // below the horizon of its latest expiry and the entry is gone from the
 // store: the entry expired, and its proof is no longer served.
-func (s *Server) expiredProof(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, index int64) error {
+func (s *Server) expiredProof(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, event uuid.UUID, index int64, latest func() (auditstore.Expiry, bool, error)) error {
 	if s.expiries == nil {
 		return nil
 	}
-	exp, ok, err := s.expiries.LatestExpiry(ctx, org, kind)
+	exp, ok, err := latest()
 	if err != nil {
 		return fmt.Errorf("latest expiry: %w", err)
 	}

@@ -375,11 +375,13 @@ func (s *Server) proofRoute(kind auditstore.LogKind) fiber.Handler {
 		}
 		ctx, cancel := context.WithTimeout(c.UserContext(), s.cfg.StoreTimeout)
 		defer cancel()
+		latest := s.latestExpiry(ctx, org, kind)
 		p, err := s.proof(ctx, org, kind, event, size)
 		if err != nil {
+			_, _, _ = latest() // its read ends before the context
 			return err
 		}
-		if err := s.expiredProof(ctx, org, kind, event, p.LeafIndex); err != nil {
+		if err := s.expiredProof(ctx, org, kind, event, p.LeafIndex, latest); err != nil {
 			return err
 		}
 		return c.JSON(httpapi.Envelope{Code: fiber.StatusOK, Msg: "OK", Data: p})
