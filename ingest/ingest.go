@@ -533,7 +533,8 @@ func (in *Ingester[T]) commit(ctx context.Context, b *batch[T]) error {
 // markCommitted tells the tamper-evidence log's sequencer which
 // organizations have entries stored by the batch: one message on
 // schemas.CommitSubject per organization and kind, the highest stream
-// sequence of its events in decimal (the stream keeps the newest of each), published after the store write and before the acks, so that
+// sequence of its events in decimal (the stream keeps the newest of
+// each), published after the store write and before the acks, so that
 // every acknowledged event's organization is marked before ingest's
 // watermark passes it (the sequencer's seals rely on it). Nothing is
 // marked twice for one batch.
