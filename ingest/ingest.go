@@ -100,7 +100,10 @@ func newIngester[T any](nc *nats.Conn, cfg Config, log *slog.Logger, filter stri
 	if log == nil {
 		log = slog.Default()
 	}
-	js, err := jetstream.New(nc)
+	// An async publish (a dead letter, a commit mark) whose ack never
+	// comes (a stream leader lost with it) fails after a while, and the
+	// commit is tried again, rather than waiting forever.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(asyncPublishTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
@@ -108,6 +111,10 @@ func newIngester[T any](nc *nats.Conn, cfg Config, log *slog.Logger, filter stri
 		policy: retry.Policy{Initial: cfg.RetryMin, Max: cfg.RetryMax}, filter: filter, decode: decode,
 		field: field, when: when, write: write, ping: ping}, nil
 }
+
+// asyncPublishTimeout bounds the wait for the ack of a dead letter or a
+// commit mark (a variable: the tests shorten it).
+var asyncPublishTimeout = 10 * time.Second
 
 // ErrRejected marks a message that is sent to the dead-letter stream
 // (natsx.ErrRejected, the decoders' too).

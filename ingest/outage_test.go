@@ -14,6 +14,7 @@ import (
 
 	"github.com/auditrail/auditrail/ingest"
 	"github.com/auditrail/auditrail/internal/auditstore"
+	"github.com/auditrail/auditrail/internal/natsx"
 	"github.com/auditrail/auditrail/internal/testenv"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -122,4 +123,42 @@ func TestCommitMarksFollowTheStore(t *testing.T) {
 	if info, err := commits.Info(ctx); err != nil || info.State.Msgs != 2 {
 		t.Fatalf("commit marks: %+v, %v; want 2", info.State, err)
 	}
+}
+
+// A commit mark whose ack never comes (a stream leader lost with it) does
+// not hold ingest forever: the wait ends, the commit is tried again, and
+// the batch is acknowledged once a mark is taken.
+func TestCommitMarkWithoutAckIsRetried(t *testing.T) {
+	ingest.SetAsyncPublishTimeout(t, 300*time.Millisecond)
+	store := backends()[0].open(t)
+	_, nc, js := testenv.NATS(t)
+	ctx := context.Background()
+	// The marks reach a subscriber that never answers, not the stream.
+	if err := js.DeleteStream(ctx, schemas.StreamCommits); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := nc.SubscribeSync(schemas.SubjectCommitsAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.FlushInterval = 100 * time.Millisecond
+	org := uuid.New()
+	evs := []*schemas.AuditEvent{event(org, time.Now())}
+	publish(t, newPublisher(t, nc), evs)
+	in, _ := runIngester(t, nc, store, cfg)
+	testenv.Eventually(t, 10*time.Second, "the unanswered mark retried", func() bool { return in.Stats().Retries >= 2 })
+	if ack, pending := consumerPending(t, js, cfg.Durable); ack == 0 && pending == 0 {
+		t.Fatal("the batch was acknowledged without its mark")
+	}
+	if err := sink.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := natsx.EnsureStreams(ctx, js, natsx.DefaultStreamConfig()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the batch committed", func() bool {
+		ack, pending := consumerPending(t, js, cfg.Durable)
+		return ack == 0 && pending == 0
+	})
 }
