@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -109,31 +108,15 @@ type ingestRun struct {
 // runIngestChildCPU is runIngestChild, with the child's CPU time.
 func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn string, js jetstream.JetStream, n int,
 	say func(string, ...any), extra ...string) (ingestRun, error) {
-	exe, err := ingestExe()
+	args := []string{"--nats-url", natsURL, "--clickhouse", dsn, "--http", "127.0.0.1:0",
+		"--durable", icfg.Durable, "--batch-size", strconv.Itoa(icfg.BatchSize), "--batch-bytes", strconv.Itoa(icfg.BatchBytes),
+		"--fetch-size", strconv.Itoa(icfg.FetchSize), "--writers", strconv.Itoa(icfg.Writers), "--flush-interval", icfg.FlushInterval.String(),
+		"--ack-wait", icfg.AckWait.String(), "--log-level", "warn"}
+	child, err := startRole(ctx, "ingest", append(args, extra...)...)
 	if err != nil {
 		return ingestRun{}, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "ingest", "--nats-url", natsURL, "--clickhouse", dsn, "--http", "127.0.0.1:0",
-		"--durable", icfg.Durable, "--batch-size", strconv.Itoa(icfg.BatchSize), "--batch-bytes", strconv.Itoa(icfg.BatchBytes),
-		"--fetch-size", strconv.Itoa(icfg.FetchSize), "--writers", strconv.Itoa(icfg.Writers), "--flush-interval", icfg.FlushInterval.String(),
-		"--ack-wait", icfg.AckWait.String(), "--log-level", "warn")
-	cmd.Args = append(cmd.Args, extra...)
-	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Start(); err != nil {
-		return ingestRun{}, fmt.Errorf("start %s ingest: %w", exe, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := <-exited; err != nil {
-			return fmt.Errorf("auditrail ingest: %w: %s", err, stderr.String())
-		}
-		return nil
-	}
+	stop := child.stop
 	fail := func(err error) (ingestRun, error) {
 		_ = stop()
 		return ingestRun{}, err
@@ -150,9 +133,9 @@ func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn str
 			poll = 5 * time.Millisecond
 		}
 		select {
-		case err := <-exited:
-			exited <- err
-			return fail(fmt.Errorf("auditrail ingest exited: %v: %s", err, stderr.String()))
+		case err := <-child.exited:
+			child.exited <- err
+			return fail(child.exitedEarly())
 		case <-ctx.Done():
 			return fail(ctx.Err())
 		case <-time.After(poll):
@@ -177,18 +160,18 @@ func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn str
 		}
 	}
 	elapsed := time.Since(start)
-	rss, err := peakRSS(cmd.Process.Pid)
+	rss, err := peakRSS(child.cmd.Process.Pid)
 	if err != nil {
 		return fail(err)
 	}
-	cpu, err := procCPU(cmd.Process.Pid)
+	cpu, err := procCPU(child.cmd.Process.Pid)
 	if err != nil {
 		return fail(err)
 	}
 	if err := stop(); err != nil {
 		return ingestRun{}, err
 	}
-	if log := strings.TrimSpace(stderr.String()); log != "" {
+	if log := strings.TrimSpace(child.stderr.String()); log != "" {
 		say("auditrail ingest warned:\n%s", tail(log, 4000))
 	}
 	return ingestRun{elapsed: elapsed, rss: rss, cpu: cpu}, nil

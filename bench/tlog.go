@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	chgo "github.com/ClickHouse/clickhouse-go/v2"
@@ -184,7 +181,9 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 		return r, err
 	}
 	defer func() {
-		tl.stop()
+		if err := tl.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 		// The role's bucket (its lease, keys, seal and the checkpoints it
 		// published) belongs to this round's database: the next round's
 		// role starts afresh.
@@ -237,7 +236,7 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 			return r, ctx.Err()
 		case err := <-tl.exited:
 			tl.exited <- err
-			return r, fmt.Errorf("auditrail tlog exited: %v: %s", err, tl.stderr.String())
+			return r, tl.exitedEarly()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -254,45 +253,17 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 	return r, nil
 }
 
-// tlogChild is an `auditrail tlog` process of the benchmark.
-type tlogChild struct {
-	cmd    *exec.Cmd
-	stderr strings.Builder
-	exited chan error
-}
-
 // startTLogChild starts `auditrail tlog` on the NATS server and the
 // ClickHouse database, following ingest's durable, signing every second
 // (dev's interval; the role's default is a minute: fewer checkpoints).
-func startTLogChild(ctx context.Context, natsURL, dsn, ingestDurable string) (*tlogChild, error) {
-	exe, err := ingestExe()
-	if err != nil {
-		return nil, err
-	}
+func startTLogChild(ctx context.Context, natsURL, dsn, ingestDurable string) (*roleChild, error) {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	c := &tlogChild{exited: make(chan error, 1)}
-	c.cmd = exec.CommandContext(ctx, exe, "tlog", "--nats-url", natsURL, "--clickhouse", dsn, "--http", "127.0.0.1:0",
+	return startRole(ctx, "tlog", "--nats-url", natsURL, "--clickhouse", dsn, "--http", "127.0.0.1:0",
 		"--ingest-durable", ingestDurable, "--secrets-keys", base64.StdEncoding.EncodeToString(key),
 		"--checkpoint-interval", "1s", "--log-level", "warn")
-	c.cmd.Stdout, c.cmd.Stderr = io.Discard, &c.stderr
-	c.cmd.Cancel = func() error { return c.cmd.Process.Signal(syscall.SIGTERM) }
-	c.cmd.WaitDelay = 30 * time.Second
-	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s tlog: %w", exe, err)
-	}
-	go func() { c.exited <- c.cmd.Wait() }()
-	return c, nil
-}
-
-// stop ends the process (SIGTERM) and waits for it.
-func (c *tlogChild) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-c.exited; err != nil {
-		fmt.Fprintf(os.Stderr, "auditrail tlog: %v: %s\n", err, c.stderr.String())
-	}
 }
 
 // dropDatabases drops the databases of a round (a clean-up: an error is

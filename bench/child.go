@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// roleChild is a role of the auditrail binary that a benchmark runs as a
+// child process: its output discarded, its standard error kept.
+type roleChild struct {
+	role   string
+	cmd    *exec.Cmd
+	stderr strings.Builder
+	exited chan error // its Wait's result, once
+}
+
+// startRole starts `auditrail <role> args…`; ctx's end stops it (SIGTERM).
+func startRole(ctx context.Context, role string, args ...string) (*roleChild, error) {
+	exe, err := ingestExe()
+	if err != nil {
+		return nil, err
+	}
+	c := &roleChild{role: role, exited: make(chan error, 1)}
+	c.cmd = exec.CommandContext(ctx, exe, append([]string{role}, args...)...)
+	c.cmd.Stdout, c.cmd.Stderr = io.Discard, &c.stderr
+	c.cmd.Cancel = func() error { return c.cmd.Process.Signal(syscall.SIGTERM) }
+	c.cmd.WaitDelay = 30 * time.Second
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s %s: %w", exe, role, err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	return c, nil
+}
+
+// stop ends the process (SIGTERM) and waits for it; an error carries
+// what it wrote to standard error.
+func (c *roleChild) stop() error {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	err := <-c.exited
+	c.exited <- err // a later stop or check sees it too
+	if err != nil {
+		return fmt.Errorf("auditrail %s: %w: %s", c.role, err, c.stderr.String())
+	}
+	return nil
+}
+
+// exitedEarly is the error of a process that exited on its own, read
+// without waiting: nil while it runs.
+func (c *roleChild) exitedEarly() error {
+	select {
+	case err := <-c.exited:
+		c.exited <- err
+		return fmt.Errorf("auditrail %s exited: %v: %s", c.role, err, c.stderr.String())
+	default:
+		return nil
+	}
+}
