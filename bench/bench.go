@@ -6,6 +6,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,31 @@ type Figure struct {
 	// well (an issue's goal in Unit, e.g. "≤ 30 ms"); Min one it must reach
 	// (e.g. "≥ 100k messages/s").
 	Max, Min float64
+}
+
+// NoRatioGoal as a Figure's Goal (with Lower) says that the ratio has no
+// goal: the figure's goal is its bound (Max, Min), or it has none (a
+// figure reported beside its reference, as the CPU of a store no issue
+// bounds).
+const NoRatioGoal = 1e9
+
+// goal is the figure's goal as text ("" without one).
+func (f Figure) goal(ratioFmt, maxFmt, minFmt string) string {
+	var parts []string
+	if f.Goal != NoRatioGoal {
+		op := ">="
+		if f.Lower {
+			op = "<="
+		}
+		parts = append(parts, fmt.Sprintf(ratioFmt, op, f.Goal))
+	}
+	if f.Max > 0 {
+		parts = append(parts, fmt.Sprintf(maxFmt, f.Max, f.Unit))
+	}
+	if f.Min > 0 {
+		parts = append(parts, fmt.Sprintf(minFmt, f.Min, f.Unit))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Ratio is Value / Reference.
@@ -45,19 +71,12 @@ func (f Figure) Print(w io.Writer) {
 	if !f.Met() {
 		verdict = "NOT met"
 	}
-	op := ">="
-	if f.Lower {
-		op = "<="
+	goal := f.goal("goal %s %.2f", "<= %g %s", ">= %g %s")
+	if goal == "" {
+		goal, verdict = "no goal", "a figure"
 	}
-	bound := ""
-	if f.Max > 0 {
-		bound = fmt.Sprintf(" and <= %g %s", f.Max, f.Unit)
-	}
-	if f.Min > 0 {
-		bound += fmt.Sprintf(" and >= %g %s", f.Min, f.Unit)
-	}
-	fmt.Fprintf(w, "%-44s %12.1f %-8s reference %12.1f (%s)  ratio %.2f  goal %s %.2f%s: %s\n",
-		f.Name, f.Value, f.Unit, f.Reference, f.RefName, f.Ratio(), op, f.Goal, bound, verdict)
+	fmt.Fprintf(w, "%-44s %12.1f %-8s reference %12.1f (%s)  ratio %.2f  %s: %s\n",
+		f.Name, f.Value, f.Unit, f.Reference, f.RefName, f.Ratio(), goal, verdict)
 }
 
 func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }

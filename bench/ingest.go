@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -281,13 +282,18 @@ func Ingest(ctx context.Context, n int, icfg ingest.Config, progress io.Writer) 
 }
 
 func verifyCount(ch *chserver.Server, db string, n int) error {
+	return verifyCountIn(ch, db, "audit_logs", n)
+}
+
+// verifyCountIn checks that table of db holds n distinct events.
+func verifyCountIn(ch *chserver.Server, db, table string, n int) error {
 	out, err := exec.Command("clickhouse-client", "--port", strconv.Itoa(ch.TCPPort), "--database", db,
-		"--query", "SELECT uniqExact(event_id) FROM audit_logs").CombinedOutput()
+		"--query", "SELECT uniqExact(event_id) FROM "+table).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("count: %v: %s", err, out)
 	}
 	if got := strings.TrimSpace(string(out)); got != strconv.Itoa(n) {
-		return fmt.Errorf("ClickHouse holds %s distinct events, want %d", got, n)
+		return fmt.Errorf("ClickHouse holds %s distinct events in %s.%s, want %d", got, db, table, n)
 	}
 	return nil
 }
@@ -328,7 +334,9 @@ func tsvStr(w *bufio.Writer, s *string) {
 	w.WriteString(tsvEscaper.Replace(*s))
 }
 
-// writeTSV writes the rows that ingest would store, for clickhouse-client.
+// writeTSV writes the rows that ingest would store, for clickhouse-client
+// (clientInsertInto's columns): a salt and a leaf of random bytes, as
+// long as ingest's, and the stream sequence.
 func writeTSV(path string, events []schemas.AuditEvent) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -337,7 +345,11 @@ func writeTSV(path string, events []schemas.AuditEvent) error {
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
 	created := time.Now().UnixMilli()
+	var salt [16]byte
+	var leaf [32]byte
 	for i := range events {
+		crand.Read(salt[:])
+		crand.Read(leaf[:])
 		e := &events[i]
 		str := func(s string) *string { return &s }
 		var rt, customer, project, data *string
@@ -357,7 +369,8 @@ func writeTSV(path string, events []schemas.AuditEvent) error {
 			str(e.OrganizationID.String()), str(strconv.FormatInt(e.Timestamp.UnixMilli(), 10)), str(e.EventID.String()),
 			str(schemas.EntryID(e.EventID).String()), e.ClientIP, str(strconv.Itoa(int(e.Action))), str(strconv.Itoa(int(e.Source))),
 			str(e.DisplayName), customer, project, str(e.PrincipalID), e.UserID, str(e.PrincipalType), rt,
-			e.ResourceID, e.ResourceDisplay, data, str(strconv.FormatInt(created, 10)), str(strconv.FormatUint(uint64(1<<63-1-created), 10)),
+			e.ResourceID, e.ResourceDisplay, data, str(strconv.FormatInt(created, 10)), str(string(salt[:])),
+			str(strconv.FormatUint(uint64(1<<63-1-created), 10)), str(strconv.Itoa(i + 1)), str(string(leaf[:])),
 		}
 		for j, c := range cols {
 			if j > 0 {
@@ -376,22 +389,31 @@ func clientInsert(ctx context.Context, ch *chserver.Server, path string, n int) 
 		return 0, err
 	}
 	ref.Close()
+	start := time.Now()
+	if _, err := clientInsertInto(ctx, ch, path, "bench_ref", "audit_logs"); err != nil {
+		return 0, err
+	}
+	d := time.Since(start)
+	return d, verifyCount(ch, "bench_ref", n)
+}
+
+// clientInsertInto has clickhouse-client insert the rows of the TSV file
+// at path (writeTSV) into table of db, and answers the client's CPU time.
+func clientInsertInto(ctx context.Context, ch *chserver.Server, path, db, table string) (time.Duration, error) {
 	in, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer in.Close()
-	cmd := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(ch.TCPPort), "--database", "bench_ref",
-		"--query", "INSERT INTO audit_logs (organization_id, ts_ms, event_id, id, client_ip, action, source, display_name, "+
+	cmd := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(ch.TCPPort), "--database", db,
+		"--query", "INSERT INTO "+table+" (organization_id, ts_ms, event_id, id, client_ip, action, source, display_name, "+
 			"customer_id, project_id, principal_id, user_id, principal_type, resource_type, resource_id, resource_display, "+
-			"data, created_ms, ver) FORMAT TabSeparated")
+			"data, created_ms, salt, ver, seq, leaf) FORMAT TabSeparated")
 	cmd.Stdin = in
-	start := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("clickhouse-client insert: %v: %s", err, out)
 	}
-	d := time.Since(start)
-	return d, verifyCount(ch, "bench_ref", n)
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
 
 func tail(s string, n int) string {

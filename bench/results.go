@@ -57,20 +57,14 @@ func (m Machine) String() string {
 
 // row is a figure as a row of the results table.
 func (f Figure) row(m Machine) string {
-	op := "≥"
-	if f.Lower {
-		op = "≤"
-	}
-	goal := fmt.Sprintf("%s %.2f", op, f.Goal)
-	if f.Max > 0 {
-		goal += fmt.Sprintf(", ≤ %g %s", f.Max, f.Unit)
-	}
-	if f.Min > 0 {
-		goal += fmt.Sprintf(", ≥ %g %s", f.Min, f.Unit)
-	}
+	goal := f.goal("%s %.2f", "≤ %g %s", "≥ %g %s")
+	goal = strings.NewReplacer("<=", "≤", ">=", "≥").Replace(goal)
 	verdict := "met"
 	if !f.Met() {
 		verdict = "**not met**"
+	}
+	if goal == "" {
+		goal, verdict = "none", "a figure"
 	}
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	return fmt.Sprintf("| %s | %.1f %s | %.1f (%s) | %.2f | %s | %s | %s |",

@@ -171,12 +171,43 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 	r.Off, r.CPUOff = off.elapsed, ProcCPU{Ingest: off.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0}
 
 	icfg.Durable = fmt.Sprintf("bench-tlog-on-%d", i)
-	on := stores[onDB]
-	ch0, self0, err = cpuNow()
+	say("ingest with the log on: the same, while `auditrail tlog` in a child process appends every entry to its organization's log and signs")
+	lr, err := ingestWithLog(ctx, icfg, chPID, bn, stores[onDB], ch.DSN(onDB), counts, n, say)
 	if err != nil {
 		return r, err
 	}
-	tl, err := startTLogChild(ctx, bn.ns.ClientURL(), ch.DSN(onDB), icfg.Durable)
+	r.On, r.LogCaughtUp, r.CPUOn = lr.ingest, lr.caughtUp, lr.cpu
+	return r, nil
+}
+
+// loggedRun is what ingestWithLog measured.
+type loggedRun struct {
+	ingest   time.Duration // ingest's drain
+	caughtUp time.Duration // from its start until every log was complete and signed
+	cpu      ProcCPU       // of every process, until then
+}
+
+// ingestWithLog drains the stream with `auditrail ingest` (icfg's durable)
+// into the database dsn (on, a store of it opened before) while `auditrail
+// tlog` (child processes both) appends every entry to its organization's
+// log and signs, until every log holds counts' entries in a signed
+// checkpoint; the CPU of every process (chPID: the ClickHouse server;
+// this process: the NATS server) over that time. The tlog bucket is
+// deleted after it, so that a later run's role starts afresh.
+func ingestWithLog(ctx context.Context, icfg ingest.Config, chPID int, bn *benchNATS, on *clickhouse.Store, dsn string,
+	counts map[uuid.UUID]int64, n int, say func(string, ...any)) (r loggedRun, err error) {
+	cpuNow := func() (chCPU, self time.Duration, err error) {
+		if chCPU, err = procCPU(chPID); err != nil {
+			return 0, 0, err
+		}
+		self, err = procCPU(os.Getpid())
+		return chCPU, self, err
+	}
+	ch0, self0, err := cpuNow()
+	if err != nil {
+		return r, err
+	}
+	tl, err := startTLogChild(ctx, bn.ns.ClientURL(), dsn, icfg.Durable)
 	if err != nil {
 		return r, err
 	}
@@ -185,19 +216,17 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 			fmt.Fprintln(os.Stderr, err)
 		}
 		// The role's bucket (its lease, keys, seal and the checkpoints it
-		// published) belongs to this round's database: the next round's
-		// role starts afresh.
+		// published) belongs to this run's database.
 		if err := bn.js.DeleteKeyValue(context.WithoutCancel(ctx), natsx.TLogBucket); err != nil {
 			fmt.Fprintf(os.Stderr, "delete the tlog bucket: %v\n", err)
 		}
 	}()
-	say("ingest with the log on: the same, while `auditrail tlog` in a child process appends every entry to its organization's log and signs")
 	start := time.Now()
-	onRun, err := runIngestChildCPU(ctx, icfg, bn.ns.ClientURL(), ch.DSN(onDB), bn.js, n, say)
+	onRun, err := runIngestChildCPU(ctx, icfg, bn.ns.ClientURL(), dsn, bn.js, n, say)
 	if err != nil {
 		return r, err
 	}
-	r.On = onRun.elapsed
+	r.ingest = onRun.elapsed
 	// Until every log is complete and signed: one query of the heads a
 	// poll, and the checkpoints only of the logs complete (this polling is
 	// CPU of the ClickHouse server too: a query per log every few
@@ -240,8 +269,8 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	r.LogCaughtUp = time.Since(start)
-	ch1, self1, err = cpuNow()
+	r.caughtUp = time.Since(start)
+	ch1, self1, err := cpuNow()
 	if err != nil {
 		return r, err
 	}
@@ -249,7 +278,7 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 	if err != nil {
 		return r, err
 	}
-	r.CPUOn = ProcCPU{Ingest: onRun.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0, TLog: tcpu}
+	r.cpu = ProcCPU{Ingest: onRun.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0, TLog: tcpu}
 	return r, nil
 }
 

@@ -41,7 +41,7 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := cli.NewFlags("auditrail-bench")
 	exeFlag := fs.String("auditrail", "AUDITRAIL_BENCH_AUDITRAIL", "", "the auditrail binary whose roles are measured (default: the one beside auditrail-bench)")
-	which := fs.String("run", "", "decode,hooks,connections,mcp,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog,proof,retention", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, mcp, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog, proof, retention")
+	which := fs.String("run", "", "decode,hooks,connections,mcp,ingest,query,executions,dashboard,feed,sqlite,docmd,docsedit,odata,mail,deliver,cluster,verify,tlog,proof,retention,cost", "benchmarks to run, comma-separated: docmd, docsedit, odata, mail, decode, hooks, connections, mcp, ingest, query, executions, dashboard, feed, sqlite, deliver, cluster, verify, tlog, proof, retention, cost")
 	queryEvents := fs.Int("query-events", "AUDITRAIL_BENCH_QUERY_EVENTS", 10_000_000, "events (and executions) of the one tenant of the query, executions and dashboard benchmarks")
 	dashSamples := fs.Int("dashboard-samples", "", 200, "timed samples of each route of the dashboard benchmark")
 	dashRenders := fs.Int("dashboard-renders", "", 30, "timed page loads of the dashboard benchmark")
@@ -63,6 +63,13 @@ func run(ctx context.Context, args []string) error {
 	retentionStore := fs.String("retention-store", "", dr.Store, "the retention benchmark's store: clickhouse (a throwaway server) or sqlite (dev's own)")
 	retentionRate := fs.Int("retention-rate", "", 0, "events/s the retention benchmark publishes into another organization during both runs (0: half the ingest capacity it measures)")
 	retentionFor := fs.Duration("retention-duration", "", dr.Duration, "how long the retention benchmark's reference run publishes (the run with retention: as long, and until the expiry is done)")
+	dcost := bench.DefaultCostConfig("")
+	costRate := fs.Int("cost-rate", "", dcost.Rate, "events/s the cost benchmark publishes into dev on each store")
+	costFor := fs.Duration("cost-duration", "", dcost.Duration, "how long the cost benchmark publishes into dev on each store")
+	costOrgs := fs.Int("cost-orgs", "", dcost.Orgs, "organizations the cost benchmark's events are spread over")
+	costDrain := fs.Int("cost-drain", "", dcost.Drain, "events the cost benchmark publishes first, then drains with ingest and tlog as separate processes (0: none)")
+	costQueryLog := fs.Bool("cost-query-log", "", false, "the cost benchmark logs dev's queries on one server and prints the most frequent (the log costs the server CPU)")
+	costCluster := fs.Bool("cost-cluster", "", dcost.Cluster, "the cost benchmark also runs dev on 2 shards x 2 replicas")
 	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
 	icfg := ingest.DefaultConfig()
 	icfg.RegisterFlags(fs)
@@ -167,6 +174,16 @@ func run(ctx context.Context, args []string) error {
 			r, err := bench.Proof(ctx, int64(*proofLeaves), *proofSamples, os.Stdout)
 			if err != nil {
 				return fmt.Errorf("proof benchmark: %w", err)
+			}
+			figures = append(figures, r.Figures()...)
+		case "cost":
+			cfg := bench.DefaultCostConfig(exe)
+			cfg.Rate, cfg.Duration, cfg.Orgs, cfg.Drain, cfg.Cluster, cfg.QueryLog = *costRate, *costFor, *costOrgs, *costDrain, *costCluster, *costQueryLog
+			fmt.Printf("== cost: CPU per event of every process, from /proc: dev under %d events/s for %s on ClickHouse, SQLite and the cluster; a bare clickhouse-client insert; the roles draining %d events\n",
+				cfg.Rate, cfg.Duration, cfg.Drain)
+			r, err := bench.Cost(ctx, cfg, os.Stdout)
+			if err != nil {
+				return fmt.Errorf("cost benchmark: %w", err)
 			}
 			figures = append(figures, r.Figures()...)
 		case "decode":

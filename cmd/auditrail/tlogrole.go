@@ -114,7 +114,8 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	scfg := sequencer.DefaultConfig()
 	scfg.Instance = cfg.Instance
 	scfg.AuditDurable, scfg.ExecutionDurable = ingestDurable, ingest.ExecutionDurableFor(ingestDurable)
-	runner, err := sequencer.NewRunner(scfg, sequencer.New(st), js, kv, natsx.NewWatermarks(js, 0), log.With("role", "tlog"))
+	seq := sequencer.New(st)
+	runner, err := sequencer.NewRunner(scfg, seq, js, kv, natsx.NewWatermarks(js, 0), log.With("role", "tlog"))
 	if err != nil {
 		return nil, cli.Usage(err)
 	}
@@ -122,7 +123,8 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	// called through the egress guard.
 	owClient := orgWitnessClient(guard)
 	ows := &orgWitnesses{log: log.With("role", "tlog")}
-	deps := checkpointer.Deps{Store: st, KV: kv, JS: js, Sealer: sealer, Log: log.With("role", "tlog"), OrgWitnesses: ows, OrgWitness: owClient}
+	deps := checkpointer.Deps{Store: st, KV: kv, JS: js, Sealer: sealer, Log: log.With("role", "tlog"), OrgWitnesses: ows, OrgWitness: owClient,
+		Kept: seq} // the roots of the logs the sequencer appended to, without reading their hashes
 	if m != nil {
 		o := m.TLog()
 		runner.WithObserver(o)

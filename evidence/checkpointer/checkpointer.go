@@ -157,6 +157,16 @@ type Deps struct {
 	Witness      WitnessClient
 	OrgWitnesses OrgWitnesses
 	OrgWitness   WitnessClient
+	// Kept, when set, holds hashes of the logs kept in memory (the
+	// sequencer's, in the same process): a log's root is computed from
+	// them before the store (nil: from the store).
+	Kept KeptHashes
+}
+
+// KeptHashes gives the stored hashes of a log at a size kept in memory
+// (sequencer.Sequencer), or nil when it keeps none at that size.
+type KeptHashes interface {
+	KeptHashes(org uuid.UUID, kind auditstore.LogKind, size int64) map[int64]sumtlog.Hash
 }
 
 // Checkpointer signs checkpoints while it holds the lease.
@@ -406,7 +416,7 @@ func (c *Checkpointer) sign(ctx context.Context, id logID, size int64, key *roun
 	if known && size == prev.size && now.Sub(prev.at) < c.cfg.Quiet {
 		return dueCheckpoint{}, false, nil
 	}
-	root, err := sumtlog.TreeHash(size, auditstore.LogHashReader(ctx, c.d.Store, id.org, id.kind))
+	root, err := sumtlog.TreeHash(size, c.hashReader(ctx, id, size))
 	if err != nil {
 		return dueCheckpoint{}, false, fmt.Errorf("root at %d: %w", size, err)
 	}
@@ -435,6 +445,45 @@ func (c *Checkpointer) sign(ctx context.Context, id logID, size int64, key *roun
 		return dueCheckpoint{}, false, fmt.Errorf("sign: %w", err)
 	}
 	return dueCheckpoint{id: id, cp: auditstore.Checkpoint{Size: size, Root: root, Time: at, KeyID: pub.KeyID, Note: msg}, pub: pub}, true, nil
+}
+
+// hashReader reads the hashes of the log id at size: those kept in
+// memory (Deps.Kept), then the store's.
+func (c *Checkpointer) hashReader(ctx context.Context, id logID, size int64) sumtlog.HashReader {
+	store := auditstore.LogHashReader(ctx, c.d.Store, id.org, id.kind)
+	if c.d.Kept == nil {
+		return store
+	}
+	kept := c.d.Kept.KeptHashes(id.org, id.kind, size)
+	if len(kept) == 0 {
+		return store
+	}
+	return sumtlog.HashReaderFunc(func(indexes []int64) ([]sumtlog.Hash, error) {
+		out := make([]sumtlog.Hash, len(indexes))
+		var missing []int64
+		for i, x := range indexes {
+			h, ok := kept[x]
+			if !ok {
+				missing = append(missing, x)
+				continue
+			}
+			out[i] = h
+		}
+		if len(missing) == 0 {
+			return out, nil
+		}
+		got, err := store.ReadHashes(missing)
+		if err != nil {
+			return nil, err
+		}
+		for i, j := 0, 0; i < len(indexes); i++ {
+			if _, ok := kept[indexes[i]]; !ok {
+				out[i] = got[j]
+				j++
+			}
+		}
+		return out, nil
+	})
 }
 
 // save stores the round's checkpoints together.

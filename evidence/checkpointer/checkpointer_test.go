@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	sumtlog "golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/controlplane/cpstate"
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -831,5 +832,99 @@ func TestCheckpointerSavesARoundTogether(t *testing.T) {
 		if n := len(f.published(t, org)); n != 1 {
 			t.Fatalf("org %d: %d checkpoints published", i, n)
 		}
+	}
+}
+
+// readCounting counts the reads of the log's hashes from the store.
+type readCounting struct {
+	*sqlite.Store
+	mu    sync.Mutex
+	reads int
+}
+
+func (r *readCounting) ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error) {
+	r.mu.Lock()
+	r.reads++
+	r.mu.Unlock()
+	return r.Store.ReadLogHashes(ctx, org, kind, indexes)
+}
+
+// modelKept keeps a model's hashes at one size, as the sequencer keeps the
+// roots of the complete subtrees of the log it appended to; wrong, it
+// keeps another hash in place of one.
+type modelKept struct {
+	m     *storetest.LogModel
+	size  int64
+	wrong bool
+}
+
+func (k *modelKept) KeptHashes(_ uuid.UUID, _ auditstore.LogKind, size int64) map[int64]sumtlog.Hash {
+	if size != k.size {
+		return nil
+	}
+	out := map[int64]sumtlog.Hash{}
+	_, _ = sumtlog.TreeHash(size, sumtlog.HashReaderFunc(func(idx []int64) ([]sumtlog.Hash, error) {
+		hs := make([]sumtlog.Hash, len(idx))
+		for i, x := range idx {
+			hs[i] = k.m.Hashes[x]
+			if k.wrong {
+				hs[i][0] ^= 1
+			}
+			out[x] = hs[i]
+		}
+		return hs, nil
+	}))
+	return out
+}
+
+// TestCheckpointerTakesKeptHashes: with the sequencer's hashes at hand
+// (Deps.Kept) the checkpointer signs a log's root without reading a hash
+// from the store (a read per log and round was a third of the reads of
+// the ClickHouse server under a steady load), and reads them where it
+// keeps none at the log's size; a kept hash that is wrong gives a root the
+// store refuses: nothing is signed.
+func TestCheckpointerTakesKeptHashes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	store := &readCounting{Store: f.store}
+	org := uuid.New()
+	m := storetest.NewLogModel()
+	f.grow(t, org, auditstore.LogAudit, m, 13)
+	kept := &modelKept{m: m, size: 13}
+	newCP := func(instance string) *Checkpointer {
+		cfg := DefaultConfig()
+		cfg.Instance, cfg.LeaseTTL, cfg.Interval = instance, time.Second, 200*time.Millisecond
+		c, err := New(cfg, Deps{Store: store, KV: f.kv, JS: f.js, Sealer: sealer(t, 1), Observer: f.obs, Kept: kept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.now, c.keys.now = f.clk.now, f.clk.now
+		return c
+	}
+	c := newCP("a")
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp, ok, err := f.store.LatestCheckpoint(ctx, org, auditstore.LogAudit)
+	if err != nil || !ok || cp.Size != 13 || cp.Root != m.Root(t, 13) {
+		t.Fatalf("checkpoint %+v, %v, %v; want size 13 and the model's root", cp, ok, err)
+	}
+	if store.reads != 0 {
+		t.Fatalf("%d reads of the log's hashes with every one kept", store.reads)
+	}
+	// Grown past what is kept: read from the store.
+	f.grow(t, org, auditstore.LogAudit, m, 4)
+	if err := c.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cp, _, _ = f.store.LatestCheckpoint(ctx, org, auditstore.LogAudit); cp.Size != 17 || cp.Root != m.Root(t, 17) || store.reads == 0 {
+		t.Fatalf("checkpoint of size %d after the log grew, %d reads; want 17 and a read", cp.Size, store.reads)
+	}
+	// A wrong kept hash: the store refuses the root, nothing is signed.
+	f.grow(t, org, auditstore.LogAudit, m, 2)
+	kept.size, kept.wrong = 19, true
+	_ = c.Round(ctx)
+	if cp, _, _ = f.store.LatestCheckpoint(ctx, org, auditstore.LogAudit); cp.Size != 17 {
+		t.Fatalf("a root from a wrong hash was stored: size %d", cp.Size)
 	}
 }

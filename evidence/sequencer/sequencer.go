@@ -94,6 +94,15 @@ func (s *Sequencer) keepFrontier(id logID, size int64, hashes map[int64]tlog.Has
 	s.frontiers[id] = frontier{size: size, hashes: maps.Clone(hashes)}
 }
 
+// KeptHashes returns the stored hashes the sequencer keeps of the log
+// (org, kind) at size, or nil when it keeps none at that size: the roots
+// of the complete subtrees of its first size leaves, which it wrote or
+// read for its last append, and which the log's root at that size is
+// computed from (the checkpointer reads them here before the store).
+func (s *Sequencer) KeptHashes(org uuid.UUID, kind auditstore.LogKind, size int64) map[int64]tlog.Hash {
+	return s.frontier(logID{org, kind}, size)
+}
+
 // Result says what one Sequence call did.
 type Result struct {
 	Appended int
@@ -143,11 +152,15 @@ func (s *Sequencer) SequenceAll(ctx context.Context, targets []Target, parallel 
 		return out
 	}
 	leafFeed, _ := auditstore.LeafFeedOf(s.store)
+	heads, err := s.heads(ctx, targets)
+	if err != nil {
+		return results(), err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(parallel, 1))
 	for i, t := range targets {
 		g.Go(func() error {
-			r, err := s.start(gctx, ctx, t, leafFeed)
+			r, err := s.start(gctx, ctx, t, leafFeed, heads)
 			runs[i] = r
 			return err
 		})
@@ -158,6 +171,9 @@ func (s *Sequencer) SequenceAll(ctx context.Context, targets []Target, parallel 
 	for {
 		var budget atomic.Int64
 		budget.Store(BatchSize)
+		if err := s.prefetch(ctx, runs); err != nil {
+			return results(), err
+		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(max(parallel, 1))
 		active := false
@@ -215,6 +231,7 @@ type logRun struct {
 	hashes *hashCache
 	lf     auditstore.LeafFeed // its leaves are read from the store's leaf feed (nil: computed)
 	more   bool                // the feed may hold entries to append
+	pre    *prefetched         // the pass's first page, read beside the other logs' (prefetch)
 	items  []item
 	// append is the pass's append (prepare): its leaves, added, and the
 	// stored hashes they add.
@@ -223,12 +240,47 @@ type logRun struct {
 	added  []auditstore.StoredHash
 }
 
-// start reads the log's head (with ctx) and its kept frontier; the
-// hashes the log's appends need are read with the call's context, rctx.
-func (s *Sequencer) start(ctx, rctx context.Context, t Target, leafFeed auditstore.LeafFeed) (*logRun, error) {
+// heads reads the heads of the targets' logs in one read per kind where
+// the store reads several at once (auditstore.LogHeadsReader), else none
+// (nil: start reads each).
+func (s *Sequencer) heads(ctx context.Context, targets []Target) (map[logID]auditstore.LogLeaf, error) {
+	hr, ok := s.store.(auditstore.LogHeadsReader)
+	if !ok || len(targets) < 2 {
+		return nil, nil
+	}
+	byKind := map[auditstore.LogKind][]uuid.UUID{}
+	for _, t := range targets {
+		byKind[t.Kind] = append(byKind[t.Kind], t.Org)
+	}
+	out := map[logID]auditstore.LogLeaf{}
+	for kind, orgs := range byKind {
+		m, err := hr.LogHeadsOf(ctx, kind, orgs)
+		if err != nil {
+			return nil, fmt.Errorf("log heads: %w", err)
+		}
+		for org, last := range m {
+			out[logID{org, kind}] = last
+		}
+	}
+	return out, nil
+}
+
+// start takes the log's head from heads (read for every log at once:
+// an empty log is absent) or reads it (with ctx), and its kept frontier;
+// the hashes the log's appends need are read with the call's context,
+// rctx.
+func (s *Sequencer) start(ctx, rctx context.Context, t Target, leafFeed auditstore.LeafFeed, heads map[logID]auditstore.LogLeaf) (*logRun, error) {
 	r := &logRun{t: t, id: logID{t.Org, t.Kind}, lf: leafFeed, more: true}
-	size, last, err := s.store.LogHead(ctx, t.Org, t.Kind)
-	if err != nil {
+	var (
+		size int64
+		last auditstore.LogLeaf
+		err  error
+	)
+	if heads != nil {
+		if l, ok := heads[r.id]; ok {
+			size, last = l.Index+1, l
+		}
+	} else if size, last, err = s.store.LogHead(ctx, t.Org, t.Kind); err != nil {
 		return r, fmt.Errorf("log head of %s: %w", t.Org, err)
 	}
 	r.size, r.res.Size = size, size
@@ -251,6 +303,13 @@ func (s *Sequencer) start(ctx, rctx context.Context, t Target, leafFeed auditsto
 // few logs at once).
 func (s *Sequencer) read(ctx context.Context, r *logRun, budget *atomic.Int64) error {
 	r.items = r.items[:0]
+	if p := r.pre; p != nil { // the pass's first page, read for every log at once
+		r.pre = nil
+		budget.Add(-int64(len(p.items)))
+		r.items = append(r.items, p.items...)
+		r.more = p.more && p.next != r.after
+		r.after = p.next
+	}
 	for r.more && len(r.items) < AppendSize && budget.Load() > 0 {
 		page, next, m, err := s.page(ctx, r.t.Org, r.t.Kind, r.after, r.t.Upto, &r.lf)
 		if err != nil {
@@ -316,26 +375,94 @@ type item struct {
 // *lf.
 func (s *Sequencer) page(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64, lf *auditstore.LeafFeed) ([]item, auditstore.FeedKey, bool, error) {
 	if *lf != nil {
-		p, err := (*lf).FeedLeaves(ctx, auditstore.LeafFeedQuery{OrgID: org, Kind: kind, After: after, Upto: upto, Limit: auditstore.LeafFeedMaxLimit})
+		p, err := (*lf).FeedLeaves(ctx, leafQuery(org, kind, after, upto))
 		if err != nil {
 			return nil, after, false, fmt.Errorf("%s leaves of %s: %w", kind, org, err)
 		}
-		out := make([]item, 0, len(p.Items))
-		for _, l := range p.Items {
-			if !l.Known {
-				break
-			}
-			out = append(out, item{key: l.Key, leaf: l.Leaf})
-		}
-		switch {
-		case len(out) == len(p.Items):
-			return out, p.Next, p.HasMore, nil
-		case len(out) > 0: // the entries from the first without a leaf come next
-			return out, out[len(out)-1].key, true, nil
+		if out, next, more, ok := leafItems(p); ok {
+			return out, next, more, nil
 		}
 		*lf = nil
 	}
 	return s.entries(ctx, org, kind, after, upto)
+}
+
+func leafQuery(org uuid.UUID, kind auditstore.LogKind, after auditstore.FeedKey, upto uint64) auditstore.LeafFeedQuery {
+	return auditstore.LeafFeedQuery{OrgID: org, Kind: kind, After: after, Upto: upto, Limit: auditstore.LeafFeedMaxLimit}
+}
+
+// leafItems are the items of a page of the leaf feed up to its first
+// entry stored without a leaf, with where the next page starts and whether
+// one may follow; ok is false when the page begins with such an entry
+// (its leaves are computed from the entries: the feed is read instead).
+func leafItems(p auditstore.LeafPage) (out []item, next auditstore.FeedKey, more, ok bool) {
+	out = make([]item, 0, len(p.Items))
+	for _, l := range p.Items {
+		if !l.Known {
+			break
+		}
+		out = append(out, item{key: l.Key, leaf: l.Leaf})
+	}
+	switch {
+	case len(out) == len(p.Items):
+		return out, p.Next, p.HasMore, true
+	case len(out) > 0: // the entries from the first without a leaf come next
+		return out, out[len(out)-1].key, true, true
+	}
+	return nil, p.Next, false, false
+}
+
+// prefetched is a log's first page of a pass, read beside the others'.
+type prefetched struct {
+	items []item
+	next  auditstore.FeedKey
+	more  bool
+}
+
+// prefetch reads the first page of every log of a pass that reads its
+// leaves from the store's leaf feed in one read per kind, where the feed
+// reads several logs at once (auditstore.LeafFeeds; ClickHouse reads whole
+// granules, nearly the same for every organization of a round). A log
+// whose page it cannot use (the window too wide: a backlog; a page that
+// begins with an entry stored without a leaf) is read alone, as before.
+func (s *Sequencer) prefetch(ctx context.Context, runs []*logRun) error {
+	type group struct {
+		kind auditstore.LogKind
+		upto uint64
+	}
+	byGroup := map[group][]*logRun{}
+	for _, r := range runs {
+		if !r.more || r.lf == nil {
+			continue
+		}
+		if _, ok := r.lf.(auditstore.LeafFeeds); !ok {
+			continue
+		}
+		g := group{r.t.Kind, r.t.Upto}
+		byGroup[g] = append(byGroup[g], r)
+	}
+	for _, rs := range byGroup {
+		if len(rs) < 2 {
+			continue
+		}
+		qs := make([]auditstore.LeafFeedQuery, len(rs))
+		for i, r := range rs {
+			qs[i] = leafQuery(r.t.Org, r.t.Kind, r.after, r.t.Upto)
+		}
+		pages, ok, err := rs[0].lf.(auditstore.LeafFeeds).FeedLeavesOf(ctx, qs)
+		if err != nil {
+			return fmt.Errorf("%s leaves of %d logs: %w", rs[0].t.Kind, len(rs), err)
+		}
+		if !ok {
+			continue
+		}
+		for i, r := range rs {
+			if items, next, more, ok := leafItems(pages[i]); ok {
+				r.pre = &prefetched{items: items, next: next, more: more}
+			}
+		}
+	}
+	return nil
 }
 
 // entries reads one page of the feed and computes its entries' leaves.
@@ -389,22 +516,30 @@ func newHashCache(read func([]int64) ([][32]byte, error)) *hashCache {
 
 func (c *hashCache) put(i int64, h tlog.Hash) { c.m[i] = h }
 
-// keepFor drops every hash but those appending leaf n reads (a backlog of
-// millions of leaves is sequenced in bounded memory).
+// keepFor drops every hash but the roots of the complete subtrees of the
+// first n leaves (at most log2(n)+1 of them, read from the store where
+// it holds them not): those that the tree's root
+// at size n is computed from, and that appending leaf n and every leaf
+// after it read until the append that covers them, so a warm log reads no
+// hash from the store (and a backlog of millions of leaves is sequenced in
+// bounded memory).
 func (c *hashCache) keepFor(n int64) error {
 	var need []int64
 	record := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
 		need = append(need, indexes...)
 		return make([]tlog.Hash, len(indexes)), nil
 	})
-	if _, err := tlog.StoredHashesForRecordHash(n, tlog.Hash{}, record); err != nil {
+	if _, err := tlog.TreeHash(n, record); err != nil {
+		return err
+	}
+	// Those it holds not (a cold log: appending read only some), read once.
+	hs, err := c.ReadHashes(need)
+	if err != nil {
 		return err
 	}
 	kept := make(map[int64]tlog.Hash, len(need))
-	for _, i := range need {
-		if h, ok := c.m[i]; ok {
-			kept[i] = h
-		}
+	for j, i := range need {
+		kept[i] = hs[j]
 	}
 	c.m = kept
 	return nil

@@ -3,8 +3,10 @@ package sequencer_test
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,17 +203,22 @@ type leafStore struct {
 	*sqlite.Store
 	known     func(seq uint64) bool
 	bogus     bool
-	feedReads int // FeedAudit calls of the sequencer
-	leafReads int // FeedLeaves calls
+	mu        sync.Mutex // the counts: logs are read in parallel
+	feedReads int        // FeedAudit calls of the sequencer
+	leafReads int        // FeedLeaves calls
 }
 
 func (l *leafStore) FeedAudit(ctx context.Context, q auditstore.FeedQuery) (auditstore.FeedPage, error) {
+	l.mu.Lock()
 	l.feedReads++
+	l.mu.Unlock()
 	return l.Store.FeedAudit(ctx, q)
 }
 
 func (l *leafStore) FeedLeaves(ctx context.Context, q auditstore.LeafFeedQuery) (auditstore.LeafPage, error) {
+	l.mu.Lock()
 	l.leafReads++
+	l.mu.Unlock()
 	if err := q.Validate(); err != nil {
 		return auditstore.LeafPage{}, err
 	}
@@ -410,5 +417,203 @@ func TestSequenceTakesStoredLeavesThroughPending(t *testing.T) {
 	}
 	if s.feedReads > 0 || s.leafReads == 0 {
 		t.Fatalf("%d feed reads, %d leaf reads: the entries were read back", s.feedReads, s.leafReads)
+	}
+}
+
+// hashReads counts the tree hashes read from the store.
+type hashReads struct {
+	*sqlite.Store
+	reads int
+}
+
+func (h *hashReads) ReadLogHashes(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error) {
+	h.reads++
+	return h.Store.ReadLogHashes(ctx, org, kind, indexes)
+}
+
+// TestWarmLogReadsNoHash: once a sequencer has appended to a log, it keeps
+// the roots of the log's complete subtrees, so appending more, one small
+// batch after another, reads no tree hash from the store (two of its
+// reads for each batch were most of the ClickHouse server's CPU under a
+// steady load), and KeptHashes gives the checkpointer the log's root at
+// each size without a read; a sequencer that did not append keeps none.
+func TestWarmLogReadsNoHash(t *testing.T) {
+	ctx := context.Background()
+	s := &hashReads{Store: openStore(t)}
+	org := uuid.New()
+	evs := events(org, 720)
+	seq := sequencer.New(s)
+	written := 0
+	// Batches of sizes that carry into every level, the first from an
+	// empty log.
+	for i, n := range []int{1, 2, 5, 8, 1, 27, 64, 129, 255, 3, 200, 5} {
+		if err := s.WriteAudit(ctx, evs[written:written+n]); err != nil {
+			t.Fatal(err)
+		}
+		written += n
+		r, err := seq.Sequence(ctx, org, auditstore.LogAudit, 1<<62)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Size != int64(written) {
+			t.Fatalf("batch %d: size %d, want %d", i, r.Size, written)
+		}
+		if s.reads != 0 {
+			t.Fatalf("batch %d (size %d): %d reads of tree hashes, want none", i, written, s.reads)
+		}
+		kept := seq.KeptHashes(org, auditstore.LogAudit, int64(written))
+		root, err := xtlog.TreeHash(int64(written), xtlog.HashReaderFunc(func(idx []int64) ([]xtlog.Hash, error) {
+			out := make([]xtlog.Hash, len(idx))
+			for j, x := range idx {
+				h, ok := kept[x]
+				if !ok {
+					return nil, fmt.Errorf("hash %d not kept", x)
+				}
+				out[j] = h
+			}
+			return out, nil
+		}))
+		if err != nil {
+			t.Fatalf("batch %d: the root from the kept hashes: %v", i, err)
+		}
+		if want := storedRoot(t, s.Store, org, int64(written)); root != want {
+			t.Fatalf("batch %d: the kept hashes give another root than the store's", i)
+		}
+		if seq.KeptHashes(org, auditstore.LogAudit, int64(written-1)) != nil {
+			t.Fatalf("batch %d: hashes kept for a size the log has left", i)
+		}
+	}
+	// Another sequencer (a lease taken over) reads the log's hashes once.
+	other := sequencer.New(s)
+	if err := s.WriteAudit(ctx, evs[written:written+3]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Sequence(ctx, org, auditstore.LogAudit, 1<<62); err != nil {
+		t.Fatal(err)
+	}
+	if s.reads == 0 {
+		t.Fatal("a cold sequencer appended without reading the log's hashes")
+	}
+	before := s.reads
+	if err := s.WriteAudit(ctx, evs[written+3:written+9]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Sequence(ctx, org, auditstore.LogAudit, 1<<62); err != nil {
+		t.Fatal(err)
+	}
+	if s.reads != before {
+		t.Fatalf("warm again, it read %d more times", s.reads-before)
+	}
+}
+
+// manyStore is leafStore reading the leaves and the heads of several logs
+// at once (as the ClickHouse store does), counting the calls.
+type manyStore struct {
+	*leafStore
+	many, headsMany, heads int
+	decline                bool // FeedLeavesOf declines every window
+}
+
+func (m *manyStore) FeedLeavesOf(ctx context.Context, qs []auditstore.LeafFeedQuery) ([]auditstore.LeafPage, bool, error) {
+	if err := auditstore.ValidateLeafFeeds(qs); err != nil {
+		return nil, false, err
+	}
+	m.many++
+	if m.decline {
+		return nil, false, nil
+	}
+	out := make([]auditstore.LeafPage, len(qs))
+	for i, q := range qs {
+		p, err := m.leafStore.FeedLeaves(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		m.mu.Lock()
+		m.leafReads-- // counted as one read of many
+		m.mu.Unlock()
+		out[i] = p
+	}
+	return out, true, nil
+}
+
+func (m *manyStore) LogHeadsOf(ctx context.Context, kind auditstore.LogKind, orgs []uuid.UUID) (map[uuid.UUID]auditstore.LogLeaf, error) {
+	m.headsMany++
+	out := map[uuid.UUID]auditstore.LogLeaf{}
+	for _, org := range orgs {
+		size, last, err := m.Store.LogHead(ctx, org, kind)
+		if err != nil {
+			return nil, err
+		}
+		if size > 0 {
+			out[org] = last
+		}
+	}
+	return out, nil
+}
+
+func (m *manyStore) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {
+	m.mu.Lock()
+	m.heads++
+	m.mu.Unlock()
+	return m.Store.LogHead(ctx, org, kind)
+}
+
+// TestSequenceAllReadsLogsTogether: where the store reads several logs at
+// once, a round of many organizations reads their heads in one call and
+// the first page of their leaves in one call a pass, none alone (each
+// alone was a read of the same ClickHouse granules, most of the server's
+// CPU under a steady load); a window the store declines is read log by
+// log; either way each log is its entries'.
+func TestSequenceAllReadsLogsTogether(t *testing.T) {
+	for _, decline := range []bool{false, true} {
+		ctx := context.Background()
+		s := &manyStore{leafStore: &leafStore{Store: openStore(t), known: func(uint64) bool { return true }}, decline: decline}
+		orgs := make([]uuid.UUID, 5)
+		var targets []sequencer.Target
+		for i := range orgs {
+			orgs[i] = uuid.New()
+			targets = append(targets, sequencer.Target{Org: orgs[i], Kind: auditstore.LogAudit, Upto: 1 << 62})
+		}
+		seq := sequencer.New(s)
+		var all [][]schemas.AuditEvent
+		for i, org := range orgs {
+			evs := events(org, 300)
+			for j := range evs { // interleaved in one stream
+				evs[j].Stored.Seq = uint64(j*len(orgs) + i + 1)
+			}
+			all = append(all, evs)
+		}
+		for round := 0; round < 3; round++ {
+			for i := range orgs {
+				if err := s.WriteAudit(ctx, all[i][round*100:(round+1)*100]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.many, s.headsMany, s.heads, s.leafReads = 0, 0, 0, 0
+			rs, err := seq.SequenceAll(ctx, targets, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range rs {
+				if r.Size != int64((round+1)*100) {
+					t.Fatalf("declined %v, round %d, log %d: size %d", decline, round, i, r.Size)
+				}
+			}
+			if s.headsMany != 1 || s.heads != 0 {
+				t.Fatalf("declined %v, round %d: %d reads of many heads, %d of one; want 1 and 0", decline, round, s.headsMany, s.heads)
+			}
+			if s.many != 1 || !decline && s.leafReads != 0 || decline && s.leafReads != len(orgs) {
+				t.Fatalf("declined %v, round %d: %d reads of many logs' leaves, %d of one log's", decline, round, s.many, s.leafReads)
+			}
+		}
+		for i, org := range orgs {
+			order := make([]uuid.UUID, len(all[i]))
+			for j, e := range all[i] {
+				order[j] = e.EventID
+			}
+			if storedRoot(t, s.Store, org, 300) != expectedRoot(t, s.Store, org, order) {
+				t.Fatalf("declined %v: log %d is not its entries'", decline, i)
+			}
+		}
 	}
 }

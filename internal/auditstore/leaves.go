@@ -88,3 +88,47 @@ func LeafFeedOf(s any) (LeafFeed, bool) {
 	}
 	return nil, false
 }
+
+// LeafFeeds is a LeafFeed that reads the next leaves of several logs in
+// one read: a sequencer's round over many organizations costs the store
+// one range read rather than one per organization (ClickHouse reads whole
+// granules, so each of those read nearly the same rows).
+type LeafFeeds interface {
+	LeafFeed
+	// FeedLeavesOf answers each query's page, the page FeedLeaves answers
+	// (every query of one kind and one Upto, each organization once), from
+	// one read. ok is false, with no page and nothing read, when the stream
+	// sequences from the smallest cursor to Upto are more than
+	// LeafFeedsWindow: read each page alone then.
+	FeedLeavesOf(ctx context.Context, qs []LeafFeedQuery) (pages []LeafPage, ok bool, err error)
+}
+
+// LeafFeedsWindow bounds the stream sequences FeedLeavesOf reads at once
+// (an organization's backlog is read page by page instead).
+const LeafFeedsWindow = 50_000
+
+// ValidateLeafFeeds checks the queries of a FeedLeavesOf: each valid, one
+// kind and one Upto, each organization once.
+func ValidateLeafFeeds(qs []LeafFeedQuery) error {
+	seen := make(map[uuid.UUID]bool, len(qs))
+	for i, q := range qs {
+		if err := q.Validate(); err != nil {
+			return err
+		}
+		if i > 0 && (q.Kind != qs[0].Kind || q.Upto != qs[0].Upto) {
+			return fmt.Errorf("%w: leaf feeds of several kinds or watermarks", ErrInvalidQuery)
+		}
+		if seen[q.OrgID] {
+			return fmt.Errorf("%w: leaf feed of %s twice", ErrInvalidQuery, q.OrgID)
+		}
+		seen[q.OrgID] = true
+	}
+	return nil
+}
+
+// LogHeadsReader reads the heads of several logs of one kind in one read
+// (LogStore.LogHead's of each); an organization whose log is empty is
+// absent, and a log's size is its head's Index + 1.
+type LogHeadsReader interface {
+	LogHeadsOf(ctx context.Context, kind LogKind, orgs []uuid.UUID) (map[uuid.UUID]LogLeaf, error)
+}

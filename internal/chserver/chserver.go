@@ -57,6 +57,7 @@ const configTemplate = `<?xml version="1.0"?>
   <default_database>default</default_database>
   <mark_cache_size>268435456</mark_cache_size>
   <max_concurrent_queries>100</max_concurrent_queries>
+  <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>
 {{extra}}</yandex>
 `
 

@@ -111,6 +111,17 @@ func (z *ZooKeeper) serving() bool {
 	return strings.Contains(string(b), "Mode: standalone")
 }
 
+// PID is the ZooKeeper process's id (0 once stopped): a benchmark reads
+// its CPU time from /proc.
+func (z *ZooKeeper) PID() int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.cmd == nil {
+		return 0
+	}
+	return z.cmd.Process.Pid
+}
+
 // Stop kills ZooKeeper and waits for it to go.
 func (z *ZooKeeper) Stop() {
 	z.mu.Lock()

@@ -276,6 +276,29 @@ func (p *Pending) LeafFeed() (auditstore.LeafFeed, bool) {
 	return auditstore.LeafFeedOf(s)
 }
 
+// LogHeadsOf implements auditstore.LogHeadsReader: the open store's, in
+// one read where it reads several at once, else one LogHead a log.
+func (p *Pending) LogHeadsOf(ctx context.Context, kind auditstore.LogKind, orgs []uuid.UUID) (map[uuid.UUID]auditstore.LogLeaf, error) {
+	s, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := s.(auditstore.LogHeadsReader); ok {
+		return r.LogHeadsOf(ctx, kind, orgs)
+	}
+	out := make(map[uuid.UUID]auditstore.LogLeaf, len(orgs))
+	for _, org := range orgs {
+		size, last, err := s.LogHead(ctx, org, kind)
+		if err != nil {
+			return nil, err
+		}
+		if size > 0 {
+			out[org] = last
+		}
+	}
+	return out, nil
+}
+
 func (p *Pending) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {
 	s, err := p.get()
 	if err != nil {

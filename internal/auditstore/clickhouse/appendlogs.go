@@ -11,6 +11,7 @@ import (
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/ext"
 	"github.com/google/uuid"
+	sumtlog "golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 )
@@ -340,8 +341,9 @@ func (s *Store) writeLogs(ctx context.Context, ps []planned, ver uint64) error {
 var _ auditstore.CheckpointSaver = (*Store)(nil)
 
 // SaveCheckpoints implements auditstore.CheckpointSaver: the heads in one
-// query, each root checked against the stored tree (as SaveCheckpoint),
-// then one insert of those that hold.
+// query, each root checked against the stored tree (as SaveCheckpoint;
+// the hashes of every checked tree in one query a kind), then one insert
+// of those that hold.
 func (s *Store) SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpoint) []error {
 	errs := make([]error, len(cps))
 	keys := make([]logKey, 0, len(cps))
@@ -365,12 +367,16 @@ func (s *Store) SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpo
 	if err != nil {
 		return fail(err)
 	}
+	trees, err := s.treeHashes(ctx, cps, errs)
+	if err != nil {
+		return fail(err)
+	}
 	var ok []int
 	for i, c := range cps {
 		if errs[i] != nil {
 			continue
 		}
-		if errs[i] = auditstore.CheckCheckpoint(c.Checkpoint, sizes[logKey{c.Org, c.Kind}], auditstore.LogHashReader(ctx, s, c.Org, c.Kind)); errs[i] == nil {
+		if errs[i] = auditstore.CheckCheckpoint(c.Checkpoint, sizes[logKey{c.Org, c.Kind}], trees[i]); errs[i] == nil {
 			ok = append(ok, i)
 		}
 	}
@@ -388,4 +394,64 @@ func (s *Store) SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpo
 		}
 	}
 	return errs
+}
+
+// treeHashes reads, for each checkpoint not yet refused (errs), the
+// stored hashes its tree's root is computed from, every log of a kind in
+// one read (hashesFromTilesOf), and answers a reader of them per
+// checkpoint (a hash not stored is ErrNotFound, as the store's reader
+// says it).
+func (s *Store) treeHashes(ctx context.Context, cps []auditstore.LogCheckpoint, errs []error) ([]sumtlog.HashReader, error) {
+	need := map[auditstore.LogKind]map[uuid.UUID][]int64{}
+	for i, c := range cps {
+		if errs[i] != nil {
+			continue
+		}
+		idx, err := treeHashIndexes(c.Checkpoint.Size)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if need[c.Kind] == nil {
+			need[c.Kind] = map[uuid.UUID][]int64{}
+		}
+		need[c.Kind][c.Org] = append(need[c.Kind][c.Org], idx...)
+	}
+	found := map[logKey]map[int64][32]byte{}
+	for kind, byOrg := range need {
+		m, err := s.hashesFromTilesOf(ctx, kind, byOrg)
+		if err != nil {
+			return nil, err
+		}
+		for org, hs := range m {
+			found[logKey{org, kind}] = hs
+		}
+	}
+	readers := make([]sumtlog.HashReader, len(cps))
+	for i, c := range cps {
+		hs := found[logKey{c.Org, c.Kind}]
+		readers[i] = sumtlog.HashReaderFunc(func(indexes []int64) ([]sumtlog.Hash, error) {
+			got, err := auditstore.HashesInOrder(indexes, hs)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]sumtlog.Hash, len(got))
+			for j := range got {
+				out[j] = got[j]
+			}
+			return out, nil
+		})
+	}
+	return readers, nil
+}
+
+// treeHashIndexes are the stored hashes a tree's root at size is computed
+// from (sumtlog.TreeHash's reads).
+func treeHashIndexes(size int64) ([]int64, error) {
+	var idx []int64
+	_, err := sumtlog.TreeHash(size, sumtlog.HashReaderFunc(func(indexes []int64) ([]sumtlog.Hash, error) {
+		idx = append(idx, indexes...)
+		return make([]sumtlog.Hash, len(indexes)), nil
+	}))
+	return idx, err
 }

@@ -358,3 +358,17 @@ func TestOpenNoMigrate(t *testing.T) {
 		})
 	}
 }
+
+// The leaves and the heads of several logs read at once are those read
+// one log at a time.
+func TestLeafFeeds(t *testing.T) {
+	verifyNoLeaks(t)
+	dsn := testenv.ClickHouse(t)
+	storetest.RunLeafFeeds(t, func(t *testing.T) auditstore.Store {
+		s, err := clickhouse.OpenWith(context.Background(), dsn, clickhouse.Options{Leaves: apiitem.Leaves{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -176,41 +176,65 @@ func assemble(data []byte, start int, hashes []byte) []byte {
 // it holds too little of (a log written before log_tiles), from
 // log_hashes, the segments overriding.
 func (s *Store) readTiles(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, want map[tileKey]int) (map[tileKey][]byte, error) {
-	out := make(map[tileKey][]byte, len(want))
-	keys := slices.SortedFunc(maps.Keys(want), func(a, b tileKey) int {
-		if a.level != b.level {
-			return a.level - b.level
+	out, err := s.readTilesOf(ctx, kind, map[uuid.UUID]map[tileKey]int{org: want})
+	return out[org], err
+}
+
+// readTilesOf is readTiles of several logs of one kind: their segments in
+// one query (up to tilesPerQuery tiles a query, whatever the logs).
+func (s *Store) readTilesOf(ctx context.Context, kind auditstore.LogKind, wants map[uuid.UUID]map[tileKey]int) (map[uuid.UUID]map[tileKey][]byte, error) {
+	type logTile struct {
+		org uuid.UUID
+		k   tileKey
+	}
+	var all []logTile
+	for _, org := range slices.SortedFunc(maps.Keys(wants), func(a, b uuid.UUID) int { return strings.Compare(a.String(), b.String()) }) {
+		for _, k := range slices.SortedFunc(maps.Keys(wants[org]), func(a, b tileKey) int {
+			if a.level != b.level {
+				return a.level - b.level
+			}
+			return int(a.n - b.n)
+		}) {
+			all = append(all, logTile{org, k})
 		}
-		return int(a.n - b.n)
-	})
-	segs := map[tileKey][]segment{}
-	for lo := 0; lo < len(keys); lo += tilesPerQuery {
-		chunk := keys[lo:min(lo+tilesPerQuery, len(keys))]
+	}
+	segs := map[uuid.UUID]map[tileKey][]segment{}
+	for lo := 0; lo < len(all); lo += tilesPerQuery {
+		chunk := all[lo:min(lo+tilesPerQuery, len(all))]
 		conds := make([]string, len(chunk))
-		for i, k := range chunk {
-			conds[i] = "(level = " + strconv.Itoa(k.level) + " AND n = " + strconv.FormatInt(k.n, 10) + ")"
+		for i, t := range chunk {
+			conds[i] = "(organization_id = '" + t.org.String() + "' AND level = " + strconv.Itoa(t.k.level) + " AND n = " + strconv.FormatInt(t.k.n, 10) + ")"
 		}
 		var q strings.Builder
 		if err := logTilesSQL.Execute(&q, strings.Join(conds, " OR ")); err != nil {
 			return nil, err
 		}
-		rows, err := s.conn.Query(ctx, q.String(), org.String(), uint8(kind))
+		rows, err := s.conn.Query(ctx, q.String(), uint8(kind))
 		if err != nil {
 			return nil, fmt.Errorf("clickhouse log tiles: %w", err)
 		}
 		for rows.Next() {
 			var (
+				org    string
 				level  uint8
 				n      int64
 				start  uint16
 				hashes string
 			)
-			if err := rows.Scan(&level, &n, &start, &hashes); err != nil {
+			if err := rows.Scan(&org, &level, &n, &start, &hashes); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("clickhouse log tiles: %w", err)
+			}
+			o, err := uuid.Parse(org)
+			if err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("clickhouse log tiles: %w", err)
 			}
 			k := tileKey{int(level), n}
-			segs[k] = append(segs[k], segment{tile: k, start: int(start), hashes: []byte(hashes)})
+			if segs[o] == nil {
+				segs[o] = map[tileKey][]segment{}
+			}
+			segs[o][k] = append(segs[o][k], segment{tile: k, start: int(start), hashes: []byte(hashes)})
 		}
 		err = rows.Err()
 		rows.Close()
@@ -218,19 +242,23 @@ func (s *Store) readTiles(ctx context.Context, org uuid.UUID, kind auditstore.Lo
 			return nil, fmt.Errorf("clickhouse log tiles: %w", err)
 		}
 	}
-	var old []tileKey
-	for _, k := range keys {
+	out := make(map[uuid.UUID]map[tileKey][]byte, len(wants))
+	old := map[uuid.UUID][]tileKey{}
+	for _, t := range all {
+		if out[t.org] == nil {
+			out[t.org] = make(map[tileKey][]byte, len(wants[t.org]))
+		}
 		var data []byte
-		for _, sg := range segs[k] { // in order of start (the query's)
+		for _, sg := range segs[t.org][t.k] { // in order of start (the query's)
 			data = assemble(data, sg.start, sg.hashes)
 		}
-		out[k] = data
-		if len(data) < want[k]*tlog.HashSize {
-			old = append(old, k)
+		out[t.org][t.k] = data
+		if len(data) < wants[t.org][t.k]*tlog.HashSize {
+			old[t.org] = append(old[t.org], t.k)
 		}
 	}
-	if len(old) > 0 {
-		if err := s.readOldTiles(ctx, org, kind, old, want, segs, out); err != nil {
+	for org, keys := range old {
+		if err := s.readOldTiles(ctx, org, kind, keys, wants[org], segs[org], out[org]); err != nil {
 			return nil, err
 		}
 	}
@@ -285,34 +313,53 @@ func (s *Store) readOldTiles(ctx context.Context, org uuid.UUID, kind auditstore
 
 // hashesFromTiles reads the stored hashes at indexes from the log's tiles.
 func (s *Store) hashesFromTiles(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, indexes []int64) ([][32]byte, error) {
-	want := map[tileKey]int{}
-	for _, i := range indexes {
-		if i < 0 {
-			continue
-		}
-		t := tlog.TileForIndex(tileHeight, i)
-		k := tileKey{t.L, t.N}
-		want[k] = max(want[k], t.W)
-	}
-	tiles, err := s.readTiles(ctx, org, kind, want)
+	found, err := s.hashesFromTilesOf(ctx, kind, map[uuid.UUID][]int64{org: indexes})
 	if err != nil {
 		return nil, err
 	}
-	found := make(map[int64][32]byte, len(indexes))
-	for _, i := range indexes {
-		if i < 0 {
-			continue
+	return auditstore.HashesInOrder(indexes, found[org])
+}
+
+// hashesFromTilesOf reads the stored hashes at each log's indexes from
+// the logs' tiles, in one query (readTilesOf): those found, by index (a
+// hash not stored is absent).
+func (s *Store) hashesFromTilesOf(ctx context.Context, kind auditstore.LogKind, indexes map[uuid.UUID][]int64) (map[uuid.UUID]map[int64][32]byte, error) {
+	wants := make(map[uuid.UUID]map[tileKey]int, len(indexes))
+	for org, idx := range indexes {
+		want := map[tileKey]int{}
+		for _, i := range idx {
+			if i < 0 {
+				continue
+			}
+			t := tlog.TileForIndex(tileHeight, i)
+			k := tileKey{t.L, t.N}
+			want[k] = max(want[k], t.W)
 		}
-		t := tlog.TileForIndex(tileHeight, i)
-		data := tiles[tileKey{t.L, t.N}]
-		if len(data) < t.W*tlog.HashSize {
-			continue // not stored: HashesInOrder says so
-		}
-		h, err := tlog.HashFromTile(t, data, i)
-		if err != nil {
-			return nil, fmt.Errorf("clickhouse log tiles: %w", err)
-		}
-		found[i] = h
+		wants[org] = want
 	}
-	return auditstore.HashesInOrder(indexes, found)
+	tiles, err := s.readTilesOf(ctx, kind, wants)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]map[int64][32]byte, len(indexes))
+	for org, idx := range indexes {
+		found := make(map[int64][32]byte, len(idx))
+		for _, i := range idx {
+			if i < 0 {
+				continue
+			}
+			t := tlog.TileForIndex(tileHeight, i)
+			data := tiles[org][tileKey{t.L, t.N}]
+			if len(data) < t.W*tlog.HashSize {
+				continue // not stored: HashesInOrder says so
+			}
+			h, err := tlog.HashFromTile(t, data, i)
+			if err != nil {
+				return nil, fmt.Errorf("clickhouse log tiles: %w", err)
+			}
+			found[i] = h
+		}
+		out[org] = found
+	}
+	return out, nil
 }

@@ -19,6 +19,8 @@ import (
 var (
 	//go:embed queries/log_head.sql
 	logHeadSQL string
+	//go:embed queries/log_heads_many.sql
+	logHeadsManySQL string
 	//go:embed queries/log_leaves.sql
 	logLeavesSQL string
 	//go:embed queries/log_hashes.sql
@@ -293,6 +295,61 @@ func (s *Store) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogK
 	}
 	n := int64(size)
 	return n, auditstore.LogLeaf{Index: n - 1, EventID: eid, Key: auditstore.FeedKey{Seq: seq, CreatedMS: created, EventID: eid}}, rows.Err()
+}
+
+var _ auditstore.LogHeadsReader = (*Store)(nil)
+
+// LogHeadsOf implements auditstore.LogHeadsReader: the heads of the logs
+// of kind of orgs in one read (log_heads_many.sql).
+func (s *Store) LogHeadsOf(ctx context.Context, kind auditstore.LogKind, orgs []uuid.UUID) (map[uuid.UUID]auditstore.LogLeaf, error) {
+	out := make(map[uuid.UUID]auditstore.LogLeaf, len(orgs))
+	if len(orgs) == 0 {
+		return out, nil
+	}
+	tbl, err := ext.NewTable("orgs", ext.Column("organization_id", "String"))
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse log heads: %w", err)
+	}
+	for _, org := range orgs {
+		if err := auditstore.ValidateLog(org, kind); err != nil {
+			return nil, err
+		}
+		if err := tbl.Append(org.String()); err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+	}
+	rows, err := s.conn.Query(ch.Context(ctx, ch.WithExternalTable(tbl)), logHeadsManySQL, uint8(kind))
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse log heads: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			org, id   string
+			size, seq uint64
+			created   int64
+		)
+		if err := rows.Scan(&org, &size, &id, &seq, &created); err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+		o, err := uuid.Parse(org)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+		eid, err := uuid.Parse(id)
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse log heads: %w", err)
+		}
+		if size == 0 {
+			continue
+		}
+		n := int64(size)
+		out[o] = auditstore.LogLeaf{Index: n - 1, EventID: eid, Key: auditstore.FeedKey{Seq: seq, CreatedMS: created, EventID: eid}}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse log heads: %w", err)
+	}
+	return out, nil
 }
 
 // readLeaves returns the leaves lo <= idx < hi, in order, and the newest

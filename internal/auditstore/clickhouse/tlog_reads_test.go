@@ -2,9 +2,11 @@ package clickhouse_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/google/uuid"
@@ -126,5 +128,63 @@ func TestLogReadsByKey(t *testing.T) {
 				t.Errorf("read %d rows, more than %d", rows.Load(), tc.max)
 			}
 		})
+	}
+}
+
+// The checkpoints of a round, many logs, are checked against their stored
+// trees in one read of log_tiles (one query per log read the same granule
+// once each: a third of the server's reads under a steady load); a wrong
+// root among them is refused, the others stored.
+func TestSaveCheckpointsReadsTilesOnce(t *testing.T) {
+	dsn := verifyNoLeaks(t)
+	ctx := context.Background()
+	s, err := clickhouse.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const logs, n = 30, 300
+	var cps []auditstore.LogCheckpoint
+	for i := range logs {
+		org := uuid.New()
+		m := storetest.BuildLog(t, s, org, auditstore.LogAudit, n, n)
+		root := m.Root(t, n-int64(i))
+		if i == 7 {
+			root[0] ^= 1
+		}
+		cps = append(cps, auditstore.LogCheckpoint{Org: org, Kind: auditstore.LogAudit,
+			Checkpoint: auditstore.Checkpoint{Size: n - int64(i), Root: root, Time: time.Now().UTC().Truncate(time.Millisecond)}})
+	}
+	opts, err := ch.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ch.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Exec(ctx, "OPTIMIZE TABLE log_tiles FINAL"); err != nil {
+		t.Fatal(err)
+	}
+	var rows atomic.Uint64
+	qctx := ch.Context(ctx, ch.WithProgress(func(p *ch.Progress) { rows.Add(p.Rows) }))
+	errs := s.SaveCheckpoints(qctx, cps)
+	for i, err := range errs {
+		if (i == 7) != errors.Is(err, auditstore.ErrLogConflict) || i != 7 && err != nil {
+			t.Fatalf("checkpoint %d: %v", i, err)
+		}
+	}
+	for i, c := range cps {
+		got, ok, err := s.LatestCheckpoint(ctx, c.Org, c.Kind)
+		if err != nil || ok != (i != 7) || ok && got.Root != c.Checkpoint.Root {
+			t.Fatalf("checkpoint %d stored: %v, %v", i, ok, err)
+		}
+	}
+	// The heads (a granule), the tiles (a granule or two: every log's
+	// tiles are in the first of this part), the insert.
+	t.Logf("read %d rows", rows.Load())
+	if max := uint64(4 * 256); rows.Load() > max {
+		t.Errorf("read %d rows, more than %d: the logs' tiles read one query each", rows.Load(), max)
 	}
 }

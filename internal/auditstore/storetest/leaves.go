@@ -147,3 +147,132 @@ func RunLeafFeed(t *testing.T, plain, withLeaves Opener, leaves auditstore.Leave
 		}
 	}
 }
+
+// RunLeafFeeds checks a store that reads the leaves and the log heads of
+// several organizations at once (auditstore.LeafFeeds,
+// auditstore.LogHeadsReader; open keeps leaves): each page FeedLeavesOf
+// answers is the page FeedLeaves answers for the same query, whatever the
+// cursors (before, inside and past the organizations' entries), the limits
+// (a page cut short says so) and the copies of an event; a window wider
+// than LeafFeedsWindow is declined unread, bad queries refused; and each
+// head LogHeadsOf answers is LogHead's (an empty log absent).
+func RunLeafFeeds(t *testing.T, open Opener) {
+	s := mustOpen(t, open)
+	lfs, ok := s.(auditstore.LeafFeeds)
+	if !ok {
+		t.Fatalf("%T reads no leaves of several logs at once", s)
+	}
+	orgs := []uuid.UUID{uuid.New(), uuid.New(), uuid.New(), uuid.New()}
+	base := auditstore.Millis(time.Now().Add(-time.Hour))
+	// Interleaved in the stream: org i has the sequences ≡ i (mod 3), the
+	// fourth none; an event of the first written again further on.
+	var evs []schemas.AuditEvent
+	for seq := uint64(1); seq <= 90; seq++ {
+		e := Event(orgs[seq%3], base.Add(-time.Duration(seq)*time.Minute))
+		e.Stored = schemas.Persisted{Seq: seq, Time: base.Add(time.Duration(seq) * time.Millisecond)}
+		evs = append(evs, e)
+	}
+	again := evs[2] // seq 3, the first organization's
+	again.Stored.Seq = 95
+	write(t, s, append(evs, again))
+
+	keyAt := func(org uuid.UUID, n int) auditstore.FeedKey { // org's n-th key (0: none)
+		if n == 0 {
+			return auditstore.FeedKey{}
+		}
+		p, err := lfs.FeedLeaves(ctx(t), auditstore.LeafFeedQuery{OrgID: org, Kind: auditstore.LogAudit, Upto: 1000, Limit: n})
+		if err != nil || len(p.Items) < n {
+			t.Fatalf("FeedLeaves: %v, %d items", err, len(p.Items))
+		}
+		return p.Items[n-1].Key
+	}
+	for _, c := range []struct {
+		name   string
+		after  []int // each organization's cursor, as its n-th key
+		upto   uint64
+		limits []int
+	}{
+		{"from the start", []int{0, 0, 0, 0}, 1000, []int{1000, 1000, 1000, 1000}},
+		{"cursors apart", []int{5, 0, 29, 0}, 1000, []int{1000, 1000, 1000, 1000}},
+		{"cut short", []int{2, 3, 0, 0}, 1000, []int{4, 1000, 7, 1}},
+		{"up to a watermark", []int{1, 10, 0, 0}, 40, []int{1000, 1000, 3, 1000}},
+		{"the watermark before a cursor", []int{20, 0, 0, 0}, 30, []int{1000, 1000, 1000, 1000}},
+	} {
+		qs := make([]auditstore.LeafFeedQuery, len(orgs))
+		for i, org := range orgs {
+			qs[i] = auditstore.LeafFeedQuery{OrgID: org, Kind: auditstore.LogAudit, After: keyAt(org, c.after[i]), Upto: c.upto, Limit: c.limits[i]}
+		}
+		pages, ok, err := lfs.FeedLeavesOf(ctx(t), qs)
+		if err != nil || !ok || len(pages) != len(qs) {
+			t.Fatalf("%s: FeedLeavesOf: %v, %v, %d pages", c.name, err, ok, len(pages))
+		}
+		for i, q := range qs {
+			want, err := lfs.FeedLeaves(ctx(t), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := pages[i]
+			if len(got.Items) != len(want.Items) || got.HasMore != want.HasMore || got.Next != want.Next {
+				t.Fatalf("%s, organization %d: %d items, more %v, next %v; FeedLeaves: %d, %v, %v", c.name, i,
+					len(got.Items), got.HasMore, got.Next, len(want.Items), want.HasMore, want.Next)
+			}
+			for j := range got.Items {
+				if got.Items[j] != want.Items[j] {
+					t.Fatalf("%s, organization %d, item %d: %+v; FeedLeaves: %+v", c.name, i, j, got.Items[j], want.Items[j])
+				}
+			}
+		}
+	}
+	wide := []auditstore.LeafFeedQuery{
+		{OrgID: orgs[0], Kind: auditstore.LogAudit, Upto: auditstore.LeafFeedsWindow + 10, Limit: 10},
+		{OrgID: orgs[1], Kind: auditstore.LogAudit, Upto: auditstore.LeafFeedsWindow + 10, Limit: 10},
+	}
+	if pages, ok, err := lfs.FeedLeavesOf(ctx(t), wide); err != nil || ok || pages != nil {
+		t.Fatalf("a window of %d sequences: %v, %v, %d pages; want it declined", wide[0].Upto, err, ok, len(pages))
+	}
+	for name, qs := range map[string][]auditstore.LeafFeedQuery{
+		"two kinds":             {{OrgID: orgs[0], Kind: auditstore.LogAudit, Upto: 9, Limit: 1}, {OrgID: orgs[1], Kind: auditstore.LogExecutions, Upto: 9, Limit: 1}},
+		"two watermarks":        {{OrgID: orgs[0], Kind: auditstore.LogAudit, Upto: 9, Limit: 1}, {OrgID: orgs[1], Kind: auditstore.LogAudit, Upto: 8, Limit: 1}},
+		"an organization twice": {{OrgID: orgs[0], Kind: auditstore.LogAudit, Upto: 9, Limit: 1}, {OrgID: orgs[0], Kind: auditstore.LogAudit, Upto: 9, Limit: 1}},
+		"no limit":              {{OrgID: orgs[0], Kind: auditstore.LogAudit, Upto: 9}},
+	} {
+		if _, _, err := lfs.FeedLeavesOf(ctx(t), qs); !errors.Is(err, auditstore.ErrInvalidQuery) {
+			t.Errorf("%s: %v, want ErrInvalidQuery", name, err)
+		}
+	}
+
+	hr, ok := s.(auditstore.LogHeadsReader)
+	ls, isLog := s.(auditstore.LogStore)
+	if !ok || !isLog {
+		t.Fatalf("%T reads no heads of several logs at once", s)
+	}
+	for i, n := range []int{3, 0, 300} { // the second log empty
+		m := NewLogModel()
+		if n == 0 {
+			continue
+		}
+		leaves, hashes := m.Add(t, n)
+		appendLog(t, ls, orgs[i], auditstore.LogAudit, leaves, hashes)
+		if i == 2 { // a second append: the head is the newest
+			more, hs := m.Add(t, 5)
+			appendLog(t, ls, orgs[i], auditstore.LogAudit, more, hs)
+		}
+	}
+	heads, err := hr.LogHeadsOf(ctx(t), auditstore.LogAudit, orgs[:3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, org := range orgs[:3] {
+		size, last, err := ls.LogHead(ctx(t), org, auditstore.LogAudit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := heads[org]
+		if ok != (size > 0) || ok && (got != last || got.Index+1 != size) {
+			t.Fatalf("log %d: head %+v (%v); LogHead: size %d, %+v", i, got, ok, size, last)
+		}
+	}
+	if heads, err := hr.LogHeadsOf(ctx(t), auditstore.LogExecutions, orgs[:3]); err != nil || len(heads) != 0 {
+		t.Fatalf("the execution logs: %v, %v", heads, err)
+	}
+}
