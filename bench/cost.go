@@ -46,6 +46,9 @@ type CostConfig struct {
 	// which costs the server CPU of its own) and the most frequent are
 	// printed: where the server's CPU goes.
 	QueryLog bool
+	// ProfileDir, when set, receives a CPU profile of each dev run
+	// (AUDITRAIL_CPUPROFILE), named after the run.
+	ProfileDir string
 }
 
 // DefaultCostConfig is what `auditrail bench` runs.
@@ -296,6 +299,14 @@ func serverPID(s *chserver.Server) (int, error) {
 // the events published.
 func (b *costBench) steady(ctx context.Context, name, dir, dsn string, devArgs []string, others map[string]int, keep bool) (CostRun, []schemas.AuditEvent, error) {
 	run := CostRun{Name: name}
+	if b.cfg.ProfileDir != "" { // inherited by the child started next
+		prof := filepath.Join(b.cfg.ProfileDir, dir+".prof")
+		if err := os.Setenv("AUDITRAIL_CPUPROFILE", prof); err != nil {
+			return run, nil, err
+		}
+		defer os.Unsetenv("AUDITRAIL_CPUPROFILE")
+		b.say("a CPU profile of dev: %s", prof)
+	}
 	dev, err := startDev(ctx, b.cfg.Exe, filepath.Join(b.dir, dir), dsn, devArgs...)
 	if err != nil {
 		return run, nil, err

@@ -210,6 +210,15 @@ func (p *process) keys(flag, given, file string, exact int) ([][]byte, error) {
 // run starts the targets' modules and runs them until ctx ends or one
 // fails, then stops them in the reverse order.
 func (p *process) run(ctx context.Context, targets ...string) error {
+	// A CPU profile of the whole process, every role it runs (dev's
+	// included), written when it stops: where its CPU per event goes.
+	if name := os.Getenv("AUDITRAIL_CPUPROFILE"); name != "" {
+		stop, err := cli.StartCPUProfile(name)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	err := p.modules().Run(ctx, append(targets, modOpen)...)
 	if p.demo != nil {
 		p.demo.Stop()
