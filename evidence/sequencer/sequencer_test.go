@@ -538,17 +538,7 @@ func (m *manyStore) FeedLeavesOf(ctx context.Context, qs []auditstore.LeafFeedQu
 
 func (m *manyStore) LogHeadsOf(ctx context.Context, kind auditstore.LogKind, orgs []uuid.UUID) (map[uuid.UUID]auditstore.LogLeaf, error) {
 	m.headsMany++
-	out := map[uuid.UUID]auditstore.LogLeaf{}
-	for _, org := range orgs {
-		size, last, err := m.Store.LogHead(ctx, org, kind)
-		if err != nil {
-			return nil, err
-		}
-		if size > 0 {
-			out[org] = last
-		}
-	}
-	return out, nil
+	return auditstore.LogHeadsEach(ctx, m.Store.LogHead, kind, orgs)
 }
 
 func (m *manyStore) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {

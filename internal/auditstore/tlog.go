@@ -317,8 +317,18 @@ type LogHashes interface {
 
 // LogHashReader is the tlog.HashReader of one log of a store.
 func LogHashReader(ctx context.Context, s LogHashes, org uuid.UUID, kind LogKind) tlog.HashReader {
+	return hashReader(func(indexes []int64) ([][32]byte, error) { return s.ReadLogHashes(ctx, org, kind, indexes) })
+}
+
+// FoundHashReader is the tlog.HashReader of hashes already read, by index
+// (one absent is ErrNotFound, as a store says it).
+func FoundHashReader(found map[int64][32]byte) tlog.HashReader {
+	return hashReader(func(indexes []int64) ([][32]byte, error) { return HashesInOrder(indexes, found) })
+}
+
+func hashReader(read func(indexes []int64) ([][32]byte, error)) tlog.HashReader {
 	return tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
-		hs, err := s.ReadLogHashes(ctx, org, kind, indexes)
+		hs, err := read(indexes)
 		if err != nil {
 			return nil, err
 		}
@@ -328,6 +338,23 @@ func LogHashReader(ctx context.Context, s LogHashes, org uuid.UUID, kind LogKind
 		}
 		return out, nil
 	})
+}
+
+// LogHeadsEach reads the heads of several logs of one kind one at a time
+// with head (a store's LogHead), as auditstore.LogHeadsReader answers them:
+// an empty log absent.
+func LogHeadsEach(ctx context.Context, head func(context.Context, uuid.UUID, LogKind) (int64, LogLeaf, error), kind LogKind, orgs []uuid.UUID) (map[uuid.UUID]LogLeaf, error) {
+	out := make(map[uuid.UUID]LogLeaf, len(orgs))
+	for _, org := range orgs {
+		size, last, err := head(ctx, org, kind)
+		if err != nil {
+			return nil, err
+		}
+		if size > 0 {
+			out[org] = last
+		}
+	}
+	return out, nil
 }
 
 // LogReader reads the stored hashes of one log of a store with the

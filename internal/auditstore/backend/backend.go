@@ -286,17 +286,7 @@ func (p *Pending) LogHeadsOf(ctx context.Context, kind auditstore.LogKind, orgs 
 	if r, ok := s.(auditstore.LogHeadsReader); ok {
 		return r.LogHeadsOf(ctx, kind, orgs)
 	}
-	out := make(map[uuid.UUID]auditstore.LogLeaf, len(orgs))
-	for _, org := range orgs {
-		size, last, err := s.LogHead(ctx, org, kind)
-		if err != nil {
-			return nil, err
-		}
-		if size > 0 {
-			out[org] = last
-		}
-	}
-	return out, nil
+	return auditstore.LogHeadsEach(ctx, s.LogHead, kind, orgs)
 }
 
 func (p *Pending) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {

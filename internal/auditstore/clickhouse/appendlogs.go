@@ -429,18 +429,7 @@ func (s *Store) treeHashes(ctx context.Context, cps []auditstore.LogCheckpoint, 
 	}
 	readers := make([]sumtlog.HashReader, len(cps))
 	for i, c := range cps {
-		hs := found[logKey{c.Org, c.Kind}]
-		readers[i] = sumtlog.HashReaderFunc(func(indexes []int64) ([]sumtlog.Hash, error) {
-			got, err := auditstore.HashesInOrder(indexes, hs)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]sumtlog.Hash, len(got))
-			for j := range got {
-				out[j] = got[j]
-			}
-			return out, nil
-		})
+		readers[i] = auditstore.FoundHashReader(found[logKey{c.Org, c.Kind}])
 	}
 	return readers, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -40,15 +41,7 @@ func TestLogReadsByKey(t *testing.T) {
 	}
 	// One part per table, so that the bounds are per part (a read by key
 	// reads a granule or so per key asked in each part).
-	opts, err := ch.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ch.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := rawConn(t, dsn)
 	for _, table := range []string{"log_tiles", "log_leaf_ids", "log_heads", "log_checkpoints"} {
 		if err := conn.Exec(ctx, "OPTIMIZE TABLE "+table+" FINAL"); err != nil {
 			t.Fatal(err)
@@ -155,15 +148,7 @@ func TestSaveCheckpointsReadsTilesOnce(t *testing.T) {
 		cps = append(cps, auditstore.LogCheckpoint{Org: org, Kind: auditstore.LogAudit,
 			Checkpoint: auditstore.Checkpoint{Size: n - int64(i), Root: root, Time: time.Now().UTC().Truncate(time.Millisecond)}})
 	}
-	opts, err := ch.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ch.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := rawConn(t, dsn)
 	if err := conn.Exec(ctx, "OPTIMIZE TABLE log_tiles FINAL"); err != nil {
 		t.Fatal(err)
 	}
@@ -187,4 +172,20 @@ func TestSaveCheckpointsReadsTilesOnce(t *testing.T) {
 	if max := uint64(4 * 256); rows.Load() > max {
 		t.Errorf("read %d rows, more than %d: the logs' tiles read one query each", rows.Load(), max)
 	}
+}
+
+// rawConn is a connection of the test to the server at dsn, closed after
+// it.
+func rawConn(t *testing.T, dsn string) driver.Conn {
+	t.Helper()
+	opts, err := ch.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ch.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
