@@ -423,8 +423,9 @@ type prefetched struct {
 // leaves from the store's leaf feed in one read per kind, where the feed
 // reads several logs at once (auditstore.LeafFeeds; ClickHouse reads whole
 // granules, nearly the same for every organization of a round). A log
-// whose page it cannot use (the window too wide: a backlog; a page that
-// begins with an entry stored without a leaf) is read alone, as before.
+// whose window is too wide (a backlog, or its first entries: its cursor is
+// far behind) or whose page it cannot use (one that begins with an entry
+// stored without a leaf) is read alone, as before.
 func (s *Sequencer) prefetch(ctx context.Context, runs []*logRun) error {
 	type group struct {
 		kind auditstore.LogKind
@@ -437,6 +438,9 @@ func (s *Sequencer) prefetch(ctx context.Context, runs []*logRun) error {
 		}
 		if _, ok := r.lf.(auditstore.LeafFeeds); !ok {
 			continue
+		}
+		if r.t.Upto > r.after.Seq && r.t.Upto-r.after.Seq > auditstore.LeafFeedsWindow {
+			continue // a backlog, or a log's first entries: read alone, not the others' window with it
 		}
 		g := group{r.t.Kind, r.t.Upto}
 		byGroup[g] = append(byGroup[g], r)
@@ -518,11 +522,10 @@ func (c *hashCache) put(i int64, h tlog.Hash) { c.m[i] = h }
 
 // keepFor drops every hash but the roots of the complete subtrees of the
 // first n leaves (at most log2(n)+1 of them, read from the store where
-// it holds them not): those that the tree's root
-// at size n is computed from, and that appending leaf n and every leaf
-// after it read until the append that covers them, so a warm log reads no
-// hash from the store (and a backlog of millions of leaves is sequenced in
-// bounded memory).
+// it holds them not): those that the tree's root at size n is computed
+// from, and that appending leaf n and every leaf after it read until the
+// append that covers them, so a warm log reads no hash from the store
+// (and a backlog of millions of leaves is sequenced in bounded memory).
 func (c *hashCache) keepFor(n int64) error {
 	var need []int64
 	record := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
