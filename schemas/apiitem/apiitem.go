@@ -79,8 +79,39 @@ func NewItem(e *schemas.AuditEntry) Item {
 	return it
 }
 
-// FormatTime is t as the API shows times (TimeFormat).
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+// FormatTime is t as the API shows times (TimeFormat), written by hand for
+// the years of four digits (time.Format, for the others, was an eighth of
+// the CPU of each entry's leaf).
+func FormatTime(t time.Time) string {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.Format(TimeFormat)
+	}
+	h, mi, s := t.Clock()
+	var b [len(TimeFormat)]byte
+	digits := func(at, n, v int) {
+		for i := at + n - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	digits(0, 4, y)
+	b[4] = '-'
+	digits(5, 2, int(mo))
+	b[7] = '-'
+	digits(8, 2, d)
+	b[10] = 'T'
+	digits(11, 2, h)
+	b[13] = ':'
+	digits(14, 2, mi)
+	b[16] = ':'
+	digits(17, 2, s)
+	b[19] = '.'
+	digits(20, 3, t.Nanosecond()/int(time.Millisecond)) // truncated, as Format does
+	b[23] = 'Z'
+	return string(b[:])
+}
 
 // encodeSalt is a salt as items carry it: standard base64, "" for none.
 func encodeSalt(salt []byte) string {

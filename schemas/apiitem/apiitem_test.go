@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -64,4 +65,36 @@ func TestItemSalt(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FormatTime writes what time.Format writes with TimeFormat: every field,
+// the milliseconds truncated, any zone made UTC, and the years of other
+// than four digits.
+func TestFormatTimeIsFormat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	zone := time.FixedZone("x", -7*3600-30*60)
+	times := []time.Time{
+		{}, time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 3, 4, 5, 6, 7, 8, time.UTC),
+		time.Date(2026, 11, 29, 0, 0, 0, 999_999, zone), time.Date(1, 1, 1, 0, 0, 0, 1_000_000, time.UTC),
+	}
+	for range 10_000 {
+		times = append(times, time.Unix(0, rng.Int64()-rng.Int64()/2).In(zone))
+	}
+	for _, tm := range times {
+		if got, want := FormatTime(tm), tm.UTC().Format(TimeFormat); got != want {
+			t.Fatalf("FormatTime(%v) = %q, Format %q", tm, got, want)
+		}
+	}
+}
+
+func FuzzFormatTime(f *testing.F) {
+	f.Add(int64(0), int64(0))
+	f.Add(int64(253402300799), int64(999_999_999))
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		tm := time.Unix(sec, nsec)
+		if got, want := FormatTime(tm), tm.UTC().Format(TimeFormat); got != want {
+			t.Fatalf("FormatTime(%v) = %q, Format %q", tm, got, want)
+		}
+	})
 }
