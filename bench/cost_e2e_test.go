@@ -1,0 +1,65 @@
+//go:build e2e
+
+package bench
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/auditrail/auditrail/internal/chserver"
+	"github.com/auditrail/auditrail/internal/testenv"
+)
+
+// The cost benchmark runs end to end on a small load: dev on one server
+// and on SQLite, the bare insert, the roles draining a backlog, the query
+// log and a profile of each dev; every process it counts used CPU, and the
+// bare insert is of the same rows.
+func TestCostBenchmarkRuns(t *testing.T) {
+	if _, err := chserver.Binary(); err != nil {
+		testenv.Missing(t, "%v", err)
+	}
+	if _, err := exec.LookPath("clickhouse-client"); err != nil {
+		testenv.Missing(t, "clickhouse-client: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exe := testenv.Binaries(t, "github.com/auditrail/auditrail/cmd/auditrail")
+	SetAuditrail(exe)
+	defer SetAuditrail("")
+	profiles := t.TempDir()
+	cfg := CostConfig{Exe: exe, Rate: 300, Duration: 3 * time.Second, Orgs: 3, Drain: 3000, QueryLog: true, ProfileDir: profiles}
+	r, err := Cost(ctx, cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Dev) != 2 || r.Drain.Events != cfg.Drain {
+		t.Fatalf("%d dev runs, a drain of %d events", len(r.Dev), r.Drain.Events)
+	}
+	for _, run := range append(r.Dev, r.Drain, r.Bare) {
+		if run.Events < 100 || run.Total() <= 0 {
+			t.Fatalf("%s: %d events, %s of CPU", run.Name, run.Events, run.Total())
+		}
+		for _, p := range run.Procs {
+			if p.Counted && p.CPU <= 0 && p.Name != procClient {
+				t.Errorf("%s: %s used no CPU", run.Name, p.Name)
+			}
+		}
+	}
+	if r.Bare.Events != r.Dev[0].Events || r.Dev[0].CPU(procServer) <= 0 || r.Dev[0].CPU(procDev) <= 0 {
+		t.Fatalf("the bare insert of %d rows for %d events; dev %s, the server %s", r.Bare.Events, r.Dev[0].Events,
+			r.Dev[0].CPU(procDev), r.Dev[0].CPU(procServer))
+	}
+	if figs := r.Figures(); len(figs) != 4 || figs[0].Max != CostGoalUS || figs[1].Goal != CostServerRatio {
+		t.Fatalf("figures: %+v", figs)
+	}
+	for _, name := range []string{"dev-clickhouse.prof", "dev-sqlite.prof"} {
+		if fi, err := os.Stat(filepath.Join(profiles, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("profile %s: %v", name, err)
+		}
+	}
+}
