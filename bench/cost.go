@@ -49,11 +49,18 @@ type CostConfig struct {
 	// ProfileDir, when set, receives a CPU profile of each dev run
 	// (AUDITRAIL_CPUPROFILE), named after the run.
 	ProfileDir string
+	// LoadFor (0: not run): dev on one server is flooded for CapacityFor
+	// (its capacity: events stored and signed a second, publishing
+	// included), then
+	// held at half and at 80 % of it for LoadFor each while a poller
+	// follows the feed and another reads the newest page.
+	LoadFor, CapacityFor time.Duration
 }
 
 // DefaultCostConfig is what `auditrail bench` runs.
 func DefaultCostConfig(exe string) CostConfig {
-	return CostConfig{Exe: exe, Rate: 3000, Duration: 40 * time.Second, Orgs: 20, Cluster: true, Drain: 1_000_000}
+	return CostConfig{Exe: exe, Rate: 3000, Duration: 40 * time.Second, Orgs: 20, Cluster: true, Drain: 1_000_000,
+		LoadFor: time.Minute, CapacityFor: 15 * time.Second}
 }
 
 // CostGoalUS is the CPU that dev and its ClickHouse server may use per
@@ -123,7 +130,25 @@ type CostResult struct {
 	Bare CostRun
 	// Drain: the separate roles draining a backlog (no Events without it).
 	Drain CostRun
+	// Capacity is dev's on one server (events/s stored and signed,
+	// publishing included); Loads its latencies at half and at 80 % of it.
+	Capacity float64
+	Loads    []CostLoad
 }
+
+// CostLoad is dev's latency under a share of its capacity.
+type CostLoad struct {
+	Share float64 // of the capacity
+	loadLatency
+}
+
+// CostLatencyGoalMS and CostPageGoalMS are the latency goals at half
+// capacity: publish → queryable (and a feed poller's lag) p99, and the
+// newest page p99.
+const (
+	CostLatencyGoalMS = 2000
+	CostPageGoalMS    = 50
+)
 
 // Names of the processes the benchmark reads.
 const (
@@ -160,6 +185,18 @@ func (r CostResult) Figures() []Figure {
 	if r.Drain.Events > 0 {
 		out = append(out, Figure{Name: "CPU per event, " + r.Drain.Name + " (µs)", Value: r.Drain.PerEvent(r.Drain.Total()), Unit: "µs",
 			Reference: one.PerEvent(one.Total()), RefName: one.Name, Goal: NoRatioGoal, Lower: true})
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for _, l := range r.Loads {
+		at := fmt.Sprintf("%.0f%% of dev's capacity (%.0f of %.0f ev/s)", 100*l.Share, l.rate, r.Capacity)
+		visible := Figure{Name: "publish -> queryable in a feed poller, p99, at " + at + " (ms)", Value: ms(l.visible.P99), Unit: "ms",
+			Reference: ms(l.visible.P50), RefName: "its p50", Goal: NoRatioGoal, Lower: true}
+		page := Figure{Name: "newest page p99, at " + at + " (ms)", Value: ms(l.page.P99), Unit: "ms",
+			Reference: ms(l.page.P50), RefName: "its p50", Goal: NoRatioGoal, Lower: true}
+		if l.Share == 0.5 {
+			visible.Max, page.Max = CostLatencyGoalMS, CostPageGoalMS
+		}
+		out = append(out, visible, page)
 	}
 	return out
 }
@@ -200,8 +237,10 @@ type costBench struct {
 // same rows into a table without views; and the roles as separate
 // processes (NATS, ingest, tlog) draining a backlog.
 func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult, err error) {
-	if cfg.Exe == "" || cfg.Rate < 100 || cfg.Duration < time.Second || cfg.Orgs < 1 || cfg.Drain < 0 || cfg.Drain > 0 && cfg.Drain < 1000 {
-		return r, fmt.Errorf("cost benchmark: want a binary, at least 100 events/s for a second, an organization and no drain or one of at least 1000 events, got %+v", cfg)
+	if cfg.Exe == "" || cfg.Rate < 100 || cfg.Duration < time.Second || cfg.Orgs < 1 || cfg.Drain < 0 || cfg.Drain > 0 && cfg.Drain < 1000 ||
+		cfg.LoadFor < 0 || cfg.LoadFor > 0 && (cfg.LoadFor < time.Second || cfg.CapacityFor < time.Second) {
+		return r, fmt.Errorf("cost benchmark: want a binary, at least 100 events/s for a second, an organization, no drain or one of at least 1000 events, "+
+			"and no load or one of a second at least after a capacity measured for a second at least, got %+v", cfg)
 	}
 	b := &costBench{cfg: cfg, say: func(format string, args ...any) { fmt.Fprintf(progress, "  "+format+"\n", args...) }}
 	if b.dir, err = os.MkdirTemp("", "auditrail-bench-cost-"); err != nil {
@@ -242,6 +281,12 @@ func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult
 	}
 	events = nil
 	r.Bare.print(b.say)
+
+	if cfg.LoadFor > 0 {
+		if err := b.loads(ctx, srv.DSN("bench_load"), &r); err != nil {
+			return r, err
+		}
+	}
 
 	b.say("dev on SQLite: the same load")
 	lite, _, err := b.steady(ctx, "dev on SQLite", "dev-sqlite", "", nil, nil, false)
@@ -284,6 +329,75 @@ func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult
 	}
 	return r, nil
 }
+
+// loads measures dev's capacity on dsn (capacity), then its latencies under
+// half and 80 % of it for LoadFor each (latencyUnderLoad: a poller
+// follows the feed, another reads the newest page).
+func (b *costBench) loads(ctx context.Context, dsn string, r *CostResult) error {
+	c, err := b.capacity(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	r.Capacity = c
+	for i, share := range []float64{0.5, 0.8} {
+		rate := int(share * r.Capacity)
+		b.say("%.0f%% of it, %d events/s for %s, a poller following the feed and another reading the newest page", 100*share, rate, b.cfg.LoadFor)
+		lr, err := latencyUnderLoad(ctx, b.cfg.Exe, filepath.Join(b.dir, fmt.Sprintf("dev-load-%d", i)), srvDSN(dsn, i), nil, rate, b.cfg.LoadFor, true, b.say)
+		if err != nil {
+			return err
+		}
+		b.say("newest page p50 %s p99 %s", lr.page.P50.Round(time.Millisecond), lr.page.P99.Round(time.Millisecond))
+		r.Loads = append(r.Loads, CostLoad{Share: share, loadLatency: lr})
+	}
+	return nil
+}
+
+// capacity floods dev on dsn for CapacityFor: the events a second it
+// stores and signs (publishing included, all on this machine): from the
+// first publish until every event is in a signed checkpoint.
+func (b *costBench) capacity(ctx context.Context, dsn string) (float64, error) {
+	b.say("capacity: dev on one server flooded for %s, until every event is stored and in a signed checkpoint", b.cfg.CapacityFor)
+	env, err := startFeedDev(ctx, b.cfg.Exe, filepath.Join(b.dir, "dev-capacity"), dsn, "Capacity")
+	if err != nil {
+		return 0, err
+	}
+	defer env.close()
+	signed := newSignedSizes()
+	sub, err := env.nc.Subscribe(schemas.SubjectCheckpointAll, signed.note)
+	if err != nil {
+		return 0, err
+	}
+	defer sub.Unsubscribe() //nolint:errcheck // the connection closes after
+	// The organization's trail holds its creation: signed first, it is
+	// the log's size before the events.
+	if err := signed.wait(ctx, map[uuid.UUID]int64{env.org: 1}, time.Minute, b.say); err != nil {
+		return 0, err
+	}
+	time.Sleep(2 * time.Second)
+	signed.mu.Lock()
+	before := signed.sizes[env.org]
+	signed.mu.Unlock()
+	start := time.Now()
+	n, err := publishFlat(ctx, env.pub, env.org, 0, b.cfg.CapacityFor, func(int) time.Time { return time.Now() })
+	if err != nil {
+		return 0, err
+	}
+	if err := waitIngested(ctx, env.js, b.say); err != nil {
+		return 0, err
+	}
+	stored := time.Since(start)
+	if err := signed.wait(ctx, map[uuid.UUID]int64{env.org: before + int64(n)}, 10*time.Minute, b.say); err != nil {
+		return 0, err
+	}
+	elapsed := time.Since(start)
+	c := float64(n) / elapsed.Seconds()
+	b.say("capacity: %d events stored in %s (%.0f/s), in a signed checkpoint in %s: %.0f events/s", n, stored.Round(time.Millisecond),
+		float64(n)/stored.Seconds(), elapsed.Round(time.Millisecond), c)
+	return c, nil
+}
+
+// srvDSN is dsn with its database named apart for the i-th run.
+func srvDSN(dsn string, i int) string { return fmt.Sprintf("%s_%d", dsn, i) }
 
 // serverPID is the process id of a throwaway ClickHouse server.
 func serverPID(s *chserver.Server) (int, error) {

@@ -32,7 +32,8 @@ func TestCostBenchmarkRuns(t *testing.T) {
 	SetAuditrail(exe)
 	defer SetAuditrail("")
 	profiles := t.TempDir()
-	cfg := CostConfig{Exe: exe, Rate: 300, Duration: 3 * time.Second, Orgs: 3, Drain: 3000, QueryLog: true, ProfileDir: profiles}
+	cfg := CostConfig{Exe: exe, Rate: 300, Duration: 3 * time.Second, Orgs: 3, Drain: 3000, QueryLog: true, ProfileDir: profiles,
+		LoadFor: 3 * time.Second, CapacityFor: 2 * time.Second}
 	r, err := Cost(ctx, cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +55,16 @@ func TestCostBenchmarkRuns(t *testing.T) {
 		t.Fatalf("the bare insert of %d rows for %d events; dev %s, the server %s", r.Bare.Events, r.Dev[0].Events,
 			r.Dev[0].CPU(procDev), r.Dev[0].CPU(procServer))
 	}
-	if figs := r.Figures(); len(figs) != 4 || figs[0].Max != CostGoalUS || figs[1].Goal != CostServerRatio {
+	if r.Capacity < 100 || len(r.Loads) != 2 || r.Loads[0].Share != 0.5 || r.Loads[1].Share != 0.8 {
+		t.Fatalf("capacity %.0f events/s, %d loads", r.Capacity, len(r.Loads))
+	}
+	for _, l := range r.Loads {
+		if l.published < 100 || l.visible.P99 <= 0 || l.page.P99 <= 0 {
+			t.Fatalf("at %.0f%%: %d published, visible p99 %s, page p99 %s", 100*l.Share, l.published, l.visible.P99, l.page.P99)
+		}
+	}
+	figs := r.Figures()
+	if len(figs) != 8 || figs[0].Max != CostGoalUS || figs[1].Goal != CostServerRatio || figs[4].Max != CostLatencyGoalMS || figs[5].Max != CostPageGoalMS || figs[6].Max != 0 {
 		t.Fatalf("figures: %+v", figs)
 	}
 	for _, name := range []string{"dev-clickhouse.prof", "dev-sqlite.prof"} {

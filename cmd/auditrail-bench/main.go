@@ -70,6 +70,8 @@ func run(ctx context.Context, args []string) error {
 	costDrain := fs.Int("cost-drain", "", dcost.Drain, "events the cost benchmark publishes first, then drains with ingest and tlog as separate processes (0: none)")
 	costQueryLog := fs.Bool("cost-query-log", "", false, "the cost benchmark logs dev's queries on one server and prints the most frequent (the log costs the server CPU)")
 	costProfiles := fs.String("cost-profiles", "", "", "a directory where the cost benchmark writes a CPU profile of each dev it runs")
+	costLoad := fs.Duration("cost-load", "", dcost.LoadFor, "how long the cost benchmark holds dev at half, then 80%, of its capacity while a poller follows the feed (0: not measured)")
+	costCapacity := fs.Duration("cost-capacity", "", dcost.CapacityFor, "how long the cost benchmark floods dev to measure its capacity")
 	costCluster := fs.Bool("cost-cluster", "", dcost.Cluster, "the cost benchmark also runs dev on 2 shards x 2 replicas")
 	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
 	icfg := ingest.DefaultConfig()
@@ -180,6 +182,7 @@ func run(ctx context.Context, args []string) error {
 		case "cost":
 			cfg := bench.DefaultCostConfig(exe)
 			cfg.Rate, cfg.Duration, cfg.Orgs, cfg.Drain, cfg.Cluster, cfg.QueryLog, cfg.ProfileDir = *costRate, *costFor, *costOrgs, *costDrain, *costCluster, *costQueryLog, *costProfiles
+			cfg.LoadFor, cfg.CapacityFor = *costLoad, *costCapacity
 			fmt.Printf("== cost: CPU per event of every process, from /proc: dev under %d events/s for %s on ClickHouse, SQLite and the cluster; a bare clickhouse-client insert; the roles draining %d events\n",
 				cfg.Rate, cfg.Duration, cfg.Drain)
 			r, err := bench.Cost(ctx, cfg, os.Stdout)
