@@ -237,8 +237,9 @@ type costBench struct {
 // destinations) under a steady publish on one ClickHouse server, on
 // SQLite and on the cluster, from the first publish until every entry is
 // listable and in a signed checkpoint; clickhouse-client's insert of the
-// same rows into a table without views; and the roles as separate
-// processes (NATS, ingest, tlog) draining a backlog.
+// same rows into a table without views; dev's capacity and its latencies
+// at half and 80 % of it; and the roles as separate processes (NATS,
+// ingest, tlog) draining a backlog.
 func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult, err error) {
 	if cfg.Exe == "" || cfg.Rate < 100 || cfg.Duration < time.Second || cfg.Orgs < 1 || cfg.Drain < 0 || cfg.Drain > 0 && cfg.Drain < 1000 ||
 		cfg.LoadFor < 0 || cfg.LoadFor > 0 && (cfg.LoadFor < time.Second || cfg.CapacityFor < time.Second) {
@@ -290,6 +291,8 @@ func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult
 			return r, err
 		}
 	}
+	// Their merges would run into the drain's figures.
+	dropDatabases(srv, db, "bench_bare", "bench_load", numbered("bench_load", 0), numbered("bench_load", 1))
 
 	b.say("dev on SQLite: the same load")
 	lite, _, err := b.steady(ctx, "dev on SQLite", "dev-sqlite", "", nil, nil, false)
@@ -345,7 +348,7 @@ func (b *costBench) loads(ctx context.Context, dsn string, r *CostResult) error 
 	for i, share := range []float64{0.5, 0.8} {
 		rate := int(share * r.Capacity)
 		b.say("%.0f%% of it, %d events/s for %s, a poller following the feed and another reading the newest page", 100*share, rate, b.cfg.LoadFor)
-		lr, err := latencyUnderLoad(ctx, b.cfg.Exe, filepath.Join(b.dir, fmt.Sprintf("dev-load-%d", i)), srvDSN(dsn, i), nil, rate, b.cfg.LoadFor, true, b.say)
+		lr, err := latencyUnderLoad(ctx, b.cfg.Exe, filepath.Join(b.dir, fmt.Sprintf("dev-load-%d", i)), numbered(dsn, i), nil, rate, b.cfg.LoadFor, true, b.say)
 		if err != nil {
 			return err
 		}
@@ -399,8 +402,9 @@ func (b *costBench) capacity(ctx context.Context, dsn string) (float64, error) {
 	return c, nil
 }
 
-// srvDSN is dsn with its database named apart for the i-th run.
-func srvDSN(dsn string, i int) string { return fmt.Sprintf("%s_%d", dsn, i) }
+// numbered is a database's name, or a DSN ending with it, made apart for
+// the i-th run.
+func numbered(name string, i int) string { return fmt.Sprintf("%s_%d", name, i) }
 
 // serverPID is the process id of a throwaway ClickHouse server.
 func serverPID(s *chserver.Server) (int, error) {
