@@ -145,14 +145,7 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 		stores[db] = s
 	}
 	defer dropDatabases(ch, offDB, onDB)
-	// cpuNow reads the ClickHouse server's and this process's CPU time.
-	cpuNow := func() (chCPU, self time.Duration, err error) {
-		if chCPU, err = procCPU(chPID); err != nil {
-			return 0, 0, err
-		}
-		self, err = procCPU(os.Getpid())
-		return chCPU, self, err
-	}
+	cpuNow := func() (time.Duration, time.Duration, error) { return serverAndSelfCPU(chPID) }
 	icfg := ingest.DefaultConfig()
 	icfg.Durable = fmt.Sprintf("bench-tlog-off-%d", i)
 	say("ingest with the log off: `auditrail ingest --tlog-leaves=false` in a child process (no leaves computed or stored)")
@@ -196,13 +189,7 @@ type loggedRun struct {
 // deleted after it, so that a later run's role starts afresh.
 func ingestWithLog(ctx context.Context, icfg ingest.Config, chPID int, bn *benchNATS, on *clickhouse.Store, dsn string,
 	counts map[uuid.UUID]int64, n int, say func(string, ...any)) (r loggedRun, err error) {
-	cpuNow := func() (chCPU, self time.Duration, err error) {
-		if chCPU, err = procCPU(chPID); err != nil {
-			return 0, 0, err
-		}
-		self, err = procCPU(os.Getpid())
-		return chCPU, self, err
-	}
+	cpuNow := func() (time.Duration, time.Duration, error) { return serverAndSelfCPU(chPID) }
 	ch0, self0, err := cpuNow()
 	if err != nil {
 		return r, err
@@ -280,6 +267,16 @@ func ingestWithLog(ctx context.Context, icfg ingest.Config, chPID int, bn *bench
 	}
 	r.cpu = ProcCPU{Ingest: onRun.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0, TLog: tcpu}
 	return r, nil
+}
+
+// serverAndSelfCPU reads the CPU time of the ClickHouse server (chPID)
+// and of this process (the NATS server).
+func serverAndSelfCPU(chPID int) (chCPU, self time.Duration, err error) {
+	if chCPU, err = procCPU(chPID); err != nil {
+		return 0, 0, err
+	}
+	self, err = procCPU(os.Getpid())
+	return chCPU, self, err
 }
 
 // startTLogChild starts `auditrail tlog` on the NATS server and the
