@@ -145,11 +145,10 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 		stores[db] = s
 	}
 	defer dropDatabases(ch, offDB, onDB)
-	cpuNow := func() (time.Duration, time.Duration, error) { return serverAndSelfCPU(chPID) }
 	icfg := ingest.DefaultConfig()
 	icfg.Durable = fmt.Sprintf("bench-tlog-off-%d", i)
 	say("ingest with the log off: `auditrail ingest --tlog-leaves=false` in a child process (no leaves computed or stored)")
-	ch0, self0, err := cpuNow()
+	ch0, self0, err := serverAndSelfCPU(chPID)
 	if err != nil {
 		return r, err
 	}
@@ -157,7 +156,7 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 	if err != nil {
 		return r, err
 	}
-	ch1, self1, err := cpuNow()
+	ch1, self1, err := serverAndSelfCPU(chPID)
 	if err != nil {
 		return r, err
 	}
@@ -189,8 +188,7 @@ type loggedRun struct {
 // deleted after it, so that a later run's role starts afresh.
 func ingestWithLog(ctx context.Context, icfg ingest.Config, chPID int, bn *benchNATS, on *clickhouse.Store, dsn string,
 	counts map[uuid.UUID]int64, n int, say func(string, ...any)) (r loggedRun, err error) {
-	cpuNow := func() (time.Duration, time.Duration, error) { return serverAndSelfCPU(chPID) }
-	ch0, self0, err := cpuNow()
+	ch0, self0, err := serverAndSelfCPU(chPID)
 	if err != nil {
 		return r, err
 	}
@@ -257,7 +255,7 @@ func ingestWithLog(ctx context.Context, icfg ingest.Config, chPID int, bn *bench
 		}
 	}
 	r.caughtUp = time.Since(start)
-	ch1, self1, err := cpuNow()
+	ch1, self1, err := serverAndSelfCPU(chPID)
 	if err != nil {
 		return r, err
 	}
