@@ -252,7 +252,7 @@ func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult
 	}
 	defer os.RemoveAll(b.dir)
 
-	srv, err := chserver.Start(filepath.Join(b.dir, "clickhouse"))
+	srv, err := chserver.StartWith(filepath.Join(b.dir, "clickhouse"), chserver.Options{PartLog: cfg.QueryLog})
 	if err != nil {
 		return r, err
 	}
@@ -705,5 +705,18 @@ func (b *costBench) topQueries(ctx context.Context, srv *chserver.Server, n int,
 	}
 	b.say("queries %.0f ms of CPU of the server's %d ms: %d ms in its background work (merges), the logging of the queries included",
 		ms, serverCPU.Milliseconds(), serverCPU.Milliseconds()-int64(ms))
+	// The merges by table, from the part log: their time is a merge
+	// thread's, about its CPU (a merge reads and writes local files).
+	q = "SELECT table, countIf(event_type = 1) AS new_parts, sum(if(event_type = 1, rows, 0)) AS rows_written, countIf(event_type = 2) AS merges, " +
+		"sum(if(event_type = 2, rows, 0)) AS rows_merged, sum(if(event_type = 2, duration_ms, 0)) AS merge_ms " +
+		"FROM system.part_log WHERE database NOT IN ('system') GROUP BY table ORDER BY merge_ms DESC FORMAT TSV"
+	out, err = exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("part log: %v: %s", err, out)
+	}
+	b.say("the parts by table (table, parts written, rows written, merges, rows merged, ms merging):")
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		b.say("  %s", line)
+	}
 	return nil
 }
