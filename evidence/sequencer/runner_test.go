@@ -410,3 +410,50 @@ func TestRunnerSealWaitsForIngest(t *testing.T) {
 		return err == nil && sealed.Time.After(before)
 	})
 }
+
+// forgetting is a store that remembers its appends: it counts the calls
+// that make it forget them.
+type forgetting struct {
+	*sqlite.Store
+	mu      sync.Mutex
+	forgets int
+}
+
+func (f *forgetting) ForgetLogWrites() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgets++
+}
+
+func (f *forgetting) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.forgets
+}
+
+// A runner that takes the lease makes the store forget where its own
+// appends left the logs (another instance may have led meanwhile and
+// crashed in an append), each time it takes it, and not each round.
+func TestRunnerForgetsWritesWhenItTakesTheLease(t *testing.T) {
+	_, nc, js := testenv.NATS(t)
+	s := &forgetting{Store: openStore(t)}
+	runIngest(t, nc, s.Store)
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: natsx.TLogBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sequencer.DefaultConfig()
+	cfg.Instance, cfg.LeaseTTL, cfg.Idle = "a", time.Second, 100*time.Millisecond
+	r, err := sequencer.NewRunner(cfg, sequencer.New(s), js, kv, natsx.NewWatermarks(js, 10*time.Millisecond), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, "runner", r.Run)
+	org := uuid.New()
+	ids := publishN(t, nc, []uuid.UUID{org}, 50)
+	waitSize(t, s.Store, org, int64(len(ids[org])))
+	time.Sleep(500 * time.Millisecond) // rounds go on
+	if n := s.count(); n != 1 {
+		t.Fatalf("the store was told to forget %d times, want once (when the runner took the lease)", n)
+	}
+}

@@ -74,6 +74,16 @@ func New(store Store) *Sequencer {
 	return &Sequencer{store: store, frontiers: map[logID]frontier{}}
 }
 
+// Forget makes the store check every log again before its next append
+// (auditstore.LogWriteForgetter, when the store remembers its own
+// appends): the runner calls it when it takes the lease, since another
+// instance may have appended, and crashed, while it did not hold it.
+func (s *Sequencer) Forget() {
+	if f, ok := s.store.(auditstore.LogWriteForgetter); ok {
+		f.ForgetLogWrites()
+	}
+}
+
 // frontier returns the kept hashes of the log of that size, or none.
 func (s *Sequencer) frontier(id logID, size int64) map[int64]tlog.Hash {
 	s.mu.Lock()

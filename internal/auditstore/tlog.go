@@ -406,6 +406,16 @@ type LogAppender interface {
 	AppendLogs(ctx context.Context, appends []LogAppend) error
 }
 
+// LogWriteForgetter is a store that remembers where its own appends left
+// each log, to skip what only another writer's crashed append makes
+// necessary (ClickHouse: reading the rows left above a log's head).
+// ForgetLogWrites makes it read them again for every log: a sequencer calls
+// it when it takes the lease, since another instance may have appended,
+// and crashed, meanwhile.
+type LogWriteForgetter interface {
+	ForgetLogWrites()
+}
+
 // AppendEach is AppendLogs made of one AppendLog per log, for a store
 // whose appends cost little each (SQLite).
 func AppendEach(ctx context.Context, s LogStore, appends []LogAppend) error {

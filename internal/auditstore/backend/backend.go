@@ -289,6 +289,17 @@ func (p *Pending) LogHeadsOf(ctx context.Context, kind auditstore.LogKind, orgs 
 	return auditstore.LogHeadsEach(ctx, s.LogHead, kind, orgs)
 }
 
+// ForgetLogWrites implements auditstore.LogWriteForgetter: the open
+// store's, when it remembers its appends (before it is open, it has made
+// none).
+func (p *Pending) ForgetLogWrites() {
+	if s, err := p.get(); err == nil {
+		if f, ok := s.(auditstore.LogWriteForgetter); ok {
+			f.ForgetLogWrites()
+		}
+	}
+}
+
 func (p *Pending) LogHead(ctx context.Context, org uuid.UUID, kind auditstore.LogKind) (int64, auditstore.LogLeaf, error) {
 	s, err := p.get()
 	if err != nil {

@@ -85,12 +85,20 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 	}
 	// What crashed appends left above the sizes: a log with leaves there
 	// takes AppendLog's way (which withdraws them); the version of this
-	// append is above every row there.
+	// append is above every row there. A log still at the size where this
+	// store's own last append left it has nothing there (see wroteLog) and
+	// is not read.
 	var ver uint64
 	if len(batch) > 0 {
-		at := make([]logAt, len(batch))
-		for i, p := range batch {
-			at[i] = logAt{logKey{p.a.Org, p.a.Kind}, p.size}
+		ver = uint64(s.now().UnixNano())
+		var at []logAt
+		for _, p := range batch {
+			k := logKey{p.a.Org, p.a.Kind}
+			if w, ok := s.wroteAt(k, p.size); ok {
+				ver = max(ver, w.ver+2)
+				continue
+			}
+			at = append(at, logAt{k, p.size})
 		}
 		leftLeaves, leavesVer, err := s.above(ctx, "log_leaves", at)
 		if err != nil {
@@ -100,7 +108,7 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		ver = max(uint64(s.now().UnixNano()), leavesVer+2, tilesVer+2)
+		ver = max(ver, leavesVer+2, tilesVer+2)
 		kept := batch[:0]
 		for _, p := range batch {
 			if leftLeaves[logKey{p.a.Org, p.a.Kind}] > 0 {
@@ -128,7 +136,9 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 		batch = kept
 	}
 	if len(batch) > 0 {
-		if err := s.writeLogs(ctx, batch, ver); err != nil {
+		err := s.writeLogs(ctx, batch, ver)
+		s.rememberWrites(batch, ver, err == nil)
+		if err != nil {
 			errs = append(errs, err) // the logs of AppendLog's way are still tried
 		}
 	}
@@ -138,6 +148,67 @@ func (s *Store) AppendLogs(ctx context.Context, appends []auditstore.LogAppend) 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// wroteLog is where this store's own last append left a log: its size
+// and the append's version. That append's rows end at the size, and every
+// row above the size that it found was withdrawn or lies below its
+// version, so that an append at that size needs no read of what lies
+// above: nothing does, as long as no other writer appended since. A
+// writer that appended would have moved the head (another size: the log
+// is read again); one that crashed before its head could only have done
+// so while it held the sequencer's lease, and a sequencer that takes the
+// lease calls ForgetLogWrites first.
+type wroteLog struct {
+	size int64
+	ver  uint64
+}
+
+// maxWrote bounds the logs remembered; beyond it the memory starts afresh.
+const maxWrote = 100_000
+
+// wroteAt reports whether this store's own last append left the log at
+// size.
+func (s *Store) wroteAt(k logKey, size int64) (wroteLog, bool) {
+	s.wroteMu.Lock()
+	defer s.wroteMu.Unlock()
+	w, ok := s.wrote[k]
+	return w, ok && w.size == size
+}
+
+// rememberWrites records where an append of these logs left them (ok), or
+// forgets them (a failed append may have left rows above their heads).
+func (s *Store) rememberWrites(ps []planned, ver uint64, ok bool) {
+	s.wroteMu.Lock()
+	defer s.wroteMu.Unlock()
+	if s.wrote == nil || len(s.wrote)+len(ps) > maxWrote {
+		s.wrote = map[logKey]wroteLog{}
+	}
+	for _, p := range ps {
+		k := logKey{p.a.Org, p.a.Kind}
+		if ok {
+			s.wrote[k] = wroteLog{size: p.plan.Size(p.size), ver: ver}
+		} else {
+			delete(s.wrote, k)
+		}
+	}
+}
+
+// forgetWrite forgets a log (AppendLog writes it its own way).
+func (s *Store) forgetWrite(k logKey) {
+	s.wroteMu.Lock()
+	defer s.wroteMu.Unlock()
+	delete(s.wrote, k)
+}
+
+var _ auditstore.LogWriteForgetter = (*Store)(nil)
+
+// ForgetLogWrites implements auditstore.LogWriteForgetter: the next append
+// of every log reads what crashed appends left above its head.
+func (s *Store) ForgetLogWrites() {
+	s.wroteMu.Lock()
+	defer s.wroteMu.Unlock()
+	s.wrote = nil
 }
 
 // refuseHeld is ErrLogConflict for a leaf whose event the log holds below
@@ -204,6 +275,9 @@ func (s *Store) headsOf(ctx context.Context, logs []logKey) (map[logKey]int64, e
 func (s *Store) above(ctx context.Context, table string, logs []logAt) (map[logKey]uint64, uint64, error) {
 	counts := map[logKey]uint64{}
 	var newest uint64
+	if len(logs) > 0 {
+		s.remnantReads.Add(1)
+	}
 	for lo := 0; lo < len(logs); lo += logsPerQuery {
 		chunk := logs[lo:min(lo+logsPerQuery, len(logs))]
 		conds := make([]string, len(chunk))

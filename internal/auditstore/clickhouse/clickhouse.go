@@ -10,6 +10,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -55,6 +56,13 @@ type Store struct {
 
 	mu    sync.Mutex
 	hours map[hoursKey]hoursEntry
+
+	// wrote: where this store's own appends left each log (appendlogs.go).
+	wroteMu sync.Mutex
+	wrote   map[logKey]wroteLog
+	// remnantReads counts the reads of what crashed appends left above
+	// the heads (for tests).
+	remnantReads atomic.Int64
 }
 
 // hoursKey names the hourly counts of one listing: the counts query (of

@@ -15,3 +15,7 @@ func OnExpiryMutating(f func()) (restore func()) {
 	expiryMutating = f
 	return func() { expiryMutating = old }
 }
+
+// RemnantReads is how many reads of the rows that crashed appends left
+// above the heads s has made.
+func RemnantReads(s *Store) int64 { return s.remnantReads.Load() }

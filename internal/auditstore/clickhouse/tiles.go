@@ -124,6 +124,9 @@ func tilesFrom(size int64) string {
 // appends that crashed left at or beyond each log's size.
 func (s *Store) tilesAbove(ctx context.Context, logs []logAt) (uint64, error) {
 	var newest uint64
+	if len(logs) > 0 {
+		s.remnantReads.Add(1)
+	}
 	for lo := 0; lo < len(logs); lo += logsPerQuery {
 		chunk := logs[lo:min(lo+logsPerQuery, len(logs))]
 		conds := make([]string, len(chunk))

@@ -76,6 +76,7 @@ func (s *Store) AppendLog(ctx context.Context, org uuid.UUID, kind auditstore.Lo
 	if len(leaves) == 0 && len(hashes) == 0 {
 		return nil
 	}
+	s.forgetWrite(logKey{org, kind})
 	size, _, err := s.LogHead(ctx, org, kind)
 	if err != nil {
 		return err
