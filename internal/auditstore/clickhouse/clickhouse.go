@@ -506,7 +506,7 @@ func appendUUID(b []byte, u uuid.UUID) []byte {
 
 // ListAudit implements auditstore.Store. ClickHouse 18.16 cannot read the
 // sort key in reverse, so an unbounded newest-first query reads every row
-// of the organization. Instead the hourly counts (audit_hours) choose the
+// of the organization. Instead the hourly counts (audit_stats' kind 0) choose the
 // newest hours that hold a page, and only those are scanned (see pageByHours).
 func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
 	if err := q.Validate(); err != nil {
@@ -710,7 +710,11 @@ func (s *Store) hourCounts(ctx context.Context, k hoursKey) ([]hourCount, error)
 	if ok && s.now().Sub(e.at) < hoursTTL {
 		return e.hours, nil
 	}
-	rows, err := s.conn.Query(ctx, k.query, k.org, k.project, k.project, int64(math.MaxInt64))
+	args := []any{k.org, k.project, k.project, int64(math.MaxInt64)}
+	if k.query == auditHoursSQL {
+		args = []any{k.org, k.project, int64(math.MaxInt64)} // a scope of audit_stats
+	}
+	rows, err := s.conn.Query(ctx, k.query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse hourly counts: %w", err)
 	}

@@ -49,7 +49,7 @@ import (
 // rewrite of user_id, display_name and data alone leaves it untouched).
 // The whole call took 0.44 s, 0.70 s with principal_id.
 //
-// The aggregates: audit_hours, execution_hours, event_index, feed_index
+// The aggregates: execution_hours, event_index, feed_index
 // and feed_leaves (read no more since 0018) hold no erasable column. audit_stats holds principal_id
 // (kind 1) and resource_id (kind 2) in its sort key, where a mutation
 // cannot assign: when a call rewrites either of them, the rows of those

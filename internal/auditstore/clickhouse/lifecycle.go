@@ -53,8 +53,8 @@ import (
 // mutation of its table).
 //
 // Each table gets one mutation per call: the entries' table, event_index,
-// feed_index, feed_leaves, and the aggregates (audit_hours and
-// audit_stats, or execution_hours), whose rows for the hours and days of
+// feed_index, feed_leaves, and the aggregates (audit_stats, whose kind 0
+// holds the entries' hourly counts since 0020, or execution_hours), whose rows for the hours and days of
 // the deleted entries are deleted and counted again from the rows that
 // stay, with the SELECT of their materialized views. In this order:
 //
@@ -136,7 +136,8 @@ func expiryKindOf(kind auditstore.LogKind) expiryKind {
 	if kind == auditstore.LogExecutions {
 		return expiryKind{entries: "tool_executions", ts: "started_ms", hours: "execution_hours", kind: kindExecution}
 	}
-	return expiryKind{entries: "audit_logs", ts: "ts_ms", hours: "audit_hours", stats: true, kind: kindAudit}
+	// The entries' hourly counts are audit_stats' kind 0 (0020).
+	return expiryKind{entries: "audit_logs", ts: "ts_ms", stats: true, kind: kindAudit}
 }
 
 func lifecycleQuery(name string, d lifecycleData, nargs int) (string, error) {
@@ -310,10 +311,12 @@ func (x *expiry) delete(ctx context.Context, span *expirySpan) error {
 	}
 	// 2. The aggregates.
 	made := uint64(1)
-	if err := x.mutate(ctx, "delete_hours", mut, o, span.hourLo, span.hourHi, tag); err != nil {
-		return err
+	if x.k.hours != "" {
+		if err := x.mutate(ctx, "delete_hours", mut, o, span.hourLo, span.hourHi, tag); err != nil {
+			return err
+		}
+		made++
 	}
-	made++
 	if x.k.stats {
 		if err := x.mutate(ctx, "delete_stats", mut, o, span.hourLo, span.hourHi, span.dayLo, span.dayHi, tag); err != nil {
 			return err
@@ -487,13 +490,11 @@ func (x *expiry) doomed(ctx context.Context) (int64, *expirySpan, error) {
 func (x *expiry) recount(ctx context.Context, sp *expirySpan) error {
 	d := x.data(false)
 	o := x.org.String()
-	hours := append([]any{o, sat(sp.hourLo, -hourMS), sat(sp.hourHi, hourMS), sp.hourLo, sp.hourHi}, x.expiring()...)
-	name := "recount_audit_hours"
-	if !x.k.stats {
-		name = "recount_execution_hours"
-	}
-	if err := x.insertSelect(ctx, name, d, hours); err != nil {
-		return err
+	if x.k.hours != "" {
+		hours := append([]any{o, sat(sp.hourLo, -hourMS), sat(sp.hourHi, hourMS), sp.hourLo, sp.hourHi}, x.expiring()...)
+		if err := x.insertSelect(ctx, "recount_execution_hours", d, hours); err != nil {
+			return err
+		}
 	}
 	if !x.k.stats {
 		return nil

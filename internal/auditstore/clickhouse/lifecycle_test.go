@@ -350,7 +350,7 @@ func testExpiryConsistent(t *testing.T, s *clickhouse.Store, views []tableView) 
 	}
 }
 
-// checkAggregates compares org's audit_hours and audit_stats with counts
+// checkAggregates compares org's audit_stats with counts
 // of its entries as listed.
 func checkAggregates(t *testing.T, conn ch.Conn, org uuid.UUID) {
 	t.Helper()
@@ -365,15 +365,12 @@ func checkAggregates(t *testing.T, conn ch.Conn, org uuid.UUID) {
 // the entries (key, count), of an organization.
 type aggregateQuery struct{ what, got, want string }
 
-// auditAggregates are the queries of audit_hours and audit_stats, of the
+// auditAggregates are the queries of audit_stats (its kind 0: the hourly
+// counts of the listings), of the
 // tables with the suffix (_local: a node's own).
 func auditAggregates(suffix string) []aggregateQuery {
 	const key = `concat(toString(kind), '|', scope, '|', toString(t), '|', value, '|', toString(action), '|', toString(source), '|', toString(resource_type))`
-	return []aggregateQuery{{"audit_hours" + suffix,
-		`SELECT concat(project_id, '|', toString(hour)) AS k, toUInt64(sum(n)) FROM audit_hours` + suffix + ` WHERE organization_id = ? GROUP BY k HAVING sum(n) > 0`,
-		`SELECT concat(ifNull(project_id, ''), '|', toString(intDiv(ts_ms, 3600000) * 3600000)) AS k, count() FROM (
-			SELECT project_id, ts_ms, event_id FROM audit_logs` + suffix + ` WHERE organization_id = ? LIMIT 1 BY event_id) GROUP BY k`,
-	}, {"audit_stats" + suffix,
+	return []aggregateQuery{{"audit_stats" + suffix,
 		`SELECT ` + key + ` AS k, toUInt64(sum(n)) FROM audit_stats` + suffix + ` WHERE organization_id = ? GROUP BY k HAVING sum(n) > 0`,
 		`SELECT ` + key + ` AS k, toUInt64(sum(c)) FROM (
 		   SELECT arrayJoin([toUInt8(0), toUInt8(1), toUInt8(2)]) AS kind,

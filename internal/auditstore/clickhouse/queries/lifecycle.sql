@@ -87,8 +87,8 @@ ALTER TABLE {{.EventIndex}} DELETE WHERE organization_id = ? AND kind = ? AND ev
     WHERE organization_id = ? AND kind = ? AND scope = '' AND {{template "expiring" .}}) AND ? != ''
 {{- end}}
 
-{{/* The hourly counts of the hours [lo, hi] (audit_hours,
-     execution_hours). Arguments: org, lo, hi, tag. */ -}}
+{{/* The hourly counts of the hours [lo, hi] (execution_hours; the
+     entries' are audit_stats' kind 0). Arguments: org, lo, hi, tag. */ -}}
 {{define "delete_hours" -}}
 ALTER TABLE {{.Hours}} DELETE WHERE organization_id = ? AND hour >= ? AND hour <= ? AND ? != ''
 {{- end}}
@@ -106,20 +106,6 @@ ALTER TABLE {{.Stats}} DELETE WHERE organization_id = ?
      view (0002, 0005, 0007). Arguments: org, a range of the time that
      holds the hours (days), the hours (days), "expiring"; for the stats,
      then the hours and the days again. */ -}}
-{{define "recount_audit_hours" -}}
-INSERT INTO audit_hours (organization_id, project_id, hour, n)
-SELECT organization_id, ifNull(project_id, '') AS project_id,
-       intDiv(ts_ms, 3600000) * 3600000 AS hour, count() AS n
-FROM (
-    SELECT organization_id, project_id, ts_ms, event_id
-    FROM audit_logs
-    WHERE organization_id = ? AND ts_ms > ? AND ts_ms < ?
-      AND intDiv(ts_ms, 3600000) * 3600000 >= ? AND intDiv(ts_ms, 3600000) * 3600000 <= ?
-      AND NOT ({{template "expiring" .}})
-    LIMIT 1 BY event_id)
-GROUP BY organization_id, project_id, hour
-{{- end}}
-
 {{define "recount_execution_hours" -}}
 INSERT INTO execution_hours (organization_id, project_id, hour, n)
 SELECT organization_id, project_id,
