@@ -78,6 +78,10 @@ type ProcCost struct {
 	// Counted: part of the pipeline's cost. The benchmark's publisher is
 	// not (it stands for the platform's producers).
 	Counted bool
+	// RSS is the process's peak resident set size (VmHWM) at the run's
+	// end, in bytes (0: not read: the benchmark's own process). A
+	// ClickHouse server's counts its caches, which fill as it is used.
+	RSS int64
 }
 
 // CostRun is the CPU of every process of one run over Events events.
@@ -114,6 +118,16 @@ func (r CostRun) CPU(prefix string) time.Duration {
 		}
 	}
 	return t
+}
+
+// RSS is the peak RSS of the run's process named name (0: none read).
+func (r CostRun) RSS(name string) int64 {
+	for _, p := range r.Procs {
+		if p.Name == name {
+			return p.RSS
+		}
+	}
+	return 0
 }
 
 // PerEvent is d per event of the run, in µs.
@@ -185,6 +199,14 @@ func (r CostResult) Figures() []Figure {
 	if r.Drain.Events > 0 {
 		out = append(out, Figure{Name: "CPU per event, " + r.Drain.Name + " (µs)", Value: r.Drain.PerEvent(r.Drain.Total()), Unit: "µs",
 			Reference: one.PerEvent(one.Total()), RefName: one.Name, Goal: NoRatioGoal, Lower: true})
+		// The roles' memory, for sizing, beside dev's (every role).
+		mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+		for _, p := range r.Drain.Procs {
+			if p.RSS > 0 && p.Name != procServer {
+				out = append(out, Figure{Name: "peak RSS of " + p.Name + ", draining the backlog (MiB)", Value: mib(p.RSS), Unit: "MiB",
+					Reference: mib(one.RSS(procDev)), RefName: "dev's, every role, under the steady load", Goal: NoRatioGoal, Lower: true})
+			}
+		}
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for _, l := range r.Loads {
@@ -220,7 +242,11 @@ func (r CostRun) print(say func(string, ...any)) {
 		if i < len(r.Idle) && r.IdleFor > 0 {
 			idle = fmt.Sprintf("  (idle before: %.1f ms of CPU a second)", float64(r.Idle[i].CPU.Microseconds())/1000/r.IdleFor.Seconds())
 		}
-		say("  %-44s %7.1f µs%s", p.Name, r.PerEvent(p.CPU), idle)
+		rss := ""
+		if p.RSS > 0 {
+			rss = fmt.Sprintf("  peak RSS %d MiB", p.RSS>>20)
+		}
+		say("  %-44s %7.1f µs%s%s", p.Name, r.PerEvent(p.CPU), rss, idle)
 	}
 	say("  %-44s %7.1f µs", "all counted", r.PerEvent(r.Total()))
 }
@@ -522,7 +548,13 @@ func (b *costBench) steady(ctx context.Context, name, dir, dsn string, devArgs [
 		return run, nil, err
 	}
 	for _, n := range names {
-		run.Procs = append(run.Procs, ProcCost{Name: n, CPU: cpu1[n] - cpu0[n], Counted: n != procPublisher})
+		pc := ProcCost{Name: n, CPU: cpu1[n] - cpu0[n], Counted: n != procPublisher}
+		if n != procPublisher {
+			if pc.RSS, err = peakRSS(pids[n]); err != nil {
+				return run, nil, err
+			}
+		}
+		run.Procs = append(run.Procs, pc)
 	}
 	if backlog, err := ingestBacklog(ctx, js); err != nil || backlog != 0 {
 		return run, nil, fmt.Errorf("%s: every log signed, yet ingest's backlog is %d (%v)", name, backlog, err)
@@ -666,8 +698,12 @@ func (b *costBench) drain(ctx context.Context, srv *chserver.Server, srvPID int)
 		return run, err
 	}
 	run.Elapsed = lr.caughtUp
-	run.Procs = []ProcCost{{Name: "NATS (this process)", CPU: lr.cpu.Self, Counted: true}, {Name: "ingest", CPU: lr.cpu.Ingest, Counted: true},
-		{Name: "tlog", CPU: lr.cpu.TLog, Counted: true}, {Name: procServer, CPU: lr.cpu.ClickHouse, Counted: true}}
+	srvRSS, err := peakRSS(srvPID)
+	if err != nil {
+		return run, err
+	}
+	run.Procs = []ProcCost{{Name: "NATS (this process)", CPU: lr.cpu.Self, Counted: true}, {Name: "ingest", CPU: lr.cpu.Ingest, Counted: true, RSS: lr.rss.Ingest},
+		{Name: "tlog", CPU: lr.cpu.TLog, Counted: true, RSS: lr.rss.TLog}, {Name: procServer, CPU: lr.cpu.ClickHouse, Counted: true, RSS: srvRSS}}
 	return run, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,8 +65,20 @@ func TestCostBenchmarkRuns(t *testing.T) {
 		}
 	}
 	figs := r.Figures()
-	if len(figs) != 8 || figs[0].Max != CostGoalUS || figs[1].Goal != CostServerRatio || figs[4].Max != CostLatencyGoalMS || figs[5].Max != CostPageGoalMS || figs[6].Max != 0 {
+	// Dev and its server, the server's share, SQLite, the drain, the peak
+	// RSS of ingest and of tlog, the two loads' latencies.
+	if len(figs) != 10 || figs[0].Max != CostGoalUS || figs[1].Goal != CostServerRatio || figs[4].Unit != "MiB" || figs[5].Unit != "MiB" ||
+		figs[6].Max != CostLatencyGoalMS || figs[7].Max != CostPageGoalMS || figs[8].Max != 0 {
 		t.Fatalf("figures: %+v", figs)
+	}
+	// Every process started for a run has its peak RSS read (the
+	// benchmark's own, the publisher's and the drain's NATS, has none).
+	for _, run := range append(r.Dev, r.Drain) {
+		for _, p := range run.Procs {
+			if self := p.Name == procPublisher || strings.HasPrefix(p.Name, "NATS"); self != (p.RSS == 0) || p.RSS > 0 && p.RSS < 1<<20 {
+				t.Errorf("%s: %s: peak RSS %d bytes", run.Name, p.Name, p.RSS)
+			}
+		}
 	}
 	for _, name := range []string{"dev-clickhouse.prof", "dev-sqlite.prof"} {
 		if fi, err := os.Stat(filepath.Join(profiles, name)); err != nil || fi.Size() == 0 {

@@ -174,9 +174,10 @@ func tlogRound(ctx context.Context, i int, ch *chserver.Server, chPID int, bn *b
 
 // loggedRun is what ingestWithLog measured.
 type loggedRun struct {
-	ingest   time.Duration // ingest's drain
-	caughtUp time.Duration // from its start until every log was complete and signed
-	cpu      ProcCPU       // of every process, until then
+	ingest   time.Duration                // ingest's drain
+	caughtUp time.Duration                // from its start until every log was complete and signed
+	cpu      ProcCPU                      // of every process, until then
+	rss      struct{ Ingest, TLog int64 } // the children's peak RSS, bytes
 }
 
 // ingestWithLog drains the stream with `auditrail ingest` (icfg's durable)
@@ -263,6 +264,10 @@ func ingestWithLog(ctx context.Context, icfg ingest.Config, chPID int, bn *bench
 	if err != nil {
 		return r, err
 	}
+	if r.rss.TLog, err = peakRSS(tl.cmd.Process.Pid); err != nil {
+		return r, err
+	}
+	r.rss.Ingest = onRun.rss
 	r.cpu = ProcCPU{Ingest: onRun.cpu, ClickHouse: ch1 - ch0, Self: self1 - self0, TLog: tcpu}
 	return r, nil
 }
