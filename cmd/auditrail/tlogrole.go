@@ -124,7 +124,8 @@ func startTLog(ctx context.Context, nc *nats.Conn, st tlogStore, secretsKeys [][
 	owClient := orgWitnessClient(guard)
 	ows := &orgWitnesses{log: log.With("role", "tlog")}
 	deps := checkpointer.Deps{Store: st, KV: kv, JS: js, Sealer: sealer, Log: log.With("role", "tlog"), OrgWitnesses: ows, OrgWitness: owClient,
-		Kept: seq} // the roots of the logs the sequencer appended to, without reading their hashes
+		Kept:  seq, // the roots of the logs the sequencer appended to, without reading their hashes
+		Grown: seq} // and which logs grew, without reading every head each round
 	if m != nil {
 		o := m.TLog()
 		runner.WithObserver(o)

@@ -161,7 +161,24 @@ type Deps struct {
 	// sequencer's, in the same process): a log's root is computed from
 	// them before the store (nil: from the store).
 	Kept KeptHashes
+	// Grown, when set, tells the logs that grew through the sequencer of
+	// the same process: while it leads, a round looks at those logs alone
+	// and reads every log's head at most every FullHeadsEvery (nil: every
+	// round reads them all).
+	Grown GrownLogs
 }
+
+// GrownLogs tells the logs of kind appended to since the last call, with
+// the epoch of the appender's lead and whether it leads
+// (sequencer.Sequencer).
+type GrownLogs interface {
+	Grown(kind auditstore.LogKind) (sizes map[uuid.UUID]int64, epoch uint64, leading bool)
+}
+
+// FullHeadsEvery is how often a checkpointer told of the logs that grew
+// (Deps.Grown) still reads every log's head: the quiet logs are signed
+// again (Config.Quiet) and a log that shrank is found within it.
+const FullHeadsEvery = time.Minute
 
 // KeptHashes gives the stored hashes of a log at a size kept in memory
 // (sequencer.Sequencer), or nil when it keeps none at that size.
@@ -181,9 +198,13 @@ type Checkpointer struct {
 	mu       sync.Mutex
 	last     map[logID]signed // the last checkpoint of each log, while leading
 	lastKind [2]time.Time
-	pending  map[logID]*pendingCosign // checkpoints missing cosignatures
-	wstate   map[witnessKey]witnessState
-	orgLists map[uuid.UUID][]OrgWitness // the last list read of each organization's witnesses
+	// heads: per kind, when every log's head was last read and the epoch
+	// of Deps.Grown then (zero time: to read at the next round).
+	headsAt    [2]time.Time
+	headsEpoch [2]uint64
+	pending    map[logID]*pendingCosign // checkpoints missing cosignatures
+	wstate     map[witnessKey]witnessState
+	orgLists   map[uuid.UUID][]OrgWitness // the last list read of each organization's witnesses
 }
 
 type logID struct {
@@ -258,6 +279,7 @@ func (c *Checkpointer) lead(ctx context.Context) {
 	c.last = map[logID]signed{}
 	c.pending = map[logID]*pendingCosign{}
 	c.wstate = map[witnessKey]witnessState{}
+	c.headsAt = [2]time.Time{}
 	c.mu.Unlock()
 	// The leader makes the signing key at once (when none is current), so
 	// that the public keys are listed before the first checkpoint: a
@@ -318,13 +340,20 @@ type roundKey struct {
 }
 
 func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, keep func(context.Context) bool, key *roundKey) error {
-	heads, err := c.d.Store.LogHeads(ctx, kind)
+	heads, err := c.heads(ctx, kind)
 	if err != nil {
 		return fmt.Errorf("log heads: %w", err)
 	}
 	c.log.Debug("checkpointer: round", "kind", kind, "logs", len(heads))
 	var errs []error
 	fail := func(org uuid.UUID, err error) {
+		if len(errs) == 0 {
+			// A log left unsigned is looked at again next round, grown
+			// or not.
+			c.mu.Lock()
+			c.headsAt[kind] = time.Time{}
+			c.mu.Unlock()
+		}
 		if len(errs) < maxRoundErrors {
 			errs = append(errs, fmt.Errorf("org %s %s: %w", org, kind, err))
 		}
@@ -367,6 +396,35 @@ func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, k
 		c.d.Observer.CheckpointRound(tlogKind(kind).String(), last)
 	}
 	return errors.Join(errs...)
+}
+
+// heads returns the sizes of the logs of kind a round looks at: those
+// that grew through the sequencer of this process (Deps.Grown) while it
+// has led since every head was last read, less than FullHeadsEvery ago;
+// else every log's, read from the store.
+func (c *Checkpointer) heads(ctx context.Context, kind auditstore.LogKind) (map[uuid.UUID]int64, error) {
+	if c.d.Grown == nil {
+		return c.d.Store.LogHeads(ctx, kind)
+	}
+	// Taken before the read: what grows after it is told next round.
+	grown, epoch, leading := c.d.Grown.Grown(kind)
+	c.mu.Lock()
+	at, seen := c.headsAt[kind], c.headsEpoch[kind]
+	c.mu.Unlock()
+	if leading && epoch == seen && !at.IsZero() && c.now().Sub(at) < FullHeadsEvery {
+		return grown, nil
+	}
+	heads, err := c.d.Store.LogHeads(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.headsAt[kind], c.headsEpoch[kind] = c.now(), epoch
+	if !leading {
+		c.headsAt[kind] = time.Time{} // no sequencer here tells what grows
+	}
+	c.mu.Unlock()
+	return heads, nil
 }
 
 // maxRoundErrors bounds the errors a round reports (one log line).

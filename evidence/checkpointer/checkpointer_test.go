@@ -928,3 +928,118 @@ func TestCheckpointerTakesKeptHashes(t *testing.T) {
 		t.Fatalf("a root from a wrong hash was stored: size %d", cp.Size)
 	}
 }
+
+// headsCounting counts the reads of every log's head.
+type headsCounting struct {
+	*sqlite.Store
+	mu    sync.Mutex
+	heads int
+}
+
+func (h *headsCounting) LogHeads(ctx context.Context, kind auditstore.LogKind) (map[uuid.UUID]int64, error) {
+	h.mu.Lock()
+	h.heads++
+	h.mu.Unlock()
+	return h.Store.LogHeads(ctx, kind)
+}
+
+func (h *headsCounting) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.heads
+}
+
+// grownLogs is a sequencer of the same process, as the checkpointer sees
+// it: the logs that grew through it, its epoch and whether it leads.
+type grownLogs struct {
+	mu      sync.Mutex
+	sizes   map[auditstore.LogKind]map[uuid.UUID]int64
+	epoch   uint64
+	leading bool
+}
+
+func (g *grownLogs) Grown(kind auditstore.LogKind) (map[uuid.UUID]int64, uint64, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.sizes[kind]
+	delete(g.sizes, kind)
+	return s, g.epoch, g.leading
+}
+
+func (g *grownLogs) set(f func(g *grownLogs)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f(g)
+}
+
+// Told of the logs that grew through its process's sequencer, a
+// checkpointer signs them without reading every head; it reads every head
+// when the sequencer's lead changed (another instance may have appended),
+// while it does not lead, after a round that left a log unsigned, and at
+// least every FullHeadsEvery.
+func TestCheckpointerLooksAtGrownLogs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	store := &headsCounting{Store: f.store}
+	g := &grownLogs{epoch: 1, leading: true}
+	cfg := DefaultConfig()
+	cfg.Instance, cfg.LeaseTTL, cfg.Interval = "a", time.Second, 200*time.Millisecond
+	c, err := New(cfg, Deps{Store: store, KV: f.kv, JS: f.js, Sealer: sealer(t, 1), Observer: f.obs, Grown: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now, c.keys.now = f.clk.now, f.clk.now
+	a, b := uuid.New(), uuid.New()
+	ma, mb := storetest.NewLogModel(), storetest.NewLogModel()
+	f.grow(t, a, auditstore.LogAudit, ma, 5)
+	f.grow(t, b, auditstore.LogAudit, mb, 5)
+	round := func(what string, reads int, want map[uuid.UUID]int64) {
+		t.Helper()
+		f.clk.add(time.Second)
+		if err := c.Round(ctx); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := store.count(); got != reads {
+			t.Fatalf("%s: %d reads of every head in all, want %d", what, got, reads)
+		}
+		for org, size := range want {
+			if cp, ok, err := f.store.LatestCheckpoint(ctx, org, auditstore.LogAudit); err != nil || !ok || cp.Size != size {
+				t.Fatalf("%s: checkpoint of %s: %+v, %v, %v; want size %d", what, org, cp, ok, err, size)
+			}
+		}
+	}
+	grew := func(org uuid.UUID, size int64) {
+		g.set(func(g *grownLogs) {
+			if g.sizes == nil {
+				g.sizes = map[auditstore.LogKind]map[uuid.UUID]int64{}
+			}
+			if g.sizes[auditstore.LogAudit] == nil {
+				g.sizes[auditstore.LogAudit] = map[uuid.UUID]int64{}
+			}
+			g.sizes[auditstore.LogAudit][org] = size
+		})
+	}
+	round("first", 2, map[uuid.UUID]int64{a: 5, b: 5}) // both kinds read
+	f.grow(t, a, auditstore.LogAudit, ma, 3)
+	grew(a, 8)
+	round("a grew through the sequencer", 2, map[uuid.UUID]int64{a: 8, b: 5})
+	round("nothing grew", 2, map[uuid.UUID]int64{a: 8, b: 5})
+	// b grows through another instance: this sequencer's lead ended and
+	// began again.
+	f.grow(t, b, auditstore.LogAudit, mb, 2)
+	g.set(func(g *grownLogs) { g.epoch += 2 })
+	round("another lead", 4, map[uuid.UUID]int64{a: 8, b: 7})
+	round("the same lead", 4, nil)
+	g.set(func(g *grownLogs) { g.leading = false; g.epoch++ })
+	f.grow(t, a, auditstore.LogAudit, ma, 1)
+	round("not leading", 6, map[uuid.UUID]int64{a: 9})
+	round("still not leading", 8, nil)
+	g.set(func(g *grownLogs) { g.leading = true; g.epoch++ })
+	round("leading again", 10, nil)
+	round("then", 10, nil)
+	// b grows behind everyone's back: found at the next full read.
+	f.grow(t, b, auditstore.LogAudit, mb, 1)
+	round("a minute not yet over", 10, map[uuid.UUID]int64{b: 7})
+	f.clk.add(FullHeadsEvery)
+	round("a minute later", 12, map[uuid.UUID]int64{b: 8})
+}

@@ -174,8 +174,10 @@ func (r *Runner) Run(ctx context.Context) error {
 
 // lead runs rounds while the lease is held.
 func (r *Runner) lead(ctx context.Context) error {
-	// Another instance may have led meanwhile, and crashed in an append.
-	r.seq.Forget()
+	// Another instance may have led meanwhile, and crashed in an append;
+	// the logs grow through this one until the lead ends.
+	r.seq.Lead()
+	defer r.seq.Unlead()
 	if s, ok, err := ReadSealed(ctx, r.kv); err == nil && ok {
 		r.sealed = s.Time // a seal never goes back, whoever wrote it
 	}

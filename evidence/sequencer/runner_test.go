@@ -444,16 +444,34 @@ func TestRunnerForgetsWritesWhenItTakesTheLease(t *testing.T) {
 	}
 	cfg := sequencer.DefaultConfig()
 	cfg.Instance, cfg.LeaseTTL, cfg.Idle = "a", time.Second, 100*time.Millisecond
-	r, err := sequencer.NewRunner(cfg, sequencer.New(s), js, kv, natsx.NewWatermarks(js, 10*time.Millisecond), slog.New(slog.DiscardHandler))
+	seq := sequencer.New(s)
+	r, err := sequencer.NewRunner(cfg, seq, js, kv, natsx.NewWatermarks(js, 10*time.Millisecond), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, "runner", r.Run)
+	stop := run(t, "runner", r.Run)
 	org := uuid.New()
 	ids := publishN(t, nc, []uuid.UUID{org}, 50)
 	waitSize(t, s.Store, org, int64(len(ids[org])))
 	time.Sleep(500 * time.Millisecond) // rounds go on
 	if n := s.count(); n != 1 {
 		t.Fatalf("the store was told to forget %d times, want once (when the runner took the lease)", n)
+	}
+	// The log that grew is told once, in the lead's epoch.
+	grown, epoch, leading := seq.Grown(auditstore.LogAudit)
+	if !leading || len(grown) != 1 || grown[org] != int64(len(ids[org])) {
+		t.Fatalf("Grown = %v, %d, %v; want the org's log at %d, leading", grown, epoch, leading, len(ids[org]))
+	}
+	if again, e, l := seq.Grown(auditstore.LogAudit); len(again) != 0 || e != epoch || !l {
+		t.Fatalf("Grown again = %v, %d, %v; want nothing new in epoch %d", again, e, l, epoch)
+	}
+	more := publishN(t, nc, []uuid.UUID{org}, 7)
+	waitSize(t, s.Store, org, int64(len(ids[org])+len(more[org])))
+	if grown, e, _ := seq.Grown(auditstore.LogAudit); e != epoch || grown[org] != int64(len(ids[org])+len(more[org])) {
+		t.Fatalf("Grown after more = %v, %d; want the new size in epoch %d", grown, e, epoch)
+	}
+	stop()
+	if _, e, l := seq.Grown(auditstore.LogAudit); l || e == epoch {
+		t.Fatalf("after the lead: epoch %d (was %d), leading %v", e, epoch, l)
 	}
 }

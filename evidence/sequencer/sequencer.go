@@ -58,7 +58,18 @@ type Sequencer struct {
 	// which never change), so that the next Sequence of a log of that
 	// size reads none from the store; at most maxFrontiers logs.
 	frontiers map[logID]frontier
+
+	// grown holds, per kind, the size of each log appended to since
+	// Grown last took them; epoch counts the leads begun and ended (Lead,
+	// Unlead), leading says one is under way.
+	grown   map[auditstore.LogKind]map[uuid.UUID]int64
+	epoch   uint64
+	leading bool
 }
+
+// maxGrown bounds the logs Grown holds for a kind; beyond it they are
+// dropped and a new epoch begins (a caller reads every head again).
+const maxGrown = 100_000
 
 type frontier struct {
 	size   int64
@@ -72,6 +83,61 @@ const maxFrontiers = 10_000
 // New returns a sequencer of store's logs.
 func New(store Store) *Sequencer {
 	return &Sequencer{store: store, frontiers: map[logID]frontier{}}
+}
+
+// Lead marks the start of a lead (the runner took the lease): the store
+// checks every log again before its next append (Forget), and a new epoch
+// of Grown begins.
+func (s *Sequencer) Lead() {
+	s.Forget()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+	s.leading = true
+	clear(s.grown)
+}
+
+// Unlead marks the end of a lead (the lease lost, or a round failed): the
+// logs may grow through another instance now.
+func (s *Sequencer) Unlead() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+	s.leading = false
+	clear(s.grown)
+}
+
+// Grown takes the sizes of the logs of kind appended to through this
+// sequencer since the last call, with the epoch of its lead and whether
+// it leads: a caller that had the same epoch, leading, from the call
+// before has been told of every log of kind that grew since (an append is
+// told once it is stored).
+func (s *Sequencer) Grown(kind auditstore.LogKind) (sizes map[uuid.UUID]int64, epoch uint64, leading bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sizes = s.grown[kind]
+	delete(s.grown, kind)
+	return sizes, s.epoch, s.leading
+}
+
+// grew records that a log has grown to size (stored).
+func (s *Sequencer) grew(id logID, size int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grown == nil {
+		s.grown = map[auditstore.LogKind]map[uuid.UUID]int64{}
+	}
+	m := s.grown[id.kind]
+	if m == nil {
+		m = map[uuid.UUID]int64{}
+		s.grown[id.kind] = m
+	}
+	if _, ok := m[id.org]; !ok && len(m) >= maxGrown {
+		clear(s.grown)
+		s.epoch++ // what was dropped must be read
+		return
+	}
+	m[id.org] = max(m[id.org], size)
 }
 
 // Forget makes the store check every log again before its next append
@@ -216,6 +282,7 @@ func (s *Sequencer) SequenceAll(ctx context.Context, targets []Target, parallel 
 				return results(), err
 			}
 			s.keepFrontier(r.id, r.size, r.hashes.m)
+			s.grew(r.id, r.size)
 		}
 	}
 }
