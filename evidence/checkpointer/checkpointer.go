@@ -322,6 +322,11 @@ func (c *Checkpointer) round(ctx context.Context, keep func(context.Context) boo
 	}
 	for _, kind := range []auditstore.LogKind{auditstore.LogAudit, auditstore.LogExecutions} {
 		if err := c.roundKind(ctx, kind, keep, key); err != nil {
+			// A log left unsigned is looked at again next round, grown
+			// or not: every head is read.
+			c.mu.Lock()
+			c.headsAt[kind] = time.Time{}
+			c.mu.Unlock()
 			errs = append(errs, err)
 		}
 	}
@@ -347,13 +352,6 @@ func (c *Checkpointer) roundKind(ctx context.Context, kind auditstore.LogKind, k
 	c.log.Debug("checkpointer: round", "kind", kind, "logs", len(heads))
 	var errs []error
 	fail := func(org uuid.UUID, err error) {
-		if len(errs) == 0 {
-			// A log left unsigned is looked at again next round, grown
-			// or not.
-			c.mu.Lock()
-			c.headsAt[kind] = time.Time{}
-			c.mu.Unlock()
-		}
 		if len(errs) < maxRoundErrors {
 			errs = append(errs, fmt.Errorf("org %s %s: %w", org, kind, err))
 		}

@@ -929,11 +929,27 @@ func TestCheckpointerTakesKeptHashes(t *testing.T) {
 	}
 }
 
-// headsCounting counts the reads of every log's head.
+// headsCounting counts the reads of every log's head; failSaves makes
+// the saves of checkpoints fail.
 type headsCounting struct {
 	*sqlite.Store
-	mu    sync.Mutex
-	heads int
+	mu        sync.Mutex
+	heads     int
+	failSaves bool
+}
+
+func (h *headsCounting) SaveCheckpoints(ctx context.Context, cps []auditstore.LogCheckpoint) []error {
+	h.mu.Lock()
+	fail := h.failSaves
+	h.mu.Unlock()
+	if fail {
+		errs := make([]error, len(cps))
+		for i := range errs {
+			errs[i] = errors.New("the store is down")
+		}
+		return errs
+	}
+	return h.Store.SaveCheckpoints(ctx, cps)
 }
 
 func (h *headsCounting) LogHeads(ctx context.Context, kind auditstore.LogKind) (map[uuid.UUID]int64, error) {
@@ -1042,4 +1058,20 @@ func TestCheckpointerLooksAtGrownLogs(t *testing.T) {
 	round("a minute not yet over", 10, map[uuid.UUID]int64{b: 7})
 	f.clk.add(FullHeadsEvery)
 	round("a minute later", 12, map[uuid.UUID]int64{b: 8})
+	// A round that leaves a log unsigned reads every head of its kind at
+	// the next.
+	f.grow(t, a, auditstore.LogAudit, ma, 2)
+	grew(a, 11)
+	store.mu.Lock()
+	store.failSaves = true
+	store.mu.Unlock()
+	f.clk.add(time.Second)
+	if err := c.Round(ctx); err == nil {
+		t.Fatal("a round whose saves failed succeeded")
+	}
+	store.mu.Lock()
+	store.failSaves = false
+	store.mu.Unlock()
+	round("after a failed round", 13, map[uuid.UUID]int64{a: 11, b: 8})
+	round("then", 13, nil)
 }
