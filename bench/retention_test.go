@@ -49,7 +49,10 @@ func TestRetentionBenchmarkRuns(t *testing.T) {
 			want := 3
 			if store == StoreClickHouse {
 				want = 5
-				if r.Mutations < 6 || r.BytesRewritten <= 0 || len(r.Tables) == 0 {
+				// One a table: audit_logs, event_index, feed_index,
+				// feed_leaves and audit_stats (the hourly counts of the
+				// entries are its kind 0).
+				if r.Mutations < 5 || r.BytesRewritten <= 0 || len(r.Tables) == 0 {
 					t.Fatalf("the deletion's cost: %d mutations, %d bytes, %+v\n%s", r.Mutations, r.BytesRewritten, r.Tables, out.String())
 				}
 			}
