@@ -86,10 +86,10 @@ func New(store Store) *Sequencer {
 }
 
 // Lead marks the start of a lead (the runner took the lease): the store
-// checks every log again before its next append (Forget), and a new epoch
+// checks every log again before its next append (forget), and a new epoch
 // of Grown begins.
 func (s *Sequencer) Lead() {
-	s.Forget()
+	s.forget()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.epoch++
@@ -140,11 +140,11 @@ func (s *Sequencer) grew(id logID, size int64) {
 	m[id.org] = max(m[id.org], size)
 }
 
-// Forget makes the store check every log again before its next append
+// forget makes the store check every log again before its next append
 // (auditstore.LogWriteForgetter, when the store remembers its own
-// appends): the runner calls it when it takes the lease, since another
-// instance may have appended, and crashed, while it did not hold it.
-func (s *Sequencer) Forget() {
+// appends), since another instance may have appended, and crashed, while
+// this one did not lead.
+func (s *Sequencer) forget() {
 	if f, ok := s.store.(auditstore.LogWriteForgetter); ok {
 		f.ForgetLogWrites()
 	}
