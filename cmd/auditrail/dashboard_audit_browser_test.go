@@ -524,7 +524,7 @@ func testExecutions(t *testing.T, d *dash, tn auditTenant) {
 	d.do(t, "rows", until(rowsJS+` === `+fmt.Sprint(tn.execs)))
 	d.do(t, "fail-open", chromedp.Click(chromedp.CSS("#quick-fail-open")), until(param("q")+` === "hook_decision:fail_open"`),
 		until(rowsJS+` === `+fmt.Sprint(tn.failOpen)))
-	d.do(t, "open", still("#entries tbody tr"), chromedp.Click(chromedp.CSS("#entries tbody tr")), until(`document.getElementById("hook-calls")`))
+	d.do(t, "open", clickStill("#entries tbody tr"), until(`document.getElementById("hook-calls")`))
 	calls := value(t, d, "calls", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#hook-calls tbody tr")].map(tr => [...tr.cells].map(c => c.textContent).join("|"))`))
 	if len(calls) != 2 || calls[0] != "pre|policy-pre|allowfail_open appliedtimeout after 2s|no answer3 attempts · 2.00 s" {
 		t.Errorf("hook calls: %q", calls)
@@ -553,7 +553,7 @@ func testPhone(t *testing.T, d *dash) {
 	if w := value(t, d, "width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 392 {
 		t.Errorf("at 390 px the page is %d px wide", w)
 	}
-	d.do(t, "open", still("#entries tbody tr"), chromedp.Click(chromedp.CSS("#entries tbody tr")), until(`document.getElementById("detail")`))
+	d.do(t, "open", clickStill("#entries tbody tr"), until(`document.getElementById("detail")`))
 	if w := value(t, d, "detail", chromedp.Evaluate[int](`Math.round(document.getElementById("detail").getBoundingClientRect().width)`)); w > 390 || w < 300 {
 		t.Errorf("detail at 390 px: %d px wide", w)
 	}
@@ -673,7 +673,7 @@ func TestDashboardScreenshot(t *testing.T) {
 	d.signIn(t, d.alice, "?view=audit&project="+d.project)
 	d.do(t, "rows", until(rowsJS+` >= 30`), until(`document.querySelector("#histogram svg") || document.getElementById("stats-unavailable")`))
 	id := value(t, d, "entry", chromedp.Evaluate[string](`[...document.querySelectorAll("#entries tbody tr")].find(tr => tr.textContent.includes("UPDATED")).dataset.id`))
-	d.do(t, "open", still(`#entries tbody tr[data-id="`+id+`"]`), chromedp.Click(chromedp.CSS(`#entries tbody tr[data-id="`+id+`"]`)), until(`document.getElementById("diff")`), until(checked),
+	d.do(t, "open", clickStill(`#entries tbody tr[data-id="`+id+`"]`), until(`document.getElementById("diff")`), until(checked),
 		until(`(document.activeElement.blur(), window.scrollTo(0, 0), true)`), chromedp.Sleep(700*time.Millisecond))
 	png := value(t, d, "screenshot", chromedp.CaptureScreenshot())
 	out := filepath.Join("..", "..", "docs", "dashboard.png")

@@ -97,15 +97,22 @@ func until(expr string) chromedp.Action[chromedp.Void] {
 	}
 }
 
-// still waits until the page has stopped moving under sel: the
+// clickStill clicks sel once the page has stopped moving under it: the
 // checkpoint line has its answer and sel's box has kept its place for 20
 // polls in a row. A click aims at the box it measured, and the checkpoint
 // line, which wraps at phone width, arrives after the rows and moves them.
-func still(sel string) chromedp.Action[chromedp.Void] {
-	return until(`(() => { const c = document.getElementById("checkpoint"); if (c && c.dataset.state === "checking") return false; ` +
+func clickStill(sel string) chromedp.Action[chromedp.Void] {
+	still := until(`(() => { const c = document.getElementById("checkpoint"); if (c && c.dataset.state === "checking") return false; ` +
 		`const e = document.querySelector(` + strconv.Quote(sel) + `); if (!e) return false; ` +
 		`const r = e.getBoundingClientRect(), k = [r.top, r.left, r.width, r.height].join(); ` +
 		`if (window.__box !== k) { window.__box = k; window.__still = 0; return false; } return ++window.__still >= 20; })()`)
+	click := chromedp.Click(chromedp.CSS(sel))
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		if _, err := still(ctx, tg); err != nil {
+			return chromedp.Void{}, err
+		}
+		return click(ctx, tg)
+	}
 }
 
 // signIn opens the page at query and signs in with key.
