@@ -431,14 +431,11 @@ func (s *Server) exportAudit(withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, nil, fmt.Errorf("list audit logs: %w", err)
 			}
-			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			marks, err := s.marksOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items), false)
 			if err != nil {
 				return nil, nil, err
 			}
-			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
-			if err != nil {
-				return nil, nil, err
-			}
+			leaves, erased := marks.leaves, marks.erased
 			items := make([]apiitem.Item, len(page.Items))
 			for i := range page.Items {
 				items[i] = apiitem.NewItem(&page.Items[i])
@@ -468,14 +465,11 @@ func (s *Server) exportExecutions(store ExecutionReader, withProject bool) fiber
 			if err != nil {
 				return nil, nil, fmt.Errorf("list tool executions: %w", err)
 			}
-			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			marks, err := s.marksOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items), false)
 			if err != nil {
 				return nil, nil, err
 			}
-			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
-			if err != nil {
-				return nil, nil, err
-			}
+			leaves, erased := marks.leaves, marks.erased
 			items := make([]apiitem.ExecutionItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = apiitem.NewExecutionItem(&page.Items[i])

@@ -221,14 +221,11 @@ func (s *Server) feedAudit(store FeedReader, withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, after, false, fmt.Errorf("audit feed: %w", err)
 			}
-			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			marks, err := s.marksOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items), false)
 			if err != nil {
 				return nil, after, false, err
 			}
-			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
-			if err != nil {
-				return nil, after, false, err
-			}
+			leaves, erased := marks.leaves, marks.erased
 			items := make([]FeedItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = FeedItem{Item: apiitem.NewItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}
@@ -277,14 +274,11 @@ func (s *Server) feedExecutions(store FeedReader, withProject bool) fiber.Handle
 			if err != nil {
 				return nil, after, false, fmt.Errorf("execution feed: %w", err)
 			}
-			leaves, err := s.leafIndexes(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			marks, err := s.marksOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items), false)
 			if err != nil {
 				return nil, after, false, err
 			}
-			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
-			if err != nil {
-				return nil, after, false, err
-			}
+			leaves, erased := marks.leaves, marks.erased
 			items := make([]ExecutionFeedItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = ExecutionFeedItem{ExecutionItem: apiitem.NewExecutionItem(&page.Items[i]), Position: page.Items[i].Stored.Seq}

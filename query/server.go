@@ -300,14 +300,11 @@ func (s *Server) listExecutions(store ExecutionReader, withProject bool) fiber.H
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list tool executions: %w", err)
 			}
-			leaves, err := s.listedLeafIndexes(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
+			marks, err := s.marksOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items), true)
 			if err != nil {
 				return nil, nil, false, err
 			}
-			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogExecutions, execEventIDs(page.Items))
-			if err != nil {
-				return nil, nil, false, err
-			}
+			leaves, erased := marks.leaves, marks.erased
 			items := make([]apiitem.ExecutionItem, len(page.Items))
 			for i := range page.Items {
 				items[i] = apiitem.NewExecutionItem(&page.Items[i])
@@ -428,14 +425,11 @@ func (s *Server) listAudit(withProject bool) fiber.Handler {
 			if err != nil {
 				return nil, nil, false, fmt.Errorf("list audit logs: %w", err)
 			}
-			leaves, err := s.listedLeafIndexes(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
+			marks, err := s.marksOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items), true)
 			if err != nil {
 				return nil, nil, false, err
 			}
-			erased, err := s.erasedOf(ctx, p.OrgID, auditstore.LogAudit, eventIDs(page.Items))
-			if err != nil {
-				return nil, nil, false, err
-			}
+			leaves, erased := marks.leaves, marks.erased
 			items := make([]apiitem.Item, len(page.Items))
 			for i := range page.Items {
 				items[i] = apiitem.NewItem(&page.Items[i])

@@ -11,10 +11,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	xtlog "golang.org/x/mod/sumdb/tlog"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/internal/httpapi"
 	"github.com/auditrail/auditrail/internal/tlog"
+	"github.com/auditrail/auditrail/schemas/apiitem"
 )
 
 // LogReader reads the tamper-evidence logs (auditstore.LogStore): a store
@@ -560,4 +562,37 @@ func (s *Server) latestNote(ctx context.Context, org uuid.UUID, kind auditstore.
 		return nil, 0, err
 	}
 	return cp.Note, cp.Size, nil
+}
+
+// entryMarks is what a page's entries carry beside their stored fields:
+// their leaf indexes in the organization's log and, for those erased,
+// their erasures.
+type entryMarks struct {
+	leaves map[uuid.UUID]int64
+	erased map[uuid.UUID]*apiitem.Erasure
+}
+
+// marksOf reads the marks of a page's events: its leaf indexes (listed: a
+// list page's, which also go to the proof cache, listedLeafIndexes) and
+// its erasures, the two store queries side by side, so that a page waits
+// for the slower of them rather than for both in turn.
+func (s *Server) marksOf(ctx context.Context, org uuid.UUID, kind auditstore.LogKind, events []uuid.UUID, listed bool) (entryMarks, error) {
+	var m entryMarks
+	if len(events) == 0 {
+		return m, nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if listed {
+			m.leaves, err = s.listedLeafIndexes(gctx, org, kind, events)
+		} else {
+			m.leaves, err = s.leafIndexes(gctx, org, kind, events)
+		}
+		return err
+	})
+	g.Go(func() (err error) {
+		m.erased, err = s.erasedOf(gctx, org, kind, events)
+		return err
+	})
+	return m, g.Wait()
 }

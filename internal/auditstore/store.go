@@ -53,6 +53,13 @@ type Filter struct {
 	Search search.Query
 }
 
+// Unfiltered reports whether f keeps every entry of its window: no
+// action, source, resource type or search (a store may then place a page
+// by its counts of entries alone).
+func (f Filter) Unfiltered() bool {
+	return f.Action == nil && f.Source == nil && f.ResourceType == nil && len(f.Search.Terms) == 0
+}
+
 // Window bounds a listing in time: Since (inclusive) and Until
 // (exclusive), on the listing's time (timestamp, started_at); nil: open.
 type Window struct {
@@ -162,6 +169,12 @@ type ExecQuery struct {
 	Search search.Query
 	After  *Key
 	Limit  int
+}
+
+// Unfiltered reports whether q keeps every execution of its window (no
+// success, user or search filter).
+func (q ExecQuery) Unfiltered() bool {
+	return q.Success == nil && q.UserID == nil && len(q.Search.Terms) == 0
 }
 
 // Validate checks the query.

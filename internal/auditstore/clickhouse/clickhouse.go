@@ -74,6 +74,18 @@ type hoursEntry struct {
 	hours []hourCount // newest first
 }
 
+// hourSpan is what pageByHours knows of where a listing's entries lie:
+// the hourly counts, newest first, and asOf, the time they were read
+// (Unix ms), before which the newest hour's entries lie. A nonzero asOf
+// also lets a window start inside an hour, in proportion to the time, when
+// that hour holds far more entries than the page needs: a listing without
+// filters, whose entries the counts are. A filtered listing gives 0, since
+// its matches may lie anywhere in the hour: its windows are whole hours.
+type hourSpan struct {
+	hours []hourCount
+	asOf  int64
+}
+
 type hourCount struct {
 	hour int64 // start of the hour, Unix ms
 	n    uint64
@@ -516,11 +528,11 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 	if q.ProjectID != nil {
 		project = q.ProjectID.String()
 	}
-	hours, err := s.hourCounts(ctx, hoursKey{auditHoursSQL, q.OrgID.String(), project})
+	span, err := s.hourCounts(ctx, hoursKey{auditHoursSQL, q.OrgID.String(), project}, q.Filter.Unfiltered())
 	if err != nil {
 		return auditstore.Page{}, err
 	}
-	items, more, err := pageByHours(hours, q.After, q.Window, q.Limit, func(lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
+	items, more, err := pageByHours(span, q.After, q.Window, q.Limit, func(lo, hi int64, limit int) ([]schemas.AuditEntry, error) {
 		return s.listWindow(ctx, q, project, lo, hi, limit)
 	})
 	return auditstore.Page{Items: items, HasMore: more}, err
@@ -536,16 +548,19 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 // exhausted. The newest bound is open (or the cursor), so stale counts cost
 // at most an extra round, never an item. The window w (since, until)
 // narrows the scanned hours: no window starts before since or ends after
-// until, and the scan stops at since.
-func pageByHours[T any](hours []hourCount, after *auditstore.Key, w auditstore.Window, limit int, window func(lo, hi int64, limit int) ([]T, error)) ([]T, bool, error) {
+// until, and the scan stops at since. A listing without filters starts
+// its window inside an hour that holds far more than it needs (hourSpan):
+// the newest page of a tenant writing thousands of entries a second reads
+// a few hundred of them, not the whole hour.
+func pageByHours[T any](span hourSpan, after *auditstore.Key, w auditstore.Window, limit int, window func(lo, hi int64, limit int) ([]T, error)) ([]T, bool, error) {
 	floor, until := w.Bounds()
 	upper := min(upperBound(after), until)
-	idx := firstHourBelow(hours, upper)
+	idx := firstHourBelow(span.hours, upper)
 	need := limit + 1
 	var items []T
 	var scanned uint64 // events in the windows read so far, by the counts
 	for hi, target := upper, uint64(need); ; {
-		lo, j, n := nextWindow(hours, idx, hi, target)
+		lo, j, n := nextWindow(span, idx, hi, target)
 		last := lo <= floor // the window reaches since (or the beginning)
 		lo = max(lo, floor)
 		page, err := window(lo, hi, need-len(items))
@@ -590,9 +605,9 @@ func upperBound(after *auditstore.Key) int64 {
 }
 
 // firstWindow returns the time range [lo, hi) that pageByHours scans first.
-func firstWindow(hours []hourCount, after *auditstore.Key, limit int) (lo, hi int64) {
+func firstWindow(span hourSpan, after *auditstore.Key, limit int) (lo, hi int64) {
 	hi = upperBound(after)
-	lo, _, _ = nextWindow(hours, firstHourBelow(hours, hi), hi, uint64(limit+1))
+	lo, _, _ = nextWindow(span, firstHourBelow(span.hours, hi), hi, uint64(limit+1))
 	return lo, hi
 }
 
@@ -603,11 +618,11 @@ func (s *Store) FirstWindow(ctx context.Context, q auditstore.Query) (lo, hi int
 	if q.ProjectID != nil {
 		project = q.ProjectID.String()
 	}
-	hours, err := s.hourCounts(ctx, hoursKey{auditHoursSQL, q.OrgID.String(), project})
+	span, err := s.hourCounts(ctx, hoursKey{auditHoursSQL, q.OrgID.String(), project}, q.Filter.Unfiltered())
 	if err != nil {
 		return 0, 0, err
 	}
-	lo, hi = firstWindow(hours, q.After, q.Limit)
+	lo, hi = firstWindow(span, q.After, q.Limit)
 	return lo, hi, nil
 }
 
@@ -623,13 +638,29 @@ func firstHourBelow(hours []hourCount, upper int64) int {
 // nextWindow returns the start of the oldest hour needed for hours[idx:],
 // below upper, to hold target events (math.MinInt64 when they hold fewer:
 // scan to the beginning), the index after that hour and the events of the
-// window by the counts.
-func nextWindow(hours []hourCount, idx int, upper int64, target uint64) (int64, int, uint64) {
+// window by the counts. When span.asOf is set and that hour holds more
+// than windowMargin times what the window still needs from it, the window
+// starts inside it instead, where that many of its events lie by the
+// time (its events spread evenly up to asOf), and the index is that
+// hour's: the next window takes the rest of it.
+func nextWindow(span hourSpan, idx int, upper int64, target uint64) (int64, int, uint64) {
+	hours := span.hours
 	var cum uint64
 	j := idx
 	for j < len(hours) && cum < target {
-		cum += below(hours[j], upper)
+		cum += below(hours[j], upper, span.asOf)
 		j++
+	}
+	if cum >= target && span.asOf != 0 {
+		h := hours[j-1]
+		in := below(h, upper, span.asOf)
+		want := windowMargin * (target - (cum - in))
+		if end := min(upper, spanEnd(h, span.asOf)); want < in && end > h.hour {
+			lo := end - int64(uint64(end-h.hour)*want/in) - 1
+			if lo > h.hour {
+				return lo, j - 1, cum - in + want
+			}
+		}
 	}
 	if j < len(hours) {
 		return hours[j-1].hour, j, cum
@@ -637,20 +668,37 @@ func nextWindow(hours []hourCount, idx int, upper int64, target uint64) (int64, 
 	return math.MinInt64, j, cum
 }
 
+// windowMargin is how many times more events than it needs a window
+// inside an hour is meant to hold: events are not spread evenly, and a
+// window found short costs a round.
+const windowMargin = 4
+
+// spanEnd is the end of the time over which h's events lie: the hour's
+// end, or asOf (when set) for the hour the counts were read in.
+func spanEnd(h hourCount, asOf int64) int64 {
+	end := h.hour + hourMS
+	if asOf > h.hour && asOf < end {
+		end = asOf + 1
+	}
+	return end
+}
+
 // below estimates how many of h's events lie before upper: all of them
-// when the hour ends by upper, else a share in proportion to the time (a
-// cursor inside an hour). Counting the whole hour there made a page deep
-// in an export read the rest of the cursor's hour, find it short, and then
-// read three more hours for the remainder: six rows scanned per row
-// returned; with the share it is about two.
-func below(h hourCount, upper int64) uint64 {
-	if upper >= h.hour+hourMS {
+// when the hour (or its span up to asOf) ends by upper, else a share in
+// proportion to the time (a cursor inside an hour). Counting the whole
+// hour there made a page deep in an export read the rest of the cursor's
+// hour, find it short, and then read three more hours for the remainder:
+// six rows scanned per row returned; with the share it is about two.
+func below(h hourCount, upper, asOf int64) uint64 {
+	end := spanEnd(h, asOf)
+	if upper >= end {
 		return h.n
 	}
 	if upper <= h.hour {
 		return 0
 	}
-	return (h.n*uint64(upper-h.hour) + uint64(hourMS) - 1) / uint64(hourMS)
+	span := uint64(end - h.hour)
+	return (h.n*uint64(upper-h.hour) + span - 1) / span
 }
 
 // listPredicates says which optional predicates a listing uses, and the
@@ -702,41 +750,55 @@ func (s *Store) listWindow(ctx context.Context, q auditstore.Query, project stri
 }
 
 // hourCounts returns the hourly counts of k, newest first, cached for
-// hoursTTL.
-func (s *Store) hourCounts(ctx context.Context, k hoursKey) ([]hourCount, error) {
+// hoursTTL, as the span of a listing (unfiltered: the listing has no
+// filters, and its windows may start inside an hour).
+func (s *Store) hourCounts(ctx context.Context, k hoursKey, unfiltered bool) (hourSpan, error) {
+	e, err := s.cachedHours(ctx, k)
+	span := hourSpan{hours: e.hours}
+	if unfiltered {
+		span.asOf = e.at.UnixMilli()
+	}
+	return span, err
+}
+
+// cachedHours returns the hourly counts of k and when they were read,
+// cached for hoursTTL.
+func (s *Store) cachedHours(ctx context.Context, k hoursKey) (hoursEntry, error) {
 	s.mu.Lock()
 	e, ok := s.hours[k]
 	s.mu.Unlock()
 	if ok && s.now().Sub(e.at) < hoursTTL {
-		return e.hours, nil
+		return e, nil
 	}
+	at := s.now()
 	args := []any{k.org, k.project, k.project, int64(math.MaxInt64)}
 	if k.query == auditHoursSQL {
 		args = []any{k.org, k.project, int64(math.MaxInt64)} // a scope of audit_stats
 	}
 	rows, err := s.conn.Query(ctx, k.query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse hourly counts: %w", err)
+		return hoursEntry{}, fmt.Errorf("clickhouse hourly counts: %w", err)
 	}
 	defer rows.Close()
 	var hours []hourCount
 	for rows.Next() {
 		var h hourCount
 		if err := rows.Scan(&h.hour, &h.n); err != nil {
-			return nil, fmt.Errorf("clickhouse hourly counts: %w", err)
+			return hoursEntry{}, fmt.Errorf("clickhouse hourly counts: %w", err)
 		}
 		hours = append(hours, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("clickhouse hourly counts: %w", err)
+		return hoursEntry{}, fmt.Errorf("clickhouse hourly counts: %w", err)
 	}
 	s.mu.Lock()
 	if len(s.hours) > 10_000 {
 		s.hours = map[hoursKey]hoursEntry{} // bound the cache; it refills on demand
 	}
-	s.hours[k] = hoursEntry{at: s.now(), hours: hours}
+	e = hoursEntry{at: at, hours: hours}
+	s.hours[k] = e
 	s.mu.Unlock()
-	return hours, nil
+	return e, nil
 }
 
 // Ping implements auditstore.Store.

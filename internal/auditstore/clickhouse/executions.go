@@ -99,11 +99,11 @@ func (s *Store) ListExecutions(ctx context.Context, q auditstore.ExecQuery) (aud
 	if err := q.Validate(); err != nil {
 		return auditstore.ExecPage{}, err
 	}
-	hours, err := s.hourCounts(ctx, execHoursKey(q))
+	span, err := s.hourCounts(ctx, execHoursKey(q), q.Unfiltered())
 	if err != nil {
 		return auditstore.ExecPage{}, err
 	}
-	items, more, err := pageByHours(hours, q.After, q.Window, q.Limit, func(lo, hi int64, limit int) ([]auditstore.Execution, error) {
+	items, more, err := pageByHours(span, q.After, q.Window, q.Limit, func(lo, hi int64, limit int) ([]auditstore.Execution, error) {
 		return s.listExecWindow(ctx, q, lo, hi, limit)
 	})
 	return auditstore.ExecPage{Items: items, HasMore: more}, err
@@ -120,11 +120,11 @@ func execHoursKey(q auditstore.ExecQuery) hoursKey {
 // FirstExecWindow returns the time range [lo, hi) that ListExecutions scans
 // first for q (for benchmarks that compare with a hand-written query).
 func (s *Store) FirstExecWindow(ctx context.Context, q auditstore.ExecQuery) (lo, hi int64, err error) {
-	hours, err := s.hourCounts(ctx, execHoursKey(q))
+	span, err := s.hourCounts(ctx, execHoursKey(q), q.Unfiltered())
 	if err != nil {
 		return 0, 0, err
 	}
-	lo, hi = firstWindow(hours, q.After, q.Limit)
+	lo, hi = firstWindow(span, q.After, q.Limit)
 	return lo, hi, nil
 }
 
