@@ -313,7 +313,7 @@ func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult
 	r.Bare.print(b.say)
 
 	if cfg.LoadFor > 0 {
-		if err := b.loads(ctx, srv.DSN("bench_load"), &r); err != nil {
+		if err := b.loads(ctx, srv, srv.DSN("bench_load"), &r); err != nil {
 			return r, err
 		}
 	}
@@ -365,7 +365,7 @@ func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult
 // loads measures dev's capacity on dsn (capacity), then its latencies under
 // half and 80 % of it for LoadFor each (latencyUnderLoad: a poller
 // follows the feed, another reads the newest page).
-func (b *costBench) loads(ctx context.Context, dsn string, r *CostResult) error {
+func (b *costBench) loads(ctx context.Context, srv *chserver.Server, dsn string, r *CostResult) error {
 	c, err := b.capacity(ctx, dsn)
 	if err != nil {
 		return err
@@ -374,11 +374,20 @@ func (b *costBench) loads(ctx context.Context, dsn string, r *CostResult) error 
 	for i, share := range []float64{0.5, 0.8} {
 		rate := int(share * r.Capacity)
 		b.say("%.0f%% of it, %d events/s for %s, a poller following the feed and another reading the newest page", 100*share, rate, b.cfg.LoadFor)
-		lr, err := latencyUnderLoad(ctx, b.cfg.Exe, filepath.Join(b.dir, fmt.Sprintf("dev-load-%d", i)), numbered(dsn, i), nil, rate, b.cfg.LoadFor, true, b.say)
+		ldsn, start := numbered(dsn, i), time.Now()
+		if b.cfg.QueryLog {
+			ldsn += "?log_queries=1"
+		}
+		lr, err := latencyUnderLoad(ctx, b.cfg.Exe, filepath.Join(b.dir, fmt.Sprintf("dev-load-%d", i)), ldsn, nil, rate, b.cfg.LoadFor, true, b.say)
 		if err != nil {
 			return err
 		}
 		b.say("newest page p50 %s p99 %s", lr.page.P50.Round(time.Millisecond), lr.page.P99.Round(time.Millisecond))
+		if b.cfg.QueryLog {
+			if err := b.slowQueries(ctx, srv, start, 12); err != nil {
+				return err
+			}
+		}
 		r.Loads = append(r.Loads, CostLoad{Share: share, loadLatency: lr})
 	}
 	return nil
@@ -707,6 +716,41 @@ func (b *costBench) drain(ctx context.Context, srv *chserver.Server, srvPID int)
 	return run, nil
 }
 
+// queryKind is a query of the query log as the bench groups them: its
+// first 100 characters, uuids made ? and spaces folded.
+const queryKind = "substring(" + foldedQuery + ", 1, 100)"
+
+// foldedQuery is the query of the query log with its uuids made ? and
+// its spaces folded.
+const foldedQuery = "replaceRegexpAll(replaceRegexpAll(query, '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', '?'), '[\\n ]+', ' ')"
+
+// queryKindFrom is queryKind with, after its first 60 characters, 60 from
+// its first FROM: queries that begin alike (the listing's and the feed's)
+// stay apart.
+const queryKindFrom = "concat(substring(" + foldedQuery + ", 1, 60), ' … ', substring(" + foldedQuery + ", position(" + foldedQuery + ", 'FROM'), 60))"
+
+// slowQueries prints the n kinds of queries (their first 100 characters,
+// uuids made ?) run since that took the longest at their p99, with their
+// count, p50 and max (ms): what a reader waits for under load.
+func (b *costBench) slowQueries(ctx context.Context, srv *chserver.Server, since time.Time, n int) error {
+	q := "SYSTEM FLUSH LOGS"
+	if out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", q, err, out)
+	}
+	q = fmt.Sprintf("SELECT count() AS c, quantile(0.5)(query_duration_ms) AS p50, quantile(0.99)(query_duration_ms) AS p99, max(query_duration_ms) AS mx, "+
+		queryKindFrom+" AS q "+
+		"FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(%d) GROUP BY q ORDER BY p99 DESC LIMIT %d FORMAT TSV", since.Unix(), n)
+	out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("query log: %v: %s", err, out)
+	}
+	b.say("the slowest queries of that load, by their p99 (count, p50 ms, p99 ms, max ms, query):")
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		b.say("  %s", line)
+	}
+	return nil
+}
+
 // topQueries prints the n queries of the query log that cost the server
 // the most CPU (its threads' user and system time, from the log's
 // ProfileEvents), by kind (their first 100 characters, uuids made ?),
@@ -720,7 +764,7 @@ func (b *costBench) topQueries(ctx context.Context, srv *chserver.Server, n int,
 	const cpu = "(ProfileEvents.Values[indexOf(ProfileEvents.Names, 'UserTimeMicroseconds')] + " +
 		"ProfileEvents.Values[indexOf(ProfileEvents.Names, 'SystemTimeMicroseconds')])"
 	q = fmt.Sprintf("SELECT count() AS c, round(sum(%s) / 1000) AS cpu_ms, sum(read_rows) AS r, sum(written_rows) AS w, "+
-		"substring(replaceRegexpAll(replaceRegexpAll(query, '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', '?'), '[\\n ]+', ' '), 1, 100) AS q "+
+		queryKind+" AS q "+
 		"FROM system.query_log WHERE type = 2 GROUP BY q ORDER BY cpu_ms DESC LIMIT %d FORMAT TSV", cpu, n)
 	out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput()
 	if err != nil {
