@@ -67,9 +67,11 @@ release:
 
 ## bench: the benchmarks, each beside its reference measured in the same run
 ## (bin/auditrail-bench, a harness apart from the product, runs the roles of
-## bin/auditrail beside it); each figure also goes into docs/benchmarks.md's results table
+## bin/auditrail beside it, and bin/benthos, Benthos v4.27 built from the module
+## apart bench/benthos, beside ingest); each figure also goes into docs/benchmarks.md's results table
 bench: build
 	$(GO) build -buildvcs=auto -o bin/auditrail-bench ./cmd/auditrail-bench
+	$(GO) -C bench/benthos build -o ../../bin/benthos .
 	bin/auditrail-bench --results docs/benchmarks.md $(ARGS)
 
 ## fuzz: run every fuzz target for FUZZTIME

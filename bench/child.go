@@ -10,10 +10,11 @@ import (
 	"time"
 )
 
-// roleChild is a role of the auditrail binary that a benchmark runs as a
-// child process: its output discarded, its standard error kept.
+// roleChild is a process that a benchmark runs as a child (a role of the
+// auditrail binary, or Benthos): its output discarded, its standard error
+// kept.
 type roleChild struct {
-	role   string
+	name   string // as errors name it: "auditrail ingest"
 	cmd    *exec.Cmd
 	stderr strings.Builder
 	exited chan error // its Wait's result, once
@@ -25,13 +26,23 @@ func startRole(ctx context.Context, role string, args ...string) (*roleChild, er
 	if err != nil {
 		return nil, err
 	}
-	c := &roleChild{role: role, exited: make(chan error, 1)}
-	c.cmd = exec.CommandContext(ctx, exe, append([]string{role}, args...)...)
+	return startChild(ctx, exe, "auditrail "+role, false, append([]string{role}, args...)...)
+}
+
+// startChild starts exe with args, named name in errors, keeping its
+// standard output with its standard error when logsToStdout (Benthos
+// logs there); ctx's end stops it (SIGTERM).
+func startChild(ctx context.Context, exe, name string, logsToStdout bool, args ...string) (*roleChild, error) {
+	c := &roleChild{name: name, exited: make(chan error, 1)}
+	c.cmd = exec.CommandContext(ctx, exe, args...)
 	c.cmd.Stdout, c.cmd.Stderr = io.Discard, &c.stderr
+	if logsToStdout {
+		c.cmd.Stdout = &c.stderr // one writer: exec copies both into it in one goroutine
+	}
 	c.cmd.Cancel = func() error { return c.cmd.Process.Signal(syscall.SIGTERM) }
 	c.cmd.WaitDelay = 30 * time.Second
 	if err := c.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s %s: %w", exe, role, err)
+		return nil, fmt.Errorf("start %s (%s): %w", name, exe, err)
 	}
 	go func() { c.exited <- c.cmd.Wait() }()
 	return c, nil
@@ -44,7 +55,7 @@ func (c *roleChild) stop() error {
 	err := <-c.exited
 	c.exited <- err // a later stop or check sees it too
 	if err != nil {
-		return fmt.Errorf("auditrail %s: %w: %s", c.role, err, c.stderr.String())
+		return fmt.Errorf("%s: %w: %s", c.name, err, c.stderr.String())
 	}
 	return nil
 }
@@ -55,7 +66,7 @@ func (c *roleChild) exitedEarly() error {
 	select {
 	case err := <-c.exited:
 		c.exited <- err
-		return fmt.Errorf("auditrail %s exited: %v: %s", c.role, err, c.stderr.String())
+		return fmt.Errorf("%s exited: %v: %s", c.name, err, c.stderr.String())
 	default:
 		return nil
 	}

@@ -729,9 +729,9 @@ const foldedQuery = "replaceRegexpAll(replaceRegexpAll(query, '[0-9a-f]{8}-[0-9a
 // stay apart.
 const queryKindFrom = "concat(substring(" + foldedQuery + ", 1, 60), ' … ', substring(" + foldedQuery + ", position(" + foldedQuery + ", 'FROM'), 60))"
 
-// slowQueries prints the n kinds of queries (their first 100 characters,
-// uuids made ?) run since that took the longest at their p99, with their
-// count, p50 and max (ms): what a reader waits for under load.
+// slowQueries prints the n kinds of queries (queryKindFrom) run since
+// that took the longest at their p99, with their count, p50 and max (ms):
+// what a reader waits for under load.
 func (b *costBench) slowQueries(ctx context.Context, srv *chserver.Server, since time.Time, n int) error {
 	q := "SYSTEM FLUSH LOGS"
 	if out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput(); err != nil {

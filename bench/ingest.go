@@ -37,22 +37,41 @@ type IngestResult struct {
 	// PeakRSS is the peak resident memory (VmHWM) of the `auditrail ingest`
 	// child process, in bytes.
 	PeakRSS int64
+	// IngestCPU and ServerCPU are the CPU time of ingest and of the
+	// ClickHouse server while ingest drained the stream.
+	IngestCPU, ServerCPU time.Duration
+	// Benthos is Benthos v4.27 draining the same stream into the same
+	// server (bench/benthos.go): its time, peak RSS and CPU, and the
+	// server's CPU meanwhile.
+	Benthos                      time.Duration
+	BenthosRSS                   int64
+	BenthosCPU, BenthosServerCPU time.Duration
 }
+
+// BenthosGoal is how many times faster than Benthos v4.27 ingest drains
+// the same stream into the same server.
+const BenthosGoal = 5
 
 // RSSBudget is the peak resident memory that `auditrail ingest` may use
 // while it drains a backlog (issue 10): a budget, not a measured reference.
 const RSSBudget = 256 << 20
 
 // Figures returns the figures of the result: the end-to-end rate against
-// the bare JetStream consume+ack rate (goal 0.75) and against
-// clickhouse-client inserting the same rows (goal 0.5), both measured in
-// the same run, and the peak RSS of the ingest process against its budget.
+// the bare JetStream consume+ack rate (goal 0.75), against
+// clickhouse-client inserting the same rows (goal 0.5) and against Benthos
+// v4.27 draining the same stream into the same server (goal 5), all
+// measured in the same run, and the peak RSS of the ingest process
+// against its budget.
 func (r IngestResult) Figures() []Figure {
 	pipe := rate(r.Events, r.Pipeline)
 	return []Figure{
 		{Name: "ingest end to end vs bare JetStream", Value: pipe, Unit: "ev/s", Reference: rate(r.Events, r.JSConsume), RefName: "bare JetStream consume+ack", Goal: 0.75},
 		{Name: "ingest end to end vs clickhouse-client", Value: pipe, Unit: "ev/s", Reference: rate(r.Events, r.CHClient), RefName: "clickhouse-client insert", Goal: 0.5},
 		{Name: "ingest peak RSS (VmHWM, child process)", Value: float64(r.PeakRSS) / (1 << 20), Unit: "MiB", Reference: RSSBudget / (1 << 20), RefName: "budget", Goal: 1, Lower: true},
+		{Name: "ingest end to end vs Benthos v4.27 (the same stream into the same server)", Value: pipe, Unit: "ev/s", Reference: rate(r.Events, r.Benthos),
+			RefName: fmt.Sprintf("Benthos, %.1f µs of CPU an event (ingest %.1f), the server %.1f (under ingest %.1f), peak RSS %d MiB",
+				perEvent(r.BenthosCPU, r.Events), perEvent(r.IngestCPU, r.Events), perEvent(r.BenthosServerCPU, r.Events), perEvent(r.ServerCPU, r.Events), r.BenthosRSS>>20),
+			Goal: BenthosGoal},
 	}
 }
 
@@ -117,6 +136,14 @@ func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn str
 	if err != nil {
 		return ingestRun{}, err
 	}
+	return drainedBy(ctx, child, js, icfg.Durable, n, say)
+}
+
+// drainedBy waits until child has acknowledged the n messages of js's
+// stream through its durable consumer: the time from the consumer's
+// creation to the last ack, the child's peak RSS (VmHWM, read before it is
+// stopped) and its CPU time in all; then stops it.
+func drainedBy(ctx context.Context, child *roleChild, js jetstream.JetStream, durable string, n int, say func(string, ...any)) (ingestRun, error) {
 	stop := child.stop
 	fail := func(err error) (ingestRun, error) {
 		_ = stop()
@@ -126,7 +153,9 @@ func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn str
 	// Polled every 5 ms until the consumer exists, then every 20 ms: each
 	// poll is a request to the NATS server, whose CPU ingest needs.
 	var start time.Time
-	var c jetstream.Consumer
+	var c interface {
+		Info(context.Context) (*jetstream.ConsumerInfo, error)
+	} // a pull consumer (ingest's) or a push consumer (Benthos')
 	lastReport := time.Now()
 	for {
 		poll := 20 * time.Millisecond
@@ -142,8 +171,15 @@ func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn str
 		case <-time.After(poll):
 		}
 		if c == nil {
-			if c, err = js.Consumer(ctx, schemas.StreamEvents, icfg.Durable); err != nil {
-				c = nil
+			pull, err := js.Consumer(ctx, schemas.StreamEvents, durable)
+			if err == nil {
+				c = pull
+			} else if push, perr := js.PushConsumer(ctx, schemas.StreamEvents, durable); perr == nil {
+				c = push
+			} else {
+				if time.Since(lastReport) > time.Minute {
+					return fail(fmt.Errorf("%s made no consumer %s in a minute: %v: %s", child.name, durable, err, tail(child.stderr.String(), 4000)))
+				}
 				continue // not created yet
 			}
 			start = time.Now()
@@ -173,7 +209,7 @@ func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn str
 		return ingestRun{}, err
 	}
 	if log := strings.TrimSpace(child.stderr.String()); log != "" {
-		say("auditrail ingest warned:\n%s", tail(log, 4000))
+		say("%s warned:\n%s", child.name, tail(log, 4000))
 	}
 	return ingestRun{elapsed: elapsed, rss: rss, cpu: cpu}, nil
 }
@@ -261,11 +297,32 @@ func Ingest(ctx context.Context, n int, icfg ingest.Config, progress io.Writer) 
 	msgs = nil
 	runtime.GC()
 
-	say("ingest: `auditrail ingest` in a child process consuming, storing and acknowledging %d events", n)
-	if res.Pipeline, res.PeakRSS, err = runIngestChild(ctx, icfg, ns.ClientURL(), ch.DSN("bench"), js, n, say); err != nil {
+	srvPID, err := serverPID(ch)
+	if err != nil {
 		return res, err
 	}
+	say("ingest: `auditrail ingest` in a child process consuming, storing and acknowledging %d events", n)
+	var run ingestRun
+	if res.ServerCPU, err = serverCPUOver(srvPID, func() (err error) {
+		run, err = runIngestChildCPU(ctx, icfg, ns.ClientURL(), ch.DSN("bench"), js, n, say)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	res.Pipeline, res.PeakRSS, res.IngestCPU = run.elapsed, run.rss, run.cpu
 	if err := verifyCount(ch, "bench", n); err != nil {
+		return res, err
+	}
+
+	say("reference: Benthos v4.27 draining the same %d events into the same server, bounded as ingest is", n)
+	if res.BenthosServerCPU, err = serverCPUOver(srvPID, func() (err error) {
+		run, err = runBenthos(ctx, icfg, dir, ns.ClientURL(), ch, "bench_benthos", js, n, say)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	res.Benthos, res.BenthosRSS, res.BenthosCPU = run.elapsed, run.rss, run.cpu
+	if err := verifyCount(ch, "bench_benthos", n); err != nil {
 		return res, err
 	}
 
@@ -279,6 +336,20 @@ func Ingest(ctx context.Context, n int, icfg ingest.Config, progress io.Writer) 
 		return res, err
 	}
 	return res, nil
+}
+
+// serverCPUOver is the CPU time the process pid (a ClickHouse server)
+// used while f ran.
+func serverCPUOver(pid int, f func() error) (time.Duration, error) {
+	c0, err := procCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	if err := f(); err != nil {
+		return 0, err
+	}
+	c1, err := procCPU(pid)
+	return c1 - c0, err
 }
 
 func verifyCount(ch *chserver.Server, db string, n int) error {

@@ -194,7 +194,7 @@ func run(ctx context.Context, args []string) error {
 			fmt.Println("== decode: audit/v1 payloads")
 			figures = append(figures, bench.Decode())
 		case "ingest":
-			fmt.Printf("== ingest: %d events published, measured until all are committed in ClickHouse\n", *events)
+			fmt.Printf("== ingest: %d events published, measured until all are committed in ClickHouse, beside Benthos v4.27 on the same stream and server\n", *events)
 			if err := icfg.Validate(); err != nil {
 				return cli.Usage(err)
 			}
@@ -202,7 +202,7 @@ func run(ctx context.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("ingest benchmark: %w", err)
 			}
-			fmt.Printf("  publish %s, ingest %s, clickhouse-client %s, bare JetStream consume %s\n", r.Publish, r.Pipeline, r.CHClient, r.JSConsume)
+			fmt.Printf("  publish %s, ingest %s, Benthos %s, clickhouse-client %s, bare JetStream consume %s\n", r.Publish, r.Pipeline, r.Benthos, r.CHClient, r.JSConsume)
 			figures = append(figures, r.Figures()...)
 		case "query":
 			fmt.Printf("== query: one tenant holding %d events in ClickHouse; API pages against the raw query\n", *queryEvents)
