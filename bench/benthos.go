@@ -69,7 +69,8 @@ type benthosData struct {
 
 // benthosYAML renders the pipeline's configuration: what ingest's cfg
 // bounds (batch count and bytes, batches in flight, unacknowledged
-// messages) bounds Benthos alike, so that both run in the same memory.
+// messages) bounds Benthos alike, so that both run in the same memory
+// (runBenthos also gives it ingest's soft limit of the Go heap).
 func benthosYAML(cfg ingest.Config, natsURL, durable string, ch *chserver.Server, db string) ([]byte, error) {
 	q := url.Values{"query": {"INSERT INTO " + db + ".audit_logs FORMAT JSONEachRow"}}
 	d := benthosData{
@@ -126,7 +127,10 @@ func runBenthos(ctx context.Context, cfg ingest.Config, dir, natsURL string, ch 
 	if err := os.WriteFile(path, yaml, 0o600); err != nil {
 		return ingestRun{}, err
 	}
-	child, err := startChild(ctx, exe, "benthos", true, "-c", path)
+	// The Go heap's soft limit that ingest's bounds give ingest
+	// (ingest.Config.MemoryLimit) bounds Benthos, a Go program too.
+	env := []string{"GOMEMLIMIT=" + strconv.FormatInt(cfg.MemoryLimit(), 10)}
+	child, err := startChild(ctx, exe, "benthos", true, env, "-c", path)
 	if err != nil {
 		return ingestRun{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -26,18 +27,22 @@ func startRole(ctx context.Context, role string, args ...string) (*roleChild, er
 	if err != nil {
 		return nil, err
 	}
-	return startChild(ctx, exe, "auditrail "+role, false, append([]string{role}, args...)...)
+	return startChild(ctx, exe, "auditrail "+role, false, nil, append([]string{role}, args...)...)
 }
 
-// startChild starts exe with args, named name in errors, keeping its
-// standard output with its standard error when logsToStdout (Benthos
-// logs there); ctx's end stops it (SIGTERM).
-func startChild(ctx context.Context, exe, name string, logsToStdout bool, args ...string) (*roleChild, error) {
+// startChild starts exe with args and this process's environment plus
+// env, named name in errors, keeping its standard output with its
+// standard error when logsToStdout (Benthos logs there); ctx's end stops
+// it (SIGTERM).
+func startChild(ctx context.Context, exe, name string, logsToStdout bool, env []string, args ...string) (*roleChild, error) {
 	c := &roleChild{name: name, exited: make(chan error, 1)}
 	c.cmd = exec.CommandContext(ctx, exe, args...)
 	c.cmd.Stdout, c.cmd.Stderr = io.Discard, &c.stderr
 	if logsToStdout {
 		c.cmd.Stdout = &c.stderr // one writer: exec copies both into it in one goroutine
+	}
+	if env != nil {
+		c.cmd.Env = append(os.Environ(), env...)
 	}
 	c.cmd.Cancel = func() error { return c.cmd.Process.Signal(syscall.SIGTERM) }
 	c.cmd.WaitDelay = 30 * time.Second
