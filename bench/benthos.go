@@ -48,15 +48,7 @@ func benthosBinary() (string, error) {
 	if benthosExe != "" {
 		return benthosExe, nil
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	exe := filepath.Join(filepath.Dir(self), "benthos")
-	if _, err := os.Stat(exe); err != nil {
-		return "", fmt.Errorf("the ingest benchmark runs Benthos v4.27 beside ingest, expected at %s (make bin/benthos builds it from bench/benthos): %w", exe, err)
-	}
-	return exe, nil
+	return besideSelf("benthos", "the ingest benchmark runs Benthos v4.27 beside ingest (make bench builds it from bench/benthos)")
 }
 
 // benthosData is what the configuration is rendered from.

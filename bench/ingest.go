@@ -86,13 +86,19 @@ func SetAuditrail(path string) { auditrailExe = path }
 // AuditrailBinary is the auditrail binary beside this executable (make
 // bench builds bin/auditrail-bench beside bin/auditrail).
 func AuditrailBinary() (string, error) {
+	return besideSelf("auditrail", "the benchmarks run the roles of the auditrail binary (make bench builds both)")
+}
+
+// besideSelf is the executable name in this executable's directory, or an
+// error that says why it is wanted.
+func besideSelf(name, why string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	exe := filepath.Join(filepath.Dir(self), "auditrail")
+	exe := filepath.Join(filepath.Dir(self), name)
 	if _, err := os.Stat(exe); err != nil {
-		return "", fmt.Errorf("the benchmarks run the roles of the auditrail binary, expected beside %s (make bench builds both): %w", self, err)
+		return "", fmt.Errorf("%s, expected at %s: %w", why, exe, err)
 	}
 	return exe, nil
 }

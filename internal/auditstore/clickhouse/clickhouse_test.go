@@ -208,9 +208,9 @@ func TestExecutionListingsReadBoundedHours(t *testing.T) {
 }
 
 // The newest page of a tenant writing a thousand entries a second reads a
-// window inside the newest hour, not the whole hour (rows read, from the
-// query log); it is the page a full sort gives, and a filtered page (whole
-// hours) still finds its matches.
+// window inside the newest hour, not the whole hour (granules read, from
+// the server's counters); it is the page a full sort gives, and a filtered
+// page (whole hours) still finds its matches.
 func TestNewestPageOfABusyHourReadsLittle(t *testing.T) {
 	dsn := verifyNoLeaks(t)
 	ctx := context.Background()
