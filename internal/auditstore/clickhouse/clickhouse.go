@@ -549,9 +549,9 @@ func (s *Store) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.P
 // at most an extra round, never an item. The window w (since, until)
 // narrows the scanned hours: no window starts before since or ends after
 // until, and the scan stops at since. A listing without filters starts
-// its window inside an hour that holds far more than it needs (hourSpan):
-// the newest page of a tenant writing thousands of entries a second reads
-// a few hundred of them, not the whole hour.
+// its first window inside an hour that holds far more than it needs
+// (hourSpan): the newest page of a tenant writing thousands of entries a
+// second reads a few hundred of them, not the whole hour.
 func pageByHours[T any](span hourSpan, after *auditstore.Key, w auditstore.Window, limit int, window func(lo, hi int64, limit int) ([]T, error)) ([]T, bool, error) {
 	floor, until := w.Bounds()
 	upper := min(upperBound(after), until)
@@ -577,6 +577,11 @@ func pageByHours[T any](span hourSpan, after *auditstore.Key, w auditstore.Windo
 		}
 		hi, idx, scanned = lo, j, scanned+n
 		target = nextTarget(scanned, len(items), need)
+		// Only the first window starts inside an hour: one found short
+		// says the entries are not spread as the counts let it assume,
+		// so the rest is read by whole hours, as a filtered listing's
+		// (at worst, one small read more than whole hours from the start).
+		span.asOf = 0
 	}
 	if len(items) > limit {
 		return items[:limit], true, nil
