@@ -26,6 +26,19 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // verifyNoLeaks returns the DSN of a fresh database and fails t if
 // goroutines started during t outlive it. The shared ClickHouse server (and
 // its process waiters) starts before the goroutines are taken stock of.
+// openStore opens a store on a database of its own (verifyNoLeaks),
+// closed after the test, and returns it with the database's DSN.
+func openStore(t *testing.T) (*clickhouse.Store, string) {
+	t.Helper()
+	dsn := verifyNoLeaks(t)
+	s, err := clickhouse.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dsn
+}
+
 func verifyNoLeaks(t *testing.T) string {
 	dsn := testenv.ClickHouse(t)
 	opts := []goleak.Option{goleak.IgnoreCurrent()}
@@ -156,13 +169,8 @@ func TestMigratesExecutionsWithoutPrincipal(t *testing.T) {
 // read the sort key in reverse). Rows read are counted from the server's
 // progress packets.
 func TestExecutionListingsReadBoundedHours(t *testing.T) {
-	dsn := verifyNoLeaks(t)
+	s, _ := openStore(t)
 	ctx := context.Background()
-	s, err := clickhouse.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	org := uuid.New()
 	const total, perHour = 120_000, 60
 	now := time.Now().Truncate(time.Hour).Add(30 * time.Minute)
@@ -212,13 +220,8 @@ func TestExecutionListingsReadBoundedHours(t *testing.T) {
 // the server's counters); it is the page a full sort gives, and a filtered
 // page (whole hours) still finds its matches.
 func TestNewestPageOfABusyHourReadsLittle(t *testing.T) {
-	dsn := verifyNoLeaks(t)
+	s, dsn := openStore(t)
 	ctx := context.Background()
-	s, err := clickhouse.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	conn := rawConn(t, dsn)
 	org := uuid.New()
 	const total = 100_000
@@ -299,13 +302,8 @@ func TestNewestPageOfABusyHourReadsLittle(t *testing.T) {
 // organization; an event outside the window is not found (the documented
 // limit of this store). Rows read are counted from the progress packets.
 func TestLookupReadsItsWindow(t *testing.T) {
-	dsn := verifyNoLeaks(t)
+	s, _ := openStore(t)
 	ctx := context.Background()
-	s, err := clickhouse.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	org := uuid.New()
 	const total, perHour = 100_000, 50
 	now := time.Now()

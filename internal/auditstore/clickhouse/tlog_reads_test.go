@@ -14,7 +14,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
-	"github.com/auditrail/auditrail/internal/auditstore/clickhouse"
 	"github.com/auditrail/auditrail/internal/auditstore/storetest"
 )
 
@@ -25,13 +24,8 @@ import (
 // log of 100k leaves (200k hashes, in about 400 tiles) beside another
 // organization's.
 func TestLogReadsByKey(t *testing.T) {
-	dsn := verifyNoLeaks(t)
+	s, dsn := openStore(t)
 	ctx := context.Background()
-	s, err := clickhouse.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	const n = 100_000
 	org := uuid.New()
 	storetest.BuildLog(t, s, uuid.New(), auditstore.LogAudit, n/2, 10_000)
@@ -129,13 +123,8 @@ func TestLogReadsByKey(t *testing.T) {
 // once each: a third of the server's reads under a steady load); a wrong
 // root among them is refused, the others stored.
 func TestSaveCheckpointsReadsTilesOnce(t *testing.T) {
-	dsn := verifyNoLeaks(t)
+	s, dsn := openStore(t)
 	ctx := context.Background()
-	s, err := clickhouse.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	const logs, n = 30, 300
 	var cps []auditstore.LogCheckpoint
 	for i := range logs {

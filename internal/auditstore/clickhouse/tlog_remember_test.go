@@ -19,13 +19,8 @@ import (
 // ForgetLogWrites (a sequencer taking the lease) every log is read again.
 // Every log stays the model's throughout.
 func TestAppendLogsRemembersItsOwnWrites(t *testing.T) {
-	dsn := verifyNoLeaks(t)
+	s, dsn := openStore(t)
 	ctx := context.Background()
-	s, err := clickhouse.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	other, err := clickhouse.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
