@@ -657,8 +657,8 @@ func (b *costBench) bareInsert(ctx context.Context, srv *chserver.Server, srvPID
 	}
 	defer os.Remove(tsv)
 	for _, q := range []string{"CREATE DATABASE IF NOT EXISTS bench_bare", "CREATE TABLE bench_bare.plain AS " + db + ".audit_logs"} {
-		if out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput(); err != nil {
-			return run, fmt.Errorf("%s: %v: %s", q, err, out)
+		if _, err := clientQuery(ctx, srv, q); err != nil {
+			return run, err
 		}
 	}
 	s0, err := procCPU(srvPID)
@@ -733,21 +733,16 @@ const queryKindFrom = "concat(substring(" + foldedQuery + ", 1, 60), ' … ', su
 // that took the longest at their p99, with their count, p50 and max (ms):
 // what a reader waits for under load.
 func (b *costBench) slowQueries(ctx context.Context, srv *chserver.Server, since time.Time, n int) error {
-	q := "SYSTEM FLUSH LOGS"
-	if out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v: %s", q, err, out)
+	if _, err := clientQuery(ctx, srv, "SYSTEM FLUSH LOGS"); err != nil {
+		return err
 	}
-	q = fmt.Sprintf("SELECT count() AS c, quantile(0.5)(query_duration_ms) AS p50, quantile(0.99)(query_duration_ms) AS p99, max(query_duration_ms) AS mx, "+
+	out, err := clientQuery(ctx, srv, fmt.Sprintf("SELECT count() AS c, quantile(0.5)(query_duration_ms) AS p50, quantile(0.99)(query_duration_ms) AS p99, max(query_duration_ms) AS mx, "+
 		queryKindFrom+" AS q "+
-		"FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(%d) GROUP BY q ORDER BY p99 DESC LIMIT %d FORMAT TSV", since.Unix(), n)
-	out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput()
+		"FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(%d) GROUP BY q ORDER BY p99 DESC LIMIT %d FORMAT TSV", since.Unix(), n))
 	if err != nil {
-		return fmt.Errorf("query log: %v: %s", err, out)
+		return err
 	}
-	b.say("the slowest queries of that load, by their p99 (count, p50 ms, p99 ms, max ms, query):")
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		b.say("  %s", line)
-	}
+	b.sayLines("the slowest queries of that load, by their p99 (count, p50 ms, p99 ms, max ms, query):", out)
 	return nil
 }
 
@@ -757,29 +752,22 @@ func (b *costBench) slowQueries(ctx context.Context, srv *chserver.Server, since
 // with their count, CPU and rows; and the server's CPU they leave to its
 // background work (merges), over the run.
 func (b *costBench) topQueries(ctx context.Context, srv *chserver.Server, n int, serverCPU time.Duration) error {
-	q := "SYSTEM FLUSH LOGS"
-	if out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %v: %s", q, err, out)
+	if _, err := clientQuery(ctx, srv, "SYSTEM FLUSH LOGS"); err != nil {
+		return err
 	}
 	const cpu = "(ProfileEvents.Values[indexOf(ProfileEvents.Names, 'UserTimeMicroseconds')] + " +
 		"ProfileEvents.Values[indexOf(ProfileEvents.Names, 'SystemTimeMicroseconds')])"
-	q = fmt.Sprintf("SELECT count() AS c, round(sum(%s) / 1000) AS cpu_ms, sum(read_rows) AS r, sum(written_rows) AS w, "+
+	out, err := clientQuery(ctx, srv, fmt.Sprintf("SELECT count() AS c, round(sum(%s) / 1000) AS cpu_ms, sum(read_rows) AS r, sum(written_rows) AS w, "+
 		queryKind+" AS q "+
-		"FROM system.query_log WHERE type = 2 GROUP BY q ORDER BY cpu_ms DESC LIMIT %d FORMAT TSV", cpu, n)
-	out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput()
+		"FROM system.query_log WHERE type = 2 GROUP BY q ORDER BY cpu_ms DESC LIMIT %d FORMAT TSV", cpu, n))
 	if err != nil {
-		return fmt.Errorf("query log: %v: %s", err, out)
+		return err
 	}
-	b.say("the queries dev ran, by the server's CPU (count, CPU ms, rows read, rows written, query):")
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		b.say("  %s", line)
+	b.sayLines("the queries dev ran, by the server's CPU (count, CPU ms, rows read, rows written, query):", out)
+	if out, err = clientQuery(ctx, srv, fmt.Sprintf("SELECT round(sum(%s) / 1000) FROM system.query_log WHERE type = 2", cpu)); err != nil {
+		return err
 	}
-	q = fmt.Sprintf("SELECT round(sum(%s) / 1000) FROM system.query_log WHERE type = 2", cpu)
-	out, err = exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("query log: %v: %s", err, out)
-	}
-	ms, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	ms, err := strconv.ParseFloat(out, 64)
 	if err != nil {
 		return fmt.Errorf("query log: %q: %w", out, err)
 	}
@@ -787,16 +775,30 @@ func (b *costBench) topQueries(ctx context.Context, srv *chserver.Server, n int,
 		ms, serverCPU.Milliseconds(), serverCPU.Milliseconds()-int64(ms))
 	// The merges by table, from the part log: their time is a merge
 	// thread's, about its CPU (a merge reads and writes local files).
-	q = "SELECT table, countIf(event_type = 1) AS new_parts, sum(if(event_type = 1, rows, 0)) AS rows_written, countIf(event_type = 2) AS merges, " +
-		"sum(if(event_type = 2, rows, 0)) AS rows_merged, sum(if(event_type = 2, duration_ms, 0)) AS merge_ms " +
-		"FROM system.part_log WHERE database NOT IN ('system') GROUP BY table ORDER BY merge_ms DESC FORMAT TSV"
-	out, err = exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput()
+	out, err = clientQuery(ctx, srv, "SELECT table, countIf(event_type = 1) AS new_parts, sum(if(event_type = 1, rows, 0)) AS rows_written, countIf(event_type = 2) AS merges, "+
+		"sum(if(event_type = 2, rows, 0)) AS rows_merged, sum(if(event_type = 2, duration_ms, 0)) AS merge_ms "+
+		"FROM system.part_log WHERE database NOT IN ('system') GROUP BY table ORDER BY merge_ms DESC FORMAT TSV")
 	if err != nil {
-		return fmt.Errorf("part log: %v: %s", err, out)
+		return err
 	}
-	b.say("the parts by table (table, parts written, rows written, merges, rows merged, ms merging):")
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	b.sayLines("the parts by table (table, parts written, rows written, merges, rows merged, ms merging):", out)
+	return nil
+}
+
+// clientQuery runs q with clickhouse-client on srv and answers its output,
+// trimmed.
+func clientQuery(ctx context.Context, srv *chserver.Server, q string) (string, error) {
+	out, err := exec.CommandContext(ctx, "clickhouse-client", "--port", strconv.Itoa(srv.TCPPort), "--query", q).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%.80s: %v: %s", q, err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// sayLines says title, then each line of out indented.
+func (b *costBench) sayLines(title, out string) {
+	b.say("%s", title)
+	for _, line := range strings.Split(out, "\n") {
 		b.say("  %s", line)
 	}
-	return nil
 }
