@@ -57,7 +57,7 @@ type Filter struct {
 // action, source, resource type or search (a store may then place a page
 // by its counts of entries alone).
 func (f Filter) Unfiltered() bool {
-	return f.Action == nil && f.Source == nil && f.ResourceType == nil && len(f.Search.Terms) == 0
+	return f.Action == nil && f.Source == nil && f.ResourceType == nil && f.Search.Empty()
 }
 
 // Window bounds a listing in time: Since (inclusive) and Until
@@ -174,7 +174,7 @@ type ExecQuery struct {
 // Unfiltered reports whether q keeps every execution of its window (no
 // success, user or search filter).
 func (q ExecQuery) Unfiltered() bool {
-	return q.Success == nil && q.UserID == nil && len(q.Search.Terms) == 0
+	return q.Success == nil && q.UserID == nil && q.Search.Empty()
 }
 
 // Validate checks the query.
