@@ -63,16 +63,27 @@ type loadRun struct {
 	PublishRate   float64 // events/s actually published
 }
 
-// Figures: ingest into the 2×2 cluster against one server (goal ≥ 0.5×
-// on this one machine), with each batch size; publish → queryable p99 ≤ 2
+// Figures: ingest into the 2×2 cluster against one server with ingest's
+// default flags (goal ≥ 0.8×, peak RSS ≤ 256 MiB), and with large batches
+// (no goal); publish → queryable p99 ≤ 2
 // s under the load, with the newest page p99 ≤ 50 ms at the same time, on
 // one server and on the cluster.
 func (r ClusterResult) Figures() []Figure {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	var out []Figure
-	for _, p := range r.Ingest {
-		out = append(out, Figure{Name: fmt.Sprintf("ingest into 2 shards x 2 replicas, batches of %d (events/s)", p.Batch), Value: rate(r.Events, p.Clustered), Unit: "ev/s",
-			Reference: rate(r.Events, p.Single), RefName: "ingest into one server", Goal: 0.5})
+	for i, p := range r.Ingest {
+		// With ingest's default flags: ≥ 0.8 of one server, within the
+		// memory budget of ingest. Larger batches are a figure beside it.
+		name, goal := fmt.Sprintf("ingest into 2 shards x 2 replicas, batches of %d (events/s)", p.Batch), NoRatioGoal
+		if i == 0 {
+			name, goal = "ingest into 2 shards x 2 replicas, default flags (events/s)", 0.8
+		}
+		out = append(out, Figure{Name: name, Value: rate(r.Events, p.Clustered), Unit: "ev/s",
+			Reference: rate(r.Events, p.Single), RefName: "ingest into one server", Goal: goal})
+		if i == 0 {
+			out = append(out, Figure{Name: "ingest into 2 shards x 2 replicas, default flags: peak RSS (MiB)", Value: float64(p.RSS) / (1 << 20), Unit: "MiB",
+				Reference: float64(p.SingleRSS) / (1 << 20), RefName: "into one server", Goal: NoRatioGoal, Lower: true, Max: 256})
+		}
 	}
 	for _, l := range r.Load {
 		out = append(out,

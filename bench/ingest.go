@@ -136,7 +136,7 @@ func runIngestChildCPU(ctx context.Context, icfg ingest.Config, natsURL, dsn str
 	say func(string, ...any), extra ...string) (ingestRun, error) {
 	args := []string{"--nats-url", natsURL, "--clickhouse", dsn, "--http", "127.0.0.1:0",
 		"--durable", icfg.Durable, "--batch-size", strconv.Itoa(icfg.BatchSize), "--batch-bytes", strconv.Itoa(icfg.BatchBytes),
-		"--fetch-size", strconv.Itoa(icfg.FetchSize), "--writers", strconv.Itoa(icfg.Writers), "--flush-interval", icfg.FlushInterval.String(),
+		"--fetch-size", strconv.Itoa(icfg.FetchSize), "--writers", strconv.Itoa(icfg.Writers), "--insert-rows", strconv.Itoa(icfg.InsertRows), "--flush-interval", icfg.FlushInterval.String(),
 		"--ack-wait", icfg.AckWait.String(), "--log-level", "warn"}
 	child, err := startRole(ctx, "ingest", append(args, extra...)...)
 	if err != nil {

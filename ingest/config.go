@@ -34,6 +34,12 @@ type Config struct {
 	FetchSize int
 	// FlushInterval is the longest a received event waits for its batch to fill.
 	FlushInterval time.Duration
+	// InsertRows is the most events of a streamed insert: while a backlog
+	// waits, a store that takes inserts in blocks (ClickHouse) gets
+	// several batches in one insert, and ingest keeps only their reply
+	// subjects until it commits (see stream.go). 0: every batch is an
+	// insert of its own.
+	InsertRows int
 	// MaxAckPending bounds the unacknowledged messages of the consumer; it
 	// must exceed BatchSize, because a batch is acknowledged only after
 	// commit, and is raised to (Writers+1)*BatchSize+FetchSize, what the
@@ -57,12 +63,13 @@ type Config struct {
 }
 
 // DefaultConfig fits ClickHouse, which wants few large inserts (batches of
-// up to 10k events or 6 MiB, flushed at least every second), within a
-// bounded memory: two batches being stored, one being received, and a
+// up to 10k events or 6 MiB, flushed at least every second, and while a
+// backlog waits inserts of up to 50k events streamed batch by batch),
+// within a bounded memory: two batches being stored, one being received, and a
 // client buffer of one batch's count (10k messages: one pull request per
 // batch — a tenth of that cost 0.1 of the throughput against a bare
 // consumer in make bench). Draining a backlog, `auditrail ingest` then
-// peaks at about 220 MiB RSS (make bench). The client buffer is bounded by
+// peaks at about 245 MiB RSS (make bench). The client buffer is bounded by
 // count only (nats.go drops messages when a pull is bounded by bytes): with
 // events far larger than the usual half kilobyte, lower --fetch-size.
 func DefaultConfig() Config {
@@ -73,6 +80,7 @@ func DefaultConfig() Config {
 		FetchSize:     10_000,
 		Writers:       2,
 		FlushInterval: time.Second,
+		InsertRows:    50_000,
 		MaxAckPending: 40_000,
 		AckWait:       30 * time.Second,
 		RetryMin:      100 * time.Millisecond,
@@ -87,13 +95,15 @@ func DefaultConfig() Config {
 // this configuration: a base for the clients and the runtime, plus a
 // multiple of the payload the batches in flight hold (each event is held as
 // its message, decoded, as store columns while written, and as garbage
-// until collected). With the defaults it is 192 MiB, and draining a
-// backlog `auditrail ingest` peaks at about 220 MiB RSS (make bench).
+// until collected), plus what each writer's streamed insert keeps of the
+// events it sent (their reply subjects and ids, perStreamed bytes each).
+// With the defaults it is 207 MiB, and draining a backlog `auditrail
+// ingest` peaks at about 245 MiB RSS (make bench).
 func (c Config) MemoryLimit() int64 {
-	const base, perPayloadByte = 48 << 20, 6
+	const base, perPayloadByte, perStreamed = 48 << 20, 6, 160
 	perMsg := c.BatchBytes / c.BatchSize
 	inFlight := int64(c.Writers+1)*int64(c.BatchBytes) + int64(min(c.FetchSize, c.BatchSize))*int64(perMsg)
-	return base + perPayloadByte*inFlight
+	return base + perPayloadByte*inFlight + int64(c.Writers)*int64(c.InsertRows)*perStreamed
 }
 
 // ExecutionDurable is the default durable consumer of execution events.
@@ -118,6 +128,7 @@ func (c *Config) RegisterFlags(fs *cli.Flags) {
 	fs.IntVar(&c.FetchSize, "fetch-size", "", "most messages the JetStream client buffers ahead of the batch being received")
 	fs.IntVar(&c.Writers, "writers", "", "batches written to the store at once, beside the one being received")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", "", "longest wait for a batch to fill")
+	fs.IntVar(&c.InsertRows, "insert-rows", "", "most events of an insert spanning several batches while a backlog waits (ClickHouse; 0: an insert per batch)")
 	fs.DurationVar(&c.AckWait, "ack-wait", "", "JetStream redelivery timeout of unacknowledged events")
 	c.MaxAckPending = 0
 }
@@ -135,6 +146,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: batch bytes %d < 1", ErrInvalidOption, c.BatchBytes)
 	case c.Writers < 1 || c.Writers > 16:
 		return fmt.Errorf("%w: writers %d not in 1..16", ErrInvalidOption, c.Writers)
+	case c.InsertRows < 0 || c.InsertRows > 10_000_000:
+		return fmt.Errorf("%w: insert rows %d not in 0..10000000", ErrInvalidOption, c.InsertRows)
 	case c.FetchSize < 1:
 		return fmt.Errorf("%w: fetch size %d < 1", ErrInvalidOption, c.FetchSize)
 	case c.MaxAckPending != 0 && c.MaxAckPending <= c.BatchSize:

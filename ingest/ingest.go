@@ -63,6 +63,9 @@ type Ingester[T any] struct {
 	field string
 	write func(ctx context.Context, batch []T) error
 	ping  func(ctx context.Context) error
+	// begin starts a streamed insert (nil: the store has none, and every
+	// batch is its own write).
+	begin func(ctx context.Context) (auditstore.Insert[T], error)
 
 	obs Observer // nil: none
 
@@ -78,17 +81,37 @@ type ExecutionWriter interface {
 	Ping(ctx context.Context) error
 }
 
+// auditStreamer is a store that takes streamed inserts of audit events
+// (ClickHouse): batches that arrive while a backlog waits are written as
+// blocks of one insert, and ingest keeps only their acks.
+type auditStreamer interface {
+	BeginAudit(ctx context.Context) (auditstore.Insert[schemas.AuditEvent], error)
+}
+
+// executionStreamer is auditStreamer for tool executions.
+type executionStreamer interface {
+	BeginExecutions(ctx context.Context) (auditstore.Insert[schemas.ExecutionEvent], error)
+}
+
 // NewExecution returns the ingester of tool execution events
 // (auditrail.events.*.execution); cfg.Durable should differ from the audit one.
 func NewExecution(nc *nats.Conn, store ExecutionWriter, cfg Config, log *slog.Logger) (*Ingester[schemas.ExecutionEvent], error) {
-	return newIngester(nc, cfg, log, schemas.SubjectExecAll, natsx.DecodeExecution, "started_at",
+	in, err := newIngester(nc, cfg, log, schemas.SubjectExecAll, natsx.DecodeExecution, "started_at",
 		func(e *schemas.ExecutionEvent) time.Time { return e.StartedAt }, store.WriteExecutions, store.Ping)
+	if st, ok := store.(executionStreamer); ok && err == nil {
+		in.begin = st.BeginExecutions
+	}
+	return in, err
 }
 
 // NewAudit returns the ingester of audit events (auditrail.events.*.audit).
 func NewAudit(nc *nats.Conn, store AuditWriter, cfg Config, log *slog.Logger) (*Ingester[schemas.AuditEvent], error) {
-	return newIngester(nc, cfg, log, schemas.SubjectAuditAll, natsx.DecodeAudit, "timestamp",
+	in, err := newIngester(nc, cfg, log, schemas.SubjectAuditAll, natsx.DecodeAudit, "timestamp",
 		func(e *schemas.AuditEvent) time.Time { return e.Timestamp }, store.WriteAudit, store.Ping)
+	if st, ok := store.(auditStreamer); ok && err == nil {
+		in.begin = st.BeginAudit
+	}
+	return in, err
 }
 
 func newIngester[T any](nc *nats.Conn, cfg Config, log *slog.Logger, filter string,
@@ -169,10 +192,18 @@ func (in *Ingester[T]) Run(ctx context.Context) error {
 
 // maxAckPending is Config.MaxAckPending, raised to what the batches in
 // flight hold (Writers being written, one being received, the client
-// buffer): a lower bound would stall the batch being received.
+// buffer; with streamed inserts, each writer's insert holds up to
+// InsertRows more): a lower bound would stall the batch being received.
 func (in *Ingester[T]) maxAckPending() int {
-	return max(in.cfg.MaxAckPending, (in.cfg.Writers+1)*in.cfg.BatchSize+min(in.cfg.FetchSize, in.cfg.BatchSize))
+	held := in.cfg.BatchSize
+	if in.streams() {
+		held += in.cfg.InsertRows
+	}
+	return max(in.cfg.MaxAckPending, in.cfg.Writers*held+in.cfg.BatchSize+min(in.cfg.FetchSize, in.cfg.BatchSize))
 }
+
+// streams reports whether batches are written as blocks of streamed inserts.
+func (in *Ingester[T]) streams() bool { return in.begin != nil && in.cfg.InsertRows > 0 }
 
 // consume creates the consumer and consumes until ctx ends or the consumer fails.
 func (in *Ingester[T]) consume(ctx context.Context) error {
@@ -204,7 +235,7 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 	in.ready.Store(true)
 	defer in.ready.Store(false)
 	in.log.Info("ingest started", "filter", in.filter, "batch_size", in.cfg.BatchSize, "batch_bytes", in.cfg.BatchBytes,
-		"fetch_size", min(in.cfg.FetchSize, in.cfg.BatchSize), "flush_interval", in.cfg.FlushInterval)
+		"fetch_size", min(in.cfg.FetchSize, in.cfg.BatchSize), "flush_interval", in.cfg.FlushInterval, "streamed_insert_rows", in.streamedRows())
 
 	// Two stages: this goroutine receives and decodes the next batch while
 	// Writers committers store and acknowledge the previous ones (a store
@@ -213,6 +244,10 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 	var committers sync.WaitGroup
 	for range in.cfg.Writers {
 		committers.Go(func() {
+			if in.streams() {
+				in.streamBatches(ctx, batches)
+				return
+			}
 			for b := range batches {
 				in.commitAndAck(ctx, b)
 			}
@@ -243,7 +278,7 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 // handOver passes a complete batch to the committer, keeping its messages
 // alive until they are acknowledged.
 func (in *Ingester[T]) handOver(batches chan<- *batch[T], b *batch[T]) {
-	b.stopKeepAlive = in.keepAlive(b.msgs)
+	b.stopKeepAlive = in.keepAlive(b.replies)
 	batches <- b
 }
 
@@ -299,15 +334,26 @@ type span struct{ lo, hi int }
 
 // batch is a set of received messages, decoded, and the progress of its commit.
 type batch[T any] struct {
-	msgs     []jetstream.Msg // every message, acknowledged once the batch is committed
+	n        int             // messages
+	replies  []string        // the reply subject of every message: its ack
 	good     []T             // the events to store
 	goodMsgs []jetstream.Msg // the message of each good event
 	dead     []*deadLetter   // the messages to dead-letter
-	bytes    int             // payload bytes of msgs
+	bytes    int             // payload bytes of the messages
+	// full: closed by its count or bytes, not by the flush interval.
+	full bool
+	// redelivered: a message of it was delivered before (an insert that
+	// failed, an ingest that stopped): the batch is written on its own.
+	redelivered bool
+	// marks is the highest stream sequence of the good events of each
+	// subject (set when the events are dropped; nil: read goodMsgs).
+	marks map[string]uint64
 
 	pending []span // good events not yet stored
 	started bool   // pending was set
 	marked  bool   // the commit marks were published
+	// streamed: written as a block of a streamed insert, which commits it.
+	streamed bool
 
 	stopKeepAlive func()
 }
@@ -317,8 +363,12 @@ var minTimestamp = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (b *batch[T]) add(in *Ingester[T], m jetstream.Msg) {
 	in.received.Add(1)
-	b.msgs = append(b.msgs, m)
+	b.n++
+	b.replies = append(b.replies, m.Reply())
 	b.bytes += len(m.Data())
+	if n, ok := numDelivered(m.Reply()); ok && n > 1 {
+		b.redelivered = true
+	}
 	v, err := in.accept(m)
 	if err != nil {
 		b.dead = append(b.dead, &deadLetter{msg: m, reason: err.Error()})
@@ -408,14 +458,16 @@ func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesConte
 		return nil, fmt.Errorf("next message: %w", err)
 	}
 	n := in.cfg.BatchSize
-	b := &batch[T]{msgs: make([]jetstream.Msg, 0, n), good: make([]T, 0, n), goodMsgs: make([]jetstream.Msg, 0, n)}
+	b := &batch[T]{replies: make([]string, 0, n), good: make([]T, 0, n), goodMsgs: make([]jetstream.Msg, 0, n)}
 	b.add(in, first)
 	bctx, cancel := context.WithTimeout(ctx, in.cfg.FlushInterval)
 	defer cancel()
-	for len(b.msgs) < in.cfg.BatchSize && b.bytes < in.cfg.BatchBytes {
+	b.full = true
+	for b.n < in.cfg.BatchSize && b.bytes < in.cfg.BatchBytes {
 		m, err := iter.Next(jetstream.NextContext(bctx))
 		if err != nil {
 			if bctx.Err() != nil {
+				b.full = false
 				break // the batch is due, or the run is ending: flush what we have
 			}
 			return b, fmt.Errorf("next message: %w", err)
@@ -431,34 +483,29 @@ func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesConte
 // JetStream redelivers).
 func (in *Ingester[T]) commitAndAck(ctx context.Context, b *batch[T]) {
 	// After ctx ends, the batch in hand still gets DrainTimeout to commit.
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	wctx, cancel := in.detach(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(in.cfg.DrainTimeout, cancel)
-		context.AfterFunc(wctx, func() { t.Stop() })
-	})
-	defer stop()
 
 	t0 := time.Now()
 	err := retry.Do(wctx, in.policy, func(ctx context.Context) error { return in.commit(ctx, b) },
 		func(err error, wait time.Duration) {
 			in.retries.Add(1)
-			in.log.Error("storing batch failed; retrying", "events", len(b.msgs), "backoff", wait, "err", err)
+			in.log.Error("storing batch failed; retrying", "events", b.n, "backoff", wait, "err", err)
 		})
 	b.stopKeepAlive()
 	if err != nil {
-		in.log.Warn("ingest ended before the batch was stored; it will be redelivered", "events", len(b.msgs), "err", err)
+		in.log.Warn("ingest ended before the batch was stored; it will be redelivered", "events", b.n, "err", err)
 		return
 	}
 	t1 := time.Now()
-	if in.obs != nil {
-		in.obs.ObserveCommit(t1.Sub(t0), len(b.msgs)-len(b.dead))
+	if in.obs != nil && !b.streamed { // a streamed insert is observed whole
+		in.obs.ObserveCommit(t1.Sub(t0), b.n-len(b.dead))
 	}
-	aside := map[jetstream.Msg]bool{}
+	aside := map[string]bool{}
 	dead := 0
 	for _, d := range b.dead {
 		if d.setAside {
-			aside[d.msg] = true
+			aside[d.msg.Reply()] = true
 			if err := d.msg.NakWithDelay(setAsideDelay); err != nil {
 				in.log.Warn("nak of a message set aside failed; it is redelivered after the ack wait", "err", err)
 			}
@@ -467,27 +514,49 @@ func (in *Ingester[T]) commitAndAck(ctx context.Context, b *batch[T]) {
 		dead++
 	}
 	if len(aside) == 0 {
-		in.ack(b.msgs)
+		in.ack(b.replies)
 	} else {
-		keep := make([]jetstream.Msg, 0, len(b.msgs)-len(aside))
-		for _, m := range b.msgs {
-			if !aside[m] {
-				keep = append(keep, m)
+		keep := make([]string, 0, b.n-len(aside))
+		for _, r := range b.replies {
+			if !aside[r] {
+				keep = append(keep, r)
 			}
 		}
 		in.ack(keep)
 	}
-	in.stored.Add(uint64(len(b.msgs) - len(b.dead)))
+	in.stored.Add(uint64(b.n - len(b.dead)))
 	in.deadLettered.Add(uint64(dead))
 	in.setAside.Add(uint64(len(aside)))
 	in.batches.Add(1)
-	in.log.Debug("batch committed", "events", len(b.msgs), "dead", len(b.dead), "store", t1.Sub(t0), "ack", time.Since(t1))
+	in.log.Debug("batch committed", "events", b.n, "dead", len(b.dead), "store", t1.Sub(t0), "ack", time.Since(t1))
 }
 
-// keepAlive keeps msgs from being redelivered while their batch waits for
-// the committer or is being committed (a store outage, a long split), with a
-// progress ack every third of AckWait. The returned func stops it.
-func (in *Ingester[T]) keepAlive(msgs []jetstream.Msg) (stop func()) {
+// detach returns a context for committing what is in hand: it outlives
+// ctx by DrainTimeout.
+func (in *Ingester[T]) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(in.cfg.DrainTimeout, cancel)
+		context.AfterFunc(wctx, func() { t.Stop() })
+	})
+	return wctx, func() { stop(); cancel() }
+}
+
+// The JetStream acknowledgements, published to a message's reply subject
+// (what jetstream.Msg's Ack, InProgress and Nak publish): a batch keeps
+// its reply subjects, not its messages, so that a batch written into a
+// streamed insert holds about a hundred bytes an event until it commits.
+var (
+	ackAck      = []byte("+ACK")
+	ackProgress = []byte("+WPI")
+	ackNak      = []byte("-NAK")
+)
+
+// keepAlive keeps the messages of replies from being redelivered while
+// their batch waits for the committer or is being committed (a store
+// outage, a long split, a streamed insert), with a progress ack every
+// third of AckWait. The returned func stops it.
+func (in *Ingester[T]) keepAlive(replies []string) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -498,8 +567,8 @@ func (in *Ingester[T]) keepAlive(msgs []jetstream.Msg) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				for _, m := range msgs {
-					_ = m.InProgress()
+				for _, r := range replies {
+					_ = in.nc.Publish(r, ackProgress)
 				}
 			}
 		}
@@ -510,9 +579,9 @@ func (in *Ingester[T]) keepAlive(msgs []jetstream.Msg) (stop func()) {
 // ack acknowledges every message of a committed batch. (AckAll would be
 // cheaper but unsafe: it acknowledges what other instances sharing the
 // durable still hold.)
-func (in *Ingester[T]) ack(msgs []jetstream.Msg) {
-	for _, m := range msgs {
-		if err := m.Ack(); err != nil {
+func (in *Ingester[T]) ack(replies []string) {
+	for _, r := range replies {
+		if err := in.nc.Publish(r, ackAck); err != nil {
 			in.log.Warn("ack failed; the event will be redelivered and deduplicated", "err", err)
 		}
 	}
@@ -546,15 +615,9 @@ func (in *Ingester[T]) commit(ctx context.Context, b *batch[T]) error {
 // watermark passes it (the sequencer's seals rely on it). Nothing is
 // marked twice for one batch.
 func (in *Ingester[T]) markCommitted(ctx context.Context, b *batch[T]) error {
-	if b.marked || len(b.goodMsgs) == 0 {
+	seqs := b.commitMarks()
+	if b.marked || len(seqs) == 0 {
 		return nil
-	}
-	// The highest stream sequence of each subject: the sequencer waits for
-	// ingest's watermark to pass it.
-	seqs := make(map[string]uint64)
-	for _, m := range b.goodMsgs {
-		seq, _ := streamSeq(m.Reply())
-		seqs[m.Subject()] = max(seqs[m.Subject()], seq)
 	}
 	futures := make([]jetstream.PubAckFuture, 0, len(seqs))
 	for subj, seq := range seqs {
@@ -579,6 +642,20 @@ func (in *Ingester[T]) markCommitted(ctx context.Context, b *batch[T]) error {
 	}
 	b.marked = true
 	return nil
+}
+
+// commitMarks is the highest stream sequence of the good events of each
+// subject: the sequencer waits for ingest's watermark to pass it.
+func (b *batch[T]) commitMarks() map[string]uint64 {
+	if b.marks != nil {
+		return b.marks
+	}
+	seqs := make(map[string]uint64)
+	for _, m := range b.goodMsgs {
+		seq, _ := streamSeq(m.Reply())
+		seqs[m.Subject()] = max(seqs[m.Subject()], seq)
+	}
+	return seqs
 }
 
 // writePending writes the pending spans of b. A write refused because of

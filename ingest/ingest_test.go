@@ -856,6 +856,7 @@ func TestMemoryLimit(t *testing.T) {
 	}{
 		{"batch bytes", func(c *ingest.Config) { c.BatchBytes *= 2 }},
 		{"writers", func(c *ingest.Config) { c.Writers++ }},
+		{"insert rows", func(c *ingest.Config) { c.InsertRows *= 2 }},
 	} {
 		c := ingest.DefaultConfig()
 		tc.mod(&c)
@@ -868,5 +869,81 @@ func TestMemoryLimit(t *testing.T) {
 	small.FetchSize = d.BatchSize / 4
 	if small.MemoryLimit() >= d.MemoryLimit() {
 		t.Errorf("a smaller client buffer: memory limit %d not below the default %d", small.MemoryLimit(), d.MemoryLimit())
+	}
+}
+
+// commits records the rows of every commit an ingester reports.
+type commits struct {
+	mu   sync.Mutex
+	rows []int
+}
+
+func (c *commits) ObserveCommit(_ time.Duration, rows int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rows = append(c.rows, rows)
+}
+
+func (c *commits) largest() (most, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.rows {
+		most = max(most, r)
+	}
+	return most, len(c.rows)
+}
+
+// A backlog drained into ClickHouse is written in inserts of several
+// batches (streamed: ingest keeps only the acks of what it sent). A row
+// the store refuses fails its whole insert: the insert's events are
+// delivered again and written batch by batch, the refused row alone goes
+// to the DLQ, and every other event is stored once.
+func TestBacklogIsStreamedInFewInserts(t *testing.T) {
+	store := backends()[1].open(t)
+	_, nc, js := testenv.NATS(t)
+	cfg := testConfig()
+	cfg.InsertRows = 3000
+	cfg.FlushInterval = 500 * time.Millisecond
+	org := uuid.New()
+	var evs, good []*schemas.AuditEvent
+	var bad *schemas.AuditEvent
+	for i := range 8000 {
+		e := event(org, time.Now().Add(-time.Duration(i)*time.Millisecond))
+		if i == 5321 {
+			e.Data = bigData(rowLimit + 1)
+			bad = e
+		} else {
+			good = append(good, e)
+		}
+		evs = append(evs, e)
+	}
+	publish(t, newPublisher(t, nc), evs) // the backlog, before ingest starts
+	refused, _ := bad.Marshal()          // as published, with the salt the publisher gave
+	in, err := ingest.NewAudit(nc, store, cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen commits
+	in.ObserveWith(&seen)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testenv.Eventually(t, 10*time.Second, "ingester ready", in.Ready)
+	testenv.Eventually(t, 60*time.Second, "the backlog committed", func() bool {
+		ack, pending := consumerPending(t, js, cfg.Durable)
+		return ack == 0 && pending == 0 && in.Stats().Stored+in.Stats().DeadLettered >= uint64(len(evs))
+	})
+	checkExactlyOnce(t, store, org, good)
+	if reason := dlqReasons(t, js)[string(refused)]; !contains(reason, "store refused") {
+		t.Fatalf("the refused event's dead letter: %q", reason)
+	}
+	most, n := seen.largest()
+	t.Logf("%d commits, the largest %d rows; stats %+v", n, most, in.Stats())
+	if most <= cfg.BatchSize {
+		t.Fatalf("the largest insert holds %d rows: no insert spanned batches of %d", most, cfg.BatchSize)
+	}
+	if st := in.Stats(); st.Refused != 1 || st.DeadLettered != 1 || st.Stored != uint64(len(good)) || st.Retries == 0 {
+		t.Errorf("stats %+v: want 1 refused, %d stored, and the failed insert counted as a retry", st, len(good))
 	}
 }

@@ -15,3 +15,13 @@ var (
 	// are accepted later.
 	ErrBusy = errors.New("store busy")
 )
+
+// ErrInsertFull marks a block that an open Insert cannot take without
+// breaking a limit of the store (too many partitions in one insert): the
+// caller commits the insert and writes the block in a new one. Nothing of
+// the block was written.
+var ErrInsertFull = errors.New("the insert is full")
+
+// ErrNoInserts answers a request for a streamed Insert of a store that
+// writes batch by batch (SQLite): the caller writes each batch on its own.
+var ErrNoInserts = errors.New("the store takes no streamed inserts")

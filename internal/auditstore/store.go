@@ -42,6 +42,30 @@ type Store interface {
 	Close() error
 }
 
+// Insert is one write of a store that takes its rows in several blocks
+// and makes them visible together, when it commits: a store that writes
+// large inserts cheaply (ClickHouse makes one part of each table per
+// insert, whatever its blocks) lets ingest send each batch as it arrives
+// and keep none of it, however many batches the insert spans. Rows
+// already stored, or written earlier in the same insert, are not written
+// again, as WriteAudit's. Not safe for concurrent use.
+type Insert[T any] interface {
+	// Write sends a block. ErrInsertFull: nothing of it was written; the
+	// insert takes no more blocks, and can still commit. Any other error
+	// ends the insert (Abort it): some of its rows may be stored, and
+	// writing them again stores them once.
+	Write(ctx context.Context, events []T) error
+	// Commit returns nil once every row written is durably stored.
+	Commit(ctx context.Context) error
+	// Rows is the number of rows written (copies left out).
+	Rows() int
+	// Abort ends an insert that will not commit. Rows already sent may
+	// still be stored (ClickHouse 18.16 ends an INSERT whose client goes
+	// away as if it had finished), so the caller writes them again, which
+	// stores them once.
+	Abort()
+}
+
 // Filter narrows a listing; nil fields do not filter.
 type Filter struct {
 	Action       *schemas.AuditAction

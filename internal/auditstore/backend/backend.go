@@ -182,6 +182,35 @@ func (p *Pending) WriteAudit(ctx context.Context, evs []schemas.AuditEvent) erro
 	return s.WriteAudit(ctx, evs)
 }
 
+// BeginAudit is the open store's streamed insert of audit events
+// (auditstore.ErrNoInserts when it has none; ErrNotReady before it is open).
+func (p *Pending) BeginAudit(ctx context.Context) (auditstore.Insert[schemas.AuditEvent], error) {
+	s, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := s.(interface {
+		BeginAudit(context.Context) (auditstore.Insert[schemas.AuditEvent], error)
+	}); ok {
+		return b.BeginAudit(ctx)
+	}
+	return nil, auditstore.ErrNoInserts
+}
+
+// BeginExecutions is BeginAudit for tool executions.
+func (p *Pending) BeginExecutions(ctx context.Context) (auditstore.Insert[schemas.ExecutionEvent], error) {
+	s, err := p.get()
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := s.(interface {
+		BeginExecutions(context.Context) (auditstore.Insert[schemas.ExecutionEvent], error)
+	}); ok {
+		return b.BeginExecutions(ctx)
+	}
+	return nil, auditstore.ErrNoInserts
+}
+
 func (p *Pending) ListAudit(ctx context.Context, q auditstore.Query) (auditstore.Page, error) {
 	s, err := p.get()
 	if err != nil {

@@ -384,6 +384,22 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 	if len(events) == 0 {
 		return nil
 	}
+	batch, err := s.conn.PrepareBatch(ctx, insertAuditSQL)
+	if err != nil {
+		return fmt.Errorf("clickhouse prepare batch: %w", err)
+	}
+	defer batch.Abort()
+	if err := s.appendAuditRows(batch, events); err != nil {
+		return err
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("clickhouse insert %d rows: %w", len(events), classify(err))
+	}
+	return nil
+}
+
+// appendAuditRows appends events to batch as one block of columns.
+func (s *Store) appendAuditRows(batch driver.Batch, events []schemas.AuditEvent) error {
 	now := s.now()
 	n := len(events)
 	var (
@@ -451,13 +467,9 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 		ver[i] = math.MaxInt64 - uint64(createdMS[i])
 		seq[i] = e.Stored.Seq
 	}
-	batch, err := s.conn.PrepareBatch(ctx, insertAuditSQL)
-	if err != nil {
-		return fmt.Errorf("clickhouse prepare batch: %w", err)
-	}
-	defer batch.Abort()
 	leaf := make([]string, n)
 	if s.leaves != nil {
+		var err error
 		for i := range leaf {
 			r := auditstore.StoredRow{EventID: eventID[i], ID: id[i], OrgID: org[i], TsMS: ts[i], CreatedMS: createdMS[i],
 				Action: action[i], Source: source[i], DisplayName: display[i], PrincipalID: principal[i], PrincipalType: ptype[i],
@@ -473,9 +485,6 @@ func (s *Store) writeAuditRows(ctx context.Context, events []schemas.AuditEvent)
 		if err := batch.Column(i).Append(col); err != nil {
 			return fmt.Errorf("clickhouse append column %d: %w", i, err)
 		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("clickhouse insert %d rows: %w", n, classify(err))
 	}
 	return nil
 }

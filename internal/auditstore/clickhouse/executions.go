@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/auditrail/auditrail/internal/auditstore"
 	"github.com/auditrail/auditrail/schemas"
 )
@@ -66,12 +68,23 @@ func (s *Store) writeExecutionRows(ctx context.Context, events []schemas.Executi
 	if len(events) == 0 {
 		return nil
 	}
-	now := s.now()
 	batch, err := s.conn.PrepareBatch(ctx, insertExecutionSQL)
 	if err != nil {
 		return fmt.Errorf("clickhouse prepare batch: %w", err)
 	}
 	defer batch.Abort()
+	if err := s.appendExecutionRows(batch, events); err != nil {
+		return err
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("clickhouse insert %d executions: %w", len(events), classify(err))
+	}
+	return nil
+}
+
+// appendExecutionRows appends events to batch, row by row.
+func (s *Store) appendExecutionRows(batch driver.Batch, events []schemas.ExecutionEvent) error {
+	now := s.now()
 	for i := range events {
 		created := auditstore.CreatedMS(events[i].Stored, now)
 		row, err := auditstore.NewExecRow(&events[i], created)
@@ -85,9 +98,6 @@ func (s *Store) writeExecutionRows(ctx context.Context, events []schemas.Executi
 		if err := batch.Append(append(row.Values(), uint64(math.MaxInt64-created), row.Seq, leaf)...); err != nil {
 			return fmt.Errorf("clickhouse append execution: %w", err)
 		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("clickhouse insert %d executions: %w", len(events), classify(err))
 	}
 	return nil
 }
