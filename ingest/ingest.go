@@ -242,10 +242,10 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 	// write is mostly waiting for the store).
 	batches := make(chan *batch[T])
 	var committers sync.WaitGroup
-	for range in.cfg.Writers {
+	for w := range in.cfg.Writers {
 		committers.Go(func() {
 			if in.streams() {
-				in.streamBatches(ctx, batches)
+				in.streamBatches(ctx, batches, w)
 				return
 			}
 			for b := range batches {

@@ -50,9 +50,12 @@ func (in *Ingester[T]) streamedRows() int {
 // streamBatches is a committer with streamed inserts: it writes the
 // batches it receives into its open insert, and commits the insert when
 // no backlog waits behind its last batch, when it holds InsertRows events,
-// or when no batch came for FlushInterval.
-func (in *Ingester[T]) streamBatches(ctx context.Context, batches <-chan *batch[T]) {
+// or when no batch came for FlushInterval. Writer w's first insert holds
+// (w+1)/Writers of InsertRows, so that the writers' inserts commit in
+// turn, not all at once while nobody sends.
+func (in *Ingester[T]) streamBatches(ctx context.Context, batches <-chan *batch[T], w int) {
 	var open *openInsert[T]
+	limit := max(1, in.cfg.InsertRows*(w+1)/in.cfg.Writers)
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()
@@ -69,8 +72,10 @@ func (in *Ingester[T]) streamBatches(ctx context.Context, batches <-chan *batch[
 				}
 				return
 			}
-			open = in.stream(ctx, open, b)
-			if open != nil {
+			open = in.stream(ctx, open, b, limit)
+			if open == nil {
+				limit = in.cfg.InsertRows
+			} else {
 				idle.Reset(in.cfg.FlushInterval)
 			}
 		case <-due:
@@ -81,8 +86,9 @@ func (in *Ingester[T]) streamBatches(ctx context.Context, batches <-chan *batch[
 }
 
 // stream writes b into open (a new insert when nil) and returns the insert
-// still open after it (nil: committed, or b was written on its own).
-func (in *Ingester[T]) stream(ctx context.Context, open *openInsert[T], b *batch[T]) *openInsert[T] {
+// still open after it (nil: committed, or b was written on its own); the
+// insert commits once it holds limit events.
+func (in *Ingester[T]) stream(ctx context.Context, open *openInsert[T], b *batch[T], limit int) *openInsert[T] {
 	if b.redelivered || len(b.good) == 0 {
 		in.commitAndAck(ctx, b)
 		return open
@@ -106,7 +112,7 @@ func (in *Ingester[T]) stream(ctx context.Context, open *openInsert[T], b *batch
 			b.sent()
 			open.batches = append(open.batches, b)
 			open.events += b.n
-			if open.events >= in.cfg.InsertRows || !backlogBehind(b, in.cfg.BatchSize) {
+			if open.events >= limit || !backlogBehind(b, in.cfg.BatchSize) {
 				in.finish(ctx, open)
 				return nil
 			}
