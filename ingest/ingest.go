@@ -340,8 +340,6 @@ type batch[T any] struct {
 	goodMsgs []jetstream.Msg // the message of each good event
 	dead     []*deadLetter   // the messages to dead-letter
 	bytes    int             // payload bytes of the messages
-	// full: closed by its count or bytes, not by the flush interval.
-	full bool
 	// redelivered: a message of it was delivered before (an insert that
 	// failed, an ingest that stopped): the batch is written on its own.
 	redelivered bool
@@ -462,12 +460,10 @@ func (in *Ingester[T]) collect(ctx context.Context, iter jetstream.MessagesConte
 	b.add(in, first)
 	bctx, cancel := context.WithTimeout(ctx, in.cfg.FlushInterval)
 	defer cancel()
-	b.full = true
 	for b.n < in.cfg.BatchSize && b.bytes < in.cfg.BatchBytes {
 		m, err := iter.Next(jetstream.NextContext(bctx))
 		if err != nil {
 			if bctx.Err() != nil {
-				b.full = false
 				break // the batch is due, or the run is ending: flush what we have
 			}
 			return b, fmt.Errorf("next message: %w", err)

@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"errors"
-	"maps"
 	"time"
 
 	"github.com/auditrail/auditrail/internal/auditstore"
@@ -159,7 +158,7 @@ func backlogBehind[T any](b *batch[T], batchSize int) bool {
 // insert: it keeps its reply subjects, its dead letters and its commit
 // marks.
 func (b *batch[T]) sent() {
-	b.marks = maps.Clone(b.commitMarks())
+	b.marks = b.commitMarks()
 	b.good, b.goodMsgs = nil, nil
 	b.started, b.pending, b.streamed = true, nil, true
 }

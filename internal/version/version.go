@@ -10,7 +10,7 @@ import (
 
 // Release is the semantic version this source is, or is being prepared
 // as: the first version heading of CHANGELOG.md.
-const Release = "0.12.3"
+const Release = "0.12.4"
 
 // tagged is "true" in the binaries make release builds (-ldflags -X);
 // any other build is a development build of Release.

@@ -165,3 +165,48 @@ func TestStreamedInsert(t *testing.T) {
 		}
 	})
 }
+
+// Tool executions stream the same way: blocks of one insert, visible at
+// its commit, copies across blocks written once.
+func TestStreamedInsertOfExecutions(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := context.Background()
+	org := uuid.New()
+	now := time.Now().Truncate(time.Millisecond)
+	block := func(n int, from time.Time) []schemas.ExecutionEvent {
+		evs := make([]schemas.ExecutionEvent, n)
+		for i := range evs {
+			id := uuid.NewString()
+			evs[i] = schemas.ExecutionEvent{EventID: id, ExecutionID: id, OrganizationID: org.String(), UserID: "u1",
+				Tool:      schemas.ToolRef{Toolkit: "tk", Name: "tool"},
+				StartedAt: from.Add(-time.Duration(i) * time.Millisecond), EndedAt: from, Success: true}
+		}
+		return evs
+	}
+	listed := func() int {
+		page, err := s.ListExecutions(ctx, auditstore.ExecQuery{OrgID: org, Limit: auditstore.MaxLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Items)
+	}
+	ins, err := s.BeginExecutions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, b2 := block(300, now), block(300, now.Add(-time.Second))
+	for _, b := range [][]schemas.ExecutionEvent{b1, append(b2, b1[:20]...)} {
+		if err := ins.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := listed(); n != 0 {
+		t.Fatalf("%d executions listed before the commit", n)
+	}
+	if err := ins.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ins.Rows() != 600 || listed() != 600 {
+		t.Fatalf("%d rows written, %d listed; want 600", ins.Rows(), listed())
+	}
+}
