@@ -66,6 +66,9 @@ type Ingester[T any] struct {
 	// begin starts a streamed insert (nil: the store has none, and every
 	// batch is its own write).
 	begin func(ctx context.Context) (auditstore.Insert[T], error)
+	// noInserts: begin answered auditstore.ErrNoInserts (the store behind
+	// a wrapper takes none): every batch is its own write.
+	noInserts atomic.Bool
 
 	obs Observer // nil: none
 

@@ -49,12 +49,13 @@ func (in *Ingester[T]) streamedRows() int {
 // streamBatches is a committer with streamed inserts: it writes the
 // batches it receives into its open insert, and commits the insert when
 // no backlog waits behind its last batch, when it holds InsertRows events,
-// or when no batch came for FlushInterval. Writer w's first insert holds
-// (w+1)/Writers of InsertRows, so that the writers' inserts commit in
-// turn, not all at once while nobody sends.
+// or when no batch came for FlushInterval. The first insert of a backlog
+// holds (w+1)/Writers of InsertRows for writer w, so that the writers'
+// inserts commit in turn, not all at once while nobody sends.
 func (in *Ingester[T]) streamBatches(ctx context.Context, batches <-chan *batch[T], w int) {
 	var open *openInsert[T]
-	limit := max(1, in.cfg.InsertRows*(w+1)/in.cfg.Writers)
+	first := max(1, in.cfg.InsertRows*(w+1)/in.cfg.Writers)
+	limit := first
 	idle := time.NewTimer(time.Hour)
 	idle.Stop()
 	defer idle.Stop()
@@ -71,36 +72,41 @@ func (in *Ingester[T]) streamBatches(ctx context.Context, batches <-chan *batch[
 				}
 				return
 			}
-			open = in.stream(ctx, open, b, limit)
-			if open == nil {
-				limit = in.cfg.InsertRows
-			} else {
+			var full bool
+			if open, full = in.stream(ctx, open, b, limit); full {
+				limit = in.cfg.InsertRows // the backlog goes on: the writers are staggered
+			} else if open == nil {
+				limit = first
+			}
+			if open != nil {
 				idle.Reset(in.cfg.FlushInterval)
 			}
 		case <-due:
 			in.finish(ctx, open)
-			open = nil
+			open, limit = nil, first
 		}
 	}
 }
 
 // stream writes b into open (a new insert when nil) and returns the insert
 // still open after it (nil: committed, or b was written on its own); the
-// insert commits once it holds limit events.
-func (in *Ingester[T]) stream(ctx context.Context, open *openInsert[T], b *batch[T], limit int) *openInsert[T] {
-	if b.redelivered || len(b.good) == 0 {
+// insert commits once it holds limit events (full).
+func (in *Ingester[T]) stream(ctx context.Context, open *openInsert[T], b *batch[T], limit int) (_ *openInsert[T], full bool) {
+	if b.redelivered || len(b.good) == 0 || in.noInserts.Load() {
 		in.commitAndAck(ctx, b)
-		return open
+		return open, false
 	}
 	for range 2 {
 		if open == nil {
 			var err error
 			if open, err = in.beginInsert(ctx); err != nil {
-				if !errors.Is(err, auditstore.ErrNoInserts) {
+				if errors.Is(err, auditstore.ErrNoInserts) {
+					in.noInserts.Store(true) // the store behind a wrapper has none (SQLite)
+				} else {
 					in.log.Warn("a streamed insert cannot start; the batch is written on its own", "err", err)
 				}
 				in.commitAndAck(ctx, b)
-				return nil
+				return nil, false
 			}
 		}
 		t0 := time.Now()
@@ -111,11 +117,11 @@ func (in *Ingester[T]) stream(ctx context.Context, open *openInsert[T], b *batch
 			b.sent()
 			open.batches = append(open.batches, b)
 			open.events += b.n
-			if open.events >= limit || !backlogBehind(b, in.cfg.BatchSize) {
+			if full = open.events >= limit; full || !backlogBehind(b, in.cfg.BatchSize) {
 				in.finish(ctx, open)
-				return nil
+				return nil, full
 			}
-			return open
+			return open, false
 		case errors.Is(err, auditstore.ErrInsertFull) && open.ins.Rows() > 0:
 			in.finish(ctx, open) // and b goes into a new insert
 			open = nil
@@ -124,11 +130,11 @@ func (in *Ingester[T]) stream(ctx context.Context, open *openInsert[T], b *batch
 			// the insert held is delivered again.
 			in.abandon(open, err)
 			in.commitAndAck(ctx, b)
-			return nil
+			return nil, false
 		}
 	}
 	in.commitAndAck(ctx, b) // unreachable: a new insert is never full
-	return nil
+	return nil, false
 }
 
 // beginInsert starts a streamed insert whose context outlives ctx by
