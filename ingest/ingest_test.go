@@ -947,3 +947,42 @@ func TestBacklogIsStreamedInFewInserts(t *testing.T) {
 		t.Errorf("stats %+v: want 1 refused, %d stored, and the failed insert counted as a retry", st, len(good))
 	}
 }
+
+// An ingester stopped while it drains a backlog into ClickHouse (streamed
+// inserts open) commits what it holds; the next one stores the rest:
+// every event once, nothing left pending.
+func TestStopMidBacklogThenResume(t *testing.T) {
+	store := backends()[1].open(t)
+	_, nc, js := testenv.NATS(t)
+	cfg := testConfig()
+	cfg.InsertRows = 5000
+	cfg.FlushInterval = 500 * time.Millisecond
+	cfg.AckWait = 3 * time.Second // what the first leaves unacknowledged comes back soon
+	org := uuid.New()
+	var evs []*schemas.AuditEvent
+	for i := range 30_000 {
+		evs = append(evs, event(org, time.Now().Add(-time.Duration(i)*time.Millisecond)))
+	}
+	publish(t, newPublisher(t, nc), evs)
+	first, stop := runIngester(t, nc, store, cfg)
+	testenv.Eventually(t, 60*time.Second, "part of the backlog stored", func() bool { return first.Stats().Stored >= 3000 })
+	stop()
+	st := first.Stats()
+	t.Logf("the first ingester stopped after %+v", st)
+	if st.Stored >= uint64(len(evs)) {
+		t.Skip("the backlog was drained before the stop")
+	}
+	// A graceful stop commits the open inserts and the batch in hand.
+	if ack, _ := consumerPending(t, js, cfg.Durable); ack != 0 || st.Stored != st.Received {
+		t.Fatalf("after a graceful stop: %d messages unacknowledged, %d of %d received stored", ack, st.Stored, st.Received)
+	}
+	second, _ := runIngester(t, nc, store, cfg)
+	testenv.Eventually(t, 90*time.Second, "the rest stored", func() bool {
+		ack, pending := consumerPending(t, js, cfg.Durable)
+		return ack == 0 && pending == 0 && first.Stats().Stored+second.Stats().Stored >= uint64(len(evs))
+	})
+	checkExactlyOnce(t, store, org, evs)
+	if d := first.Stats().DeadLettered + second.Stats().DeadLettered; d != 0 {
+		t.Fatalf("%d events dead-lettered", d)
+	}
+}
