@@ -42,6 +42,10 @@ type CostConfig struct {
 	// and `auditrail tlog` as separate processes into one server (0: not
 	// run).
 	Drain int
+	// Roles: the steady load also runs through ingest, tlog, query and
+	// controlplane as separate processes on one server, with a feed
+	// poller and a page reader (see roles).
+	Roles bool
 	// QueryLog: dev's queries on one server are logged (system.query_log,
 	// which costs the server CPU of its own) and the most frequent are
 	// printed: where the server's CPU goes.
@@ -59,7 +63,7 @@ type CostConfig struct {
 
 // DefaultCostConfig is what `auditrail bench` runs.
 func DefaultCostConfig(exe string) CostConfig {
-	return CostConfig{Exe: exe, Rate: 3000, Duration: 40 * time.Second, Orgs: 20, Cluster: true, Drain: 1_000_000,
+	return CostConfig{Exe: exe, Rate: 3000, Duration: 40 * time.Second, Orgs: 20, Cluster: true, Drain: 1_000_000, Roles: true,
 		LoadFor: time.Minute, CapacityFor: 15 * time.Second}
 }
 
@@ -144,6 +148,8 @@ type CostResult struct {
 	Bare CostRun
 	// Drain: the separate roles draining a backlog (no Events without it).
 	Drain CostRun
+	// Roles: the separate roles under the steady load (no Events without it).
+	Roles CostRun
 	// Capacity is dev's on one server (events/s stored and signed,
 	// publishing included); Loads its latencies at half and at 80 % of it.
 	Capacity float64
@@ -205,6 +211,18 @@ func (r CostResult) Figures() []Figure {
 			if p.RSS > 0 && p.Name != procServer {
 				out = append(out, Figure{Name: "peak RSS of " + p.Name + ", draining the backlog (MiB)", Value: mib(p.RSS), Unit: "MiB",
 					Reference: mib(one.RSS(procDev)), RefName: "dev's, every role, under the steady load", Goal: NoRatioGoal, Lower: true})
+			}
+		}
+	}
+	if r.Roles.Events > 0 {
+		out = append(out, Figure{Name: "CPU per event, " + r.Roles.Name + " (µs)", Value: r.Roles.PerEvent(r.Roles.Total()), Unit: "µs",
+			Reference: one.PerEvent(one.Total()), RefName: one.Name, Goal: NoRatioGoal, Lower: true})
+		for _, p := range r.Roles.Procs {
+			if p.Counted && p.Name != procServer {
+				out = append(out, Figure{Name: "CPU per event of " + p.Name + ", a separate process under the steady load (µs)", Value: r.Roles.PerEvent(p.CPU), Unit: "µs",
+					Reference: one.PerEvent(one.CPU(procDev)), RefName: "dev's, every role", Goal: NoRatioGoal, Lower: true})
+				out = append(out, Figure{Name: "peak RSS of " + p.Name + ", a separate process under the steady load (MiB)", Value: float64(p.RSS) / (1 << 20), Unit: "MiB",
+					Reference: float64(one.RSS(procDev)) / (1 << 20), RefName: "dev's, every role, under the steady load", Goal: NoRatioGoal, Lower: true})
 			}
 		}
 	}
@@ -334,6 +352,13 @@ func Cost(ctx context.Context, cfg CostConfig, progress io.Writer) (r CostResult
 			return r, err
 		}
 		r.Drain.print(b.say)
+	}
+	if cfg.Roles {
+		b.say("the roles as separate processes under the same load: ingest, tlog, query (a feed poller, a page reader) and controlplane on one server")
+		if r.Roles, err = b.roles(ctx, srv, srvPID); err != nil {
+			return r, err
+		}
+		r.Roles.print(b.say)
 	}
 	srv.Stop()
 
@@ -519,35 +544,18 @@ func (b *costBench) steady(ctx context.Context, name, dir, dsn string, devArgs [
 	}
 
 	orgs := make([]uuid.UUID, b.cfg.Orgs)
-	gens := make([]*synth.Generator, b.cfg.Orgs)
 	for i := range orgs {
 		orgs[i] = uuid.New()
-		gens[i] = synth.New(orgs[i], 3, uint64(i+1))
 	}
-	counts := map[uuid.UUID]int64{}
-	var kept []schemas.AuditEvent
-	const tick = 50 * time.Millisecond
-	per := max(1, b.cfg.Rate*int(tick/time.Millisecond)/1000)
 	start := time.Now()
-	published := 0
-	for next := start; time.Since(start) < b.cfg.Duration; next = next.Add(tick) {
-		time.Sleep(time.Until(next))
-		evs := make([]producers.Event, per)
-		for i := range evs {
-			j := (published + i) % len(orgs)
-			e := gens[j].Event(time.Now())
-			counts[orgs[j]]++
-			if keep {
-				kept = append(kept, e)
-			}
-			evs[i] = &e
-		}
-		if err := pub.PublishBatch(ctx, evs); err != nil {
-			return run, nil, fmt.Errorf("publish: %w", err)
-		}
-		published += per
+	counts, kept, err := b.publishSteady(ctx, pub, orgs, keep)
+	if err != nil {
+		return run, nil, err
 	}
-	run.Events, run.Rate = published, float64(published)/time.Since(start).Seconds()
+	for _, c := range counts {
+		run.Events += int(c)
+	}
+	run.Rate = float64(run.Events) / time.Since(start).Seconds()
 	if err := signed.wait(ctx, counts, 10*time.Minute, b.say); err != nil {
 		return run, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -569,6 +577,40 @@ func (b *costBench) steady(ctx context.Context, name, dir, dsn string, devArgs [
 		return run, nil, fmt.Errorf("%s: every log signed, yet ingest's backlog is %d (%v)", name, backlog, err)
 	}
 	return run, kept, nil
+}
+
+// publishSteady publishes cfg.Rate events/s of orgs (round robin) for
+// cfg.Duration, in a batch every 50 ms, and answers how many each got
+// (and, with keep, the events).
+func (b *costBench) publishSteady(ctx context.Context, pub *producers.Publisher, orgs []uuid.UUID, keep bool) (map[uuid.UUID]int64, []schemas.AuditEvent, error) {
+	gens := make([]*synth.Generator, len(orgs))
+	for i := range orgs {
+		gens[i] = synth.New(orgs[i], 3, uint64(i+1))
+	}
+	counts := map[uuid.UUID]int64{}
+	var kept []schemas.AuditEvent
+	const tick = 50 * time.Millisecond
+	per := max(1, b.cfg.Rate*int(tick/time.Millisecond)/1000)
+	start := time.Now()
+	published := 0
+	for next := start; time.Since(start) < b.cfg.Duration; next = next.Add(tick) {
+		time.Sleep(time.Until(next))
+		evs := make([]producers.Event, per)
+		for i := range evs {
+			j := (published + i) % len(orgs)
+			e := gens[j].Event(time.Now())
+			counts[orgs[j]]++
+			if keep {
+				kept = append(kept, e)
+			}
+			evs[i] = &e
+		}
+		if err := pub.PublishBatch(ctx, evs); err != nil {
+			return nil, nil, fmt.Errorf("publish: %w", err)
+		}
+		published += per
+	}
+	return counts, kept, nil
 }
 
 // costIdle is how long steady measures dev at rest before it publishes.

@@ -34,7 +34,7 @@ func TestCostBenchmarkRuns(t *testing.T) {
 	defer SetAuditrail("")
 	profiles := t.TempDir()
 	cfg := CostConfig{Exe: exe, Rate: 300, Duration: 3 * time.Second, Orgs: 3, Drain: 3000, QueryLog: true, ProfileDir: profiles,
-		LoadFor: 3 * time.Second, CapacityFor: 2 * time.Second}
+		LoadFor: 3 * time.Second, CapacityFor: 2 * time.Second, Roles: true}
 	r, err := Cost(ctx, cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestCostBenchmarkRuns(t *testing.T) {
 	if len(r.Dev) != 2 || r.Drain.Events != cfg.Drain {
 		t.Fatalf("%d dev runs, a drain of %d events", len(r.Dev), r.Drain.Events)
 	}
-	for _, run := range append(r.Dev, r.Drain, r.Bare) {
+	for _, run := range append(r.Dev, r.Drain, r.Bare, r.Roles) {
 		if run.Events < 100 || run.Total() <= 0 {
 			t.Fatalf("%s: %d events, %s of CPU", run.Name, run.Events, run.Total())
 		}
@@ -64,16 +64,29 @@ func TestCostBenchmarkRuns(t *testing.T) {
 			t.Fatalf("at %.0f%%: %d published, visible p99 %s, page p99 %s", 100*l.Share, l.published, l.visible.P99, l.page.P99)
 		}
 	}
+	// The separate roles: each of the four, and the server, worked.
+	var roles []string
+	for _, p := range r.Roles.Procs {
+		if p.Counted && p.Name != procServer {
+			roles = append(roles, p.Name)
+		}
+	}
+	if r.Roles.Events < 100 || len(roles) != 4 {
+		t.Fatalf("the separate roles: %d events, roles %q", r.Roles.Events, roles)
+	}
 	figs := r.Figures()
 	// Dev and its server, the server's share, SQLite, the drain, the peak
-	// RSS of ingest and of tlog, the two loads' latencies.
-	if len(figs) != 10 || figs[0].Max != CostGoalUS || figs[1].Goal != CostServerRatio || figs[4].Unit != "MiB" || figs[5].Unit != "MiB" ||
-		figs[6].Max != CostLatencyGoalMS || figs[7].Max != CostPageGoalMS || figs[8].Max != 0 {
+	// RSS of ingest and of tlog, the separate roles (all, then each one's
+	// CPU and RSS), the two loads' latencies.
+	n := len(figs)
+	if n != 19 || figs[0].Max != CostGoalUS || figs[1].Goal != CostServerRatio || figs[4].Unit != "MiB" || figs[5].Unit != "MiB" ||
+		figs[6].Unit != "µs" || figs[14].Unit != "MiB" ||
+		figs[n-4].Max != CostLatencyGoalMS || figs[n-3].Max != CostPageGoalMS || figs[n-2].Max != 0 {
 		t.Fatalf("figures: %+v", figs)
 	}
 	// Every process started for a run has its peak RSS read (the
 	// benchmark's own, the publisher's and the drain's NATS, has none).
-	for _, run := range append(r.Dev, r.Drain) {
+	for _, run := range append(r.Dev, r.Drain, r.Roles) {
 		for _, p := range run.Procs {
 			if self := p.Name == procPublisher || strings.HasPrefix(p.Name, "NATS"); self != (p.RSS == 0) || p.RSS > 0 && p.RSS < 1<<20 {
 				t.Errorf("%s: %s: peak RSS %d bytes", run.Name, p.Name, p.RSS)

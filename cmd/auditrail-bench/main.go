@@ -73,6 +73,7 @@ func run(ctx context.Context, args []string) error {
 	costLoad := fs.Duration("cost-load", "", dcost.LoadFor, "how long the cost benchmark holds dev at half, then 80%, of its capacity while a poller follows the feed (0: not measured)")
 	costCapacity := fs.Duration("cost-capacity", "", dcost.CapacityFor, "how long the cost benchmark floods dev to measure its capacity")
 	costCluster := fs.Bool("cost-cluster", "", dcost.Cluster, "the cost benchmark also runs dev on 2 shards x 2 replicas")
+	costRoles := fs.Bool("cost-roles", "", dcost.Roles, "the cost benchmark also carries the steady load through ingest, tlog, query and controlplane as separate processes, with a feed poller and a page reader")
 	deliverEvents := fs.Int("deliver-events", "AUDITRAIL_BENCH_DELIVER_EVENTS", 200_000, "events of the deliver benchmark")
 	icfg := ingest.DefaultConfig()
 	icfg.RegisterFlags(fs)
@@ -182,7 +183,7 @@ func run(ctx context.Context, args []string) error {
 		case "cost":
 			cfg := bench.DefaultCostConfig(exe)
 			cfg.Rate, cfg.Duration, cfg.Orgs, cfg.Drain, cfg.Cluster, cfg.QueryLog, cfg.ProfileDir = *costRate, *costFor, *costOrgs, *costDrain, *costCluster, *costQueryLog, *costProfiles
-			cfg.LoadFor, cfg.CapacityFor = *costLoad, *costCapacity
+			cfg.LoadFor, cfg.CapacityFor, cfg.Roles = *costLoad, *costCapacity, *costRoles
 			fmt.Printf("== cost: CPU per event of every process, from /proc: dev under %d events/s for %s on ClickHouse, SQLite and the cluster; a bare clickhouse-client insert; the roles draining %d events\n",
 				cfg.Rate, cfg.Duration, cfg.Drain)
 			r, err := bench.Cost(ctx, cfg, os.Stdout)
