@@ -275,6 +275,11 @@ func (in *Ingester[T]) consume(ctx context.Context) error {
 	}
 	close(batches)
 	committers.Wait()
+	// The acks are publications: sent before the run returns (and the
+	// caller closes the connection), not left in the client's buffer.
+	if err := in.nc.FlushTimeout(time.Second); err != nil {
+		in.log.Warn("the last acks may not have reached NATS; their events will be delivered again and stored once", "err", err)
+	}
 	return runErr
 }
 

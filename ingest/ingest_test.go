@@ -957,7 +957,7 @@ func TestStopMidBacklogThenResume(t *testing.T) {
 	cfg := testConfig()
 	cfg.InsertRows = 5000
 	cfg.FlushInterval = 500 * time.Millisecond
-	cfg.AckWait = 3 * time.Second // what the first leaves unacknowledged comes back soon
+	cfg.AckWait = 3 * time.Second // what the pull had in flight at the stop comes back soon
 	org := uuid.New()
 	var evs []*schemas.AuditEvent
 	for i := range 30_000 {
@@ -973,8 +973,10 @@ func TestStopMidBacklogThenResume(t *testing.T) {
 		t.Skip("the backlog was drained before the stop")
 	}
 	// A graceful stop commits the open inserts and the batch in hand.
-	if ack, _ := consumerPending(t, js, cfg.Durable); ack != 0 || st.Stored != st.Received {
-		t.Fatalf("after a graceful stop: %d messages unacknowledged, %d of %d received stored", ack, st.Stored, st.Received)
+	// (Messages the server sent as the pull stopped, which the client
+	// never handed over, come back after AckWait: the second stores them.)
+	if st.Stored != st.Received {
+		t.Fatalf("after a graceful stop: %d of %d received stored", st.Stored, st.Received)
 	}
 	second, _ := runIngester(t, nc, store, cfg)
 	testenv.Eventually(t, 90*time.Second, "the rest stored", func() bool {
