@@ -519,28 +519,10 @@ func (b *costBench) steady(ctx context.Context, name, dir, dsn string, devArgs [
 		names, pids[n] = append(names, n), pid
 	}
 	slices.Sort(names[1:])
-	names = append(names, procPublisher)
-	cpus := func() (map[string]time.Duration, error) {
-		m := map[string]time.Duration{}
-		for _, n := range names {
-			if m[n], err = procCPU(pids[n]); err != nil {
-				return nil, err
-			}
-		}
-		return m, nil
-	}
-	idle0, err := cpus()
+	procs := procSet{names: append(names, procPublisher), pids: pids, uncounted: procPublisher}
+	cpu0, err := procs.idle(&run)
 	if err != nil {
 		return run, nil, err
-	}
-	run.IdleFor = costIdle
-	time.Sleep(costIdle)
-	cpu0, err := cpus()
-	if err != nil {
-		return run, nil, err
-	}
-	for _, n := range names {
-		run.Idle = append(run.Idle, ProcCost{Name: n, CPU: cpu0[n] - idle0[n], Counted: n != procPublisher})
 	}
 
 	orgs := make([]uuid.UUID, b.cfg.Orgs)
@@ -560,18 +542,8 @@ func (b *costBench) steady(ctx context.Context, name, dir, dsn string, devArgs [
 		return run, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	run.Elapsed = time.Since(start)
-	cpu1, err := cpus()
-	if err != nil {
+	if err := procs.since(&run, cpu0); err != nil {
 		return run, nil, err
-	}
-	for _, n := range names {
-		pc := ProcCost{Name: n, CPU: cpu1[n] - cpu0[n], Counted: n != procPublisher}
-		if n != procPublisher {
-			if pc.RSS, err = peakRSS(pids[n]); err != nil {
-				return run, nil, err
-			}
-		}
-		run.Procs = append(run.Procs, pc)
 	}
 	if backlog, err := ingestBacklog(ctx, js); err != nil || backlog != 0 {
 		return run, nil, fmt.Errorf("%s: every log signed, yet ingest's backlog is %d (%v)", name, backlog, err)
@@ -611,6 +583,64 @@ func (b *costBench) publishSteady(ctx context.Context, pub *producers.Publisher,
 		published += per
 	}
 	return counts, kept, nil
+}
+
+// procSet is the processes a run reads, by name; uncounted names the
+// benchmark's own (its CPU not counted, its RSS not read).
+type procSet struct {
+	names     []string
+	pids      map[string]int
+	uncounted string
+}
+
+// cpus reads the CPU time of every process.
+func (p procSet) cpus() (map[string]time.Duration, error) {
+	m := map[string]time.Duration{}
+	for _, n := range p.names {
+		var err error
+		if m[n], err = procCPU(p.pids[n]); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// idle measures the processes at rest for costIdle into run.Idle, and
+// answers their CPU at its end: where the run's measurement starts.
+func (p procSet) idle(run *CostRun) (map[string]time.Duration, error) {
+	idle0, err := p.cpus()
+	if err != nil {
+		return nil, err
+	}
+	run.IdleFor = costIdle
+	time.Sleep(costIdle)
+	cpu0, err := p.cpus()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range p.names {
+		run.Idle = append(run.Idle, ProcCost{Name: n, CPU: cpu0[n] - idle0[n], Counted: n != p.uncounted})
+	}
+	return cpu0, nil
+}
+
+// since appends to run.Procs the CPU every process used since cpu0, and
+// its peak RSS.
+func (p procSet) since(run *CostRun, cpu0 map[string]time.Duration) error {
+	cpu1, err := p.cpus()
+	if err != nil {
+		return err
+	}
+	for _, n := range p.names {
+		pc := ProcCost{Name: n, CPU: cpu1[n] - cpu0[n], Counted: n != p.uncounted}
+		if n != p.uncounted {
+			if pc.RSS, err = peakRSS(p.pids[n]); err != nil {
+				return err
+			}
+		}
+		run.Procs = append(run.Procs, pc)
+	}
+	return nil
 }
 
 // costIdle is how long steady measures dev at rest before it publishes.

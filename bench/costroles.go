@@ -143,27 +143,10 @@ func (b *costBench) roles(ctx context.Context, srv *chserver.Server, srvPID int)
 	for _, r := range roles {
 		names, pids[r.name] = append(names, r.name), r.c.cmd.Process.Pid
 	}
-	cpus := func() (map[string]time.Duration, error) {
-		m := map[string]time.Duration{}
-		for _, n := range names {
-			if m[n], err = procCPU(pids[n]); err != nil {
-				return nil, err
-			}
-		}
-		return m, nil
-	}
-	idle0, err := cpus()
+	procs := procSet{names: names, pids: pids, uncounted: procBenchNATS}
+	cpu0, err := procs.idle(&run)
 	if err != nil {
 		return run, err
-	}
-	run.IdleFor = costIdle
-	time.Sleep(costIdle)
-	cpu0, err := cpus()
-	if err != nil {
-		return run, err
-	}
-	for _, n := range names {
-		run.Idle = append(run.Idle, ProcCost{Name: n, CPU: cpu0[n] - idle0[n], Counted: n != procBenchNATS})
 	}
 
 	// The readers: one organization's feed, followed, and its newest page.
@@ -214,20 +197,8 @@ func (b *costBench) roles(ctx context.Context, srv *chserver.Server, srvPID int)
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", run.Name, err)
 	}
-	cpu1, err := cpus()
-	if err != nil {
-		return run, err
-	}
-	for _, n := range names {
-		pc := ProcCost{Name: n, CPU: cpu1[n] - cpu0[n], Counted: n != procBenchNATS}
-		if n != procBenchNATS {
-			if pc.RSS, err = peakRSS(pids[n]); err != nil {
-				return run, err
-			}
-		}
-		run.Procs = append(run.Procs, pc)
-	}
-	return run, nil
+	err = procs.since(&run, cpu0)
+	return run, err
 }
 
 // waitHealthy waits until the role at base answers /healthz with 200.
