@@ -47,7 +47,12 @@ func TestCostBenchmarkRuns(t *testing.T) {
 			t.Fatalf("%s: %d events, %s of CPU", run.Name, run.Events, run.Total())
 		}
 		for _, p := range run.Procs {
-			if p.Counted && p.CPU <= 0 && p.Name != procClient {
+			// clickhouse-client may take less than a clock tick of /proc
+			// (10 ms), and so may, in this short run, the control plane
+			// (no work under the load: it made the organizations before)
+			// and the query role (two readers once a second; the run
+			// fails when a read fails).
+			if p.Counted && p.CPU <= 0 && p.Name != procClient && p.Name != procControlPlane && p.Name != procQuery {
 				t.Errorf("%s: %s used no CPU", run.Name, p.Name)
 			}
 		}
