@@ -372,10 +372,11 @@ func (b *batch[T]) add(in *Ingester[T], m jetstream.Msg) {
 	b.n++
 	b.replies = append(b.replies, m.Reply())
 	b.bytes += len(m.Data())
-	if n, ok := numDelivered(m.Reply()); ok && n > 1 {
+	delivered, _ := numDelivered(m.Reply()) // 0: not a JetStream reply
+	if delivered > 1 {
 		b.redelivered = true
 	}
-	v, err := in.accept(m)
+	v, err := in.accept(m, delivered)
 	if err != nil {
 		b.dead = append(b.dead, &deadLetter{msg: m, reason: err.Error()})
 		return
@@ -385,11 +386,12 @@ func (b *batch[T]) add(in *Ingester[T], m jetstream.Msg) {
 }
 
 // accept decodes a message and checks what the decoder cannot: how often it
-// was delivered and whether its time is plausible. An error means the DLQ.
-func (in *Ingester[T]) accept(m jetstream.Msg) (T, error) {
+// was delivered (delivered, read from its reply subject; 0: unknown) and
+// whether its time is plausible. An error means the DLQ.
+func (in *Ingester[T]) accept(m jetstream.Msg, delivered uint64) (T, error) {
 	var zero T
-	if n, ok := numDelivered(m.Reply()); ok && n > uint64(in.cfg.MaxDeliver) {
-		return zero, fmt.Errorf("%w: delivered %d times without being committed (max deliver %d)", ErrRejected, n, in.cfg.MaxDeliver)
+	if delivered > uint64(in.cfg.MaxDeliver) {
+		return zero, fmt.Errorf("%w: delivered %d times without being committed (max deliver %d)", ErrRejected, delivered, in.cfg.MaxDeliver)
 	}
 	v, err := in.decode(m)
 	if err != nil {
